@@ -1,0 +1,618 @@
+package queue
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Limits on what the codec will read. They are checked on raw bytes before
+// any YAML is decoded, so a hostile file costs little.
+const (
+	MaxFileSize        = 1 << 20  // a whole task file
+	MaxFrontmatterSize = 64 << 10 // the YAML between the delimiters
+	MaxDepth           = 20       // nesting of mappings and sequences
+)
+
+// ParseError says why a task file could not be read: where, which field,
+// and what to do about it. Conflict is set when the file holds git conflict
+// markers: the task is then shown as conflict rather than invalid.
+type ParseError struct {
+	Path     string // the file, relative to .snag/, when known
+	Line     int    // 1-based line in the file, 0 when it is about the whole file
+	Field    string // the frontmatter key, when the problem is in one
+	Msg      string
+	Conflict bool
+}
+
+func (e *ParseError) Error() string {
+	var b strings.Builder
+	if e.Path != "" {
+		b.WriteString("parse ")
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	if e.Line > 0 {
+		fmt.Fprintf(&b, "line %d: ", e.Line)
+	}
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// WithPath returns err with the file's path filled in when err is a
+// *ParseError, and err unchanged otherwise.
+func WithPath(err error, path string) error {
+	var pe *ParseError
+	if errors.As(err, &pe) {
+		cp := *pe
+		cp.Path = path
+		return &cp
+	}
+	return err
+}
+
+var bom = []byte("\xEF\xBB\xBF")
+
+// frontmatter locates the parts of a task file, as byte offsets into it.
+type frontmatter struct {
+	yamlStart int  // first byte of the YAML (after the opening line)
+	yamlEnd   int  // first byte of the closing line
+	bodyStart int  // first byte after the closing line
+	crlf      bool // the opening line ends in \r\n
+}
+
+// split finds the frontmatter on raw bytes: an optional BOM, a first line that
+// is exactly ---, and the YAML up to the next line that is --- or ... .
+func split(raw []byte) (frontmatter, error) {
+	var fm frontmatter
+	p := 0
+	if bytes.HasPrefix(raw, bom) {
+		p = len(bom)
+	}
+	switch {
+	case bytes.HasPrefix(raw[p:], []byte("---\n")):
+		fm.yamlStart = p + 4
+	case bytes.HasPrefix(raw[p:], []byte("---\r\n")):
+		fm.yamlStart, fm.crlf = p+5, true
+	case len(raw) == p:
+		return fm, &ParseError{Msg: "empty file: a task starts with a line ---, its frontmatter, and a line --- (snag add writes one)"}
+	default:
+		return fm, &ParseError{Line: 1, Msg: "no frontmatter: the first line must be exactly --- (then id, key, title, status ..., then a line ---)"}
+	}
+	for q := fm.yamlStart; q < len(raw); {
+		if q-fm.yamlStart > MaxFrontmatterSize {
+			return fm, &ParseError{Msg: fmt.Sprintf("frontmatter is larger than %d KiB: move long text into the body, below the closing ---", MaxFrontmatterSize>>10)}
+		}
+		end := bytes.IndexByte(raw[q:], '\n')
+		next := len(raw)
+		if end >= 0 {
+			next = q + end + 1
+			end += q
+		} else {
+			end = len(raw)
+		}
+		line := bytes.TrimSuffix(raw[q:end], []byte("\r"))
+		if string(line) == "---" || string(line) == "..." {
+			fm.yamlEnd, fm.bodyStart = q, next
+			return fm, nil
+		}
+		q = next
+	}
+	return fm, &ParseError{Msg: "frontmatter is not closed: add a line --- after the last key"}
+}
+
+// conflictLine returns the 1-based line of the first git conflict marker in
+// raw (a <<<<<<< line followed by ======= and >>>>>>>), or 0.
+func conflictLine(raw []byte) int {
+	if !bytes.Contains(raw, []byte("<<<<<<<")) {
+		return 0
+	}
+	stage, first := 0, 0
+	for i, line := range bytes.Split(raw, []byte("\n")) {
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		switch {
+		case stage == 0 && bytes.HasPrefix(line, []byte("<<<<<<<")):
+			stage, first = 1, i+1
+		case stage == 1 && (string(line) == "=======" || bytes.HasPrefix(line, []byte("|||||||"))):
+			stage = 2
+		case stage == 2 && bytes.HasPrefix(line, []byte(">>>>>>>")):
+			return first
+		}
+	}
+	return 0
+}
+
+// checkBytes applies the rules every file must meet before it is split.
+func checkBytes(raw []byte) error {
+	if len(raw) > MaxFileSize {
+		return &ParseError{Msg: fmt.Sprintf("file is %d bytes, over the %d MiB limit: move attachments to shots/ and long logs elsewhere", len(raw), MaxFileSize>>20)}
+	}
+	if i := bytes.IndexByte(raw, 0); i >= 0 {
+		return &ParseError{Line: 1 + bytes.Count(raw[:i], []byte("\n")), Msg: "file contains a NUL byte: task files are UTF-8 text"}
+	}
+	if !utf8.Valid(raw) {
+		bad := 0
+		for i := 0; i < len(raw); {
+			r, n := utf8.DecodeRune(raw[i:])
+			if r == utf8.RuneError && n == 1 {
+				bad = i
+				break
+			}
+			i += n
+		}
+		return &ParseError{Line: 1 + bytes.Count(raw[:bad], []byte("\n")), Msg: "file is not valid UTF-8: save it as UTF-8"}
+	}
+	if n := conflictLine(raw); n > 0 {
+		return &ParseError{Line: n, Conflict: true, Msg: "git conflict markers: resolve the merge by hand (keep one side, delete the <<<<<<< ======= >>>>>>> lines)"}
+	}
+	return nil
+}
+
+// document is frontmatter decoded into a YAML node tree that has passed every
+// safety rule.
+type document struct {
+	fm      frontmatter
+	root    *yaml.Node // the top-level mapping, or nil for empty frontmatter
+	lineOff int        // add to a YAML line number to get the file's line number
+}
+
+// decode splits raw and decodes its frontmatter under the codec's rules.
+func decode(raw []byte) (doc document, err error) {
+	if err := checkBytes(raw); err != nil {
+		return doc, err
+	}
+	if doc.fm, err = split(raw); err != nil {
+		return doc, err
+	}
+	doc.lineOff = 1 // the opening --- line
+	text := raw[doc.fm.yamlStart:doc.fm.yamlEnd]
+	var n yaml.Node
+	if err := safeUnmarshal(text, &n); err != nil {
+		return doc, yamlError(err, doc.lineOff)
+	}
+	if n.Kind == 0 || (n.Kind == yaml.DocumentNode && len(n.Content) == 0) {
+		return doc, nil
+	}
+	root := &n
+	if root.Kind == yaml.DocumentNode {
+		root = root.Content[0]
+	}
+	if err := doc.check(root, 1); err != nil {
+		return doc, err
+	}
+	switch {
+	case root.Kind == yaml.ScalarNode && root.Tag == "!!null":
+		return doc, nil
+	case root.Kind != yaml.MappingNode:
+		return doc, &ParseError{Line: root.Line + doc.lineOff, Msg: "frontmatter must be key: value lines (a mapping)"}
+	}
+	doc.root = root
+	return doc, nil
+}
+
+// safeUnmarshal parses YAML into a node tree, turning a panic in the parser
+// into an error: hostile input must never take the process down.
+func safeUnmarshal(text []byte, n *yaml.Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("yaml: %v", r)
+		}
+	}()
+	return yaml.Unmarshal(text, n)
+}
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+func yamlError(err error, lineOff int) error {
+	msg := err.Error()
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return &ParseError{Line: n + lineOff, Msg: "invalid YAML: " + m[2]}
+	}
+	return &ParseError{Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+}
+
+var standardTags = []string{"!!str", "!!int", "!!float", "!!bool", "!!null", "!!timestamp", "!!seq", "!!map"}
+
+// check walks the tree and refuses what the codec does not accept: anchors,
+// aliases, merge keys, custom tags, duplicate or complex keys, deep nesting.
+func (d *document) check(n *yaml.Node, depth int) error {
+	line := n.Line + d.lineOff
+	if depth > MaxDepth {
+		return &ParseError{Line: line, Msg: fmt.Sprintf("nested more than %d levels deep: flatten it", MaxDepth)}
+	}
+	if n.Kind == yaml.AliasNode {
+		return &ParseError{Line: line, Msg: fmt.Sprintf("YAML alias *%s is not allowed: write the value out", n.Value)}
+	}
+	if n.Anchor != "" {
+		return &ParseError{Line: line, Msg: fmt.Sprintf("YAML anchor &%s is not allowed: write values out in full", n.Anchor)}
+	}
+	if n.Style&yaml.TaggedStyle != 0 && !slices.Contains(standardTags, n.Tag) {
+		return &ParseError{Line: line, Msg: fmt.Sprintf("YAML tag %s is not allowed: remove it", n.Tag)}
+	}
+	if n.Kind == yaml.MappingNode {
+		seen := make(map[string]int, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			kl := k.Line + d.lineOff
+			if k.Kind != yaml.ScalarNode {
+				return &ParseError{Line: kl, Msg: "complex mapping keys are not allowed: keys are plain words"}
+			}
+			if k.Tag == "!!merge" {
+				return &ParseError{Line: kl, Msg: "YAML merge key << is not allowed: write the keys out"}
+			}
+			if prev, dup := seen[k.Value]; dup {
+				return &ParseError{Line: kl, Field: k.Value, Msg: fmt.Sprintf("duplicate key (first on line %d): keep one", prev)}
+			}
+			seen[k.Value] = kl
+		}
+	}
+	for _, c := range n.Content {
+		if err := d.check(c, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Parse decodes a task file. The error, when there is one, is a *ParseError
+// (without a Path: see [WithPath]). Parse never modifies raw; the returned
+// task's Raw is raw and its Body a sub-slice of it.
+func Parse(raw []byte) (*Task, error) {
+	doc, err := decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	t := &Task{Raw: raw, Body: raw[doc.fm.bodyStart:], Trust: TrustVetted,
+		Severity: DefaultSeverity, Kind: DefaultKind, Wave: DefaultWave}
+	var have map[string]bool
+	if doc.root != nil {
+		have = make(map[string]bool)
+		for i := 0; i+1 < len(doc.root.Content); i += 2 {
+			k, v := doc.root.Content[i].Value, doc.root.Content[i+1]
+			have[k] = true
+			if err := doc.field(t, k, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, k := range []string{"id", "key", "title", "status"} {
+		if !have[k] {
+			return nil, &ParseError{Field: k, Msg: missingHint[k]}
+		}
+	}
+	return t, nil
+}
+
+var missingHint = map[string]string{
+	"id":     "missing: every task needs an id line (snag doctor --fix adds one)",
+	"key":    "missing: every task needs a key line such as key: SNAG-12 (snag doctor --fix adds the next free one)",
+	"title":  "missing: add a title line",
+	"status": "missing: add a status line (status: open)",
+}
+
+// field decodes one top-level key into t. Unknown keys are left alone: they
+// stay in the file and mean nothing to snag.
+func (d *document) field(t *Task, key string, v *yaml.Node) error {
+	var err error
+	switch key {
+	case "id":
+		var s string
+		if s, err = d.str(key, v); err == nil {
+			if !IsID(s) {
+				return d.errf(v, key, "%q is not an id (want tsk_ and a 26-character ULID; snag doctor --fix can write a fresh one)", truncate(s, 40))
+			}
+			t.ID = IDPrefix + strings.ToUpper(s[len(IDPrefix):])
+		}
+	case "key":
+		var s string
+		if s, err = d.str(key, v); err == nil {
+			n, aerr := AliasNumber(s)
+			if aerr != nil {
+				return d.errf(v, key, "%q is not an alias (want SNAG-<n>, like SNAG-12)", truncate(s, 40))
+			}
+			t.Key = Alias(n)
+		}
+	case "title":
+		if t.Title, err = d.str(key, v); err == nil && strings.TrimSpace(t.Title) == "" {
+			return d.errf(v, key, "empty: give the task a title")
+		}
+		if strings.ContainsFunc(t.Title, isControl) {
+			return d.errf(v, key, "has a control character: keep the title on one line")
+		}
+	case "status":
+		t.Status, err = enum(d, v, key, Statuses)
+	case "trust":
+		t.Trust, err = enum(d, v, key, Trusts)
+	case "severity":
+		t.Severity, err = enum(d, v, key, Severities)
+	case "kind":
+		t.Kind, err = enum(d, v, key, Kinds)
+	case "wave":
+		t.Wave, err = d.int(key, v)
+	case "plan":
+		t.Plan, err = d.str(key, v)
+	case "assignee":
+		t.Assignee, err = d.str(key, v)
+	case "depends_on":
+		t.DependsOn, err = d.strs(key, v)
+		for _, dep := range t.DependsOn {
+			if _, rerr := ParseRef(dep); rerr != nil {
+				return d.errf(v, key, "%q is not a task id or alias (want SNAG-<n> or tsk_<ULID>)", truncate(dep, 40))
+			}
+		}
+	case "suspect_files":
+		t.SuspectFiles, err = d.fileRefs(key, v)
+	case "capture":
+		t.Capture, err = d.capture(key, v)
+	case "verify":
+		t.Verify, err = d.verify(key, v)
+	case "verified":
+		t.Verified, err = d.bool(key, v)
+	case "created":
+		t.Created, err = d.time(key, v)
+	case "updated":
+		t.Updated, err = d.time(key, v)
+	}
+	return err
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
+
+func (d *document) errf(n *yaml.Node, field, format string, args ...any) error {
+	return &ParseError{Line: n.Line + d.lineOff, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (d *document) str(field string, n *yaml.Node) (string, error) {
+	if n.Kind != yaml.ScalarNode {
+		return "", d.errf(n, field, "want a single value, not a list or mapping")
+	}
+	if n.Tag == "!!null" {
+		return "", nil
+	}
+	return n.Value, nil
+}
+
+func enum[T ~string](d *document, n *yaml.Node, field string, allowed []T) (T, error) {
+	s, err := d.str(field, n)
+	if err != nil {
+		return "", err
+	}
+	v := T(strings.ToLower(strings.TrimSpace(s)))
+	if slices.Contains(allowed, v) {
+		return v, nil
+	}
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = string(a)
+	}
+	return "", d.errf(n, field, "unknown value %q (want one of %s)", truncate(s, 40), strings.Join(names, ", "))
+}
+
+func (d *document) int(field string, n *yaml.Node) (int, error) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return 0, nil
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!int" {
+		if i, err := strconv.Atoi(n.Value); err == nil && i >= 0 && i < 1e6 {
+			return i, nil
+		}
+	}
+	return 0, d.errf(n, field, "want a whole number from 0, not %q", truncate(n.Value, 40))
+}
+
+func (d *document) bool(field string, n *yaml.Node) (bool, error) {
+	if n.Kind == yaml.ScalarNode {
+		switch {
+		case n.Tag == "!!null":
+			return false, nil
+		case n.Tag == "!!bool" && strings.EqualFold(n.Value, "true"):
+			return true, nil
+		case n.Tag == "!!bool":
+			return false, nil
+		}
+	}
+	return false, d.errf(n, field, "want true or false, not %q", truncate(n.Value, 40))
+}
+
+var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05Z07:00", "2006-01-02 15:04:05", "2006-01-02"}
+
+func (d *document) time(field string, n *yaml.Node) (time.Time, error) {
+	s, err := d.str(field, n)
+	if err != nil || s == "" {
+		return time.Time{}, err
+	}
+	for _, layout := range timeLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, d.errf(n, field, "%q is not a time (want RFC 3339, like 2026-11-29T10:00:00Z)", truncate(s, 40))
+}
+
+// strs reads a list of scalars, or a single scalar as a list of one.
+func (d *document) strs(field string, n *yaml.Node) ([]string, error) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" || n.Value == "" {
+			return nil, nil
+		}
+		return []string{n.Value}, nil
+	case yaml.SequenceNode:
+		out := make([]string, 0, len(n.Content))
+		for _, c := range n.Content {
+			if c.Kind != yaml.ScalarNode {
+				return nil, d.errf(c, field, "want a list of plain values")
+			}
+			out = append(out, c.Value)
+		}
+		return out, nil
+	}
+	return nil, d.errf(n, field, "want a list, like [a, b]")
+}
+
+// fileRefs reads suspect_files: a list whose items are {path, lines} mappings
+// or strings of the form path, path:12 or path:12-40.
+func (d *document) fileRefs(field string, n *yaml.Node) ([]FileRef, error) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil, nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return nil, d.errf(n, field, "want a list of {path: ..., lines: [a, b]}")
+	}
+	out := make([]FileRef, 0, len(n.Content))
+	for _, c := range n.Content {
+		var ref FileRef
+		switch c.Kind {
+		case yaml.ScalarNode:
+			r, err := ParseFileRef(c.Value)
+			if err != nil {
+				return nil, d.errf(c, field, "%v", err)
+			}
+			ref = r
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(c.Content); i += 2 {
+				k, v := c.Content[i].Value, c.Content[i+1]
+				switch k {
+				case "path":
+					p, err := d.str(field, v)
+					if err != nil {
+						return nil, err
+					}
+					ref.Path = p
+				case "lines":
+					lines, err := d.lines(field, v)
+					if err != nil {
+						return nil, err
+					}
+					ref.Lines = lines
+				}
+			}
+		default:
+			return nil, d.errf(c, field, "want {path: ..., lines: [a, b]}")
+		}
+		if err := ref.check(); err != nil {
+			return nil, d.errf(c, field, "%v", err)
+		}
+		if err := checkRelPath(ref.Path); err != nil {
+			return nil, d.errf(c, field, "%v", err)
+		}
+		out = append(out, ref)
+	}
+	return out, nil
+}
+
+func (d *document) lines(field string, n *yaml.Node) ([2]int, error) {
+	var out [2]int
+	switch n.Kind {
+	case yaml.ScalarNode:
+		i, err := d.int(field, n)
+		return [2]int{i, i}, err
+	case yaml.SequenceNode:
+		if len(n.Content) == 0 || len(n.Content) > 2 {
+			break
+		}
+		for i, c := range n.Content {
+			v, err := d.int(field, c)
+			if err != nil {
+				return out, err
+			}
+			out[i] = v
+		}
+		if len(n.Content) == 1 {
+			out[1] = out[0]
+		}
+		return out, nil
+	}
+	return out, d.errf(n, field, "lines: want [start, end] or one line number")
+}
+
+// checkRelPath refuses paths that are absolute or climb out of the folder
+// they are relative to.
+func checkRelPath(p string) error {
+	q := strings.ReplaceAll(p, `\`, "/")
+	if strings.HasPrefix(q, "/") || (len(q) > 1 && q[1] == ':') {
+		return fmt.Errorf("path %q is absolute: write it relative to the repository root", truncate(p, 60))
+	}
+	depth := 0
+	for _, part := range strings.Split(q, "/") {
+		switch part {
+		case "", ".":
+		case "..":
+			if depth--; depth < 0 {
+				return fmt.Errorf("path %q leaves the repository: write it relative to the repository root", truncate(p, 60))
+			}
+		default:
+			depth++
+		}
+	}
+	return nil
+}
+
+func (d *document) capture(field string, n *yaml.Node) (*Capture, error) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil, nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil, d.errf(n, field, "want a mapping with url, anchor, console_errors, screenshots")
+	}
+	c := &Capture{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i].Value, n.Content[i+1]
+		var err error
+		switch k {
+		case "url":
+			c.URL, err = d.str(field+".url", v)
+		case "anchor":
+			c.Anchor, err = d.str(field+".anchor", v)
+		case "console_errors":
+			c.ConsoleErrors, err = d.strs(field+".console_errors", v)
+		case "screenshots":
+			c.Screenshots, err = d.strs(field+".screenshots", v)
+			for _, s := range c.Screenshots {
+				if perr := checkRelPath(s); perr != nil || s == "" {
+					return nil, d.errf(v, field+".screenshots", "%q must be a path inside .snag/, like shots/SNAG-12-0.png", truncate(s, 60))
+				}
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (d *document) verify(field string, n *yaml.Node) (*VerifySpec, error) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			return nil, nil
+		}
+		return &VerifySpec{Command: n.Value}, nil
+	case yaml.MappingNode:
+		v := &VerifySpec{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == "command" {
+				s, err := d.str(field+".command", n.Content[i+1])
+				if err != nil {
+					return nil, err
+				}
+				v.Command = s
+			}
+		}
+		return v, nil
+	}
+	return nil, d.errf(n, field, "want {command: \"...\"}")
+}

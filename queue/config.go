@@ -1,0 +1,137 @@
+package queue
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ConfigVersion is the config.json version this snag writes and reads.
+const ConfigVersion = 1
+
+// Config is .snag/config.json: the project's settings, committed with it.
+type Config struct {
+	Version int           `json:"version"`
+	Verify  VerifyConfig  `json:"verify"`
+	Plan    PlanConfig    `json:"plan"`
+	Browser BrowserConfig `json:"browser"`
+}
+
+// VerifyConfig is the project's verify step (DESIGN section 11).
+type VerifyConfig struct {
+	// Command runs in the project root; exit 0 passes. Empty: no project-wide
+	// command.
+	Command string `json:"command,omitempty"`
+	// TimeoutSeconds bounds one run of Command.
+	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
+}
+
+// PlanConfig holds settings of the queue's flow.
+type PlanConfig struct {
+	// VerifyOnResolve, when false, lets resolve go straight to resolved with
+	// verified: false. Absent means true.
+	VerifyOnResolve *bool `json:"verify_on_resolve,omitempty"`
+}
+
+// BrowserConfig holds settings of the browser verifier.
+type BrowserConfig struct {
+	// AllowedHosts are the hosts a captured URL may point at.
+	AllowedHosts []string `json:"allowed_hosts,omitempty"`
+}
+
+// Defaults for settings config.json leaves out.
+const DefaultVerifyTimeoutSeconds = 300
+
+// DefaultAllowedHosts are the hosts the browser verifier may open when
+// config.json names none.
+var DefaultAllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
+
+// DefaultConfig is the config snag init writes.
+func DefaultConfig() Config {
+	return Config{Version: ConfigVersion}.withDefaults()
+}
+
+// VerifyOnResolve reports whether resolve goes through verify.
+func (c Config) VerifyOnResolve() bool {
+	return c.Plan.VerifyOnResolve == nil || *c.Plan.VerifyOnResolve
+}
+
+func (c Config) withDefaults() Config {
+	if c.Verify.TimeoutSeconds == 0 {
+		c.Verify.TimeoutSeconds = DefaultVerifyTimeoutSeconds
+	}
+	if len(c.Browser.AllowedHosts) == 0 {
+		c.Browser.AllowedHosts = DefaultAllowedHosts
+	}
+	return c
+}
+
+// LoadConfig reads config.json at path. A missing file gives the defaults;
+// an unknown key or a bad value is an error that names it and the fix.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return DefaultConfig(), nil
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	c, err := ParseConfig(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", filepath.Base(path), err)
+	}
+	return c, nil
+}
+
+// ParseConfig decodes config.json bytes strictly and fills in defaults.
+func ParseConfig(data []byte) (Config, error) {
+	var c Config
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			line := 1 + bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))
+			return Config{}, fmt.Errorf("line %d: invalid JSON: %v", line, se)
+		case errors.As(err, &te):
+			return Config{}, fmt.Errorf("%s: want a %s, not a JSON %s", te.Field, te.Type, te.Value)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			field := strings.TrimPrefix(err.Error(), "json: unknown field ")
+			return Config{}, fmt.Errorf("unknown key %s (known: version, verify.command, verify.timeout_seconds, plan.verify_on_resolve, browser.allowed_hosts): remove it or fix its spelling", field)
+		}
+		return Config{}, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if dec.More() {
+		return Config{}, errors.New("invalid JSON: more than one value: keep one {...} object")
+	}
+	switch {
+	case c.Version == 0:
+		return Config{}, fmt.Errorf(`version: missing: add "version": %d`, ConfigVersion)
+	case c.Version > ConfigVersion:
+		return Config{}, fmt.Errorf("version: %d is newer than this snag understands (%d): upgrade snag", c.Version, ConfigVersion)
+	case c.Version < 0:
+		return Config{}, fmt.Errorf("version: %d is not a version (want %d)", c.Version, ConfigVersion)
+	case c.Verify.TimeoutSeconds < 0:
+		return Config{}, errors.New("verify.timeout_seconds: must be positive (seconds one verify run may take)")
+	}
+	for _, h := range c.Browser.AllowedHosts {
+		if h == "" || strings.ContainsAny(h, "/ :@") && !strings.Contains(h, "::") {
+			return Config{}, fmt.Errorf("browser.allowed_hosts: %q is not a host name (want names like localhost)", h)
+		}
+	}
+	return c.withDefaults(), nil
+}
+
+// MarshalIndent renders the config as snag init writes it.
+func (c Config) MarshalIndent() []byte {
+	out := Config{Version: c.Version, Verify: c.Verify, Plan: c.Plan, Browser: c.Browser}
+	b, _ := json.MarshalIndent(out, "", "  ")
+	return append(b, '\n')
+}

@@ -1,0 +1,305 @@
+package queue
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+)
+
+// TempSuffix ends the name of every temp file snag writes. A temp file is
+// hidden (its name starts with a dot) so no reader mistakes it for a task.
+const TempSuffix = ".snag-tmp"
+
+// ErrSymlink is returned for a task file, or a folder, that is a symbolic
+// link: snag never follows one.
+var ErrSymlink = errors.New("is a symbolic link: snag does not follow links in .snag/; replace it with the real file")
+
+// ErrChanged is returned by [Dir.Update] when the file kept changing under
+// snag while it tried to write.
+var ErrChanged = errors.New("file kept changing while snag wrote it: try again when the editor has saved")
+
+// Dir is one flat folder of snag's files (.snag/tasks, or .snag itself),
+// opened through [os.Root] so that no name can reach outside it. It refuses
+// symbolic links, creates files without ever overwriting one, and makes
+// every write atomic and durable: a temp file in the same folder, fsync,
+// rename, fsync of the folder.
+//
+// A Dir is safe for concurrent use; writers to the same file should be
+// serialised by the caller (snagd is the one writer).
+type Dir struct {
+	root *os.Root
+	path string
+}
+
+// OpenDir opens the folder at path. The folder itself must not be a
+// symbolic link.
+func OpenDir(path string) (*Dir, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, fmt.Errorf("open %s: %w", path, ErrSymlink)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("open %s: not a folder", path)
+	}
+	root, err := os.OpenRoot(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return &Dir{root: root, path: path}, nil
+}
+
+// Close releases the folder.
+func (d *Dir) Close() error { return d.root.Close() }
+
+// Path is the folder's path as it was opened.
+func (d *Dir) Path() string { return d.path }
+
+// Entry is one name in a Dir, as [Dir.List] found it.
+type Entry struct {
+	Name    string
+	Size    int64
+	ModTime time.Time
+	// Problem is set when the entry is named like a task file but cannot be
+	// one: a symbolic link, or a folder.
+	Problem error
+}
+
+// List returns the entries whose names [IsTaskFileName] accepts, in
+// directory order.
+func (d *Dir) List() ([]Entry, error) {
+	f, err := d.root.Open(".")
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", d.path, err)
+	}
+	defer f.Close()
+	des, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", d.path, err)
+	}
+	out := make([]Entry, 0, len(des))
+	for _, de := range des {
+		name := de.Name()
+		if !IsTaskFileName(name) {
+			continue
+		}
+		e := Entry{Name: name}
+		switch {
+		case de.Type()&fs.ModeSymlink != 0:
+			e.Problem = ErrSymlink
+		case de.IsDir():
+			e.Problem = errors.New("is a folder: task files live flat in .snag/tasks/; move its files up and remove it")
+		case !de.Type().IsRegular():
+			e.Problem = errors.New("is not a regular file")
+		default:
+			fi, err := de.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // removed while we listed
+			}
+			if err != nil {
+				e.Problem = err
+			} else {
+				e.Size, e.ModTime = fi.Size(), fi.ModTime()
+			}
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Read returns a file's bytes and its info. It refuses symbolic links and
+// folders, and reads at most MaxFileSize+1 bytes, so an oversized file costs
+// little and still fails [Parse]'s size rule.
+func (d *Dir) Read(name string) ([]byte, fs.FileInfo, error) {
+	if err := checkFlat(name); err != nil {
+		return nil, nil, err
+	}
+	lfi, err := d.root.Lstat(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if lfi.Mode()&fs.ModeSymlink != 0 {
+		return nil, nil, fmt.Errorf("read %s: %w", name, ErrSymlink)
+	}
+	if !lfi.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("read %s: not a regular file", name)
+	}
+	f, err := d.root.Open(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !os.SameFile(lfi, fi) {
+		return nil, nil, fmt.Errorf("read %s: replaced while opening: try again", name)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	return data, fi, nil
+}
+
+// Create writes a new file. It never overwrites: when name exists it fails
+// with an error wrapping [fs.ErrExist]. The file appears whole or not at all.
+func (d *Dir) Create(name string, data []byte) error {
+	tmp, err := d.writeTemp(name, data, 0o644)
+	if err != nil {
+		return err
+	}
+	defer d.root.Remove(tmp)
+	if err := d.root.Link(tmp, name); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("create %s: %w: snag never overwrites a task file", name, fs.ErrExist)
+		}
+		return fmt.Errorf("create %s: %w", name, err)
+	}
+	if err := d.root.Remove(tmp); err != nil {
+		return fmt.Errorf("create %s: remove temp: %w", name, err)
+	}
+	return d.syncDir()
+}
+
+// Update rewrites an existing file with edit(current bytes). Just before the
+// rename it checks that the file still holds the bytes the edit was made on;
+// when a person saved meanwhile, it applies edit again to the new bytes, so
+// their edit is never overwritten. It returns the bytes it replaced and the
+// bytes it wrote; when edit returns its input unchanged nothing is written.
+func (d *Dir) Update(name string, edit func(cur []byte) ([]byte, error)) (old, new []byte, err error) {
+	cur, fi, err := d.Read(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	for range 5 {
+		next, err := edit(cur)
+		if err != nil {
+			return cur, nil, err
+		}
+		if bytes.Equal(next, cur) {
+			return cur, cur, nil
+		}
+		tmp, err := d.writeTemp(name, next, fi.Mode().Perm())
+		if err != nil {
+			return cur, nil, err
+		}
+		again, fi2, err := d.Read(name)
+		if err != nil {
+			d.root.Remove(tmp)
+			return cur, nil, err
+		}
+		if !bytes.Equal(again, cur) {
+			d.root.Remove(tmp)
+			cur, fi = again, fi2
+			continue
+		}
+		if err := d.root.Rename(tmp, name); err != nil {
+			d.root.Remove(tmp)
+			return cur, nil, fmt.Errorf("update %s: %w", name, err)
+		}
+		return cur, next, d.syncDir()
+	}
+	return cur, nil, fmt.Errorf("update %s: %w", name, ErrChanged)
+}
+
+// Write replaces a generated file (plan.json) atomically. It is not for task
+// files, which go through [Dir.Create] and [Dir.Update].
+func (d *Dir) Write(name string, data []byte) error {
+	tmp, err := d.writeTemp(name, data, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := d.root.Rename(tmp, name); err != nil {
+		d.root.Remove(tmp)
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return d.syncDir()
+}
+
+// Remove deletes a file; it is for generated files and tests, never for
+// task files.
+func (d *Dir) Remove(name string) error { return d.root.Remove(name) }
+
+// SweepTemps removes snag's temp files older than age, left behind by a
+// crash, and reports how many it removed.
+func (d *Dir) SweepTemps(age time.Duration) (int, error) {
+	f, err := d.root.Open(".")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	des, err := f.ReadDir(-1)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, de := range des {
+		if !strings.HasSuffix(de.Name(), TempSuffix) || !de.Type().IsRegular() {
+			continue
+		}
+		fi, err := de.Info()
+		if err != nil || time.Since(fi.ModTime()) < age {
+			continue
+		}
+		if d.root.Remove(de.Name()) == nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (d *Dir) writeTemp(name string, data []byte, perm fs.FileMode) (string, error) {
+	if err := checkFlat(name); err != nil {
+		return "", err
+	}
+	var rnd [6]byte
+	rand.Read(rnd[:])
+	base := name
+	if len(base) > 100 {
+		base = base[:100]
+	}
+	tmp := "." + base + "." + hex.EncodeToString(rnd[:]) + TempSuffix
+	f, err := d.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return "", fmt.Errorf("write %s: %w", name, err)
+	}
+	_, werr := f.Write(data)
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		d.root.Remove(tmp)
+		return "", fmt.Errorf("write %s: %w", name, err)
+	}
+	return tmp, nil
+}
+
+func (d *Dir) syncDir() error {
+	f, err := d.root.Open(".")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", d.path, err)
+	}
+	return nil
+}
+
+// checkFlat refuses a name that is not a plain name in this folder.
+func checkFlat(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") {
+		return fmt.Errorf("%q is not a file name in this folder", truncate(name, 80))
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+package queue
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Format renders a new task file: the frontmatter in snag's key order, then
+// the body. Empty optional fields are left out. The result parses back to
+// the same task (a fuzz test holds Format and Parse to that).
+func Format(t *Task) []byte {
+	var b bytes.Buffer
+	b.WriteString("---\n")
+	kv := func(k string, v any) { fmt.Fprintf(&b, "%s: %s\n", k, render(v, 0)) }
+	kv("id", t.ID)
+	kv("key", t.Key)
+	kv("title", t.Title)
+	kv("status", string(t.Status))
+	kv("trust", string(t.Trust))
+	kv("severity", string(t.Severity))
+	kv("kind", string(t.Kind))
+	kv("wave", t.Wave)
+	if t.Plan != "" {
+		kv("plan", t.Plan)
+	}
+	if t.Assignee != "" {
+		kv("assignee", t.Assignee)
+	}
+	if len(t.DependsOn) > 0 {
+		fmt.Fprintf(&b, "depends_on: %s\n", flowList(t.DependsOn))
+	}
+	if len(t.SuspectFiles) > 0 {
+		b.WriteString("suspect_files:\n")
+		for _, f := range t.SuspectFiles {
+			if f.Lines[0] > 0 {
+				fmt.Fprintf(&b, "  - {path: %s, lines: [%d, %d]}\n", render(f.Path, 0), f.Lines[0], max(f.Lines[0], f.Lines[1]))
+			} else {
+				fmt.Fprintf(&b, "  - {path: %s}\n", render(f.Path, 0))
+			}
+		}
+	}
+	if c := t.Capture; c != nil {
+		b.WriteString("capture:\n")
+		if c.URL != "" {
+			fmt.Fprintf(&b, "  url: %s\n", quoteAlways(c.URL))
+		}
+		if c.Anchor != "" {
+			fmt.Fprintf(&b, "  anchor: %s\n", quoteAlways(c.Anchor))
+		}
+		if len(c.ConsoleErrors) > 0 {
+			b.WriteString("  console_errors:\n")
+			for _, e := range c.ConsoleErrors {
+				fmt.Fprintf(&b, "    - %s\n", quoteAlways(e))
+			}
+		}
+		if len(c.Screenshots) > 0 {
+			fmt.Fprintf(&b, "  screenshots: %s\n", flowList(c.Screenshots))
+		}
+	}
+	if t.Verify != nil && t.Verify.Command != "" {
+		fmt.Fprintf(&b, "verify: {command: %s}\n", quoteAlways(t.Verify.Command))
+	}
+	if t.Verified {
+		kv("verified", true)
+	}
+	if !t.Created.IsZero() {
+		kv("created", t.Created.UTC().Truncate(time.Second))
+	}
+	if !t.Updated.IsZero() {
+		kv("updated", t.Updated.UTC().Truncate(time.Second))
+	}
+	b.WriteString("---\n")
+	b.Write(t.Body)
+	return b.Bytes()
+}
+
+func flowList(items []string) string {
+	parts := make([]string, len(items))
+	for i, s := range items {
+		if plainSafe(s) && !strings.ContainsAny(s, ",[]{}") {
+			parts[i] = s
+		} else {
+			parts[i] = quoteAlways(s)
+		}
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+func quoteAlways(s string) string { return quote(s, 0) }

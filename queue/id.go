@@ -1,0 +1,102 @@
+package queue
+
+import (
+	"crypto/rand"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// IDPrefix starts every canonical task id; AliasPrefix starts every alias.
+const (
+	IDPrefix    = "tsk_"
+	AliasPrefix = "SNAG-"
+)
+
+// NewID returns a fresh canonical task id: tsk_ and a ULID whose time part
+// is now, so ids sort by creation.
+func NewID(now time.Time) string {
+	return IDPrefix + ulid.MustNew(ulid.Timestamp(now), rand.Reader).String()
+}
+
+// IsID reports whether s has the form of a canonical task id (tsk_ and 26
+// characters of Crockford base32), in any case.
+func IsID(s string) bool {
+	if len(s) != len(IDPrefix)+ulid.EncodedSize || !strings.EqualFold(s[:len(IDPrefix)], IDPrefix) {
+		return false
+	}
+	_, err := ulid.ParseStrict(strings.ToUpper(s[len(IDPrefix):]))
+	return err == nil
+}
+
+// Alias formats the human alias for n: SNAG-12.
+func Alias(n int) string { return AliasPrefix + strconv.Itoa(n) }
+
+// AliasNumber reads the number out of an alias, in any case: 12 for SNAG-12
+// or snag-12. It fails for anything else.
+func AliasNumber(s string) (int, error) {
+	if len(s) <= len(AliasPrefix) || !strings.EqualFold(s[:len(AliasPrefix)], AliasPrefix) {
+		return 0, fmt.Errorf("%q is not an alias (want SNAG-<n>)", s)
+	}
+	digits := s[len(AliasPrefix):]
+	n, err := strconv.Atoi(digits)
+	if err != nil || n <= 0 || digits[0] == '0' || digits[0] == '+' {
+		return 0, fmt.Errorf("%q is not an alias (want SNAG-<n>, n a positive number)", s)
+	}
+	return n, nil
+}
+
+// Ref is a reference to a task as a person or an agent types it: a canonical
+// id or an alias, in any case.
+type Ref struct {
+	ID  string // canonical id, upper-cased ULID part, or ""
+	Num int    // alias number, or 0
+}
+
+// ParseRef reads a task reference. It accepts tsk_<ULID> and SNAG-<n> in any
+// case, and a bare number as a shorthand for the alias.
+func ParseRef(s string) (Ref, error) {
+	s = strings.TrimSpace(s)
+	switch {
+	case IsID(s):
+		return Ref{ID: IDPrefix + strings.ToUpper(s[len(IDPrefix):])}, nil
+	case len(s) > 0 && s[0] >= '1' && s[0] <= '9':
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			return Ref{Num: n}, nil
+		}
+	default:
+		if n, err := AliasNumber(s); err == nil {
+			return Ref{Num: n}, nil
+		}
+	}
+	return Ref{}, fmt.Errorf("%q is not a task id: use an alias like SNAG-12 or an id like tsk_01JD6Z3Q8R6V2X4N0H5K7M9P1C (snag list shows them)", truncate(s, 60))
+}
+
+// String gives the canonical form of the reference.
+func (r Ref) String() string {
+	if r.ID != "" {
+		return r.ID
+	}
+	return Alias(r.Num)
+}
+
+// Matches reports whether t is the task the reference names.
+func (r Ref) Matches(t *Task) bool {
+	if r.ID != "" {
+		return strings.EqualFold(t.ID, r.ID)
+	}
+	return t.Num() == r.Num
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
