@@ -303,3 +303,26 @@ func checkFlat(name string) error {
 	}
 	return nil
 }
+
+// Temps lists snag's temp files older than age, without removing them.
+func (d *Dir) Temps(age time.Duration) ([]string, error) {
+	f, err := d.root.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	des, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, de := range des {
+		if !strings.HasSuffix(de.Name(), TempSuffix) || !de.Type().IsRegular() {
+			continue
+		}
+		if fi, err := de.Info(); err == nil && time.Since(fi.ModTime()) >= age {
+			out = append(out, de.Name())
+		}
+	}
+	return out, nil
+}

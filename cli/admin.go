@@ -1,0 +1,159 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/snagdev/snag/project"
+	"github.com/snagdev/snag/queue"
+)
+
+func init() {
+	register(&command{
+		name: "reindex", args: "[--json]",
+		summary: "Rebuild the index from the task files. Live state (leases, sessions, the audit log) is kept.",
+		flags: func(fs *flag.FlagSet, c *call) {
+			fs.BoolVar(&c.opt.json, "json", false, "print JSON")
+		},
+		run: runReindex,
+	})
+	register(&command{
+		name: "doctor", args: "[--fix] [--json]",
+		summary: "Check the project: files that do not parse, conflict markers, duplicate ids or aliases,\ndepends_on that point nowhere or loop, temp files left by a crash. Exit 1 when it finds any.",
+		flags: func(fs *flag.FlagSet, c *call) {
+			fs.BoolVar(&c.opt.fix, "fix", false, "give files without an id or key fresh ones, and remove old temp files")
+			fs.BoolVar(&c.opt.json, "json", false, "print JSON")
+		},
+		run: runDoctor,
+	})
+	for _, m := range []struct {
+		action  queue.Action
+		summary string
+	}{
+		{queue.ActPromote, "Promote inbox tasks into the queue: a person has read them; they become vetted and open."},
+		{queue.ActReject, "Reject inbox tasks: they become cancelled."},
+		{queue.ActCancel, "Cancel tasks: they will not be done."},
+		{queue.ActReopen, "Reopen resolved, cancelled or needs_review tasks: back to open."},
+	} {
+		register(&command{
+			name: string(m.action), args: "ID...",
+			summary: m.summary,
+			run: func(ctx context.Context, c *call) error {
+				return runMove(ctx, c, m.action)
+			},
+		})
+	}
+}
+
+func runReindex(ctx context.Context, c *call) error {
+	if len(c.args) > 0 {
+		return usagef("reindex takes no arguments")
+	}
+	root, err := project.Find(c.Dir)
+	if err != nil {
+		return err
+	}
+	p, err := project.Open(ctx, root)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	st, err := p.Rebuild(ctx)
+	if err != nil {
+		return err
+	}
+	if c.opt.json {
+		return writeJSON(c.Stdout, map[string]any{"files": st.Files, "failed": st.Failed, "ms": st.Duration.Milliseconds()})
+	}
+	fmt.Fprintf(c.Stdout, "indexed %d files (%d failed) in %s\n", st.Files, st.Failed, st.Duration.Round(time.Millisecond))
+	if st.Failed > 0 {
+		fmt.Fprintln(c.Stdout, "snag doctor says what is wrong with the ones that failed")
+	}
+	return nil
+}
+
+func runDoctor(ctx context.Context, c *call) error {
+	if len(c.args) > 0 {
+		return usagef("doctor takes no arguments")
+	}
+	p, err := openProject(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	if c.opt.fix {
+		done, err := p.Fix(ctx)
+		for _, d := range done {
+			fmt.Fprintln(c.Stdout, "fixed: "+d)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	found, err := p.Doctor(ctx)
+	if err != nil {
+		return err
+	}
+	if c.opt.json {
+		if found == nil {
+			found = []project.Finding{}
+		}
+		if err := writeJSON(c.Stdout, map[string]any{"findings": found}); err != nil {
+			return err
+		}
+	} else {
+		for _, f := range found {
+			fmt.Fprintf(c.Stdout, "%-9s %s: %s\n", f.Kind, p.Rel(f.Path), f.Message)
+		}
+		if len(found) == 0 {
+			fmt.Fprintln(c.Stdout, "no problems found")
+		} else if fixable(found) && !c.opt.fix {
+			fmt.Fprintln(c.Stdout, "snag doctor --fix can fix some of these")
+		}
+	}
+	if len(found) > 0 {
+		return errFound
+	}
+	return nil
+}
+
+func fixable(fs []project.Finding) bool {
+	for _, f := range fs {
+		if f.Fixable {
+			return true
+		}
+	}
+	return false
+}
+
+func runMove(ctx context.Context, c *call, action queue.Action) error {
+	if len(c.args) == 0 {
+		return usagef("%s takes one or more tasks: snag %s SNAG-12", action, action)
+	}
+	refs := make([]queue.Ref, len(c.args))
+	for i, a := range c.args {
+		r, err := queue.ParseRef(a)
+		if err != nil {
+			return err
+		}
+		refs[i] = r
+	}
+	p, err := openProject(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	var errs []error
+	for _, r := range refs {
+		t, err := p.Move(ctx, r, action, queue.Person, who())
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(c.Stdout, "%s is %s\n", t.Key, t.Status)
+	}
+	return errors.Join(errs...)
+}

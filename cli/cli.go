@@ -1,0 +1,245 @@
+// Package cli is the snag command line: every subcommand's flags, output and
+// exit codes, behind one importable entry point, [Main], that cmd/snag and
+// the end-to-end tests both call.
+//
+// Exit codes: 0 when all went well, 1 when a problem was found (an error, or
+// snag doctor finding something), 2 for a usage mistake.
+//
+// cli wires the other packages together; nothing of snag's imports it.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Version is snag's version, set at build time with
+// -ldflags "-X github.com/snagdev/snag/cli.Version=v1.2.3".
+var Version = "dev"
+
+// Env is what a command sees of the world around it.
+type Env struct {
+	Dir    string // the working directory
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// Main runs the snag command line with args (without the program name) and
+// returns the process's exit code. Errors are printed to env.Stderr.
+func Main(ctx context.Context, args []string, env Env) int {
+	err := Run(ctx, args, env)
+	var ee *exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		if ee.msg != "" {
+			fmt.Fprintln(env.Stderr, "snag: "+ee.msg)
+		}
+		return ee.code
+	default:
+		fmt.Fprintln(env.Stderr, "snag: "+err.Error())
+		return 1
+	}
+}
+
+// exitError ends the process with a code, printing msg when it has one.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// usagef reports a usage mistake (exit code 2).
+func usagef(format string, args ...any) error {
+	return &exitError{code: 2, msg: fmt.Sprintf(format, args...)}
+}
+
+// errFound ends a command that printed what it found with exit code 1.
+var errFound = &exitError{code: 1}
+
+type command struct {
+	name    string
+	args    string // the synopsis after the name
+	summary string
+	run     func(ctx context.Context, c *call) error
+	flags   func(fs *flag.FlagSet, c *call)
+}
+
+// call is one invocation of a command: its flags, positional arguments and
+// environment.
+type call struct {
+	Env
+	cmd  *command
+	fs   *flag.FlagSet
+	args []string
+	opt  options
+}
+
+// options holds every flag any command takes; each command registers the
+// ones it uses.
+type options struct {
+	json     bool
+	all      bool
+	fix      bool
+	status   string
+	kind     string
+	severity string
+	plan     string
+	wave     int
+	limit    int
+	cursor   string
+	body     string
+	files    multi
+	depends  multi
+}
+
+type multi []string
+
+func (m *multi) String() string     { return strings.Join(*m, ",") }
+func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
+
+var commands = map[string]*command{}
+
+func register(c *command) { commands[c.name] = c }
+
+// Run runs one snag command line.
+func Run(ctx context.Context, args []string, env Env) error {
+	if env.Dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		env.Dir = wd
+	}
+	if len(args) == 0 {
+		printUsage(env.Stderr)
+		return usagef("")
+	}
+	name := args[0]
+	switch name {
+	case "help", "-h", "--help", "-help":
+		if len(args) > 1 {
+			if c, ok := commands[args[1]]; ok {
+				newCall(c, env).fs.Usage()
+				return nil
+			}
+		}
+		printUsage(env.Stdout)
+		return nil
+	case "version", "--version", "-version":
+		fmt.Fprintln(env.Stdout, "snag "+Version)
+		return nil
+	}
+	c, ok := commands[name]
+	if !ok {
+		return usagef("unknown command %q: snag help lists the commands", name)
+	}
+	cl := newCall(c, env)
+	pos, err := parseInterleaved(cl.fs, args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return usagef("%s: %v (snag help %s)", name, err, name)
+	}
+	cl.args = pos
+	return c.run(ctx, cl)
+}
+
+func newCall(c *command, env Env) *call {
+	cl := &call{Env: env, cmd: c}
+	fs := flag.NewFlagSet("snag "+c.name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(env.Stderr, "usage: snag %s %s\n\n%s\n", c.name, c.args, c.summary)
+		var has bool
+		fs.VisitAll(func(*flag.Flag) { has = true })
+		if has {
+			fmt.Fprintln(env.Stderr, "\nflags:")
+			fs.PrintDefaults()
+		}
+	}
+	if c.flags != nil {
+		c.flags(fs, cl)
+	}
+	cl.fs = fs
+	return cl
+}
+
+// parseInterleaved parses flags that may come before, between or after the
+// positional arguments, as people type them: snag add "Title" --kind ux.
+// Everything after -- is positional.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		consumed := args[:len(args)-len(rest)]
+		if len(consumed) > 0 && consumed[len(consumed)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, `snag: a file-first task queue for coding agents and the people who direct them.
+
+usage: snag <command> [arguments]
+
+commands:
+`)
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return commandOrder(names[i]) < commandOrder(names[j]) })
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", n, firstLine(commands[n].summary))
+	}
+	fmt.Fprint(w, `
+snag help <command> shows a command's flags. Task references are aliases
+like SNAG-12 (or just 12) or ids like tsk_01JD6Z3Q8R6V2X4N0H5K7M9P1C.
+`)
+}
+
+var order = []string{"init", "add", "list", "show", "search", "promote", "reject", "cancel", "reopen", "reindex", "doctor"}
+
+func commandOrder(name string) int {
+	for i, n := range order {
+		if n == name {
+			return i
+		}
+	}
+	return len(order)
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// who is the person at the keyboard, for the audit log.
+func who() string {
+	for _, k := range []string{"SNAG_USER", "USER", "USERNAME"} {
+		if v := os.Getenv(k); v != "" {
+			return v
+		}
+	}
+	return "person"
+}

@@ -1,0 +1,194 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/project"
+	"github.com/snagdev/snag/queue"
+)
+
+// Width is the widest line a table prints.
+const Width = 100
+
+// writeTable prints rows as a compact table no wider than Width: key,
+// status, severity, kind, wave, and the title with flags (@holder,
+// [BLOCKED by ...], [unvetted], [invalid], [stale], [duplicate]).
+func writeTable(w io.Writer, rows []*index.Row) {
+	head := []string{"KEY", "STATUS", "SEV", "KIND", "W"}
+	cols := make([][]string, len(rows))
+	widths := make([]int, len(head))
+	for i, h := range head {
+		widths[i] = len(h)
+	}
+	for i, r := range rows {
+		key := r.Key
+		if key == "" {
+			key = "?"
+		}
+		status := string(r.Status)
+		if r.State != index.StateOK && !r.Stale {
+			status = r.State
+		}
+		wave := strconv.Itoa(r.Wave)
+		if r.ID == "" {
+			wave = "-"
+		}
+		cols[i] = []string{key, status, string(r.Severity), string(r.Kind), wave}
+		for j, s := range cols[i] {
+			widths[j] = max(widths[j], utf8.RuneCountInString(s))
+		}
+	}
+	used := 0
+	for _, wd := range widths {
+		used += wd + 2
+	}
+	titleWidth := max(Width-used, 20)
+	line := func(cells []string, title, flags string) {
+		var b strings.Builder
+		for j, s := range cells {
+			b.WriteString(s)
+			b.WriteString(strings.Repeat(" ", widths[j]-utf8.RuneCountInString(s)+2))
+		}
+		// Flags matter more than the title's tail: the title gives way.
+		if flags != "" {
+			room := max(titleWidth-utf8.RuneCountInString(flags)-2, 12)
+			title = clip(title, room) + "  " + flags
+		}
+		b.WriteString(clip(title, titleWidth))
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+	line(head, "TITLE", "")
+	for i, r := range rows {
+		line(cols[i], r.Title, flagsOf(r))
+	}
+}
+
+// flagsOf is what a table shows after a task's title.
+func flagsOf(r *index.Row) string {
+	var flags []string
+	if r.Assignee != "" && !r.Status.Terminal() {
+		flags = append(flags, "@"+r.Assignee)
+	}
+	if len(r.BlockedBy) > 0 {
+		flags = append(flags, "[BLOCKED by "+strings.Join(r.BlockedBy, ", ")+"]")
+	}
+	if r.Trust == queue.TrustUnvetted {
+		flags = append(flags, "[unvetted]")
+	}
+	if r.State != index.StateOK {
+		flags = append(flags, "["+r.State+": snag show "+orKey(r)+"]")
+	}
+	if r.Stale {
+		flags = append(flags, "[stale]")
+	}
+	if r.Dup {
+		flags = append(flags, "[duplicate]")
+	}
+	return strings.Join(flags, " ")
+}
+
+func orKey(r *index.Row) string {
+	if r.Key != "" {
+		return r.Key
+	}
+	return "'" + r.Path + "'"
+}
+
+// clip cuts s to n characters, marking the cut with an ellipsis.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// writeShow prints one task in full.
+func writeShow(w io.Writer, p *project.Project, it *index.Item) {
+	if it.Task == nil {
+		fmt.Fprintf(w, "%s  %s\n", orKey(&it.Row), it.Path)
+		fmt.Fprintf(w, "state:     %s\n", it.State)
+		fmt.Fprintf(w, "error:     %s\n", it.Error)
+		fmt.Fprintf(w, "file:      %s\n", p.Rel(it.Path))
+		return
+	}
+	t := it.Task
+	fmt.Fprintf(w, "%s  %s\n", t.Key, t.Title)
+	kv := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(w, "%-10s %s\n", k+":", v)
+		}
+	}
+	status := string(t.Status)
+	if t.Assignee != "" {
+		status += " (" + t.Assignee + ")"
+	}
+	if t.Status == queue.StatusResolved {
+		status += map[bool]string{true: ", verified", false: ", not verified"}[t.Verified]
+	}
+	kv("id", t.ID)
+	kv("status", status)
+	kv("trust", string(t.Trust))
+	line := fmt.Sprintf("%s   kind: %s   wave: %d", t.Severity, t.Kind, t.Wave)
+	if t.Plan != "" {
+		line += "   plan: " + t.Plan
+	}
+	kv("severity", line)
+	if len(t.DependsOn) > 0 {
+		deps := make([]string, len(t.DependsOn))
+		for i, d := range t.DependsOn {
+			deps[i] = d
+			for _, b := range it.BlockedBy {
+				if b == d || strings.EqualFold(b, d) {
+					deps[i] += " (not resolved)"
+				}
+			}
+		}
+		kv("depends", strings.Join(deps, ", "))
+	}
+	if len(it.BlockedBy) > 0 {
+		kv("blocked", "yes, by "+strings.Join(it.BlockedBy, ", "))
+	}
+	for i, f := range t.SuspectFiles {
+		k := ""
+		if i == 0 {
+			k = "files"
+		}
+		fmt.Fprintf(w, "%-10s %s\n", k+map[bool]string{true: ":", false: ""}[k != ""], f)
+	}
+	if c := t.Capture; c != nil {
+		kv("url", c.URL)
+		kv("anchor", c.Anchor)
+		for _, e := range c.ConsoleErrors {
+			kv("console", e)
+		}
+		for _, s := range c.Screenshots {
+			kv("shot", p.Rel(s))
+		}
+	}
+	if t.Verify != nil {
+		kv("verify", t.Verify.Command)
+	}
+	kv("created", fmtTime(t.Created))
+	kv("updated", fmtTime(t.Updated))
+	kv("file", p.Rel(it.Path))
+	if it.State != index.StateOK {
+		kv("state", it.State+" (showing the last good version)")
+		kv("error", it.Error)
+	}
+	if it.Dup {
+		kv("warning", "another file has the same id or key: snag doctor")
+	}
+	if len(t.Body) > 0 {
+		fmt.Fprintln(w)
+		w.Write(t.Body)
+		if t.Body[len(t.Body)-1] != '\n' {
+			fmt.Fprintln(w)
+		}
+	}
+}

@@ -1,0 +1,332 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/project"
+	"github.com/snagdev/snag/queue"
+)
+
+func init() {
+	register(&command{
+		name: "init", args: "",
+		summary: "Create .snag/ in the current folder: tasks/, plans/, notes/, shots/, config.json and a .gitignore.",
+		run:     runInit,
+	})
+	register(&command{
+		name: "add", args: "TITLE [--kind K] [--severity S] [--wave N] [--plan P] [--file PATH[:A-B]]... [--depends ID]... [--body TEXT | --body -]",
+		summary: "Add a task to the queue: vetted and open, as a person's task is. Prints its alias.",
+		flags: func(fs *flag.FlagSet, c *call) {
+			fs.StringVar(&c.opt.kind, "kind", "", "kind: "+joinEnum(queue.Kinds)+" (default bug)")
+			fs.StringVar(&c.opt.severity, "severity", "", "severity: "+joinEnum(queue.Severities)+" (default medium)")
+			fs.IntVar(&c.opt.wave, "wave", 0, "plan order: lower waves first (default 1)")
+			fs.StringVar(&c.opt.plan, "plan", "", "the plan the task belongs to")
+			fs.Var(&c.opt.files, "file", "a suspect file, path or path:A-B (repeatable)")
+			fs.Var(&c.opt.depends, "depends", "a task this one depends on (repeatable)")
+			fs.StringVar(&c.opt.body, "body", "", "the task's markdown body; - reads it from standard input")
+			fs.BoolVar(&c.opt.json, "json", false, "print the new task as JSON")
+		},
+		run: runAdd,
+	})
+	register(&command{
+		name: "list", args: "[--status S] [--wave N] [--kind K] [--plan P] [--all] [--limit N] [--json]",
+		summary: "List tasks in queue order (wave, severity, age). Resolved and cancelled ones only with --all.",
+		flags: func(fs *flag.FlagSet, c *call) {
+			fs.StringVar(&c.opt.status, "status", "", "only these statuses, comma-separated: "+joinEnum(queue.Statuses))
+			fs.IntVar(&c.opt.wave, "wave", 0, "only this wave")
+			fs.StringVar(&c.opt.kind, "kind", "", "only this kind")
+			fs.StringVar(&c.opt.plan, "plan", "", "only this plan")
+			fs.BoolVar(&c.opt.all, "all", false, "include resolved and cancelled tasks")
+			fs.IntVar(&c.opt.limit, "limit", 100, "at most this many tasks")
+			fs.StringVar(&c.opt.cursor, "cursor", "", "continue a previous --json list from its next value")
+			fs.BoolVar(&c.opt.json, "json", false, "print JSON (see docs/cli.md)")
+		},
+		run: runList,
+	})
+	register(&command{
+		name: "show", args: "ID [--json]",
+		summary: "Show one task in full: its fields, where its file is, and its body.",
+		flags: func(fs *flag.FlagSet, c *call) {
+			fs.BoolVar(&c.opt.json, "json", false, "print JSON (see docs/cli.md)")
+		},
+		run: runShow,
+	})
+	register(&command{
+		name: "search", args: "QUERY [--limit N] [--json]",
+		summary: "Full-text search over every task: titles, bodies, console errors and suspect files.",
+		flags: func(fs *flag.FlagSet, c *call) {
+			fs.IntVar(&c.opt.limit, "limit", 20, "at most this many hits")
+			fs.BoolVar(&c.opt.json, "json", false, "print JSON (see docs/cli.md)")
+		},
+		run: runSearch,
+	})
+}
+
+func joinEnum[T ~string](vs []T) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = string(v)
+	}
+	return strings.Join(s, ", ")
+}
+
+// openProject finds the project from the working directory, opens it and
+// brings its index up to date with the files.
+func openProject(ctx context.Context, c *call) (*project.Project, error) {
+	root, err := project.Find(c.Dir)
+	if err != nil {
+		return nil, err
+	}
+	p, err := project.Open(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.Sync(ctx, false); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func runInit(ctx context.Context, c *call) error {
+	if len(c.args) > 0 {
+		return usagef("init takes no arguments: run it in the project's root folder")
+	}
+	res, err := project.Init(c.Dir)
+	if err != nil {
+		return err
+	}
+	if len(res.Created) == 0 {
+		fmt.Fprintf(c.Stdout, "%s/.snag already exists; nothing to do\n", res.Root)
+		return nil
+	}
+	for _, p := range res.Created {
+		fmt.Fprintln(c.Stdout, "created "+p)
+	}
+	fmt.Fprint(c.Stdout, `
+next:
+  snag add "Checkout button does nothing" --kind bug --severity high
+  snag list
+  git add .snag && git commit -m "Track tasks with snag"
+`)
+	return nil
+}
+
+func runAdd(ctx context.Context, c *call) error {
+	if len(c.args) != 1 {
+		return usagef(`add takes one title (quote it): snag add "Checkout button does nothing" --kind bug`)
+	}
+	nt := project.NewTask{Title: c.args[0], Wave: c.opt.wave, Plan: c.opt.plan, DependsOn: c.opt.depends}
+	var err error
+	if c.opt.kind != "" {
+		if nt.Kind, err = parseEnum("kind", c.opt.kind, queue.Kinds); err != nil {
+			return err
+		}
+	}
+	if c.opt.severity != "" {
+		if nt.Severity, err = parseEnum("severity", c.opt.severity, queue.Severities); err != nil {
+			return err
+		}
+	}
+	if c.opt.wave < 0 {
+		return usagef("--wave: want a whole number from 0")
+	}
+	for _, f := range c.opt.files {
+		ref, err := queue.ParseFileRef(f)
+		if err != nil {
+			return usagef("--file: %v", err)
+		}
+		nt.Files = append(nt.Files, ref)
+	}
+	switch c.opt.body {
+	case "-":
+		b, err := io.ReadAll(io.LimitReader(c.Stdin, queue.MaxFileSize))
+		if err != nil {
+			return fmt.Errorf("add: read body: %w", err)
+		}
+		nt.Body = b
+	default:
+		nt.Body = []byte(c.opt.body)
+	}
+	p, err := openProject(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	t, path, err := p.Add(ctx, nt, queue.Person, who())
+	if err != nil {
+		return err
+	}
+	if c.opt.json {
+		return writeJSON(c.Stdout, map[string]any{"id": t.ID, "key": t.Key, "path": p.Rel(path)})
+	}
+	fmt.Fprintln(c.Stdout, t.Key)
+	return nil
+}
+
+func parseEnum[T ~string](name, v string, allowed []T) (T, error) {
+	for _, a := range allowed {
+		if strings.EqualFold(string(a), v) {
+			return a, nil
+		}
+	}
+	return "", usagef("--%s: unknown value %q (want one of %s)", name, v, joinEnum(allowed))
+}
+
+// listJSON is the stable shape of snag list --json.
+type listJSON struct {
+	Tasks []*index.Row `json:"tasks"`
+	Next  string       `json:"next,omitempty"`
+}
+
+func runList(ctx context.Context, c *call) error {
+	if len(c.args) > 0 {
+		return usagef("list takes no arguments, only flags: snag list --status open")
+	}
+	f := index.Filter{Wave: c.opt.wave, Plan: c.opt.plan, All: c.opt.all, Limit: c.opt.limit, Cursor: c.opt.cursor}
+	if c.opt.status != "" {
+		for _, s := range strings.Split(c.opt.status, ",") {
+			st, err := parseEnum("status", strings.TrimSpace(s), queue.Statuses)
+			if err != nil {
+				return err
+			}
+			f.Statuses = append(f.Statuses, st)
+		}
+	}
+	if c.opt.kind != "" {
+		k, err := parseEnum("kind", c.opt.kind, queue.Kinds)
+		if err != nil {
+			return err
+		}
+		f.Kind = k
+	}
+	if c.opt.limit <= 0 {
+		return usagef("--limit: want a number from 1")
+	}
+	p, err := openProject(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	page, err := p.DB.List(ctx, f)
+	if err != nil {
+		return err
+	}
+	if c.opt.json {
+		if page.Rows == nil {
+			page.Rows = []*index.Row{}
+		}
+		return writeJSON(c.Stdout, listJSON{Tasks: page.Rows, Next: page.Next})
+	}
+	if len(page.Rows) == 0 {
+		fmt.Fprintln(c.Stdout, emptyList(f))
+		return nil
+	}
+	writeTable(c.Stdout, page.Rows)
+	if page.Next != "" {
+		fmt.Fprintf(c.Stdout, "… more: raise --limit (now %d)\n", f.Limit)
+	}
+	return nil
+}
+
+func emptyList(f index.Filter) string {
+	switch {
+	case len(f.Statuses) > 0 || f.Wave > 0 || f.Kind != "" || f.Plan != "":
+		return "no tasks match (snag list --all shows every task)"
+	case f.All:
+		return `no tasks yet: snag add "What needs doing" adds one`
+	}
+	return "no open tasks (snag list --all shows resolved and cancelled ones)"
+}
+
+// showJSON is the stable shape of snag show --json.
+type showJSON struct {
+	*index.Row
+	Task   *queue.Task `json:"task,omitempty"`
+	Body   string      `json:"body"`
+	File   string      `json:"file"`
+	SHA256 string      `json:"sha256"`
+}
+
+func runShow(ctx context.Context, c *call) error {
+	if len(c.args) != 1 {
+		return usagef("show takes one task: snag show SNAG-12")
+	}
+	ref, err := queue.ParseRef(c.args[0])
+	if err != nil {
+		return err
+	}
+	p, err := openProject(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	it, err := p.DB.Get(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if c.opt.json {
+		out := showJSON{Row: &it.Row, Task: it.Task, File: p.Rel(it.Path), SHA256: fmt.Sprintf("%x", it.SHA256)}
+		if it.Task != nil {
+			out.Body = string(it.Task.Body)
+		}
+		return writeJSON(c.Stdout, out)
+	}
+	writeShow(c.Stdout, p, it)
+	if it.State != index.StateOK {
+		return errFound
+	}
+	return nil
+}
+
+func runSearch(ctx context.Context, c *call) error {
+	if len(c.args) == 0 {
+		return usagef("search takes a query: snag search checkout safari")
+	}
+	p, err := openProject(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	hits, err := p.DB.Search(ctx, strings.Join(c.args, " "), c.opt.limit)
+	if err != nil {
+		return err
+	}
+	if c.opt.json {
+		if hits == nil {
+			hits = []index.Hit{}
+		}
+		return writeJSON(c.Stdout, map[string]any{"hits": hits})
+	}
+	if len(hits) == 0 {
+		fmt.Fprintf(c.Stdout, "nothing matches %q\n", strings.Join(c.args, " "))
+		return nil
+	}
+	rows := make([]*index.Row, len(hits))
+	for i := range hits {
+		rows[i] = &hits[i].Row
+	}
+	writeTable(c.Stdout, rows)
+	return nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}

@@ -1,0 +1,220 @@
+package project
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/queue"
+)
+
+// Finding is one thing snag doctor found wrong.
+type Finding struct {
+	Path    string `json:"path"`           // relative to .snag/
+	Kind    string `json:"kind"`           // invalid | conflict | duplicate | dangling | cycle | temp
+	Message string `json:"message"`        // what is wrong and the fix
+	Fixable bool   `json:"fixable,omitzero"` // snag doctor --fix can fix it
+}
+
+// Doctor checks the project: files that do not parse or hold conflict
+// markers, ids and aliases used twice, depends_on entries that point nowhere
+// or form a cycle, and temp files left by a crash. It syncs the index first.
+func (p *Project) Doctor(ctx context.Context) ([]Finding, error) {
+	if _, err := p.Sync(ctx, true); err != nil {
+		return nil, err
+	}
+	var out []Finding
+	probs, err := p.DB.Problems(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range probs {
+		switch {
+		case r.State == index.StateConflict:
+			out = append(out, Finding{Path: r.Path, Kind: "conflict", Message: r.Error})
+		case r.State != index.StateOK:
+			out = append(out, Finding{Path: r.Path, Kind: "invalid", Message: r.Error, Fixable: missingIdentity(r.Error)})
+		}
+	}
+	tasks, _, err := p.DB.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, duplicates(tasks)...)
+	lookup := queue.NewLookup(tasksOf(tasks))
+	for _, l := range tasks {
+		for _, d := range l.Task.DependsOn {
+			if _, ok := lookup.Find(d); !ok {
+				out = append(out, Finding{Path: l.File, Kind: "dangling",
+					Message: fmt.Sprintf("%s depends on %s, which no task file has: fix or remove that depends_on entry", l.Task.Key, d)})
+			}
+		}
+	}
+	out = append(out, cycles(tasks, lookup)...)
+	for _, d := range []*queue.Dir{p.Tasks, p.Snag} {
+		entries, _ := staleTemps(d)
+		for _, name := range entries {
+			out = append(out, Finding{Path: name, Kind: "temp", Fixable: true,
+				Message: "a temp file left by an interrupted write: snag doctor --fix removes it"})
+		}
+	}
+	return out, nil
+}
+
+func missingIdentity(msg string) bool {
+	return strings.Contains(msg, "id: missing") || strings.Contains(msg, "key: missing")
+}
+
+func tasksOf(ls []queue.Located) []*queue.Task {
+	out := make([]*queue.Task, len(ls))
+	for i, l := range ls {
+		out[i] = l.Task
+	}
+	return out
+}
+
+func duplicates(tasks []queue.Located) []Finding {
+	var out []Finding
+	for _, field := range []string{"id", "key"} {
+		by := map[string][]string{}
+		for _, l := range tasks {
+			k := l.Task.ID
+			if field == "key" {
+				k = l.Task.Key
+			}
+			by[k] = append(by[k], l.File)
+		}
+		keys := make([]string, 0, len(by))
+		for k := range by {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if files := by[k]; len(files) > 1 {
+				slices.Sort(files)
+				out = append(out, Finding{Path: files[0], Kind: "duplicate",
+					Message: fmt.Sprintf("%s %s is in %d files: %s; keep it in one and give the others a fresh id and key (delete those two lines and run snag doctor --fix)", field, k, len(files), strings.Join(files, ", "))})
+			}
+		}
+	}
+	return out
+}
+
+// cycles finds depends_on loops, each reported once.
+func cycles(tasks []queue.Located, lookup queue.Lookup) []Finding {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[string]int{}
+	file := map[string]string{}
+	for _, l := range tasks {
+		file[l.Task.ID] = l.File
+	}
+	var out []Finding
+	var stack []*queue.Task
+	var visit func(t *queue.Task)
+	visit = func(t *queue.Task) {
+		color[t.ID] = grey
+		stack = append(stack, t)
+		for _, d := range t.DependsOn {
+			dt, ok := lookup.Find(d)
+			if !ok {
+				continue
+			}
+			switch color[dt.ID] {
+			case white:
+				visit(dt)
+			case grey:
+				i := slices.IndexFunc(stack, func(s *queue.Task) bool { return s.ID == dt.ID })
+				var keys []string
+				for _, s := range stack[i:] {
+					keys = append(keys, s.Key)
+				}
+				keys = append(keys, dt.Key)
+				out = append(out, Finding{Path: file[dt.ID], Kind: "cycle",
+					Message: "depends_on loops: " + strings.Join(keys, " -> ") + ": none of them can ever be claimed; remove one of those entries"})
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[t.ID] = black
+	}
+	sorted := slices.Clone(tasks)
+	slices.SortFunc(sorted, func(a, b queue.Located) int { return strings.Compare(a.File, b.File) })
+	for _, l := range sorted {
+		if color[l.Task.ID] == white {
+			visit(l.Task)
+		}
+	}
+	return out
+}
+
+const tempAge = time.Minute
+
+func staleTemps(d *queue.Dir) ([]string, error) { return d.Temps(tempAge) }
+
+// Fix repairs what doctor can repair by itself: it gives task files that
+// lack an id or key fresh ones, and removes old temp files. It returns what
+// it did, one line each.
+func (p *Project) Fix(ctx context.Context) ([]string, error) {
+	var done []string
+	probs, err := p.DB.Problems(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range probs {
+		if r.State != index.StateInvalid || !missingIdentity(r.Error) {
+			continue
+		}
+		name := trimTasks(r.Path)
+		var key string
+		_, _, err := p.Tasks.Update(name, func(cur []byte) ([]byte, error) {
+			_, perr := queue.Parse(cur)
+			var pe *queue.ParseError
+			if !errors.As(perr, &pe) || (pe.Field != "id" && pe.Field != "key") {
+				return cur, nil
+			}
+			var fields []queue.Field
+			if !strings.Contains(string(cur), "\nid:") {
+				fields = append(fields, queue.Set("id", queue.NewID(time.Now())))
+			}
+			if !strings.Contains(string(cur), "\nkey:") {
+				n, err := p.DB.NextKey(ctx)
+				if err != nil {
+					return nil, err
+				}
+				key = queue.Alias(n)
+				fields = append(fields, queue.Set("key", key))
+			}
+			return queue.Edit(cur, fields...)
+		})
+		if err != nil {
+			return done, fmt.Errorf("fix %s: %w", r.Path, err)
+		}
+		msg := "gave " + r.Path + " a fresh id"
+		if key != "" {
+			msg += " and the key " + key
+		}
+		done = append(done, msg)
+	}
+	for _, d := range []*queue.Dir{p.Tasks, p.Snag} {
+		n, err := d.SweepTemps(tempAge)
+		if err != nil {
+			return done, err
+		}
+		if n > 0 {
+			done = append(done, fmt.Sprintf("removed %d temp files from %s", n, d.Path()))
+		}
+	}
+	if len(done) > 0 {
+		if _, err := p.Sync(ctx, true); err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
