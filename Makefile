@@ -1,0 +1,45 @@
+# snag: build, test, benchmark, demo. `make help` lists the targets.
+
+GO      ?= go
+BIN     ?= bin
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/snagdev/snag/cli.Version=$(VERSION)
+
+.PHONY: help build test lint race bench bench-short fuzz demo clean
+
+help:
+	@echo "make build    build bin/snag and bin/snagd"
+	@echo "make demo     run snag on the sample project in a temporary git repository"
+	@echo "make test     lint, then every test with the race detector"
+	@echo "make bench    the benchmarks, full size (minutes)"
+	@echo "make fuzz     fuzz the task file codec for a while"
+	@echo "make lint     gofmt check and go vet"
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/snag ./cmd/snag
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/snagd ./cmd/snagd
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+test: lint
+	$(GO) test -race -count=1 ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m ./...
+
+bench-short:
+	$(GO) test -short -run '^$$' -bench . -benchtime 1x ./...
+
+FUZZTIME ?= 60s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./queue/
+	$(GO) test -run '^$$' -fuzz '^FuzzEdit$$' -fuzztime $(FUZZTIME) ./queue/
+
+demo: build
+	@scripts/demo "$(BIN)/snag"
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,89 @@
+package archtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/snagdev/snag"
+
+type pkg struct {
+	ImportPath string
+	Doc        string
+	Deps       []string
+	Imports    []string
+	Name       string
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-json", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatalf("decode go list output: %v", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 5 {
+		t.Fatalf("go list found only %d packages", len(pkgs))
+	}
+	return pkgs
+}
+
+// forbidden says, per package, which import path prefixes its dependency
+// closure must not contain.
+var forbidden = map[string][]string{
+	"queue":   {module + "/", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/", "github.com/modelcontextprotocol/", "net/http"},
+	"index":   {module + "/project", module + "/cli", module + "/watch", module + "/mcp", "github.com/fsnotify/", "github.com/modelcontextprotocol/", "net/http"},
+	"watch":   {module + "/index", module + "/project", module + "/cli", module + "/mcp", "zombiezen.com/", "modernc.org/", "github.com/modelcontextprotocol/"},
+	"mcp":     {module + "/index", module + "/project", module + "/cli", module + "/watch", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/"},
+	"project": {module + "/cli", module + "/watch", module + "/mcp", "github.com/fsnotify/", "github.com/modelcontextprotocol/", "net/http"},
+}
+
+func TestDependenciesPointInward(t *testing.T) {
+	for _, p := range listPackages(t) {
+		rel := strings.TrimPrefix(p.ImportPath, module+"/")
+		bans, ok := forbidden[rel]
+		if !ok {
+			continue
+		}
+		for _, d := range p.Deps {
+			for _, ban := range bans {
+				if strings.HasPrefix(d, ban) && d != p.ImportPath {
+					t.Errorf("%s depends on %s; %s must not depend on anything under %s", rel, d, rel, ban)
+				}
+			}
+		}
+	}
+}
+
+func TestOnlyMainsImportCLI(t *testing.T) {
+	for _, p := range listPackages(t) {
+		for _, imp := range p.Imports {
+			if imp == module+"/cli" && p.Name != "main" {
+				t.Errorf("%s imports cli: only cmd/* may", p.ImportPath)
+			}
+		}
+	}
+}
+
+func TestEveryPackageHasADocComment(t *testing.T) {
+	for _, p := range listPackages(t) {
+		want := "Package " + p.Name + " "
+		if p.Name == "main" {
+			want = "Command "
+		}
+		if !strings.HasPrefix(p.Doc, want) {
+			t.Errorf("%s: package comment should start %q; got %q", p.ImportPath, want, p.Doc)
+		}
+	}
+}
