@@ -14,9 +14,9 @@ import (
 
 // Finding is one thing snag doctor found wrong.
 type Finding struct {
-	Path    string `json:"path"`           // relative to .snag/
-	Kind    string `json:"kind"`           // invalid | conflict | duplicate | dangling | cycle | temp
-	Message string `json:"message"`        // what is wrong and the fix
+	Path    string `json:"path"`             // relative to .snag/
+	Kind    string `json:"kind"`             // invalid | conflict | duplicate | dangling | cycle | temp
+	Message string `json:"message"`          // what is wrong and the fix
 	Fixable bool   `json:"fixable,omitzero"` // snag doctor --fix can fix it
 }
 

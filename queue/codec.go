@@ -178,6 +178,9 @@ func decode(raw []byte) (doc document, err error) {
 	}
 	doc.lineOff = 1 // the opening --- line
 	text := raw[doc.fm.yamlStart:doc.fm.yamlEnd]
+	if err := checkBreaks(text, doc.lineOff); err != nil {
+		return doc, err
+	}
 	var n yaml.Node
 	if err := safeUnmarshal(text, &n); err != nil {
 		return doc, yamlError(err, doc.lineOff)
@@ -213,12 +216,42 @@ func safeUnmarshal(text []byte, n *yaml.Node) (err error) {
 	return yaml.Unmarshal(text, n)
 }
 
+// checkBreaks refuses the line breaks YAML counts but snag's line-based
+// editing does not (a lone CR, NEL, U+2028, U+2029): with one in the
+// frontmatter, YAML's line numbers would point Edit at the wrong bytes.
+func checkBreaks(text []byte, lineOff int) error {
+	line := 1
+	for i, r := range string(text) {
+		switch {
+		case r == '\n':
+			line++
+		case r == '\r' && (i+1 == len(text) || text[i+1] != '\n'), r == '\u0085', r == '\u2028', r == '\u2029':
+			return &ParseError{Line: line + lineOff, Msg: fmt.Sprintf("a %U line break in the frontmatter: end lines with \\n or \\r\\n only (in a \"quoted\" value, write it as an escape)", r)}
+		}
+	}
+	return nil
+}
+
 var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// yamlParserProblems are the messages of the YAML parser (not its scanner).
+// The YAML library numbers their lines from 0, its scanner's from 1.
+var yamlParserProblems = []string{
+	"did not find expected ',' or ']'", "did not find expected ',' or '}'",
+	"did not find expected '-' indicator", "did not find expected <document start>",
+	"did not find expected <stream-start>", "did not find expected key",
+	"did not find expected node content", "found duplicate %TAG directive",
+	"found duplicate %YAML directive", "found incompatible YAML document",
+	"found undefined tag handle",
+}
 
 func yamlError(err error, lineOff int) error {
 	msg := err.Error()
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 		n, _ := strconv.Atoi(m[1])
+		if slices.Contains(yamlParserProblems, m[2]) {
+			n++
+		}
 		return &ParseError{Line: n + lineOff, Msg: "invalid YAML: " + m[2]}
 	}
 	return &ParseError{Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
