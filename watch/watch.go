@@ -1,0 +1,311 @@
+// Package watch turns filesystem events under a project's .snag/ folder
+// into batches of task files that may have changed, for snagd to re-read.
+//
+// fsnotify gives hints, not truth: events are dropped when the kernel queue
+// overflows, watches are lost when a folder is replaced, and a git checkout
+// can bring thousands at once. So a [Watcher] only ever says "look at these
+// names" or "rescan everything"; the daemon reads the files, hashes them and
+// decides. A full rescan is asked for on overflow, on any watcher error,
+// when tasks/ or .snag/ is replaced, and on a timer. When no watches can be
+// had (ENOSPC, EMFILE) the watcher falls back to polling: a rescan every
+// poll interval, and [Watcher.Polling] says so.
+//
+// Editor droppings (vim's .swp and 4913, emacs's #autosave# and .#lock,
+// ~ backups, JetBrains ___jb_ files, snag's own temp files) and chmod-only
+// events never make a batch.
+//
+// watch knows nothing of the index: the daemon connects the two.
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/snagdev/snag/queue"
+)
+
+// configName is the project settings file in .snag/.
+const configName = "config.json"
+
+// Options tune a Watcher. Zero values take the defaults.
+type Options struct {
+	Quiet    time.Duration // a batch is sent once no event came for this long (50 ms)
+	MaxDelay time.Duration // ... or this long after its first event at the latest (1 s)
+	Rescan   time.Duration // a full rescan this often regardless (60 s)
+	Poll     time.Duration // rescan interval in polling mode (1 s)
+	// ForcePoll starts in polling mode, as if no watch could be had.
+	ForcePoll bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.Quiet <= 0 {
+		o.Quiet = 50 * time.Millisecond
+	}
+	if o.MaxDelay <= 0 {
+		o.MaxDelay = time.Second
+	}
+	if o.Rescan <= 0 {
+		o.Rescan = 60 * time.Second
+	}
+	if o.Poll <= 0 {
+		o.Poll = time.Second
+	}
+	return o
+}
+
+// Batch is what changed since the last batch.
+type Batch struct {
+	// Files are names in tasks/ that were created, written, removed or
+	// renamed, sorted. A name may be listed and yet be unchanged.
+	Files []string
+	// Rescan asks for a full rescan of tasks/; Reasons says why.
+	Rescan  bool
+	Reasons []string
+	// Config is set when .snag/config.json changed.
+	Config bool
+}
+
+// Empty reports whether the batch asks for nothing.
+func (b Batch) Empty() bool { return len(b.Files) == 0 && !b.Rescan && !b.Config }
+
+// Watcher watches one project's .snag/ folder. Create it with [New], then
+// call [Watcher.Run] once.
+type Watcher struct {
+	root, snag, tasks string
+	opts              Options
+
+	fs *fsnotify.Watcher // nil in polling mode
+
+	// The pump goroutine adds to pending under mu and pokes wake; Run's loop
+	// owns everything else (timers, the decision to send), alone.
+	mu      sync.Mutex
+	pending Batch
+	names   map[string]bool
+	first   time.Time // when the oldest pending event arrived
+	last    time.Time // when the newest did
+	wake    chan struct{}
+	polling bool
+}
+
+// New prepares a watcher for the project whose root folder (the one that
+// holds .snag/) is root. It adds the watches at once, so changes made after
+// New returns are seen.
+func New(root string, opts Options) (*Watcher, error) {
+	w := &Watcher{
+		root: root, snag: filepath.Join(root, ".snag"), tasks: filepath.Join(root, ".snag", "tasks"),
+		opts: opts.withDefaults(), names: map[string]bool{}, wake: make(chan struct{}, 1),
+	}
+	if opts.ForcePoll {
+		w.polling = true
+		return w, nil
+	}
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		if noWatches(err) {
+			w.polling = true
+			return w, nil
+		}
+		return nil, fmt.Errorf("watch %s: %w", w.snag, err)
+	}
+	w.fs = fw
+	if err := w.addWatches(); err != nil {
+		if noWatches(err) {
+			fw.Close()
+			w.fs, w.polling = nil, true
+			return w, nil
+		}
+		fw.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// noWatches reports whether err means the system has no watches to give.
+func noWatches(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
+// addWatches watches the root (so a replaced .snag/ is noticed), .snag/ (so
+// a replaced tasks/ is noticed, and config.json), and tasks/.
+func (w *Watcher) addWatches() error {
+	for _, p := range []string{w.root, w.snag, w.tasks} {
+		if err := w.fs.Add(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("watch %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// Polling reports whether the watcher polls because no watches could be had.
+func (w *Watcher) Polling() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.polling
+}
+
+// Run sends batches to apply until ctx ends, then closes the watcher and
+// returns. apply is called from Run's goroutine, one batch at a time; while
+// it runs, new events gather into the next batch. The first batch is always
+// a rescan, so the caller starts from the files as they are.
+func (w *Watcher) Run(ctx context.Context, apply func(Batch)) error {
+	var pump sync.WaitGroup
+	if w.fs != nil {
+		pump.Add(1)
+		go func() {
+			defer pump.Done()
+			w.pump(ctx)
+		}()
+		defer func() {
+			w.fs.Close()
+			pump.Wait()
+		}()
+	}
+	apply(Batch{Rescan: true, Reasons: []string{"start"}})
+
+	rescan := time.NewTicker(w.opts.Rescan)
+	defer rescan.Stop()
+	poll := time.NewTicker(w.opts.Poll)
+	defer poll.Stop()
+	var timer *time.Timer
+	var timerC <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-rescan.C:
+			w.add(func(b *Batch) { b.Rescan, b.Reasons = true, appendOnce(b.Reasons, "timer") })
+		case <-poll.C:
+			if w.Polling() {
+				w.add(func(b *Batch) { b.Rescan, b.Reasons = true, appendOnce(b.Reasons, "poll") })
+			}
+		case <-w.wake:
+		case <-timerC:
+		}
+		// Decide whether the pending batch is ready: quiet long enough, or
+		// held long enough.
+		w.mu.Lock()
+		has := !w.pending.Empty() || len(w.names) > 0
+		now := time.Now()
+		wait := time.Duration(0)
+		if has {
+			wait = min(w.last.Add(w.opts.Quiet).Sub(now), w.first.Add(w.opts.MaxDelay).Sub(now))
+		}
+		var b Batch
+		if has && wait <= 0 {
+			b = w.pending
+			for n := range w.names {
+				b.Files = append(b.Files, n)
+			}
+			slices.Sort(b.Files)
+			w.pending, w.names = Batch{}, map[string]bool{}
+		}
+		w.mu.Unlock()
+		if timer != nil {
+			timer.Stop()
+			timer, timerC = nil, nil
+		}
+		switch {
+		case has && wait > 0:
+			timer = time.NewTimer(wait)
+			timerC = timer.C
+		case has:
+			apply(b)
+		}
+	}
+}
+
+// add changes the pending batch and wakes Run's loop.
+func (w *Watcher) add(f func(b *Batch)) {
+	w.mu.Lock()
+	now := time.Now()
+	if w.pending.Empty() && len(w.names) == 0 {
+		w.first = now
+	}
+	w.last = now
+	f(&w.pending)
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func appendOnce(s []string, v string) []string {
+	if slices.Contains(s, v) {
+		return s
+	}
+	return append(s, v)
+}
+
+// pump only drains fsnotify's channels into the pending batch, so the
+// kernel's queue is emptied as fast as it fills however slow apply is.
+func (w *Watcher) pump(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.fs.Events:
+			if !ok {
+				return
+			}
+			w.event(ev)
+		case err, ok := <-w.fs.Errors:
+			if !ok {
+				return
+			}
+			reason := "watch error: " + err.Error()
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				reason = "overflow"
+			}
+			w.add(func(b *Batch) { b.Rescan, b.Reasons = true, appendOnce(b.Reasons, reason) })
+		}
+	}
+}
+
+func (w *Watcher) event(ev fsnotify.Event) {
+	if ev.Op == fsnotify.Chmod {
+		return
+	}
+	dir, name := filepath.Dir(ev.Name), filepath.Base(ev.Name)
+	switch {
+	case dir == w.tasks:
+		if !queue.IsTaskFileName(name) {
+			return
+		}
+		w.add(func(b *Batch) { w.names[name] = true })
+	case dir == w.snag && name == "tasks", dir == w.root && name == ".snag":
+		// The folder was created, removed or replaced: its watch is gone or
+		// stale. Watch the new one (if it is there yet) and rescan.
+		if ev.Has(fsnotify.Create) {
+			_ = w.readd()
+		}
+		w.add(func(b *Batch) { b.Rescan, b.Reasons = true, appendOnce(b.Reasons, name+" replaced") })
+	case dir == w.snag && name == configName:
+		w.add(func(b *Batch) { b.Config = true })
+	}
+}
+
+// readd watches .snag/ and tasks/ again after one of them was replaced.
+func (w *Watcher) readd() error {
+	for _, p := range []string{w.snag, w.tasks} {
+		_ = w.fs.Remove(p)
+		if err := w.fs.Add(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if noWatches(err) {
+				w.mu.Lock()
+				w.polling = true
+				w.mu.Unlock()
+			}
+			return err
+		}
+	}
+	return nil
+}

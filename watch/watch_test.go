@@ -1,0 +1,240 @@
+package watch
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// recorder collects batches from a running watcher.
+type recorder struct {
+	mu      sync.Mutex
+	batches []Batch
+	w       *Watcher
+	root    string
+}
+
+func start(t *testing.T, opts Options) *recorder {
+	t.Helper()
+	root := t.TempDir()
+	for _, d := range []string{".snag", ".snag/tasks"} {
+		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := New(root, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{w: w, root: root}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.Run(ctx, func(b Batch) {
+			r.mu.Lock()
+			r.batches = append(r.batches, b)
+			r.mu.Unlock()
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	r.waitFor(t, "the start rescan", func(b Batch) bool { return b.Rescan && slices.Contains(b.Reasons, "start") })
+	r.reset()
+	return r
+}
+
+func (r *recorder) reset() {
+	r.mu.Lock()
+	r.batches = nil
+	r.mu.Unlock()
+}
+
+func (r *recorder) all() []Batch {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.batches)
+}
+
+// waitFor polls until a batch matches, or fails after a generous deadline.
+func (r *recorder) waitFor(t *testing.T, what string, match func(Batch) bool) Batch {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, b := range r.all() {
+			if match(b) {
+				return b
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("no batch with %s; got %+v", what, r.all())
+	return Batch{}
+}
+
+func (r *recorder) tasks(name string) string { return filepath.Join(r.root, ".snag", "tasks", name) }
+
+func hasFile(name string) func(Batch) bool {
+	return func(b Batch) bool { return slices.Contains(b.Files, name) }
+}
+
+func write(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWriteMakesABatch(t *testing.T) {
+	r := start(t, Options{})
+	write(t, r.tasks("SNAG-1 - a.md"), "---\n")
+	b := r.waitFor(t, "SNAG-1", hasFile("SNAG-1 - a.md"))
+	if b.Rescan {
+		t.Errorf("a single write asked for a rescan: %+v", b)
+	}
+}
+
+func TestEditorDroppingsNeverMakeABatch(t *testing.T) {
+	r := start(t, Options{})
+	for _, name := range []string{".SNAG-1 - a.md.swp", "4913", "SNAG-1 - a.md~", "#SNAG-1 - a.md#",
+		"SNAG-1 - a.md___jb_tmp___", "SNAG-1 - a.md___jb_old___", ".SNAG-1 - a.md.0a1b2c.snag-tmp", "notes.txt"} {
+		write(t, r.tasks(name), "x")
+	}
+	os.Symlink("user@host.1234", r.tasks(".#SNAG-1 - a.md")) // emacs lock: a dangling link
+	write(t, r.tasks("SNAG-2 - b.md"), "---\n")                 // a real change, to know when the rest arrived
+	r.waitFor(t, "SNAG-2", hasFile("SNAG-2 - b.md"))
+	for _, b := range r.all() {
+		for _, f := range b.Files {
+			if f != "SNAG-2 - b.md" {
+				t.Errorf("a dropping made a batch: %q", f)
+			}
+		}
+	}
+}
+
+// TestW5_ChmodAndTouchAreIgnored: attribute changes never make a batch.
+func TestW5_ChmodAndTouchAreIgnored(t *testing.T) {
+	r := start(t, Options{})
+	p := r.tasks("SNAG-1 - a.md")
+	write(t, p, "---\n")
+	r.waitFor(t, "SNAG-1", hasFile("SNAG-1 - a.md"))
+	r.reset()
+	for i := range 1000 {
+		os.Chmod(p, 0o600+os.FileMode(i%2)*0o40)
+		now := time.Now()
+		os.Chtimes(p, now, now)
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	write(t, r.tasks("SNAG-2 - b.md"), "---\n")
+	r.waitFor(t, "SNAG-2", hasFile("SNAG-2 - b.md"))
+	for _, b := range r.all() {
+		if slices.Contains(b.Files, "SNAG-1 - a.md") {
+			t.Fatalf("chmod/touch/open made a batch: %+v", b)
+		}
+	}
+}
+
+func TestManyEventsCoalesce(t *testing.T) {
+	r := start(t, Options{Quiet: 200 * time.Millisecond})
+	for i := range 200 {
+		write(t, r.tasks("SNAG-1 - a.md"), strings.Repeat("x", i))
+	}
+	r.waitFor(t, "SNAG-1", hasFile("SNAG-1 - a.md"))
+	time.Sleep(300 * time.Millisecond)
+	n := 0
+	for _, b := range r.all() {
+		if slices.Contains(b.Files, "SNAG-1 - a.md") {
+			n++
+		}
+	}
+	if n > 2 {
+		t.Errorf("200 quick writes made %d batches; want them coalesced", n)
+	}
+}
+
+// TestW8_TasksFolderReplaced: tasks/ removed and recreated, or swapped by
+// two renames, asks for a rescan, and the next single edit is still seen.
+func TestW8_TasksFolderReplaced(t *testing.T) {
+	for _, how := range []string{"remove", "swap"} {
+		t.Run(how, func(t *testing.T) {
+			r := start(t, Options{})
+			tasks := filepath.Join(r.root, ".snag", "tasks")
+			switch how {
+			case "remove":
+				if err := os.RemoveAll(tasks); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Mkdir(tasks, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			case "swap":
+				next := filepath.Join(r.root, ".snag", "tasks.new")
+				os.Mkdir(next, 0o755)
+				write(t, filepath.Join(next, "SNAG-5 - e.md"), "---\n")
+				if err := os.Rename(tasks, filepath.Join(r.root, ".snag", "tasks.old")); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Rename(next, tasks); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r.waitFor(t, "a rescan", func(b Batch) bool { return b.Rescan && slices.Contains(b.Reasons, "tasks replaced") })
+			time.Sleep(100 * time.Millisecond)
+			write(t, r.tasks("SNAG-9 - after.md"), "---\n")
+			r.waitFor(t, "the edit after the swap", hasFile("SNAG-9 - after.md"))
+		})
+	}
+}
+
+// TestW10_OverflowAsksForOneRescan injects the overflow error fsnotify
+// reports when the kernel queue fills.
+func TestW10_OverflowAsksForOneRescan(t *testing.T) {
+	r := start(t, Options{Quiet: 100 * time.Millisecond})
+	for range 5 {
+		r.w.fs.Errors <- fsnotify.ErrEventOverflow
+	}
+	b := r.waitFor(t, "an overflow rescan", func(b Batch) bool { return b.Rescan && slices.Contains(b.Reasons, "overflow") })
+	if len(b.Reasons) != 1 {
+		t.Errorf("reasons %q; want overflow once", b.Reasons)
+	}
+	time.Sleep(200 * time.Millisecond)
+	n := 0
+	for _, b := range r.all() {
+		if b.Rescan {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d rescans for five overflows in a burst; want one", n)
+	}
+}
+
+// TestW11_PollingWhenNoWatches: in polling mode, batches still come.
+func TestW11_PollingWhenNoWatches(t *testing.T) {
+	r := start(t, Options{ForcePoll: true, Poll: 50 * time.Millisecond})
+	if !r.w.Polling() {
+		t.Fatal("Polling() = false with ForcePoll")
+	}
+	r.waitFor(t, "a poll rescan", func(b Batch) bool { return b.Rescan && slices.Contains(b.Reasons, "poll") })
+}
+
+func TestConfigChange(t *testing.T) {
+	r := start(t, Options{})
+	write(t, filepath.Join(r.root, ".snag", "config.json"), `{"version": 1}`)
+	r.waitFor(t, "config", func(b Batch) bool { return b.Config })
+}
+
+func TestPeriodicRescan(t *testing.T) {
+	r := start(t, Options{Rescan: 100 * time.Millisecond})
+	r.waitFor(t, "a timer rescan", func(b Batch) bool { return b.Rescan && slices.Contains(b.Reasons, "timer") })
+}
