@@ -107,7 +107,7 @@ func TestEditorDroppingsNeverMakeABatch(t *testing.T) {
 		write(t, r.tasks(name), "x")
 	}
 	os.Symlink("user@host.1234", r.tasks(".#SNAG-1 - a.md")) // emacs lock: a dangling link
-	write(t, r.tasks("SNAG-2 - b.md"), "---\n")                 // a real change, to know when the rest arrived
+	write(t, r.tasks("SNAG-2 - b.md"), "---\n")              // a real change, to know when the rest arrived
 	r.waitFor(t, "SNAG-2", hasFile("SNAG-2 - b.md"))
 	for _, b := range r.all() {
 		for _, f := range b.Files {
