@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"slices"
 	"strconv"
@@ -206,14 +207,35 @@ func decode(raw []byte) (doc document, err error) {
 }
 
 // safeUnmarshal parses YAML into a node tree, turning a panic in the parser
-// into an error: hostile input must never take the process down.
+// into an error: hostile input must never take the process down. The text
+// must be one YAML document: the YAML library reads the first and would
+// silently drop what follows it (after an indented mapping, a line at
+// column 0 ends the document).
 func safeUnmarshal(text []byte, n *yaml.Node) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("yaml: %v", r)
 		}
 	}()
-	return yaml.Unmarshal(text, n)
+	dec := yaml.NewDecoder(bytes.NewReader(text))
+	if err := dec.Decode(n); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil // empty, or only comments
+		}
+		return err
+	}
+	var rest yaml.Node
+	err = dec.Decode(&rest)
+	switch m := yamlLineRE.FindStringSubmatch(fmt.Sprint(err)); {
+	case errors.Is(err, io.EOF):
+		return nil
+	case err == nil:
+		return fmt.Errorf("yaml: line %d: a second YAML document: keep the frontmatter to one (no --- inside it)", rest.Line)
+	case m != nil && m[2] == "did not find expected <document start>":
+		line, _ := strconv.Atoi(m[1])
+		return fmt.Errorf("yaml: line %d: text after the end of the key: value lines: indent it like the keys above, or remove it", line+1)
+	}
+	return err
 }
 
 // checkBreaks refuses the line breaks YAML counts but snag's line-based

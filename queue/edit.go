@@ -3,6 +3,7 @@ package queue
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,9 +34,13 @@ func Unset(key string) Field { return Field{Key: key} }
 // keys, comments, order, the body) stays byte for byte. A value that spans
 // several lines is replaced whole, by one line.
 //
-// Edit refuses a file that [Parse] would refuse, so snag never rewrites an
-// invalid or conflicted file. Setting a key to the value it already has is
-// a no-op, and the returned slice is raw itself when nothing changed.
+// Edit refuses a file whose frontmatter [Parse] cannot read (a size limit,
+// a YAML rule, conflict markers) with the same *ParseError, and a {flow
+// mapping} frontmatter, so snag never rewrites a broken or conflicted file.
+// It does not judge field values: a caller that must not touch an invalid
+// task parses it first (snag doctor --fix edits a file that lacks its id).
+// Setting a key to the value it already has is a no-op, and the returned
+// slice is raw itself when nothing changed.
 func Edit(raw []byte, fields ...Field) ([]byte, error) {
 	doc, err := decode(raw)
 	if err != nil {
@@ -60,12 +65,14 @@ func Edit(raw []byte, fields ...Field) ([]byte, error) {
 		return raw, nil
 	}
 	// Apply from the end so earlier offsets stay valid; appends at the same
-	// offset keep the order they were given in.
+	// offset keep the order they were given in, so the last given goes in
+	// first.
+	slices.Reverse(splices)
 	sort.SliceStable(splices, func(i, j int) bool { return splices[i].start > splices[j].start })
 	out := raw
 	for i, s := range splices {
 		for _, t := range splices[:i] {
-			if s.end > t.start && t.start != s.start {
+			if s.end > t.start {
 				return nil, fmt.Errorf("edit: overlapping changes to %s and %s", s.key, t.key)
 			}
 		}
@@ -118,7 +125,12 @@ func (ed *editor) index() {
 		ed.order = append(ed.order, e)
 	}
 	if len(ed.order) > 0 {
-		ed.indent = ed.order[0].key.Column - 1
+		// The mapping's indentation is the first key's line's, not the key's
+		// column: an explicit "? key" sits further right.
+		line := ed.raw[ed.lineStart(ed.order[0].key.Line):]
+		for ed.indent < len(line) && line[ed.indent] == ' ' {
+			ed.indent++
+		}
 	}
 }
 
@@ -179,12 +191,13 @@ func (ed *editor) change(f Field) (*splice, error) {
 		// key: with nothing after it (maybe a comment): put the value after
 		// the colon.
 		colon := ed.colonAfter(e.key)
-		if colon < 0 {
-			return ed.replaceSpan(f, e)
+		if colon < 0 || !blankOrComment(ed.raw[colon+1:ed.lineEnd(e.key.Line)]) {
+			return ed.replaceSpan(f, e) // something else is there, such as a ! tag
 		}
 		return &splice{key: f.Key, start: colon + 1, end: colon + 1, text: []byte(" " + render(f.Value, 0))}, nil
 	}
-	if v.Kind != yaml.ScalarNode || v.Line != e.key.Line || v.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+	// A tagged scalar's column is its tag's, not its token's: replace it whole.
+	if v.Kind != yaml.ScalarNode || v.Line != e.key.Line || v.Style&(yaml.LiteralStyle|yaml.FoldedStyle|yaml.TaggedStyle) != 0 {
 		return ed.replaceSpan(f, e)
 	}
 	start := ed.offset(v.Line, v.Column)
@@ -205,6 +218,10 @@ func (ed *editor) tokenEnd(v *yaml.Node, start int) (int, bool) {
 	lineEnd := ed.lineEnd(v.Line)
 	rest := ed.raw[start:lineEnd]
 	switch {
+	case len(rest) == 0:
+		return 0, false
+	case v.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 && rest[0] != '"' && rest[0] != '\'':
+		return 0, false // the node starts at something else, such as a ! tag
 	case v.Style&yaml.DoubleQuotedStyle != 0:
 		for i := 1; i < len(rest); i++ {
 			switch rest[i] {
@@ -239,6 +256,13 @@ func (ed *editor) tokenEnd(v *yaml.Node, start int) (int, bool) {
 		return 0, false // a plain scalar that continues on the next lines
 	}
 	return start + len(tok), true
+}
+
+// blankOrComment reports whether the rest of a line holds nothing but
+// spaces and maybe a # comment.
+func blankOrComment(rest []byte) bool {
+	t := bytes.TrimLeft(rest, " \t")
+	return len(t) == 0 || (t[0] == '#' && len(t) < len(rest))
 }
 
 // colonAfter finds the ':' that ends a key token, or -1.
@@ -337,7 +361,9 @@ func render(v any, style yaml.Style) string {
 }
 
 func quote(s string, style yaml.Style) string {
-	if style&yaml.SingleQuotedStyle != 0 && !strings.ContainsFunc(s, isControl) {
+	// Single quotes cannot escape: a control character or a line separator
+	// goes in double quotes, as an escape.
+	if style&yaml.SingleQuotedStyle != 0 && !strings.ContainsFunc(s, isControl) && !strings.ContainsAny(s, "\u2028\u2029") {
 		return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 	}
 	return strconv.Quote(s)

@@ -35,9 +35,9 @@ func Format(t *Task) []byte {
 		b.WriteString("suspect_files:\n")
 		for _, f := range t.SuspectFiles {
 			if f.Lines[0] > 0 {
-				fmt.Fprintf(&b, "  - {path: %s, lines: [%d, %d]}\n", render(f.Path, 0), f.Lines[0], max(f.Lines[0], f.Lines[1]))
+				fmt.Fprintf(&b, "  - {path: %s, lines: [%d, %d]}\n", flowScalar(f.Path), f.Lines[0], max(f.Lines[0], f.Lines[1]))
 			} else {
-				fmt.Fprintf(&b, "  - {path: %s}\n", render(f.Path, 0))
+				fmt.Fprintf(&b, "  - {path: %s}\n", flowScalar(f.Path))
 			}
 		}
 	}
@@ -79,13 +79,18 @@ func Format(t *Task) []byte {
 func flowList(items []string) string {
 	parts := make([]string, len(items))
 	for i, s := range items {
-		if plainSafe(s) && !strings.ContainsAny(s, ",[]{}") {
-			parts[i] = s
-		} else {
-			parts[i] = quoteAlways(s)
-		}
+		parts[i] = flowScalar(s)
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// flowScalar renders s for a [flow, list] or {flow: mapping}, where a comma
+// or a bracket would end a plain scalar.
+func flowScalar(s string) string {
+	if plainSafe(s) && !strings.ContainsAny(s, ",[]{}") {
+		return s
+	}
+	return quoteAlways(s)
 }
 
 func quoteAlways(s string) string { return quote(s, 0) }
