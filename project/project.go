@@ -181,7 +181,7 @@ func Open(ctx context.Context, root string) (*Project, error) {
 	snagPath := filepath.Join(root, Folder)
 	cfg, err := queue.LoadConfig(filepath.Join(snagPath, ConfigFile))
 	if err != nil {
-		return nil, fmt.Errorf("%w: fix .snag/%s (snag init writes a fresh one when it is missing)", err, ConfigFile)
+		return nil, fmt.Errorf("%w (fix it in .snag/%s; docs/format.md lists the keys)", err, ConfigFile)
 	}
 	p.Config = cfg
 	if p.Snag, err = queue.OpenDir(snagPath); err != nil {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 )
 
@@ -83,7 +84,7 @@ func LoadConfig(path string) (Config, error) {
 	}
 	c, err := ParseConfig(data)
 	if err != nil {
-		return Config{}, fmt.Errorf("config %s: %w", filepath.Base(path), err)
+		return Config{}, fmt.Errorf("%s: %w", filepath.Base(path), err)
 	}
 	return c, nil
 }
@@ -101,7 +102,10 @@ func ParseConfig(data []byte) (Config, error) {
 			line := 1 + bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))
 			return Config{}, fmt.Errorf("line %d: invalid JSON: %v", line, se)
 		case errors.As(err, &te):
-			return Config{}, fmt.Errorf("%s: want a %s, not a JSON %s", te.Field, te.Type, te.Value)
+			if te.Field == "" {
+				return Config{}, fmt.Errorf("must be one JSON object, like {\"version\": %d}, not a JSON %s", ConfigVersion, te.Value)
+			}
+			return Config{}, fmt.Errorf("%s: want %s, not a JSON %s", te.Field, jsonKind(te.Type.Kind()), te.Value)
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			field := strings.TrimPrefix(err.Error(), "json: unknown field ")
 			return Config{}, fmt.Errorf("unknown key %s (known: version, verify.command, verify.timeout_seconds, plan.verify_on_resolve, browser.allowed_hosts): remove it or fix its spelling", field)
@@ -127,6 +131,20 @@ func ParseConfig(data []byte) (Config, error) {
 		}
 	}
 	return c.withDefaults(), nil
+}
+
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Int, reflect.Int64:
+		return "a whole number"
+	case reflect.Bool, reflect.Pointer:
+		return "true or false"
+	case reflect.Slice:
+		return "a list"
+	case reflect.Struct:
+		return "an object {...}"
+	}
+	return "a string"
 }
 
 // MarshalIndent renders the config as snag init writes it.

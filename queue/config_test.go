@@ -129,7 +129,7 @@ func TestLoadConfig_NamesTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := queue.LoadConfig(path)
-	if err == nil || !strings.HasPrefix(err.Error(), `config config.json: unknown key "colour"`) {
+	if err == nil || !strings.HasPrefix(err.Error(), `config.json: unknown key "colour"`) {
 		t.Errorf("LoadConfig = %v", err)
 	}
 	if _, err := queue.LoadConfig(t.TempDir()); err == nil {
