@@ -1,0 +1,285 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/snagdev/snag/cli"
+)
+
+// exitFileEnv names the file the snag command writes its exit code to, so
+// that the exitcode command can check it: testscript itself only knows
+// whether a command failed, not how.
+const exitFileEnv = "SNAG_TEST_EXITFILE"
+
+var update = flag.Bool("update", false, "rewrite the expected files of failing cmp stdout lines in testdata/script")
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"snag": func() {
+			code := cli.Main(context.Background(), os.Args[1:], cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+			if f := os.Getenv(exitFileEnv); f != "" {
+				if err := os.WriteFile(f, []byte(strconv.Itoa(code)), 0o644); err != nil {
+					fmt.Fprintln(os.Stderr, "snag test: write exit code:", err)
+					os.Exit(125)
+				}
+			}
+			os.Exit(code)
+		},
+	})
+}
+
+// TestScript runs the end-to-end scripts in testdata/script: each runs the
+// real snag command line in a fresh work dir, with HOME and SNAG_HOME inside
+// it and SNAG_USER=dana.
+//
+// Besides testscript's own commands, scripts have:
+//
+//	sample [DIR]                    copy ../.snag-example to DIR/.snag (DIR defaults to shop)
+//	exitcode N                      the last snag command exited with code N
+//	maxwidth N FILE                 no line of FILE (or stdout, stderr) is over N characters
+//	replace [-re] FILE OLD NEW      replace OLD (a Go regexp with -re) by NEW in FILE; OLD must occur
+//	json [-set VAR] FILE PATH       print the values PATH selects in the JSON document FILE
+//	                                (with -set, store the one value in $VAR instead)
+//
+// A json PATH is dot-separated: a field name, an array index, * for every
+// element of an array, field=value for the elements of an array whose field
+// has that value, and a final @keys for an object's keys (sorted). Strings
+// print bare, other values as compact JSON, one per line.
+func TestScript(t *testing.T) {
+	sample, err := filepath.Abs(filepath.Join("..", ".snag-example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(sample, "tasks")); err != nil {
+		t.Fatalf("the sample project: %v", err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir:                filepath.Join("testdata", "script"),
+		RequireUniqueNames: true,
+		UpdateScripts:      *update,
+		Setup: func(env *testscript.Env) error {
+			home := filepath.Join(env.WorkDir, "home")
+			if err := os.Mkdir(home, 0o755); err != nil {
+				return err
+			}
+			env.Setenv("HOME", home)
+			env.Setenv("SNAG_HOME", filepath.Join(home, ".snag"))
+			env.Setenv("SNAG_USER", "dana")
+			env.Setenv("USER", "dana")
+			env.Setenv(exitFileEnv, filepath.Join(env.WorkDir, ".snag-exit-code"))
+			// Under -race every snag process would sleep a second before
+			// exiting, in case a goroutine is about to report a race; snag's
+			// commands have finished their goroutines by then.
+			if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
+				env.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
+			}
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"sample":   cmdSample(sample),
+			"exitcode": cmdExitCode,
+			"maxwidth": cmdMaxWidth,
+			"replace":  cmdReplace,
+			"json":     cmdJSON,
+		},
+	})
+}
+
+// cmdSample copies the sample project's .snag folder into DIR/.snag.
+func cmdSample(sample string) func(ts *testscript.TestScript, neg bool, args []string) {
+	return func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) > 1 {
+			ts.Fatalf("usage: sample [DIR]")
+		}
+		dir := "shop"
+		if len(args) == 1 {
+			dir = args[0]
+		}
+		dst := filepath.Join(ts.MkAbs(dir), ".snag")
+		if _, err := os.Stat(dst); err == nil {
+			ts.Fatalf("sample: %s already exists", dst)
+		}
+		ts.Check(os.CopyFS(dst, os.DirFS(sample)))
+		// Should snag have been run in the sample folder, leave its index
+		// and port behind: every script starts from the files alone.
+		for _, f := range []string{"snag.db", "snag.db-wal", "snag.db-shm", ".port"} {
+			if err := os.Remove(filepath.Join(dst, f)); err != nil && !os.IsNotExist(err) {
+				ts.Fatalf("sample: %v", err)
+			}
+		}
+	}
+}
+
+// cmdExitCode checks the exit code of the last snag command.
+func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: exitcode N")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	f := ts.Getenv(exitFileEnv)
+	b, err := os.ReadFile(f)
+	if err != nil {
+		ts.Fatalf("exitcode: no snag command ran since the last exitcode check")
+	}
+	ts.Check(os.Remove(f))
+	got, err := strconv.Atoi(string(b))
+	ts.Check(err)
+	if got != want {
+		ts.Fatalf("snag exited with code %d, want %d", got, want)
+	}
+}
+
+// cmdMaxWidth checks that no line of a file is wider than N characters.
+func cmdMaxWidth(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: maxwidth N FILE")
+	}
+	n, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	text := ts.ReadFile(args[1])
+	if text == "" {
+		ts.Fatalf("maxwidth: %s is empty", args[1])
+	}
+	for i, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		if w := utf8.RuneCountInString(line); w > n {
+			ts.Fatalf("%s line %d is %d characters wide (want at most %d):\n%s", args[1], i+1, w, n, line)
+		}
+	}
+}
+
+// cmdReplace edits a file in place, as a person's editor would.
+func cmdReplace(ts *testscript.TestScript, neg bool, args []string) {
+	re := len(args) > 0 && args[0] == "-re"
+	if re {
+		args = args[1:]
+	}
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: replace [-re] FILE OLD NEW")
+	}
+	name, old, repl := ts.MkAbs(args[0]), args[1], args[2]
+	b, err := os.ReadFile(name)
+	ts.Check(err)
+	var out string
+	if re {
+		rx, err := regexp.Compile(old)
+		ts.Check(err)
+		if !rx.Match(b) {
+			ts.Fatalf("replace: %s does not match %s", old, args[0])
+		}
+		out = rx.ReplaceAllString(string(b), repl)
+	} else {
+		if !strings.Contains(string(b), old) {
+			ts.Fatalf("replace: %q is not in %s", old, args[0])
+		}
+		out = strings.ReplaceAll(string(b), old, repl)
+	}
+	fi, err := os.Stat(name)
+	ts.Check(err)
+	ts.Check(os.WriteFile(name, []byte(out), fi.Mode()&fs.ModePerm))
+}
+
+// cmdJSON parses a JSON document and prints the values a path selects.
+func cmdJSON(ts *testscript.TestScript, neg bool, args []string) {
+	var set string
+	if len(args) > 1 && args[0] == "-set" {
+		set, args = args[1], args[2:]
+	}
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: json [-set VAR] FILE PATH")
+	}
+	var doc any
+	if err := json.Unmarshal([]byte(ts.ReadFile(args[0])), &doc); err != nil {
+		ts.Fatalf("json: %s is not valid JSON: %v", args[0], err)
+	}
+	vals := []any{doc}
+	if args[1] != "." {
+		for _, seg := range strings.Split(args[1], ".") {
+			var next []any
+			for _, v := range vals {
+				got, err := selectJSON(v, seg)
+				if err != nil {
+					ts.Fatalf("json: %s: %v", args[1], err)
+				}
+				next = append(next, got...)
+			}
+			vals = next
+		}
+	}
+	if len(vals) == 0 {
+		ts.Fatalf("json: %s selects nothing in %s", args[1], args[0])
+	}
+	if set != "" {
+		s, ok := vals[0].(string)
+		if len(vals) != 1 || !ok {
+			ts.Fatalf("json -set: %s selects %d values, want one string", args[1], len(vals))
+		}
+		ts.Setenv(set, s)
+		return
+	}
+	for _, v := range vals {
+		if s, ok := v.(string); ok {
+			fmt.Fprintln(ts.Stdout(), s)
+			continue
+		}
+		b, err := json.Marshal(v)
+		ts.Check(err)
+		fmt.Fprintln(ts.Stdout(), string(b))
+	}
+}
+
+func selectJSON(v any, seg string) ([]any, error) {
+	switch v := v.(type) {
+	case map[string]any:
+		if seg == "@keys" {
+			keys := make([]string, 0, len(v))
+			for k := range v {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			out := make([]any, len(keys))
+			for i, k := range keys {
+				out[i] = k
+			}
+			return out, nil
+		}
+		f, ok := v[seg]
+		if !ok {
+			return nil, fmt.Errorf("no field %q", seg)
+		}
+		return []any{f}, nil
+	case []any:
+		if seg == "*" {
+			return v, nil
+		}
+		if field, want, ok := strings.Cut(seg, "="); ok {
+			var out []any
+			for _, e := range v {
+				if m, ok := e.(map[string]any); ok && fmt.Sprint(m[field]) == want {
+					out = append(out, e)
+				}
+			}
+			return out, nil
+		}
+		i, err := strconv.Atoi(seg)
+		if err != nil || i < 0 || i >= len(v) {
+			return nil, fmt.Errorf("%q is not an index of an array of %d", seg, len(v))
+		}
+		return []any{v[i]}, nil
+	}
+	return nil, fmt.Errorf("cannot select %q in %T", seg, v)
+}
