@@ -22,7 +22,7 @@ func init() {
 	})
 	register(&command{
 		name: "doctor", args: "[--fix] [--json]",
-		summary: "Check the project: files that do not parse, conflict markers, duplicate ids or aliases,\ndepends_on that point nowhere or loop, temp files left by a crash. Exit 1 when it finds any.",
+		summary: "Check the project for broken task files, duplicates, bad depends_on and leftover temp files.\n\nIt reports files that do not parse, git conflict markers, ids or aliases in two files,\ndepends_on entries that point nowhere or loop, and temp files left by a crash.\nIt exits 1 when it finds any.",
 		flags: func(fs *flag.FlagSet, c *call) {
 			fs.BoolVar(&c.opt.fix, "fix", false, "give files without an id or key fresh ones, and remove old temp files")
 			fs.BoolVar(&c.opt.json, "json", false, "print JSON")

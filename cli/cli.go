@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -41,12 +42,20 @@ func Main(ctx context.Context, args []string, env Env) int {
 		return 0
 	case errors.As(err, &ee):
 		if ee.msg != "" {
-			fmt.Fprintln(env.Stderr, "snag: "+ee.msg)
+			printError(env.Stderr, ee.msg)
 		}
 		return ee.code
 	default:
-		fmt.Fprintln(env.Stderr, "snag: "+err.Error())
+		printError(env.Stderr, err.Error())
 		return 1
+	}
+}
+
+// printError prints each line of msg (several errors joined) as its own
+// snag: line.
+func printError(w io.Writer, msg string) {
+	for _, line := range strings.Split(msg, "\n") {
+		fmt.Fprintln(w, "snag: "+line)
 	}
 }
 
@@ -128,10 +137,14 @@ func Run(ctx context.Context, args []string, env Env) error {
 	switch name {
 	case "help", "-h", "--help", "-help":
 		if len(args) > 1 {
-			if c, ok := commands[args[1]]; ok {
-				newCall(c, env).fs.Usage()
-				return nil
+			c, ok := commands[args[1]]
+			if !ok {
+				return usagef("unknown command %q: snag help lists the commands", args[1])
 			}
+			cl := newCall(c, env)
+			cl.fs.SetOutput(env.Stdout)
+			cl.fs.Usage()
+			return nil
 		}
 		printUsage(env.Stdout)
 		return nil
@@ -144,6 +157,9 @@ func Run(ctx context.Context, args []string, env Env) error {
 		return usagef("unknown command %q: snag help lists the commands", name)
 	}
 	cl := newCall(c, env)
+	if slices.ContainsFunc(args[1:], func(a string) bool { return a == "-h" || a == "--help" || a == "-help" }) {
+		cl.fs.SetOutput(env.Stdout)
+	}
 	pos, err := parseInterleaved(cl.fs, args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -160,11 +176,12 @@ func newCall(c *command, env Env) *call {
 	fs := flag.NewFlagSet("snag "+c.name, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(env.Stderr, "usage: snag %s %s\n\n%s\n", c.name, c.args, c.summary)
+		w := fs.Output()
+		fmt.Fprintf(w, "usage: snag %s %s\n\n%s\n", c.name, c.args, c.summary)
 		var has bool
 		fs.VisitAll(func(*flag.Flag) { has = true })
 		if has {
-			fmt.Fprintln(env.Stderr, "\nflags:")
+			fmt.Fprintln(w, "\nflags:")
 			fs.PrintDefaults()
 		}
 	}

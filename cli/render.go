@@ -81,7 +81,11 @@ func flagsOf(r *index.Row) string {
 		flags = append(flags, "[unvetted]")
 	}
 	if r.State != index.StateOK {
-		flags = append(flags, "["+r.State+": snag show "+orKey(r)+"]")
+		if r.Key != "" {
+			flags = append(flags, "["+r.State+": snag show "+r.Key+"]")
+		} else {
+			flags = append(flags, "["+r.State+": snag doctor]")
+		}
 	}
 	if r.Stale {
 		flags = append(flags, "[stale]")

@@ -123,6 +123,9 @@ func runAdd(ctx context.Context, c *call) error {
 	if len(c.args) != 1 {
 		return usagef(`add takes one title (quote it): snag add "Checkout button does nothing" --kind bug`)
 	}
+	if strings.TrimSpace(c.args[0]) == "" {
+		return usagef(`add: empty title: say in a few words what is wrong or wanted`)
+	}
 	nt := project.NewTask{Title: c.args[0], Wave: c.opt.wave, Plan: c.opt.plan, DependsOn: c.opt.depends}
 	var err error
 	if c.opt.kind != "" {
@@ -226,6 +229,10 @@ func runList(ctx context.Context, c *call) error {
 		return writeJSON(c.Stdout, listJSON{Tasks: page.Rows, Next: page.Next})
 	}
 	if len(page.Rows) == 0 {
+		if n, err := p.DB.Count(ctx); err == nil && n.Tasks == 0 {
+			fmt.Fprintln(c.Stdout, `no tasks yet: snag add "What needs doing" adds one`)
+			return nil
+		}
 		fmt.Fprintln(c.Stdout, emptyList(f))
 		return nil
 	}
@@ -239,9 +246,7 @@ func runList(ctx context.Context, c *call) error {
 func emptyList(f index.Filter) string {
 	switch {
 	case len(f.Statuses) > 0 || f.Wave > 0 || f.Kind != "" || f.Plan != "":
-		return "no tasks match (snag list --all shows every task)"
-	case f.All:
-		return `no tasks yet: snag add "What needs doing" adds one`
+		return "no tasks match those filters"
 	}
 	return "no open tasks (snag list --all shows resolved and cancelled ones)"
 }
@@ -249,10 +254,10 @@ func emptyList(f index.Filter) string {
 // showJSON is the stable shape of snag show --json.
 type showJSON struct {
 	*index.Row
-	Task   *queue.Task `json:"task,omitempty"`
-	Body   string      `json:"body"`
-	File   string      `json:"file"`
-	SHA256 string      `json:"sha256"`
+	Task     *queue.Task `json:"task,omitempty"`
+	Body     string      `json:"body"`
+	TaskFile string      `json:"task_file"`
+	SHA256   string      `json:"sha256"`
 }
 
 func runShow(ctx context.Context, c *call) error {
@@ -273,7 +278,7 @@ func runShow(ctx context.Context, c *call) error {
 		return err
 	}
 	if c.opt.json {
-		out := showJSON{Row: &it.Row, Task: it.Task, File: p.Rel(it.Path), SHA256: fmt.Sprintf("%x", it.SHA256)}
+		out := showJSON{Row: &it.Row, Task: it.Task, TaskFile: p.Rel(it.Path), SHA256: fmt.Sprintf("%x", it.SHA256)}
 		if it.Task != nil {
 			out.Body = string(it.Task.Body)
 		}
