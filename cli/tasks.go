@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -300,9 +301,17 @@ func runSearch(ctx context.Context, c *call) error {
 		return err
 	}
 	defer p.Close()
-	hits, err := p.DB.Search(ctx, strings.Join(c.args, " "), c.opt.limit)
+	query := strings.Join(c.args, " ")
+	hits, err := p.DB.Search(ctx, query, c.opt.limit)
 	if err != nil {
 		return err
+	}
+	// A query that is a task's alias or id finds that task first.
+	if ref, rerr := queue.ParseRef(query); rerr == nil && (ref.ID != "" || strings.Contains(query, "-")) {
+		if it, gerr := p.DB.Get(ctx, ref); gerr == nil {
+			hits = slices.DeleteFunc(hits, func(h index.Hit) bool { return h.Path == it.Path })
+			hits = append([]index.Hit{{Row: it.Row}}, hits...)
+		}
 	}
 	if c.opt.json {
 		if hits == nil {
