@@ -46,6 +46,9 @@ var forbidden = map[string][]string{
 	"index":   {module + "/project", module + "/cli", module + "/watch", module + "/mcp", "github.com/fsnotify/", "github.com/modelcontextprotocol/", "net/http"},
 	"watch":   {module + "/index", module + "/project", module + "/cli", module + "/mcp", "zombiezen.com/", "modernc.org/", "github.com/modelcontextprotocol/"},
 	"mcp":     {module + "/index", module + "/project", module + "/cli", module + "/watch", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/"},
+	"client":  {module + "/index", module + "/project", module + "/daemon", module + "/cli", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/"},
+	"token":   {module + "/"},
+	"gitdir":  {module + "/"},
 	"project": {module + "/cli", module + "/watch", module + "/mcp", "github.com/fsnotify/", "github.com/modelcontextprotocol/", "net/http"},
 }
 

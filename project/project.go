@@ -44,6 +44,7 @@ const GitIgnore = `# Written by snag init. The index, live state and generated f
 snag.db
 snag.db-*
 .port
+snagd.lock
 plan.json
 *.snag-tmp
 `

@@ -1,16 +1,25 @@
 // Command snagd is snag's per-worktree daemon: it watches the task files,
-// keeps the index live, owns every write and holds agents' leases.
-//
-// This version does not run the daemon yet: the snag command line works on
-// the files and the index directly. snagd says so and exits.
+// keeps the index live, owns every write and holds agents' leases. See
+// snagd --help.
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/snagdev/snag/cli"
+	"github.com/snagdev/snag/daemon"
 )
 
 func main() {
-	fmt.Fprintln(os.Stderr, "snagd: the daemon is not part of this version yet; the snag command line works without it (snag help)")
-	os.Exit(2)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := daemon.Command(ctx, os.Args[1:], cli.Version, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "snagd: "+err.Error())
+		os.Exit(1)
+	}
 }

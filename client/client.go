@@ -1,0 +1,297 @@
+// Package client finds the snagd that serves a project and talks to it: the
+// snag CLI and the MCP bridge use it (DESIGN section 8).
+//
+// Discovery reads .snag/.port, then probes 127.0.0.1:7654-7664 for a
+// /health that says snagd and serves this project (or, failing that,
+// another worktree of the same git repository). Before the token is ever
+// sent, the daemon must prove it holds the token too: /health?nonce=X
+// answers an HMAC of a fresh nonce, so a squatter on the port never sees it.
+// A daemon for another project is never used.
+//
+// client imports token and the daemon's wire types' shapes only through
+// JSON; it opens no database and writes no task file.
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/snagdev/snag/gitdir"
+	"github.com/snagdev/snag/token"
+)
+
+// First and last port probed.
+const (
+	FirstPort = 7654
+	LastPort  = 7664
+)
+
+// ErrNoDaemon is returned when no snagd serves the project.
+var ErrNoDaemon = errors.New("no snagd serves this project")
+
+// Health is the part of snagd's /health a client reads.
+type Health struct {
+	Service      string `json:"service"`
+	Root         string `json:"root"`
+	GitCommonDir string `json:"git_common_dir"`
+	PID          int    `json:"pid"`
+	Port         int    `json:"port"`
+	Ready        bool   `json:"ready"`
+	Proof        string `json:"proof"`
+}
+
+// Client talks to one snagd.
+type Client struct {
+	root   string // the project root, symlinks resolved
+	home   string
+	tok    token.Token
+	base   string // http://127.0.0.1:PORT
+	health Health
+	http   *http.Client
+}
+
+// Options tune discovery.
+type Options struct {
+	Home string // the per-user folder with the token; "" for ~/.snag or $SNAG_HOME
+	// Start, when set, is run when no daemon answers, and discovery waits
+	// for the daemon it starts.
+	Start func(ctx context.Context, root string) error
+	// Timeout bounds one probe (200 ms).
+	Timeout time.Duration
+}
+
+// Dial finds the daemon for the project at root.
+func Dial(ctx context.Context, root string, opts Options) (*Client, error) {
+	abs, err := filepath.Abs(root)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find snagd: %w", err)
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = 200 * time.Millisecond
+	}
+	if opts.Home == "" {
+		opts.Home = home()
+	}
+	tok, err := token.Read(opts.Home)
+	if err != nil && opts.Start == nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoDaemon, err)
+	}
+	c := &Client{root: abs, home: opts.Home, tok: tok, http: &http.Client{Timeout: 30 * time.Second}}
+	found, notes := c.find(ctx, opts.Timeout)
+	if found {
+		return c, nil
+	}
+	if opts.Start == nil {
+		return nil, noDaemon(abs, notes)
+	}
+	if err := opts.Start(ctx, abs); err != nil {
+		return nil, fmt.Errorf("start snagd: %w", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if c.tok, err = token.Read(opts.Home); err == nil {
+			if found, notes = c.find(ctx, opts.Timeout); found {
+				return c, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil, noDaemon(abs, notes)
+}
+
+func noDaemon(root string, notes []string) error {
+	msg := fmt.Sprintf("%v for %s: start one with snagd --root %s", ErrNoDaemon, root, root)
+	if len(notes) > 0 {
+		msg += " (" + strings.Join(notes, "; ") + ")"
+	}
+	return errors.Join(ErrNoDaemon, errors.New(msg))
+}
+
+func home() string {
+	if h := os.Getenv("SNAG_HOME"); h != "" {
+		return h
+	}
+	h, _ := os.UserHomeDir()
+	return filepath.Join(h, ".snag")
+}
+
+// find looks for the daemon: the port in .snag/.port first, then every
+// port of the range. A daemon of this project wins over one of another
+// worktree of the same repository.
+func (c *Client) find(ctx context.Context, timeout time.Duration) (bool, []string) {
+	var ports []int
+	if b, err := os.ReadFile(filepath.Join(c.root, ".snag", ".port")); err == nil {
+		if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && p > 0 && p < 65536 {
+			ports = append(ports, p)
+		}
+	}
+	for p := FirstPort; p <= LastPort; p++ {
+		if len(ports) == 0 || p != ports[0] {
+			ports = append(ports, p)
+		}
+	}
+	myCommon := gitdir.Common(c.root)
+	var notes []string
+	var sibling *Health
+	for _, p := range ports {
+		h, err := c.probe(ctx, p, timeout)
+		if err != nil {
+			if !errors.Is(err, errNoAnswer) {
+				notes = append(notes, err.Error())
+			}
+			continue
+		}
+		switch {
+		case h.Root == c.root:
+			c.use(h)
+			return true, nil
+		case myCommon != "" && h.GitCommonDir == myCommon && sibling == nil:
+			sibling = h
+		default:
+			notes = append(notes, fmt.Sprintf("snagd on :%d serves %s, not %s", p, h.Root, c.root))
+		}
+	}
+	if sibling != nil {
+		c.use(sibling)
+		return true, nil
+	}
+	return false, notes
+}
+
+func (c *Client) use(h *Health) {
+	c.health = *h
+	c.base = "http://127.0.0.1:" + strconv.Itoa(h.Port)
+}
+
+var errNoAnswer = errors.New("no answer")
+
+// probe asks one port for /health with a fresh nonce and checks the proof.
+func (c *Client) probe(ctx context.Context, port int, timeout time.Duration) (*Health, error) {
+	var n [16]byte
+	rand.Read(n[:])
+	nonce := hex.EncodeToString(n[:])
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	url := fmt.Sprintf("http://127.0.0.1:%d/health?nonce=%s", port, nonce)
+	req, _ := http.NewRequestWithContext(pctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, errNoAnswer
+	}
+	defer resp.Body.Close()
+	var h Health
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&h); err != nil || h.Service != "snagd" {
+		return nil, errNoAnswer
+	}
+	if !c.tok.CheckProof(nonce, h.Proof) {
+		return nil, fmt.Errorf("something on :%d says it is snagd but cannot prove it holds your token: not trusted", port)
+	}
+	if h.Port == 0 {
+		h.Port = port
+	}
+	return &h, nil
+}
+
+// Health is what the daemon said when it was found.
+func (c *Client) Health() Health { return c.health }
+
+// Recheck asks the daemon's /health again, as clients do before every
+// write; when the daemon changed (restarted, or a different one answers),
+// it discovers again.
+func (c *Client) Recheck(ctx context.Context) error {
+	h, err := c.probe(ctx, c.health.Port, time.Second)
+	if err == nil && h.PID == c.health.PID && h.Root == c.health.Root {
+		return nil
+	}
+	if found, notes := c.find(ctx, 200*time.Millisecond); !found {
+		return noDaemon(c.root, notes)
+	}
+	return nil
+}
+
+// Error is an error answer from snagd.
+type Error struct {
+	Status  int
+	Code    string `json:"error"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Do sends a request with the token and decodes a JSON answer into out
+// (when out is not nil). A non-2xx answer is returned as *Error.
+func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.tok.String())
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("snagd on :%d: %w", c.health.Port, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		e := &Error{Status: resp.StatusCode}
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(e); err != nil || e.Message == "" {
+			e.Message = fmt.Sprintf("snagd answered %s", resp.Status)
+		}
+		return e
+	}
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// StartDetached starts a daemon for root in the background, in its own
+// session so it outlives the command that started it, with its log in
+// .snag/snagd.log. exe is the program and args its arguments (for example
+// the snag binary with "daemon", "--root", root).
+func StartDetached(exe string, args []string, root string) error {
+	logf, err := os.OpenFile(filepath.Join(root, ".snag", "snagd.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, args...)
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	return cmd.Process.Release()
+}

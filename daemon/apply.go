@@ -1,0 +1,151 @@
+package daemon
+
+import (
+	"context"
+	"path"
+	"time"
+
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/queue"
+	"github.com/snagdev/snag/watch"
+)
+
+// apply brings the index in step with one batch from the watcher. It holds
+// the write lock, so a batch never interleaves with a claim.
+func (d *Daemon) apply(ctx context.Context, b watch.Batch, polling bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if ctx.Err() != nil {
+		return
+	}
+	if b.Config {
+		if cfg, err := queue.LoadConfig(d.p.Abs(d.configName())); err != nil {
+			d.log.Warn("config.json not reloaded", "err", err)
+		} else {
+			d.p.Config = cfg
+		}
+	}
+	changed := false
+	if b.Rescan {
+		// The start, an overflow, a replaced folder and the timer hash every
+		// file; polling compares sizes and times, which is cheap enough to
+		// run every second.
+		hash := !(len(b.Reasons) == 1 && b.Reasons[0] == "poll")
+		st, err := d.p.DB.Scan(ctx, d.p.Tasks, index.ScanOptions{Hash: hash})
+		if err != nil {
+			d.log.Error("rescan failed", "reasons", b.Reasons, "err", err)
+			return
+		}
+		if st.Changed() || !d.ready.Load() {
+			d.log.Info("rescan", "reasons", b.Reasons, "files", st.Files, "added", st.Added,
+				"updated", st.Updated, "removed", st.Removed, "failed", st.Failed, "took", st.Duration)
+			d.hub.publish("rescan", map[string]any{"reasons": b.Reasons, "files": st.Files,
+				"added": st.Added, "updated": st.Updated, "removed": st.Removed})
+			changed = true
+		}
+		d.ready.Store(true)
+	}
+	for _, name := range b.Files {
+		if d.syncOne(ctx, name, false) {
+			changed = true
+		}
+	}
+	if changed {
+		d.writePlan(ctx)
+	}
+}
+
+func (d *Daemon) configName() string { return "config.json" }
+
+// syncOne re-reads one task file. One read never proves a file deleted or
+// broken: when a file that was good reads as missing or unparsable, it is
+// looked at again once it has had time to settle (settled is then true).
+func (d *Daemon) syncOne(ctx context.Context, name string, settled bool) bool {
+	p := path.Join(index.TasksFolder, name)
+	if !settled && d.looksWorse(ctx, name, p) {
+		d.settleLater(name)
+		return false
+	}
+	d.cancelSettle(name)
+	fc, err := d.p.DB.SyncFile(ctx, d.p.Tasks, name)
+	if err != nil {
+		d.log.Error("sync failed", "file", p, "err", err)
+		return false
+	}
+	if !fc.Added && !fc.Updated && !fc.Removed {
+		return false
+	}
+	ev := map[string]any{"path": p, "added": fc.Added, "removed": fc.Removed}
+	if fc.Err != nil {
+		ev["error"] = fc.Err.Error()
+		d.hub.publish("problem", ev)
+	} else {
+		d.hub.publish("task", ev)
+	}
+	return true
+}
+
+// looksWorse reports whether the file now reads as gone or broken while its
+// row is good.
+func (d *Daemon) looksWorse(ctx context.Context, name, p string) bool {
+	state, found, err := d.p.DB.StateOf(ctx, p)
+	if err != nil || !found || state != index.StateOK {
+		return false
+	}
+	raw, _, err := d.p.Tasks.Read(name)
+	if err != nil {
+		return true // gone, or unreadable for now
+	}
+	_, perr := queue.Parse(raw)
+	return perr != nil
+}
+
+func (d *Daemon) settleLater(name string) {
+	d.settleMu.Lock()
+	defer d.settleMu.Unlock()
+	if t, ok := d.settling[name]; ok {
+		t.Reset(d.opts.Settle)
+		return
+	}
+	d.settling[name] = time.AfterFunc(d.opts.Settle, func() {
+		d.settleMu.Lock()
+		delete(d.settling, name)
+		d.settleMu.Unlock()
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.p == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if d.syncOne(ctx, name, true) {
+			d.writePlan(ctx)
+		}
+	})
+}
+
+func (d *Daemon) cancelSettle(name string) {
+	d.settleMu.Lock()
+	defer d.settleMu.Unlock()
+	if t, ok := d.settling[name]; ok {
+		t.Stop()
+		delete(d.settling, name)
+	}
+}
+
+func (d *Daemon) stopSettling() {
+	d.settleMu.Lock()
+	defer d.settleMu.Unlock()
+	for name, t := range d.settling {
+		t.Stop()
+		delete(d.settling, name)
+	}
+	d.p = nil
+}
+
+// writePlan regenerates plan.json; a failure is logged, never fatal.
+func (d *Daemon) writePlan(ctx context.Context) {
+	if err := d.p.WritePlan(ctx); err != nil {
+		d.log.Warn("plan.json not written", "err", err)
+	}
+}

@@ -1,0 +1,255 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/project"
+	"github.com/snagdev/snag/queue"
+)
+
+// Health is what GET /health answers, without auth.
+type Health struct {
+	Service      string       `json:"service"` // always "snagd"
+	Root         string       `json:"root"`
+	GitCommonDir string       `json:"git_common_dir"`
+	PID          int          `json:"pid"`
+	Port         int          `json:"port"`
+	Version      string       `json:"version"`
+	Ready        bool         `json:"ready"`   // the first full rescan is done
+	Polling      bool         `json:"polling"` // no filesystem watches: the watcher polls
+	Counts       index.Counts `json:"counts"`
+	// Proof is HMAC-SHA256(nonce) under the token, when ?nonce= was given.
+	Proof string `json:"proof,omitempty"`
+}
+
+func (d *Daemon) routes(ctx context.Context) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", d.health)
+	mux.HandleFunc("GET /tasks", d.ready503(d.listTasks))
+	mux.HandleFunc("GET /tasks/{ref}", d.ready503(d.getTask))
+	mux.HandleFunc("POST /tasks", d.ready503(d.addTask))
+	mux.HandleFunc("POST /tasks/{ref}/{action}", d.ready503(d.moveTask))
+	mux.HandleFunc("GET /search", d.ready503(d.search))
+	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) { d.hub.serveEvents(ctx, w, r) })
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{http.StatusNotFound, "not_found", "no such endpoint: " + r.Method + " " + r.URL.Path})
+	})
+	public := func(r *http.Request) bool { return r.URL.Path == "/health" }
+	return d.guard.wrap(public, mux)
+}
+
+// ready503 answers 503 with Retry-After until the first full rescan is done,
+// so nothing is served from an index that may not match the files.
+func (d *Daemon) ready503(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !d.ready.Load() {
+			writeError(w, &apiError{http.StatusServiceUnavailable, "starting", "snagd is reading the task files: try again in a moment"})
+			return
+		}
+		h(w, r)
+	}
+}
+
+func (d *Daemon) health(w http.ResponseWriter, r *http.Request) {
+	h := Health{Service: "snagd", Root: d.root, GitCommonDir: d.gitCommon, PID: os.Getpid(), Port: d.port,
+		Version: d.opts.Version, Ready: d.ready.Load()}
+	if d.ready.Load() {
+		h.Counts, _ = d.p.DB.Count(r.Context())
+	}
+	if n := r.URL.Query().Get("nonce"); n != "" && len(n) <= 256 {
+		h.Proof = d.tok.Proof(n)
+	}
+	writeJSON(w, http.StatusOK, h)
+}
+
+func (d *Daemon) listTasks(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := index.Filter{Plan: q.Get("plan"), All: q.Get("all") == "true", Cursor: q.Get("cursor")}
+	if s := q.Get("status"); s != "" {
+		for _, st := range strings.Split(s, ",") {
+			if !queue.Status(st).Valid() {
+				writeError(w, &apiError{http.StatusBadRequest, "bad_status", "unknown status " + strconv.Quote(st)})
+				return
+			}
+			f.Statuses = append(f.Statuses, queue.Status(st))
+		}
+	}
+	var err error
+	if s := q.Get("wave"); s != "" {
+		if f.Wave, err = strconv.Atoi(s); err != nil {
+			writeError(w, &apiError{http.StatusBadRequest, "bad_wave", "wave: want a whole number"})
+			return
+		}
+	}
+	if s := q.Get("limit"); s != "" {
+		if f.Limit, err = strconv.Atoi(s); err != nil || f.Limit < 1 || f.Limit > 1000 {
+			writeError(w, &apiError{http.StatusBadRequest, "bad_limit", "limit: want 1 to 1000"})
+			return
+		}
+	}
+	if k := q.Get("kind"); k != "" {
+		f.Kind = queue.Kind(k)
+	}
+	page, err := d.p.DB.List(r.Context(), f)
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	if page.Rows == nil {
+		page.Rows = []*index.Row{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tasks": page.Rows, "next": page.Next})
+}
+
+func (d *Daemon) getTask(w http.ResponseWriter, r *http.Request) {
+	ref, err := queue.ParseRef(r.PathValue("ref"))
+	if err != nil {
+		writeError(w, &apiError{http.StatusBadRequest, "bad_ref", err.Error()})
+		return
+	}
+	it, err := d.p.DB.Get(r.Context(), ref)
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	out := map[string]any{"row": it.Row, "task": it.Task, "task_file": d.p.Rel(it.Path)}
+	if it.Task != nil {
+		out["body"] = string(it.Task.Body)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// addRequest is POST /tasks.
+type addRequest struct {
+	Title     string   `json:"title"`
+	Body      string   `json:"body"`
+	Kind      string   `json:"kind"`
+	Severity  string   `json:"severity"`
+	Wave      int      `json:"wave"`
+	Plan      string   `json:"plan"`
+	Files     []string `json:"files"`
+	DependsOn []string `json:"depends_on"`
+	By        string   `json:"by"` // the person, for the audit log
+}
+
+func (d *Daemon) addTask(w http.ResponseWriter, r *http.Request) {
+	var req addRequest
+	if e := decode(r, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	nt := project.NewTask{Title: req.Title, Body: []byte(req.Body), Wave: req.Wave, Plan: req.Plan, DependsOn: req.DependsOn}
+	if req.Kind != "" {
+		if !slices.Contains(queue.Kinds, queue.Kind(req.Kind)) {
+			writeError(w, &apiError{http.StatusBadRequest, "bad_kind", "unknown kind " + strconv.Quote(req.Kind)})
+			return
+		}
+		nt.Kind = queue.Kind(req.Kind)
+	}
+	if req.Severity != "" {
+		if !slices.Contains(queue.Severities, queue.Severity(req.Severity)) {
+			writeError(w, &apiError{http.StatusBadRequest, "bad_severity", "unknown severity " + strconv.Quote(req.Severity)})
+			return
+		}
+		nt.Severity = queue.Severity(req.Severity)
+	}
+	for _, f := range req.Files {
+		ref, err := queue.ParseFileRef(f)
+		if err != nil {
+			writeError(w, &apiError{http.StatusBadRequest, "bad_file", err.Error()})
+			return
+		}
+		nt.Files = append(nt.Files, ref)
+	}
+	d.mu.Lock()
+	t, path, err := d.p.Add(r.Context(), nt, queue.Person, req.By)
+	d.mu.Unlock()
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	d.hub.publish("task", map[string]any{"path": path, "added": true, "key": t.Key})
+	writeJSON(w, http.StatusCreated, map[string]any{"id": t.ID, "key": t.Key, "path": d.p.Rel(path)})
+}
+
+// moveRequest is POST /tasks/{ref}/{action}.
+type moveRequest struct {
+	By     string `json:"by"`
+	Reason string `json:"reason"`
+}
+
+var personMoves = map[string]queue.Action{
+	"promote": queue.ActPromote, "reject": queue.ActReject, "cancel": queue.ActCancel, "reopen": queue.ActReopen,
+}
+
+func (d *Daemon) moveTask(w http.ResponseWriter, r *http.Request) {
+	ref, err := queue.ParseRef(r.PathValue("ref"))
+	if err != nil {
+		writeError(w, &apiError{http.StatusBadRequest, "bad_ref", err.Error()})
+		return
+	}
+	action, ok := personMoves[r.PathValue("action")]
+	if !ok {
+		writeError(w, &apiError{http.StatusNotFound, "not_found", "no such move: " + r.PathValue("action")})
+		return
+	}
+	var req moveRequest
+	if e := decode(r, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	d.mu.Lock()
+	t, err := d.p.Move(r.Context(), ref, action, queue.Person, req.By)
+	d.mu.Unlock()
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	d.hub.publish("task", map[string]any{"key": t.Key, "status": t.Status})
+	writeJSON(w, http.StatusOK, map[string]any{"id": t.ID, "key": t.Key, "status": t.Status})
+}
+
+func (d *Daemon) search(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query().Get("q")
+	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	hits, err := d.p.DB.Search(r.Context(), q, min(max(limit, 0), 100))
+	if err != nil {
+		writeError(w, &apiError{http.StatusBadRequest, "bad_query", err.Error()})
+		return
+	}
+	if hits == nil {
+		hits = []index.Hit{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"hits": hits})
+}
+
+// fail maps an error to its HTTP answer.
+func (d *Daemon) fail(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, index.ErrNotFound):
+		writeError(w, &apiError{http.StatusNotFound, "not_found", err.Error()})
+	case errors.Is(err, index.ErrAmbiguous), errors.Is(err, project.ErrNotClean):
+		writeError(w, &apiError{http.StatusConflict, "not_clean", err.Error()})
+	case errors.Is(err, queue.ErrTransition):
+		writeError(w, &apiError{http.StatusConflict, "transition", err.Error()})
+	default:
+		d.log.Error("request failed", "err", err)
+		writeError(w, &apiError{http.StatusInternalServerError, "internal", err.Error()})
+	}
+}
+
+func slicesContains[T comparable](s []T, v T) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
