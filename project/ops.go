@@ -141,12 +141,34 @@ func (p *Project) Move(ctx context.Context, ref queue.Ref, action queue.Action, 
 	if err != nil {
 		return nil, err
 	}
+	moved, err := p.MoveFile(item, action, actor, who)
+	if err != nil {
+		if item.Task != nil {
+			p.audit(ctx, actor, who, string(action), item.Task.ID, "refused", err.Error())
+		}
+		return nil, err
+	}
+	if _, err := p.DB.SyncFile(ctx, p.Tasks, Name(item)); err != nil {
+		return nil, err
+	}
+	p.audit(ctx, actor, who, string(action), moved.ID, "ok", string(item.Status)+" -> "+string(moved.Status))
+	return moved, p.WritePlan(ctx)
+}
+
+// Name is an indexed task's file name in tasks/.
+func Name(it *index.Item) string { return trimTasks(it.Path) }
+
+// MoveFile makes one move on the task file alone: it checks the move
+// against the file's current bytes (a person may have saved since it was
+// indexed), rewrites only the lines that change, and returns the task as
+// the file now holds it. The caller brings the index along.
+func (p *Project) MoveFile(item *index.Item, action queue.Action, actor queue.Actor, who string) (*queue.Task, error) {
+	ref := item.Key
 	if err := clean(item); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", action, ref, err)
 	}
-	name := trimTasks(item.Path)
 	var moved *queue.Task
-	_, _, err = p.Tasks.Update(name, func(cur []byte) ([]byte, error) {
+	_, _, err := p.Tasks.Update(Name(item), func(cur []byte) ([]byte, error) {
 		t, err := queue.Parse(cur)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrNotClean, queue.WithPath(err, item.Path))
@@ -158,8 +180,7 @@ func (p *Project) Move(ctx context.Context, ref queue.Ref, action queue.Action, 
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", action, t.Key, err)
 		}
-		fields := changes(t, action, to, who)
-		out, err := queue.Edit(cur, fields...)
+		out, err := queue.Edit(cur, changes(t, action, to, who)...)
 		if err != nil {
 			return nil, err
 		}
@@ -167,14 +188,9 @@ func (p *Project) Move(ctx context.Context, ref queue.Ref, action queue.Action, 
 		return out, err
 	})
 	if err != nil {
-		p.audit(ctx, actor, who, string(action), item.Task.ID, "refused", err.Error())
 		return nil, err
 	}
-	if _, err := p.DB.SyncFile(ctx, p.Tasks, name); err != nil {
-		return nil, err
-	}
-	p.audit(ctx, actor, who, string(action), moved.ID, "ok", string(item.Status)+" -> "+string(moved.Status))
-	return moved, p.WritePlan(ctx)
+	return moved, nil
 }
 
 // changes are the frontmatter edits a move makes. Claim and release are
