@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"zombiezen.com/go/sqlite"
@@ -79,6 +82,13 @@ func scanRow(s *sqlite.Stmt) *Row {
 	return r
 }
 
+// depResolved is true for a dependency d that some resolved task answers
+// to. It looks the reference up by id and by alias, each through its own
+// index: written as one OR, or with status indexable, SQLite walks every
+// resolved task instead, for every dependency.
+const depResolved = `(EXISTS (SELECT 1 FROM tasks u WHERE u.id = d.ref AND +u.status = 'resolved') OR
+	EXISTS (SELECT 1 FROM tasks u WHERE u.key = d.ref AND +u.status = 'resolved'))`
+
 // blockers fills in BlockedBy for rows that have dependencies.
 func blockers(conn *sqlite.Conn, rows []*Row) error {
 	for _, r := range rows {
@@ -86,8 +96,7 @@ func blockers(conn *sqlite.Conn, rows []*Row) error {
 			continue
 		}
 		err := sqlitex.Execute(conn, `
-			SELECT d.ref FROM deps d WHERE d.task_n = :n AND NOT EXISTS (
-				SELECT 1 FROM tasks u WHERE (u.id = d.ref OR u.key = d.ref) AND u.status = 'resolved')
+			SELECT d.ref FROM deps d WHERE d.task_n = :n AND NOT `+depResolved+`
 			ORDER BY d.ref`, &sqlitex.ExecOptions{
 			Named: map[string]any{":n": r.n},
 			ResultFunc: func(s *sqlite.Stmt) error {
@@ -120,27 +129,87 @@ type Page struct {
 	Next string
 }
 
-// List returns tasks in queue order (wave, severity, age, id). Files that
-// do not parse are listed too, with their error, after the tasks.
+// List returns tasks in queue order (wave, severity, age, id). A file that
+// stopped parsing keeps its place with its last good data, marked stale;
+// files that never parsed (no data to place them by) are listed after the
+// tasks, by name, with their error, when no filter on status, wave, kind or
+// plan leaves them out.
 func (db *DB) List(ctx context.Context, f Filter) (Page, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 20
 	}
-	var where []string
-	args := map[string]any{":limit": int64(limit + 1)}
-	switch {
-	case len(f.Statuses) > 0:
-		var in []string
-		for i, s := range f.Statuses {
-			k := ":s" + strconv.Itoa(i)
-			in = append(in, k)
-			args[k] = string(s)
+	var c cursor
+	if f.Cursor != "" {
+		var err error
+		if c, err = decodeCursor(f.Cursor); err != nil {
+			return Page{}, err
 		}
-		where = append(where, "status IN ("+strings.Join(in, ", ")+")")
-	case !f.All:
-		where = append(where, "terminal = 0")
 	}
+	var page Page
+	err := db.withConn(ctx, func(conn *sqlite.Conn) (err error) {
+		defer sqlitex.Transaction(conn)(&err) // one snapshot for both parts
+		collect := func(q string, args map[string]any) error {
+			return sqlitex.Execute(conn, q, &sqlitex.ExecOptions{
+				Named: args,
+				ResultFunc: func(s *sqlite.Stmt) error {
+					page.Rows = append(page.Rows, scanRow(s))
+					return nil
+				},
+			})
+		}
+		if !c.Broken {
+			q, args := listQuery(f, c, limit+1)
+			if err := collect(q, args); err != nil {
+				return err
+			}
+		}
+		if len(page.Rows) <= limit && listsBroken(f) {
+			q, args := brokenQuery(c, limit+1-len(page.Rows))
+			if err := collect(q, args); err != nil {
+				return err
+			}
+		}
+		if len(page.Rows) > limit {
+			page.Rows = page.Rows[:limit]
+			last := page.Rows[limit-1]
+			if last.hasValid {
+				page.Next = encodeCursor(cursor{Wave: int64(last.Wave), Sev: last.sevRank, Created: last.created, ID: last.ID, N: last.n})
+			} else {
+				page.Next = encodeCursor(cursor{Broken: true, Path: last.Path})
+			}
+		}
+		return blockers(conn, page.Rows)
+	})
+	if err != nil {
+		return Page{}, fmt.Errorf("list: %w", err)
+	}
+	return page, nil
+}
+
+// listsBroken reports whether a list with filter f includes files that
+// never parsed: they have no status, wave, kind or plan to match.
+func listsBroken(f Filter) bool {
+	return len(f.Statuses) == 0 && f.Wave == 0 && f.Kind == "" && f.Plan == ""
+}
+
+// listOrder is queue order, with the row number to break the last ties.
+const listOrder = `wave, sev_rank, created, id, n`
+
+// listQuery selects the rows with task data that f wants, in queue order,
+// after cursor c. The rows come from one ordered walk of an index per
+// status (or per terminal flag), each arm stopping at limit rows, so that
+// no list sorts more than a few pages' worth of rows:
+//
+//	SELECT * FROM (SELECT ... WHERE status = :s0 ... ORDER BY ... LIMIT :limit)
+//	UNION ALL SELECT * FROM (SELECT ... WHERE status = :s1 ...)
+//	ORDER BY ... LIMIT :limit
+//
+// The cursor is a row value, (wave, sev_rank, created, id, n) > (...), which
+// SQLite turns into a range on the index after its equality columns.
+func listQuery(f Filter, c cursor, limit int) (string, map[string]any) {
+	args := map[string]any{":limit": int64(limit)}
+	where := []string{"id != ''"}
 	if f.Wave > 0 {
 		where = append(where, "wave = :wave")
 		args[":wave"] = int64(f.Wave)
@@ -153,50 +222,59 @@ func (db *DB) List(ctx context.Context, f Filter) (Page, error) {
 		where = append(where, "plan = :plan")
 		args[":plan"] = f.Plan
 	}
-	if f.Cursor != "" {
-		c, err := decodeCursor(f.Cursor)
-		if err != nil {
-			return Page{}, err
-		}
-		where = append(where, "(wave, sev_rank, created, id, n) > (:cw, :cs, :cc, :ci, :cn)")
+	if c != (cursor{}) {
+		where = append(where, "("+listOrder+") > (:cw, :cs, :cc, :ci, :cn)")
 		args[":cw"], args[":cs"], args[":cc"], args[":ci"], args[":cn"] = c.Wave, c.Sev, c.Created, c.ID, c.N
 	}
-	q := `SELECT ` + rowColumns + ` FROM tasks`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	q += ` ORDER BY wave, sev_rank, created, id, n LIMIT :limit`
-	var page Page
-	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
-		err := sqlitex.Execute(conn, q, &sqlitex.ExecOptions{
-			Named: args,
-			ResultFunc: func(s *sqlite.Stmt) error {
-				page.Rows = append(page.Rows, scanRow(s))
-				return nil
-			},
-		})
-		if err != nil {
-			return err
+	// The partitions: one arm of the query each.
+	var parts []string
+	switch {
+	case len(f.Statuses) > 0:
+		seen := map[queue.Status]bool{}
+		for _, st := range f.Statuses {
+			if seen[st] {
+				continue
+			}
+			seen[st] = true
+			k := ":s" + strconv.Itoa(len(parts))
+			args[k] = string(st)
+			parts = append(parts, "status = "+k)
 		}
-		if len(page.Rows) > limit {
-			page.Rows = page.Rows[:limit]
-			last := page.Rows[limit-1]
-			page.Next = encodeCursor(cursor{Wave: int64(last.Wave), Sev: last.sevRank, Created: last.created, ID: last.ID, N: last.n})
-		}
-		return blockers(conn, page.Rows)
-	})
-	if err != nil {
-		return Page{}, fmt.Errorf("list: %w", err)
+	case f.All:
+		parts = []string{"terminal = 0", "terminal = 1"}
+	default:
+		parts = []string{"terminal = 0"}
 	}
-	return page, nil
+	arm := func(part string) string {
+		return `SELECT ` + rowColumns + ` FROM tasks WHERE ` + part + ` AND ` + strings.Join(where, " AND ") +
+			` ORDER BY ` + listOrder + ` LIMIT :limit`
+	}
+	if len(parts) == 1 {
+		return arm(parts[0]), args
+	}
+	arms := make([]string, len(parts))
+	for i, p := range parts {
+		arms[i] = `SELECT * FROM (` + arm(p) + `)`
+	}
+	return strings.Join(arms, " UNION ALL ") + ` ORDER BY ` + listOrder + ` LIMIT :limit`, args
 }
 
+// brokenQuery selects files that never parsed, by path, after cursor c.
+func brokenQuery(c cursor, limit int) (string, map[string]any) {
+	return `SELECT ` + rowColumns + ` FROM tasks WHERE id = '' AND path > :cp ORDER BY path LIMIT :limit`,
+		map[string]any{":cp": c.Path, ":limit": int64(limit)}
+}
+
+// cursor is where a list page ended: the queue-order key of its last row,
+// or, past the tasks, the path of the last file that never parsed.
 type cursor struct {
-	Wave    int64  `json:"w"`
-	Sev     int64  `json:"s"`
-	Created int64  `json:"c"`
-	ID      string `json:"i"`
-	N       int64  `json:"n"`
+	Wave    int64  `json:"w,omitempty"`
+	Sev     int64  `json:"s,omitempty"`
+	Created int64  `json:"c,omitempty"`
+	ID      string `json:"i,omitempty"`
+	N       int64  `json:"n,omitempty"`
+	Broken  bool   `json:"b,omitempty"`
+	Path    string `json:"p,omitempty"`
 }
 
 func encodeCursor(c cursor) string {
@@ -304,16 +382,16 @@ func (r Readiness) String() string {
 
 // readyWhere selects the tasks claim-next may hand out.
 const readyWhere = `status = 'open' AND state = 'ok' AND dup = 0 AND NOT EXISTS (
-	SELECT 1 FROM deps d WHERE d.task_n = tasks.n AND NOT EXISTS (
-		SELECT 1 FROM tasks u WHERE (u.id = d.ref OR u.key = d.ref) AND u.status = 'resolved'))`
+	SELECT 1 FROM deps d WHERE d.task_n = tasks.n AND NOT ` + depResolved + `)`
 
 // Next returns the next ready task in queue order: open, read cleanly, not
 // blocked. With none it returns nil and says why.
 func (db *DB) Next(ctx context.Context) (*Row, Readiness, error) {
 	var row *Row
 	var rd Readiness
-	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
-		err := sqlitex.Execute(conn, `SELECT `+rowColumns+` FROM tasks WHERE `+readyWhere+`
+	err := db.withConn(ctx, func(conn *sqlite.Conn) (err error) {
+		defer sqlitex.Transaction(conn)(&err) // the counts agree with each other
+		err = sqlitex.Execute(conn, `SELECT `+rowColumns+` FROM tasks WHERE `+readyWhere+`
 			ORDER BY wave, sev_rank, created, id LIMIT 1`, &sqlitex.ExecOptions{
 			ResultFunc: func(s *sqlite.Stmt) error { row = scanRow(s); return nil },
 		})
@@ -326,27 +404,24 @@ func (db *DB) Next(ctx context.Context) (*Row, Readiness, error) {
 		if err != nil {
 			return err
 		}
-		return sqlitex.Execute(conn, `
+		err = sqlitex.Execute(conn, `
 			SELECT d.ref, count(DISTINCT t.n) FROM tasks t JOIN deps d ON d.task_n = t.n
-			WHERE t.status = 'open' AND NOT EXISTS (
-				SELECT 1 FROM tasks u WHERE (u.id = d.ref OR u.key = d.ref) AND u.status = 'resolved')
+			WHERE t.status = 'open' AND NOT `+depResolved+`
 			GROUP BY d.ref ORDER BY 2 DESC, 1 LIMIT 3`, &sqlitex.ExecOptions{
 			ResultFunc: func(s *sqlite.Stmt) error {
 				rd.Blockers = append(rd.Blockers, s.ColumnText(0))
 				return nil
 			},
 		})
+		if err != nil {
+			return err
+		}
+		return sqlitex.Execute(conn, `SELECT count(DISTINCT t.n) FROM tasks t JOIN deps d ON d.task_n = t.n
+			WHERE t.status = 'open' AND NOT `+depResolved,
+			&sqlitex.ExecOptions{ResultFunc: func(s *sqlite.Stmt) error { rd.Blocked = s.ColumnInt(0); return nil }})
 	})
 	if err != nil {
 		return nil, rd, fmt.Errorf("next: %w", err)
-	}
-	if row == nil {
-		_ = db.withConn(ctx, func(conn *sqlite.Conn) error {
-			return sqlitex.Execute(conn, `SELECT count(DISTINCT t.n) FROM tasks t JOIN deps d ON d.task_n = t.n
-				WHERE t.status = 'open' AND NOT EXISTS (
-				SELECT 1 FROM tasks u WHERE (u.id = d.ref OR u.key = d.ref) AND u.status = 'resolved')`,
-				&sqlitex.ExecOptions{ResultFunc: func(s *sqlite.Stmt) error { rd.Blocked = s.ColumnInt(0); return nil }})
-		})
 	}
 	return row, rd, nil
 }
@@ -371,15 +446,23 @@ func (db *DB) Search(ctx context.Context, query string, limit int) ([]Hit, error
 	}
 	var hits []Hit
 	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
+		// FTS5 ranks inside the full-text table when asked to ORDER BY rank
+		// (the weights go in as a rank MATCH), and hands rows over best
+		// first: the page is cut there, so snippets, which re-read and
+		// re-tokenize a task, are made for the page alone, not for every
+		// match. Ranking still scores every match: a word in most tasks
+		// costs time in proportion to their number.
 		err := sqlitex.Execute(conn, `
-			SELECT `+rowColumns+`, snippet(tasks_fts, -1, '[', ']', '…', 10)
-			FROM tasks_fts JOIN tasks ON tasks.n = tasks_fts.rowid
-			WHERE tasks_fts MATCH :q ORDER BY bm25(tasks_fts, 10.0, 1.0, 2.0, 2.0) LIMIT :limit`,
+			SELECT `+rowColumns+`, hit.snip
+			FROM (SELECT rowid AS hn, rank AS score, snippet(tasks_fts, -1, '[', ']', '…', 10) AS snip
+				FROM tasks_fts WHERE tasks_fts MATCH :q AND rank MATCH 'bm25(10.0, 1.0, 2.0, 2.0)'
+				ORDER BY rank LIMIT :limit) AS hit
+			JOIN tasks ON tasks.n = hit.hn
+			ORDER BY hit.score, tasks.n`,
 			&sqlitex.ExecOptions{
 				Named: map[string]any{":q": match, ":limit": int64(limit)},
 				ResultFunc: func(s *sqlite.Stmt) error {
-					h := Hit{Row: *scanRow(s), Snippet: s.ColumnText(20)}
-					hits = append(hits, h)
+					hits = append(hits, Hit{Row: *scanRow(s), Snippet: s.ColumnText(20)})
 					return nil
 				},
 			})
@@ -429,20 +512,19 @@ func (db *DB) Problems(ctx context.Context) ([]*Row, error) {
 }
 
 // Snapshot returns every task with data (parsed now, or stale) and every
-// problem, for plan.json and for checks that need the whole queue.
+// problem, by path, for plan.json and for checks that need the whole queue.
 func (db *DB) Snapshot(ctx context.Context) ([]queue.Located, []queue.Problem, error) {
-	var tasks []queue.Located
+	type stored struct{ path, data string }
+	var rows []stored
 	var problems []queue.Problem
 	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
-		return sqlitex.Execute(conn, `SELECT path, id != '', data, state, error FROM tasks ORDER BY path`,
+		// In table order, one pass over the rows; by path, SQLite would
+		// seek every row from the path index.
+		return sqlitex.Execute(conn, `SELECT path, id != '', data, state, error FROM tasks`,
 			&sqlitex.ExecOptions{ResultFunc: func(s *sqlite.Stmt) error {
 				p := s.ColumnText(0)
 				if s.ColumnBool(1) {
-					var t queue.Task
-					if err := json.Unmarshal([]byte(s.ColumnText(2)), &t); err != nil {
-						return fmt.Errorf("decode %s: %w", p, err)
-					}
-					tasks = append(tasks, queue.Located{Task: &t, File: p})
+					rows = append(rows, stored{p, s.ColumnText(2)})
 				}
 				if s.ColumnText(3) != StateOK {
 					problems = append(problems, queue.Problem{File: p, Error: s.ColumnText(4)})
@@ -451,6 +533,28 @@ func (db *DB) Snapshot(ctx context.Context) ([]queue.Located, []queue.Problem, e
 			}})
 	})
 	if err != nil {
+		return nil, nil, fmt.Errorf("snapshot: %w", err)
+	}
+	slices.SortFunc(rows, func(a, b stored) int { return strings.Compare(a.path, b.path) })
+	slices.SortFunc(problems, func(a, b queue.Problem) int { return strings.Compare(a.File, b.File) })
+	// Decoding is most of the work: share it out.
+	tasks := make([]queue.Located, len(rows))
+	errs := make([]error, len(rows))
+	var wg sync.WaitGroup
+	workers := runtime.GOMAXPROCS(0)
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(rows); i += workers {
+				t := new(queue.Task)
+				if err := json.Unmarshal([]byte(rows[i].data), t); err != nil {
+					errs[i] = fmt.Errorf("decode %s: %w", rows[i].path, err)
+				}
+				tasks[i] = queue.Located{Task: t, File: rows[i].path}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return nil, nil, fmt.Errorf("snapshot: %w", err)
 	}
 	return tasks, problems, nil
@@ -466,7 +570,8 @@ type Counts struct {
 func (db *DB) Count(ctx context.Context) (Counts, error) {
 	var c Counts
 	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
-		return sqlitex.Execute(conn, `SELECT count(*), count(*) FILTER (WHERE state != 'ok' OR dup = 1) FROM tasks`,
+		return sqlitex.Execute(conn, `SELECT (SELECT count(*) FROM tasks),
+			(SELECT count(*) FROM tasks WHERE state != 'ok' OR dup = 1)`,
 			&sqlitex.ExecOptions{ResultFunc: func(s *sqlite.Stmt) error {
 				c.Tasks, c.Problems = s.ColumnInt(0), s.ColumnInt(1)
 				return nil
@@ -498,25 +603,18 @@ func (db *DB) NextKey(ctx context.Context) (int, error) {
 
 // Audit appends one entry to the audit log.
 func (db *DB) Audit(ctx context.Context, e AuditEntry) error {
-	if e.At.IsZero() {
-		e.At = time.Now()
-	}
-	return db.write(ctx, func(conn *sqlite.Conn) error {
-		return sqlitex.Execute(conn, `INSERT INTO audit (at, actor, agent, action, task_id, outcome, detail)
-			VALUES (:at, :actor, :agent, :action, :task, :outcome, :detail)`, &sqlitex.ExecOptions{Named: map[string]any{
-			":at": e.At.UnixNano(), ":actor": string(e.Actor), ":agent": e.Agent, ":action": e.Action,
-			":task": e.TaskID, ":outcome": e.Outcome, ":detail": e.Detail,
-		}})
-	})
+	return db.Update(ctx, func(tx *Tx) error { return tx.Audit(e) })
 }
 
 // AuditEntry is one line of the audit log.
 type AuditEntry struct {
-	At      time.Time   `json:"at"`
-	Actor   queue.Actor `json:"actor"`
-	Agent   string      `json:"agent,omitempty"`
-	Action  string      `json:"action"`
-	TaskID  string      `json:"task_id,omitempty"`
-	Outcome string      `json:"outcome"`
-	Detail  string      `json:"detail,omitempty"`
+	ID        int64       `json:"id,omitempty"`
+	SessionID int64       `json:"session_id,omitempty"`
+	At        time.Time   `json:"at"`
+	Actor     queue.Actor `json:"actor"`
+	Agent     string      `json:"agent,omitempty"`
+	Action    string      `json:"action"`
+	TaskID    string      `json:"task_id,omitempty"`
+	Outcome   string      `json:"outcome"`
+	Detail    string      `json:"detail,omitempty"`
 }

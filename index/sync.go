@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 
@@ -53,15 +55,17 @@ type ScanOptions struct {
 	Hash bool
 }
 
-// fileResult is one file's outcome, computed outside the transaction.
+// fileResult is one file's outcome, computed outside the transaction: on
+// the reading goroutines, so that the writer only writes.
 type fileResult struct {
 	name    string
 	size    int64
 	mtime   int64
 	sum     []byte
 	task    *queue.Task
-	err     error // parse error: the file is invalid or conflicted
-	touched bool  // content unchanged; only size or mtime differ
+	row     *taskRow // the task's column values, when it parsed
+	err     error    // parse error: the file is invalid or conflicted
+	touched bool     // content unchanged; only size or mtime differ
 }
 
 type rowInfo struct {
@@ -77,56 +81,105 @@ type rowInfo struct {
 // removed; a file that no longer parses keeps its last good data, marked
 // stale, beside its error.
 func (db *DB) Scan(ctx context.Context, dir *queue.Dir, opts ScanOptions) (ScanStats, error) {
+	st, err := db.scan(ctx, dir, opts, false)
+	if err != nil {
+		return st, fmt.Errorf("scan: %w", err)
+	}
+	return st, nil
+}
+
+// Rebuild empties the index tables and fills them afresh from every file,
+// in one transaction: readers see the old index until the new one is
+// whole. Live state is left alone.
+func (db *DB) Rebuild(ctx context.Context, dir *queue.Dir) (ScanStats, error) {
+	st, err := db.scan(ctx, dir, ScanOptions{Hash: true}, true)
+	if err != nil {
+		return st, fmt.Errorf("rebuild: %w", err)
+	}
+	return st, nil
+}
+
+// A scan that adds at least bulkMin rows, and at least a quarter as many as
+// the index holds, is a bulk load (so is every rebuild): it reads and parses
+// files while it writes, drops the full-text triggers for the length of the
+// transaction and keeps the full-text index itself, with a large in-memory
+// buffer. Through the triggers, FTS5 writes (and later merges) a segment for
+// every statement: a cold index of 10,000 tasks took seconds.
+var bulkMin = 256 // a variable so tests can lower it
+
+// scanWindow is how far file reading may run ahead of the writer in a bulk
+// load: it bounds the parsed tasks held in memory.
+const scanWindow = 1024
+
+func (db *DB) scan(ctx context.Context, dir *queue.Dir, opts ScanOptions, rebuild bool) (ScanStats, error) {
 	start := time.Now()
 	var st ScanStats
 	entries, err := dir.List()
 	if err != nil {
-		return st, fmt.Errorf("scan: %w", err)
+		return st, err
 	}
 	st.Files = len(entries)
 	known := map[string]rowInfo{}
-	err = db.withConn(ctx, func(conn *sqlite.Conn) error {
-		return sqlitex.Execute(conn, `SELECT path, n, sha256, size, mtime FROM tasks`, &sqlitex.ExecOptions{
-			ResultFunc: func(s *sqlite.Stmt) error {
-				sum := make([]byte, s.ColumnLen(2))
-				s.ColumnBytes(2, sum)
-				known[s.ColumnText(0)] = rowInfo{n: s.ColumnInt64(1), sum: sum, size: s.ColumnInt64(3), mtime: s.ColumnInt64(4)}
-				return nil
-			},
+	if !rebuild {
+		err = db.withConn(ctx, func(conn *sqlite.Conn) error {
+			return sqlitex.Execute(conn, `SELECT path, n, sha256, size, mtime FROM tasks`, &sqlitex.ExecOptions{
+				ResultFunc: func(s *sqlite.Stmt) error {
+					known[s.ColumnText(0)] = scanRowInfo(s, 1)
+					return nil
+				},
+			})
 		})
-	})
-	if err != nil {
-		return st, fmt.Errorf("scan: %w", err)
+		if err != nil {
+			return st, err
+		}
 	}
 
-	results := make([]*fileResult, len(entries))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(runtime.GOMAXPROCS(0))
+	// todo are the entries to read: new, possibly changed, or unreadable.
+	var todo []queue.Entry
 	seen := make(map[string]bool, len(entries))
-	for i, e := range entries {
+	added := 0
+	for _, e := range entries {
 		p := path.Join(TasksFolder, e.Name)
 		seen[p] = true
 		old, had := known[p]
 		if e.Problem == nil && had && !opts.Hash && old.size == e.Size && old.mtime == e.ModTime.UnixNano() {
 			continue
 		}
-		g.Go(func() error {
-			if gctx.Err() != nil {
-				return gctx.Err()
-			}
-			results[i] = readFile(dir, e, old, had)
-			return nil
-		})
+		if !had {
+			added++
+		}
+		todo = append(todo, e)
 	}
-	if err := g.Wait(); err != nil {
-		return st, fmt.Errorf("scan: %w", err)
+	bulk := rebuild || added >= bulkMin && added >= len(known)/4
+
+	// A bulk load reads while it writes; an incremental scan reads first, so
+	// the write lock is held only for the writing.
+	rd := newReader(ctx, dir, todo, known, bulk)
+	defer rd.stop()
+	if !bulk {
+		if err := rd.wait(); err != nil {
+			return st, err
+		}
 	}
 
-	err = db.write(ctx, func(conn *sqlite.Conn) error {
-		var changedKeys []string
-		for _, r := range results {
-			if r == nil {
-				continue
+	err = db.write(ctx, func(conn *sqlite.Conn) (err error) {
+		w := &writer{conn: conn}
+		if bulk {
+			defer w.restoreCache()
+			var end func() error
+			if end, err = w.beginBulk(rebuild); err != nil {
+				return err
+			}
+			defer func() {
+				if err == nil {
+					err = end()
+				}
+			}()
+		}
+		for i := range todo {
+			r, err := rd.result(i)
+			if err != nil {
+				return err
 			}
 			p := path.Join(TasksFolder, r.name)
 			if errors.Is(r.err, fs.ErrNotExist) {
@@ -135,44 +188,131 @@ func (db *DB) Scan(ctx context.Context, dir *queue.Dir, opts ScanOptions) (ScanS
 			}
 			st.Read++
 			old, had := known[p]
-			ch, err := apply(conn, p, r, old, had)
+			ch, err := w.apply(p, r, old, had)
 			if err != nil {
 				return err
 			}
-			countChange(&st, r, ch, had)
-			changedKeys = append(changedKeys, ch.keys...)
+			countChange(&st, r, ch)
 		}
 		for p, old := range known {
 			if seen[p] {
 				continue
 			}
-			keys, err := deleteRow(conn, old.n)
-			if err != nil {
+			if err := w.deleteRow(old.n); err != nil {
 				return err
 			}
 			st.Removed++
-			changedKeys = append(changedKeys, keys...)
 		}
-		return markDups(conn, changedKeys)
+		if bulk {
+			return nil // end marks duplicates over the whole table
+		}
+		return w.markDups()
 	})
 	if err != nil {
-		return st, fmt.Errorf("scan: %w", err)
+		return st, err
 	}
 	st.Unchanged = st.Files - st.Parsed - st.Failed
 	st.Duration = time.Since(start)
 	return st, nil
 }
 
-// Rebuild empties the index tables and scans every file afresh. Live state
-// is left alone.
-func (db *DB) Rebuild(ctx context.Context, dir *queue.Dir) (ScanStats, error) {
-	err := db.write(ctx, func(conn *sqlite.Conn) error {
-		return sqlitex.ExecuteScript(conn, `DELETE FROM deps; DELETE FROM tasks;`, nil)
-	})
-	if err != nil {
-		return ScanStats{}, fmt.Errorf("rebuild: %w", err)
+func scanRowInfo(s *sqlite.Stmt, col int) rowInfo {
+	sum := make([]byte, s.ColumnLen(col+1))
+	s.ColumnBytes(col+1, sum)
+	return rowInfo{n: s.ColumnInt64(col), sum: sum, size: s.ColumnInt64(col + 2), mtime: s.ColumnInt64(col + 3)}
+}
+
+// reader reads and parses files on every CPU, in the background, and hands
+// the results over in order.
+type reader struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	results []*fileResult
+	ready   []chan struct{} // closed when the result of the same index is in
+	window  chan struct{}   // with a bound: a token per result read and not yet taken
+	done    chan struct{}   // closed when every goroutine has returned
+}
+
+func newReader(ctx context.Context, dir *queue.Dir, todo []queue.Entry, known map[string]rowInfo, bounded bool) *reader {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &reader{
+		ctx:     ctx,
+		cancel:  cancel,
+		results: make([]*fileResult, len(todo)),
+		ready:   make([]chan struct{}, len(todo)),
+		done:    make(chan struct{}),
 	}
-	return db.Scan(ctx, dir, ScanOptions{Hash: true})
+	for i := range r.ready {
+		r.ready[i] = make(chan struct{})
+	}
+	if bounded {
+		r.window = make(chan struct{}, scanWindow)
+	}
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	wg.Go(func() { // hands out indices in order, at most a window ahead of the writer
+		defer close(jobs)
+		for i := range todo {
+			if r.window != nil {
+				select {
+				case r.window <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+			}
+			select {
+			case jobs <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for i := range jobs {
+				e := todo[i]
+				old, had := known[path.Join(TasksFolder, e.Name)]
+				r.results[i] = readFile(dir, e, old, had)
+				close(r.ready[i])
+			}
+		})
+	}
+	go func() {
+		wg.Wait()
+		close(r.done)
+	}()
+	return r
+}
+
+// result waits for the i'th result and takes it.
+func (r *reader) result(i int) (*fileResult, error) {
+	select {
+	case <-r.ready[i]:
+	case <-r.ctx.Done():
+		return nil, r.ctx.Err()
+	}
+	res := r.results[i]
+	r.results[i] = nil
+	if r.window != nil {
+		<-r.window
+	}
+	return res, nil
+}
+
+// wait waits until every file is read.
+func (r *reader) wait() error {
+	select {
+	case <-r.done:
+		return r.ctx.Err()
+	case <-r.ctx.Done():
+		return r.ctx.Err()
+	}
+}
+
+// stop ends the reading and waits for its goroutines to return.
+func (r *reader) stop() {
+	r.cancel()
+	<-r.done
 }
 
 // FileChange says what [DB.SyncFile] did to one file's row.
@@ -197,9 +337,7 @@ func (db *DB) SyncFile(ctx context.Context, dir *queue.Dir, name string) (FileCh
 			Named: map[string]any{":path": p},
 			ResultFunc: func(s *sqlite.Stmt) error {
 				had = true
-				sum := make([]byte, s.ColumnLen(1))
-				s.ColumnBytes(1, sum)
-				old = rowInfo{n: s.ColumnInt64(0), sum: sum, size: s.ColumnInt64(2), mtime: s.ColumnInt64(3)}
+				old = scanRowInfo(s, 0)
 				return nil
 			},
 		})
@@ -210,39 +348,39 @@ func (db *DB) SyncFile(ctx context.Context, dir *queue.Dir, name string) (FileCh
 	var r *fileResult
 	gone := !queue.IsTaskFileName(name)
 	if !gone {
-		entries, err := dirEntry(dir, name)
+		entry, err := dirEntry(dir, name)
 		if err != nil {
 			return fc, fmt.Errorf("sync %s: %w", p, err)
 		}
-		if entries == nil {
+		if entry == nil {
 			gone = true
 		} else {
-			r = readFile(dir, *entries, old, had)
+			r = readFile(dir, *entry, old, had)
 			if r.err != nil && errors.Is(r.err, fs.ErrNotExist) {
 				gone = true
 			}
 		}
 	}
+	if gone && !had {
+		return fc, nil
+	}
 	err = db.write(ctx, func(conn *sqlite.Conn) error {
+		w := &writer{conn: conn}
 		if gone {
-			if !had {
-				return nil
-			}
-			keys, err := deleteRow(conn, old.n)
-			if err != nil {
+			if err := w.deleteRow(old.n); err != nil {
 				return err
 			}
 			fc.Removed = true
-			return markDups(conn, keys)
+			return w.markDups()
 		}
-		ch, err := apply(conn, p, r, old, had)
+		ch, err := w.apply(p, r, old, had)
 		if err != nil {
 			return err
 		}
 		fc.Added = ch.added
 		fc.Updated = ch.updated
 		fc.Err = r.err
-		return markDups(conn, ch.keys)
+		return w.markDups()
 	})
 	if err != nil {
 		return fc, fmt.Errorf("sync %s: %w", p, err)
@@ -251,8 +389,18 @@ func (db *DB) SyncFile(ctx context.Context, dir *queue.Dir, name string) (FileCh
 }
 
 // dirEntry stats one name the way [queue.Dir.List] would, or returns nil
-// when it does not exist.
+// when it does not exist. A plain file is answered by one lstat (of a name
+// [queue.IsTaskFileName] accepted, so without separators; the read itself
+// goes through the Dir); anything else (a link, a folder, an error) by
+// listing the folder, so that its problem reads exactly as a scan's would.
 func dirEntry(dir *queue.Dir, name string) (*queue.Entry, error) {
+	fi, err := os.Lstat(filepath.Join(dir.Path(), name))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err == nil && fi.Mode().IsRegular():
+		return &queue.Entry{Name: name, Size: fi.Size(), ModTime: fi.ModTime()}, nil
+	}
 	entries, err := dir.List()
 	if err != nil {
 		return nil, err
@@ -265,7 +413,8 @@ func dirEntry(dir *queue.Dir, name string) (*queue.Entry, error) {
 	return nil, nil
 }
 
-// readFile reads, hashes and (when the content is new) parses one file.
+// readFile reads, hashes and (when the content is new) parses one file,
+// and works out the values of its row.
 func readFile(dir *queue.Dir, e queue.Entry, old rowInfo, had bool) *fileResult {
 	r := &fileResult{name: e.Name, size: e.Size, mtime: e.ModTime.UnixNano()}
 	if e.Problem != nil {
@@ -296,15 +445,84 @@ func readFile(dir *queue.Dir, e queue.Entry, old rowInfo, had bool) *fileResult 
 		return r
 	}
 	r.task = t
+	if r.row, err = newTaskRow(t); err != nil {
+		r.task, r.err = nil, &queue.ParseError{Msg: err.Error()}
+	}
 	return r
 }
 
-type rowChange struct {
-	added, updated bool
-	keys           []string // ids and aliases whose duplicate flags need a look
+// taskRow is what a parsed task puts in its row beside the file's facts.
+type taskRow struct {
+	args []any // in the order of taskColumns
+	deps []string
 }
 
-func countChange(st *ScanStats, r *fileResult, ch rowChange, had bool) {
+// taskColumns are the columns a parsed task sets, in the order of
+// taskRow.args.
+var taskColumns = []string{"id", "key", "key_num", "title", "status", "trust", "severity", "sev_rank",
+	"kind", "wave", "plan", "assignee", "created", "updated", "terminal", "first_file", "console", "files",
+	"data", "body"}
+
+// Positions in taskRow.args of the columns the full-text index holds.
+const (
+	colTitle   = 3
+	colConsole = 16
+	colFiles   = 17
+	colBody    = 19
+)
+
+func newTaskRow(t *queue.Task) (*taskRow, error) {
+	data, err := json.Marshal(t)
+	if err != nil {
+		return nil, err
+	}
+	var files, console []string
+	for _, f := range t.SuspectFiles {
+		files = append(files, f.Path)
+	}
+	first := ""
+	if len(t.SuspectFiles) > 0 {
+		first = t.SuspectFiles[0].String()
+	}
+	if t.Capture != nil {
+		console = t.Capture.ConsoleErrors
+	}
+	row := &taskRow{args: []any{
+		t.ID, t.Key, int64(t.Num()), t.Title,
+		string(t.Status), string(t.Trust), string(t.Severity), int64(t.Severity.Rank()),
+		string(t.Kind), int64(t.Wave), t.Plan, t.Assignee, unixNano(t.Created), unixNano(t.Updated),
+		boolInt(t.Status.Terminal()), first, strings.Join(console, "\n"), strings.Join(files, "\n"),
+		string(data), string(t.Body),
+	}}
+	for _, d := range t.DependsOn {
+		ref, err := queue.ParseRef(d)
+		if err != nil {
+			continue // Parse already refused these; keep going if it ever lets one by
+		}
+		row.deps = append(row.deps, ref.String())
+	}
+	return row, nil
+}
+
+var (
+	insertTaskSQL = `INSERT INTO tasks (path, sha256, size, mtime, ` + strings.Join(taskColumns, ", ") +
+		`) VALUES (?, ?, ?, ?` + strings.Repeat(", ?", len(taskColumns)) + `)`
+	updateTaskSQL = `UPDATE tasks SET path = ?, sha256 = ?, size = ?, mtime = ?, ` +
+		strings.Join(taskColumns, " = ?, ") + ` = ?, state = 'ok', error = '', error_line = 0, stale = 0 WHERE n = ?`
+)
+
+// writer makes the changes of one transaction. Outside a bulk load the
+// triggers keep the full-text index; in one, the writer does.
+type writer struct {
+	conn      *sqlite.Conn
+	bulk      bool
+	keys      []string // ids and aliases whose duplicate flags need a look
+	cacheSize int64    // the page cache size before a bulk load
+}
+
+type rowChange struct{ added, updated bool }
+
+func countChange(st *ScanStats, r *fileResult, ch rowChange) {
 	switch {
 	case r.touched:
 	case r.err != nil:
@@ -319,94 +537,125 @@ func countChange(st *ScanStats, r *fileResult, ch rowChange, had bool) {
 	}
 }
 
+// beginBulk prepares the transaction for a bulk load: a bigger page cache
+// (see restoreCache), a bigger full-text buffer (FTS5's hashsize, which is
+// kept: it only matters to large transactions), no full-text triggers, and,
+// for a rebuild, empty index tables. The function it returns puts the
+// triggers back (from their own definitions) and marks duplicates; it must
+// run in the same transaction.
+func (w *writer) beginBulk(rebuild bool) (end func() error, err error) {
+	w.bulk = true
+	conn := w.conn
+	err = sqlitex.ExecuteTransient(conn, `PRAGMA cache_size`, &sqlitex.ExecOptions{
+		ResultFunc: func(s *sqlite.Stmt) error { w.cacheSize = s.ColumnInt64(0); return nil },
+	})
+	if err != nil {
+		return nil, err
+	}
+	var drop, recreate []string
+	err = sqlitex.ExecuteTransient(conn, `SELECT name, sql FROM sqlite_schema
+		WHERE type = 'trigger' AND tbl_name = 'tasks' AND sql LIKE '%tasks_fts%' ORDER BY name`, &sqlitex.ExecOptions{
+		ResultFunc: func(s *sqlite.Stmt) error {
+			drop = append(drop, `DROP TRIGGER "`+s.ColumnText(0)+`"`)
+			recreate = append(recreate, s.ColumnText(1))
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	script := append([]string{`PRAGMA cache_size = -65536`, // 64 MiB
+		`INSERT INTO tasks_fts (tasks_fts, rank) VALUES ('hashsize', 67108864)`}, drop...) // 64 MiB
+	if rebuild {
+		script = append(script, `DELETE FROM deps`, `DELETE FROM tasks`,
+			`INSERT INTO tasks_fts (tasks_fts) VALUES ('delete-all')`)
+	}
+	for _, q := range script {
+		if err := sqlitex.ExecuteTransient(conn, q, nil); err != nil {
+			return nil, err
+		}
+	}
+	return func() error {
+		for _, q := range recreate {
+			if err := sqlitex.ExecuteTransient(conn, q, nil); err != nil {
+				return err
+			}
+		}
+		return markAllDups(conn)
+	}, nil
+}
+
+// restoreCache puts back the page cache size beginBulk found, whether or
+// not the transaction commits (a PRAGMA is not rolled back).
+func (w *writer) restoreCache() {
+	if w.cacheSize != 0 {
+		sqlitex.ExecuteTransient(w.conn, fmt.Sprintf(`PRAGMA cache_size = %d`, w.cacheSize), nil)
+	}
+}
+
 // apply writes one file's result into its row.
-func apply(conn *sqlite.Conn, p string, r *fileResult, old rowInfo, had bool) (rowChange, error) {
-	var ch rowChange
+func (w *writer) apply(p string, r *fileResult, old rowInfo, had bool) (rowChange, error) {
 	if r.touched {
-		err := sqlitex.Execute(conn, `UPDATE tasks SET size = :size, mtime = :mtime WHERE n = :n`, &sqlitex.ExecOptions{
+		err := sqlitex.Execute(w.conn, `UPDATE tasks SET size = :size, mtime = :mtime WHERE n = :n`, &sqlitex.ExecOptions{
 			Named: map[string]any{":size": r.size, ":mtime": r.mtime, ":n": old.n},
 		})
-		return ch, err
+		return rowChange{}, err
 	}
 	if r.err != nil {
-		return applyFailure(conn, p, r, old, had)
+		return w.applyFailure(p, r, old, had)
 	}
-	oldKeys, err := rowKeys(conn, old.n, had)
-	if err != nil {
-		return ch, err
+	if had {
+		if err := w.noteKeys(old.n); err != nil {
+			return rowChange{}, err
+		}
+		if err := w.ftsDelete(old.n); err != nil {
+			return rowChange{}, err
+		}
 	}
-	t := r.task
-	data, err := json.Marshal(t)
-	if err != nil {
-		return ch, err
-	}
-	var files, console []string
-	for _, f := range t.SuspectFiles {
-		files = append(files, f.Path)
-	}
-	first := ""
-	if len(t.SuspectFiles) > 0 {
-		first = t.SuspectFiles[0].String()
-	}
-	if t.Capture != nil {
-		console = t.Capture.ConsoleErrors
-	}
-	args := map[string]any{
-		":path": p, ":sha256": r.sum, ":size": r.size, ":mtime": r.mtime,
-		":id": t.ID, ":key": t.Key, ":key_num": int64(t.Num()), ":title": t.Title,
-		":status": string(t.Status), ":trust": string(t.Trust), ":severity": string(t.Severity),
-		":sev_rank": int64(t.Severity.Rank()), ":kind": string(t.Kind), ":wave": int64(t.Wave),
-		":plan": t.Plan, ":assignee": t.Assignee, ":created": unixNano(t.Created), ":updated": unixNano(t.Updated),
-		":terminal": boolInt(t.Status.Terminal()), ":first_file": first,
-		":console": strings.Join(console, "\n"), ":files": strings.Join(files, "\n"),
-		":data": string(data), ":body": string(t.Body),
-	}
-	err = sqlitex.Execute(conn, `
-		INSERT INTO tasks (path, sha256, size, mtime, id, key, key_num, title, status, trust, severity,
-			sev_rank, kind, wave, plan, assignee, created, updated, terminal, first_file, console, files,
-			data, body, state, error, error_line, stale)
-		VALUES (:path, :sha256, :size, :mtime, :id, :key, :key_num, :title, :status, :trust, :severity,
-			:sev_rank, :kind, :wave, :plan, :assignee, :created, :updated, :terminal, :first_file, :console, :files,
-			:data, :body, 'ok', '', 0, 0)
-		ON CONFLICT (path) DO UPDATE SET sha256 = excluded.sha256, size = excluded.size, mtime = excluded.mtime,
-			id = excluded.id, key = excluded.key, key_num = excluded.key_num, title = excluded.title,
-			status = excluded.status, trust = excluded.trust, severity = excluded.severity,
-			sev_rank = excluded.sev_rank, kind = excluded.kind, wave = excluded.wave, plan = excluded.plan,
-			assignee = excluded.assignee, created = excluded.created, updated = excluded.updated,
-			terminal = excluded.terminal, first_file = excluded.first_file, console = excluded.console,
-			files = excluded.files, data = excluded.data, body = excluded.body,
-			state = 'ok', error = '', error_line = 0, stale = 0`, &sqlitex.ExecOptions{Named: args})
-	if err != nil {
-		return ch, fmt.Errorf("upsert %s: %w", p, err)
-	}
+	// A plain INSERT or UPDATE rather than an upsert: an upsert needs a
+	// statement journal, which costs more than the row itself.
+	args := append([]any{p, r.sum, r.size, r.mtime}, r.row.args...)
+	var ch rowChange
+	var err error
 	n := old.n
-	if !had {
-		n = conn.LastInsertRowID()
-		ch.added = true
-	} else {
+	if had {
+		err = exec(w.conn, updateTaskSQL, append(args, n)...)
+		if err == nil && w.conn.Changes() != 1 {
+			err = errors.New("its row is gone: the index changed during the scan; try again")
+		}
 		ch.updated = true
-		if err := sqlitex.Execute(conn, `DELETE FROM deps WHERE task_n = :n`, &sqlitex.ExecOptions{Named: map[string]any{":n": n}}); err != nil {
+	} else {
+		err = exec(w.conn, insertTaskSQL, args...)
+		n = w.conn.LastInsertRowID()
+		ch.added = true
+	}
+	if err != nil {
+		return ch, fmt.Errorf("index %s: %w", p, err)
+	}
+	a := r.row.args
+	if err := w.ftsInsert(n, a[colTitle].(string), a[colBody].(string), a[colConsole].(string), a[colFiles].(string)); err != nil {
+		return ch, err
+	}
+	if had { // the row may have had dependencies
+		if err := sqlitex.Execute(w.conn, `DELETE FROM deps WHERE task_n = :n`, &sqlitex.ExecOptions{Named: map[string]any{":n": n}}); err != nil {
 			return ch, err
 		}
 	}
-	for _, d := range t.DependsOn {
-		ref, err := queue.ParseRef(d)
-		if err != nil {
-			continue // Parse already refused these; keep going if it ever lets one by
-		}
-		err = sqlitex.Execute(conn, `INSERT OR IGNORE INTO deps (task_n, ref) VALUES (:n, :ref)`,
-			&sqlitex.ExecOptions{Named: map[string]any{":n": n, ":ref": ref.String()}})
-		if err != nil {
+	for _, ref := range r.row.deps {
+		if err := exec(w.conn, `INSERT OR IGNORE INTO deps (task_n, ref) VALUES (?, ?)`, n, ref); err != nil {
 			return ch, err
 		}
 	}
-	ch.keys = append(oldKeys, t.ID, t.Key)
+	if !w.bulk {
+		w.keys = append(w.keys, r.task.ID, r.task.Key)
+	}
 	return ch, nil
 }
 
 // applyFailure records a file that does not parse. A row with good data
-// keeps it, marked stale; a new file gets a row with its error alone.
-func applyFailure(conn *sqlite.Conn, p string, r *fileResult, old rowInfo, had bool) (rowChange, error) {
+// keeps it, marked stale; a new file gets a row with its error alone, its
+// name for a title, and the alias number its name holds.
+func (w *writer) applyFailure(p string, r *fileResult, old rowInfo, had bool) (rowChange, error) {
 	ch := rowChange{added: !had, updated: had}
 	state, msg, line := StateInvalid, r.err.Error(), 0
 	var pe *queue.ParseError
@@ -417,19 +666,27 @@ func applyFailure(conn *sqlite.Conn, p string, r *fileResult, old rowInfo, had b
 		}
 		msg = queue.WithPath(pe, p).Error()
 	}
-	keyNum := keyNumFromName(path.Base(p))
-	err := sqlitex.Execute(conn, `
-		INSERT INTO tasks (path, sha256, size, mtime, key_num, title, state, error, error_line)
-		VALUES (:path, :sha256, :size, :mtime, :key_num, :title, :state, :error, :line)
-		ON CONFLICT (path) DO UPDATE SET sha256 = excluded.sha256, size = excluded.size,
-			mtime = excluded.mtime, state = excluded.state, error = excluded.error,
-			error_line = excluded.error_line, stale = (id != ''),
-			key_num = coalesce(key_num, excluded.key_num)`,
-		&sqlitex.ExecOptions{Named: map[string]any{
-			":path": p, ":sha256": r.sum, ":size": r.size, ":mtime": r.mtime, ":key_num": keyNum,
-			":title": path.Base(p), ":state": state, ":error": msg, ":line": int64(line),
+	if had { // the text the full-text index holds does not change
+		err := sqlitex.Execute(w.conn, `UPDATE tasks SET sha256 = :sha256, size = :size, mtime = :mtime,
+				state = :state, error = :error, error_line = :line, stale = (id != '')
+			WHERE n = :n`, &sqlitex.ExecOptions{Named: map[string]any{
+			":sha256": r.sum, ":size": r.size, ":mtime": r.mtime, ":state": state, ":error": msg,
+			":line": int64(line), ":n": old.n,
 		}})
-	return ch, err
+		return ch, err
+	}
+	title := path.Base(p)
+	err := sqlitex.Execute(w.conn, `
+		INSERT INTO tasks (path, sha256, size, mtime, key_num, title, state, error, error_line)
+		VALUES (:path, :sha256, :size, :mtime, :key_num, :title, :state, :error, :line)`,
+		&sqlitex.ExecOptions{Named: map[string]any{
+			":path": p, ":sha256": r.sum, ":size": r.size, ":mtime": r.mtime, ":key_num": keyNumFromName(title),
+			":title": title, ":state": state, ":error": msg, ":line": int64(line),
+		}})
+	if err != nil {
+		return ch, err
+	}
+	return ch, w.ftsInsert(w.conn.LastInsertRowID(), title, "", "", "")
 }
 
 // keyNumFromName reads n out of a file named SNAG-n - ..., so a file that
@@ -445,51 +702,139 @@ func keyNumFromName(name string) any {
 	return nil
 }
 
-func rowKeys(conn *sqlite.Conn, n int64, had bool) ([]string, error) {
-	if !had {
-		return nil, nil
+// ftsInsert adds a new row's text to the full-text index in a bulk load
+// (outside one, the insert and update triggers do).
+func (w *writer) ftsInsert(n int64, title, body, console, files string) error {
+	if !w.bulk {
+		return nil
 	}
-	var keys []string
-	err := sqlitex.Execute(conn, `SELECT id, key FROM tasks WHERE n = :n`, &sqlitex.ExecOptions{
+	return exec(w.conn, `INSERT INTO tasks_fts (rowid, title, body, console, files) VALUES (?, ?, ?, ?, ?)`,
+		n, title, body, console, files)
+}
+
+// ftsDelete takes a row's text out of the full-text index before the row
+// changes or goes, in a bulk load (outside one, the triggers do). FTS5 needs
+// the very text it indexed.
+func (w *writer) ftsDelete(n int64) error {
+	if !w.bulk {
+		return nil
+	}
+	var args map[string]any
+	err := sqlitex.Execute(w.conn, `SELECT title, body, console, files FROM tasks WHERE n = :n`, &sqlitex.ExecOptions{
 		Named: map[string]any{":n": n},
 		ResultFunc: func(s *sqlite.Stmt) error {
-			keys = append(keys, s.ColumnText(0), s.ColumnText(1))
+			args = map[string]any{":n": n, ":title": s.ColumnText(0), ":body": s.ColumnText(1),
+				":console": s.ColumnText(2), ":files": s.ColumnText(3)}
 			return nil
 		},
 	})
-	return keys, err
+	if err != nil || args == nil {
+		return err
+	}
+	return sqlitex.Execute(w.conn, `INSERT INTO tasks_fts (tasks_fts, rowid, title, body, console, files)
+		VALUES ('delete', :n, :title, :body, :console, :files)`, &sqlitex.ExecOptions{Named: args})
 }
 
-func deleteRow(conn *sqlite.Conn, n int64) ([]string, error) {
-	keys, err := rowKeys(conn, n, true)
-	if err != nil {
-		return nil, err
+// noteKeys remembers the id and alias a row has before it changes or goes,
+// so that the duplicate flags of rows sharing them are looked at again.
+func (w *writer) noteKeys(n int64) error {
+	if w.bulk {
+		return nil
 	}
-	return keys, sqlitex.Execute(conn, `DELETE FROM tasks WHERE n = :n`, &sqlitex.ExecOptions{Named: map[string]any{":n": n}})
+	return sqlitex.Execute(w.conn, `SELECT id, key FROM tasks WHERE n = :n`, &sqlitex.ExecOptions{
+		Named: map[string]any{":n": n},
+		ResultFunc: func(s *sqlite.Stmt) error {
+			w.keys = append(w.keys, s.ColumnText(0), s.ColumnText(1))
+			return nil
+		},
+	})
+}
+
+// deleteRow removes a row whose file is gone; its dependencies go with it.
+func (w *writer) deleteRow(n int64) error {
+	if err := w.noteKeys(n); err != nil {
+		return err
+	}
+	if err := w.ftsDelete(n); err != nil {
+		return err
+	}
+	return sqlitex.Execute(w.conn, `DELETE FROM tasks WHERE n = :n`, &sqlitex.ExecOptions{Named: map[string]any{":n": n}})
 }
 
 // markDups recomputes the duplicate flag of every row that shares an id or
-// alias with the given ones.
-func markDups(conn *sqlite.Conn, keys []string) error {
+// alias with the ones noted.
+func (w *writer) markDups() error {
 	done := map[string]bool{}
-	for _, k := range keys {
+	for _, k := range w.keys {
 		if k == "" || done[k] {
 			continue
 		}
 		done[k] = true
-		col := "id"
-		if strings.HasPrefix(k, queue.AliasPrefix) {
-			col = "key"
-		}
 		q := `UPDATE tasks SET dup = (
 				(SELECT count(*) FROM tasks t WHERE t.id = tasks.id) > 1 OR
 				(SELECT count(*) FROM tasks t WHERE t.key = tasks.key) > 1)
-			WHERE ` + col + ` = :k`
-		if err := sqlitex.Execute(conn, q, &sqlitex.ExecOptions{Named: map[string]any{":k": k}}); err != nil {
+			WHERE id = :k`
+		if strings.HasPrefix(k, queue.AliasPrefix) {
+			q = `UPDATE tasks SET dup = (
+				(SELECT count(*) FROM tasks t WHERE t.id = tasks.id) > 1 OR
+				(SELECT count(*) FROM tasks t WHERE t.key = tasks.key) > 1)
+			WHERE key = :k`
+		}
+		if err := sqlitex.Execute(w.conn, q, &sqlitex.ExecOptions{Named: map[string]any{":k": k}}); err != nil {
 			return fmt.Errorf("mark duplicates: %w", err)
 		}
 	}
+	w.keys = w.keys[:0]
 	return nil
+}
+
+// markAllDups sets the duplicate flag of every row from scratch, writing
+// only the rows whose flag changes. A row is a duplicate when another has
+// its id or its alias; a file that never parsed has neither.
+func markAllDups(conn *sqlite.Conn) error {
+	err := sqlitex.Execute(conn, `
+		WITH d(n) AS (
+			SELECT n FROM tasks WHERE id IN (SELECT id FROM tasks WHERE id != '' GROUP BY id HAVING count(*) > 1)
+			UNION
+			SELECT n FROM tasks WHERE key IN (SELECT key FROM tasks WHERE key != '' GROUP BY key HAVING count(*) > 1))
+		UPDATE tasks SET dup = (n IN d) WHERE dup != (n IN d)`, nil)
+	if err != nil {
+		return fmt.Errorf("mark duplicates: %w", err)
+	}
+	return nil
+}
+
+// exec runs a cached statement with positional arguments, bound without
+// reflection: the bulk load runs a few statements per file.
+func exec(conn *sqlite.Conn, query string, args ...any) error {
+	stmt, err := conn.Prepare(query)
+	if err != nil {
+		return err
+	}
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			stmt.BindText(i+1, v)
+		case int64:
+			stmt.BindInt64(i+1, v)
+		case []byte:
+			stmt.BindBytes(i+1, v)
+		case nil:
+			stmt.BindNull(i + 1)
+		default:
+			panic(fmt.Sprintf("index: exec: argument %d is a %T", i+1, a))
+		}
+	}
+	for {
+		row, err := stmt.Step()
+		if err != nil {
+			stmt.Reset()
+			return err
+		}
+		if !row {
+			return stmt.Reset()
+		}
+	}
 }
 
 func unixNano(t time.Time) int64 {
@@ -505,4 +850,3 @@ func boolInt(b bool) int64 {
 	}
 	return 0
 }
-
