@@ -2,7 +2,9 @@ package daemon
 
 import (
 	"context"
+	"os"
 	"path"
+	"path/filepath"
 	"time"
 
 	"github.com/snagdev/snag/index"
@@ -43,7 +45,13 @@ func (d *Daemon) apply(ctx context.Context, b watch.Batch, polling bool) {
 				"added": st.Added, "updated": st.Updated, "removed": st.Removed})
 			changed = true
 		}
-		d.ready.Store(true)
+		if !d.ready.Load() {
+			d.reconcile(ctx, nil)
+			d.adoptSessions(ctx)
+			d.ready.Store(true)
+		} else if st.Changed() {
+			d.reconcile(ctx, nil)
+		}
 	}
 	for _, name := range b.Files {
 		if d.syncOne(ctx, name, false) {
@@ -62,6 +70,9 @@ func (d *Daemon) configName() string { return "config.json" }
 // looked at again once it has had time to settle (settled is then true).
 func (d *Daemon) syncOne(ctx context.Context, name string, settled bool) bool {
 	p := path.Join(index.TasksFolder, name)
+	if !settled && d.unchanged(ctx, name, p) {
+		return false // snag's own write, indexed in its transaction; or nothing new
+	}
 	if !settled && d.looksWorse(ctx, name, p) {
 		d.settleLater(name)
 		return false
@@ -75,6 +86,9 @@ func (d *Daemon) syncOne(ctx context.Context, name string, settled bool) bool {
 	if !fc.Added && !fc.Updated && !fc.Removed {
 		return false
 	}
+	if row, err := d.p.DB.RowAt(ctx, p); err == nil && row.ID != "" && row.State == index.StateOK {
+		d.reconcile(ctx, []string{row.ID})
+	}
 	ev := map[string]any{"path": p, "added": fc.Added, "removed": fc.Removed}
 	if fc.Err != nil {
 		ev["error"] = fc.Err.Error()
@@ -83,6 +97,17 @@ func (d *Daemon) syncOne(ctx context.Context, name string, settled bool) bool {
 		d.hub.publish("task", ev)
 	}
 	return true
+}
+
+// unchanged reports whether the file still has the size and modification
+// time it was indexed with.
+func (d *Daemon) unchanged(ctx context.Context, name, p string) bool {
+	in, found, err := d.p.DB.IndexedAt(ctx, p)
+	if err != nil || !found {
+		return false
+	}
+	fi, err := os.Lstat(filepath.Join(d.p.Tasks.Path(), name))
+	return err == nil && fi.Mode().IsRegular() && fi.Size() == in.Size && fi.ModTime().UnixNano() == in.MTime
 }
 
 // looksWorse reports whether the file now reads as gone or broken while its
@@ -143,9 +168,43 @@ func (d *Daemon) stopSettling() {
 	d.p = nil
 }
 
-// writePlan regenerates plan.json; a failure is logged, never fatal.
+// writePlan asks for plan.json to be regenerated. Requests are debounced:
+// one write follows a burst of changes, PlanDelay after the first.
 func (d *Daemon) writePlan(ctx context.Context) {
+	d.planMu.Lock()
+	defer d.planMu.Unlock()
+	if d.planTimer == nil && !d.planStopped {
+		d.planTimer = time.AfterFunc(d.opts.PlanDelay, d.flushPlan)
+	}
+}
+
+// flushPlan writes plan.json from the index as it is now. It reads one
+// consistent snapshot and needs no write lock; planMu keeps two flushes
+// from racing to the rename.
+func (d *Daemon) flushPlan() {
+	d.planMu.Lock()
+	defer d.planMu.Unlock()
+	d.planTimer = nil
+	if d.planStopped {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	if err := d.p.WritePlan(ctx); err != nil {
 		d.log.Warn("plan.json not written", "err", err)
 	}
+}
+
+// stopPlan writes a pending plan.json now and stops further writes.
+func (d *Daemon) stopPlan() {
+	d.planMu.Lock()
+	pending := d.planTimer != nil && d.planTimer.Stop()
+	d.planTimer = nil
+	d.planMu.Unlock()
+	if pending {
+		d.flushPlan()
+	}
+	d.planMu.Lock()
+	d.planStopped = true
+	d.planMu.Unlock()
 }

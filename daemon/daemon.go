@@ -54,6 +54,13 @@ type Options struct {
 	// Settle is how long a file that reads as missing or broken is left to
 	// settle before snag believes it (editors truncate and rewrite in place).
 	Settle time.Duration
+	// Grace is how long a session whose stream closed (or that has not
+	// reconnected after a restart) keeps its leases (3 s).
+	Grace time.Duration
+	// Sweep is how often the processes of sessions are checked (2 s).
+	Sweep time.Duration
+	// PlanDelay is how long plan.json waits after a change, gathering more (200 ms).
+	PlanDelay time.Duration
 	// Ready, when set, is called once the daemon serves requests.
 	Ready func(addr string)
 }
@@ -78,6 +85,12 @@ type Daemon struct {
 
 	settleMu sync.Mutex
 	settling map[string]*time.Timer
+
+	streams *streams
+
+	planMu      sync.Mutex
+	planTimer   *time.Timer
+	planStopped bool
 }
 
 // Run serves the project until ctx ends.
@@ -87,6 +100,15 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if opts.Settle <= 0 {
 		opts.Settle = 300 * time.Millisecond
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = 3 * time.Second
+	}
+	if opts.Sweep <= 0 {
+		opts.Sweep = 2 * time.Second
+	}
+	if opts.PlanDelay <= 0 {
+		opts.PlanDelay = 200 * time.Millisecond
 	}
 	root, err := filepath.Abs(opts.Root)
 	if err == nil {
@@ -98,7 +120,7 @@ func Run(ctx context.Context, opts Options) error {
 	if fi, err := os.Stat(filepath.Join(root, project.Folder)); err != nil || !fi.IsDir() {
 		return fmt.Errorf("snagd: %s has no .snag/ folder: run snag init there first", root)
 	}
-	d := &Daemon{opts: opts, log: opts.Log, hub: newHub(4096), root: root, settling: map[string]*time.Timer{}}
+	d := &Daemon{opts: opts, log: opts.Log, hub: newHub(4096), root: root, settling: map[string]*time.Timer{}, streams: newStreams()}
 	d.gitCommon = gitdir.Common(root)
 
 	unlock, err := lock(filepath.Join(root, project.Folder, LockFile))
@@ -170,6 +192,16 @@ func Run(ctx context.Context, opts Options) error {
 	g.Go(func() error {
 		return w.Run(gctx, func(b watch.Batch) { d.apply(gctx, b, w.Polling()) })
 	})
+	g.Go(func() error {
+		for !d.ready.Load() {
+			select {
+			case <-gctx.Done():
+				return nil
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		return d.sweep(gctx)
+	})
 	d.log.Info("snagd serving", "root", root, "addr", ln.Addr().String(), "pid", os.Getpid())
 	if opts.Ready != nil {
 		go func() {
@@ -184,7 +216,9 @@ func Run(ctx context.Context, opts Options) error {
 	err = g.Wait()
 	d.mu.Lock() // let an in-flight write finish before the index closes
 	defer d.mu.Unlock()
+	d.stopPlan()
 	d.stopSettling()
+	d.streams.stop()
 	return err
 }
 

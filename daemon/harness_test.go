@@ -153,7 +153,11 @@ func (d *daemon) waitReady() {
 		if b, err := os.ReadFile(filepath.Join(d.root, ".snag", ".port")); err == nil {
 			d.port, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 			var h map[string]any
-			if code := d.get("/health", &h); code == 200 && h["ready"] == true {
+			if resp, err := http.Get(d.url("/health")); err == nil {
+				json.NewDecoder(resp.Body).Decode(&h)
+				resp.Body.Close()
+			}
+			if h["ready"] == true && h["pid"] == float64(d.cmd.Process.Pid) {
 				tok, err := os.ReadFile(filepath.Join(d.home, "token"))
 				if err != nil {
 					d.t.Fatal(err)

@@ -37,6 +37,14 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 	mux.HandleFunc("POST /tasks", d.ready503(d.addTask))
 	mux.HandleFunc("POST /tasks/{ref}/{action}", d.ready503(d.moveTask))
 	mux.HandleFunc("GET /search", d.ready503(d.search))
+	mux.HandleFunc("POST /tasks/{ref}/claim", d.ready503(d.claim))
+	mux.HandleFunc("POST /claim", d.ready503(d.claim))
+	mux.HandleFunc("POST /tasks/{ref}/release", d.ready503(d.release))
+	mux.HandleFunc("POST /tasks/{ref}/resolve", d.ready503(d.resolve))
+	mux.HandleFunc("POST /sessions", d.ready503(d.register))
+	mux.HandleFunc("GET /sessions", d.ready503(d.listSessions))
+	mux.HandleFunc("GET /sessions/{id}/stream", d.ready503(func(w http.ResponseWriter, r *http.Request) { d.stream(ctx, w, r) }))
+	mux.HandleFunc("GET /audit", d.ready503(d.auditLog))
 	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) { d.hub.serveEvents(ctx, w, r) })
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{http.StatusNotFound, "not_found", "no such endpoint: " + r.Method + " " + r.URL.Path})
@@ -237,6 +245,10 @@ func (d *Daemon) fail(w http.ResponseWriter, err error) {
 		writeError(w, &apiError{http.StatusNotFound, "not_found", err.Error()})
 	case errors.Is(err, index.ErrAmbiguous), errors.Is(err, project.ErrNotClean):
 		writeError(w, &apiError{http.StatusConflict, "not_clean", err.Error()})
+	case errors.Is(err, index.ErrHeld):
+		writeError(w, &apiError{http.StatusConflict, "held", err.Error()})
+	case errors.Is(err, index.ErrStale), errors.Is(err, index.ErrNoLease):
+		writeError(w, &apiError{http.StatusConflict, "stale", err.Error() + ": claim the task again before you write to it"})
 	case errors.Is(err, queue.ErrTransition):
 		writeError(w, &apiError{http.StatusConflict, "transition", err.Error()})
 	default:

@@ -21,3 +21,43 @@ func (db *DB) StateOf(ctx context.Context, path string) (state string, found boo
 	})
 	return state, found, err
 }
+
+// RowAt returns the row for a file (relative to .snag/).
+func (db *DB) RowAt(ctx context.Context, path string) (*Row, error) {
+	var row *Row
+	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
+		return sqlitex.Execute(conn, `SELECT `+rowColumns+` FROM tasks WHERE path = :path`, &sqlitex.ExecOptions{
+			Named:      map[string]any{":path": path},
+			ResultFunc: func(s *sqlite.Stmt) error { row = scanRow(s); return nil },
+		})
+	})
+	if err == nil && row == nil {
+		err = ErrNotFound
+	}
+	return row, err
+}
+
+// Indexed is what the index knows of one file: its state and the size and
+// modification time it had when it was indexed.
+type Indexed struct {
+	State string
+	Size  int64
+	MTime int64 // unix nanoseconds
+}
+
+// IndexedAt returns what the index knows of a file (relative to .snag/),
+// and whether it has a row.
+func (db *DB) IndexedAt(ctx context.Context, path string) (Indexed, bool, error) {
+	var in Indexed
+	found := false
+	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
+		return sqlitex.Execute(conn, `SELECT state, size, mtime FROM tasks WHERE path = :path`, &sqlitex.ExecOptions{
+			Named: map[string]any{":path": path},
+			ResultFunc: func(s *sqlite.Stmt) error {
+				in, found = Indexed{State: s.ColumnText(0), Size: s.ColumnInt64(1), MTime: s.ColumnInt64(2)}, true
+				return nil
+			},
+		})
+	})
+	return in, found, err
+}

@@ -1,0 +1,224 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/queue"
+)
+
+// streams counts the open streams of each session and, when a session's
+// last stream closes, ends the session after a grace unless one comes back:
+// a daemon restart or a blip must not cost an agent its leases.
+type streams struct {
+	mu     sync.Mutex
+	open   map[int64]int
+	timers map[int64]*time.Timer
+}
+
+func newStreams() *streams {
+	return &streams{open: map[int64]int{}, timers: map[int64]*time.Timer{}}
+}
+
+func (s *streams) opened(id int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.open[id]++
+	if t, ok := s.timers[id]; ok {
+		t.Stop()
+		delete(s.timers, id)
+	}
+}
+
+// closed records that a stream ended; after grace with no stream back,
+// gone is called.
+func (s *streams) closed(id int64, grace time.Duration, gone func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open[id]--; s.open[id] > 0 {
+		return
+	}
+	delete(s.open, id)
+	s.arm(id, grace, gone)
+}
+
+// arm starts the grace for a session with no stream (as after a restart).
+func (s *streams) arm(id int64, grace time.Duration, gone func()) {
+	if _, ok := s.timers[id]; ok || s.open[id] > 0 {
+		return
+	}
+	s.timers[id] = time.AfterFunc(grace, func() {
+		s.mu.Lock()
+		_, still := s.timers[id]
+		delete(s.timers, id)
+		back := s.open[id] > 0
+		s.mu.Unlock()
+		if still && !back {
+			gone()
+		}
+	})
+}
+
+func (s *streams) armLocked(id int64, grace time.Duration, gone func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.arm(id, grace, gone)
+}
+
+func (s *streams) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, t := range s.timers {
+		t.Stop()
+		delete(s.timers, id)
+	}
+}
+
+// sweep ends sessions whose process is gone, at start and every few
+// seconds: the pid with the start time it registered with, so a reused pid
+// is not taken for the agent. A session of another host or boot is never
+// swept, only shown.
+func (d *Daemon) sweep(ctx context.Context) error {
+	t := time.NewTicker(d.opts.Sweep)
+	defer t.Stop()
+	for {
+		ss, err := d.p.DB.LiveSessions(ctx)
+		if err == nil {
+			for _, s := range ss {
+				if !alive(s) {
+					d.endSession(s.ID, "process gone")
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// adoptSessions gives every session live in the database (from before a
+// restart) the grace to reconnect.
+func (d *Daemon) adoptSessions(ctx context.Context) {
+	ss, err := d.p.DB.LiveSessions(ctx)
+	if err != nil {
+		d.log.Error("live sessions", "err", err)
+		return
+	}
+	for _, s := range ss {
+		id := s.ID
+		d.streams.armLocked(id, d.opts.Grace, func() { d.endSession(id, "did not reconnect after a restart") })
+	}
+}
+
+// reconcile makes leases agree with the files, which win: a live lease on a
+// task whose file is no longer claimed or verifying ends (a person edited
+// it, or a crash came between the lease and the rename); a task whose file
+// says claimed or verifying with no live lease gets a detached lease in its
+// assignee's name, until that agent reconnects or a person releases it.
+// With ids nil it looks at every task. d.mu must be held.
+func (d *Daemon) reconcile(ctx context.Context, ids []string) {
+	leases, err := d.p.DB.Leases(ctx)
+	if err != nil {
+		d.log.Error("reconcile", "err", err)
+		return
+	}
+	byTask := map[string]index.Lease{}
+	for _, l := range leases {
+		byTask[l.TaskID] = l
+	}
+	var rows []*index.Row
+	if ids == nil {
+		page, err := d.p.DB.List(ctx, index.Filter{Statuses: []queue.Status{queue.StatusClaimed, queue.StatusVerifying}, Limit: 1 << 30})
+		if err != nil {
+			d.log.Error("reconcile", "err", err)
+			return
+		}
+		rows = page.Rows
+		held := map[string]bool{}
+		for _, r := range rows {
+			held[r.ID] = true
+		}
+		for id := range byTask {
+			if !held[id] {
+				ids = append(ids, id)
+			}
+		}
+	}
+	for _, id := range ids {
+		it, err := d.p.DB.Get(ctx, queue.Ref{ID: id})
+		if err != nil {
+			continue // gone from the files (moved out, other branch): the lease stays
+		}
+		rows = append(rows, &it.Row)
+	}
+	for _, r := range rows {
+		if r.State != index.StateOK || r.Stale {
+			continue
+		}
+		l, leased := byTask[r.ID]
+		holding := r.Status == queue.StatusClaimed || r.Status == queue.StatusVerifying
+		switch {
+		case leased && !holding:
+			why := fmt.Sprintf("the file says %s (edited by hand)", r.Status)
+			d.p.DB.Update(ctx, func(tx *index.Tx) error {
+				tx.End(r.ID, why)
+				return tx.Audit(index.AuditEntry{Actor: queue.Person, Action: "lease_end", TaskID: r.ID, Outcome: "ok",
+					Detail: l.Holder + ": " + why})
+			})
+			d.hub.publish("lease", map[string]any{"task": r.Key, "ended": true, "reason": why})
+		case !leased && holding:
+			holder := r.Assignee
+			if holder == "" {
+				holder = "unknown"
+			}
+			d.p.DB.Update(ctx, func(tx *index.Tx) error {
+				if _, err := tx.Grant(r.ID, 0, holder, true); err != nil {
+					return err
+				}
+				return tx.Audit(index.AuditEntry{Actor: queue.System, Agent: holder, Action: "lease_detached", TaskID: r.ID,
+					Outcome: "ok", Detail: "the file says " + string(r.Status) + " with no live lease"})
+			})
+		}
+	}
+}
+
+func (d *Daemon) listSessions(w http.ResponseWriter, r *http.Request) {
+	ss, err := d.p.DB.LiveSessions(r.Context())
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	leases, err := d.p.DB.Leases(r.Context())
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	if ss == nil {
+		ss = []index.Session{}
+	}
+	if leases == nil {
+		leases = []index.Lease{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": ss, "leases": leases})
+}
+
+func (d *Daemon) auditLog(w http.ResponseWriter, r *http.Request) {
+	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
+	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	es, err := d.p.DB.AuditLog(r.Context(), after, min(max(limit, 0), 1000))
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	if es == nil {
+		es = []index.AuditEntry{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"entries": es})
+}

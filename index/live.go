@@ -1,0 +1,378 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strconv"
+	"time"
+
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+
+	"github.com/snagdev/snag/queue"
+)
+
+// Errors of live state that callers branch on.
+var (
+	// ErrHeld: the task already has a live lease.
+	ErrHeld = errors.New("task is held by another session")
+	// ErrStale: a write presented an epoch that is no longer the task's
+	// live lease (it was released, forced away, or re-granted).
+	ErrStale = errors.New("stale lease: it was ended or re-granted since")
+	// ErrNoLease: the task has no live lease.
+	ErrNoLease = errors.New("task is not held")
+	// ErrNoSession: the session is unknown or ended.
+	ErrNoSession = errors.New("no such live session")
+)
+
+// Names are the short, memorable names handed to agents' sessions.
+var Names = []string{"VESPER", "ORCA", "LYNX", "KESTREL", "OTTER", "HERON", "MOTH", "RAVEN",
+	"FINCH", "IBIS", "MARTEN", "PIKE", "WREN", "SABLE", "EMBER", "QUILL", "TANSY", "CORVID",
+	"MERLIN", "GANNET", "PLOVER", "STOAT", "TERN", "ZEPHYR"}
+
+// Session is one connected agent (or other client) as the daemon knows it.
+type Session struct {
+	ID            int64     `json:"id"`
+	Name          string    `json:"name"`
+	Client        string    `json:"client,omitempty"`
+	ClientVersion string    `json:"client_version,omitempty"`
+	PID           int       `json:"pid,omitempty"`
+	PIDStart      int64     `json:"pid_start,omitempty"` // process start time, in clock ticks since boot
+	BootID        string    `json:"boot_id,omitempty"`
+	Host          string    `json:"host,omitempty"`
+	Transport     string    `json:"transport,omitempty"`
+	Started       time.Time `json:"started"`
+	LastSeen      time.Time `json:"last_seen"`
+	Ended         time.Time `json:"ended,omitzero"`
+	EndReason     string    `json:"end_reason,omitempty"`
+}
+
+// Lease is a task held by a session.
+type Lease struct {
+	TaskID    string    `json:"task_id"`
+	SessionID int64     `json:"session_id"`
+	Holder    string    `json:"holder"`
+	Epoch     int64     `json:"epoch"`
+	Acquired  time.Time `json:"acquired"`
+	Detached  bool      `json:"detached,omitempty"` // re-derived from the files; no live session holds it
+}
+
+// Register opens a session. It gets s.Name when that is free among live
+// sessions (the name a reconnecting agent had), else the first free name of
+// Names.
+func (db *DB) Register(ctx context.Context, s Session) (Session, error) {
+	now := time.Now()
+	s.Started, s.LastSeen = now, now
+	err := db.write(ctx, func(conn *sqlite.Conn) error {
+		live := map[string]bool{}
+		err := sqlitex.Execute(conn, `SELECT name FROM sessions WHERE ended IS NULL`, &sqlitex.ExecOptions{
+			ResultFunc: func(st *sqlite.Stmt) error { live[st.ColumnText(0)] = true; return nil },
+		})
+		if err != nil {
+			return err
+		}
+		if s.Name == "" || live[s.Name] {
+			s.Name = ""
+			for _, n := range Names {
+				if !live[n] {
+					s.Name = n
+					break
+				}
+			}
+			for i := 2; s.Name == ""; i++ {
+				for _, n := range Names {
+					if c := n + "-" + strconv.Itoa(i); !live[c] {
+						s.Name = c
+						break
+					}
+				}
+			}
+		}
+		err = sqlitex.Execute(conn, `INSERT INTO sessions (name, client, client_version, pid, pid_start, boot_id,
+			host, transport, started, last_seen) VALUES (:name, :client, :cv, :pid, :ps, :boot, :host, :tr, :now, :now)`,
+			&sqlitex.ExecOptions{Named: map[string]any{":name": s.Name, ":client": s.Client, ":cv": s.ClientVersion,
+				":pid": int64(s.PID), ":ps": s.PIDStart, ":boot": s.BootID, ":host": s.Host, ":tr": s.Transport,
+				":now": now.UnixNano()}})
+		if err != nil {
+			return err
+		}
+		s.ID = conn.LastInsertRowID()
+		// A session that takes up a name adopts that name's detached leases:
+		// an agent reconnecting after a rebuilt index gets its work back.
+		return sqlitex.Execute(conn, `UPDATE leases SET session_id = :id, detached = 0
+			WHERE ended IS NULL AND detached = 1 AND holder = :name`,
+			&sqlitex.ExecOptions{Named: map[string]any{":id": s.ID, ":name": s.Name}})
+	})
+	if err != nil {
+		return Session{}, fmt.Errorf("register session: %w", err)
+	}
+	return s, nil
+}
+
+const sessionColumns = `id, name, client, client_version, pid, pid_start, boot_id, host, transport,
+	started, last_seen, coalesce(ended, 0), end_reason`
+
+func scanSession(st *sqlite.Stmt) Session {
+	s := Session{ID: st.ColumnInt64(0), Name: st.ColumnText(1), Client: st.ColumnText(2),
+		ClientVersion: st.ColumnText(3), PID: st.ColumnInt(4), PIDStart: st.ColumnInt64(5),
+		BootID: st.ColumnText(6), Host: st.ColumnText(7), Transport: st.ColumnText(8),
+		Started: time.Unix(0, st.ColumnInt64(9)), LastSeen: time.Unix(0, st.ColumnInt64(10)),
+		EndReason: st.ColumnText(12)}
+	if e := st.ColumnInt64(11); e != 0 {
+		s.Ended = time.Unix(0, e)
+	}
+	return s
+}
+
+// SessionByID returns a session, live or ended.
+func (db *DB) SessionByID(ctx context.Context, id int64) (Session, error) {
+	var s Session
+	found := false
+	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
+		return sqlitex.Execute(conn, `SELECT `+sessionColumns+` FROM sessions WHERE id = :id`, &sqlitex.ExecOptions{
+			Named:      map[string]any{":id": id},
+			ResultFunc: func(st *sqlite.Stmt) error { s, found = scanSession(st), true; return nil },
+		})
+	})
+	if err == nil && !found {
+		err = fmt.Errorf("session %d: %w", id, ErrNoSession)
+	}
+	return s, err
+}
+
+// LiveSessions lists the sessions that have not ended.
+func (db *DB) LiveSessions(ctx context.Context) ([]Session, error) {
+	var out []Session
+	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
+		return sqlitex.Execute(conn, `SELECT `+sessionColumns+` FROM sessions WHERE ended IS NULL ORDER BY id`,
+			&sqlitex.ExecOptions{ResultFunc: func(st *sqlite.Stmt) error { out = append(out, scanSession(st)); return nil }})
+	})
+	return out, err
+}
+
+// Touch records that a session was seen now.
+func (db *DB) Touch(ctx context.Context, id int64) error {
+	return db.write(ctx, func(conn *sqlite.Conn) error {
+		return sqlitex.Execute(conn, `UPDATE sessions SET last_seen = :now WHERE id = :id AND ended IS NULL`,
+			&sqlitex.ExecOptions{Named: map[string]any{":now": time.Now().UnixNano(), ":id": id}})
+	})
+}
+
+// EndSession ends a session and returns the leases it held, still live:
+// the caller releases each (a file rewrite) and then ends them with
+// [DB.EndLease].
+func (db *DB) EndSession(ctx context.Context, id int64, reason string) ([]Lease, error) {
+	var held []Lease
+	err := db.write(ctx, func(conn *sqlite.Conn) error {
+		err := sqlitex.Execute(conn, `UPDATE sessions SET ended = :now, end_reason = :why WHERE id = :id AND ended IS NULL`,
+			&sqlitex.ExecOptions{Named: map[string]any{":now": time.Now().UnixNano(), ":why": reason, ":id": id}})
+		if err != nil {
+			return err
+		}
+		held, err = leasesWhere(conn, `session_id = :id`, map[string]any{":id": id})
+		if err != nil {
+			return err
+		}
+		return sqlitex.Execute(conn, `UPDATE file_claims SET released = :now WHERE session_id = :id AND released IS NULL`,
+			&sqlitex.ExecOptions{Named: map[string]any{":now": time.Now().UnixNano(), ":id": id}})
+	})
+	return held, err
+}
+
+const leaseColumns = `task_id, coalesce(session_id, 0), holder, epoch, acquired, detached`
+
+func scanLease(st *sqlite.Stmt) Lease {
+	return Lease{TaskID: st.ColumnText(0), SessionID: st.ColumnInt64(1), Holder: st.ColumnText(2),
+		Epoch: st.ColumnInt64(3), Acquired: time.Unix(0, st.ColumnInt64(4)), Detached: st.ColumnBool(5)}
+}
+
+func leasesWhere(conn *sqlite.Conn, where string, args map[string]any) ([]Lease, error) {
+	var out []Lease
+	err := sqlitex.Execute(conn, `SELECT `+leaseColumns+` FROM leases WHERE ended IS NULL AND `+where+` ORDER BY id`,
+		&sqlitex.ExecOptions{Named: args, ResultFunc: func(st *sqlite.Stmt) error { out = append(out, scanLease(st)); return nil }})
+	return out, err
+}
+
+// LeaseOf returns a task's live lease, or ErrNoLease.
+func (db *DB) LeaseOf(ctx context.Context, taskID string) (Lease, error) {
+	var ls []Lease
+	err := db.withConn(ctx, func(conn *sqlite.Conn) (err error) {
+		ls, err = leasesWhere(conn, `task_id = :t`, map[string]any{":t": taskID})
+		return err
+	})
+	if err != nil {
+		return Lease{}, err
+	}
+	if len(ls) == 0 {
+		return Lease{}, ErrNoLease
+	}
+	return ls[0], nil
+}
+
+// Leases lists every live lease.
+func (db *DB) Leases(ctx context.Context) ([]Lease, error) {
+	var ls []Lease
+	err := db.withConn(ctx, func(conn *sqlite.Conn) (err error) {
+		ls, err = leasesWhere(conn, `1`, nil)
+		return err
+	})
+	return ls, err
+}
+
+// Tx is one immediate transaction, for a lease change and the file rewrite
+// it goes with: the rows are written, the file is renamed into place, then
+// the transaction commits. After a crash the file wins.
+type Tx struct {
+	conn *sqlite.Conn
+}
+
+// Update runs f in one immediate transaction.
+func (db *DB) Update(ctx context.Context, f func(tx *Tx) error) error {
+	return db.write(ctx, func(conn *sqlite.Conn) error { return f(&Tx{conn: conn}) })
+}
+
+// Grant gives a task a new live lease for a session and returns it, with
+// its epoch one more than any the task had. It fails with ErrHeld when the
+// task is held.
+func (tx *Tx) Grant(taskID string, sessionID int64, holder string, detached bool) (Lease, error) {
+	held, err := leasesWhere(tx.conn, `task_id = :t`, map[string]any{":t": taskID})
+	if err != nil {
+		return Lease{}, err
+	}
+	if len(held) > 0 {
+		return held[0], fmt.Errorf("%w: %s holds it", ErrHeld, held[0].Holder)
+	}
+	var epoch int64
+	err = sqlitex.Execute(tx.conn, `INSERT INTO epochs (task_id, epoch) VALUES (:t, 1)
+		ON CONFLICT (task_id) DO UPDATE SET epoch = epoch + 1 RETURNING epoch`, &sqlitex.ExecOptions{
+		Named:      map[string]any{":t": taskID},
+		ResultFunc: func(st *sqlite.Stmt) error { epoch = st.ColumnInt64(0); return nil },
+	})
+	if err != nil {
+		return Lease{}, err
+	}
+	l := Lease{TaskID: taskID, SessionID: sessionID, Holder: holder, Epoch: epoch, Acquired: time.Now(), Detached: detached}
+	var sid any
+	if sessionID != 0 {
+		sid = sessionID
+	}
+	err = sqlitex.Execute(tx.conn, `INSERT INTO leases (task_id, session_id, holder, epoch, acquired, detached)
+		VALUES (:t, :s, :h, :e, :a, :d)`, &sqlitex.ExecOptions{Named: map[string]any{
+		":t": taskID, ":s": sid, ":h": holder, ":e": epoch, ":a": l.Acquired.UnixNano(), ":d": boolInt(detached)}})
+	return l, err
+}
+
+// Check returns the task's live lease when epoch is its epoch (0 accepts
+// any live lease), ErrStale when another epoch is live or none.
+func (tx *Tx) Check(taskID string, epoch int64) (Lease, error) {
+	held, err := leasesWhere(tx.conn, `task_id = :t`, map[string]any{":t": taskID})
+	if err != nil {
+		return Lease{}, err
+	}
+	if len(held) == 0 {
+		if epoch != 0 {
+			return Lease{}, fmt.Errorf("%w (epoch %d)", ErrStale, epoch)
+		}
+		return Lease{}, ErrNoLease
+	}
+	if epoch != 0 && held[0].Epoch != epoch {
+		return held[0], fmt.Errorf("%w: epoch %d is live, not %d", ErrStale, held[0].Epoch, epoch)
+	}
+	return held[0], nil
+}
+
+// End ends a task's live lease, if it has one, with a reason; it bumps the
+// task's epoch so a late write with the old one is refused.
+func (tx *Tx) End(taskID, reason string) (Lease, bool, error) {
+	held, err := leasesWhere(tx.conn, `task_id = :t`, map[string]any{":t": taskID})
+	if err != nil || len(held) == 0 {
+		return Lease{}, false, err
+	}
+	err = sqlitex.Execute(tx.conn, `UPDATE leases SET ended = :now, end_reason = :why WHERE task_id = :t AND ended IS NULL`,
+		&sqlitex.ExecOptions{Named: map[string]any{":now": time.Now().UnixNano(), ":why": reason, ":t": taskID}})
+	if err == nil {
+		err = sqlitex.Execute(tx.conn, `UPDATE epochs SET epoch = epoch + 1 WHERE task_id = :t`,
+			&sqlitex.ExecOptions{Named: map[string]any{":t": taskID}})
+	}
+	return held[0], err == nil, err
+}
+
+// Audit appends an audit entry inside the transaction.
+func (tx *Tx) Audit(e AuditEntry) error {
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
+	var sid any
+	if e.SessionID != 0 {
+		sid = e.SessionID
+	}
+	return sqlitex.Execute(tx.conn, `INSERT INTO audit (at, session_id, actor, agent, action, task_id, outcome, detail)
+		VALUES (:at, :sid, :actor, :agent, :action, :task, :outcome, :detail)`, &sqlitex.ExecOptions{Named: map[string]any{
+		":at": e.At.UnixNano(), ":sid": sid, ":actor": string(e.Actor), ":agent": e.Agent, ":action": e.Action,
+		":task": e.TaskID, ":outcome": e.Outcome, ":detail": e.Detail,
+	}})
+}
+
+// AuditLog returns audit entries after id (0: from the start), oldest
+// first, at most limit.
+func (db *DB) AuditLog(ctx context.Context, after int64, limit int) ([]AuditEntry, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	var out []AuditEntry
+	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
+		return sqlitex.Execute(conn, `SELECT id, at, coalesce(session_id, 0), actor, agent, action, task_id, outcome, detail
+			FROM audit WHERE id > :after ORDER BY id LIMIT :limit`, &sqlitex.ExecOptions{
+			Named: map[string]any{":after": after, ":limit": int64(limit)},
+			ResultFunc: func(st *sqlite.Stmt) error {
+				out = append(out, AuditEntry{ID: st.ColumnInt64(0), At: time.Unix(0, st.ColumnInt64(1)),
+					SessionID: st.ColumnInt64(2), Actor: queue.Actor(st.ColumnText(3)), Agent: st.ColumnText(4),
+					Action: st.ColumnText(5), TaskID: st.ColumnText(6), Outcome: st.ColumnText(7), Detail: st.ColumnText(8)})
+				return nil
+			},
+		})
+	})
+	return out, err
+}
+
+// SyncFile brings one task file's row in step with the file inside the
+// transaction, as [DB.SyncFile] does outside one: the daemon calls it right
+// after its own rewrite, so the watcher then finds the row already holding
+// the file's hash and does nothing.
+func (tx *Tx) SyncFile(dir *queue.Dir, name string) error {
+	p := path.Join(TasksFolder, name)
+	var old rowInfo
+	var had bool
+	err := sqlitex.Execute(tx.conn, `SELECT n, sha256, size, mtime FROM tasks WHERE path = :path`, &sqlitex.ExecOptions{
+		Named:      map[string]any{":path": p},
+		ResultFunc: func(s *sqlite.Stmt) error { had, old = true, scanRowInfo(s, 0); return nil },
+	})
+	if err != nil {
+		return err
+	}
+	w := &writer{conn: tx.conn}
+	entry, err := dirEntry(dir, name)
+	if err != nil {
+		return err
+	}
+	var r *fileResult
+	if entry != nil {
+		r = readFile(dir, *entry, old, had)
+	}
+	if entry == nil || (r.err != nil && errors.Is(r.err, fs.ErrNotExist)) {
+		if !had {
+			return nil
+		}
+		if err := w.deleteRow(old.n); err != nil {
+			return err
+		}
+		return w.markDups()
+	}
+	if _, err := w.apply(p, r, old, had); err != nil {
+		return err
+	}
+	return w.markDups()
+}
