@@ -81,16 +81,18 @@ type command struct {
 	summary string
 	run     func(ctx context.Context, c *call) error
 	flags   func(fs *flag.FlagSet, c *call)
+	raw     bool // the command parses its own arguments (rawArgs)
 }
 
 // call is one invocation of a command: its flags, positional arguments and
 // environment.
 type call struct {
 	Env
-	cmd  *command
-	fs   *flag.FlagSet
-	args []string
-	opt  options
+	cmd     *command
+	fs      *flag.FlagSet
+	args    []string
+	rawArgs []string
+	opt     options
 }
 
 // options holds every flag any command takes; each command registers the
@@ -157,6 +159,10 @@ func Run(ctx context.Context, args []string, env Env) error {
 		return usagef("unknown command %q: snag help lists the commands", name)
 	}
 	cl := newCall(c, env)
+	if c.raw {
+		cl.rawArgs = args[1:]
+		return c.run(ctx, cl)
+	}
 	if slices.ContainsFunc(args[1:], func(a string) bool { return a == "-h" || a == "--help" || a == "-help" }) {
 		cl.fs.SetOutput(env.Stdout)
 	}
@@ -235,7 +241,7 @@ like SNAG-12 (or just 12) or ids like tsk_01JD6Z3Q8R6V2X4N0H5K7M9P1C.
 `)
 }
 
-var order = []string{"init", "add", "list", "show", "search", "promote", "reject", "cancel", "reopen", "reindex", "doctor"}
+var order = []string{"init", "add", "list", "show", "search", "promote", "reject", "cancel", "reopen", "reindex", "doctor", "daemon"}
 
 func commandOrder(name string) int {
 	for i, n := range order {

@@ -45,6 +45,7 @@ snag.db
 snag.db-*
 .port
 snagd.lock
+snagd.log
 plan.json
 *.snag-tmp
 `
