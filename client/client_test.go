@@ -1,0 +1,179 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/snagdev/snag/client"
+	"github.com/snagdev/snag/daemon"
+	"github.com/snagdev/snag/project"
+)
+
+// serve runs a real daemon for root on a free port, in this process, until
+// the test ends.
+func serve(t *testing.T, root, home string) int {
+	t.Helper()
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	return serveOn(t, root, home, port)
+}
+
+// serveInRange runs the daemon on a free port of snagd's own range, where
+// clients without a .port file look.
+func serveInRange(t *testing.T, root, home string) int {
+	t.Helper()
+	for p := client.FirstPort; p <= client.LastPort; p++ {
+		if ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
+			ln.Close()
+			return serveOn(t, root, home, p)
+		}
+	}
+	t.Fatal("every port of 7654-7664 is taken")
+	return 0
+}
+
+func serveOn(t *testing.T, root, home string, port int) int {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- daemon.Run(ctx, daemon.Options{Root: root, Home: home, Port: port, Ready: func(string) { close(ready) }})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("daemon: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("daemon not ready")
+	}
+	return port
+}
+
+func newProject(t *testing.T, dir string) string {
+	t.Helper()
+	if _, err := project.Init(dir); err != nil {
+		t.Fatal(err)
+	}
+	real, _ := filepath.EvalSymlinks(dir)
+	return real
+}
+
+func TestDialFindsTheProjectsDaemon(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	root := newProject(t, t.TempDir())
+	port := serve(t, root, home)
+	c, err := client.Dial(context.Background(), root, client.Options{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := c.Health(); h.Root != root || h.Port != port {
+		t.Errorf("found %+v; want root %s port %d", h, root, port)
+	}
+	var out struct{ Tasks []any }
+	if err := c.Do(context.Background(), "GET", "/tasks", nil, &out); err != nil {
+		t.Errorf("an authorized call: %v", err)
+	}
+	if err := c.Recheck(context.Background()); err != nil {
+		t.Errorf("Recheck of a live daemon: %v", err)
+	}
+}
+
+// TestAnotherProjectsDaemonIsNeverUsed: the error names the daemon found
+// and the command that starts the right one.
+func TestAnotherProjectsDaemonIsNeverUsed(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	other := newProject(t, t.TempDir())
+	port := serve(t, other, home)
+	mine := newProject(t, t.TempDir())
+	os.WriteFile(filepath.Join(mine, ".snag", ".port"), []byte(strconv.Itoa(port)), 0o644)
+	_, err := client.Dial(context.Background(), mine, client.Options{Home: home})
+	if !errors.Is(err, client.ErrNoDaemon) {
+		t.Fatalf("Dial: %v; want ErrNoDaemon", err)
+	}
+	for _, want := range []string{"snagd on :" + strconv.Itoa(port) + " serves " + other + ", not " + mine, "snagd --root " + mine} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
+
+// TestX6_SquatterNeverSeesTheToken: something on the daemon's port that
+// says it is snagd but cannot prove it holds the token is never sent it.
+func TestX6_SquatterNeverSeesTheToken(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	root := newProject(t, t.TempDir())
+	newProject(t, t.TempDir())
+	serve(t, newProject(t, t.TempDir()), home) // creates the token
+	var sawAuth atomic.Bool
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			sawAuth.Store(true)
+		}
+		json.NewEncoder(w).Encode(map[string]any{"service": "snagd", "root": root, "pid": 1,
+			"port": ln.Addr().(*net.TCPAddr).Port, "ready": true, "proof": strings.Repeat("ab", 32)})
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	os.WriteFile(filepath.Join(root, ".snag", ".port"), []byte(strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)), 0o644)
+	_, err := client.Dial(context.Background(), root, client.Options{Home: home})
+	if !errors.Is(err, client.ErrNoDaemon) || !strings.Contains(err.Error(), "cannot prove it holds your token") {
+		t.Errorf("Dial with a squatter: %v", err)
+	}
+	if sawAuth.Load() {
+		t.Error("the squatter was sent the token")
+	}
+}
+
+// TestWorktreesShareOneDaemon: a client in a second worktree of the same
+// repository finds the first worktree's daemon.
+func TestWorktreesShareOneDaemon(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("git is not installed: .ci/run must install it")
+		}
+		t.Skip("git is not installed")
+	}
+	tmp, _ := filepath.EvalSymlinks(t.TempDir())
+	main := filepath.Join(tmp, "main")
+	os.Mkdir(main, 0o755)
+	git := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid",
+			"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git(main, "init", "-q")
+	newProject(t, main)
+	git(main, "add", ".snag")
+	git(main, "commit", "-qm", "snag")
+	wt := filepath.Join(tmp, "wt")
+	git(main, "worktree", "add", "-q", wt)
+	home := filepath.Join(tmp, "home")
+	port := serveInRange(t, main, home)
+	c, err := client.Dial(context.Background(), wt, client.Options{Home: home})
+	if err != nil {
+		t.Fatalf("Dial from the second worktree: %v", err)
+	}
+	if c.Health().Port != port || c.Health().Root != main {
+		t.Errorf("found %+v; want the main worktree's daemon on %d", c.Health(), port)
+	}
+}
