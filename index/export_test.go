@@ -11,3 +11,11 @@ func SetBulkMin(n int) (restore func()) {
 
 // FTSQuery is ftsQuery, for benchmarks that count a query's matches.
 var FTSQuery = ftsQuery
+
+// SetRankLimit changes how many matches a search ranks, and returns a
+// function that puts it back.
+func SetRankLimit(n int) (restore func()) {
+	old := rankLimit
+	rankLimit = n
+	return func() { rankLimit = old }
+}

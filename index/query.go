@@ -446,26 +446,55 @@ func (db *DB) Search(ctx context.Context, query string, limit int) ([]Hit, error
 	}
 	var hits []Hit
 	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
-		// FTS5 ranks inside the full-text table when asked to ORDER BY rank
-		// (the weights go in as a rank MATCH), and hands rows over best
-		// first: the page is cut there, so snippets, which re-read and
-		// re-tokenize a task, are made for the page alone, not for every
-		// match. Ranking still scores every match: a word in most tasks
-		// costs time in proportion to their number.
-		err := sqlitex.Execute(conn, `
-			SELECT `+rowColumns+`, hit.snip
-			FROM (SELECT rowid AS hn, rank AS score, snippet(tasks_fts, -1, '[', ']', '…', 10) AS snip
-				FROM tasks_fts WHERE tasks_fts MATCH :q AND rank MATCH 'bm25(10.0, 1.0, 2.0, 2.0)'
-				ORDER BY rank LIMIT :limit) AS hit
-			JOIN tasks ON tasks.n = hit.hn
-			ORDER BY hit.score, tasks.n`,
+		collect := func(s *sqlite.Stmt) error {
+			hits = append(hits, Hit{Row: *scanRow(s), Snippet: s.ColumnText(20)})
+			return nil
+		}
+		// Ranking scores every match (about 7 µs each), so it is kept for
+		// queries that match at most rankLimit tasks. A broader query
+		// gives way: tasks whose title matches first, then the rest, in
+		// index order, each list walked only as far as the page needs.
+		var matches int
+		err := sqlitex.Execute(conn, `SELECT count(*) FROM (SELECT 1 FROM tasks_fts WHERE tasks_fts MATCH :q LIMIT :cap)`,
 			&sqlitex.ExecOptions{
-				Named: map[string]any{":q": match, ":limit": int64(limit)},
-				ResultFunc: func(s *sqlite.Stmt) error {
-					hits = append(hits, Hit{Row: *scanRow(s), Snippet: s.ColumnText(20)})
-					return nil
-				},
+				Named:      map[string]any{":q": match, ":cap": int64(rankLimit + 1)},
+				ResultFunc: func(s *sqlite.Stmt) error { matches = s.ColumnInt(0); return nil },
 			})
+		if err != nil {
+			return err
+		}
+		if matches > rankLimit {
+			err = sqlitex.Execute(conn, `
+				SELECT `+rowColumns+`, hit.snip
+				FROM (SELECT hn, snip, min(tier) AS tier FROM (
+						SELECT * FROM (SELECT rowid AS hn, snippet(tasks_fts, -1, '[', ']', '…', 10) AS snip, 0 AS tier
+							FROM tasks_fts WHERE tasks_fts MATCH :title ORDER BY rowid LIMIT :limit)
+						UNION ALL
+						SELECT * FROM (SELECT rowid AS hn, snippet(tasks_fts, -1, '[', ']', '…', 10) AS snip, 1 AS tier
+							FROM tasks_fts WHERE tasks_fts MATCH :q ORDER BY rowid LIMIT :limit))
+					GROUP BY hn ORDER BY tier, hn LIMIT :limit) AS hit
+				JOIN tasks ON tasks.n = hit.hn
+				ORDER BY hit.tier, tasks.n`,
+				&sqlitex.ExecOptions{
+					Named:      map[string]any{":q": match, ":title": "title : (" + match + ")", ":limit": int64(limit)},
+					ResultFunc: collect,
+				})
+		} else {
+			// FTS5 ranks inside the full-text table when asked to ORDER BY
+			// rank (the weights go in as a rank MATCH), and hands rows over
+			// best first: snippets are made for the page alone.
+			err = sqlitex.Execute(conn, `
+				SELECT `+rowColumns+`, hit.snip
+				FROM (SELECT rowid AS hn, rank AS score, snippet(tasks_fts, -1, '[', ']', '…', 10) AS snip
+					FROM tasks_fts WHERE tasks_fts MATCH :q AND rank MATCH 'bm25(10.0, 1.0, 2.0, 2.0)'
+					ORDER BY rank LIMIT :limit) AS hit
+				JOIN tasks ON tasks.n = hit.hn
+				ORDER BY hit.score, tasks.n`,
+				&sqlitex.ExecOptions{
+					Named:      map[string]any{":q": match, ":limit": int64(limit)},
+					ResultFunc: collect,
+				})
+		}
 		if err != nil {
 			return err
 		}
@@ -480,6 +509,9 @@ func (db *DB) Search(ctx context.Context, query string, limit int) ([]Hit, error
 	}
 	return hits, nil
 }
+
+// rankLimit is the most matches a search ranks by relevance.
+var rankLimit = 1000
 
 // ftsQuery turns what a person typed into an FTS5 query: each word quoted
 // (so operators and punctuation are plain text) and matched as a prefix.

@@ -336,7 +336,40 @@ func TestNext(t *testing.T) {
 	}
 }
 
-func TestSearch(t *testing.T) {
+func TestSearch(t *testing.T) { testSearch(t) }
+
+// TestSearchBroad runs the same queries down the path for queries that
+// match too many tasks to rank: every hit is still found.
+func TestSearchBroad(t *testing.T) {
+	defer index.SetRankLimit(0)()
+	testSearch(t)
+}
+
+// TestSearchBroadPutsTitleMatchesFirst: with ranking given way, tasks whose
+// title matches come before tasks that only mention the words.
+func TestSearchBroadPutsTitleMatchesFirst(t *testing.T) {
+	defer index.SetRankLimit(0)()
+	e := newEnv(t)
+	copySample(t, e)
+	e.scan()
+	hits, err := e.db.Search(e.ctx, "checkout", 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inTitle := true
+	for _, h := range hits {
+		has := strings.Contains(strings.ToLower(h.Title), "checkout")
+		if has && !inTitle {
+			t.Errorf("%s (title match) comes after a task whose title does not match", h.Key)
+		}
+		inTitle = inTitle && has
+	}
+	if len(hits) < 3 || !strings.Contains(strings.ToLower(hits[0].Title), "checkout") {
+		t.Errorf("hits: %v", hits)
+	}
+}
+
+func testSearch(t *testing.T) {
 	e := newEnv(t)
 	copySample(t, e)
 	e.put(task(30, "Operators in text", withBody("Keep \"quotes\" and NEAR(x) AND -minus * star in the body.\n")))
