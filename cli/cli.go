@@ -99,6 +99,7 @@ type call struct {
 // ones it uses.
 type options struct {
 	json     bool
+	follow   bool
 	all      bool
 	fix      bool
 	status   string
@@ -241,7 +242,7 @@ like SNAG-12 (or just 12) or ids like tsk_01JD6Z3Q8R6V2X4N0H5K7M9P1C.
 `)
 }
 
-var order = []string{"init", "add", "list", "show", "search", "promote", "reject", "cancel", "reopen", "reindex", "doctor", "daemon"}
+var order = []string{"init", "add", "list", "show", "search", "promote", "reject", "cancel", "reopen", "log", "reindex", "doctor", "daemon", "token"}
 
 func commandOrder(name string) int {
 	for i, n := range order {

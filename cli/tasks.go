@@ -338,6 +338,12 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+func writeJSONCompact(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
 func fmtTime(t time.Time) string {
 	if t.IsZero() {
 		return "-"

@@ -376,3 +376,17 @@ func (tx *Tx) SyncFile(dir *queue.Dir, name string) error {
 	}
 	return w.markDups()
 }
+
+// AuditTail returns the latest n audit entries, oldest first.
+func (db *DB) AuditTail(ctx context.Context, n int) ([]AuditEntry, error) {
+	var last int64
+	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
+		return sqlitex.Execute(conn, `SELECT coalesce(max(id), 0) FROM audit`, &sqlitex.ExecOptions{
+			ResultFunc: func(st *sqlite.Stmt) error { last = st.ColumnInt64(0); return nil },
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return db.AuditLog(ctx, max(last-int64(n), 0), n)
+}

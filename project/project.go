@@ -220,3 +220,15 @@ func (p *Project) Abs(path string) string {
 }
 
 func trimTasks(path string) string { return strings.TrimPrefix(path, index.TasksFolder+"/") }
+
+// KeyOf returns the alias of the task with the given id, or "".
+func (p *Project) KeyOf(ctx context.Context, id string) string {
+	if id == "" {
+		return ""
+	}
+	it, err := p.DB.Get(ctx, queue.Ref{ID: id})
+	if err != nil || it.Task == nil {
+		return ""
+	}
+	return it.Task.Key
+}

@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/project"
+	"github.com/snagdev/snag/token"
+)
+
+func init() {
+	register(&command{
+		name: "token", args: "rotate",
+		summary: "Replace the secret in ~/.snag/token (or $SNAG_HOME/token) with a fresh one.\n\nClients holding the old token are refused from then on; a running snagd reads the token\nat start, so restart it after a rotation.",
+		run:     runToken,
+	})
+	register(&command{
+		name: "log", args: "[--follow] [--json] [--limit N]",
+		summary: "Show the audit log: every change to a task, lease or session, who made it, and how it ended.",
+		flags: func(fs *flag.FlagSet, c *call) {
+			fs.BoolVar(&c.opt.follow, "follow", false, "keep printing new entries as they come")
+			fs.BoolVar(&c.opt.json, "json", false, "print one JSON object per line")
+			fs.IntVar(&c.opt.limit, "limit", 50, "how many of the latest entries to show first")
+		},
+		run: runLog,
+	})
+}
+
+func runToken(ctx context.Context, c *call) error {
+	if len(c.args) != 1 || c.args[0] != "rotate" {
+		return usagef("token takes one argument: snag token rotate")
+	}
+	home := project.Home()
+	if _, err := token.Rotate(home); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.Stdout, "rotated the token in %s/%s: restart snagd so it uses the new one\n", home, token.FileName)
+	return nil
+}
+
+func runLog(ctx context.Context, c *call) error {
+	if len(c.args) > 0 {
+		return usagef("log takes no arguments, only flags: snag log --follow")
+	}
+	if c.opt.limit <= 0 {
+		return usagef("--limit: want a number from 1")
+	}
+	p, err := openProject(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	latest, err := p.DB.AuditTail(ctx, c.opt.limit)
+	if err != nil {
+		return err
+	}
+	var last int64
+	print := func(es []index.AuditEntry) error {
+		for _, e := range es {
+			last = e.ID
+			if c.opt.json {
+				if err := writeJSONLine(c, e); err != nil {
+					return err
+				}
+				continue
+			}
+			who := e.Agent
+			if who == "" {
+				who = string(e.Actor)
+			}
+			task := e.TaskID
+			if key := p.KeyOf(ctx, e.TaskID); key != "" {
+				task = key
+			}
+			line := fmt.Sprintf("%s  %-8s %-14s %-9s %-8s %s", e.At.UTC().Format("2006-01-02 15:04:05"), clip(who, 8),
+				e.Action, clip(task, 9), e.Outcome, e.Detail)
+			fmt.Fprintln(c.Stdout, clip(strings.TrimRight(line, " "), Width))
+		}
+		return nil
+	}
+	if len(latest) == 0 && !c.opt.follow {
+		fmt.Fprintln(c.Stdout, "the audit log is empty: it records every change made through snag")
+		return nil
+	}
+	if err := print(latest); err != nil {
+		return err
+	}
+	for c.opt.follow {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(300 * time.Millisecond):
+		}
+		es, err := p.DB.AuditLog(ctx, last, 1000)
+		if err != nil {
+			return err
+		}
+		if err := print(es); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeJSONLine(c *call, v any) error {
+	return writeJSONCompact(c.Stdout, v)
+}
