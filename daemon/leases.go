@@ -241,9 +241,8 @@ func (d *Daemon) personRelease(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	ref, err := queue.ParseRef(r.PathValue("ref"))
-	if err != nil {
-		writeError(w, &apiError{http.StatusBadRequest, "bad_ref", err.Error()})
+	ref, ok := pathRef(w, r)
+	if !ok {
 		return
 	}
 	d.mu.Lock()
@@ -288,9 +287,8 @@ func (d *Daemon) holderMove(w http.ResponseWriter, r *http.Request, action queue
 		writeError(w, &apiError{http.StatusBadRequest, "no_reason", "release needs a reason: say why the task goes back (blocked, out of scope, ...)"})
 		return
 	}
-	ref, err := queue.ParseRef(r.PathValue("ref"))
-	if err != nil {
-		writeError(w, &apiError{http.StatusBadRequest, "bad_ref", err.Error()})
+	ref, ok := pathRef(w, r)
+	if !ok {
 		return
 	}
 	d.mu.Lock()

@@ -117,9 +117,8 @@ func (d *Daemon) listTasks(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Daemon) getTask(w http.ResponseWriter, r *http.Request) {
-	ref, err := queue.ParseRef(r.PathValue("ref"))
-	if err != nil {
-		writeError(w, &apiError{http.StatusBadRequest, "bad_ref", err.Error()})
+	ref, ok := pathRef(w, r)
+	if !ok {
 		return
 	}
 	it, err := d.p.DB.Get(r.Context(), ref)
@@ -198,9 +197,8 @@ var personMoves = map[string]queue.Action{
 }
 
 func (d *Daemon) moveTask(w http.ResponseWriter, r *http.Request) {
-	ref, err := queue.ParseRef(r.PathValue("ref"))
-	if err != nil {
-		writeError(w, &apiError{http.StatusBadRequest, "bad_ref", err.Error()})
+	ref, ok := pathRef(w, r)
+	if !ok {
 		return
 	}
 	action, ok := personMoves[r.PathValue("action")]
@@ -236,6 +234,17 @@ func (d *Daemon) search(w http.ResponseWriter, r *http.Request) {
 		hits = []index.Hit{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"hits": hits})
+}
+
+// pathRef reads the {ref} of a request's path, answering 400 when it is
+// not a task reference.
+func pathRef(w http.ResponseWriter, r *http.Request) (queue.Ref, bool) {
+	ref, err := queue.ParseRef(r.PathValue("ref"))
+	if err != nil {
+		writeError(w, &apiError{http.StatusBadRequest, "bad_ref", err.Error()})
+		return queue.Ref{}, false
+	}
+	return ref, true
 }
 
 // fail maps an error to its HTTP answer.

@@ -3,6 +3,7 @@
 package index_test
 
 import (
+	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -17,6 +18,9 @@ import (
 func TestSymlinkToAFIFOIsNeverOpened(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "pipe")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("mkfifo: %v", err)
+		}
 		t.Skipf("no named pipes here: %v", err)
 	}
 	for _, via := range []string{"SyncFile", "Scan"} {
