@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/snagdev/snag/project"
@@ -37,10 +38,14 @@ func init() {
 		{queue.ActReject, "Reject inbox tasks: they become cancelled."},
 		{queue.ActCancel, "Cancel tasks: they will not be done."},
 		{queue.ActReopen, "Reopen resolved, cancelled or needs_review tasks: back to open."},
+		{queue.ActRelease, "Take tasks back from the agents that hold them: their leases end and the tasks are open again.\n\nThe agent's later writes to a released task are refused as stale."},
 	} {
 		register(&command{
-			name: string(m.action), args: "ID...",
+			name: string(m.action), args: "ID... [--reason TEXT]", daemon: true,
 			summary: m.summary,
+			flags: func(fs *flag.FlagSet, c *call) {
+				fs.StringVar(&c.opt.reason, "reason", "", "why, for the audit log")
+			},
 			run: func(ctx context.Context, c *call) error {
 				return runMove(ctx, c, m.action)
 			},
@@ -52,23 +57,34 @@ func runReindex(ctx context.Context, c *call) error {
 	if len(c.args) > 0 {
 		return usagef("reindex takes no arguments")
 	}
-	root, err := project.Find(c.Dir)
-	if err != nil {
-		return err
+	var st struct {
+		Files  int   `json:"files"`
+		Failed int   `json:"failed"`
+		MS     int64 `json:"ms"`
 	}
-	p, err := project.Open(ctx, root)
-	if err != nil {
+	// A running snagd rebuilds its own index; without one, snag does.
+	if r, err := running(ctx, c); err != nil {
 		return err
-	}
-	defer p.Close()
-	st, err := p.Rebuild(ctx)
-	if err != nil {
-		return err
+	} else if r.cl != nil {
+		if err := r.do(ctx, "POST", "/reindex", map[string]string{"by": who()}, &st); err != nil {
+			return err
+		}
+	} else {
+		p, err := project.Open(ctx, r.root)
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		s, err := p.Rebuild(ctx)
+		if err != nil {
+			return err
+		}
+		st.Files, st.Failed, st.MS = s.Files, s.Failed, s.Duration.Milliseconds()
 	}
 	if c.opt.json {
-		return writeJSON(c.Stdout, map[string]any{"files": st.Files, "failed": st.Failed, "ms": st.Duration.Milliseconds()})
+		return writeJSON(c.Stdout, st)
 	}
-	fmt.Fprintf(c.Stdout, "indexed %d files (%d failed) in %s\n", st.Files, st.Failed, st.Duration.Round(time.Millisecond))
+	fmt.Fprintf(c.Stdout, "indexed %d files (%d failed) in %s\n", st.Files, st.Failed, (time.Duration(st.MS) * time.Millisecond).String())
 	if st.Failed > 0 {
 		fmt.Fprintln(c.Stdout, "snag doctor says what is wrong with the ones that failed")
 	}
@@ -79,11 +95,24 @@ func runDoctor(ctx context.Context, c *call) error {
 	if len(c.args) > 0 {
 		return usagef("doctor takes no arguments")
 	}
-	p, err := openProject(ctx, c)
+	r, err := running(ctx, c)
+	if err != nil {
+		return err
+	}
+	p, err := project.Open(ctx, r.root)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
+	// A running snagd is the index's one writer: it rescans, so the index
+	// has seen the latest edits; without one, snag brings it up to date.
+	if r.cl != nil {
+		if err := r.do(ctx, "POST", "/rescan", map[string]string{}, nil); err != nil {
+			return err
+		}
+	} else if _, err := p.Sync(ctx, false); err != nil {
+		return err
+	}
 	if c.opt.fix {
 		done, err := p.Fix(ctx)
 		for _, d := range done {
@@ -141,19 +170,22 @@ func runMove(ctx context.Context, c *call, action queue.Action) error {
 		}
 		refs[i] = r
 	}
-	p, err := openProject(ctx, c)
+	r, err := connect(ctx, c, true)
 	if err != nil {
 		return err
 	}
-	defer p.Close()
 	var errs []error
-	for _, r := range refs {
-		t, err := p.Move(ctx, r, action, queue.Person, who())
-		if err != nil {
+	for i := range refs {
+		var moved struct {
+			Key    string `json:"key"`
+			Status string `json:"status"`
+		}
+		req := map[string]string{"by": who(), "reason": c.opt.reason}
+		if err := r.do(ctx, "POST", "/tasks/"+url.PathEscape(c.args[i])+"/"+string(action), req, &moved); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		fmt.Fprintf(c.Stdout, "%s is %s\n", t.Key, t.Status)
+		fmt.Fprintf(c.Stdout, "%s is %s\n", moved.Key, moved.Status)
 	}
 	return errors.Join(errs...)
 }

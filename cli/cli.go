@@ -82,6 +82,9 @@ type command struct {
 	run     func(ctx context.Context, c *call) error
 	flags   func(fs *flag.FlagSet, c *call)
 	raw     bool // the command parses its own arguments (rawArgs)
+	// daemon: the command talks to snagd, starting it when none answers,
+	// and takes --no-autostart.
+	daemon bool
 }
 
 // call is one invocation of a command: its flags, positional arguments and
@@ -98,20 +101,22 @@ type call struct {
 // options holds every flag any command takes; each command registers the
 // ones it uses.
 type options struct {
-	json     bool
-	follow   bool
-	all      bool
-	fix      bool
-	status   string
-	kind     string
-	severity string
-	plan     string
-	wave     int
-	limit    int
-	cursor   string
-	body     string
-	files    multi
-	depends  multi
+	json        bool
+	noAutostart bool
+	follow      bool
+	all         bool
+	fix         bool
+	status      string
+	kind        string
+	severity    string
+	plan        string
+	wave        int
+	limit       int
+	cursor      string
+	body        string
+	reason      string
+	files       multi
+	depends     multi
 }
 
 type multi []string
@@ -195,6 +200,9 @@ func newCall(c *command, env Env) *call {
 	if c.flags != nil {
 		c.flags(fs, cl)
 	}
+	if c.daemon {
+		fs.BoolVar(&cl.opt.noAutostart, "no-autostart", false, "do not start snagd when none answers (also $"+NoAutostartEnv+"=1)")
+	}
 	cl.fs = fs
 	return cl
 }
@@ -242,7 +250,7 @@ like SNAG-12 (or just 12) or ids like tsk_01JD6Z3Q8R6V2X4N0H5K7M9P1C.
 `)
 }
 
-var order = []string{"init", "add", "list", "show", "search", "promote", "reject", "cancel", "reopen", "log", "reindex", "doctor", "daemon", "token"}
+var order = []string{"init", "add", "list", "show", "search", "promote", "reject", "cancel", "reopen", "release", "log", "reindex", "doctor", "daemon", "token"}
 
 func commandOrder(name string) int {
 	for i, n := range order {

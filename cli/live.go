@@ -49,7 +49,13 @@ func runLog(ctx context.Context, c *call) error {
 	if c.opt.limit <= 0 {
 		return usagef("--limit: want a number from 1")
 	}
-	p, err := openProject(ctx, c)
+	// The audit log lives in snag.db beside the index; reading it needs no
+	// daemon and no rescan.
+	root, err := project.Find(c.Dir)
+	if err != nil {
+		return err
+	}
+	p, err := project.Open(ctx, root)
 	if err != nil {
 		return err
 	}

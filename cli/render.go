@@ -113,12 +113,12 @@ func clip(s string, n int) string {
 }
 
 // writeShow prints one task in full.
-func writeShow(w io.Writer, p *project.Project, it *index.Item) {
+func writeShow(w io.Writer, it *index.Item) {
 	if it.Task == nil {
 		fmt.Fprintf(w, "%s  %s\n", orKey(&it.Row), it.Path)
 		fmt.Fprintf(w, "state:     %s\n", it.State)
 		fmt.Fprintf(w, "error:     %s\n", it.Error)
-		fmt.Fprintf(w, "file:      %s\n", p.Rel(it.Path))
+		fmt.Fprintf(w, "file:      %s\n", project.Rel(it.Path))
 		return
 	}
 	t := it.Task
@@ -172,7 +172,7 @@ func writeShow(w io.Writer, p *project.Project, it *index.Item) {
 			kv("console", e)
 		}
 		for _, s := range c.Screenshots {
-			kv("shot", p.Rel(s))
+			kv("shot", project.Rel(s))
 		}
 	}
 	if t.Verify != nil {
@@ -180,7 +180,7 @@ func writeShow(w io.Writer, p *project.Project, it *index.Item) {
 	}
 	kv("created", fmtTime(t.Created))
 	kv("updated", fmtTime(t.Updated))
-	kv("file", p.Rel(it.Path))
+	kv("file", project.Rel(it.Path))
 	if it.State != index.StateOK {
 		kv("state", it.State+" (showing the last good version)")
 		kv("error", it.Error)

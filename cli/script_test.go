@@ -6,13 +6,17 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -30,7 +34,9 @@ var update = flag.Bool("update", false, "rewrite the expected files of failing c
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"snag": func() {
-			code := cli.Main(context.Background(), os.Args[1:], cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			code := cli.Main(ctx, os.Args[1:], cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
 			if f := os.Getenv(exitFileEnv); f != "" {
 				if err := os.WriteFile(f, []byte(strconv.Itoa(code)), 0o644); err != nil {
 					fmt.Fprintln(os.Stderr, "snag test: write exit code:", err)
@@ -54,6 +60,10 @@ func TestMain(m *testing.M) {
 //	replace [-re] FILE OLD NEW      replace OLD (a Go regexp with -re) by NEW in FILE; OLD must occur
 //	json [-set VAR] FILE PATH       print the values PATH selects in the JSON document FILE
 //	                                (with -set, store the one value in $VAR instead)
+//	newport                         give the next snagd started a fresh $SNAG_PORT (one per project)
+//	waitfile FILE [PATH REGEXP]     wait until FILE exists (and the JSON values PATH selects match)
+//	await REGEXP snag ARGS...       run snag until its stdout matches (snagd sees a file edit
+//	                                a moment after it is made)
 //
 // A json PATH is dot-separated: a field name, an array index, * for every
 // element of an array, field=value for the elements of an array whose field
@@ -87,6 +97,15 @@ func TestScript(t *testing.T) {
 			if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
 				env.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
 			}
+			// The first command that needs snagd starts one in the
+			// background, on a port of its own; the script's end stops
+			// every daemon it started.
+			port, err := freePort()
+			if err != nil {
+				return err
+			}
+			env.Setenv("SNAG_PORT", strconv.Itoa(port))
+			env.Defer(func() { stopDaemons(env.T(), env.WorkDir) })
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -95,6 +114,9 @@ func TestScript(t *testing.T) {
 			"maxwidth": cmdMaxWidth,
 			"replace":  cmdReplace,
 			"json":     cmdJSON,
+			"newport":  cmdNewPort,
+			"await":    cmdAwait,
+			"waitfile": cmdWaitFile,
 		},
 	})
 }
@@ -202,26 +224,9 @@ func cmdJSON(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: json [-set VAR] FILE PATH")
 	}
-	var doc any
-	if err := json.Unmarshal([]byte(ts.ReadFile(args[0])), &doc); err != nil {
-		ts.Fatalf("json: %s is not valid JSON: %v", args[0], err)
-	}
-	vals := []any{doc}
-	if args[1] != "." {
-		for _, seg := range strings.Split(args[1], ".") {
-			var next []any
-			for _, v := range vals {
-				got, err := selectJSON(v, seg)
-				if err != nil {
-					ts.Fatalf("json: %s: %v", args[1], err)
-				}
-				next = append(next, got...)
-			}
-			vals = next
-		}
-	}
-	if len(vals) == 0 {
-		ts.Fatalf("json: %s selects nothing in %s", args[1], args[0])
+	vals, err := jsonPath([]byte(ts.ReadFile(args[0])), args[1])
+	if err != nil {
+		ts.Fatalf("json: %s: %v", args[0], err)
 	}
 	if set != "" {
 		s, ok := vals[0].(string)
@@ -231,15 +236,82 @@ func cmdJSON(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Setenv(set, s)
 		return
 	}
+	fmt.Fprint(ts.Stdout(), jsonLines(vals))
+}
+
+// jsonPath selects the values PATH names in a JSON document.
+func jsonPath(doc []byte, path string) ([]any, error) {
+	var v any
+	if err := json.Unmarshal(doc, &v); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	vals := []any{v}
+	if path != "." {
+		for _, seg := range strings.Split(path, ".") {
+			var next []any
+			for _, v := range vals {
+				got, err := selectJSON(v, seg)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %v", path, err)
+				}
+				next = append(next, got...)
+			}
+			vals = next
+		}
+	}
+	if len(vals) == 0 {
+		return nil, fmt.Errorf("%s selects nothing", path)
+	}
+	return vals, nil
+}
+
+// jsonLines prints strings bare and other values as compact JSON, a line each.
+func jsonLines(vals []any) string {
+	var b strings.Builder
 	for _, v := range vals {
 		if s, ok := v.(string); ok {
-			fmt.Fprintln(ts.Stdout(), s)
+			b.WriteString(s + "\n")
 			continue
 		}
-		b, err := json.Marshal(v)
-		ts.Check(err)
-		fmt.Fprintln(ts.Stdout(), string(b))
+		j, _ := json.Marshal(v)
+		b.Write(j)
+		b.WriteString("\n")
 	}
+	return b.String()
+}
+
+// cmdWaitFile waits, for at most ten seconds, until FILE exists and, given
+// PATH and REGEXP, until the JSON values PATH selects in it match REGEXP
+// (snagd rewrites plan.json a moment after a change).
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || (len(args) != 1 && len(args) != 3) {
+		ts.Fatalf("usage: waitfile FILE [PATH REGEXP]")
+	}
+	var re *regexp.Regexp
+	if len(args) == 3 {
+		var err error
+		re, err = regexp.Compile("(?m)" + args[2])
+		ts.Check(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(ts.MkAbs(args[0]))
+		if err == nil && re == nil {
+			return
+		}
+		if err == nil {
+			vals, err := jsonPath(b, args[1])
+			if err == nil {
+				last = jsonLines(vals)
+				if re.MatchString(last) {
+					return
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ts.Fatalf("waitfile %s: not there, or never matched (last: %q)", strings.Join(args, " "), last)
 }
 
 func selectJSON(v any, seg string) ([]any, error) {
@@ -282,4 +354,89 @@ func selectJSON(v any, seg string) ([]any, error) {
 		return []any{v[i]}, nil
 	}
 	return nil, fmt.Errorf("cannot select %q in %T", seg, v)
+}
+
+// freePort is a port the kernel says is free on 127.0.0.1, outside snagd's
+// default range so the tests never meet a developer's own daemon.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func cmdNewPort(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: newport")
+	}
+	port, err := freePort()
+	ts.Check(err)
+	ts.Setenv("SNAG_PORT", strconv.Itoa(port))
+}
+
+// cmdAwait runs a snag command until its stdout matches, for at most ten
+// seconds; the last run's stdout and stderr are the script's.
+func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 || args[1] != "snag" {
+		ts.Fatalf("usage: await REGEXP snag ARGS...")
+	}
+	re, err := regexp.Compile("(?m)" + args[0])
+	ts.Check(err)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := ts.Exec("snag", args[2:]...)
+		if err == nil && re.MatchString(ts.ReadFile("stdout")) {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("snag %s: stdout never matched %q (last error: %v)", strings.Join(args[2:], " "), args[0], err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stopDaemons stops every snagd the script's commands started: each holds
+// the lock of its project's .snag/ and names its pid there.
+func stopDaemons(t testscript.T, dir string) {
+	var pids []int
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Name() == "snagd.lock" {
+			b, _ := os.ReadFile(path)
+			pid, _, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
+			if n, err := strconv.Atoi(pid); err == nil && n > 0 {
+				pids = append(pids, n)
+			}
+		}
+		return nil
+	})
+	for _, pid := range pids {
+		if syscall.Kill(pid, syscall.SIGTERM) != nil {
+			continue
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for !exited(pid) {
+			if time.Now().After(deadline) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				t.Log(fmt.Sprintf("snagd (pid %d) ignored SIGTERM for 10 s: killed", pid))
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// exited reports whether a process is gone or a zombie.
+func exited(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return true
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
 }

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -22,7 +21,7 @@ func init() {
 		run:     runInit,
 	})
 	register(&command{
-		name: "add", args: "TITLE [--kind K] [--severity S] [--wave N] [--plan P] [--file PATH[:A-B]]... [--depends ID]... [--body TEXT | --body -]",
+		name: "add", daemon: true, args: "TITLE [--kind K] [--severity S] [--wave N] [--plan P] [--file PATH[:A-B]]... [--depends ID]... [--body TEXT | --body -]",
 		summary: "Add a task to the queue: vetted and open, as a person's task is. Prints its alias.",
 		flags: func(fs *flag.FlagSet, c *call) {
 			fs.StringVar(&c.opt.kind, "kind", "", "kind: "+joinEnum(queue.Kinds)+" (default bug)")
@@ -37,7 +36,7 @@ func init() {
 		run: runAdd,
 	})
 	register(&command{
-		name: "list", args: "[--status S] [--wave N] [--kind K] [--plan P] [--all] [--limit N] [--json]",
+		name: "list", daemon: true, args: "[--status S] [--wave N] [--kind K] [--plan P] [--all] [--limit N] [--json]",
 		summary: "List tasks in queue order (wave, severity, age). Resolved and cancelled ones only with --all.",
 		flags: func(fs *flag.FlagSet, c *call) {
 			fs.StringVar(&c.opt.status, "status", "", "only these statuses, comma-separated: "+joinEnum(queue.Statuses))
@@ -52,7 +51,7 @@ func init() {
 		run: runList,
 	})
 	register(&command{
-		name: "show", args: "ID [--json]",
+		name: "show", daemon: true, args: "ID [--json]",
 		summary: "Show one task in full: its fields, where its file is, and its body.",
 		flags: func(fs *flag.FlagSet, c *call) {
 			fs.BoolVar(&c.opt.json, "json", false, "print JSON (see docs/cli.md)")
@@ -60,7 +59,7 @@ func init() {
 		run: runShow,
 	})
 	register(&command{
-		name: "search", args: "QUERY [--limit N] [--json]",
+		name: "search", daemon: true, args: "QUERY [--limit N] [--json]",
 		summary: "Full-text search over every task: titles, bodies, console errors and suspect files.",
 		flags: func(fs *flag.FlagSet, c *call) {
 			fs.IntVar(&c.opt.limit, "limit", 20, "at most this many hits")
@@ -76,24 +75,6 @@ func joinEnum[T ~string](vs []T) string {
 		s[i] = string(v)
 	}
 	return strings.Join(s, ", ")
-}
-
-// openProject finds the project from the working directory, opens it and
-// brings its index up to date with the files.
-func openProject(ctx context.Context, c *call) (*project.Project, error) {
-	root, err := project.Find(c.Dir)
-	if err != nil {
-		return nil, err
-	}
-	p, err := project.Open(ctx, root)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := p.Sync(ctx, false); err != nil {
-		p.Close()
-		return nil, err
-	}
-	return p, nil
 }
 
 func runInit(ctx context.Context, c *call) error {
@@ -159,19 +140,24 @@ func runAdd(ctx context.Context, c *call) error {
 	default:
 		nt.Body = []byte(c.opt.body)
 	}
-	p, err := openProject(ctx, c)
+	r, err := connect(ctx, c, true)
 	if err != nil {
 		return err
 	}
-	defer p.Close()
-	t, path, err := p.Add(ctx, nt, queue.Person, who())
-	if err != nil {
+	req := map[string]any{"title": nt.Title, "body": string(nt.Body), "kind": nt.Kind, "severity": nt.Severity,
+		"wave": nt.Wave, "plan": nt.Plan, "files": c.opt.files, "depends_on": nt.DependsOn, "by": who()}
+	var added struct {
+		ID   string `json:"id"`
+		Key  string `json:"key"`
+		Path string `json:"path"`
+	}
+	if err := r.do(ctx, "POST", "/tasks", req, &added); err != nil {
 		return err
 	}
 	if c.opt.json {
-		return writeJSON(c.Stdout, map[string]any{"id": t.ID, "key": t.Key, "path": p.Rel(path)})
+		return writeJSON(c.Stdout, added)
 	}
-	fmt.Fprintln(c.Stdout, t.Key)
+	fmt.Fprintln(c.Stdout, added.Key)
 	return nil
 }
 
@@ -186,8 +172,9 @@ func parseEnum[T ~string](name, v string, allowed []T) (T, error) {
 
 // listJSON is the stable shape of snag list --json.
 type listJSON struct {
-	Tasks []*index.Row `json:"tasks"`
-	Next  string       `json:"next,omitempty"`
+	Tasks  []*index.Row `json:"tasks"`
+	Next   string       `json:"next,omitempty"`
+	Source string       `json:"source"` // daemon or files
 }
 
 func runList(ctx context.Context, c *call) error {
@@ -214,12 +201,11 @@ func runList(ctx context.Context, c *call) error {
 	if c.opt.limit <= 0 {
 		return usagef("--limit: want a number from 1")
 	}
-	p, err := openProject(ctx, c)
+	r, err := connect(ctx, c, false)
 	if err != nil {
 		return err
 	}
-	defer p.Close()
-	page, err := p.DB.List(ctx, f)
+	page, total, err := r.list(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -227,10 +213,10 @@ func runList(ctx context.Context, c *call) error {
 		if page.Rows == nil {
 			page.Rows = []*index.Row{}
 		}
-		return writeJSON(c.Stdout, listJSON{Tasks: page.Rows, Next: page.Next})
+		return writeJSON(c.Stdout, listJSON{Tasks: page.Rows, Next: page.Next, Source: r.source()})
 	}
 	if len(page.Rows) == 0 {
-		if n, err := p.DB.Count(ctx); err == nil && n.Tasks == 0 {
+		if total == 0 {
 			fmt.Fprintln(c.Stdout, `no tasks yet: snag add "What needs doing" adds one`)
 			return nil
 		}
@@ -259,6 +245,7 @@ type showJSON struct {
 	Body     string      `json:"body"`
 	TaskFile string      `json:"task_file"`
 	SHA256   string      `json:"sha256"`
+	Source   string      `json:"source"` // daemon or files
 }
 
 func runShow(ctx context.Context, c *call) error {
@@ -269,23 +256,22 @@ func runShow(ctx context.Context, c *call) error {
 	if err != nil {
 		return err
 	}
-	p, err := openProject(ctx, c)
+	r, err := connect(ctx, c, false)
 	if err != nil {
 		return err
 	}
-	defer p.Close()
-	it, err := p.DB.Get(ctx, ref)
+	it, err := r.get(ctx, c.args[0], ref)
 	if err != nil {
 		return err
 	}
 	if c.opt.json {
-		out := showJSON{Row: &it.Row, Task: it.Task, TaskFile: p.Rel(it.Path), SHA256: fmt.Sprintf("%x", it.SHA256)}
+		out := showJSON{Row: &it.Row, Task: it.Task, TaskFile: project.Rel(it.Path), SHA256: fmt.Sprintf("%x", it.SHA256), Source: r.source()}
 		if it.Task != nil {
 			out.Body = string(it.Task.Body)
 		}
 		return writeJSON(c.Stdout, out)
 	}
-	writeShow(c.Stdout, p, it)
+	writeShow(c.Stdout, it)
 	if it.State != index.StateOK {
 		return errFound
 	}
@@ -296,28 +282,16 @@ func runSearch(ctx context.Context, c *call) error {
 	if len(c.args) == 0 {
 		return usagef("search takes a query: snag search checkout safari")
 	}
-	p, err := openProject(ctx, c)
+	r, err := connect(ctx, c, false)
 	if err != nil {
 		return err
 	}
-	defer p.Close()
-	query := strings.Join(c.args, " ")
-	hits, err := p.DB.Search(ctx, query, c.opt.limit)
+	hits, err := r.search(ctx, strings.Join(c.args, " "), c.opt.limit)
 	if err != nil {
 		return err
-	}
-	// A query that is a task's alias or id finds that task first.
-	if ref, rerr := queue.ParseRef(query); rerr == nil && (ref.ID != "" || strings.Contains(query, "-")) {
-		if it, gerr := p.DB.Get(ctx, ref); gerr == nil {
-			hits = slices.DeleteFunc(hits, func(h index.Hit) bool { return h.Path == it.Path })
-			hits = append([]index.Hit{{Row: it.Row}}, hits...)
-		}
 	}
 	if c.opt.json {
-		if hits == nil {
-			hits = []index.Hit{}
-		}
-		return writeJSON(c.Stdout, map[string]any{"hits": hits})
+		return writeJSON(c.Stdout, map[string]any{"hits": hits, "source": r.source()})
 	}
 	if len(hits) == 0 {
 		fmt.Fprintf(c.Stdout, "nothing matches %q\n", strings.Join(c.args, " "))

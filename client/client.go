@@ -50,8 +50,17 @@ type Health struct {
 	GitCommonDir string `json:"git_common_dir"`
 	PID          int    `json:"pid"`
 	Port         int    `json:"port"`
+	Version      string `json:"version"`
 	Ready        bool   `json:"ready"`
+	Polling      bool   `json:"polling"`
+	Counts       Counts `json:"counts"`
 	Proof        string `json:"proof"`
+}
+
+// Counts are the daemon's counts of task rows and of rows with problems.
+type Counts struct {
+	Tasks    int `json:"tasks"`
+	Problems int `json:"problems"`
 }
 
 // Client talks to one snagd.
@@ -68,8 +77,9 @@ type Client struct {
 type Options struct {
 	Home string // the per-user folder with the token; "" for ~/.snag or $SNAG_HOME
 	// Start, when set, is run when no daemon answers, and discovery waits
-	// for the daemon it starts.
-	Start func(ctx context.Context, root string) error
+	// for the daemon it starts, or until the channel it returns is closed
+	// (the daemon exited: its log says why).
+	Start func(ctx context.Context, root string) (exited <-chan struct{}, err error)
 	// Timeout bounds one probe (200 ms).
 	Timeout time.Duration
 }
@@ -96,36 +106,63 @@ func Dial(ctx context.Context, root string, opts Options) (*Client, error) {
 	c := &Client{root: abs, home: opts.Home, tok: tok, http: &http.Client{Timeout: 30 * time.Second}}
 	found, notes := c.find(ctx, opts.Timeout)
 	if found {
-		return c, nil
+		return c, c.awaitReady(ctx)
 	}
 	if opts.Start == nil {
 		return nil, noDaemon(abs, notes)
 	}
-	if err := opts.Start(ctx, abs); err != nil {
+	exited, err := opts.Start(ctx, abs)
+	if err != nil {
 		return nil, fmt.Errorf("start snagd: %w", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(ReadyWait)
 	for time.Now().Before(deadline) {
 		if c.tok, err = token.Read(opts.Home); err == nil {
 			if found, notes = c.find(ctx, opts.Timeout); found {
-				return c, nil
+				return c, c.awaitReady(ctx)
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-exited:
+			return nil, noDaemon(abs, append(notes, "the snagd started for it exited"))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 	return nil, noDaemon(abs, notes)
 }
 
-func noDaemon(root string, notes []string) error {
-	msg := fmt.Sprintf("%v for %s: start one with snagd --root %s", ErrNoDaemon, root, root)
-	if len(notes) > 0 {
-		msg += " (" + strings.Join(notes, "; ") + ")"
+// awaitReady waits for a daemon that was found still reading the task
+// files at its start (it answers 503 until then).
+func (c *Client) awaitReady(ctx context.Context) error {
+	deadline := time.Now().Add(ReadyWait)
+	for !c.health.Ready {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("snagd on :%d has been reading the task files for %s: see .snag/snagd.log", c.health.Port, ReadyWait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if h, err := c.probe(ctx, c.health.Port, time.Second); err == nil && h.PID == c.health.PID {
+			c.health = *h
+		}
 	}
-	return errors.Join(ErrNoDaemon, errors.New(msg))
+	return nil
+}
+
+// ReadyWait is how long a client waits for a daemon that is starting, and
+// how long it retries requests answered 503.
+var ReadyWait = 30 * time.Second
+
+func noDaemon(root string, notes []string) error {
+	var more string
+	if len(notes) > 0 {
+		more = " (" + strings.Join(notes, "; ") + ")"
+	}
+	return fmt.Errorf("%w for %s: start one with snagd --root %s%s", ErrNoDaemon, root, root, more)
 }
 
 func home() string {
@@ -216,6 +253,15 @@ func (c *Client) probe(ctx context.Context, port int, timeout time.Duration) (*H
 // Health is what the daemon said when it was found.
 func (c *Client) Health() Health { return c.health }
 
+// Fresh asks the daemon's /health again and returns it.
+func (c *Client) Fresh(ctx context.Context) (Health, error) {
+	h, err := c.probe(ctx, c.health.Port, time.Second)
+	if err != nil {
+		return Health{}, err
+	}
+	return *h, nil
+}
+
 // Recheck asks the daemon's /health again, as clients do before every
 // write; when the daemon changed (restarted, or a different one answers),
 // it discovers again.
@@ -250,17 +296,35 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.tok.String())
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("snagd on :%d: %w", c.health.Port, err)
+	var resp *http.Response
+	deadline := time.Now().Add(ReadyWait)
+	for {
+		req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+c.tok.String())
+		if in != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if resp, err = c.http.Do(req); err != nil {
+			return fmt.Errorf("snagd on :%d: %w", c.health.Port, err)
+		}
+		// 503 means nothing was done: snagd is starting, rebuilding its
+		// index or waiting for a lock; ask again after Retry-After.
+		wait := retryAfter(resp)
+		if resp.StatusCode != http.StatusServiceUnavailable || time.Now().Add(wait).After(deadline) {
+			break
+		}
+		resp.Body.Close()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		if b, ok := body.(*bytes.Reader); ok {
+			b.Seek(0, io.SeekStart)
+		}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
@@ -276,14 +340,30 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 	return json.NewDecoder(resp.Body).Decode(out)
 }
 
+// retryAfter is how long a 503 answer asks the client to wait, at least
+// 50 ms and at most 2 s.
+func retryAfter(resp *http.Response) time.Duration {
+	secs, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+	if err != nil || secs <= 0 {
+		return 100 * time.Millisecond
+	}
+	return min(time.Duration(secs)*time.Second, 2*time.Second)
+}
+
 // StartDetached starts a daemon for root in the background, in its own
 // session so it outlives the command that started it, with its log in
-// .snag/snagd.log. exe is the program and args its arguments (for example
-// the snag binary with "daemon", "--root", root).
-func StartDetached(exe string, args []string, root string) error {
-	logf, err := os.OpenFile(filepath.Join(root, ".snag", "snagd.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+// .snag/snagd.log (the previous log is kept as snagd.log.1 once it passes
+// 1 MiB). exe is the program and args its arguments (for example the snag
+// binary with "daemon", "--root", root). The channel is closed if the
+// daemon exits.
+func StartDetached(exe string, args []string, root string) (<-chan struct{}, error) {
+	name := filepath.Join(root, ".snag", "snagd.log")
+	if fi, err := os.Stat(name); err == nil && fi.Size() > 1<<20 {
+		os.Rename(name, name+".1")
+	}
+	logf, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer logf.Close()
 	cmd := exec.Command(exe, args...)
@@ -291,7 +371,12 @@ func StartDetached(exe string, args []string, root string) error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, err
 	}
-	return cmd.Process.Release()
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	return exited, nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"strconv"
 	"strings"
 )
 
@@ -15,7 +17,7 @@ func Command(ctx context.Context, args []string, version string, stdout, stderr 
 	fs := flag.NewFlagSet("snagd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	root := fs.String("root", ".", "the project root: the folder that holds .snag/")
-	port := fs.Int("port", 0, fmt.Sprintf("listen on 127.0.0.1:PORT (default: the first free of %d-%d)", FirstPort, LastPort))
+	port := fs.Int("port", envPort(), fmt.Sprintf("listen on 127.0.0.1:PORT (default: $SNAG_PORT, else the first free of %d-%d)", FirstPort, LastPort))
 	level := fs.String("log", "info", "log level: debug, info, warn, error")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: snagd [--root DIR] [--port N] [--log LEVEL]\n\n"+
@@ -29,6 +31,12 @@ func Command(ctx context.Context, args []string, version string, stdout, stderr 
 		}
 		return err
 	}
+	if v := os.Getenv(PortEnv); v != "" && envPort() <= 0 {
+		return fmt.Errorf("%s=%q: want a port number, or unset it", PortEnv, v)
+	}
+	if *port < 0 || *port > 65535 {
+		return fmt.Errorf("--port %d: want a port from 1 to 65535 (or 0 for the first free of %d-%d)", *port, FirstPort, LastPort)
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("snagd takes no arguments, only flags (snagd --help)")
 	}
@@ -39,4 +47,16 @@ func Command(ctx context.Context, args []string, version string, stdout, stderr 
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
 	return Run(ctx, Options{Root: *root, Port: *port, Version: version, Log: log,
 		Ready: func(addr string) { log.Info("ready", "addr", addr) }})
+}
+
+// PortEnv names the variable that sets snagd's port when --port is not
+// given, for a daemon the CLI starts in the background.
+const PortEnv = "SNAG_PORT"
+
+func envPort() int {
+	p, err := strconv.Atoi(os.Getenv(PortEnv))
+	if err != nil {
+		return 0
+	}
+	return p
 }

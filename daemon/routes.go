@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/project"
 	"github.com/snagdev/snag/queue"
+	"github.com/snagdev/snag/watch"
 )
 
 // Health is what GET /health answers, without auth.
@@ -45,6 +47,13 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 	mux.HandleFunc("GET /sessions", d.ready503(d.listSessions))
 	mux.HandleFunc("GET /sessions/{id}/stream", d.ready503(func(w http.ResponseWriter, r *http.Request) { d.stream(ctx, w, r) }))
 	mux.HandleFunc("GET /audit", d.ready503(d.auditLog))
+	mux.HandleFunc("POST /reindex", d.ready503(d.reindex))
+	mux.HandleFunc("POST /rescan", d.ready503(func(w http.ResponseWriter, r *http.Request) {
+		// A full rescan now, as the watcher's timer would run it: for a
+		// person who wants the index to have seen their latest edits.
+		d.apply(r.Context(), watch.Batch{Rescan: true, Reasons: []string{"requested"}}, false)
+		writeJSON(w, http.StatusOK, map[string]any{"done": true})
+	}))
 	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) { d.hub.serveEvents(ctx, w, r) })
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{http.StatusNotFound, "not_found", "no such endpoint: " + r.Method + " " + r.URL.Path})
@@ -77,6 +86,10 @@ func (d *Daemon) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h)
 }
 
+// maxList is the most tasks one GET /tasks answers; the next page follows
+// from its cursor.
+const maxList = 10000
+
 func (d *Daemon) listTasks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := index.Filter{Plan: q.Get("plan"), All: q.Get("all") == "true", Cursor: q.Get("cursor")}
@@ -97,8 +110,8 @@ func (d *Daemon) listTasks(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if s := q.Get("limit"); s != "" {
-		if f.Limit, err = strconv.Atoi(s); err != nil || f.Limit < 1 || f.Limit > 1000 {
-			writeError(w, &apiError{http.StatusBadRequest, "bad_limit", "limit: want 1 to 1000"})
+		if f.Limit, err = strconv.Atoi(s); err != nil || f.Limit < 1 || f.Limit > maxList {
+			writeError(w, &apiError{http.StatusBadRequest, "bad_limit", fmt.Sprintf("limit: want 1 to %d", maxList)})
 			return
 		}
 	}
@@ -126,7 +139,7 @@ func (d *Daemon) getTask(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, err)
 		return
 	}
-	out := map[string]any{"row": it.Row, "task": it.Task, "task_file": d.p.Rel(it.Path)}
+	out := map[string]any{"row": it.Row, "task": it.Task, "task_file": d.p.Rel(it.Path), "sha256": fmt.Sprintf("%x", it.SHA256)}
 	if it.Task != nil {
 		out["body"] = string(it.Task.Body)
 	}
@@ -225,15 +238,36 @@ func (d *Daemon) moveTask(w http.ResponseWriter, r *http.Request) {
 func (d *Daemon) search(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query().Get("q")
 	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
-	hits, err := d.p.DB.Search(r.Context(), q, min(max(limit, 0), 100))
+	hits, err := d.p.Search(r.Context(), q, min(max(limit, 0), 100))
 	if err != nil {
 		writeError(w, &apiError{http.StatusBadRequest, "bad_query", err.Error()})
 		return
 	}
-	if hits == nil {
-		hits = []index.Hit{}
-	}
 	writeJSON(w, http.StatusOK, map[string]any{"hits": hits})
+}
+
+// reindex rebuilds the index from the task files, as snag reindex does
+// when no daemon runs; live state is kept and leases are reconciled with
+// what the files now say.
+func (d *Daemon) reindex(w http.ResponseWriter, r *http.Request) {
+	var req moveRequest
+	if e := decode(r, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ctx := r.Context()
+	st, err := d.p.Rebuild(ctx)
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	d.reconcile(ctx, nil)
+	d.audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: req.By, Action: "reindex", Outcome: "ok",
+		Detail: fmt.Sprintf("%d files, %d failed", st.Files, st.Failed)})
+	d.hub.publish("rescan", map[string]any{"reasons": []string{"reindex"}, "files": st.Files})
+	writeJSON(w, http.StatusOK, map[string]any{"files": st.Files, "failed": st.Failed, "ms": st.Duration.Milliseconds()})
 }
 
 // pathRef reads the {ref} of a request's path, answering 400 when it is

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -238,4 +239,23 @@ func clean(it *index.Item) error {
 // describes, which has already happened.
 func (p *Project) audit(ctx context.Context, actor queue.Actor, who, action, taskID, outcome, detail string) {
 	_ = p.DB.Audit(ctx, index.AuditEntry{Actor: actor, Agent: who, Action: action, TaskID: taskID, Outcome: outcome, Detail: detail})
+}
+
+// Search runs a full-text query (see [index.DB.Search]); a query that is a
+// task's alias or id lists that task first.
+func (p *Project) Search(ctx context.Context, query string, limit int) ([]index.Hit, error) {
+	hits, err := p.DB.Search(ctx, query, limit)
+	if err != nil {
+		return nil, err
+	}
+	if ref, rerr := queue.ParseRef(query); rerr == nil && (ref.ID != "" || strings.Contains(query, "-")) {
+		if it, gerr := p.DB.Get(ctx, ref); gerr == nil {
+			hits = slices.DeleteFunc(hits, func(h index.Hit) bool { return h.Path == it.Path })
+			hits = append([]index.Hit{{Row: it.Row}}, hits...)
+		}
+	}
+	if hits == nil {
+		hits = []index.Hit{}
+	}
+	return hits, nil
 }

@@ -210,7 +210,10 @@ func (p *Project) Close() error {
 }
 
 // Rel gives a path inside .snag/ as a person sees it from the root.
-func (p *Project) Rel(path string) string {
+func (p *Project) Rel(path string) string { return Rel(path) }
+
+// Rel gives the path, relative to the project root, of a path inside .snag/.
+func Rel(path string) string {
 	return filepath.ToSlash(filepath.Join(Folder, path))
 }
 

@@ -1,0 +1,257 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/snagdev/snag/client"
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/project"
+	"github.com/snagdev/snag/queue"
+)
+
+// NoAutostartEnv, when set to anything but "" or "0", stops the CLI from
+// starting snagd in the background, as --no-autostart does.
+const NoAutostartEnv = "SNAG_NO_AUTOSTART"
+
+// Where a read came from, as the JSON of list, show and search says.
+const (
+	fromDaemon = "daemon"
+	fromFiles  = "files"
+)
+
+// remote is the project a command works on and, when one serves it, its
+// snagd.
+type remote struct {
+	root string
+	cl   *client.Client // nil: no daemon; read the files
+}
+
+// connect finds the project and the snagd that serves it, starting one in
+// the background when none answers (unless --no-autostart). A write needs
+// the daemon: without one it fails naming the fix. A read falls back to the
+// files, with a note on stderr when a daemon could not be started.
+func connect(ctx context.Context, c *call, write bool) (*remote, error) {
+	root, err := project.Find(c.Dir)
+	if err != nil {
+		return nil, err
+	}
+	r := &remote{root: root}
+	opts := client.Options{Home: project.Home()}
+	auto := !c.opt.noAutostart && !envSet(NoAutostartEnv)
+	if auto {
+		opts.Start = startDaemon
+	}
+	cl, err := client.Dial(ctx, root, opts)
+	switch {
+	case err == nil:
+		r.cl = cl
+		return r, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case write && !auto:
+		return nil, fmt.Errorf("%w\n(--no-autostart or %s is set; snag writes only through snagd)", err, NoAutostartEnv)
+	case write:
+		return nil, fmt.Errorf("%w%s", err, logTail(root))
+	case auto:
+		fmt.Fprintf(c.Stderr, "snag: note: %v%s\nsnag: note: read from the files; statuses may be stale\n", err, logTail(root))
+	}
+	return r, nil
+}
+
+// running finds the project and the snagd that serves it, if one does; it
+// starts none.
+func running(ctx context.Context, c *call) (*remote, error) {
+	root, err := project.Find(c.Dir)
+	if err != nil {
+		return nil, err
+	}
+	r := &remote{root: root}
+	if cl, err := client.Dial(ctx, root, client.Options{Home: project.Home()}); err == nil {
+		r.cl = cl
+	}
+	return r, nil
+}
+
+// startDaemon starts snagd for root in the background: this same program
+// as "snag daemon", detached, logging to .snag/snagd.log.
+func startDaemon(ctx context.Context, root string) (<-chan struct{}, error) {
+	exe, err := self()
+	if err != nil {
+		return nil, err
+	}
+	return client.StartDetached(exe, []string{"daemon", "--root", root}, root)
+}
+
+// self is the path of the running snag program. It prefers the name it was
+// started by (found on PATH when it has no slash), so a program that
+// answers to several names is started under the same one.
+func self() (string, error) {
+	if name := os.Args[0]; name != "" {
+		if strings.ContainsRune(name, filepath.Separator) {
+			if abs, err := filepath.Abs(name); err == nil {
+				return abs, nil
+			}
+		} else if p, err := exec.LookPath(name); err == nil {
+			return filepath.Abs(p)
+		}
+	}
+	return os.Executable()
+}
+
+// logTail gives the last lines of .snag/snagd.log, which say why a daemon
+// started in the background did not come up.
+func logTail(root string) string {
+	b, err := os.ReadFile(filepath.Join(root, project.Folder, "snagd.log"))
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	lines = lines[max(0, len(lines)-3):]
+	return "\nthe end of .snag/snagd.log:\n  " + string(bytes.Join(lines, []byte("\n  ")))
+}
+
+func envSet(name string) bool {
+	v := os.Getenv(name)
+	return v != "" && v != "0"
+}
+
+// do sends a request to the daemon, turning its error answers into errors
+// the CLI prints as they are.
+func (r *remote) do(ctx context.Context, method, path string, in, out any) error {
+	err := r.cl.Do(ctx, method, path, in, out)
+	var e *client.Error
+	if errors.As(err, &e) {
+		return errors.New(e.Message)
+	}
+	return err
+}
+
+// source says where the remote's reads come from.
+func (r *remote) source() string {
+	if r.cl != nil {
+		return fromDaemon
+	}
+	return fromFiles
+}
+
+// local opens the project's files and index, bringing the index up to date
+// first: the way to read when no daemon serves the project.
+func (r *remote) local(ctx context.Context) (*project.Project, error) {
+	p, err := project.Open(ctx, r.root)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.Sync(ctx, false); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// list lists tasks, and counts every task for the message of an empty list.
+func (r *remote) list(ctx context.Context, f index.Filter) (index.Page, int, error) {
+	if r.cl == nil {
+		p, err := r.local(ctx)
+		if err != nil {
+			return index.Page{}, 0, err
+		}
+		defer p.Close()
+		page, err := p.DB.List(ctx, f)
+		if err != nil {
+			return index.Page{}, 0, err
+		}
+		n, err := p.DB.Count(ctx)
+		return page, n.Tasks, err
+	}
+	q := url.Values{}
+	var sts []string
+	for _, s := range f.Statuses {
+		sts = append(sts, string(s))
+	}
+	set := func(k, v string) {
+		if v != "" && v != "0" && v != "false" {
+			q.Set(k, v)
+		}
+	}
+	set("status", strings.Join(sts, ","))
+	set("wave", strconv.Itoa(f.Wave))
+	set("kind", string(f.Kind))
+	set("plan", f.Plan)
+	set("all", strconv.FormatBool(f.All))
+	set("limit", strconv.Itoa(f.Limit))
+	set("cursor", f.Cursor)
+	var page struct {
+		Tasks []*index.Row `json:"tasks"`
+		Next  string       `json:"next"`
+	}
+	if err := r.do(ctx, "GET", "/tasks?"+q.Encode(), nil, &page); err != nil {
+		return index.Page{}, 0, err
+	}
+	total := r.cl.Health().Counts.Tasks
+	if len(page.Tasks) == 0 {
+		if h, err := r.cl.Fresh(ctx); err == nil {
+			total = h.Counts.Tasks
+		}
+	}
+	return index.Page{Rows: page.Tasks, Next: page.Next}, total, nil
+}
+
+// get reads one task; arg is the reference as typed.
+func (r *remote) get(ctx context.Context, arg string, ref queue.Ref) (*index.Item, error) {
+	if r.cl == nil {
+		p, err := r.local(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer p.Close()
+		return p.DB.Get(ctx, ref)
+	}
+	var got struct {
+		Row    index.Row   `json:"row"`
+		Task   *queue.Task `json:"task"`
+		Body   string      `json:"body"`
+		SHA256 string      `json:"sha256"`
+	}
+	if err := r.do(ctx, "GET", "/tasks/"+url.PathEscape(arg), nil, &got); err != nil {
+		return nil, err
+	}
+	it := &index.Item{Row: got.Row, Task: got.Task}
+	if it.Task != nil {
+		it.Task.Body = []byte(got.Body)
+	}
+	it.SHA256, _ = hex.DecodeString(got.SHA256)
+	return it, nil
+}
+
+// search runs a full-text query.
+func (r *remote) search(ctx context.Context, query string, limit int) ([]index.Hit, error) {
+	if r.cl == nil {
+		p, err := r.local(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer p.Close()
+		return p.Search(ctx, query, limit)
+	}
+	var got struct {
+		Hits []index.Hit `json:"hits"`
+	}
+	q := url.Values{"q": {query}, "limit": {strconv.Itoa(limit)}}
+	if err := r.do(ctx, "GET", "/search?"+q.Encode(), nil, &got); err != nil {
+		return nil, err
+	}
+	if got.Hits == nil {
+		got.Hits = []index.Hit{}
+	}
+	return got.Hits, nil
+}
