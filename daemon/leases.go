@@ -253,6 +253,12 @@ func (d *Daemon) personRelease(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, err)
 		return
 	}
+	if it.Status != queue.StatusClaimed && it.Status != queue.StatusVerifying {
+		if _, err := d.p.DB.LeaseOf(ctx, it.ID); err != nil {
+			writeError(w, &apiError{http.StatusConflict, "not_held", fmt.Sprintf("%s is %s and held by no one: nothing to release", it.Key, it.Status)})
+			return
+		}
+	}
 	why := "released by " + req.By
 	if req.Reason != "" {
 		why += ": " + req.Reason
