@@ -18,10 +18,14 @@ package index
 import (
 	"context"
 	"embed"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"zombiezen.com/go/sqlite"
@@ -54,7 +58,35 @@ func migrations() []string {
 type DB struct {
 	pool *sqlitemigration.Pool
 	path string
+	step func(ctx context.Context, step string) error
 }
+
+// The steps of a write transaction, as [DB.OnStep] names them.
+const (
+	StepBegun      = "begun"      // BEGIN IMMEDIATE holds the write lock
+	StepCommitting = "committing" // the transaction's work is done, not yet committed
+	StepCommitted  = "committed"  // committed
+	StepRolledBack = "rolled-back"
+)
+
+// OnStep sets a function called at each step of every write transaction
+// (the Step constants), with the context the write was made under, for
+// crash tests: it may end the process there. An error it returns at begun
+// or committing rolls the transaction back and is returned to the caller;
+// at committed and rolled-back it is ignored. Set it before the DB is
+// shared; nil, the default, costs nothing.
+func (db *DB) OnStep(f func(ctx context.Context, step string) error) { db.step = f }
+
+// ErrCorrupt is wrapped by the errors of [Check] and [Open] for a database
+// file that is damaged, truncated, of an unknown schema, or not snag's.
+// The index can be rebuilt from the files: snagd moves such a file aside
+// at start and builds a new one.
+var ErrCorrupt = errors.New("snag.db is damaged or not snag's")
+
+// ErrBusy is wrapped by errors of writes that gave up waiting for another
+// process's lock on the database. Such a write changed nothing; it may be
+// tried again.
+var ErrBusy = errors.New("snag.db is locked by another process")
 
 // Open opens (creating when needed) the database at path and brings its
 // schema up to date. It fails when the file is not snag's.
@@ -84,10 +116,172 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	conn, err := db.take(ctx)
 	if err != nil {
 		pool.Close()
+		if damaged(err) {
+			return nil, fmt.Errorf("index %s: %w: %w (snagd moves it aside and rebuilds it at start; without snagd, move it aside and run snag reindex)", path, ErrCorrupt, err)
+		}
 		return nil, err
 	}
 	db.put(conn)
 	return db, nil
+}
+
+// damaged reports whether an error from opening or migrating the database
+// says the file is not a sound snag database (as opposed to locked, or
+// unreadable for want of permission or room).
+func damaged(err error) bool {
+	switch sqlite.ErrCode(err).ToPrimary() {
+	case sqlite.ResultCorrupt, sqlite.ResultNotADB:
+		return true
+	case sqlite.ResultBusy, sqlite.ResultLocked, sqlite.ResultIOErr, sqlite.ResultCantOpen,
+		sqlite.ResultPerm, sqlite.ResultReadOnly, sqlite.ResultFull, sqlite.ResultNoMem, sqlite.ResultInterrupt:
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	// A migration that does not apply (its tables are not what its
+	// version says) or an application id that is not snag's.
+	msg := err.Error()
+	return strings.Contains(msg, "migrate database") || strings.Contains(msg, "application_id")
+}
+
+// Check looks at the database file at path before it is opened for use:
+// its header, its size against the page count the header gives, its
+// application id and schema version, and SQLite's quick check. A problem
+// is returned wrapping [ErrCorrupt], saying what is wrong; a file that is
+// missing or empty is fine (it is created). Other errors (a lock held too
+// long, a permission) are returned as they are: they are not the file's
+// fault. The quick check reads the whole file, so Check is for snagd's
+// start, not for every open.
+func Check(ctx context.Context, path string) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("index %s: %w: %s", path, ErrCorrupt, fmt.Sprintf(format, args...))
+	}
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("index %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return bad("not a regular file")
+	}
+	if fi.Size() == 0 {
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("index %s: %w", path, err)
+	}
+	var h [100]byte
+	_, err = io.ReadFull(f, h[:])
+	f.Close()
+	if err != nil {
+		return bad("%d bytes, too short for a SQLite header", fi.Size())
+	}
+	if string(h[:16]) != "SQLite format 3\x00" {
+		return bad("bad header: not a SQLite database")
+	}
+	pageSize := int64(binary.BigEndian.Uint16(h[16:18]))
+	if pageSize == 1 {
+		pageSize = 65536
+	}
+	if pageSize < 512 || pageSize > 65536 || pageSize&(pageSize-1) != 0 {
+		return bad("bad header: page size %d", pageSize)
+	}
+	// The page count in the header is valid when the change counter
+	// matches the version-valid-for number. While a write-ahead log holds
+	// frames the file may be shorter than the header says until they are
+	// checkpointed, so the sizes are compared only without one.
+	pages := int64(binary.BigEndian.Uint32(h[28:32]))
+	valid := binary.BigEndian.Uint32(h[24:28]) == binary.BigEndian.Uint32(h[92:96])
+	if wal, err := os.Stat(path + "-wal"); valid && pages > 0 && (err != nil || wal.Size() == 0) && fi.Size() < pages*pageSize {
+		return bad("truncated: %d bytes, the header says %d pages of %d", fi.Size(), pages, pageSize)
+	}
+
+	conn, err := sqlite.OpenConn(path, sqlite.OpenReadWrite|sqlite.OpenURI)
+	if err != nil {
+		if damaged(err) {
+			return bad("%v", err)
+		}
+		return fmt.Errorf("index %s: %w", path, err)
+	}
+	defer conn.Close()
+	conn.SetBusyTimeout(BusyTimeout)
+	defer conn.SetInterrupt(conn.SetInterrupt(ctx.Done()))
+	var appID, version, tables int64
+	var quick []string
+	err = sqlitex.ExecuteTransient(conn, `SELECT (SELECT application_id FROM pragma_application_id),
+		(SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)`, &sqlitex.ExecOptions{
+		ResultFunc: func(st *sqlite.Stmt) error {
+			appID, version, tables = st.ColumnInt64(0), st.ColumnInt64(1), st.ColumnInt64(2)
+			return nil
+		},
+	})
+	if err == nil {
+		err = sqlitex.ExecuteTransient(conn, `PRAGMA quick_check(5)`, &sqlitex.ExecOptions{
+			ResultFunc: func(st *sqlite.Stmt) error { quick = append(quick, st.ColumnText(0)); return nil },
+		})
+	}
+	if err != nil {
+		if damaged(err) {
+			return bad("%v", err)
+		}
+		return fmt.Errorf("index %s: %w", path, err)
+	}
+	switch {
+	case appID == 0 && tables > 0:
+		return bad("a SQLite database of another program (no application id, %d tables)", tables)
+	case appID != 0 && appID != AppID:
+		return bad("a SQLite database of another program (application id %#x, snag's is %#x)", appID, AppID)
+	case version > int64(len(migrations())):
+		return bad("schema version %d is newer than this snag knows (%d): a newer snag made it", version, len(migrations()))
+	case len(quick) != 1 || quick[0] != "ok":
+		return bad("quick check: %s", strings.ReplaceAll(strings.Join(quick, "; "), "\n", "; "))
+	}
+	return nil
+}
+
+// Busy reports whether err is a database lock that another process held
+// for longer than a write would wait (or a wait cut short by its
+// deadline): nothing was changed, and the write may be tried again.
+func Busy(err error) bool {
+	if errors.Is(err, ErrBusy) {
+		return true
+	}
+	switch sqlite.ErrCode(err).ToPrimary() {
+	case sqlite.ResultBusy, sqlite.ResultLocked:
+		return true
+	}
+	return false
+}
+
+// Fence raises the fencing tokens after the database was rebuilt from the
+// files, when the epochs and session ids it had handed out are lost: every
+// indexed task's epoch, and the next session id, go above floor (snagd
+// passes the clock in milliseconds, more than any count of grants before
+// it), so no holder from before the rebuild can present a token that is
+// live again.
+func (db *DB) Fence(ctx context.Context, floor int64) error {
+	return db.write(ctx, func(conn *sqlite.Conn) error {
+		err := sqlitex.Execute(conn, `INSERT INTO epochs (task_id, epoch)
+			SELECT DISTINCT id, :floor FROM tasks WHERE id != ''
+			ON CONFLICT (task_id) DO UPDATE SET epoch = max(epoch, excluded.epoch)`,
+			&sqlitex.ExecOptions{Named: map[string]any{":floor": floor}})
+		if err != nil {
+			return fmt.Errorf("index: fence epochs: %w", err)
+		}
+		now := time.Now().UnixNano()
+		err = sqlitex.Execute(conn, `INSERT INTO sessions (id, name, started, last_seen, ended, end_reason)
+			SELECT :floor, '', :now, :now, :now, 'placeholder: session ids after a rebuild start above it'
+			WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE id >= :floor)`,
+			&sqlitex.ExecOptions{Named: map[string]any{":floor": floor, ":now": now}})
+		if err != nil {
+			return fmt.Errorf("index: fence sessions: %w", err)
+		}
+		return nil
+	})
 }
 
 // Close closes every connection.
@@ -129,14 +323,36 @@ func (db *DB) withConn(ctx context.Context, f func(conn *sqlite.Conn) error) err
 }
 
 // write runs f in an immediate transaction, so a write that follows a read
-// never meets a lock upgrade failure.
+// never meets a lock upgrade failure. A lock another process held for
+// longer than BusyTimeout (or than ctx allows) fails it with ErrBusy.
 func (db *DB) write(ctx context.Context, f func(conn *sqlite.Conn) error) error {
 	return db.withConn(ctx, func(conn *sqlite.Conn) (err error) {
 		end, err := sqlitex.ImmediateTransaction(conn)
 		if err != nil {
+			if Busy(err) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("index: begin: %w (%w)", ErrBusy, err)
+			}
 			return fmt.Errorf("index: begin: %w", err)
 		}
-		defer end(&err)
-		return f(conn)
+		if db.step == nil {
+			defer end(&err)
+			return f(conn)
+		}
+		func() {
+			defer end(&err)
+			if err = db.step(ctx, StepBegun); err != nil {
+				return
+			}
+			if err = f(conn); err != nil {
+				return
+			}
+			err = db.step(ctx, StepCommitting)
+		}()
+		if err != nil {
+			db.step(ctx, StepRolledBack)
+		} else {
+			db.step(ctx, StepCommitted)
+		}
+		return err
 	})
 }

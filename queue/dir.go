@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -36,6 +37,34 @@ var ErrChanged = errors.New("file kept changing while snag wrote it: try again w
 type Dir struct {
 	root *os.Root
 	path string
+	step func(step string) error
+}
+
+// The steps of a write, as [Dir.OnStep] names them, in order. A new file
+// is linked into place and its temp file removed; a rewrite is renamed.
+const (
+	StepTempCreated = "temp-created" // the temp file exists, empty
+	StepTempWritten = "temp-written" // the new bytes are in the temp file
+	StepTempSynced  = "temp-synced"  // and on disk
+	StepRenamed     = "renamed"      // the temp file replaced the file
+	StepLinked      = "linked"       // a new file is in place beside its temp file
+	StepTempRemoved = "temp-removed" // the temp file of a new file is gone
+	StepDirSynced   = "dir-synced"   // the folder's entries are on disk
+)
+
+// OnStep sets a function called after each step of every write (the Step
+// constants), for crash tests: it may end the process there, or return an
+// error that the write then fails with, as if the step had failed (a temp
+// file is removed, the file keeps its old bytes). Set it before the Dir is
+// shared; nil, the default, costs nothing.
+func (d *Dir) OnStep(f func(step string) error) { d.step = f }
+
+// at reports that a step is done, and returns the error a hook injects.
+func (d *Dir) at(step string) error {
+	if d.step == nil {
+		return nil
+	}
+	return d.step(step)
 }
 
 // OpenDir opens the folder at path. The folder itself must not be a
@@ -166,8 +195,14 @@ func (d *Dir) Create(name string, data []byte) error {
 		}
 		return fmt.Errorf("create %s: %w", name, err)
 	}
+	if err := d.at(StepLinked); err != nil {
+		return fmt.Errorf("create %s: %w", name, err)
+	}
 	if err := d.root.Remove(tmp); err != nil {
 		return fmt.Errorf("create %s: remove temp: %w", name, err)
+	}
+	if err := d.at(StepTempRemoved); err != nil {
+		return fmt.Errorf("create %s: %w", name, err)
 	}
 	return d.syncDir()
 }
@@ -208,6 +243,9 @@ func (d *Dir) Update(name string, edit func(cur []byte) ([]byte, error)) (old, n
 			d.root.Remove(tmp)
 			return cur, nil, fmt.Errorf("update %s: %w", name, err)
 		}
+		if err := d.at(StepRenamed); err != nil {
+			return cur, next, fmt.Errorf("update %s: %w", name, err)
+		}
 		return cur, next, d.syncDir()
 	}
 	return cur, nil, fmt.Errorf("update %s: %w", name, ErrChanged)
@@ -222,6 +260,9 @@ func (d *Dir) Write(name string, data []byte) error {
 	}
 	if err := d.root.Rename(tmp, name); err != nil {
 		d.root.Remove(tmp)
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := d.at(StepRenamed); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	return d.syncDir()
@@ -274,14 +315,32 @@ func (d *Dir) writeTemp(name string, data []byte, perm fs.FileMode) (string, err
 	if err != nil {
 		return "", fmt.Errorf("write %s: %w", name, err)
 	}
-	_, werr := f.Write(data)
-	serr := f.Sync()
+	werr := d.at(StepTempCreated)
+	if werr == nil {
+		if _, werr = f.Write(data); werr == nil {
+			werr = d.at(StepTempWritten)
+		}
+	}
+	var serr error
+	if werr == nil {
+		if serr = f.Sync(); serr == nil {
+			serr = d.at(StepTempSynced)
+		}
+	}
 	cerr := f.Close()
 	if err := errors.Join(werr, serr, cerr); err != nil {
 		d.root.Remove(tmp)
-		return "", fmt.Errorf("write %s: %w", name, err)
+		return "", fmt.Errorf("write %s: %w%s", name, err, fixFor(err))
 	}
 	return tmp, nil
+}
+
+// fixFor names the fix for a write that failed for want of room.
+func fixFor(err error) string {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return " (free some space on that disk and try again; the file was not changed)"
+	}
+	return ""
 }
 
 func (d *Dir) syncDir() error {
@@ -291,6 +350,9 @@ func (d *Dir) syncDir() error {
 	}
 	defer f.Close()
 	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", d.path, err)
+	}
+	if err := d.at(StepDirSynced); err != nil {
 		return fmt.Errorf("sync %s: %w", d.path, err)
 	}
 	return nil

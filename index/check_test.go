@@ -1,0 +1,216 @@
+package index_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+
+	"github.com/snagdev/snag/index"
+)
+
+// healthyDB makes a snag.db holding a few tasks, closed and checkpointed
+// (no -wal left), and returns its path.
+func healthyDB(t *testing.T) string {
+	t.Helper()
+	e := newEnv(t)
+	for i := 1; i <= 30; i++ {
+		e.put(task(i, strings.Repeat("word ", 10), withBody(strings.Repeat("body text ", 200))))
+	}
+	if st, err := e.db.Scan(e.ctx, e.dir, index.ScanOptions{Hash: true}); err != nil || st.Failed > 0 {
+		t.Fatal(st, err)
+	}
+	path := filepath.Join(t.TempDir(), "snag.db")
+	db, err := index.Open(e.ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Scan(e.ctx, e.dir, index.ScanOptions{Hash: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, path)
+	return path
+}
+
+// settle checkpoints a database into its main file and leaves WAL mode,
+// so no -wal holds pages that would hide a patch to the file.
+func settle(t *testing.T, path string) {
+	t.Helper()
+	conn, err := sqlite.OpenConn(path, sqlite.OpenReadWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := sqlitex.ExecuteTransient(conn, `PRAGMA journal_mode = DELETE`, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func patch(t *testing.T, path string, off int64, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func pageSize(t *testing.T, path string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) < 100 {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return int64(b[16])<<8 | int64(b[17])
+}
+
+// TestS3_CheckFindsDamage: every kind of damage is found before the file
+// is used, and said in the error; a sound or missing file passes.
+func TestS3_CheckFindsDamage(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		damage func(t *testing.T, path string)
+		want   string // in the error; "" for no error
+	}{
+		{"healthy", func(*testing.T, string) {}, ""},
+		{"missing", func(t *testing.T, p string) { os.Remove(p) }, ""},
+		{"empty", func(t *testing.T, p string) { os.WriteFile(p, nil, 0o644) }, ""},
+		{"zeroed header", func(t *testing.T, p string) { patch(t, p, 0, make([]byte, 100)) }, "bad header"},
+		{"wrong application id", func(t *testing.T, p string) { patch(t, p, 68, []byte{0x12, 0x34, 0x56, 0x78}) }, "application id 0x12345678"},
+		{"newer schema", func(t *testing.T, p string) { patch(t, p, 60, []byte{0, 0, 0, 99}) }, "schema version 99"},
+		{"truncated", func(t *testing.T, p string) {
+			fi, _ := os.Stat(p)
+			os.Truncate(p, fi.Size()/2)
+		}, "truncated"},
+		{"flipped page", func(t *testing.T, p string) {
+			ps := pageSize(t, p)
+			b, _ := os.ReadFile(p)
+			for i := ps; i < 2*ps; i++ { // page 2: the root of the first table
+				b[i] ^= 0xff
+			}
+			os.WriteFile(p, b, 0o644)
+		}, "quick check"},
+		{"foreign", func(t *testing.T, p string) {
+			os.Remove(p)
+			conn, err := sqlite.OpenConn(p, sqlite.OpenReadWrite|sqlite.OpenCreate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sqlitex.ExecuteScript(conn, `CREATE TABLE recipes (name TEXT); INSERT INTO recipes VALUES ('soup');`, nil)
+			conn.Close()
+		}, "another program"},
+		{"text file", func(t *testing.T, p string) { os.WriteFile(p, []byte(strings.Repeat("not a database\n", 20)), 0o644) }, "bad header"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := healthyDB(t)
+			c.damage(t, path)
+			err := index.Check(ctx, path)
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("Check: %v; want no problem", err)
+			case c.want != "" && !errors.Is(err, index.ErrCorrupt):
+				t.Fatalf("Check: %v; want ErrCorrupt", err)
+			case c.want != "" && !strings.Contains(err.Error(), c.want):
+				t.Fatalf("Check: %v; want it to say %q", err, c.want)
+			}
+			if err != nil {
+				t.Logf("%v", err)
+			}
+		})
+	}
+}
+
+// TestS3_OpenOfAnOldSchemaThatDoesNotMigrate: a file whose version says 1
+// while its tables are version 2 does not migrate; Open says ErrCorrupt.
+func TestS3_OpenOfAnOldSchemaThatDoesNotMigrate(t *testing.T) {
+	path := healthyDB(t)
+	patch(t, path, 60, []byte{0, 0, 0, 1})
+	db, err := index.Open(context.Background(), path)
+	if err == nil {
+		db.Close()
+		t.Fatal("Open succeeded")
+	}
+	if !errors.Is(err, index.ErrCorrupt) {
+		t.Fatalf("Open: %v; want ErrCorrupt", err)
+	}
+}
+
+// TestFenceRaisesEpochsAndSessionIDs: after Fence, a grant's epoch and a new
+// session's id are above the floor.
+func TestFenceRaisesEpochsAndSessionIDs(t *testing.T) {
+	e := newEnv(t)
+	one := task(1, "One")
+	e.put(one)
+	if _, err := e.db.Scan(e.ctx, e.dir, index.ScanOptions{Hash: true}); err != nil {
+		t.Fatal(err)
+	}
+	const floor = 1_000_000
+	if err := e.db.Fence(e.ctx, floor); err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.db.Register(e.ctx, index.Session{Name: "VESPER"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l index.Lease
+	err = e.db.Update(e.ctx, func(tx *index.Tx) (err error) {
+		l, err = tx.Grant(one.ID, s.ID, s.Name, false)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Epoch <= floor || s.ID <= floor {
+		t.Errorf("epoch %d, session %d after a fence at %d", l.Epoch, s.ID, floor)
+	}
+}
+
+// TestTxSteps: the hook sees a commit's steps and a rollback's, with the
+// write's context; an error at committing rolls back.
+func TestTxSteps(t *testing.T) {
+	e := newEnv(t)
+	type key struct{}
+	var got []string
+	e.db.OnStep(func(ctx context.Context, step string) error {
+		if ctx.Value(key{}) != nil {
+			got = append(got, step)
+		}
+		if step == index.StepCommitting && ctx.Value(key{}) == "fail" {
+			return errors.New("injected")
+		}
+		return nil
+	})
+	ctx := context.WithValue(e.ctx, key{}, "ok")
+	if _, err := e.db.Register(ctx, index.Session{Name: "A"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{index.StepBegun, index.StepCommitting, index.StepCommitted}; !slices.Equal(got, want) {
+		t.Errorf("steps %v; want %v", got, want)
+	}
+	got = nil
+	if _, err := e.db.Register(context.WithValue(e.ctx, key{}, "fail"), index.Session{Name: "B"}); err == nil {
+		t.Fatal("register succeeded past an injected error")
+	}
+	if want := []string{index.StepBegun, index.StepCommitting, index.StepRolledBack}; !slices.Equal(got, want) {
+		t.Errorf("steps %v; want %v", got, want)
+	}
+	ss, _ := e.db.LiveSessions(e.ctx)
+	for _, s := range ss {
+		if s.Name == "B" {
+			t.Error("the rolled-back session is live")
+		}
+	}
+}
