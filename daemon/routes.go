@@ -195,6 +195,7 @@ func (d *Daemon) addTask(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, err)
 		return
 	}
+	d.writePlan(r.Context())
 	d.hub.publish("task", map[string]any{"path": path, "added": true, "key": t.Key})
 	writeJSON(w, http.StatusCreated, map[string]any{"id": t.ID, "key": t.Key, "path": d.p.Rel(path)})
 }
@@ -231,6 +232,7 @@ func (d *Daemon) moveTask(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, err)
 		return
 	}
+	d.writePlan(r.Context())
 	d.hub.publish("task", map[string]any{"key": t.Key, "status": t.Status})
 	writeJSON(w, http.StatusOK, map[string]any{"id": t.ID, "key": t.Key, "status": t.Status})
 }

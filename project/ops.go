@@ -118,7 +118,7 @@ func (p *Project) Add(ctx context.Context, nt NewTask, actor queue.Actor, who st
 		return nil, "", err
 	}
 	p.audit(ctx, actor, who, "add", t.ID, "ok", t.Key+" "+t.Title)
-	return t, index.TasksFolder + "/" + name, p.WritePlan(ctx)
+	return t, index.TasksFolder + "/" + name, p.planAfterChange(ctx)
 }
 
 func orDefault[T comparable](v, d T) T {
@@ -153,7 +153,16 @@ func (p *Project) Move(ctx context.Context, ref queue.Ref, action queue.Action, 
 		return nil, err
 	}
 	p.audit(ctx, actor, who, string(action), moved.ID, "ok", string(item.Status)+" -> "+string(moved.Status))
-	return moved, p.WritePlan(ctx)
+	return moved, p.planAfterChange(ctx)
+}
+
+// planAfterChange regenerates plan.json after a change, unless the caller
+// does (PlanLater).
+func (p *Project) planAfterChange(ctx context.Context) error {
+	if p.PlanLater {
+		return nil
+	}
+	return p.WritePlan(ctx)
 }
 
 // Name is an indexed task's file name in tasks/.

@@ -170,6 +170,9 @@ type Project struct {
 	Tasks  *queue.Dir // .snag/tasks/
 	DB     *index.DB
 	Config queue.Config
+	// PlanLater, when set, leaves plan.json to the caller after Add and
+	// Move: snagd regenerates it once for a burst of changes.
+	PlanLater bool
 }
 
 // Open opens the project whose root is root: config, folders and index.
