@@ -49,7 +49,7 @@ func TestX5_SnagdRefusesAnUnsafeToken(t *testing.T) {
 			home := filepath.Join(t.TempDir(), "home")
 			// A first, clean start creates the token; then it is made unsafe.
 			d := startDaemon(t, root, home)
-			stopDaemon(t, d)
+			x5Stop(t, d)
 			c.setup(t, home)
 
 			cmd := exec.Command(snagdBin, "--root", root, "--port", "0")
@@ -84,8 +84,8 @@ func chmod(t *testing.T, path string, mode os.FileMode) {
 	}
 }
 
-// stopDaemon ends a daemon with SIGTERM and waits for it.
-func stopDaemon(t *testing.T, d *daemon) {
+// x5Stop ends a daemon with SIGTERM and waits for it.
+func x5Stop(t *testing.T, d *daemon) {
 	t.Helper()
 	d.cmd.Process.Signal(os.Interrupt)
 	select {
