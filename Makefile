@@ -5,19 +5,21 @@ BIN     ?= bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/snagdev/snag/cli.Version=$(VERSION)
 
-.PHONY: help build test lint race bench bench-short fuzz demo clean
+.PHONY: help build test lint race bench bench-short bench-cli fuzz demo clean
 
 help:
 	@echo "make build    build bin/snag and bin/snagd"
 	@echo "make demo     run snag on the sample project in a temporary git repository"
 	@echo "make test     lint, then every test with the race detector"
 	@echo "make bench    the benchmarks, full size (minutes)"
+	@echo "make bench-cli  snag list and add as whole processes against snagd (hyperfine)"
 	@echo "make fuzz     fuzz the task file codec for a while"
 	@echo "make lint     gofmt check and go vet"
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/snag ./cmd/snag
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/snagd ./cmd/snagd
+	$(GO) build -o $(BIN)/taskgen ./cmd/taskgen
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -27,8 +29,12 @@ lint:
 test: lint
 	$(GO) test -race -count=1 ./...
 
-bench:
+bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m ./...
+	scripts/bench-cli $(BIN)
+
+bench-cli: build
+	scripts/bench-cli $(BIN)
 
 bench-short:
 	$(GO) test -short -run '^$$' -bench . -benchtime 1x ./...
