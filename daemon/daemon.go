@@ -28,7 +28,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/snagdev/snag/gitdir"
+	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/project"
+	"github.com/snagdev/snag/queue"
 	"github.com/snagdev/snag/token"
 	"github.com/snagdev/snag/watch"
 )
@@ -82,6 +84,9 @@ type Daemon struct {
 	// ready is set once the first full rescan is done; until then every
 	// request but /health gets 503.
 	ready atomic.Bool
+	// opened is set once d.p is open (and rebuilt, when snag.db was
+	// damaged); until then every request but /health gets 503.
+	opened atomic.Bool
 
 	settleMu sync.Mutex
 	settling map[string]*time.Timer
@@ -144,37 +149,26 @@ func Run(ctx context.Context, opts Options) error {
 	d.port = ln.Addr().(*net.TCPAddr).Port
 	d.guard = &guard{tok: d.tok, port: d.port}
 	writeLock(filepath.Join(root, project.Folder, LockFile), d.port)
-
-	if d.p, err = project.Open(ctx, root); err != nil {
-		ln.Close()
-		return fmt.Errorf("snagd: %w", err)
-	}
-	defer d.p.Close()
-	if n, err := d.p.Tasks.SweepTemps(time.Minute); err == nil && n > 0 {
-		d.log.Info("swept temp files", "count", n)
-	}
-
-	portFile := filepath.Join(root, project.Folder, project.PortFile)
-	if err := os.WriteFile(portFile, []byte(strconv.Itoa(d.port)+"\n"), 0o644); err != nil {
-		ln.Close()
-		return fmt.Errorf("snagd: write %s: %w", portFile, err)
-	}
-	defer os.Remove(portFile)
-
-	w, err := watch.New(root, opts.Watch)
+	fps, err := failpointsFromEnv()
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("snagd: %w", err)
 	}
 
+	// The server answers from the start: until the index is open and the
+	// first rescan is done (a damaged snag.db may be rebuilding), every
+	// request but /health gets 503 with Retry-After, never data from an
+	// index that may not match the files.
 	srv := &http.Server{
-		Handler:           d.routes(ctx),
+		Handler:           fps.wrap(d.opening(d.routes(ctx))),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       60 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelDebug),
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		err := srv.Serve(ln)
@@ -189,6 +183,38 @@ func Run(ctx context.Context, opts Options) error {
 		defer cancel()
 		return srv.Shutdown(sctx)
 	})
+	stop := func(err error) error {
+		cancel()
+		g.Wait()
+		return err
+	}
+
+	portFile := filepath.Join(root, project.Folder, project.PortFile)
+	if err := os.WriteFile(portFile, []byte(strconv.Itoa(d.port)+"\n"), 0o644); err != nil {
+		return stop(fmt.Errorf("snagd: write %s: %w", portFile, err))
+	}
+	defer os.Remove(portFile)
+
+	if err := d.open(gctx, fps); err != nil {
+		return stop(err)
+	}
+	p := d.p
+	defer p.Close()
+	fps.install(d)
+	d.opened.Store(true)
+	// snagd holds the project's lock and is its one writer: a temp file
+	// there now was left by a crash, whatever its age.
+	for _, dir := range []*queue.Dir{d.p.Tasks, d.p.Snag} {
+		if n, err := dir.SweepTemps(0); err == nil && n > 0 {
+			d.log.Info("swept temp files left by a crash", "folder", dir.Path(), "count", n)
+		}
+	}
+	fps.hit("start", stepOpened)
+
+	w, err := watch.New(root, opts.Watch)
+	if err != nil {
+		return stop(fmt.Errorf("snagd: %w", err))
+	}
 	g.Go(func() error {
 		return w.Run(gctx, func(b watch.Batch) { d.apply(gctx, b, w.Polling()) })
 	})
@@ -264,4 +290,92 @@ func lock(path string) (func(), error) {
 
 func writeLock(path string, port int) {
 	os.WriteFile(path, []byte(fmt.Sprintf("%d %d\n", os.Getpid(), port)), 0o644)
+}
+
+// opening answers 503 with Retry-After to every request but /health until
+// the project is open.
+func (d *Daemon) opening(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !d.opened.Load() && r.URL.Path != "/health" {
+			writeError(w, &apiError{http.StatusServiceUnavailable, "starting", "snagd is opening its index: try again in a moment"})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// open opens the project. A snag.db that is damaged, truncated, of an
+// unknown schema or another program's (index.Check at start, or a failed
+// open) is moved aside, with its -wal and -shm, and the index is rebuilt
+// from the task files: it is a cache of them. The live state it held is
+// re-derived from the files too: a claimed task gets a detached lease in
+// its assignee's name (the first rescan's reconcile), which the agent
+// adopts when it registers again. Epochs and session ids start above any
+// the old file can have handed out (index.DB.Fence), so no token from
+// before is live again.
+func (d *Daemon) open(ctx context.Context, fps *failpoints) error {
+	dbPath := filepath.Join(d.root, project.Folder, project.DBFile)
+	damage := index.Check(ctx, dbPath)
+	if damage != nil && !errors.Is(damage, index.ErrCorrupt) {
+		return fmt.Errorf("snagd: %w", damage)
+	}
+	var err error
+	if damage == nil {
+		if d.p, err = project.Open(ctx, d.root); err == nil {
+			return nil
+		}
+		if !errors.Is(err, index.ErrCorrupt) {
+			return fmt.Errorf("snagd: %w", err)
+		}
+		damage = err
+	}
+	aside, err := moveAside(dbPath)
+	if err != nil {
+		return fmt.Errorf("snagd: %v; moving it aside failed: %w (move .snag/%s and its -wal and -shm away, then start snagd again)", damage, err, project.DBFile)
+	}
+	d.log.Warn("snag.db is damaged: moved it aside; rebuilding the index from the task files",
+		"problem", damage.Error(), "moved_to", aside)
+	if d.p, err = project.Open(ctx, d.root); err != nil {
+		return fmt.Errorf("snagd: %w", err)
+	}
+	fps.hit("start", stepRebuilding)
+	st, err := d.p.Rebuild(ctx)
+	if err == nil {
+		err = d.p.DB.Fence(ctx, time.Now().UnixMilli())
+	}
+	if err != nil {
+		d.p.Close()
+		d.p = nil
+		return fmt.Errorf("snagd: rebuild the index after moving the damaged one to %s: %w", aside, err)
+	}
+	fps.hit("start", stepRebuilt)
+	d.log.Warn("index rebuilt from the task files; claimed tasks keep detached leases until their agents register again",
+		"files", st.Files, "failed", st.Failed, "took", st.Duration, "old_db", aside)
+	return nil
+}
+
+// moveAside renames a damaged database to snag.db-corrupt-<UTC time>
+// (git ignores snag.db-*), its -wal, -shm and -journal beside it under the
+// same name, so the set still opens together for a post-mortem. The log
+// goes first: a log left behind would be replayed into the new database.
+func moveAside(dbPath string) (string, error) {
+	stamp := time.Now().UTC().Format("20060102T150405Z")
+	aside := dbPath + "-corrupt-" + stamp
+	for i := 2; ; i++ {
+		if _, err := os.Lstat(aside); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		aside = fmt.Sprintf("%s-corrupt-%s-%d", dbPath, stamp, i)
+	}
+	for _, sfx := range []string{"-wal", "-shm", "-journal", ""} {
+		err := os.Rename(dbPath+sfx, aside+sfx)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+	}
+	if f, err := os.Open(filepath.Dir(dbPath)); err == nil {
+		f.Sync()
+		f.Close()
+	}
+	return aside, nil
 }
