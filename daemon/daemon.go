@@ -379,3 +379,19 @@ func moveAside(dbPath string) (string, error) {
 	}
 	return aside, nil
 }
+
+// retryable reports whether a request failed only because snag.db was
+// locked by another process for longer than the request could wait:
+// nothing was changed, and the same request may be sent again.
+func retryable(err error) bool {
+	return index.Busy(err) || errors.Is(err, context.DeadlineExceeded)
+}
+
+const busyMessage = "snag.db is locked by another process (a sqlite3 shell or a backup holding a write lock?); nothing was changed: try again in a moment"
+
+// diskFull reports whether a write failed for want of room.
+func diskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+const diskFullMessage = "the disk that holds the project is full; nothing was changed (the task file keeps its bytes): free some space and try again"

@@ -296,6 +296,13 @@ func (d *Daemon) fail(w http.ResponseWriter, err error) {
 		writeError(w, &apiError{http.StatusConflict, "stale", err.Error() + ": claim the task again before you write to it"})
 	case errors.Is(err, queue.ErrTransition):
 		writeError(w, &apiError{http.StatusConflict, "transition", err.Error()})
+	case retryable(err):
+		// SQLite's own words (SQLITE_BUSY, database is locked) stay in the log.
+		d.log.Warn("request gave up waiting for snag.db", "err", err)
+		writeError(w, &apiError{http.StatusServiceUnavailable, "busy", busyMessage})
+	case diskFull(err):
+		d.log.Error("disk full", "err", err)
+		writeError(w, &apiError{http.StatusInsufficientStorage, "disk_full", diskFullMessage})
 	default:
 		d.log.Error("request failed", "err", err)
 		writeError(w, &apiError{http.StatusInternalServerError, "internal", err.Error()})
