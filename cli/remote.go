@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/snagdev/snag/client"
 	"github.com/snagdev/snag/index"
@@ -82,6 +83,10 @@ func running(ctx context.Context, c *call) (*remote, error) {
 	return r, nil
 }
 
+// AutostartIdle is how long a snagd the CLI started in the background stays
+// up with no agent connected and no request.
+var AutostartIdle = time.Hour
+
 // startDaemon starts snagd for root in the background: this same program
 // as "snag daemon", detached, logging to .snag/snagd.log.
 func startDaemon(ctx context.Context, root string) (<-chan struct{}, error) {
@@ -89,7 +94,7 @@ func startDaemon(ctx context.Context, root string) (<-chan struct{}, error) {
 	if err != nil {
 		return nil, err
 	}
-	return client.StartDetached(exe, []string{"daemon", "--root", root}, root)
+	return client.StartDetached(exe, []string{"daemon", "--root", root, "--exit-idle", AutostartIdle.String()}, root)
 }
 
 // self is the path of the running snag program. It prefers the name it was

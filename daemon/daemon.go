@@ -65,6 +65,10 @@ type Options struct {
 	PlanDelay time.Duration
 	// Ready, when set, is called once the daemon serves requests.
 	Ready func(addr string)
+	// ExitIdle, when set, stops the daemon once no agent has a session
+	// stream open and no request but /health came for that long: a daemon
+	// the CLI started in the background does not outlive its use.
+	ExitIdle time.Duration
 }
 
 // Daemon is a running snagd.
@@ -84,6 +88,8 @@ type Daemon struct {
 	// ready is set once the first full rescan is done; until then every
 	// request but /health gets 503.
 	ready atomic.Bool
+	// lastUse is when the last request but /health came, in Unix nanoseconds.
+	lastUse atomic.Int64
 	// opened is set once d.p is open (and rebuilt, when snag.db was
 	// damaged); until then every request but /health gets 503.
 	opened atomic.Bool
@@ -127,6 +133,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	d := &Daemon{opts: opts, log: opts.Log, hub: newHub(4096), root: root, settling: map[string]*time.Timer{}, streams: newStreams()}
 	d.gitCommon = gitdir.Common(root)
+	d.lastUse.Store(time.Now().UnixNano())
 
 	unlock, err := lock(filepath.Join(root, project.Folder, LockFile))
 	if err != nil {
@@ -200,6 +207,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	p := d.p
 	defer p.Close()
+	p.PlanLater = true // snagd writes plan.json once per burst of changes
 	fps.install(d)
 	d.opened.Store(true)
 	// snagd holds the project's lock and is its one writer: a temp file
@@ -218,6 +226,7 @@ func Run(ctx context.Context, opts Options) error {
 	g.Go(func() error {
 		return w.Run(gctx, func(b watch.Batch) { d.apply(gctx, b, w.Polling()) })
 	})
+	g.Go(func() error { return d.lifetime(gctx) })
 	g.Go(func() error {
 		for !d.ready.Load() {
 			select {
@@ -239,7 +248,9 @@ func Run(ctx context.Context, opts Options) error {
 			}
 		}()
 	}
-	err = g.Wait()
+	if err = g.Wait(); errors.Is(err, errDone) {
+		err = nil
+	}
 	d.mu.Lock() // let an in-flight write finish before the index closes
 	defer d.mu.Unlock()
 	d.stopPlan()

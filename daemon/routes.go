@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/project"
@@ -59,7 +60,13 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 		writeError(w, &apiError{http.StatusNotFound, "not_found", "no such endpoint: " + r.Method + " " + r.URL.Path})
 	})
 	public := func(r *http.Request) bool { return r.URL.Path == "/health" }
-	return d.guard.wrap(public, mux)
+	used := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !public(r) {
+			d.lastUse.Store(time.Now().UnixNano())
+		}
+		mux.ServeHTTP(w, r)
+	})
+	return d.guard.wrap(public, used)
 }
 
 // ready503 answers 503 with Retry-After until the first full rescan is done,
