@@ -284,6 +284,22 @@ func (d *benchDaemon) memory() (rss, hwm float64) {
 	return rss, hwm
 }
 
+// cpu reads the processor time snagd has used, user and system, from /proc.
+func (d *benchDaemon) cpu() time.Duration {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(d.pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(raw)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64) // fields 14 and 15 overall, in clock ticks
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100
+}
+
 // events follows /events and records when each event arrived.
 type events struct {
 	mu     sync.Mutex
@@ -501,6 +517,7 @@ func BenchmarkClaimNext(b *testing.B) {
 		lat   []time.Duration
 		total int
 		busy  time.Duration
+		cpu   time.Duration // snagd's processor time while it served the claims
 		seen  = map[string]bool{}
 		dups  int
 		errs  atomic.Int64
@@ -531,6 +548,7 @@ func BenchmarkClaimNext(b *testing.B) {
 			wg   sync.WaitGroup
 		)
 		left.Store(int64(sz.claims))
+		cpu0 := d.cpu()
 		start := time.Now()
 		for _, c := range cs {
 			wg.Go(func() {
@@ -566,6 +584,7 @@ func BenchmarkClaimNext(b *testing.B) {
 		}
 		wg.Wait()
 		busy += time.Since(start)
+		cpu += d.cpu() - cpu0
 		total += sz.claims
 		ready -= sz.claims
 	}
@@ -576,6 +595,7 @@ func BenchmarkClaimNext(b *testing.B) {
 	b.ReportMetric(percentile(lat, 0.50), "p50-ms")
 	b.ReportMetric(percentile(lat, 0.99), "p99-ms")
 	b.ReportMetric(float64(errs.Load()), "errors")
+	b.ReportMetric(float64(cpu)/float64(time.Millisecond)/float64(max(len(lat), 1)), "cpu-ms/claim")
 }
 
 // BenchmarkLargeQueue starts snagd on the largest generated project (100,000

@@ -192,11 +192,12 @@ func (d *Daemon) claim(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var lease index.Lease
+	var moved *queue.Task
 	err = d.p.DB.Update(ctx, func(tx *index.Tx) error {
 		if lease, err = tx.Grant(it.ID, s.ID, s.Name, false); err != nil {
 			return err
 		}
-		if _, err := d.p.MoveFile(it, queue.ActClaim, queue.Agent, s.Name); err != nil {
+		if moved, err = d.p.MoveFile(it, queue.ActClaim, queue.Agent, s.Name); err != nil {
 			return err
 		}
 		if err := tx.SyncFile(d.p.Tasks, project.Name(it)); err != nil {
@@ -213,8 +214,12 @@ func (d *Daemon) claim(w http.ResponseWriter, r *http.Request) {
 	}
 	d.hub.publish("lease", map[string]any{"task": it.Key, "holder": s.Name, "epoch": lease.Epoch})
 	d.writePlan(ctx)
-	row, _ := d.p.DB.Get(ctx, queue.Ref{ID: it.ID})
-	writeJSON(w, http.StatusOK, claimResult{Task: &row.Row, Epoch: lease.Epoch})
+	// A claim changes the file's status and assignee alone, and the row
+	// was brought in step with the file in the transaction: the row as it
+	// was, with those two, is the row as it is, without another read.
+	row := it.Row
+	row.Status, row.Assignee = moved.Status, moved.Assignee
+	writeJSON(w, http.StatusOK, claimResult{Task: &row, Epoch: lease.Epoch})
 }
 
 // leaseRequest is POST /tasks/{ref}/release and /resolve from a holder.

@@ -1,0 +1,94 @@
+package index_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/queue"
+)
+
+// TestTxSyncFileMatchesARebuild rewrites task files the ways snag and
+// people do and brings each row in step inside a transaction, as the
+// daemon does after its own writes: the index must then equal one rebuilt
+// from the files. A rewrite that leaves the text, id, alias and
+// dependencies alone (a claim) must not touch the full-text index.
+func TestTxSyncFileMatchesARebuild(t *testing.T) {
+	e := newEnv(t)
+	a := e.put(task(1, "Login button does nothing", withFiles("web/login.ts"), withConsole("TypeError: x is undefined")))
+	b := e.put(task(2, "Crash on save", withDeps("SNAG-1")))
+	c := e.put(task(3, "Slow search"))
+	e.rebuild()
+
+	syncTx := func(name string) {
+		t.Helper()
+		if err := e.db.Update(e.ctx, func(tx *index.Tx) error { return tx.SyncFile(e.dir, name) }); err != nil {
+			t.Fatalf("SyncFile(%q): %v", name, err)
+		}
+	}
+	edit := func(name string, fields ...queue.Field) {
+		t.Helper()
+		p := filepath.Join(e.folder, name)
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := queue.Edit(raw, fields...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		syncTx(name)
+	}
+	ftsRows := func() int {
+		conn := e.conn()
+		defer conn.Close()
+		return int(query(t, conn, `SELECT count(*) AS n FROM tasks_fts_data`)[0]["n"].(int64))
+	}
+	same := func(what string) {
+		t.Helper()
+		other := filepath.Join(t.TempDir(), "rebuilt.db")
+		db := openDB(t, other)
+		if _, err := db.Rebuild(e.ctx, e.dir); err != nil {
+			t.Fatal(err)
+		}
+		got, want := dumpIndex(t, e.dbPath), dumpIndex(t, other)
+		if got.FTS != "ok" {
+			t.Errorf("%s: full-text index: %s", what, got.FTS)
+		}
+		if diff := cmp.Diff(want.Tasks, got.Tasks); diff != "" {
+			t.Errorf("%s: task rows differ from a rebuild (-want +got):\n%s", what, diff)
+		}
+		if diff := cmp.Diff(want.Deps, got.Deps); diff != "" {
+			t.Errorf("%s: dependencies differ from a rebuild (-want +got):\n%s", what, diff)
+		}
+	}
+
+	before := ftsRows()
+	edit(a, queue.Set("status", "claimed"), queue.Set("assignee", "VESPER"))
+	if after := ftsRows(); after != before {
+		t.Errorf("a claim's rewrite wrote %d full-text rows; want none", after-before)
+	}
+	same("claim")
+	edit(b, queue.Set("status", "claimed"), queue.Set("assignee", "ORCA"), queue.Set("severity", "high"))
+	same("claim and severity")
+	edit(a, queue.Set("title", "Login button does nothing on Safari"))
+	same("new title")
+	if hits, err := e.db.Search(e.ctx, "safari", 10); err != nil || len(hits) != 1 {
+		t.Errorf("search for the new title: %v %v", hits, err)
+	}
+	if e.put(task(2, "Crash on save", withDeps("SNAG-1", "SNAG-3"), withStatus(queue.StatusClaimed))) != b {
+		t.Fatal("the task file got another name")
+	}
+	syncTx(b)
+	same("new dependency")
+	edit(c, queue.Set("id", e.mustGet("SNAG-1").ID))
+	same("a second file with the same id")
+	edit(c, queue.Set("status", "claimed"))
+	same("claim of a duplicated task")
+}
