@@ -2,9 +2,14 @@ package daemon
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/snagdev/snag/index"
@@ -28,6 +33,12 @@ func (d *Daemon) apply(ctx context.Context, b watch.Batch, polling bool) {
 		}
 	}
 	changed := false
+	if len(b.Files) > stormFiles && !b.Rescan {
+		// A storm (a git checkout, a script): one rescan reads the files in
+		// parallel and writes them in one transaction, where a transaction
+		// per file would take seconds. The names it covers need no settling.
+		b.Rescan, b.Reasons = true, []string{fmt.Sprintf("%d files changed", len(b.Files))}
+	}
 	if b.Rescan {
 		// The start, an overflow, a replaced folder and the timer hash every
 		// file; polling compares sizes and times, which is cheap enough to
@@ -53,7 +64,23 @@ func (d *Daemon) apply(ctx context.Context, b watch.Batch, polling bool) {
 			d.reconcile(ctx, nil)
 		}
 	}
+	done := map[string]bool{}
+	if b.Rescan && len(b.Files) > stormFiles {
+		for _, name := range b.Files {
+			d.cancelSettle(name)
+		}
+		b.Files = nil
+	}
+	for from, to := range d.renames(ctx, b.Files) {
+		if d.move(ctx, from, to) {
+			changed = true
+		}
+		done[from], done[to] = true, true
+	}
 	for _, name := range b.Files {
+		if done[name] {
+			continue
+		}
 		if d.syncOne(ctx, name, false) {
 			changed = true
 		}
@@ -65,6 +92,10 @@ func (d *Daemon) apply(ctx context.Context, b watch.Batch, polling bool) {
 
 func (d *Daemon) configName() string { return "config.json" }
 
+// stormFiles is the most files a batch may name before it is applied as a
+// full rescan instead of file by file.
+const stormFiles = 64
+
 // syncOne re-reads one task file. One read never proves a file deleted or
 // broken: when a file that was good reads as missing or unparsable, it is
 // looked at again once it has had time to settle (settled is then true).
@@ -72,6 +103,12 @@ func (d *Daemon) syncOne(ctx context.Context, name string, settled bool) bool {
 	p := path.Join(index.TasksFolder, name)
 	if !settled && d.unchanged(ctx, name, p) {
 		return false // snag's own write, indexed in its transaction; or nothing new
+	}
+	if !settled && d.isSettling(name) {
+		// Seen missing or broken a moment ago: an editor is at work, and
+		// what reads well now may be half of its write. The look already
+		// due indexes it, once, whole.
+		return false
 	}
 	if !settled && d.looksWorse(ctx, name, p) {
 		d.settleLater(name)
@@ -147,6 +184,76 @@ func (d *Daemon) settleLater(name string) {
 			d.writePlan(ctx)
 		}
 	})
+}
+
+// isSettling reports whether name waits for a second look: it was seen
+// missing or broken less than the settle time ago.
+func (d *Daemon) isSettling(name string) bool {
+	d.settleMu.Lock()
+	defer d.settleMu.Unlock()
+	_, ok := d.settling[name]
+	return ok
+}
+
+// renames finds the task files renamed within tasks/: a name of the batch,
+// or one left to settle, that is gone while the id its row had is in a
+// file of the batch that exists. It maps the old names to the new.
+func (d *Daemon) renames(ctx context.Context, names []string) map[string]string {
+	d.settleMu.Lock()
+	candidates := slices.Concat(names, slices.Collect(maps.Keys(d.settling)))
+	d.settleMu.Unlock()
+	gone := map[string]string{} // id -> old name
+	for _, name := range candidates {
+		if _, err := os.Lstat(filepath.Join(d.p.Tasks.Path(), name)); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if row, err := d.p.DB.RowAt(ctx, path.Join(index.TasksFolder, name)); err == nil && row.ID != "" {
+			gone[row.ID] = name
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	moved := map[string]string{}
+	for _, name := range names {
+		raw, _, err := d.p.Tasks.Read(name)
+		if err != nil {
+			continue
+		}
+		t, err := queue.Parse(raw)
+		if err != nil {
+			continue
+		}
+		if old, ok := gone[t.ID]; ok && old != name {
+			moved[old] = name
+			delete(gone, t.ID)
+		}
+	}
+	return moved
+}
+
+// move indexes a rename in one transaction, so no reader ever sees the
+// task twice (two files with its id) or not at all.
+func (d *Daemon) move(ctx context.Context, from, to string) bool {
+	d.cancelSettle(from)
+	d.cancelSettle(to)
+	err := d.p.DB.Update(ctx, func(tx *index.Tx) error {
+		if err := tx.SyncFile(d.p.Tasks, from); err != nil {
+			return err
+		}
+		return tx.SyncFile(d.p.Tasks, to)
+	})
+	if err != nil {
+		d.log.Error("sync of a rename failed", "from", from, "to", to, "err", err)
+		return false
+	}
+	p := path.Join(index.TasksFolder, to)
+	if row, err := d.p.DB.RowAt(ctx, p); err == nil && row.ID != "" && row.State == index.StateOK {
+		d.reconcile(ctx, []string{row.ID})
+	}
+	d.hub.publish("task", map[string]any{"path": path.Join(index.TasksFolder, from), "added": false, "removed": true, "renamed": p})
+	d.hub.publish("task", map[string]any{"path": p, "added": true, "removed": false})
+	return true
 }
 
 func (d *Daemon) cancelSettle(name string) {
