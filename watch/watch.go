@@ -14,6 +14,11 @@
 // ~ backups, JetBrains ___jb_ files, snag's own temp files) and chmod-only
 // events never make a batch.
 //
+// The periodic rescan runs every 60 s unless [Options] say otherwise or
+// the environment variable SNAG_RESCAN holds a Go duration ("2s"): tests
+// of a real snagd process shorten it so, and a project on a filesystem
+// that drops events (some network and container mounts) may too.
+//
 // watch knows nothing of the index: the daemon connects the two.
 package watch
 
@@ -24,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -36,11 +42,15 @@ import (
 // configName is the project settings file in .snag/.
 const configName = "config.json"
 
+// RescanEnv names the environment variable that, holding a Go duration,
+// sets the period of the full rescan when [Options.Rescan] is zero.
+const RescanEnv = "SNAG_RESCAN"
+
 // Options tune a Watcher. Zero values take the defaults.
 type Options struct {
 	Quiet    time.Duration // a batch is sent once no event came for this long (50 ms)
 	MaxDelay time.Duration // ... or this long after its first event at the latest (1 s)
-	Rescan   time.Duration // a full rescan this often regardless (60 s)
+	Rescan   time.Duration // a full rescan this often regardless (60 s, or $SNAG_RESCAN)
 	Poll     time.Duration // rescan interval in polling mode (1 s)
 	// ForcePoll starts in polling mode, as if no watch could be had.
 	ForcePoll bool
@@ -55,6 +65,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Rescan <= 0 {
 		o.Rescan = 60 * time.Second
+		if d, err := time.ParseDuration(strings.TrimSpace(os.Getenv(RescanEnv))); err == nil && d > 0 {
+			o.Rescan = max(d, 100*time.Millisecond)
+		}
 	}
 	if o.Poll <= 0 {
 		o.Poll = time.Second

@@ -238,3 +238,11 @@ func TestPeriodicRescan(t *testing.T) {
 	r := start(t, Options{Rescan: 100 * time.Millisecond})
 	r.waitFor(t, "a timer rescan", func(b Batch) bool { return b.Rescan && slices.Contains(b.Reasons, "timer") })
 }
+
+// TestRescanPeriodFromTheEnvironment: SNAG_RESCAN sets the period when the
+// options leave it zero, as tests of a real snagd process do.
+func TestRescanPeriodFromTheEnvironment(t *testing.T) {
+	t.Setenv(RescanEnv, "100ms")
+	r := start(t, Options{})
+	r.waitFor(t, "a timer rescan", func(b Batch) bool { return b.Rescan && slices.Contains(b.Reasons, "timer") })
+}
