@@ -170,16 +170,24 @@ func (d *Daemon) claim(w http.ResponseWriter, r *http.Request) {
 	defer d.mu.Unlock()
 	ctx := r.Context()
 	if next {
-		row, rd, err := d.p.DB.Next(ctx)
+		id, err := d.p.DB.NextReady(ctx)
 		if err != nil {
 			d.fail(w, err)
 			return
 		}
-		if row == nil {
-			writeJSON(w, http.StatusOK, claimResult{Reason: rd.String()})
-			return
+		if id == "" { // nothing is ready: Next says why
+			row, rd, err := d.p.DB.Next(ctx)
+			if err != nil {
+				d.fail(w, err)
+				return
+			}
+			if row == nil {
+				writeJSON(w, http.StatusOK, claimResult{Reason: rd.String()})
+				return
+			}
+			id = row.ID
 		}
-		ref = queue.Ref{ID: row.ID}
+		ref = queue.Ref{ID: id}
 	}
 	it, err := d.p.DB.Get(ctx, ref)
 	if err != nil {

@@ -224,6 +224,47 @@ func (db *DB) Leases(ctx context.Context) ([]Lease, error) {
 	return ls, err
 }
 
+// NextReady returns the id of the task claim-next hands out: the first
+// ready one in queue order, as [DB.Next] finds it, or "" when none is ready
+// (ask Next why). It walks the status index alone, testing dependencies by
+// row number, and reads a task row only to check that a candidate is clean:
+// the state and duplicate columns sit after the body in the row, so a test
+// of them on every open task would read each one's overflow pages.
+func (db *DB) NextReady(ctx context.Context) (string, error) {
+	var id string
+	err := db.withConn(ctx, func(conn *sqlite.Conn) (err error) {
+		defer sqlitex.Transaction(conn)(&err) // candidates and checks from one snapshot
+		err = sqlitex.Execute(conn, `SELECT n, id FROM tasks WHERE status = 'open' AND NOT EXISTS (
+				SELECT 1 FROM deps d WHERE d.task_n = tasks.n AND NOT `+depResolved+`)
+			ORDER BY wave, sev_rank, created, id`, &sqlitex.ExecOptions{
+			ResultFunc: func(s *sqlite.Stmt) error {
+				n, cand := s.ColumnInt64(0), s.ColumnText(1)
+				clean := false
+				err := sqlitex.Execute(conn, `SELECT 1 FROM tasks WHERE n = :n AND state = 'ok' AND dup = 0`, &sqlitex.ExecOptions{
+					Named:      map[string]any{":n": n},
+					ResultFunc: func(*sqlite.Stmt) error { clean = true; return nil },
+				})
+				if err != nil || !clean {
+					return err
+				}
+				id = cand
+				return errFound
+			},
+		})
+		if errors.Is(err, errFound) {
+			err = nil
+		}
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("next: %w", err)
+	}
+	return id, nil
+}
+
+// errFound ends a walk of rows early: what was looked for is found.
+var errFound = errors.New("found")
+
 // Tx is one immediate transaction, for a lease change and the file rewrite
 // it goes with: the rows are written, the file is renamed into place, then
 // the transaction commits. After a crash the file wins.

@@ -92,3 +92,63 @@ func TestTxSyncFileMatchesARebuild(t *testing.T) {
 	edit(c, queue.Set("status", "claimed"))
 	same("claim of a duplicated task")
 }
+
+// TestNextReadyAgreesWithNext drains a queue with every kind of task that
+// claim-next must skip (blocked, invalid, duplicated, not open) and checks that
+// NextReady picks what Next picks, every time, down to nothing.
+func TestNextReadyAgreesWithNext(t *testing.T) {
+	e := newEnv(t)
+	e.put(task(1, "Wave two, low", withWave(2), withSeverity(queue.SeverityLow)))
+	e.put(task(2, "Wave one, high", withSeverity(queue.SeverityHigh)))
+	e.put(task(3, "Blocked by an open task", withSeverity(queue.SeverityCritical), withDeps("SNAG-2")))
+	e.put(task(4, "Depends on a resolved task", withDeps("SNAG-5")))
+	e.put(task(5, "Done", withStatus(queue.StatusResolved)))
+	e.put(task(6, "In the inbox", withStatus(queue.StatusInbox)))
+	seven := task(7, "Wave one, medium")
+	e.put(seven)
+	e.put(task(8, "Same id as seven", withID(seven.ID)))
+	e.write("SNAG-9 - broken.md", "---\nid: [unclosed\n---\n")
+	e.put(task(10, "Wave three", withWave(3)))
+	e.rebuild()
+
+	var order []string
+	for range 20 {
+		id, err := e.db.NextReady(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		row, _, err := e.db.Next(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row == nil {
+			if id != "" {
+				t.Fatalf("NextReady found %s where Next finds nothing", id)
+			}
+			break
+		}
+		if id != row.ID {
+			t.Fatalf("NextReady = %q, Next = %s (%s)", id, row.ID, row.Key)
+		}
+		order = append(order, row.Key)
+		it := e.mustGet(row.Key)
+		name := filepath.Base(it.Path)
+		raw, err := os.ReadFile(filepath.Join(e.folder, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := queue.Edit(raw, queue.Set("status", "claimed"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.write(name, string(out))
+		if err := e.db.Update(e.ctx, func(tx *index.Tx) error { return tx.SyncFile(e.dir, name) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// SNAG-3 stays blocked: SNAG-2 is claimed, not resolved.
+	want := []string{"SNAG-2", "SNAG-4", "SNAG-1", "SNAG-10"}
+	if diff := cmp.Diff(want, order); diff != "" {
+		t.Errorf("claim order (-want +got):\n%s", diff)
+	}
+}
