@@ -248,9 +248,11 @@ func (iv *invariants) taskDiff(f diskTask) string {
 func (iv *invariants) check() {
 	iv.t.Helper()
 	start := time.Now()
-	full := len(readTaskFiles(iv.t, iv.d.root)) <= 200
+	n := len(readTaskFiles(iv.t, iv.d.root))
+	full := n <= 200
 	diff := ""
-	deadline := time.Now().Add(60 * time.Second)
+	// Generous: thousands of changed files take a while under -race.
+	deadline := time.Now().Add(max(time.Minute, time.Duration(n)*40*time.Millisecond))
 	for {
 		if diff = iv.indexDiff(full); diff == "" || time.Now().After(deadline) {
 			break
