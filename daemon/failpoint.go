@@ -25,7 +25,7 @@ import (
 //     start (snagd starting), other (a write no request asked for: the
 //     watcher, the sweep), or * for any.
 //   - STEP is a step of a file write (queue's Step constants: temp-created,
-//     temp-written, temp-synced, renamed, linked, temp-removed, dir-synced),
+//     temp-written, temp-synced, checked, renamed, linked, temp-removed, dir-synced),
 //     of a database transaction (index's: begun, committing, committed,
 //     rolled-back), of the start
 //     (rebuilding, rebuilt, opened), or * for any.

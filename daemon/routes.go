@@ -303,6 +303,10 @@ func (d *Daemon) fail(w http.ResponseWriter, err error) {
 		writeError(w, &apiError{http.StatusConflict, "stale", err.Error() + ": claim the task again before you write to it"})
 	case errors.Is(err, queue.ErrTransition):
 		writeError(w, &apiError{http.StatusConflict, "transition", err.Error()})
+	case errors.Is(err, queue.ErrChanged):
+		// A person's editor kept saving the file while snag wrote it:
+		// nothing was changed; asking again in a moment works.
+		writeError(w, &apiError{http.StatusServiceUnavailable, "changing", err.Error()})
 	case retryable(err):
 		// SQLite's own words (SQLITE_BUSY, database is locked) stay in the log.
 		d.log.Warn("request gave up waiting for snag.db", "err", err)

@@ -334,6 +334,10 @@ func (db *DB) write(ctx context.Context, f func(conn *sqlite.Conn) error) error 
 			}
 			return fmt.Errorf("index: begin: %w", err)
 		}
+		// Once begun, a transaction runs to its commit or its rollback: an
+		// interrupt in the middle would fail the rollback too. Long writes
+		// (a scan) watch ctx themselves and return its error.
+		conn.SetInterrupt(nil)
 		if db.step == nil {
 			defer end(&err)
 			return f(conn)

@@ -174,6 +174,9 @@ func Name(it *index.Item) string { return trimTasks(it.Path) }
 // the file now holds it. The caller brings the index along.
 func (p *Project) MoveFile(item *index.Item, action queue.Action, actor queue.Actor, who string) (*queue.Task, error) {
 	ref := item.Key
+	if ref == "" {
+		ref = Rel(item.Path)
+	}
 	if err := clean(item); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", action, ref, err)
 	}

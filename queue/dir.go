@@ -46,6 +46,7 @@ const (
 	StepTempCreated = "temp-created" // the temp file exists, empty
 	StepTempWritten = "temp-written" // the new bytes are in the temp file
 	StepTempSynced  = "temp-synced"  // and on disk
+	StepChecked     = "checked"      // a rewrite found the file as it expected, just before the swap
 	StepRenamed     = "renamed"      // the temp file replaced the file
 	StepLinked      = "linked"       // a new file is in place beside its temp file
 	StepTempRemoved = "temp-removed" // the temp file of a new file is gone
@@ -207,48 +208,105 @@ func (d *Dir) Create(name string, data []byte) error {
 	return d.syncDir()
 }
 
-// Update rewrites an existing file with edit(current bytes). Just before the
-// rename it checks that the file still holds the bytes the edit was made on;
-// when a person saved meanwhile, it applies edit again to the new bytes, so
-// their edit is never overwritten. It returns the bytes it replaced and the
-// bytes it wrote; when edit returns its input unchanged nothing is written.
+// Update rewrites an existing file with edit(current bytes). Just before it
+// puts the new bytes in place it checks that the file still holds the bytes
+// the edit was made on; when a person saved meanwhile, it applies edit again
+// to their bytes, so their edit is never overwritten. The new bytes go in by
+// an atomic swap with the file (on Linux), which hands back what was there
+// at that instant: a save that slipped in between the check and the swap is
+// caught too, and edit is applied to it. It returns the bytes the edit was
+// applied to and the bytes it wrote; when edit returns its input unchanged
+// nothing is written.
 func (d *Dir) Update(name string, edit func(cur []byte) ([]byte, error)) (old, new []byte, err error) {
-	cur, fi, err := d.Read(name)
+	base, fi, err := d.Read(name)
 	if err != nil {
 		return nil, nil, err
 	}
+	// base is what the edit applies to; expect is what the file must hold
+	// just before the new bytes go in. They differ only after a swap that
+	// displaced a person's save: the file then holds snag's stale write.
+	expect := base
 	for range 5 {
-		next, err := edit(cur)
+		next, err := edit(base)
 		if err != nil {
-			return cur, nil, err
+			return base, nil, err
 		}
-		if bytes.Equal(next, cur) {
-			return cur, cur, nil
+		if bytes.Equal(next, base) && bytes.Equal(expect, base) {
+			return base, base, nil
 		}
 		tmp, err := d.writeTemp(name, next, fi.Mode().Perm())
 		if err != nil {
-			return cur, nil, err
+			return base, nil, err
 		}
 		again, fi2, err := d.Read(name)
 		if err != nil {
 			d.root.Remove(tmp)
-			return cur, nil, err
+			return base, nil, err
 		}
-		if !bytes.Equal(again, cur) {
+		if !bytes.Equal(again, expect) {
 			d.root.Remove(tmp)
-			cur, fi = again, fi2
+			base, expect, fi = again, again, fi2
 			continue
 		}
-		if err := d.root.Rename(tmp, name); err != nil {
+		if err := d.at(StepChecked); err != nil {
 			d.root.Remove(tmp)
-			return cur, nil, fmt.Errorf("update %s: %w", name, err)
+			return base, nil, fmt.Errorf("update %s: %w", name, err)
+		}
+		displaced, err := d.swap(tmp, name)
+		if err != nil {
+			d.root.Remove(tmp)
+			return base, nil, fmt.Errorf("update %s: %w", name, err)
 		}
 		if err := d.at(StepRenamed); err != nil {
-			return cur, next, fmt.Errorf("update %s: %w", name, err)
+			return base, next, fmt.Errorf("update %s: %w", name, err)
 		}
-		return cur, next, d.syncDir()
+		if displaced != nil && !bytes.Equal(displaced, expect) {
+			// A save landed between the check and the swap: it is in hand
+			// now; apply the edit to it and put that in place instead.
+			d.root.Remove(tmp)
+			base, expect = displaced, next
+			continue
+		}
+		return base, next, d.syncDir()
 	}
-	return cur, nil, fmt.Errorf("update %s: %w", name, ErrChanged)
+	return base, nil, fmt.Errorf("update %s: %w", name, ErrChanged)
+}
+
+// errNoExchange says the filesystem cannot swap two files atomically.
+var errNoExchange = errors.New("atomic exchange not supported")
+
+// swap puts tmp in place of name. Where the filesystem can exchange the two
+// atomically it does, and returns the bytes that were displaced (and
+// removes tmp, which then holds them); elsewhere it renames tmp over name
+// and returns nil.
+func (d *Dir) swap(tmp, name string) ([]byte, error) {
+	f, err := d.root.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	switch err := exchange(f, tmp, name); {
+	case err == nil:
+		displaced, rerr := d.readTemp(tmp)
+		d.root.Remove(tmp)
+		if rerr != nil {
+			return nil, nil // the swap is done; what it displaced is unknown
+		}
+		return displaced, nil
+	case !errors.Is(err, errNoExchange):
+		return nil, err
+	}
+	return nil, d.root.Rename(tmp, name)
+}
+
+// readTemp reads one of snag's temp files, whatever its size.
+func (d *Dir) readTemp(name string) ([]byte, error) {
+	f, err := d.root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 }
 
 // Write replaces a generated file (plan.json) atomically. It is not for task

@@ -34,7 +34,7 @@ func TestDirStepsInOrder(t *testing.T) {
 	if _, _, err := d.Update("a.md", func(b []byte) ([]byte, error) { return []byte("two\n"), nil }); err != nil {
 		t.Fatal(err)
 	}
-	want = []string{queue.StepTempCreated, queue.StepTempWritten, queue.StepTempSynced, queue.StepRenamed, queue.StepDirSynced}
+	want = []string{queue.StepTempCreated, queue.StepTempWritten, queue.StepTempSynced, queue.StepChecked, queue.StepRenamed, queue.StepDirSynced}
 	if !slices.Equal(got, want) {
 		t.Errorf("update steps: %v; want %v", got, want)
 	}
