@@ -252,7 +252,7 @@ func (d *Dir) Update(name string, edit func(cur []byte) ([]byte, error)) (old, n
 			d.root.Remove(tmp)
 			return base, nil, fmt.Errorf("update %s: %w", name, err)
 		}
-		displaced, err := d.swap(tmp, name)
+		exchanged, err := d.swap(tmp, name)
 		if err != nil {
 			d.root.Remove(tmp)
 			return base, nil, fmt.Errorf("update %s: %w", name, err)
@@ -260,12 +260,21 @@ func (d *Dir) Update(name string, edit func(cur []byte) ([]byte, error)) (old, n
 		if err := d.at(StepRenamed); err != nil {
 			return base, next, fmt.Errorf("update %s: %w", name, err)
 		}
-		if displaced != nil && !bytes.Equal(displaced, expect) {
-			// A save landed between the check and the swap: it is in hand
-			// now; apply the edit to it and put that in place instead.
+		if exchanged {
+			// tmp now names the file that was displaced. If it is not what
+			// the check saw, a person saved in between (or is writing into
+			// it in place right now): swap it straight back, so their file
+			// is where they left it, and start again from their bytes.
+			if displaced, err := d.readTemp(tmp); err == nil && !bytes.Equal(displaced, expect) {
+				d.swapBack(tmp, name, next)
+				base, fi, err = d.Read(name)
+				if err != nil {
+					return base, nil, err
+				}
+				expect = base
+				continue
+			}
 			d.root.Remove(tmp)
-			base, expect = displaced, next
-			continue
 		}
 		return base, next, d.syncDir()
 	}
@@ -276,27 +285,39 @@ func (d *Dir) Update(name string, edit func(cur []byte) ([]byte, error)) (old, n
 var errNoExchange = errors.New("atomic exchange not supported")
 
 // swap puts tmp in place of name. Where the filesystem can exchange the two
-// atomically it does, and returns the bytes that were displaced (and
-// removes tmp, which then holds them); elsewhere it renames tmp over name
-// and returns nil.
-func (d *Dir) swap(tmp, name string) ([]byte, error) {
+// atomically it does, and reports true: tmp then names the displaced file.
+// Elsewhere it renames tmp over name.
+func (d *Dir) swap(tmp, name string) (exchanged bool, err error) {
 	f, err := d.root.Open(".")
 	if err != nil {
-		return nil, err
+		return false, err
 	}
 	defer f.Close()
 	switch err := exchange(f, tmp, name); {
 	case err == nil:
-		displaced, rerr := d.readTemp(tmp)
-		d.root.Remove(tmp)
-		if rerr != nil {
-			return nil, nil // the swap is done; what it displaced is unknown
-		}
-		return displaced, nil
+		return true, nil
 	case !errors.Is(err, errNoExchange):
-		return nil, err
+		return false, err
 	}
-	return nil, d.root.Rename(tmp, name)
+	return false, d.root.Rename(tmp, name)
+}
+
+// swapBack undoes a swap that displaced a file snag had not seen: it
+// exchanges tmp and name again, so the displaced file is back at name, and
+// removes tmp once it holds snag's own bytes (mine). Should a third save
+// have landed at name meanwhile, that newest file is put back instead.
+func (d *Dir) swapBack(tmp, name string, mine []byte) {
+	f, err := d.root.Open(".")
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if exchange(f, tmp, name) == nil {
+		if b, err := d.readTemp(tmp); err == nil && !bytes.Equal(b, mine) {
+			exchange(f, tmp, name) // the newest save goes back in place
+		}
+	}
+	d.root.Remove(tmp)
 }
 
 // readTemp reads one of snag's temp files, whatever its size.
