@@ -199,6 +199,14 @@ func (d *Daemon) claim(w http.ResponseWriter, r *http.Request) {
 			it.Key, strings.Join(it.BlockedBy, ", "))})
 		return
 	}
+	if l, err := d.p.DB.LeaseOf(ctx, it.ID); err == nil && l.SessionID == s.ID {
+		// The holder claims its own task again (a retry, or a lease given
+		// back to it by a person's save): it gets its lease, as it is.
+		d.audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
+			TaskID: it.ID, Outcome: "ok", Detail: fmt.Sprintf("already held, epoch %d", l.Epoch)})
+		writeJSON(w, http.StatusOK, claimResult{Task: &it.Row, Epoch: l.Epoch})
+		return
+	}
 	var lease index.Lease
 	var moved *queue.Task
 	err = d.p.DB.Update(ctx, func(tx *index.Tx) error {
@@ -214,9 +222,11 @@ func (d *Daemon) claim(w http.ResponseWriter, r *http.Request) {
 		return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
 			TaskID: it.ID, Outcome: "ok", Detail: fmt.Sprintf("epoch %d", lease.Epoch)})
 	})
-	if err != nil {
+	if err != nil && !index.Busy(err) { // a busy index would keep the audit waiting too
 		d.audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
 			TaskID: it.ID, Outcome: "refused", Detail: err.Error()})
+	}
+	if err != nil {
 		d.fail(w, err)
 		return
 	}
@@ -354,9 +364,11 @@ func (d *Daemon) holderMove(w http.ResponseWriter, r *http.Request, action queue
 		return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: string(action),
 			TaskID: it.ID, Outcome: "ok", Detail: detail})
 	})
-	if err != nil {
+	if err != nil && !index.Busy(err) {
 		d.audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: string(action),
 			TaskID: it.ID, Outcome: "refused", Detail: err.Error()})
+	}
+	if err != nil {
 		d.fail(w, err)
 		return
 	}

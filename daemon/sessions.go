@@ -158,6 +158,7 @@ func (d *Daemon) reconcile(ctx context.Context, ids []string) {
 		}
 		rows = append(rows, &it.Row)
 	}
+	var live []index.Session // read once, when a lease is to be re-derived
 	for _, r := range rows {
 		if r.State != index.StateOK || r.Stale {
 			continue
@@ -178,12 +179,28 @@ func (d *Daemon) reconcile(ctx context.Context, ids []string) {
 			if holder == "" {
 				holder = "unknown"
 			}
+			// A live session of that name gets the lease back (a person
+			// saved from a buffer older than its release); otherwise it
+			// is detached until the agent reconnects under the name.
+			var sid int64
+			if live == nil {
+				live, _ = d.p.DB.LiveSessions(ctx)
+			}
+			for _, s := range live {
+				if s.Name == holder {
+					sid = s.ID
+				}
+			}
 			d.p.DB.Update(ctx, func(tx *index.Tx) error {
-				if _, err := tx.Grant(r.ID, 0, holder, true); err != nil {
+				if _, err := tx.Grant(r.ID, sid, holder, sid == 0); err != nil {
 					return err
 				}
-				return tx.Audit(index.AuditEntry{Actor: queue.System, Agent: holder, Action: "lease_detached", TaskID: r.ID,
-					Outcome: "ok", Detail: "the file says " + string(r.Status) + " with no live lease"})
+				action, detail := "lease_detached", "the file says "+string(r.Status)+" with no live lease"
+				if sid != 0 {
+					action, detail = "lease_restored", "the file says "+string(r.Status)+" by "+holder+", who is connected"
+				}
+				return tx.Audit(index.AuditEntry{Actor: queue.System, Agent: holder, Action: action, TaskID: r.ID,
+					SessionID: sid, Outcome: "ok", Detail: detail})
 			})
 		}
 	}
