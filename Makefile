@@ -5,13 +5,14 @@ BIN     ?= bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/snagdev/snag/cli.Version=$(VERSION)
 
-.PHONY: help build test lint race bench bench-short bench-cli fuzz demo clean
+.PHONY: help build test lint race bench bench-short bench-daemon bench-cli fuzz demo clean
 
 help:
 	@echo "make build    build bin/snag and bin/snagd"
 	@echo "make demo     run snag on the sample project in a temporary git repository"
 	@echo "make test     lint, then every test with the race detector"
 	@echo "make bench    the benchmarks, full size (minutes)"
+	@echo "make bench-daemon  snagd's benchmarks alone: edit to API, claims, list and memory at 100k, git checkouts"
 	@echo "make bench-cli  snag list and add as whole processes against snagd (hyperfine)"
 	@echo "make fuzz     fuzz the task file codec for a while"
 	@echo "make lint     gofmt check and go vet"
@@ -27,11 +28,15 @@ lint:
 	$(GO) vet ./...
 
 test: lint
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 25m ./...
 
 bench: build
-	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m ./...
+	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m $$($(GO) list ./... | grep -v /daemon)
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./daemon/
 	scripts/bench-cli $(BIN)
+
+bench-daemon: build
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./daemon/
 
 bench-cli: build
 	scripts/bench-cli $(BIN)

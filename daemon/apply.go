@@ -281,7 +281,9 @@ func (d *Daemon) writePlan(ctx context.Context) {
 	d.planMu.Lock()
 	defer d.planMu.Unlock()
 	if d.planTimer == nil && !d.planStopped {
-		d.planTimer = time.AfterFunc(d.opts.PlanDelay, d.flushPlan)
+		// Wait at least ten times as long as the last write took, so a
+		// burst of claims on a large queue is not spent rewriting it.
+		d.planTimer = time.AfterFunc(max(d.opts.PlanDelay, 10*d.planTook), d.flushPlan)
 	}
 }
 
@@ -297,9 +299,11 @@ func (d *Daemon) flushPlan() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	start := time.Now()
 	if err := d.p.WritePlan(ctx); err != nil {
 		d.log.Warn("plan.json not written", "err", err)
 	}
+	d.planTook = time.Since(start)
 }
 
 // stopPlan writes a pending plan.json now and stops further writes.

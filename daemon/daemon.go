@@ -101,6 +101,7 @@ type Daemon struct {
 
 	planMu      sync.Mutex
 	planTimer   *time.Timer
+	planTook    time.Duration // how long the last plan.json write took
 	planStopped bool
 }
 

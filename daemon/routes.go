@@ -64,6 +64,10 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 		if !public(r) {
 			d.lastUse.Store(time.Now().UnixNano())
 		}
+		if tool := r.Header.Get(ToolHeader); tool != "" && r.Header.Get(SessionHeader) != "" {
+			d.auditTool(w, r, tool, mux)
+			return
+		}
 		mux.ServeHTTP(w, r)
 	})
 	return d.guard.wrap(public, used)
@@ -195,8 +199,19 @@ func (d *Daemon) addTask(w http.ResponseWriter, r *http.Request) {
 		}
 		nt.Files = append(nt.Files, ref)
 	}
+	// A person's task is vetted and open; an agent's (a request with its
+	// session) is unvetted and goes to the inbox until a person promotes it.
+	actor, who := queue.Person, req.By
+	if r.Header.Get(SessionHeader) != "" {
+		s, e := d.sessionOf(r)
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		actor, who = queue.Agent, s.Name
+	}
 	d.mu.Lock()
-	t, path, err := d.p.Add(r.Context(), nt, queue.Person, req.By)
+	t, path, err := d.p.Add(r.Context(), nt, actor, who)
 	d.mu.Unlock()
 	if err != nil {
 		d.fail(w, err)
@@ -204,7 +219,8 @@ func (d *Daemon) addTask(w http.ResponseWriter, r *http.Request) {
 	}
 	d.writePlan(r.Context())
 	d.hub.publish("task", map[string]any{"path": path, "added": true, "key": t.Key})
-	writeJSON(w, http.StatusCreated, map[string]any{"id": t.ID, "key": t.Key, "path": d.p.Rel(path)})
+	writeJSON(w, http.StatusCreated, map[string]any{"id": t.ID, "key": t.Key, "path": d.p.Rel(path),
+		"status": t.Status, "trust": t.Trust})
 }
 
 // moveRequest is POST /tasks/{ref}/{action}.
@@ -253,6 +269,47 @@ func (d *Daemon) search(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"hits": hits})
+}
+
+// ToolHeader names the MCP tool a request serves, for the audit log: the
+// bridge sends it, with the session, on every request a tool call makes.
+const ToolHeader = "X-Snag-Tool"
+
+// statusWriter remembers the status of an answer.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// auditTool serves a request made for an agent's tool call and records the
+// call, its session and how it ended in the audit log.
+func (d *Daemon) auditTool(w http.ResponseWriter, r *http.Request, tool string, h http.Handler) {
+	if len(tool) > 64 {
+		tool = tool[:64]
+	}
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	h.ServeHTTP(sw, r)
+	s, e := d.sessionOf(r)
+	if e != nil {
+		return
+	}
+	outcome := "ok"
+	if sw.status >= 400 {
+		outcome = "error " + strconv.Itoa(sw.status)
+	}
+	d.audit(r.Context(), index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "tool",
+		Outcome: outcome, Detail: tool + " " + r.Method + " " + r.URL.Path})
 }
 
 // reindex rebuilds the index from the task files, as snag reindex does
