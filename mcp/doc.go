@@ -1,4 +1,15 @@
-// Package mcp will serve snag's tools and resources to agents over the Model
-// Context Protocol, against a small interface that both the daemon client
-// and the file reader meet. It holds no code yet.
+// Package mcp serves snag's queue to agents over the Model Context Protocol
+// (DESIGN section 9): the eight snag_ tools of the queue toolset and the
+// snag:// resources, each answer a compact text written for a model plus
+// structuredContent that matches the tool's output schema.
+//
+// The tools work against [Backend], a small interface that two readers
+// meet: [Daemon], which talks to snagd through the client package and holds
+// the bridge's session and leases, and [Files], which reads .snag/ with the
+// queue package when no daemon answers (reads only, labelled source
+// "files"). Every task carries its trust tier; text an agent or a tool
+// wrote is fenced and labelled as data.
+//
+// mcp must not import index, project, cli, watch, SQLite or fsnotify: it
+// never opens snag.db and never writes a task file.
 package mcp

@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"log/slog"
+
+	"github.com/snagdev/snag/client"
+	"github.com/snagdev/snag/mcp"
+	"github.com/snagdev/snag/project"
+)
+
+func init() {
+	register(&command{
+		name: "mcp", args: "[--toolsets queue] [--no-autostart]",
+		summary: "Serve the queue to an agent over MCP on stdin and stdout (register it with: claude mcp add snag -- snag mcp).\n\n" +
+			"It finds the project from the working directory and talks to its snagd, starting one when none answers.\n" +
+			"Without a daemon, reads come from the files (labelled source \"files\") and writes fail naming the fix.\n" +
+			"Stdout carries protocol frames only; logs go to stderr.",
+		daemon: true,
+		flags: func(fs *flag.FlagSet, c *call) {
+			fs.String("toolsets", "queue", "comma-separated toolsets to serve; only queue exists")
+		},
+		run: runMCP,
+	})
+}
+
+func runMCP(ctx context.Context, c *call) error {
+	if len(c.args) > 0 {
+		return usagef("mcp takes no arguments, only flags: snag mcp --toolsets queue")
+	}
+	if ts := c.fs.Lookup("toolsets").Value.String(); ts != "queue" && ts != "" {
+		return usagef("--toolsets: unknown toolset %q: only queue exists", ts)
+	}
+	root, err := project.Find(c.Dir)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(c.Stderr, nil))
+	opts := client.Options{Home: project.Home()}
+	if !c.opt.noAutostart && !envSet(NoAutostartEnv) {
+		opts.Start = startDaemon
+	}
+	mo := mcp.Options{Root: root, Version: Version, Log: log,
+		Redial: func(ctx context.Context) (*mcp.Daemon, error) {
+			cl, err := client.Dial(ctx, root, client.Options{Home: project.Home()})
+			if err != nil {
+				return nil, err
+			}
+			return mcp.NewDaemon(cl, log), nil
+		}}
+	if cl, err := client.Dial(ctx, root, opts); err != nil {
+		log.Warn("no snagd: reads come from the files; writes fail until one runs", "err", err)
+	} else {
+		mo.Daemon = mcp.NewDaemon(cl, log)
+	}
+	return mcp.Run(ctx, mo)
+}

@@ -1,0 +1,136 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Session is a registered agent session, as POST /sessions answers it.
+type Session struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+}
+
+// Registration is what an agent tells snagd about itself when it registers.
+type Registration struct {
+	Name          string `json:"name,omitempty"`
+	Client        string `json:"client,omitempty"`
+	ClientVersion string `json:"client_version,omitempty"`
+	PID           int    `json:"pid,omitempty"`
+	Host          string `json:"host,omitempty"`
+	Transport     string `json:"transport,omitempty"`
+}
+
+// Register registers an agent session.
+func (c *Client) Register(ctx context.Context, r Registration) (Session, error) {
+	var s Session
+	err := c.Do(ctx, http.MethodPost, "/sessions", r, &s)
+	return s, err
+}
+
+// DoAs is Do for a request an agent's tool call makes: it carries the
+// session (X-Snag-Session) and the tool's name (X-Snag-Tool) so snagd acts
+// for the session and audits the call. A session of 0 or an empty tool is
+// not sent.
+func (c *Client) DoAs(ctx context.Context, session int64, tool, method, path string, in, out any) error {
+	var raw []byte
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		raw = b
+	}
+	deadline := time.Now().Add(ReadyWait)
+	for {
+		var body io.Reader
+		if raw != nil {
+			body = bytes.NewReader(raw)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+c.tok.String())
+		if raw != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if session != 0 {
+			req.Header.Set("X-Snag-Session", strconv.FormatInt(session, 10))
+			if tool != "" {
+				req.Header.Set("X-Snag-Tool", tool)
+			}
+		}
+		resp, err := c.http.Do(req)
+		if err != nil {
+			return fmt.Errorf("snagd on :%d: %w", c.health.Port, err)
+		}
+		wait := retryAfter(resp)
+		if resp.StatusCode == http.StatusServiceUnavailable && !time.Now().Add(wait).After(deadline) {
+			resp.Body.Close()
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait):
+			}
+			continue
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			e := &Error{Status: resp.StatusCode}
+			if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(e); err != nil || e.Message == "" {
+				e.Message = fmt.Sprintf("snagd answered %s", resp.Status)
+			}
+			return e
+		}
+		if out == nil {
+			return nil
+		}
+		return json.NewDecoder(resp.Body).Decode(out)
+	}
+}
+
+// Stream opens the session's stream (GET /sessions/{id}/stream) and holds
+// it until ctx ends or the daemon closes it; it returns then. While the
+// stream is open snagd keeps the session's leases; when it closes and does
+// not come back within snagd's grace, they are released. opened, when not
+// nil, is called once the daemon has accepted the stream.
+func (c *Client) Stream(ctx context.Context, session int64, opened func()) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/sessions/"+strconv.FormatInt(session, 10)+"/stream", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.tok.String())
+	resp, err := http.DefaultClient.Do(req) // no timeout: the stream lasts
+	if err != nil {
+		return fmt.Errorf("snagd on :%d: %w", c.health.Port, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		e := &Error{Status: resp.StatusCode}
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(e); err != nil || e.Message == "" {
+			e.Message = fmt.Sprintf("snagd answered %s", resp.Status)
+		}
+		return e
+	}
+	if opened != nil {
+		opened()
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err == nil {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("session stream closed: %w", err)
+}
+
+// Root is the project root the client serves, symlinks resolved.
+func (c *Client) Root() string { return c.root }

@@ -1,0 +1,377 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/snagdev/snag/client"
+	"github.com/snagdev/snag/queue"
+)
+
+// Daemon is the backend that talks to snagd. It registers the bridge's
+// session on first use, holds the session stream for its whole life (so
+// snagd releases its leases when the bridge is gone), and keeps the epoch of
+// every lease it holds. It is safe for concurrent use.
+type Daemon struct {
+	cl  *client.Client
+	log *slog.Logger
+
+	mu      sync.Mutex
+	reg     client.Registration
+	session client.Session
+	epochs  map[string]int64 // task id and key -> epoch of the lease held
+	opened  chan struct{}    // closed when the first stream opens
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// NewDaemon returns a backend over a connected client.
+func NewDaemon(cl *client.Client, log *slog.Logger) *Daemon {
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Daemon{cl: cl, log: log, epochs: map[string]int64{}, opened: make(chan struct{})}
+}
+
+// Source is "daemon".
+func (d *Daemon) Source() string { return SourceDaemon }
+
+// SetClient records the MCP client's name and version for the session; a
+// session already registered is not changed.
+func (d *Daemon) SetClient(name, version string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.reg.Client, d.reg.ClientVersion = name, version
+}
+
+// Session registers the bridge's session when it has none yet and starts
+// holding its stream; it returns the session.
+func (d *Daemon) Session(ctx context.Context) (client.Session, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.session.ID != 0 {
+		return d.session, nil
+	}
+	reg := d.reg
+	reg.PID, reg.Transport = os.Getpid(), "stdio"
+	if reg.Client == "" {
+		reg.Client = "mcp"
+	}
+	if n := os.Getenv("SNAG_AGENT"); n != "" {
+		reg.Name = n
+	}
+	s, err := d.cl.Register(ctx, reg)
+	if err != nil {
+		return client.Session{}, err
+	}
+	d.session = s
+	if d.done == nil {
+		sctx, cancel := context.WithCancel(context.Background())
+		d.cancel, d.done = cancel, make(chan struct{})
+		go d.hold(sctx)
+	}
+	select { // wait a moment for the stream, so a lease is never held without it
+	case <-d.opened:
+	case <-time.After(2 * time.Second):
+	}
+	return s, nil
+}
+
+// hold keeps the session's stream open until ctx ends: when it closes (a
+// snagd restart), it finds the daemon again and reopens it within snagd's
+// grace; when the session has ended, the next tool call registers again.
+func (d *Daemon) hold(ctx context.Context) {
+	defer close(d.done)
+	var once sync.Once
+	for ctx.Err() == nil {
+		d.mu.Lock()
+		id := d.session.ID
+		d.mu.Unlock()
+		if id == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
+		}
+		err := d.cl.Stream(ctx, id, func() { once.Do(func() { close(d.opened) }) })
+		if ctx.Err() != nil {
+			return
+		}
+		d.log.Info("session stream closed", "session", id, "err", err)
+		var e *client.Error
+		if errors.As(err, &e) && e.Status == http.StatusGone {
+			d.mu.Lock()
+			d.session = client.Session{}
+			clear(d.epochs)
+			d.mu.Unlock()
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		if err := d.cl.Recheck(ctx); err != nil {
+			d.log.Info("snagd not found again yet", "err", err)
+		}
+	}
+}
+
+// Close stops holding the session stream; snagd then releases the
+// session's leases after its grace.
+func (d *Daemon) Close() error {
+	d.mu.Lock()
+	cancel, done := d.cancel, d.done
+	d.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	return nil
+}
+
+// do sends a request for the tool call in ctx, with the session.
+func (d *Daemon) do(ctx context.Context, method, path string, in, out any) error {
+	s, err := d.Session(ctx)
+	if err != nil {
+		return daemonErr(err)
+	}
+	err = d.cl.DoAs(ctx, s.ID, toolOf(ctx), method, path, in, out)
+	var e *client.Error
+	if errors.As(err, &e) && e.Status == http.StatusGone {
+		d.mu.Lock()
+		if d.session.ID == s.ID {
+			d.session = client.Session{}
+			clear(d.epochs)
+		}
+		d.mu.Unlock()
+		if s, err = d.Session(ctx); err != nil {
+			return daemonErr(err)
+		}
+		err = d.cl.DoAs(ctx, s.ID, toolOf(ctx), method, path, in, out)
+	}
+	if err != nil && !errors.As(err, &e) {
+		// snagd went away: find it again for the next call.
+		if rerr := d.cl.Recheck(ctx); rerr == nil {
+			err = d.cl.DoAs(ctx, s.ID, toolOf(ctx), method, path, in, out)
+		}
+	}
+	return daemonErr(err)
+}
+
+// unreachable reports whether err is a failure to reach snagd (rather than
+// an answer from it).
+func unreachable(err error) bool {
+	var e *client.Error
+	return err != nil && !errors.As(err, &e) && !errors.Is(err, ErrNotFound) && !errors.Is(err, context.Canceled)
+}
+
+func daemonErr(err error) error {
+	var e *client.Error
+	if errors.As(err, &e) {
+		if e.Status == http.StatusNotFound {
+			return fmt.Errorf("%w: %s", ErrNotFound, e.Message)
+		}
+		return errors.New(e.Message)
+	}
+	return err
+}
+
+type wireRow struct {
+	Row
+	State string `json:"state"`
+	Error string `json:"error"`
+}
+
+func (w wireRow) row() Row { return w.Row }
+
+// List lists tasks.
+func (d *Daemon) List(ctx context.Context, lq ListQuery) (Page, error) {
+	q := url.Values{}
+	if len(lq.Statuses) > 0 {
+		q.Set("status", strings.Join(lq.Statuses, ","))
+	}
+	if lq.Wave > 0 {
+		q.Set("wave", strconv.Itoa(lq.Wave))
+	}
+	if lq.Limit > 0 {
+		q.Set("limit", strconv.Itoa(lq.Limit))
+	}
+	if lq.Cursor != "" {
+		q.Set("cursor", lq.Cursor)
+	}
+	if lq.All {
+		q.Set("all", "true")
+	}
+	var got struct {
+		Tasks []wireRow `json:"tasks"`
+		Next  string    `json:"next"`
+	}
+	if err := d.do(ctx, "GET", "/tasks?"+q.Encode(), nil, &got); err != nil {
+		return Page{}, err
+	}
+	p := Page{Next: got.Next, Rows: make([]Row, 0, len(got.Tasks))}
+	for _, w := range got.Tasks {
+		p.Rows = append(p.Rows, w.row())
+	}
+	return p, nil
+}
+
+// Get reads one task.
+func (d *Daemon) Get(ctx context.Context, ref string) (*Detail, error) {
+	var got struct {
+		Row      wireRow     `json:"row"`
+		Task     *queue.Task `json:"task"`
+		Body     string      `json:"body"`
+		TaskFile string      `json:"task_file"`
+	}
+	if err := d.do(ctx, "GET", "/tasks/"+url.PathEscape(ref), nil, &got); err != nil {
+		return nil, err
+	}
+	det := &Detail{Row: got.Row.row(), Body: got.Body}
+	if got.TaskFile != "" {
+		det.Path = strings.TrimPrefix(got.TaskFile, ".snag/")
+	}
+	fillDetail(det, got.Task)
+	return det, nil
+}
+
+// fillDetail copies what a task file says into a detail.
+func fillDetail(det *Detail, t *queue.Task) {
+	if t == nil {
+		return
+	}
+	det.DependsOn = t.DependsOn
+	for _, f := range t.SuspectFiles {
+		det.SuspectFiles = append(det.SuspectFiles, f.String())
+	}
+	if c := t.Capture; c != nil {
+		det.URL, det.Anchor, det.ConsoleErrors, det.Screenshots = c.URL, c.Anchor, c.ConsoleErrors, c.Screenshots
+	}
+	if t.Verify != nil {
+		det.VerifyCommand = t.Verify.Command
+	}
+	det.Verified = t.Verified
+}
+
+// Search runs a full-text query.
+func (d *Daemon) Search(ctx context.Context, query string, limit int) ([]Hit, error) {
+	var got struct {
+		Hits []struct {
+			wireRow
+			Snippet string `json:"snippet"`
+		} `json:"hits"`
+	}
+	q := url.Values{"q": {query}, "limit": {strconv.Itoa(limit)}}
+	if err := d.do(ctx, "GET", "/search?"+q.Encode(), nil, &got); err != nil {
+		return nil, err
+	}
+	hits := make([]Hit, 0, len(got.Hits))
+	for _, h := range got.Hits {
+		hits = append(hits, Hit{Row: h.row(), Snippet: h.Snippet})
+	}
+	return hits, nil
+}
+
+// Claim leases a task, or the next ready one when ref is "".
+func (d *Daemon) Claim(ctx context.Context, ref string, force bool) (Claimed, error) {
+	path := "/claim"
+	if ref != "" {
+		path = "/tasks/" + url.PathEscape(ref) + "/claim"
+	}
+	var got struct {
+		Task   *wireRow `json:"task"`
+		Epoch  int64    `json:"epoch"`
+		Reason string   `json:"reason"`
+	}
+	if err := d.do(ctx, "POST", path, map[string]any{"force": force}, &got); err != nil {
+		return Claimed{}, err
+	}
+	if got.Task == nil {
+		return Claimed{Reason: got.Reason}, nil
+	}
+	r := got.Task.row()
+	d.mu.Lock()
+	d.epochs[r.ID], d.epochs[r.Key] = got.Epoch, got.Epoch
+	d.mu.Unlock()
+	return Claimed{Task: &r}, nil
+}
+
+// epoch is the epoch of the lease held on ref, or 0.
+func (d *Daemon) epoch(ref string) int64 {
+	r, err := queue.ParseRef(ref)
+	if err != nil {
+		return 0
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.epochs[r.String()]
+}
+
+func (d *Daemon) forget(ref, key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for k, e := range d.epochs {
+		if k == key || k == ref {
+			delete(d.epochs, k)
+			for k2, e2 := range d.epochs {
+				if e2 == e {
+					delete(d.epochs, k2)
+				}
+			}
+		}
+	}
+}
+
+// errNotHeld says how to get a lease before writing.
+func errNotHeld(ref string) error {
+	return fmt.Errorf("you do not hold %s in this session: claim it first with snag_claim {\"id\": %q}", ref, ref)
+}
+
+func (d *Daemon) move(ctx context.Context, action, ref string, body map[string]any) (Moved, error) {
+	ep := d.epoch(ref)
+	if ep == 0 {
+		return Moved{}, errNotHeld(ref)
+	}
+	body["epoch"] = ep
+	var got struct {
+		Key    string `json:"key"`
+		Status string `json:"status"`
+	}
+	if err := d.do(ctx, "POST", "/tasks/"+url.PathEscape(ref)+"/"+action, body, &got); err != nil {
+		return Moved{}, err
+	}
+	if action == "release" || got.Status == string(queue.StatusResolved) {
+		d.forget(ref, got.Key)
+	}
+	return Moved{Key: got.Key, Status: got.Status}, nil
+}
+
+// Release gives a held task back with a reason.
+func (d *Daemon) Release(ctx context.Context, ref, reason string) (Moved, error) {
+	return d.move(ctx, "release", ref, map[string]any{"reason": reason})
+}
+
+// Resolve hands a held task to verify.
+func (d *Daemon) Resolve(ctx context.Context, ref, commit, note string) (Moved, error) {
+	return d.move(ctx, "resolve", ref, map[string]any{"commit": commit, "note": note})
+}
+
+// Add files a task into the inbox, unvetted.
+func (d *Daemon) Add(ctx context.Context, t NewTask) (Added, error) {
+	var got Added
+	err := d.do(ctx, "POST", "/tasks", t, &got)
+	return got, err
+}

@@ -1,0 +1,161 @@
+package mcp
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+//go:embed instructions.md
+var instructions string
+
+// Options configure a server.
+type Options struct {
+	Root    string  // the project root, the folder holding .snag/
+	Daemon  *Daemon // nil when no snagd answers: reads come from the files
+	Version string  // snag's version, reported in initialize
+	Log     *slog.Logger
+	// Redial, when set, is tried before a write when there is no daemon.
+	Redial func(ctx context.Context) (*Daemon, error)
+}
+
+// server holds the state the tools share.
+type server struct {
+	opts  Options
+	files *Files
+	log   *slog.Logger
+}
+
+// NewServer returns the MCP server with the queue toolset and the
+// resources.
+func NewServer(opts Options) *sdk.Server {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s := &server{opts: opts, files: &Files{Root: opts.Root}, log: opts.Log}
+	srv := sdk.NewServer(&sdk.Implementation{Name: "snag", Version: opts.Version}, &sdk.ServerOptions{
+		Instructions: instructions,
+		InitializedHandler: func(ctx context.Context, req *sdk.InitializedRequest) {
+			if d := s.opts.Daemon; d != nil {
+				if p := req.Session.InitializeParams(); p != nil && p.ClientInfo != nil {
+					d.SetClient(p.ClientInfo.Name, p.ClientInfo.Version)
+				}
+				go d.Session(context.Background())
+			}
+		},
+	})
+	s.addTools(srv)
+	s.addResources(srv)
+	return srv
+}
+
+// Run serves MCP over stdin and stdout until the client closes stdin.
+func Run(ctx context.Context, opts Options) error {
+	err := NewServer(opts).Run(ctx, &sdk.StdioTransport{})
+	if opts.Daemon != nil {
+		opts.Daemon.Close()
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// note is what a files answer says about itself.
+const filesNote = "no snagd answers: read from the files; statuses and holders may be stale"
+
+// reader picks the backend for a read: the daemon, or the files when it
+// cannot be reached.
+func (s *server) read(ctx context.Context, f func(b Backend) error) (source, note string, err error) {
+	if d := s.opts.Daemon; d != nil {
+		err = f(d)
+		if !unreachable(err) {
+			return SourceDaemon, "", s.explain(err)
+		}
+		s.log.Info("snagd unreachable; reading the files", "err", err)
+	}
+	return SourceFiles, filesNote, s.explain(f(s.files))
+}
+
+// writer is the backend for a write.
+func (s *server) writer(ctx context.Context) Backend {
+	if s.opts.Daemon == nil && s.opts.Redial != nil {
+		if d, err := s.opts.Redial(ctx); err == nil {
+			s.opts.Daemon = d
+		}
+	}
+	if s.opts.Daemon != nil {
+		return s.opts.Daemon
+	}
+	return s.files
+}
+
+// explain turns an error into the words a model reads, naming the fix.
+func (s *server) explain(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrNoDaemon):
+		return fmt.Errorf("%v: start it with `snag daemon --root %s` (or ask the person to), then call again. "+
+			"The queue is still readable: snag_list, snag_get, snag_search, or Read/Grep .snag/tasks/*.md", err, s.opts.Root)
+	case errors.Is(err, ErrNotFound):
+		return fmt.Errorf("%v: snag_list or snag_search finds a task's key", err)
+	case unreachable(err):
+		return fmt.Errorf("snagd cannot be reached (%v): start it with `snag daemon --root %s`; the files stay readable with Read/Grep .snag/tasks/*.md", err, s.opts.Root)
+	}
+	return err
+}
+
+// absShot is the absolute path of a screenshot named relative to .snag/,
+// or "" when the name leaves .snag/.
+func (s *server) absShot(rel string) string {
+	clean := path.Clean(rel)
+	if !filepath.IsLocal(clean) {
+		return ""
+	}
+	return filepath.Join(s.opts.Root, ".snag", filepath.FromSlash(clean))
+}
+
+func readLocal(root, rel string, max int64) ([]byte, error) {
+	r, err := os.OpenRoot(filepath.Join(root, ".snag"))
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	f, err := r.Open(filepath.FromSlash(path.Clean(rel)))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s is larger than %d bytes", rel, max)
+	}
+	return b, nil
+}
+
+func text(s string) []sdk.Content { return []sdk.Content{&sdk.TextContent{Text: s}} }
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		cut := n
+		for cut > 0 && s[cut]&0xC0 == 0x80 {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
