@@ -99,8 +99,8 @@ func (db *DB) Rebuild(ctx context.Context, dir *queue.Dir) (ScanStats, error) {
 	return st, nil
 }
 
-// A scan that adds at least bulkMin rows, and at least a quarter as many as
-// the index holds, is a bulk load (so is every rebuild): it reads and parses
+// A scan that reads or removes at least bulkMin files (a cold start, a git
+// checkout) is a bulk load, as every rebuild is: it reads and parses
 // files while it writes, drops the full-text triggers for the length of the
 // transaction and keeps the full-text index itself, with a large in-memory
 // buffer. Through the triggers, FTS5 writes (and later merges) a segment for
@@ -150,7 +150,13 @@ func (db *DB) scan(ctx context.Context, dir *queue.Dir, opts ScanOptions, rebuil
 		}
 		todo = append(todo, e)
 	}
-	bulk := rebuild || added >= bulkMin && added >= len(known)/4
+	removed := 0
+	for p := range known {
+		if !seen[p] {
+			removed++
+		}
+	}
+	bulk := rebuild || len(todo)+removed >= bulkMin
 
 	// A bulk load reads while it writes; an incremental scan reads first, so
 	// the write lock is held only for the writing.
