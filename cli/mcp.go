@@ -7,6 +7,7 @@ import (
 
 	"github.com/snagdev/snag/client"
 	"github.com/snagdev/snag/mcp"
+	mcpremote "github.com/snagdev/snag/mcp/remote"
 	"github.com/snagdev/snag/project"
 )
 
@@ -41,18 +42,18 @@ func runMCP(ctx context.Context, c *call) error {
 	if !c.opt.noAutostart && !envSet(NoAutostartEnv) {
 		opts.Start = startDaemon
 	}
-	mo := mcp.Options{Root: root, Version: Version, Log: log,
-		Redial: func(ctx context.Context) (*mcp.Daemon, error) {
+	mo := mcp.Options{Root: root, Version: Version, Log: log, In: c.Stdin, Out: c.Stdout,
+		Redial: func(ctx context.Context) (mcp.Live, error) {
 			cl, err := client.Dial(ctx, root, client.Options{Home: project.Home()})
 			if err != nil {
 				return nil, err
 			}
-			return mcp.NewDaemon(cl, log), nil
+			return mcpremote.NewDaemon(cl, log), nil
 		}}
 	if cl, err := client.Dial(ctx, root, opts); err != nil {
 		log.Warn("no snagd: reads come from the files; writes fail until one runs", "err", err)
 	} else {
-		mo.Daemon = mcp.NewDaemon(cl, log)
+		mo.Daemon = mcpremote.NewDaemon(cl, log)
 	}
 	return mcp.Run(ctx, mo)
 }

@@ -3,6 +3,8 @@ package mcp
 import (
 	"context"
 	"errors"
+
+	"github.com/snagdev/snag/queue"
 )
 
 // Where an answer came from.
@@ -40,6 +42,24 @@ type Detail struct {
 	VerifyCommand string   `json:"-"`
 	Verified      bool     `json:"verified"`
 	Body          string   `json:"-"`
+}
+
+// Fill copies what a task file says into a detail.
+func (det *Detail) Fill(t *queue.Task) {
+	if t == nil {
+		return
+	}
+	det.DependsOn = t.DependsOn
+	for _, f := range t.SuspectFiles {
+		det.SuspectFiles = append(det.SuspectFiles, f.String())
+	}
+	if c := t.Capture; c != nil {
+		det.URL, det.Anchor, det.ConsoleErrors, det.Screenshots = c.URL, c.Anchor, c.ConsoleErrors, c.Screenshots
+	}
+	if t.Verify != nil {
+		det.VerifyCommand = t.Verify.Command
+	}
+	det.Verified = t.Verified
 }
 
 // Page is a page of a list.
@@ -111,6 +131,25 @@ type Backend interface {
 // ErrNoDaemon is returned by the writes of a backend without a daemon.
 var ErrNoDaemon = errors.New("no snagd answers for this project, and snag writes only through snagd")
 
+// ErrUnreachable wraps a failure to reach snagd (rather than an answer
+// from it): reads then fall back to the files.
+var ErrUnreachable = errors.New("snagd cannot be reached")
+
+// Live is a Backend that holds a session with snagd: the tools tell it the
+// MCP client's name, start it after initialize, and ask which leases it
+// holds.
+type Live interface {
+	Backend
+	// SetClient records the MCP client's name and version for the session.
+	SetClient(name, version string)
+	// Start registers the session and holds its stream.
+	Start(ctx context.Context) error
+	// Holds reports whether this bridge holds a lease on the task.
+	Holds(ref string) bool
+	// Close ends the session stream; snagd then releases the leases.
+	Close() error
+}
+
 // ErrNotFound is returned for a task that does not exist.
 var ErrNotFound = errors.New("no such task")
 
@@ -121,7 +160,8 @@ func withTool(ctx context.Context, tool string) context.Context {
 	return context.WithValue(ctx, toolKey{}, tool)
 }
 
-func toolOf(ctx context.Context) string {
+// ToolOf is the tool a request serves, as withTool recorded it, or "".
+func ToolOf(ctx context.Context) string {
 	s, _ := ctx.Value(toolKey{}).(string)
 	return s
 }

@@ -118,7 +118,7 @@ func (f *Files) Get(ctx context.Context, ref string) (*Detail, error) {
 	for _, ft := range all {
 		if ft.t == t {
 			det := &Detail{Row: rowOf(ft, l.Find), Body: string(t.Body)}
-			fillDetail(det, t)
+			det.Fill(t)
 			return det, nil
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -20,16 +21,21 @@ var instructions string
 
 // Options configure a server.
 type Options struct {
-	Root    string  // the project root, the folder holding .snag/
-	Daemon  *Daemon // nil when no snagd answers: reads come from the files
-	Version string  // snag's version, reported in initialize
+	Root    string // the project root, the folder holding .snag/
+	Daemon  Live   // nil when no snagd answers: reads come from the files
+	Version string // snag's version, reported in initialize
 	Log     *slog.Logger
 	// Redial, when set, is tried before a write when there is no daemon.
-	Redial func(ctx context.Context) (*Daemon, error)
+	Redial func(ctx context.Context) (Live, error)
+	// In and Out are the protocol's stdin and stdout (os.Stdin and
+	// os.Stdout when nil).
+	In  io.Reader
+	Out io.Writer
 }
 
 // server holds the state the tools share.
 type server struct {
+	mu    sync.Mutex // guards opts.Daemon, set by Redial
 	opts  Options
 	files *Files
 	log   *slog.Logger
@@ -45,11 +51,11 @@ func NewServer(opts Options) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "snag", Version: opts.Version}, &sdk.ServerOptions{
 		Instructions: instructions,
 		InitializedHandler: func(ctx context.Context, req *sdk.InitializedRequest) {
-			if d := s.opts.Daemon; d != nil {
+			if d := s.daemon(); d != nil {
 				if p := req.Session.InitializeParams(); p != nil && p.ClientInfo != nil {
 					d.SetClient(p.ClientInfo.Name, p.ClientInfo.Version)
 				}
-				go d.Session(context.Background())
+				go d.Start(context.Background())
 			}
 		},
 	})
@@ -60,7 +66,14 @@ func NewServer(opts Options) *sdk.Server {
 
 // Run serves MCP over stdin and stdout until the client closes stdin.
 func Run(ctx context.Context, opts Options) error {
-	err := NewServer(opts).Run(ctx, &sdk.StdioTransport{})
+	in, out := opts.In, opts.Out
+	if in == nil {
+		in = os.Stdin
+	}
+	if out == nil {
+		out = os.Stdout
+	}
+	err := NewServer(opts).Run(ctx, lineTransport(in, out))
 	if opts.Daemon != nil {
 		opts.Daemon.Close()
 	}
@@ -70,13 +83,16 @@ func Run(ctx context.Context, opts Options) error {
 	return err
 }
 
+// unreachable reports whether err is a failure to reach snagd.
+func unreachable(err error) bool { return errors.Is(err, ErrUnreachable) }
+
 // note is what a files answer says about itself.
-const filesNote = "no snagd answers: read from the files; statuses and holders may be stale"
+const filesNote = "no snagd; statuses may be stale"
 
 // reader picks the backend for a read: the daemon, or the files when it
 // cannot be reached.
 func (s *server) read(ctx context.Context, f func(b Backend) error) (source, note string, err error) {
-	if d := s.opts.Daemon; d != nil {
+	if d := s.daemon(); d != nil {
 		err = f(d)
 		if !unreachable(err) {
 			return SourceDaemon, "", s.explain(err)
@@ -88,6 +104,8 @@ func (s *server) read(ctx context.Context, f func(b Backend) error) (source, not
 
 // writer is the backend for a write.
 func (s *server) writer(ctx context.Context) Backend {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.opts.Daemon == nil && s.opts.Redial != nil {
 		if d, err := s.opts.Redial(ctx); err == nil {
 			s.opts.Daemon = d
@@ -97,6 +115,13 @@ func (s *server) writer(ctx context.Context) Backend {
 		return s.opts.Daemon
 	}
 	return s.files
+}
+
+// daemon is the live backend, or nil.
+func (s *server) daemon() Live {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.opts.Daemon
 }
 
 // explain turns an error into the words a model reads, naming the fix.

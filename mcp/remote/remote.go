@@ -1,4 +1,9 @@
-package mcp
+// Package remote is the [mcp.Backend] that talks to snagd through the
+// client package: it registers the bridge's session, holds the session
+// stream for the bridge's whole life, and keeps the epoch of every lease it
+// holds. The mcp package knows only its interface; cli wires the two. It
+// must not import index, project, cli, watch, SQLite or fsnotify.
+package remote
 
 import (
 	"context"
@@ -15,6 +20,7 @@ import (
 	"time"
 
 	"github.com/snagdev/snag/client"
+	"github.com/snagdev/snag/mcp"
 	"github.com/snagdev/snag/queue"
 )
 
@@ -44,7 +50,7 @@ func NewDaemon(cl *client.Client, log *slog.Logger) *Daemon {
 }
 
 // Source is "daemon".
-func (d *Daemon) Source() string { return SourceDaemon }
+func (d *Daemon) Source() string { return mcp.SourceDaemon }
 
 // SetClient records the MCP client's name and version for the session; a
 // session already registered is not changed.
@@ -85,6 +91,13 @@ func (d *Daemon) Session(ctx context.Context) (client.Session, error) {
 	case <-time.After(2 * time.Second):
 	}
 	return s, nil
+}
+
+// Start registers the session (when it has none) and starts holding its
+// stream.
+func (d *Daemon) Start(ctx context.Context) error {
+	_, err := d.Session(ctx)
+	return err
 }
 
 // hold keeps the session's stream open until ctx ends: when it closes (a
@@ -148,7 +161,7 @@ func (d *Daemon) do(ctx context.Context, method, path string, in, out any) error
 	if err != nil {
 		return daemonErr(err)
 	}
-	err = d.cl.DoAs(ctx, s.ID, toolOf(ctx), method, path, in, out)
+	err = d.cl.DoAs(ctx, s.ID, mcp.ToolOf(ctx), method, path, in, out)
 	var e *client.Error
 	if errors.As(err, &e) && e.Status == http.StatusGone {
 		d.mu.Lock()
@@ -160,29 +173,25 @@ func (d *Daemon) do(ctx context.Context, method, path string, in, out any) error
 		if s, err = d.Session(ctx); err != nil {
 			return daemonErr(err)
 		}
-		err = d.cl.DoAs(ctx, s.ID, toolOf(ctx), method, path, in, out)
+		err = d.cl.DoAs(ctx, s.ID, mcp.ToolOf(ctx), method, path, in, out)
 	}
 	if err != nil && !errors.As(err, &e) {
 		// snagd went away: find it again for the next call.
 		if rerr := d.cl.Recheck(ctx); rerr == nil {
-			err = d.cl.DoAs(ctx, s.ID, toolOf(ctx), method, path, in, out)
+			err = d.cl.DoAs(ctx, s.ID, mcp.ToolOf(ctx), method, path, in, out)
 		}
 	}
 	return daemonErr(err)
 }
 
-// unreachable reports whether err is a failure to reach snagd (rather than
-// an answer from it).
-func unreachable(err error) bool {
-	var e *client.Error
-	return err != nil && !errors.As(err, &e) && !errors.Is(err, ErrNotFound) && !errors.Is(err, context.Canceled)
-}
-
 func daemonErr(err error) error {
 	var e *client.Error
+	if err != nil && !errors.As(err, &e) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %w", mcp.ErrUnreachable, err)
+	}
 	if errors.As(err, &e) {
 		if e.Status == http.StatusNotFound {
-			return fmt.Errorf("%w: %s", ErrNotFound, e.Message)
+			return fmt.Errorf("%w: %s", mcp.ErrNotFound, e.Message)
 		}
 		return errors.New(e.Message)
 	}
@@ -190,15 +199,15 @@ func daemonErr(err error) error {
 }
 
 type wireRow struct {
-	Row
+	mcp.Row
 	State string `json:"state"`
 	Error string `json:"error"`
 }
 
-func (w wireRow) row() Row { return w.Row }
+func (w wireRow) row() mcp.Row { return w.Row }
 
 // List lists tasks.
-func (d *Daemon) List(ctx context.Context, lq ListQuery) (Page, error) {
+func (d *Daemon) List(ctx context.Context, lq mcp.ListQuery) (mcp.Page, error) {
 	q := url.Values{}
 	if len(lq.Statuses) > 0 {
 		q.Set("status", strings.Join(lq.Statuses, ","))
@@ -220,9 +229,9 @@ func (d *Daemon) List(ctx context.Context, lq ListQuery) (Page, error) {
 		Next  string    `json:"next"`
 	}
 	if err := d.do(ctx, "GET", "/tasks?"+q.Encode(), nil, &got); err != nil {
-		return Page{}, err
+		return mcp.Page{}, err
 	}
-	p := Page{Next: got.Next, Rows: make([]Row, 0, len(got.Tasks))}
+	p := mcp.Page{Next: got.Next, Rows: make([]mcp.Row, 0, len(got.Tasks))}
 	for _, w := range got.Tasks {
 		p.Rows = append(p.Rows, w.row())
 	}
@@ -230,7 +239,7 @@ func (d *Daemon) List(ctx context.Context, lq ListQuery) (Page, error) {
 }
 
 // Get reads one task.
-func (d *Daemon) Get(ctx context.Context, ref string) (*Detail, error) {
+func (d *Daemon) Get(ctx context.Context, ref string) (*mcp.Detail, error) {
 	var got struct {
 		Row      wireRow     `json:"row"`
 		Task     *queue.Task `json:"task"`
@@ -240,34 +249,16 @@ func (d *Daemon) Get(ctx context.Context, ref string) (*Detail, error) {
 	if err := d.do(ctx, "GET", "/tasks/"+url.PathEscape(ref), nil, &got); err != nil {
 		return nil, err
 	}
-	det := &Detail{Row: got.Row.row(), Body: got.Body}
+	det := &mcp.Detail{Row: got.Row.row(), Body: got.Body}
 	if got.TaskFile != "" {
 		det.Path = strings.TrimPrefix(got.TaskFile, ".snag/")
 	}
-	fillDetail(det, got.Task)
+	det.Fill(got.Task)
 	return det, nil
 }
 
-// fillDetail copies what a task file says into a detail.
-func fillDetail(det *Detail, t *queue.Task) {
-	if t == nil {
-		return
-	}
-	det.DependsOn = t.DependsOn
-	for _, f := range t.SuspectFiles {
-		det.SuspectFiles = append(det.SuspectFiles, f.String())
-	}
-	if c := t.Capture; c != nil {
-		det.URL, det.Anchor, det.ConsoleErrors, det.Screenshots = c.URL, c.Anchor, c.ConsoleErrors, c.Screenshots
-	}
-	if t.Verify != nil {
-		det.VerifyCommand = t.Verify.Command
-	}
-	det.Verified = t.Verified
-}
-
 // Search runs a full-text query.
-func (d *Daemon) Search(ctx context.Context, query string, limit int) ([]Hit, error) {
+func (d *Daemon) Search(ctx context.Context, query string, limit int) ([]mcp.Hit, error) {
 	var got struct {
 		Hits []struct {
 			wireRow
@@ -278,15 +269,15 @@ func (d *Daemon) Search(ctx context.Context, query string, limit int) ([]Hit, er
 	if err := d.do(ctx, "GET", "/search?"+q.Encode(), nil, &got); err != nil {
 		return nil, err
 	}
-	hits := make([]Hit, 0, len(got.Hits))
+	hits := make([]mcp.Hit, 0, len(got.Hits))
 	for _, h := range got.Hits {
-		hits = append(hits, Hit{Row: h.row(), Snippet: h.Snippet})
+		hits = append(hits, mcp.Hit{Row: h.row(), Snippet: h.Snippet})
 	}
 	return hits, nil
 }
 
 // Claim leases a task, or the next ready one when ref is "".
-func (d *Daemon) Claim(ctx context.Context, ref string, force bool) (Claimed, error) {
+func (d *Daemon) Claim(ctx context.Context, ref string, force bool) (mcp.Claimed, error) {
 	path := "/claim"
 	if ref != "" {
 		path = "/tasks/" + url.PathEscape(ref) + "/claim"
@@ -297,17 +288,20 @@ func (d *Daemon) Claim(ctx context.Context, ref string, force bool) (Claimed, er
 		Reason string   `json:"reason"`
 	}
 	if err := d.do(ctx, "POST", path, map[string]any{"force": force}, &got); err != nil {
-		return Claimed{}, err
+		return mcp.Claimed{}, err
 	}
 	if got.Task == nil {
-		return Claimed{Reason: got.Reason}, nil
+		return mcp.Claimed{Reason: got.Reason}, nil
 	}
 	r := got.Task.row()
 	d.mu.Lock()
 	d.epochs[r.ID], d.epochs[r.Key] = got.Epoch, got.Epoch
 	d.mu.Unlock()
-	return Claimed{Task: &r}, nil
+	return mcp.Claimed{Task: &r}, nil
 }
+
+// Holds reports whether the bridge holds a lease on ref.
+func (d *Daemon) Holds(ref string) bool { return d.epoch(ref) != 0 }
 
 // epoch is the epoch of the lease held on ref, or 0.
 func (d *Daemon) epoch(ref string) int64 {
@@ -317,7 +311,10 @@ func (d *Daemon) epoch(ref string) int64 {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.epochs[r.String()]
+	if r.ID == "" {
+		return d.epochs[r.String()]
+	}
+	return d.epochs[r.ID]
 }
 
 func (d *Daemon) forget(ref, key string) {
@@ -340,10 +337,10 @@ func errNotHeld(ref string) error {
 	return fmt.Errorf("you do not hold %s in this session: claim it first with snag_claim {\"id\": %q}", ref, ref)
 }
 
-func (d *Daemon) move(ctx context.Context, action, ref string, body map[string]any) (Moved, error) {
+func (d *Daemon) move(ctx context.Context, action, ref string, body map[string]any) (mcp.Moved, error) {
 	ep := d.epoch(ref)
 	if ep == 0 {
-		return Moved{}, errNotHeld(ref)
+		return mcp.Moved{}, errNotHeld(ref)
 	}
 	body["epoch"] = ep
 	var got struct {
@@ -351,27 +348,27 @@ func (d *Daemon) move(ctx context.Context, action, ref string, body map[string]a
 		Status string `json:"status"`
 	}
 	if err := d.do(ctx, "POST", "/tasks/"+url.PathEscape(ref)+"/"+action, body, &got); err != nil {
-		return Moved{}, err
+		return mcp.Moved{}, err
 	}
 	if action == "release" || got.Status == string(queue.StatusResolved) {
 		d.forget(ref, got.Key)
 	}
-	return Moved{Key: got.Key, Status: got.Status}, nil
+	return mcp.Moved{Key: got.Key, Status: got.Status}, nil
 }
 
 // Release gives a held task back with a reason.
-func (d *Daemon) Release(ctx context.Context, ref, reason string) (Moved, error) {
+func (d *Daemon) Release(ctx context.Context, ref, reason string) (mcp.Moved, error) {
 	return d.move(ctx, "release", ref, map[string]any{"reason": reason})
 }
 
 // Resolve hands a held task to verify.
-func (d *Daemon) Resolve(ctx context.Context, ref, commit, note string) (Moved, error) {
+func (d *Daemon) Resolve(ctx context.Context, ref, commit, note string) (mcp.Moved, error) {
 	return d.move(ctx, "resolve", ref, map[string]any{"commit": commit, "note": note})
 }
 
 // Add files a task into the inbox, unvetted.
-func (d *Daemon) Add(ctx context.Context, t NewTask) (Added, error) {
-	var got Added
+func (d *Daemon) Add(ctx context.Context, t mcp.NewTask) (mcp.Added, error) {
+	var got mcp.Added
 	err := d.do(ctx, "POST", "/tasks", t, &got)
 	return got, err
 }
