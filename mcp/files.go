@@ -91,7 +91,7 @@ func (f *Files) List(ctx context.Context, q ListQuery) (Page, error) {
 		switch {
 		case len(q.Statuses) > 0 && !slices.Contains(q.Statuses, string(t.Status)):
 			continue
-		case len(q.Statuses) == 0 && !q.All && (t.Status.Terminal() || t.Status == queue.StatusInbox):
+		case len(q.Statuses) == 0 && !q.All && t.Status.Terminal():
 			continue
 		case q.Wave > 0 && t.Wave != q.Wave:
 			continue

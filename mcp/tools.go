@@ -2,12 +2,15 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/snagdev/snag/queue"
 )
 
 // Text budgets: a body longer than bodyCut is cut in snag_get's text, with
@@ -18,7 +21,7 @@ const (
 )
 
 type listIn struct {
-	Status string `json:"status,omitempty" jsonschema:"comma-separated statuses; default: all not resolved or cancelled"`
+	Status string `json:"status,omitempty" jsonschema:"comma-separated: inbox open claimed verifying needs_review resolved cancelled; default all but the last two"`
 	Wave   int    `json:"wave,omitempty"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"default 20"`
 	Cursor string `json:"cursor,omitempty"`
@@ -129,8 +132,35 @@ func writes(title string, idem bool) *sdk.ToolAnnotations {
 	return &sdk.ToolAnnotations{Title: title, DestructiveHint: no(), IdempotentHint: idem, OpenWorldHint: no()}
 }
 
+// schema is the input schema inferred from In, with defaults, bounds and
+// enums set on the named properties: they belong in the schema, not in
+// prose.
+func schema[In any](tweak func(p map[string]*jsonschema.Schema)) *jsonschema.Schema {
+	sc, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(err)
+	}
+	tweak(sc.Properties)
+	return sc
+}
+
+func enum[T ~string](vals []T) []any {
+	out := make([]any, len(vals))
+	for i, v := range vals {
+		out[i] = string(v)
+	}
+	return out
+}
+
+func limit(p *jsonschema.Schema, def, maxv int) {
+	lo, hi := 1.0, float64(maxv)
+	p.Default, p.Minimum, p.Maximum = json.RawMessage(strconv.Itoa(def)), &lo, &hi
+	p.Description = ""
+}
+
 func (s *server) addTools(srv *sdk.Server) {
 	sdk.AddTool(srv, &sdk.Tool{Name: "snag_list", Annotations: readOnly("List tasks"),
+		InputSchema: schema[listIn](func(p map[string]*jsonschema.Schema) { limit(p["limit"], 20, 200) }),
 		Description: "List tasks in queue order: key, status, severity, kind, wave, title, trust; [BLOCKED] flags."}, s.list)
 	sdk.AddTool(srv, &sdk.Tool{Name: "snag_get", Annotations: readOnly("Show a task"),
 		Description: "One whole task: body, suspect files, capture, screenshots as links, verify state, next_actions."}, s.get)
@@ -141,10 +171,19 @@ func (s *server) addTools(srv *sdk.Server) {
 	sdk.AddTool(srv, &sdk.Tool{Name: "snag_resolve", Annotations: writes("Resolve a task", false),
 		Description: "Mark a task you hold done; verify then checks it (the task goes to verifying)."}, s.resolve)
 	sdk.AddTool(srv, &sdk.Tool{Name: "snag_add", Annotations: writes("Add to the inbox", false),
+		InputSchema: schema[addIn](func(p map[string]*jsonschema.Schema) {
+			p["kind"].Enum, p["kind"].Description = enum(queue.Kinds), ""
+			p["severity"].Enum, p["severity"].Description = enum(queue.Severities), ""
+		}),
 		Description: "File a finding, TODO or note into a person's inbox (unvetted until promoted)."}, s.add)
 	sdk.AddTool(srv, &sdk.Tool{Name: "snag_search", Annotations: readOnly("Search tasks"),
+		InputSchema: schema[searchIn](func(p map[string]*jsonschema.Schema) { limit(p["limit"], 10, 100) }),
 		Description: "Full-text search over every task, inbox and closed ones included."}, s.search)
 	sdk.AddTool(srv, &sdk.Tool{Name: "snag_screenshot", Annotations: readOnly("Show a screenshot"),
+		InputSchema: schema[shotIn](func(p map[string]*jsonschema.Schema) {
+			zero := 0.0
+			p["index"].Default, p["index"].Minimum, p["index"].Description = json.RawMessage("0"), &zero, ""
+		}),
 		Description: "One screenshot of a task, inline. Only for ux, a11y and layout tasks."}, s.screenshot)
 }
 
