@@ -1,0 +1,190 @@
+package mcp_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// tsProject copies .snag-example into a fresh project folder.
+func tsProject(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.CopyFS(filepath.Join(root, ".snag"), os.DirFS("../.snag-example")); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// tsFreePort finds a port the kernel says is free, outside snagd's default
+// range so a test never meets a developer's own snagd.
+func tsFreePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+type tsBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *tsBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *tsBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// tsDaemon runs `snag daemon` on root with SNAG_HOME home and waits until
+// it has written .snag/.port and its /health says ready. It returns the port.
+func tsDaemon(t *testing.T, bin, root, home string) int {
+	t.Helper()
+	port := tsFreePort(t)
+	cmd := exec.Command(bin, "daemon", "--root", root, "--port", strconv.Itoa(port))
+	cmd.Env = append(os.Environ(), "SNAG_HOME="+home)
+	log := &tsBuffer{}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("snagd log:\n%s", log.String())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-done:
+			t.Fatalf("snagd exited: %v\n%s", waitErr, log.String())
+		default:
+		}
+		if b, err := os.ReadFile(filepath.Join(root, ".snag", ".port")); err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(port) {
+			var h struct {
+				Ready bool `json:"ready"`
+				PID   int  `json:"pid"`
+			}
+			if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/health", port)); err == nil {
+				json.NewDecoder(resp.Body).Decode(&h)
+				resp.Body.Close()
+			}
+			if h.Ready && h.PID == cmd.Process.Pid {
+				return port
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("snagd not ready in 30 s\n%s", log.String())
+	return 0
+}
+
+// TestTypeScriptClient drives `snag mcp` with the official TypeScript SDK
+// client (mcp/tsclient/run.mjs) against a real snagd on a copy of
+// .snag-example: every tool, every resource, each result validated by the
+// SDK against the tool's output schema.
+func TestTypeScriptClient(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join("tsclient", "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
+	}
+	if err != nil {
+		msg := fmt.Sprintf("needs node and the TypeScript SDK (cd mcp/tsclient && npm ci): %v", err)
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	script, err := filepath.Abs(filepath.Join("tsclient", "run.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := snagBin // built by TestMain in mcp_test.go
+	root := tsProject(t)
+	home := filepath.Join(t.TempDir(), "home")
+	port := tsDaemon(t, bin, root, home)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script, bin, root)
+	cmd.Env = append(os.Environ(), "SNAG_HOME="+home, "SNAG_PORT="+strconv.Itoa(port))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 10 * time.Second
+	start := time.Now()
+	err = cmd.Run()
+	elapsed := time.Since(start)
+	if err != nil {
+		t.Fatalf("node run.mjs: %v after %v\nstdout:\n%s\nstderr:\n%s", err, elapsed.Round(time.Millisecond), stdout.String(), stderr.String())
+	}
+	t.Logf("node run.mjs: %v", elapsed.Round(time.Millisecond))
+
+	// Every line is a step's summary; the last is the clean close.
+	var last struct {
+		Step string `json:"step"`
+		OK   bool   `json:"ok"`
+	}
+	steps := 0
+	for line := range strings.Lines(stdout.String()) {
+		t.Log(strings.TrimSpace(line))
+		if err := json.Unmarshal([]byte(line), &last); err != nil {
+			t.Fatalf("not a JSON summary line: %q: %v", line, err)
+		}
+		if !last.OK {
+			t.Fatalf("step %s failed with exit status 0", last.Step)
+		}
+		steps++
+	}
+	if last.Step != "close" {
+		t.Fatalf("the last step is %q, want close; stderr:\n%s", last.Step, stderr.String())
+	}
+
+	// The add went through snagd to a file in the project.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		files, _ := filepath.Glob(filepath.Join(root, ".snag", "tasks", "*.md"))
+		found := false
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			found = found || bytes.Contains(b, []byte("Interop test note from the TypeScript client"))
+		}
+		if found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("snag_add answered but no task file holds the note")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
