@@ -457,3 +457,73 @@ func TestInjectionIsFenced(t *testing.T) {
 		t.Error("tools/list changed after the injected task was read")
 	}
 }
+
+func TestDaemonRestartKeepsTheSession(t *testing.T) {
+	e := newEnv(t)
+	stop := e.daemonStoppable(t)
+	cs, _ := e.bridge(t)
+	res, txt, sc := call(t, cs, "snag_claim", nil)
+	mustOK(t, "claim", res, txt)
+	key := sc["task"].(map[string]any)["key"].(string)
+
+	stop()
+	res, txt, sc = call(t, cs, "snag_list", nil)
+	mustOK(t, "list with snagd gone", res, txt)
+	if sc["source"] != "files" {
+		t.Errorf("list with snagd gone: source %v, want files", sc["source"])
+	}
+	e.daemon(t)
+
+	// The bridge finds the new snagd, and its lease and epoch still work.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, txt, sc = call(t, cs, "snag_release", map[string]any{"id": key, "reason": "after a restart"})
+		if !res.IsError {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("release after snagd restarted: %s", txt)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if sc["source"] != "daemon" || sc["status"] != "open" {
+		t.Errorf("release after restart: %v", sc)
+	}
+}
+
+// daemonStoppable is daemon with a function that stops it cleanly.
+func (e *env) daemonStoppable(t *testing.T) func() {
+	t.Helper()
+	cmd := exec.Command(snagBin, "daemon", "--root", e.root, "--port", fmt.Sprint(e.port))
+	cmd.Env = e.environ()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	stop := func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	}
+	t.Cleanup(stop)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/health", e.port))
+		if err == nil {
+			var h struct{ Ready bool }
+			json.NewDecoder(resp.Body).Decode(&h)
+			resp.Body.Close()
+			if h.Ready {
+				return stop
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("snagd did not become ready")
+	return nil
+}
