@@ -527,3 +527,47 @@ func (e *env) daemonStoppable(t *testing.T) func() {
 	t.Fatal("snagd did not become ready")
 	return nil
 }
+
+func TestToolCallsAreAudited(t *testing.T) {
+	e := newEnv(t)
+	e.daemon(t)
+	cs, _ := e.bridge(t)
+	call(t, cs, "snag_list", nil)
+	call(t, cs, "snag_get", map[string]any{"id": "SNAG-999"})
+	cmd := exec.Command(snagBin, "log", "--json", "--limit", "100")
+	cmd.Dir, cmd.Env = e.root, e.environ()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("snag log: %v", err)
+	}
+	for _, want := range []string{"snag_list GET /tasks", "snag_get GET /tasks/SNAG-999", "error 404", "go-test"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the audit log does not say %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestLargePayloadsAreProjected(t *testing.T) {
+	e := newEnv(t)
+	for i := 100; i < 400; i++ {
+		id := fmt.Sprintf("tsk_01M6P86ZDPVGV24J6DE1PA%04d", i)
+		body := fmt.Sprintf("---\nid: %s\nkey: SNAG-%d\ntitle: Generated task number %d with a title of a usual length\nstatus: open\ntrust: vetted\nseverity: low\nkind: chore\nwave: 4\nsuspect_files:\n  - {path: web/gen/f%d.ts, lines: [1, 9]}\n---\nGenerated.\n", id, i, i, i)
+		name := filepath.Join(e.root, ".snag", "tasks", fmt.Sprintf("SNAG-%d - Generated task number %d.md", i, i))
+		if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs, _ := e.bridge(t, "--no-autostart")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, uri := range []string{"snag://queue"} {
+		rr, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
+		if err != nil {
+			t.Fatalf("%s: %v", uri, err)
+		}
+		got := rr.Contents[0].Text
+		if len(got) > 30000 || !strings.Contains(got, `"projected":true`) || !strings.Contains(got, e.root) {
+			t.Errorf("%s: %d bytes, not projected to a summary naming the file: %.300s", uri, len(got), got)
+		}
+	}
+}

@@ -39,9 +39,9 @@ func jsonContents(uri string, v any, file string) (*sdk.ReadResourceResult, erro
 	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(b)}}}, nil
 }
 
-func (s *server) openRows(ctx context.Context) ([]Row, string, error) {
+func (s *server) openRows(ctx context.Context, req *sdk.ReadResourceRequest) ([]Row, string, error) {
 	var rows []Row
-	src, _, err := s.read(withTool(ctx, "resource"), func(b Backend) error {
+	src, _, err := s.read(s.begin(ctx, req.Session, "resource"), func(b Backend) error {
 		rows = nil
 		cursor := ""
 		for {
@@ -60,7 +60,7 @@ func (s *server) openRows(ctx context.Context) ([]Row, string, error) {
 }
 
 func (s *server) queueResource(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
-	rows, src, err := s.openRows(ctx)
+	rows, src, err := s.openRows(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +91,7 @@ type mapEntry struct {
 }
 
 func (s *server) mapResource(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
-	rows, src, err := s.openRows(ctx)
+	rows, src, err := s.openRows(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func (s *server) mapResource(ctx context.Context, req *sdk.ReadResourceRequest) 
 func (s *server) taskResource(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 	ref := strings.TrimPrefix(req.Params.URI, "snag://task/")
 	var det *Detail
-	_, _, err := s.read(withTool(ctx, "resource"), func(b Backend) (err error) { det, err = b.Get(ctx, ref); return })
+	_, _, err := s.read(s.begin(ctx, req.Session, "resource"), func(b Backend) (err error) { det, err = b.Get(ctx, ref); return })
 	if err != nil || det.Path == "" {
 		return nil, sdk.ResourceNotFoundError(req.Params.URI)
 	}

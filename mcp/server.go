@@ -83,6 +83,19 @@ func Run(ctx context.Context, opts Options) error {
 	return err
 }
 
+// begin starts serving a tool call: it tells the live backend the MCP
+// client's name and version (from initialize, or from the request's _meta
+// in the sessionless protocol) before the session is registered, and
+// records the tool for snagd's audit.
+func (s *server) begin(ctx context.Context, ss *sdk.ServerSession, tool string) context.Context {
+	if d := s.daemon(); d != nil && ss != nil {
+		if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+			d.SetClient(p.ClientInfo.Name, p.ClientInfo.Version)
+		}
+	}
+	return withTool(ctx, tool)
+}
+
 // unreachable reports whether err is a failure to reach snagd.
 func unreachable(err error) bool { return errors.Is(err, ErrUnreachable) }
 

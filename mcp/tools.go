@@ -256,7 +256,7 @@ func header(source, note string) string {
 }
 
 func (s *server) list(ctx context.Context, req *sdk.CallToolRequest, in listIn) (*sdk.CallToolResult, listOut, error) {
-	ctx = withTool(ctx, "snag_list")
+	ctx = s.begin(ctx, req.Session, "snag_list")
 	q := ListQuery{Wave: in.Wave, Limit: in.Limit, Cursor: in.Cursor}
 	if q.Limit <= 0 {
 		q.Limit = 20
@@ -293,7 +293,7 @@ func (s *server) holds(key string) bool {
 }
 
 func (s *server) get(ctx context.Context, req *sdk.CallToolRequest, in idIn) (*sdk.CallToolResult, getOut, error) {
-	ctx = withTool(ctx, "snag_get")
+	ctx = s.begin(ctx, req.Session, "snag_get")
 	var det *Detail
 	src, note, err := s.read(ctx, func(b Backend) (err error) { det, err = b.Get(ctx, in.ID); return })
 	if err != nil {
@@ -427,7 +427,7 @@ func (s *server) nextActions(det *Detail) []string {
 }
 
 func (s *server) claim(ctx context.Context, req *sdk.CallToolRequest, in claimIn) (*sdk.CallToolResult, claimOut, error) {
-	ctx = withTool(ctx, "snag_claim")
+	ctx = s.begin(ctx, req.Session, "snag_claim")
 	b := s.writer(ctx)
 	c, err := b.Claim(ctx, in.ID, in.Force)
 	if err != nil {
@@ -447,7 +447,7 @@ func (s *server) claim(ctx context.Context, req *sdk.CallToolRequest, in claimIn
 }
 
 func (s *server) release(ctx context.Context, req *sdk.CallToolRequest, in releaseIn) (*sdk.CallToolResult, moveOut, error) {
-	ctx = withTool(ctx, "snag_release")
+	ctx = s.begin(ctx, req.Session, "snag_release")
 	b := s.writer(ctx)
 	m, err := b.Release(ctx, in.ID, in.Reason)
 	if err != nil {
@@ -458,7 +458,7 @@ func (s *server) release(ctx context.Context, req *sdk.CallToolRequest, in relea
 }
 
 func (s *server) resolve(ctx context.Context, req *sdk.CallToolRequest, in resolveIn) (*sdk.CallToolResult, moveOut, error) {
-	ctx = withTool(ctx, "snag_resolve")
+	ctx = s.begin(ctx, req.Session, "snag_resolve")
 	b := s.writer(ctx)
 	m, err := b.Resolve(ctx, in.ID, in.Commit, in.Note)
 	if err != nil {
@@ -472,7 +472,7 @@ func (s *server) resolve(ctx context.Context, req *sdk.CallToolRequest, in resol
 }
 
 func (s *server) add(ctx context.Context, req *sdk.CallToolRequest, in addIn) (*sdk.CallToolResult, addOut, error) {
-	ctx = withTool(ctx, "snag_add")
+	ctx = s.begin(ctx, req.Session, "snag_add")
 	b := s.writer(ctx)
 	a, err := b.Add(ctx, NewTask(in))
 	if err != nil {
@@ -483,7 +483,7 @@ func (s *server) add(ctx context.Context, req *sdk.CallToolRequest, in addIn) (*
 }
 
 func (s *server) search(ctx context.Context, req *sdk.CallToolRequest, in searchIn) (*sdk.CallToolResult, searchOut, error) {
-	ctx = withTool(ctx, "snag_search")
+	ctx = s.begin(ctx, req.Session, "snag_search")
 	limit := in.Limit
 	if limit <= 0 {
 		limit = 10
@@ -518,7 +518,7 @@ func (s *server) search(ctx context.Context, req *sdk.CallToolRequest, in search
 const maxShot = 4 << 20
 
 func (s *server) screenshot(ctx context.Context, req *sdk.CallToolRequest, in shotIn) (*sdk.CallToolResult, shotOut, error) {
-	ctx = withTool(ctx, "snag_screenshot")
+	ctx = s.begin(ctx, req.Session, "snag_screenshot")
 	var det *Detail
 	src, _, err := s.read(ctx, func(b Backend) (err error) { det, err = b.Get(ctx, in.ID); return })
 	if err != nil {

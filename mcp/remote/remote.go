@@ -64,8 +64,8 @@ func (d *Daemon) SetClient(name, version string) {
 // holding its stream; it returns the session.
 func (d *Daemon) Session(ctx context.Context) (client.Session, error) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if d.session.ID != 0 {
+		defer d.mu.Unlock()
 		return d.session, nil
 	}
 	reg := d.reg
@@ -78,17 +78,22 @@ func (d *Daemon) Session(ctx context.Context) (client.Session, error) {
 	}
 	s, err := d.cl.Register(ctx, reg)
 	if err != nil {
+		d.mu.Unlock()
 		return client.Session{}, err
 	}
 	d.session = s
-	if d.done == nil {
+	first := d.done == nil
+	if first {
 		sctx, cancel := context.WithCancel(context.Background())
 		d.cancel, d.done = cancel, make(chan struct{})
 		go d.hold(sctx)
 	}
-	select { // wait a moment for the stream, so a lease is never held without it
-	case <-d.opened:
-	case <-time.After(2 * time.Second):
+	d.mu.Unlock()
+	if first { // wait a moment for the stream, so a lease is never held without it
+		select {
+		case <-d.opened:
+		case <-time.After(2 * time.Second):
+		}
 	}
 	return s, nil
 }
