@@ -560,6 +560,17 @@ func TestLargePayloadsAreProjected(t *testing.T) {
 	cs, _ := e.bridge(t, "--no-autostart")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	for tool, args := range map[string]map[string]any{
+		"snag_list":   {"limit": 50},
+		"snag_search": {"query": "generated", "limit": 30},
+	} {
+		res, txt, _ := call(t, cs, tool, args)
+		mustOK(t, tool, res, txt)
+		b, _ := json.Marshal(res)
+		if len(b) > 30000 {
+			t.Errorf("%s %v: the result is %d bytes, over 30,000", tool, args, len(b))
+		}
+	}
 	for _, uri := range []string{"snag://queue"} {
 		rr, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
 		if err != nil {

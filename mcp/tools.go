@@ -18,6 +18,7 @@ import (
 const (
 	bodyCut  = 700
 	titleCut = 31
+	maxBody  = 16000 // of the body in structuredContent
 )
 
 type listIn struct {
@@ -160,7 +161,7 @@ func limit(p *jsonschema.Schema, def, maxv int) {
 
 func (s *server) addTools(srv *sdk.Server) {
 	sdk.AddTool(srv, &sdk.Tool{Name: "snag_list", Annotations: readOnly("List tasks"),
-		InputSchema: schema[listIn](func(p map[string]*jsonschema.Schema) { limit(p["limit"], 20, 200) }),
+		InputSchema: schema[listIn](func(p map[string]*jsonschema.Schema) { limit(p["limit"], 20, 50) }),
 		Description: "List tasks in queue order: key, status, severity, kind, wave, title, trust; [BLOCKED] flags."}, s.list)
 	sdk.AddTool(srv, &sdk.Tool{Name: "snag_get", Annotations: readOnly("Show a task"),
 		Description: "One whole task: body, suspect files, capture, screenshots as links, verify state, next_actions."}, s.get)
@@ -177,7 +178,7 @@ func (s *server) addTools(srv *sdk.Server) {
 		}),
 		Description: "File a finding, TODO or note into a person's inbox (unvetted until promoted)."}, s.add)
 	sdk.AddTool(srv, &sdk.Tool{Name: "snag_search", Annotations: readOnly("Search tasks"),
-		InputSchema: schema[searchIn](func(p map[string]*jsonschema.Schema) { limit(p["limit"], 10, 100) }),
+		InputSchema: schema[searchIn](func(p map[string]*jsonschema.Schema) { limit(p["limit"], 10, 30) }),
 		Description: "Full-text search over every task, inbox and closed ones included."}, s.search)
 	sdk.AddTool(srv, &sdk.Tool{Name: "snag_screenshot", Annotations: readOnly("Show a screenshot"),
 		InputSchema: schema[shotIn](func(p map[string]*jsonschema.Schema) {
@@ -300,6 +301,13 @@ func (s *server) get(ctx context.Context, req *sdk.CallToolRequest, in idIn) (*s
 		return nil, getOut{}, err
 	}
 	out := getOut{Source: src, Note: note, Task: *det, Body: det.Body, NextActions: s.nextActions(det)}
+	if len(out.Body) > maxBody { // the whole result stays within its budget
+		cut := maxBody
+		for cut > 0 && out.Body[cut]&0xC0 == 0x80 {
+			cut--
+		}
+		out.Body, out.BodyCut = out.Body[:cut], true
+	}
 	if det.Path != "" {
 		out.TaskFile = ".snag/" + det.Path
 	}
