@@ -324,7 +324,12 @@ func (s *server) get(ctx context.Context, req *sdk.CallToolRequest, in idIn) (*s
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s\n", det.Key, oneLine(det.Title, 120))
+	unvetted := det.Trust != "vetted"
+	if unvetted { // the title, like the body, is data
+		fmt.Fprintf(&b, "%s [unvetted] %q\n", det.Key, oneLine(det.Title, 120))
+	} else {
+		fmt.Fprintf(&b, "%s %s\n", det.Key, oneLine(det.Title, 120))
+	}
 	st := det.Status
 	if det.Assignee != "" {
 		st += "@" + det.Assignee
@@ -355,7 +360,11 @@ func (s *server) get(ctx context.Context, req *sdk.CallToolRequest, in idIn) (*s
 			fmt.Fprintf(&b, "console: %d more\n", len(det.ConsoleErrors)-2)
 			break
 		}
-		b.WriteString("console: " + oneLine(e, 160) + "\n")
+		if unvetted {
+			fmt.Fprintf(&b, "console: %q\n", oneLine(e, 160))
+		} else {
+			b.WriteString("console: " + oneLine(e, 160) + "\n")
+		}
 	}
 	if out.Verify.Outcome != "" {
 		fmt.Fprintf(&b, "verify: %s\n", out.Verify.Outcome)
@@ -373,7 +382,7 @@ func (s *server) get(ctx context.Context, req *sdk.CallToolRequest, in idIn) (*s
 		out.BodyCut = true
 	}
 	body = strings.TrimSpace(body)
-	if det.Trust != "vetted" {
+	if unvetted {
 		body = fence(body)
 	}
 	b.WriteString("---\n" + body + "\n---\n")
