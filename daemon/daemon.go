@@ -69,6 +69,10 @@ type Options struct {
 	// stream open and no request but /health came for that long: a daemon
 	// the CLI started in the background does not outlive its use.
 	ExitIdle time.Duration
+	// MCPIdle is how long an MCP session over HTTP (/mcp) lives with no
+	// request in flight, no POST answered and no GET stream open (30 min);
+	// then it is closed and its snag session ends after the grace.
+	MCPIdle time.Duration
 }
 
 // Daemon is a running snagd.

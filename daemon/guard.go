@@ -71,8 +71,8 @@ func (g *guard) sameOrigin(origin string) bool {
 }
 
 // wrap applies, in order: the Host check, the Origin check, the bearer
-// token (except for public paths), the JSON content type on writes, and the
-// body cap. It never sets CORS headers.
+// token (except for public paths), the JSON content type on writes (but a
+// DELETE without a body), and the body cap. It never sets CORS headers.
 func (g *guard) wrap(public func(*http.Request) bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !g.loopbackHost(r.Host) {
@@ -90,7 +90,10 @@ func (g *guard) wrap(public func(*http.Request) bool, next http.Handler) http.Ha
 				"send Authorization: Bearer with the token in ~/.snag/token (the snag CLI does this for you)"})
 			return
 		}
-		if isWrite(r.Method) {
+		if isWrite(r.Method) && !(r.Method == http.MethodDelete && r.ContentLength == 0) {
+			// A DELETE without a body (an MCP client ending its session
+			// on /mcp) carries no type; a browser cannot send one
+			// cross-origin without a preflight, which snagd never grants.
 			ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 			if err != nil || ct != "application/json" {
 				writeError(w, &apiError{http.StatusUnsupportedMediaType, "bad_content_type",

@@ -1,0 +1,256 @@
+package daemon
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/snagdev/snag/client"
+	"github.com/snagdev/snag/mcp"
+	mcpremote "github.com/snagdev/snag/mcp/remote"
+	"github.com/snagdev/snag/project"
+)
+
+// MCPPath is where snagd serves the MCP server over Streamable HTTP.
+const MCPPath = "/mcp"
+
+// DefaultMCPIdle is how long an MCP session over HTTP lives with no request
+// in flight: no POST being answered and no GET stream open.
+const DefaultMCPIdle = 30 * time.Minute
+
+// mcpHTTP serves snag's MCP server (the same tools, resources, labels and
+// audit as snag mcp) over Streamable HTTP, behind the guard. Each MCP
+// session gets its own server whose backend is an mcp/remote client to this
+// snagd, over 127.0.0.1 with the token: it registers a snag session named
+// for the MCP client and holds its stream, exactly as the stdio bridge does.
+// When the MCP session ends (DELETE, idle past opts.MCPIdle, or snagd
+// stopping) the backend closes its stream, and the session's leases are
+// released after the grace.
+//
+// Session ids come from the SDK, which answers 404 to one it does not know.
+type mcpHTTP struct {
+	d    *Daemon
+	idle time.Duration
+	sdk  *sdk.StreamableHTTPHandler
+	// shared answers the SDK's per-request question of protocol versions
+	// for requests that do not start a session; it serves no session.
+	shared *sdk.Server
+
+	mu      sync.Mutex
+	pending map[*sdk.Server]*mcpSession // made for a request, not yet bound to its session id
+	byID    map[string]*mcpSession
+	closed  bool
+}
+
+// mcpSession is one MCP session over HTTP and its backend.
+type mcpSession struct {
+	srv    *sdk.Server
+	live   mcp.Live // nil when snagd could not reach itself: reads come from the files
+	ss     *sdk.ServerSession
+	active int         // requests of the session in flight, GET streams included
+	timer  *time.Timer // closes the session once idle
+}
+
+// slotKey carries, per HTTP request, the server made for it: the SDK asks
+// for the server more than once while it serves one request.
+type slotKey struct{}
+
+type slot struct{ s *mcpSession }
+
+func (d *Daemon) mcpHandler(ctx context.Context) *mcpHTTP {
+	h := &mcpHTTP{d: d, idle: d.opts.MCPIdle, pending: map[*sdk.Server]*mcpSession{}, byID: map[string]*mcpSession{}}
+	if h.idle <= 0 {
+		h.idle = DefaultMCPIdle
+	}
+	h.shared = mcp.NewServer(mcp.Options{Root: d.root, Version: d.opts.Version, Log: d.log})
+	// The guard in front has checked Host, Origin and the token; the
+	// SDK's own Host check stays on too.
+	h.sdk = sdk.NewStreamableHTTPHandler(h.server, &sdk.StreamableHTTPOptions{Logger: d.log, MaxRequestBodyBytes: MaxBody})
+	go func() {
+		<-ctx.Done()
+		h.close()
+	}()
+	return h
+}
+
+// server is the SDK's getServer: a new server, with its own backend, for a
+// POST that starts a session; the shared one otherwise.
+func (h *mcpHTTP) server(r *http.Request) *sdk.Server {
+	sl, _ := r.Context().Value(slotKey{}).(*slot)
+	if sl == nil || r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+		return h.shared
+	}
+	if sl.s != nil {
+		return sl.s.srv
+	}
+	h.mu.Lock()
+	closed := h.closed
+	h.mu.Unlock()
+	if closed {
+		return nil // snagd is stopping: the SDK answers 400
+	}
+	s := &mcpSession{}
+	dial := func(ctx context.Context) (mcp.Live, error) {
+		home := h.d.opts.Home
+		if home == "" {
+			home = project.Home()
+		}
+		cl, err := client.Dial(ctx, h.d.root, client.Options{Home: home})
+		if err != nil {
+			return nil, err
+		}
+		return mcpremote.NewDaemon(cl, h.d.log), nil
+	}
+	opts := mcp.Options{Root: h.d.root, Version: h.d.opts.Version, Log: h.d.log}
+	if live, err := dial(r.Context()); err != nil {
+		h.d.log.Warn("mcp over http: snagd cannot reach itself; reads come from the files", "err", err)
+		opts.Redial = dial
+	} else {
+		s.live, opts.Daemon = live, live
+	}
+	s.srv = mcp.NewServer(opts)
+	sl.s = s
+	h.mu.Lock()
+	h.pending[s.srv] = s
+	h.mu.Unlock()
+	return s.srv
+}
+
+func (h *mcpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		sl := &slot{}
+		h.sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), slotKey{}, sl)))
+		if sl.s != nil {
+			h.settle(sl.s)
+		}
+		return
+	}
+	s := h.begin(id)
+	if s != nil {
+		defer h.end(s)
+	}
+	h.sdk.ServeHTTP(w, r)
+}
+
+// find is the session with the id; a session the SDK has connected but
+// not yet answered for is found among the pending ones. h.mu must be held.
+func (h *mcpHTTP) find(id string) *mcpSession {
+	if s := h.byID[id]; s != nil {
+		return s
+	}
+	for srv, s := range h.pending {
+		for ss := range srv.Sessions() {
+			if ss.ID() == id {
+				h.bind(s, ss)
+				return s
+			}
+		}
+	}
+	return nil
+}
+
+// bind records a session's id and watches for its end. h.mu must be held.
+func (h *mcpHTTP) bind(s *mcpSession, ss *sdk.ServerSession) {
+	delete(h.pending, s.srv)
+	s.ss = ss
+	h.byID[ss.ID()] = s
+	go func() {
+		ss.Wait()
+		h.mu.Lock()
+		if h.byID[ss.ID()] == s {
+			delete(h.byID, ss.ID())
+		}
+		if s.timer != nil {
+			s.timer.Stop()
+		}
+		h.mu.Unlock()
+		if s.live != nil {
+			s.live.Close() // snagd ends the snag session after the grace
+		}
+	}()
+}
+
+// settle runs after the request that made a session's server: the session
+// is bound to its id and its idle clock starts; a server that got no
+// session (initialize failed) gives back its backend.
+func (h *mcpHTTP) settle(s *mcpSession) {
+	h.mu.Lock()
+	if s.ss == nil {
+		for ss := range s.srv.Sessions() {
+			h.bind(s, ss)
+			break
+		}
+	}
+	if s.ss == nil {
+		delete(h.pending, s.srv)
+		h.mu.Unlock()
+		if s.live != nil {
+			s.live.Close()
+		}
+		return
+	}
+	if h.closed {
+		h.mu.Unlock()
+		s.ss.Close()
+		return
+	}
+	if s.active == 0 && h.byID[s.ss.ID()] == s {
+		h.armLocked(s)
+	}
+	h.mu.Unlock()
+}
+
+// begin counts a request of a known session as in flight.
+func (h *mcpHTTP) begin(id string) *mcpSession {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.find(id)
+	if s == nil {
+		return nil // the SDK answers 404
+	}
+	s.active++
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	return s
+}
+
+// end counts a request done; with none left in flight the idle clock starts.
+func (h *mcpHTTP) end(s *mcpSession) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s.active--; s.active == 0 && h.byID[s.ss.ID()] == s {
+		h.armLocked(s)
+	}
+}
+
+func (h *mcpHTTP) armLocked(s *mcpSession) {
+	if s.timer == nil {
+		ss := s.ss
+		s.timer = time.AfterFunc(h.idle, func() {
+			h.d.log.Info("mcp over http: session idle; closing it", "idle", h.idle)
+			ss.Close()
+		})
+		return
+	}
+	s.timer.Reset(h.idle)
+}
+
+// close ends every session, as snagd stops: open GET streams return, and
+// every backend closes its snag session's stream.
+func (h *mcpHTTP) close() {
+	h.mu.Lock()
+	h.closed = true
+	var sessions []*sdk.ServerSession
+	for _, s := range h.byID {
+		sessions = append(sessions, s.ss)
+	}
+	h.mu.Unlock()
+	for _, ss := range sessions {
+		ss.Close()
+	}
+}
