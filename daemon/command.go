@@ -20,8 +20,9 @@ func Command(ctx context.Context, args []string, version string, stdout, stderr 
 	port := fs.Int("port", envPort(), fmt.Sprintf("listen on 127.0.0.1:PORT (default: $SNAG_PORT, else the first free of %d-%d)", FirstPort, LastPort))
 	level := fs.String("log", "info", "log level: debug, info, warn, error")
 	idle := fs.Duration("exit-idle", 0, "stop after this long with no agent connected and no request (0: never)")
+	mcpIdle := fs.Duration("mcp-idle", DefaultMCPIdle, "end an MCP session on /mcp after this long with no request in flight")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: snagd [--root DIR] [--port N] [--log LEVEL] [--exit-idle D]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: snagd [--root DIR] [--port N] [--log LEVEL] [--exit-idle D] [--mcp-idle D]\n\n"+
 			"snagd watches a project's task files, keeps its index live, makes every write\n"+
 			"and holds agents' leases. It listens on 127.0.0.1 only.\n\nflags:\n")
 		fs.PrintDefaults()
@@ -46,7 +47,7 @@ func Command(ctx context.Context, args []string, version string, stdout, stderr 
 		return fmt.Errorf("--log: want debug, info, warn or error")
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
-	return Run(ctx, Options{Root: *root, Port: *port, Version: version, Log: log, ExitIdle: *idle,
+	return Run(ctx, Options{Root: *root, Port: *port, Version: version, Log: log, ExitIdle: *idle, MCPIdle: *mcpIdle,
 		Ready: func(addr string) { log.Info("ready", "addr", addr) }})
 }
 

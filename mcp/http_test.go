@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -241,5 +243,84 @@ func TestHTTPRefused(t *testing.T) {
 	resp, body = hDo(t, e, http.MethodPost, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, withID)
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("stale session: %d, want 404: %s", resp.StatusCode, body)
+	}
+}
+
+// hDaemon starts snagd with extra flags and waits until it is ready.
+func (e *env) hDaemon(t *testing.T, args ...string) {
+	t.Helper()
+	cmd := exec.Command(snagBin, append([]string{"daemon", "--root", e.root, "--port", fmt.Sprint(e.port)}, args...)...)
+	cmd.Env = e.environ()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/health", e.port)); err == nil {
+			var h struct{ Ready bool }
+			json.NewDecoder(resp.Body).Decode(&h)
+			resp.Body.Close()
+			if h.Ready {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("snagd did not become ready")
+}
+
+// TestHTTPIdleSessionEnds: a session with nothing in flight past
+// --mcp-idle is closed and its lease released; one whose client holds
+// its GET stream open lives on.
+func TestHTTPIdleSessionEnds(t *testing.T) {
+	e := newEnv(t)
+	e.hDaemon(t, "--mcp-idle", "1s")
+	tok := hToken(t, e)
+	connect := func(noStream bool) *sdk.ClientSession {
+		c := sdk.NewClient(&sdk.Implementation{Name: "go-http-test", Version: "1.0"}, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: e.hURL(), MaxRetries: -1,
+			DisableStandaloneSSE: noStream, HTTPClient: &http.Client{Transport: hBearer{tok}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	quiet, held := connect(true), connect(false)
+	_, txt, sc := call(t, quiet, "snag_claim", nil)
+	quietKey, _ := sc["task"].(map[string]any)["key"].(string)
+	_, txt2, sc := call(t, held, "snag_claim", nil)
+	heldKey, _ := sc["task"].(map[string]any)["key"].(string)
+	if quietKey == "" || heldKey == "" {
+		t.Fatalf("claims: %s / %s", txt, txt2)
+	}
+	time.Sleep(6 * time.Second) // idle 1 s, grace 3 s
+	_, _, sc = call(t, held, "snag_get", map[string]any{"id": quietKey})
+	if st := sc["task"].(map[string]any)["status"]; st != "open" {
+		t.Errorf("%s of the idle session: %v, want open", quietKey, st)
+	}
+	_, _, sc = call(t, held, "snag_get", map[string]any{"id": heldKey})
+	if st := sc["task"].(map[string]any)["status"]; st != "claimed" {
+		t.Errorf("%s of the session with its stream open: %v, want claimed", heldKey, st)
+	}
+	res, txt, _ := call(t, held, "snag_release", map[string]any{"id": heldKey, "reason": "done"})
+	mustOK(t, "release by the live session", res, txt)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := quiet.ListTools(ctx, nil); err == nil {
+		t.Error("the idle session still answers")
 	}
 }
