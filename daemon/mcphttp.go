@@ -102,7 +102,9 @@ func (h *mcpHTTP) server(r *http.Request) *sdk.Server {
 		if err != nil {
 			return nil, err
 		}
-		return mcpremote.NewDaemon(cl, h.d.log), nil
+		b := mcpremote.NewDaemon(cl, h.d.log)
+		b.ServesHTTP()
+		return b, nil
 	}
 	opts := mcp.Options{Root: h.d.root, Version: h.d.opts.Version, Log: h.d.log}
 	if live, err := dial(r.Context()); err != nil {

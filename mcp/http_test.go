@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -103,6 +104,25 @@ func TestHTTPTools(t *testing.T) {
 	mustOK(t, "add", res, txt)
 	if sc["trust"] != "unvetted" || sc["status"] != "inbox" {
 		t.Errorf("add: %v", sc)
+	}
+
+	// The session snagd registered for this MCP session says it came over
+	// HTTP, with the client's name.
+	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/sessions", e.port), nil)
+	req.Header.Set("Authorization", "Bearer "+hToken(t, e))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ss struct {
+		Sessions []struct{ Client, Transport string }
+	}
+	json.NewDecoder(resp.Body).Decode(&ss)
+	resp.Body.Close()
+	if !slices.ContainsFunc(ss.Sessions, func(s struct{ Client, Transport string }) bool {
+		return s.Client == "go-http-test" && s.Transport == "http"
+	}) {
+		t.Errorf("no session of go-http-test over http in %+v", ss.Sessions)
 	}
 
 	cmd := exec.Command(snagBin, "log", "--json", "--limit", "100")

@@ -33,6 +33,7 @@ type Daemon struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
+	http    bool // a backend of one of snagd's /mcp sessions
 	reg     client.Registration
 	session client.Session
 	epochs  map[string]int64 // task id and key -> epoch of the lease held
@@ -47,6 +48,15 @@ func NewDaemon(cl *client.Client, log *slog.Logger) *Daemon {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return &Daemon{cl: cl, log: log, epochs: map[string]int64{}, opened: make(chan struct{})}
+}
+
+// ServesHTTP marks a backend that snagd made for one of its /mcp sessions:
+// the session is registered with transport http, and SNAG_AGENT (snagd's
+// own environment) does not name it.
+func (d *Daemon) ServesHTTP() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.http = true
 }
 
 // Source is "daemon".
@@ -70,10 +80,13 @@ func (d *Daemon) Session(ctx context.Context) (client.Session, error) {
 	}
 	reg := d.reg
 	reg.PID, reg.Transport = os.Getpid(), "stdio"
+	if d.http {
+		reg.Transport = "http"
+	}
 	if reg.Client == "" {
 		reg.Client = "mcp"
 	}
-	if n := os.Getenv("SNAG_AGENT"); n != "" {
+	if n := os.Getenv("SNAG_AGENT"); n != "" && !d.http {
 		reg.Name = n
 	}
 	s, err := d.cl.Register(ctx, reg)
