@@ -61,12 +61,22 @@ func TestDependenciesPointInward(t *testing.T) {
 		}
 		for _, d := range p.Deps {
 			for _, ban := range bans {
-				if strings.HasPrefix(d, ban) && d != p.ImportPath {
+				if banned(d, ban) && d != p.ImportPath {
 					t.Errorf("%s depends on %s; %s must not depend on anything under %s", rel, d, rel, ban)
 				}
 			}
 		}
 	}
+}
+
+// banned reports whether the import path dep falls under ban: a ban that
+// ends in "/" is a prefix (every module of a host, say); any other is a
+// package and its subpackages, so ".../cli" does not catch ".../client".
+func banned(dep, ban string) bool {
+	if strings.HasSuffix(ban, "/") {
+		return strings.HasPrefix(dep, ban)
+	}
+	return dep == ban || strings.HasPrefix(dep, ban+"/")
 }
 
 func TestOnlyMainsImportCLI(t *testing.T) {
@@ -87,6 +97,24 @@ func TestEveryPackageHasADocComment(t *testing.T) {
 		}
 		if !strings.HasPrefix(p.Doc, want) {
 			t.Errorf("%s: package comment should start %q; got %q", p.ImportPath, want, p.Doc)
+		}
+	}
+}
+
+func TestBanned(t *testing.T) {
+	for _, c := range []struct {
+		dep, ban string
+		want     bool
+	}{
+		{module + "/cli", module + "/cli", true},
+		{module + "/cli/sub", module + "/cli", true},
+		{module + "/client", module + "/cli", false},
+		{"zombiezen.com/go/sqlite", "zombiezen.com/", true},
+		{"net/http/httptest", "net/http", true},
+		{"net/httpx", "net/http", false},
+	} {
+		if got := banned(c.dep, c.ban); got != c.want {
+			t.Errorf("banned(%q, %q) = %v, want %v", c.dep, c.ban, got, c.want)
 		}
 	}
 }
