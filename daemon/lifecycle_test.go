@@ -700,33 +700,6 @@ func TestL11_NoClaimBeforeTheFirstRescan(t *testing.T) {
 	claimOK(t, c2, fresh, refs[2])
 }
 
-// requireGit fails the test in CI when git is missing, and skips it
-// elsewhere.
-func requireGit(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("git is needed for this test and is not installed")
-		}
-		t.Skip("git is not installed")
-	}
-}
-
-// gitIn runs git in dir with a fixed identity and fails the test when it
-// fails.
-func gitIn(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=Snag Test", "-c", "user.email=test@snag.invalid",
-		"-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
 // taskFacts is what the index must say of a task file.
 type taskFacts struct{ ID, Status, Title string }
 
@@ -791,13 +764,13 @@ func tasksIndexed(t *testing.T, d *daemon) map[string]taskFacts {
 // is unknown. The index then matches the files exactly; a task deleted
 // while down is not claimable, one added while down is.
 func TestS4_ChangesWhileDownAreSeenBeforeTheFirstClaim(t *testing.T) {
-	requireGit(t)
+	needGit(t)
 	root := sampleProject(t)
 	tasks := filepath.Join(root, ".snag", "tasks")
-	gitIn(t, root, "init", "-q")
-	gitIn(t, root, "add", ".")
-	gitIn(t, root, "commit", "-q", "-m", "tasks")
-	gitIn(t, root, "checkout", "-q", "-b", "feature")
+	git(t, root, "init", "-q")
+	git(t, root, "add", ".")
+	git(t, root, "commit", "-q", "-m", "tasks")
+	git(t, root, "checkout", "-q", "-b", "feature")
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -832,9 +805,9 @@ func TestS4_ChangesWhileDownAreSeenBeforeTheFirstClaim(t *testing.T) {
 	must(os.Remove(one("SNAG-14 - *.md")))
 	add(21, "Added on the feature branch")
 	retitle("SNAG-12 - *.md", "Gallery retitled on the feature branch", queue.Set("status", "cancelled"))
-	gitIn(t, root, "add", "-A", ".")
-	gitIn(t, root, "commit", "-q", "-m", "feature")
-	gitIn(t, root, "checkout", "-q", "main")
+	git(t, root, "add", "-A", ".")
+	git(t, root, "commit", "-q", "-m", "feature")
+	git(t, root, "checkout", "-q", "main")
 
 	d := startDaemon(t, root, "")
 	c := newAPIClient(t, d, 8)
@@ -849,7 +822,7 @@ func TestS4_ChangesWhileDownAreSeenBeforeTheFirstClaim(t *testing.T) {
 	}
 	d.terminate()
 
-	gitIn(t, root, "checkout", "-q", "feature")
+	git(t, root, "checkout", "-q", "feature")
 	must(os.Remove(one("SNAG-2 - *.md")))
 	add(22, "Added by hand while snagd was down")
 	retitle("SNAG-1 - *.md", "Checkout button retitled by hand")
