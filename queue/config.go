@@ -28,8 +28,15 @@ type VerifyConfig struct {
 	// Command runs in the project root; exit 0 passes. Empty: no project-wide
 	// command.
 	Command string `json:"command,omitempty"`
-	// TimeoutSeconds bounds one run of Command.
+	// TimeoutSeconds bounds one run of Command, or one page check of the
+	// browser verifier.
 	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
+	// Shell runs commands through /bin/sh -c. Off by default: a command is
+	// split into words like a shell would, but pipes, redirections,
+	// variables and globs are refused rather than interpreted.
+	Shell bool `json:"shell,omitempty"`
+	// MaxConcurrent bounds how many verify runs go at once.
+	MaxConcurrent int `json:"max_concurrent,omitempty"`
 }
 
 // PlanConfig holds settings of the queue's flow.
@@ -43,10 +50,20 @@ type PlanConfig struct {
 type BrowserConfig struct {
 	// AllowedHosts are the hosts a captured URL may point at.
 	AllowedHosts []string `json:"allowed_hosts,omitempty"`
+	// Chromium is the path of the browser; empty finds chromium (or
+	// chromium-browser, google-chrome) on PATH.
+	Chromium string `json:"chromium,omitempty"`
+	// SettleMS is how long the page may keep running after load before
+	// its console errors are counted.
+	SettleMS int `json:"settle_ms,omitempty"`
 }
 
 // Defaults for settings config.json leaves out.
-const DefaultVerifyTimeoutSeconds = 300
+const (
+	DefaultVerifyTimeoutSeconds = 300
+	DefaultVerifyMaxConcurrent  = 2
+	DefaultBrowserSettleMS      = 500
+)
 
 // DefaultAllowedHosts are the hosts the browser verifier may open when
 // config.json names none.
@@ -65,6 +82,12 @@ func (c Config) VerifyOnResolve() bool {
 func (c Config) withDefaults() Config {
 	if c.Verify.TimeoutSeconds == 0 {
 		c.Verify.TimeoutSeconds = DefaultVerifyTimeoutSeconds
+	}
+	if c.Verify.MaxConcurrent == 0 {
+		c.Verify.MaxConcurrent = DefaultVerifyMaxConcurrent
+	}
+	if c.Browser.SettleMS == 0 {
+		c.Browser.SettleMS = DefaultBrowserSettleMS
 	}
 	if len(c.Browser.AllowedHosts) == 0 {
 		c.Browser.AllowedHosts = DefaultAllowedHosts
@@ -108,7 +131,7 @@ func ParseConfig(data []byte) (Config, error) {
 			return Config{}, fmt.Errorf("%s: want %s, not a JSON %s", te.Field, jsonKind(te.Type.Kind()), te.Value)
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			field := strings.TrimPrefix(err.Error(), "json: unknown field ")
-			return Config{}, fmt.Errorf("unknown key %s (known: version, verify.command, verify.timeout_seconds, plan.verify_on_resolve, browser.allowed_hosts): remove it or fix its spelling", field)
+			return Config{}, fmt.Errorf("unknown key %s (known: version, verify.command, verify.timeout_seconds, verify.shell, verify.max_concurrent, plan.verify_on_resolve, browser.allowed_hosts, browser.chromium, browser.settle_ms): remove it or fix its spelling", field)
 		}
 		return Config{}, fmt.Errorf("invalid JSON: %w", err)
 	}
@@ -124,6 +147,10 @@ func ParseConfig(data []byte) (Config, error) {
 		return Config{}, fmt.Errorf("version: %d is not a version (want %d)", c.Version, ConfigVersion)
 	case c.Verify.TimeoutSeconds < 0:
 		return Config{}, errors.New("verify.timeout_seconds: must be positive (seconds one verify run may take)")
+	case c.Verify.MaxConcurrent < 0:
+		return Config{}, errors.New("verify.max_concurrent: must be positive (how many verify runs may go at once)")
+	case c.Browser.SettleMS < 0:
+		return Config{}, errors.New("browser.settle_ms: must be positive (milliseconds a page may settle after load)")
 	}
 	for _, h := range c.Browser.AllowedHosts {
 		if h == "" || strings.ContainsAny(h, "/ :@") && !strings.Contains(h, "::") {

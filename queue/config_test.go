@@ -18,8 +18,8 @@ func TestLoadConfig_Missing(t *testing.T) {
 	}
 	want := queue.Config{
 		Version: queue.ConfigVersion,
-		Verify:  queue.VerifyConfig{TimeoutSeconds: queue.DefaultVerifyTimeoutSeconds},
-		Browser: queue.BrowserConfig{AllowedHosts: []string{"localhost", "127.0.0.1", "::1"}},
+		Verify:  queue.VerifyConfig{TimeoutSeconds: queue.DefaultVerifyTimeoutSeconds, MaxConcurrent: queue.DefaultVerifyMaxConcurrent},
+		Browser: queue.BrowserConfig{AllowedHosts: []string{"localhost", "127.0.0.1", "::1"}, SettleMS: queue.DefaultBrowserSettleMS},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LoadConfig(missing) (-want +got):\n%s", diff)
@@ -40,9 +40,9 @@ func TestLoadConfig_Example(t *testing.T) {
 	yes := true
 	want := queue.Config{
 		Version: 1,
-		Verify:  queue.VerifyConfig{Command: "go test ./...", TimeoutSeconds: 300},
+		Verify:  queue.VerifyConfig{Command: "go test ./...", TimeoutSeconds: 300, MaxConcurrent: 2},
 		Plan:    queue.PlanConfig{VerifyOnResolve: &yes},
-		Browser: queue.BrowserConfig{AllowedHosts: []string{"localhost", "127.0.0.1"}},
+		Browser: queue.BrowserConfig{AllowedHosts: []string{"localhost", "127.0.0.1"}, SettleMS: 500},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LoadConfig(example) (-want +got):\n%s", diff)
@@ -141,8 +141,8 @@ func TestConfig_MarshalIndentRoundTrip(t *testing.T) {
 	no := false
 	for _, c := range []queue.Config{
 		queue.DefaultConfig(),
-		{Version: 1, Verify: queue.VerifyConfig{Command: "make check", TimeoutSeconds: 60},
-			Plan: queue.PlanConfig{VerifyOnResolve: &no}, Browser: queue.BrowserConfig{AllowedHosts: []string{"shop.test"}}},
+		{Version: 1, Verify: queue.VerifyConfig{Command: "make check", TimeoutSeconds: 60, Shell: true, MaxConcurrent: 4},
+			Plan: queue.PlanConfig{VerifyOnResolve: &no}, Browser: queue.BrowserConfig{AllowedHosts: []string{"shop.test"}, Chromium: "/opt/chromium", SettleMS: 250}},
 	} {
 		b := c.MarshalIndent()
 		if !strings.HasSuffix(string(b), "}\n") || !strings.Contains(string(b), "\n  \"version\": 1") {
