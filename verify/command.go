@@ -1,0 +1,362 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+)
+
+// Bounds of what a run keeps of its output.
+const (
+	OutputKeep = 64 << 10 // bytes of output kept while the command runs: the last ones
+	TailLines  = 20       // lines in [CommandResult.Tail]
+	TailBytes  = 2000     // bytes in [CommandResult.Tail], at most
+)
+
+// drainWait is how long RunCommand keeps reading output after the
+// command's process group is gone: only a process that left the group
+// (setsid) can still hold the output open by then.
+const drainWait = 2 * time.Second
+
+// ErrNeedsShell is wrapped by the error [Split] returns for a command that
+// only a shell could run as written.
+var ErrNeedsShell = errors.New("this command needs a shell")
+
+// Command is one verify command to run.
+type Command struct {
+	Dir   string // the working directory (the project root); "" is the current one
+	Line  string // the command text
+	Shell bool   // run Line through /bin/sh -c; otherwise split it with [Split]
+	// Timeout bounds the run; 0 is no bound (snagd always sets one, from
+	// verify.timeout_seconds).
+	Timeout time.Duration
+}
+
+// CommandResult is how a command's run ended. ExitCode 0 passes.
+type CommandResult struct {
+	// ExitCode is the command's exit status; -1 when a signal ended it,
+	// as when it timed out.
+	ExitCode int
+	// TimedOut is set when the command ran out of time and was killed.
+	TimedOut bool
+	// Tail is the end of what the command wrote to stdout and stderr
+	// together: its last [TailLines] lines, at most [TailBytes] bytes, valid
+	// UTF-8 (invalid bytes become U+FFFD).
+	Tail string
+	// Took is how long the command ran.
+	Took time.Duration
+}
+
+// Passed reports whether the command passed: it exited 0 in time.
+func (r CommandResult) Passed() bool { return r.ExitCode == 0 && !r.TimedOut }
+
+// shellOnly are the characters a shell would interpret when unquoted.
+const shellOnly = "|&;<>()$`*?[]{}~\n"
+
+// assignment matches a leading NAME=, which a shell takes for a variable
+// assignment rather than the command's name.
+var assignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+
+// Split splits a command line into words the way a POSIX shell does, with
+// single quotes, double quotes and backslash escapes, but interprets
+// nothing: a character only a shell gives a meaning to (| & ; < > ( ) $ `
+// * ? [ ] { } ~, a line break, a # starting a word, a leading NAME=), when
+// not quoted, is an error wrapping [ErrNeedsShell] that says how to turn
+// the shell on. Inside double quotes, $ and ` are refused too, and a
+// backslash escapes only $ ` " \ and a line break, as in a shell. An empty
+// command is an error.
+func Split(line string) ([]string, error) {
+	var (
+		words    []string
+		cur      strings.Builder
+		inWord   bool
+		firstEnd = -1 // where the first word ends in line
+	)
+	end := func(i int) {
+		if inWord {
+			if len(words) == 0 {
+				firstEnd = i
+			}
+			words = append(words, cur.String())
+			cur.Reset()
+			inWord = false
+		}
+	}
+	for i := 0; i < len(line); {
+		ch := line[i]
+		switch {
+		case ch == ' ' || ch == '\t':
+			end(i)
+			i++
+		case ch == '\'':
+			j := strings.IndexByte(line[i+1:], '\'')
+			if j < 0 {
+				return nil, fmt.Errorf("verify: split %s: a single quote at byte %d is never closed: add the closing '", show(line), i+1)
+			}
+			cur.WriteString(line[i+1 : i+1+j])
+			inWord = true
+			i += j + 2
+		case ch == '"':
+			open := i
+			inWord = true
+			i++
+		dquote:
+			for {
+				if i >= len(line) {
+					return nil, fmt.Errorf("verify: split %s: a double quote at byte %d is never closed: add the closing \"", show(line), open+1)
+				}
+				switch c := line[i]; c {
+				case '"':
+					i++
+					break dquote
+				case '\\':
+					if i+1 < len(line) && strings.IndexByte("$`\"\\\n", line[i+1]) >= 0 {
+						if line[i+1] != '\n' {
+							cur.WriteByte(line[i+1])
+						}
+						i += 2
+					} else {
+						cur.WriteByte('\\')
+						i++
+					}
+				case '$', '`':
+					return nil, needsShell(line, fmt.Sprintf("%c inside double quotes (or escape it: \\%c)", c, c))
+				default:
+					cur.WriteByte(c)
+					i++
+				}
+			}
+		case ch == '\\':
+			if i+1 >= len(line) {
+				return nil, fmt.Errorf("verify: split %s: it ends in a backslash, which escapes nothing: remove it", show(line))
+			}
+			if line[i+1] != '\n' { // a backslash and a line break join two lines
+				cur.WriteByte(line[i+1])
+				inWord = true
+			}
+			i += 2
+		case ch == '#' && !inWord:
+			return nil, needsShell(line, "# (a shell starts a comment there; quote it: '#')")
+		case strings.IndexByte(shellOnly, ch) >= 0:
+			what := fmt.Sprintf("%c (or quote it: '%c')", ch, ch)
+			if ch == '\n' {
+				what = "line break (put the command on one line)"
+			}
+			return nil, needsShell(line, what)
+		case ch < 0x20 || ch == 0x7f:
+			return nil, fmt.Errorf("verify: split %s: control character %#x at byte %d: remove it", show(line), ch, i+1)
+		default:
+			cur.WriteByte(ch)
+			inWord = true
+			i++
+		}
+	}
+	end(len(line))
+	if len(words) == 0 {
+		return nil, errors.New(`verify: the command is empty: write one in "verify": {"command": "..."}, or remove the key`)
+	}
+	if first := strings.TrimLeft(line[:firstEnd], " \t"); assignment.MatchString(first) {
+		return nil, needsShell(line, "variable assignment "+assignment.FindString(first)+" (or quote it)")
+	}
+	return words, nil
+}
+
+func needsShell(line, what string) error {
+	return fmt.Errorf(`verify: split %s: %w: set "verify": {"shell": true} in .snag/config.json, or write it without the unquoted %s`, show(line), ErrNeedsShell, what)
+}
+
+// show quotes a command for an error message, shortened when long.
+func show(line string) string {
+	const max = 80
+	if len(line) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(line[cut]) {
+			cut--
+		}
+		return fmt.Sprintf("%q...", line[:cut])
+	}
+	return fmt.Sprintf("%q", line)
+}
+
+// RunCommand runs c and waits for it to end, or for its timeout, or for ctx.
+//
+// The command runs in c.Dir, in a process group of its own, with snagd's
+// environment, stdin from /dev/null, and stdout and stderr captured together (the last
+// [OutputKeep] bytes). When it runs out of time, or ctx ends, the whole
+// group is killed (SIGKILL); when it exits, whatever it left running in its
+// group is killed too, so a run leaves no process behind.
+//
+// A command that ran is a result, whatever its exit code: a non-zero exit is
+// a failure to report, not an error. The error is for a command that could
+// not start (a program not found, not executable, a missing folder: the
+// message names the program and the fix) and for ctx ending, in which case
+// the result says what the command did until then.
+func RunCommand(ctx context.Context, c Command) (CommandResult, error) {
+	var argv []string
+	if c.Shell {
+		if strings.TrimSpace(c.Line) == "" {
+			return CommandResult{}, errors.New(`verify: the command is empty: write one in "verify": {"command": "..."}, or remove the key`)
+		}
+		argv = []string{"/bin/sh", "-c", c.Line}
+	} else {
+		var err error
+		if argv, err = Split(c.Line); err != nil {
+			return CommandResult{}, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return CommandResult{}, fmt.Errorf("verify: run %s: not started: %w", show(c.Line), err)
+	}
+	if c.Dir != "" {
+		if fi, err := os.Stat(c.Dir); err != nil || !fi.IsDir() {
+			return CommandResult{}, fmt.Errorf("verify: run %s: the folder %s to run it in is not there: check the project's root", show(c.Line), c.Dir)
+		}
+	}
+
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = c.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// One pipe for stdout and stderr, as an *os.File, so the command writes
+	// straight into it and Wait does not wait for output copying: a
+	// background process holding the pipe does not hold up the result.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return CommandResult{}, fmt.Errorf("verify: run %s: %w", show(c.Line), err)
+	}
+	defer pr.Close()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	start := time.Now()
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		return CommandResult{}, startError(c, argv[0], err)
+	}
+
+	out := &tailBuffer{max: OutputKeep}
+	copied := make(chan struct{})
+	go func() {
+		io.Copy(out, pr)
+		close(copied)
+	}()
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+
+	// The group's id is the leader's pid. Killing the group after the
+	// leader was reaped is safe while any member is left (their group keeps
+	// the number from being reused); with none left it finds nothing.
+	pgid := cmd.Process.Pid
+	kill := func() { syscall.Kill(-pgid, syscall.SIGKILL) }
+	stop := func() {
+		kill()
+		cmd.Process.Kill() // should it have left its group
+	}
+
+	var timeout <-chan time.Time
+	if c.Timeout > 0 {
+		t := time.NewTimer(c.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var res CommandResult
+	var ctxErr error
+	select {
+	case <-waited:
+	case <-timeout:
+		res.TimedOut = true
+		stop()
+		<-waited
+	case <-ctx.Done():
+		ctxErr = ctx.Err()
+		stop()
+		<-waited
+	}
+	res.Took = time.Since(start)
+	kill()
+	select {
+	case <-copied:
+	case <-time.After(drainWait):
+		pr.Close() // ends the copy
+		<-copied
+	}
+	res.ExitCode = cmd.ProcessState.ExitCode()
+	if res.TimedOut {
+		res.ExitCode = -1
+	}
+	res.Tail = tail(out.bytes())
+	if ctxErr != nil {
+		return res, fmt.Errorf("verify: run %s: stopped: %w", show(c.Line), ctxErr)
+	}
+	return res, nil
+}
+
+// startError explains why the program could not start, and what to do.
+func startError(c Command, prog string, err error) error {
+	where := "the command"
+	if !c.Shell {
+		where = "verify.command"
+	}
+	switch {
+	case errors.Is(err, exec.ErrNotFound):
+		return fmt.Errorf("verify: run %s: program %q not found on snagd's PATH: install it, or fix %s (a program in the project needs a path: ./%s)", show(c.Line), prog, where, prog)
+	case errors.Is(err, exec.ErrDot):
+		return fmt.Errorf("verify: run %s: program %q is in the current folder, which snag does not search: write ./%s", show(c.Line), prog, prog)
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("verify: run %s: program %q not found in %s: fix the path in %s", show(c.Line), prog, c.Dir, where)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("verify: run %s: program %q is not executable: chmod +x it, or name its interpreter (sh %s)", show(c.Line), prog, prog)
+	}
+	return fmt.Errorf("verify: run %s: %w", show(c.Line), err)
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(p) >= b.max {
+		b.buf = append(b.buf[:0], p[len(p)-b.max:]...)
+		return len(p), nil
+	}
+	b.buf = append(b.buf, p...)
+	if len(b.buf) > 2*b.max { // compact now and then, not on every write
+		n := copy(b.buf, b.buf[len(b.buf)-b.max:])
+		b.buf = b.buf[:n]
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf[max(0, len(b.buf)-b.max):]
+}
+
+// tail is the end of out as [CommandResult.Tail] holds it.
+func tail(out []byte) string {
+	s := strings.ToValidUTF8(string(out), "\uFFFD")
+	s = strings.TrimRight(s, "\r\n")
+	lines := strings.Split(s, "\n")
+	s = strings.Join(lines[max(0, len(lines)-TailLines):], "\n")
+	if len(s) > TailBytes {
+		s = s[len(s)-TailBytes:]
+		for len(s) > 0 && !utf8.RuneStart(s[0]) {
+			s = s[1:]
+		}
+	}
+	return s
+}
