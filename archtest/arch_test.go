@@ -42,14 +42,19 @@ func listPackages(t *testing.T) []pkg {
 // forbidden says, per package, which import path prefixes its dependency
 // closure must not contain.
 var forbidden = map[string][]string{
-	"queue":   {module + "/", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/", "github.com/modelcontextprotocol/", "net/http"},
-	"index":   {module + "/project", module + "/cli", module + "/watch", module + "/mcp", "github.com/fsnotify/", "github.com/modelcontextprotocol/", "net/http"},
-	"watch":   {module + "/index", module + "/project", module + "/cli", module + "/mcp", "zombiezen.com/", "modernc.org/", "github.com/modelcontextprotocol/"},
-	"mcp":     {module + "/index", module + "/project", module + "/cli", module + "/watch", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/"},
-	"client":  {module + "/index", module + "/project", module + "/daemon", module + "/cli", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/"},
-	"token":   {module + "/"},
-	"gitdir":  {module + "/"},
-	"project": {module + "/cli", module + "/watch", module + "/mcp", "github.com/fsnotify/", "github.com/modelcontextprotocol/", "net/http"},
+	"queue":  {module + "/", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/", "github.com/modelcontextprotocol/", "net/http"},
+	"index":  {module + "/project", module + "/cli", module + "/watch", module + "/mcp", "github.com/fsnotify/", "github.com/modelcontextprotocol/", "net/http"},
+	"watch":  {module + "/index", module + "/project", module + "/cli", module + "/mcp", "zombiezen.com/", "modernc.org/", "github.com/modelcontextprotocol/"},
+	"mcp":    {module + "/index", module + "/project", module + "/cli", module + "/watch", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/"},
+	"client": {module + "/index", module + "/project", module + "/daemon", module + "/cli", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/"},
+	"token":  {module + "/"},
+	"gitdir": {module + "/"},
+	// The verifiers and the approvals are leaves: snagd and the CLI use
+	// them, they use nothing of snag's.
+	"approval": {module + "/"},
+	"verify":   {module + "/"},
+	"browser":  {module + "/", "net/http"},
+	"project":  {module + "/cli", module + "/watch", module + "/mcp", "github.com/fsnotify/", "github.com/modelcontextprotocol/", "net/http"},
 }
 
 func TestDependenciesPointInward(t *testing.T) {

@@ -2,10 +2,8 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/snagdev/snag/project"
@@ -159,33 +157,5 @@ func fixable(fs []project.Finding) bool {
 }
 
 func runMove(ctx context.Context, c *call, action queue.Action) error {
-	if len(c.args) == 0 {
-		return usagef("%s takes one or more tasks: snag %s SNAG-12", action, action)
-	}
-	refs := make([]queue.Ref, len(c.args))
-	for i, a := range c.args {
-		r, err := queue.ParseRef(a)
-		if err != nil {
-			return err
-		}
-		refs[i] = r
-	}
-	r, err := connect(ctx, c, true)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for i := range refs {
-		var moved struct {
-			Key    string `json:"key"`
-			Status string `json:"status"`
-		}
-		req := map[string]string{"by": who(), "reason": c.opt.reason}
-		if err := r.do(ctx, "POST", "/tasks/"+url.PathEscape(c.args[i])+"/"+string(action), req, &moved); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		fmt.Fprintf(c.Stdout, "%s is %s\n", moved.Key, moved.Status)
-	}
-	return errors.Join(errs...)
+	return runMoveAs(ctx, c, action, string(action))
 }

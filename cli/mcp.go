@@ -48,12 +48,16 @@ func runMCP(ctx context.Context, c *call) error {
 			if err != nil {
 				return nil, err
 			}
-			return mcpremote.NewDaemon(cl, log), nil
+			b := mcpremote.NewDaemon(cl, log)
+			b.SetRoot(root)
+			return b, nil
 		}}
 	if cl, err := client.Dial(ctx, root, opts); err != nil {
 		log.Warn("no snagd: reads come from the files; writes fail until one runs", "err", err)
 	} else {
-		mo.Daemon = mcpremote.NewDaemon(cl, log)
+		b := mcpremote.NewDaemon(cl, log)
+		b.SetRoot(root)
+		mo.Daemon = b
 	}
 	return mcp.Run(ctx, mo)
 }

@@ -310,10 +310,12 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 		if resp, err = c.http.Do(req); err != nil {
 			return fmt.Errorf("snagd on :%d: %w", c.health.Port, err)
 		}
-		// 503 means nothing was done: snagd is starting, rebuilding its
-		// index or waiting for a lock; ask again after Retry-After.
+		// 503 with Retry-After means nothing was done: snagd is starting,
+		// rebuilding its index or waiting for a lock; ask again after it.
+		// A 503 without it (no browser to verify with) is not a moment's
+		// wait: it goes back to the caller.
 		wait := retryAfter(resp)
-		if resp.StatusCode != http.StatusServiceUnavailable || time.Now().Add(wait).After(deadline) {
+		if !retryLater(resp) || time.Now().Add(wait).After(deadline) {
 			break
 		}
 		resp.Body.Close()
@@ -338,6 +340,12 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 		return nil
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// retryLater reports whether an answer asks to be sent again in a moment:
+// a 503 with Retry-After.
+func retryLater(resp *http.Response) bool {
+	return resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != ""
 }
 
 // retryAfter is how long a 503 answer asks the client to wait, at least

@@ -25,6 +25,9 @@ type Registration struct {
 	PID           int    `json:"pid,omitempty"`
 	Host          string `json:"host,omitempty"`
 	Transport     string `json:"transport,omitempty"`
+	// Root is the project root the agent works in, when that is another
+	// worktree of the daemon's repository: verify commands run there.
+	Root string `json:"root,omitempty"`
 }
 
 // Register registers an agent session.
@@ -72,7 +75,7 @@ func (c *Client) DoAs(ctx context.Context, session int64, tool, method, path str
 			return fmt.Errorf("snagd on :%d: %w", c.health.Port, err)
 		}
 		wait := retryAfter(resp)
-		if resp.StatusCode == http.StatusServiceUnavailable && !time.Now().Add(wait).After(deadline) {
+		if retryLater(resp) && !time.Now().Add(wait).After(deadline) {
 			resp.Body.Close()
 			select {
 			case <-ctx.Done():

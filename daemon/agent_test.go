@@ -25,6 +25,7 @@ import (
 //	claim [REF]        claim REF, or the next ready task
 //	release REF EPOCH REASON...
 //	resolve REF EPOCH
+//	resolve-code REF EPOCH   answers "code <status> <json>"
 //
 // Answers are "ok <json>" or "err <status> <json>".
 func init() {
@@ -122,6 +123,11 @@ func agentMain() int {
 		case "resolve":
 			ep, _ := strconv.ParseInt(f[2], 10, 64)
 			code, out = a.call("POST", "/tasks/"+f[1]+"/resolve", map[string]any{"epoch": ep})
+		case "resolve-code": // the answer with its status code: "code N <json>"
+			ep, _ := strconv.ParseInt(f[2], 10, 64)
+			code, out = a.call("POST", "/tasks/"+f[1]+"/resolve", map[string]any{"epoch": ep})
+			fmt.Println("code", code, out)
+			continue
 		default:
 			code, out = 0, `"unknown command"`
 		}

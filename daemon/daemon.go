@@ -103,6 +103,12 @@ type Daemon struct {
 
 	streams *streams
 
+	// verify runs the checks of resolved tasks in the background; runCtx
+	// ends their runs when the daemon stops.
+	verify *verifier
+	runCtx context.Context
+	fps    *failpoints
+
 	planMu      sync.Mutex
 	planTimer   *time.Timer
 	planTook    time.Duration // how long the last plan.json write took
@@ -214,6 +220,8 @@ func Run(ctx context.Context, opts Options) error {
 	defer p.Close()
 	p.PlanLater = true // snagd writes plan.json once per burst of changes
 	fps.install(d)
+	d.fps, d.runCtx = fps, gctx
+	d.verify = newVerifier(p.Config.Verify.MaxConcurrent)
 	d.opened.Store(true)
 	// snagd holds the project's lock and is its one writer: a temp file
 	// there now was left by a crash, whatever its age.
@@ -240,6 +248,7 @@ func Run(ctx context.Context, opts Options) error {
 			case <-time.After(5 * time.Millisecond):
 			}
 		}
+		d.resumeVerify(gctx)
 		return d.sweep(gctx)
 	})
 	d.log.Info("snagd serving", "root", root, "addr", ln.Addr().String(), "pid", os.Getpid())
@@ -255,6 +264,9 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if err = g.Wait(); errors.Is(err, errDone) {
 		err = nil
+	}
+	if d.verify != nil {
+		d.verify.wg.Wait() // their context has ended: commands are killed, browsers closed
 	}
 	d.mu.Lock() // let an in-flight write finish before the index closes
 	defer d.mu.Unlock()

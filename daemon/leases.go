@@ -26,6 +26,7 @@ type registerRequest struct {
 	PID           int    `json:"pid"`
 	Host          string `json:"host"`
 	Transport     string `json:"transport"`
+	Root          string `json:"root"`
 }
 
 func (d *Daemon) register(w http.ResponseWriter, r *http.Request) {
@@ -35,7 +36,8 @@ func (d *Daemon) register(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s := index.Session{Name: strings.ToUpper(strings.TrimSpace(req.Name)), Client: req.Client,
-		ClientVersion: req.ClientVersion, PID: req.PID, Host: req.Host, Transport: req.Transport}
+		ClientVersion: req.ClientVersion, PID: req.PID, Host: req.Host, Transport: req.Transport,
+		Root: d.sessionRoot(req.Root)}
 	if s.Host == "" {
 		s.Host, _ = os.Hostname()
 	}
@@ -126,6 +128,22 @@ func (d *Daemon) endSession(id int64, why string) {
 		return
 	}
 	for _, l := range held {
+		if d.verify.inFlight(l.TaskID) {
+			// A check of its work is running: the outcome decides where the
+			// task goes (a failure sends it back to the queue, as the holder
+			// is gone); the lease has ended with the session.
+			err := d.p.DB.Update(ctx, func(tx *index.Tx) error {
+				if _, _, err := tx.End(l.TaskID, "holder gone during verify: "+why); err != nil {
+					return err
+				}
+				return tx.Audit(index.AuditEntry{SessionID: id, Actor: queue.System, Agent: l.Holder, Action: "release",
+					TaskID: l.TaskID, Outcome: "ok", Detail: "holder gone during verify (the outcome decides where the task goes): " + why})
+			})
+			if err != nil {
+				d.log.Error("end a gone session's lease", "task", l.TaskID, "err", err)
+			}
+			continue
+		}
 		if err := d.releaseLocked(ctx, l.TaskID, 0, queue.System, l.Holder, "holder gone: "+why); err != nil {
 			d.log.Error("release of a gone session's task", "task", l.TaskID, "err", err)
 		}
@@ -290,13 +308,10 @@ func (d *Daemon) personRelease(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, err)
 		return
 	}
+	d.verify.stop(it.ID)
 	d.hub.publish("lease", map[string]any{"task": it.Key, "ended": true, "reason": why})
 	d.writePlan(ctx)
 	writeJSON(w, http.StatusOK, map[string]any{"key": it.Key, "status": queue.StatusOpen})
-}
-
-func (d *Daemon) resolve(w http.ResponseWriter, r *http.Request) {
-	d.holderMove(w, r, queue.ActResolve)
 }
 
 // holderMove is a release or resolve by the session that holds the task,

@@ -44,6 +44,9 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 	mux.HandleFunc("POST /claim", d.ready503(d.claim))
 	mux.HandleFunc("POST /tasks/{ref}/release", d.ready503(d.release))
 	mux.HandleFunc("POST /tasks/{ref}/resolve", d.ready503(d.resolve))
+	mux.HandleFunc("POST /tasks/{ref}/accept", d.ready503(d.personAccept))
+	mux.HandleFunc("POST /verify/{ref}", d.ready503(d.postVerify))
+	mux.HandleFunc("GET /verify/{ref}", d.ready503(d.getVerify))
 	mux.HandleFunc("POST /sessions", d.ready503(d.register))
 	mux.HandleFunc("GET /sessions", d.ready503(d.listSessions))
 	mux.HandleFunc("GET /sessions/{id}/stream", d.ready503(func(w http.ResponseWriter, r *http.Request) { d.stream(ctx, w, r) }))
@@ -154,6 +157,10 @@ func (d *Daemon) getTask(w http.ResponseWriter, r *http.Request) {
 	out := map[string]any{"row": it.Row, "task": it.Task, "task_file": d.p.Rel(it.Path), "sha256": fmt.Sprintf("%x", it.SHA256)}
 	if it.Task != nil {
 		out["body"] = string(it.Task.Body)
+	}
+	if st, err := d.verifyState(r.Context(), it); err == nil && (st.Running || st.Outcome != "") {
+		st.History = nil // GET /verify/{ref} has it
+		out["verify"] = st
 	}
 	writeJSON(w, http.StatusOK, out)
 }

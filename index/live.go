@@ -37,19 +37,23 @@ var Names = []string{"VESPER", "ORCA", "LYNX", "KESTREL", "OTTER", "HERON", "MOT
 
 // Session is one connected agent (or other client) as the daemon knows it.
 type Session struct {
-	ID            int64     `json:"id"`
-	Name          string    `json:"name"`
-	Client        string    `json:"client,omitempty"`
-	ClientVersion string    `json:"client_version,omitempty"`
-	PID           int       `json:"pid,omitempty"`
-	PIDStart      int64     `json:"pid_start,omitempty"` // process start time, in clock ticks since boot
-	BootID        string    `json:"boot_id,omitempty"`
-	Host          string    `json:"host,omitempty"`
-	Transport     string    `json:"transport,omitempty"`
-	Started       time.Time `json:"started"`
-	LastSeen      time.Time `json:"last_seen"`
-	Ended         time.Time `json:"ended,omitzero"`
-	EndReason     string    `json:"end_reason,omitempty"`
+	ID            int64  `json:"id"`
+	Name          string `json:"name"`
+	Client        string `json:"client,omitempty"`
+	ClientVersion string `json:"client_version,omitempty"`
+	PID           int    `json:"pid,omitempty"`
+	PIDStart      int64  `json:"pid_start,omitempty"` // process start time, in clock ticks since boot
+	BootID        string `json:"boot_id,omitempty"`
+	Host          string `json:"host,omitempty"`
+	Transport     string `json:"transport,omitempty"`
+	// Root is the project root the agent works in: another worktree of the
+	// daemon's repository, or "" for the daemon's own. Verify commands run
+	// there.
+	Root      string    `json:"root,omitempty"`
+	Started   time.Time `json:"started"`
+	LastSeen  time.Time `json:"last_seen"`
+	Ended     time.Time `json:"ended,omitzero"`
+	EndReason string    `json:"end_reason,omitempty"`
 }
 
 // Lease is a task held by a session.
@@ -94,10 +98,10 @@ func (db *DB) Register(ctx context.Context, s Session) (Session, error) {
 			}
 		}
 		err = sqlitex.Execute(conn, `INSERT INTO sessions (name, client, client_version, pid, pid_start, boot_id,
-			host, transport, started, last_seen) VALUES (:name, :client, :cv, :pid, :ps, :boot, :host, :tr, :now, :now)`,
+			host, transport, root, started, last_seen) VALUES (:name, :client, :cv, :pid, :ps, :boot, :host, :tr, :root, :now, :now)`,
 			&sqlitex.ExecOptions{Named: map[string]any{":name": s.Name, ":client": s.Client, ":cv": s.ClientVersion,
 				":pid": int64(s.PID), ":ps": s.PIDStart, ":boot": s.BootID, ":host": s.Host, ":tr": s.Transport,
-				":now": now.UnixNano()}})
+				":root": s.Root, ":now": now.UnixNano()}})
 		if err != nil {
 			return err
 		}
@@ -115,14 +119,14 @@ func (db *DB) Register(ctx context.Context, s Session) (Session, error) {
 }
 
 const sessionColumns = `id, name, client, client_version, pid, pid_start, boot_id, host, transport,
-	started, last_seen, coalesce(ended, 0), end_reason`
+	started, last_seen, coalesce(ended, 0), end_reason, root`
 
 func scanSession(st *sqlite.Stmt) Session {
 	s := Session{ID: st.ColumnInt64(0), Name: st.ColumnText(1), Client: st.ColumnText(2),
 		ClientVersion: st.ColumnText(3), PID: st.ColumnInt(4), PIDStart: st.ColumnInt64(5),
 		BootID: st.ColumnText(6), Host: st.ColumnText(7), Transport: st.ColumnText(8),
 		Started: time.Unix(0, st.ColumnInt64(9)), LastSeen: time.Unix(0, st.ColumnInt64(10)),
-		EndReason: st.ColumnText(12)}
+		EndReason: st.ColumnText(12), Root: st.ColumnText(13)}
 	if e := st.ColumnInt64(11); e != 0 {
 		s.Ended = time.Unix(0, e)
 	}

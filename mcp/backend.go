@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/snagdev/snag/queue"
 )
@@ -42,6 +43,19 @@ type Detail struct {
 	VerifyCommand string   `json:"-"`
 	Verified      bool     `json:"verified"`
 	Body          string   `json:"-"`
+	// Verify is snagd's latest verify run of the task; nil from the files,
+	// or when it was never checked.
+	Verify *VerifyState `json:"-"`
+}
+
+// VerifyState is where verify of a task stands.
+type VerifyState struct {
+	Running  bool      `json:"running"`
+	Outcome  string    `json:"outcome,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+	LastAt   time.Time `json:"last_at,omitzero"`
+	Verifier string    `json:"verifier,omitempty"`
+	Shot     string    `json:"shot,omitempty"`
 }
 
 // Fill copies what a task file says into a detail.
@@ -94,6 +108,13 @@ type Claimed struct {
 type Moved struct {
 	Key    string
 	Status string
+	// Of a resolve: the verify dry run's code (ok, verify_disabled,
+	// verify_unavailable), snagd's message, the verifier, and how many
+	// seconds the check will likely take.
+	Code     string
+	Message  string
+	Verifier string
+	ETA      int
 }
 
 // NewTask is what snag_add files.

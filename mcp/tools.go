@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,6 +20,9 @@ const (
 	bodyCut  = 700
 	titleCut = 31
 	maxBody  = 16000 // of the body in structuredContent
+	// verifyReasonCut is how much of a verify reason snag_get's text shows;
+	// structuredContent has all of it.
+	verifyReasonCut = 400
 )
 
 type listIn struct {
@@ -311,12 +315,21 @@ func (s *server) get(ctx context.Context, req *sdk.CallToolRequest, in idIn) (*s
 	if det.Path != "" {
 		out.TaskFile = ".snag/" + det.Path
 	}
-	switch det.Status {
-	case "verifying":
+	switch {
+	case det.Verify != nil:
+		v := det.Verify
+		out.Verify = verifyOut{Running: v.Running, Outcome: v.Outcome, Reason: v.Reason}
+		if !v.LastAt.IsZero() {
+			out.Verify.LastAt = v.LastAt.UTC().Format(time.RFC3339)
+		}
+		if v.Running {
+			out.Verify.Outcome = "pending"
+		}
+	case det.Status == "verifying":
 		out.Verify = verifyOut{Running: true, Outcome: "pending"}
-	case "needs_review":
+	case det.Status == "needs_review":
 		out.Verify = verifyOut{Outcome: "needs_review", Reason: "verify could not decide: a person reviews it"}
-	case "resolved":
+	case det.Status == "resolved":
 		if det.Verified {
 			out.Verify = verifyOut{Outcome: "pass"}
 		} else {
@@ -366,8 +379,14 @@ func (s *server) get(ctx context.Context, req *sdk.CallToolRequest, in idIn) (*s
 			b.WriteString("console: " + oneLine(e, 160) + "\n")
 		}
 	}
-	if out.Verify.Outcome != "" {
-		fmt.Fprintf(&b, "verify: %s\n", out.Verify.Outcome)
+	if v := out.Verify; v.Outcome != "" {
+		fmt.Fprintf(&b, "verify: %s", v.Outcome)
+		if v.Running {
+			b.WriteString(" (running: call snag_get again in a while)")
+		} else if v.Reason != "" {
+			b.WriteString(": " + clipLines(v.Reason, verifyReasonCut))
+		}
+		b.WriteString("\n")
 	}
 	body := det.Body
 	if len(body) > bodyCut {
@@ -395,6 +414,20 @@ func (s *server) get(ctx context.Context, req *sdk.CallToolRequest, in idIn) (*s
 		}
 	}
 	return &sdk.CallToolResult{Content: content}, out, nil
+}
+
+// clipLines keeps the end of s, where a command's failure is, in at most
+// n bytes.
+func clipLines(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	cut := len(s) - n
+	for cut < len(s) && s[cut]&0xC0 == 0x80 {
+		cut++
+	}
+	return "…" + s[cut:]
 }
 
 func path0(p string) string {
@@ -481,11 +514,30 @@ func (s *server) resolve(ctx context.Context, req *sdk.CallToolRequest, in resol
 	if err != nil {
 		return nil, moveOut{}, s.explain(err)
 	}
+	out := moveOut{Source: b.Source(), Key: m.Key, Status: m.Status}
+	k := strconv.Quote(m.Key)
+	switch m.Code {
+	case "verify_unavailable":
+		// The one refusal where asking again is right: the task waits in
+		// verifying for a verifier.
+		msg := m.Message + "\nThis is the one refusal where calling snag_resolve {\"id\": " + k + "} again later is right; the task stays verifying and yours meanwhile."
+		return &sdk.CallToolResult{Content: text(msg), IsError: true}, out, nil
+	case "verify_disabled":
+		return &sdk.CallToolResult{Content: text(fmt.Sprintf("%s is %s, not verified: this project resolves without verify", m.Key, m.Status))}, out, nil
+	}
 	msg := fmt.Sprintf("%s is %s", m.Key, m.Status)
 	if m.Status == "verifying" {
-		msg += ": verify checks it; snag_get shows the outcome"
+		what := "verify is running"
+		if m.Verifier != "" {
+			what += " (" + m.Verifier + ")"
+		}
+		eta := m.ETA
+		if eta <= 0 {
+			eta = 30
+		}
+		msg = fmt.Sprintf("%s is verifying: %s; call snag_get {\"id\": %s} in about %d s for the outcome. A failure gives it back to you with the reason", m.Key, what, k, eta)
 	}
-	return &sdk.CallToolResult{Content: text(msg)}, moveOut{Source: b.Source(), Key: m.Key, Status: m.Status}, nil
+	return &sdk.CallToolResult{Content: text(msg)}, out, nil
 }
 
 func (s *server) add(ctx context.Context, req *sdk.CallToolRequest, in addIn) (*sdk.CallToolResult, addOut, error) {

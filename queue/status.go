@@ -18,12 +18,12 @@ const (
 	ActReject       Action = "reject"       // inbox -> cancelled
 	ActClaim        Action = "claim"        // open -> claimed
 	ActRelease      Action = "release"      // claimed|verifying -> open
-	ActResolve      Action = "resolve"      // claimed -> verifying
+	ActResolve      Action = "resolve"      // claimed -> verifying; a person's needs_review -> verifying checks again
 	ActPass         Action = "pass"         // verifying -> resolved, verified
 	ActFail         Action = "fail"         // verifying -> claimed (same holder)
 	ActInconclusive Action = "inconclusive" // verifying -> needs_review
 	ActSkipVerify   Action = "skip_verify"  // verifying -> resolved, unverified (verify disabled)
-	ActAccept       Action = "accept"       // verifying|needs_review -> resolved, by a person
+	ActAccept       Action = "accept"       // claimed|verifying|needs_review -> resolved, by a person
 	ActCancel       Action = "cancel"       // any live status -> cancelled
 	ActReopen       Action = "reopen"       // needs_review|resolved|cancelled -> open
 )
@@ -56,6 +56,7 @@ var moves = []move{
 
 	{StatusClaimed, ActRelease, StatusOpen, []Actor{Agent, Person, System}},
 	{StatusClaimed, ActResolve, StatusVerifying, []Actor{Agent, Person}},
+	{StatusClaimed, ActAccept, StatusResolved, []Actor{Person}},
 	{StatusClaimed, ActCancel, StatusCancelled, []Actor{Person}},
 
 	{StatusVerifying, ActPass, StatusResolved, []Actor{System}},
@@ -67,6 +68,7 @@ var moves = []move{
 	{StatusVerifying, ActCancel, StatusCancelled, []Actor{Person}},
 
 	{StatusNeedsReview, ActAccept, StatusResolved, []Actor{Person}},
+	{StatusNeedsReview, ActResolve, StatusVerifying, []Actor{Person}},
 	{StatusNeedsReview, ActReopen, StatusOpen, []Actor{Person}},
 	{StatusNeedsReview, ActCancel, StatusCancelled, []Actor{Person}},
 

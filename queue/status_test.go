@@ -38,6 +38,7 @@ var statusMachine = []allowedMove{
 	{queue.StatusClaimed, queue.ActRelease, queue.System, queue.StatusOpen},
 	{queue.StatusClaimed, queue.ActResolve, queue.Agent, queue.StatusVerifying},
 	{queue.StatusClaimed, queue.ActResolve, queue.Person, queue.StatusVerifying},
+	{queue.StatusClaimed, queue.ActAccept, queue.Person, queue.StatusResolved},
 	{queue.StatusClaimed, queue.ActCancel, queue.Person, queue.StatusCancelled},
 
 	{queue.StatusVerifying, queue.ActPass, queue.System, queue.StatusResolved},
@@ -50,6 +51,7 @@ var statusMachine = []allowedMove{
 	{queue.StatusVerifying, queue.ActCancel, queue.Person, queue.StatusCancelled},
 
 	{queue.StatusNeedsReview, queue.ActAccept, queue.Person, queue.StatusResolved},
+	{queue.StatusNeedsReview, queue.ActResolve, queue.Person, queue.StatusVerifying},
 	{queue.StatusNeedsReview, queue.ActReopen, queue.Person, queue.StatusOpen},
 	{queue.StatusNeedsReview, queue.ActCancel, queue.Person, queue.StatusCancelled},
 

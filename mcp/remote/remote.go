@@ -59,6 +59,15 @@ func (d *Daemon) ServesHTTP() {
 	d.http = true
 }
 
+// SetRoot records the project root the bridge works in, for the session:
+// when it is another worktree of the daemon's repository, verify commands
+// run there.
+func (d *Daemon) SetRoot(root string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.reg.Root = root
+}
+
 // Source is "daemon".
 func (d *Daemon) Source() string { return mcp.SourceDaemon }
 
@@ -259,15 +268,16 @@ func (d *Daemon) List(ctx context.Context, lq mcp.ListQuery) (mcp.Page, error) {
 // Get reads one task.
 func (d *Daemon) Get(ctx context.Context, ref string) (*mcp.Detail, error) {
 	var got struct {
-		Row      wireRow     `json:"row"`
-		Task     *queue.Task `json:"task"`
-		Body     string      `json:"body"`
-		TaskFile string      `json:"task_file"`
+		Row      wireRow          `json:"row"`
+		Task     *queue.Task      `json:"task"`
+		Body     string           `json:"body"`
+		TaskFile string           `json:"task_file"`
+		Verify   *mcp.VerifyState `json:"verify"`
 	}
 	if err := d.do(ctx, "GET", "/tasks/"+url.PathEscape(ref), nil, &got); err != nil {
 		return nil, err
 	}
-	det := &mcp.Detail{Row: got.Row.row(), Body: got.Body}
+	det := &mcp.Detail{Row: got.Row.row(), Body: got.Body, Verify: got.Verify}
 	if got.TaskFile != "" {
 		det.Path = strings.TrimPrefix(got.TaskFile, ".snag/")
 	}
@@ -379,9 +389,52 @@ func (d *Daemon) Release(ctx context.Context, ref, reason string) (mcp.Moved, er
 	return d.move(ctx, "release", ref, map[string]any{"reason": reason})
 }
 
-// Resolve hands a held task to verify.
+// Resolve hands a held task to verify: a dry run first says what will
+// check it; nothing can (no_capture_url) is an error that leaves the task
+// claimed; a missing browser (verify_unavailable) leaves it verifying and
+// is answered with snagd's message.
 func (d *Daemon) Resolve(ctx context.Context, ref, commit, note string) (mcp.Moved, error) {
-	return d.move(ctx, "resolve", ref, map[string]any{"commit": commit, "note": note})
+	ep := d.epoch(ref)
+	if ep == 0 {
+		return mcp.Moved{}, errNotHeld(ref)
+	}
+	var plan struct {
+		Key      string `json:"key"`
+		Code     string `json:"code"`
+		Verifier string `json:"verifier"`
+		Message  string `json:"message"`
+	}
+	err := d.do(ctx, "POST", "/verify/"+url.PathEscape(ref), map[string]any{"dry_run": true, "epoch": ep}, &plan)
+	var ce *client.Error
+	switch {
+	case errors.As(err, &ce) && ce.Code == "verify_unavailable":
+	case err != nil:
+		return mcp.Moved{}, err
+	case plan.Code == "no_capture_url":
+		return mcp.Moved{}, fmt.Errorf("%s. It stays claimed by you: tell the person it is ready for their review, or snag_release it with a reason", plan.Message)
+	}
+	var got struct {
+		Key        string `json:"key"`
+		Status     string `json:"status"`
+		Code       string `json:"code"`
+		Message    string `json:"message"`
+		ETASeconds int    `json:"eta_seconds"`
+		Verify     struct {
+			Verifier string `json:"verifier"`
+		} `json:"verify"`
+	}
+	err = d.do(ctx, "POST", "/tasks/"+url.PathEscape(ref)+"/resolve", map[string]any{"epoch": ep, "commit": commit, "note": note}, &got)
+	if errors.As(err, &ce) && ce.Code == "verify_unavailable" {
+		return mcp.Moved{Key: plan.Key, Status: string(queue.StatusVerifying), Code: ce.Code, Message: ce.Message, Verifier: plan.Verifier}, nil
+	}
+	if err != nil {
+		return mcp.Moved{}, err
+	}
+	if got.Status == string(queue.StatusResolved) {
+		d.forget(ref, got.Key)
+	}
+	return mcp.Moved{Key: got.Key, Status: got.Status, Code: got.Code, Message: got.Message,
+		Verifier: got.Verify.Verifier, ETA: got.ETASeconds}, nil
 }
 
 // Add files a task into the inbox, unvetted.

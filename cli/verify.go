@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/snagdev/snag/queue"
+)
+
+func init() {
+	register(&command{
+		name: "verify", args: "ID [--dry-run] [--wait] [--json]", daemon: true,
+		summary: "Check a task now: run its verify command, or re-open its captured page in headless Chromium.\n\n" +
+			"--dry-run says which verifier would run, or why none can (no_capture_url, verify_disabled,\n" +
+			"verify_unavailable). A task that is claimed, verifying or needs_review can be checked; a pass\n" +
+			"resolves it (verified), a failure gives it back to its holder. --wait waits for the outcome\n" +
+			"and exits 1 unless it passed. A command from a task or config.json runs only once approved\n" +
+			"(snag approve).",
+		flags: func(fs *flag.FlagSet, c *call) {
+			fs.BoolVar(&c.opt.dryRun, "dry-run", false, "say what would check it; change nothing")
+			fs.BoolVar(&c.opt.wait, "wait", false, "wait for the outcome")
+			fs.BoolVar(&c.opt.json, "json", false, "print JSON")
+		},
+		run: runVerify,
+	})
+	register(&command{
+		name: "resolve", args: "ID... [--reason TEXT]", daemon: true,
+		summary: "Resolve tasks as a person: claimed (nothing could verify it), verifying or needs_review -> resolved.\n\n" +
+			"The holder's lease ends and a check still running is stopped; verified stays false.\n" +
+			"To have snag check a task instead, use snag verify.",
+		flags: func(fs *flag.FlagSet, c *call) {
+			fs.StringVar(&c.opt.reason, "reason", "", "why, for the audit log")
+		},
+		run: func(ctx context.Context, c *call) error { return runMoveAs(ctx, c, queue.ActAccept, "resolve") },
+	})
+}
+
+// verifyAnswer is POST /verify/{ref} and GET /verify/{ref}, the parts the
+// CLI shows.
+type verifyAnswer struct {
+	Key      string `json:"key"`
+	Code     string `json:"code,omitempty"`
+	Status   string `json:"status,omitempty"`
+	Verifier string `json:"verifier,omitempty"`
+	Command  string `json:"command,omitempty"`
+	URL      string `json:"url,omitempty"`
+	Approved *bool  `json:"approved,omitempty"`
+	Message  string `json:"message,omitempty"`
+	Running  bool   `json:"running,omitempty"`
+	Outcome  string `json:"outcome,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Shot     string `json:"shot,omitempty"`
+}
+
+func runVerify(ctx context.Context, c *call) error {
+	if len(c.args) != 1 {
+		return usagef("verify takes one task: snag verify SNAG-12 [--dry-run] [--wait]")
+	}
+	if _, err := queue.ParseRef(c.args[0]); err != nil {
+		return err
+	}
+	r, err := connect(ctx, c, true)
+	if err != nil {
+		return err
+	}
+	path := "/verify/" + url.PathEscape(c.args[0])
+	var ans verifyAnswer
+	if err := r.do(ctx, "POST", path, map[string]any{"dry_run": c.opt.dryRun, "by": who()}, &ans); err != nil {
+		return err
+	}
+	if c.opt.dryRun || !c.opt.wait {
+		if c.opt.json {
+			return writeJSON(c.Stdout, ans)
+		}
+		fmt.Fprintf(c.Stdout, "%s: %s\n", ans.Key, ans.Message)
+		return nil
+	}
+	if !c.opt.json {
+		fmt.Fprintf(c.Stdout, "%s: %s\n", ans.Key, ans.Message)
+	}
+	for {
+		ans = verifyAnswer{}
+		if err := r.do(ctx, "GET", path, nil, &ans); err != nil {
+			return err
+		}
+		if !ans.Running && ans.Status != string(queue.StatusVerifying) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	if c.opt.json {
+		if err := writeJSON(c.Stdout, ans); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(c.Stdout, "%s: %s, now %s\n", ans.Key, ans.Outcome, ans.Status)
+		if ans.Reason != "" {
+			fmt.Fprintln(c.Stdout, indent(ans.Reason))
+		}
+		if ans.Shot != "" {
+			fmt.Fprintf(c.Stdout, "  screenshot: .snag/%s\n", ans.Shot)
+		}
+	}
+	if ans.Outcome != "pass" {
+		return errFound
+	}
+	return nil
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+}
+
+// runMoveAs is runMove for a command named apart from its action.
+func runMoveAs(ctx context.Context, c *call, action queue.Action, name string) error {
+	if len(c.args) == 0 {
+		return usagef("%s takes one or more tasks: snag %s SNAG-12", name, name)
+	}
+	for _, a := range c.args {
+		if _, err := queue.ParseRef(a); err != nil {
+			return err
+		}
+	}
+	r, err := connect(ctx, c, true)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, a := range c.args {
+		var moved struct {
+			Key    string `json:"key"`
+			Status string `json:"status"`
+		}
+		req := map[string]string{"by": who(), "reason": c.opt.reason}
+		if err := r.do(ctx, "POST", "/tasks/"+url.PathEscape(a)+"/"+string(action), req, &moved); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(c.Stdout, "%s is %s\n", moved.Key, moved.Status)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,795 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/snagdev/snag/approval"
+	"github.com/snagdev/snag/browser"
+	"github.com/snagdev/snag/gitdir"
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/project"
+	"github.com/snagdev/snag/queue"
+	"github.com/snagdev/snag/verify"
+)
+
+// The answers of a verify dry run (DESIGN section 11).
+const (
+	// VerifyOK: a verifier can check the task; Verifier says which.
+	VerifyOK = "ok"
+	// VerifyNoCaptureURL: nothing can check the task (no command, no
+	// captured page): it stays where it is and a person resolves it.
+	VerifyNoCaptureURL = "no_capture_url"
+	// VerifyDisabled: the project resolves without verify; resolve makes
+	// the task resolved with verified: false.
+	VerifyDisabled = "verify_disabled"
+	// VerifyUnavailable: the verifier needs a browser and none is here; the
+	// task stays verifying and asking again later is right (HTTP 503).
+	VerifyUnavailable = "verify_unavailable"
+)
+
+// The outcomes of a verify run.
+const (
+	OutcomePass          = "pass"           // -> resolved, verified: true
+	OutcomeFail          = "fail"           // -> claimed by the same holder, or open when it is gone
+	OutcomeInconclusive  = "inconclusive"   // -> needs_review
+	OutcomeNeedsApproval = "needs_approval" // -> needs_review; no process was started
+	OutcomeUnavailable   = "unavailable"    // the browser went missing: the task stays verifying
+	OutcomeInterrupted   = "interrupted"    // snagd stopped during the run; it was queued again
+)
+
+// verifyRequest is POST /verify/{ref}, and a holder's POST /tasks/{ref}/resolve.
+type verifyRequest struct {
+	DryRun bool   `json:"dry_run"`
+	Epoch  int64  `json:"epoch"`
+	Note   string `json:"note"`
+	Commit string `json:"commit"`
+	By     string `json:"by"`
+}
+
+// verifyPlan is what would check a task: the dry run's answer.
+type verifyPlan struct {
+	Key      string `json:"key"`
+	Code     string `json:"code"`
+	Error    string `json:"error,omitempty"`    // the code again, on a 503, as every error answer has it
+	Verifier string `json:"verifier,omitempty"` // command | browser
+	Command  string `json:"command,omitempty"`
+	From     string `json:"from,omitempty"` // where the command comes from: task | config.json
+	URL      string `json:"url,omitempty"`
+	Dir      string `json:"dir,omitempty"`
+	Approved *bool  `json:"approved,omitempty"`
+	Message  string `json:"message"`
+}
+
+// verifyState is GET /verify/{ref}, and the verify part of a started run's answer.
+type verifyState struct {
+	Key      string            `json:"key"`
+	Status   queue.Status      `json:"status"`
+	Running  bool              `json:"running"`
+	Outcome  string            `json:"outcome,omitempty"`
+	Reason   string            `json:"reason,omitempty"`
+	LastAt   time.Time         `json:"last_at,omitzero"`
+	Verifier string            `json:"verifier,omitempty"`
+	Shot     string            `json:"shot,omitempty"`
+	History  []index.VerifyRun `json:"history,omitempty"`
+}
+
+// verifier runs the checks in the background, at most max at once.
+type verifier struct {
+	sem chan struct{}
+	wg  sync.WaitGroup
+
+	mu     sync.Mutex
+	flight map[string]*flight // by task id: a run queued or running
+}
+
+type flight struct {
+	run    int64
+	cancel context.CancelFunc
+}
+
+func newVerifier(n int) *verifier {
+	return &verifier{sem: make(chan struct{}, max(1, n)), flight: map[string]*flight{}}
+}
+
+// inFlight reports whether a run of the task is queued or running.
+func (v *verifier) inFlight(taskID string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.flight[taskID] != nil
+}
+
+// stop cancels the task's run, if one is in flight: a person moved the task
+// on, and its outcome would not be applied.
+func (v *verifier) stop(taskID string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if f := v.flight[taskID]; f != nil {
+		f.cancel()
+	}
+}
+
+// approvals is the per-user record of approved verify commands.
+func (d *Daemon) approvals() *approval.Store {
+	home := d.opts.Home
+	if home == "" {
+		home = project.Home()
+	}
+	return approval.Open(filepath.Join(home, "approved"))
+}
+
+// sessionRoot is the root a session says it works in, when that is another
+// worktree of the daemon's repository with a .snag/ folder; else "" (the
+// daemon's own root).
+func (d *Daemon) sessionRoot(root string) string {
+	if root == "" || !filepath.IsAbs(root) || d.gitCommon == "" {
+		return ""
+	}
+	r, err := filepath.EvalSymlinks(root)
+	if err != nil || r == d.root {
+		return ""
+	}
+	if fi, err := os.Stat(filepath.Join(r, project.Folder)); err != nil || !fi.IsDir() {
+		return ""
+	}
+	if gitdir.Common(r) != d.gitCommon {
+		return ""
+	}
+	return r
+}
+
+// plan says what would check a task, verifying in dir. d.mu must be held.
+func (d *Daemon) plan(it *index.Item, dir string) verifyPlan {
+	cfg := d.p.Config
+	p := verifyPlan{Key: it.Key, Code: VerifyOK}
+	if !cfg.VerifyOnResolve() {
+		p.Code = VerifyDisabled
+		p.Message = fmt.Sprintf(`this project resolves without verify ("plan": {"verify_on_resolve": false} in .snag/config.json): resolve makes %s resolved with verified: false`, it.Key)
+		return p
+	}
+	t := it.Task
+	cmd, from := "", ""
+	if t.Verify != nil && strings.TrimSpace(t.Verify.Command) != "" {
+		cmd, from = t.Verify.Command, "task"
+	} else if strings.TrimSpace(cfg.Verify.Command) != "" {
+		cmd, from = cfg.Verify.Command, project.ConfigFile
+	}
+	if cmd != "" {
+		ok := d.approved(cmd, dir, cfg.Verify.Shell)
+		p.Verifier, p.Command, p.From, p.Dir, p.Approved = "command", cmd, from, dir, &ok
+		p.Message = fmt.Sprintf("verify runs `%s` (from %s) in %s; exit 0 passes", cmd, fromName(from), dir)
+		if !ok {
+			p.Message += fmt.Sprintf("; the command waits for a person's approval (snag approve %s): until then the task goes to needs_review and nothing runs", approveArg(it.Key, from))
+		}
+		return p
+	}
+	if t.Capture == nil || t.Capture.URL == "" {
+		p.Code = VerifyNoCaptureURL
+		p.Message = fmt.Sprintf("nothing can check %s: it has no verify.command, .snag/config.json has none, and it has no capture.url; it stays %s and a person resolves it (snag resolve %s)", it.Key, it.Status, it.Key)
+		return p
+	}
+	p.Verifier, p.URL = "browser", t.Capture.URL
+	if err := browser.CheckURL(t.Capture.URL, cfg.Browser.AllowedHosts); err != nil {
+		p.Code = VerifyNoCaptureURL
+		p.Message = fmt.Sprintf("nothing can check %s: its capture.url is not opened (%v); it stays %s and a person resolves it (snag resolve %s)", it.Key, err, it.Status, it.Key)
+		return p
+	}
+	if _, err := browser.Find(cfg.Browser.Chromium); err != nil {
+		p.Code = VerifyUnavailable
+		p.Message = fmt.Sprintf("verify of %s needs a browser and none is available here (%v); %s stays verifying: call resolve again once one is", it.Key, err, it.Key)
+		return p
+	}
+	p.Message = fmt.Sprintf("verify re-opens %s in headless Chromium and compares its console errors with the capture's", t.Capture.URL)
+	return p
+}
+
+func fromName(from string) string {
+	if from == "task" {
+		return "the task's verify.command"
+	}
+	return ".snag/config.json"
+}
+
+func approveArg(key, from string) string {
+	if from == "task" {
+		return key
+	}
+	return "--project"
+}
+
+// approved reports whether a person approved a command for this project:
+// for the daemon's root, or for the worktree the command runs in (snag
+// approve records the scope of the root it runs in).
+func (d *Daemon) approved(command, dir string, shell bool) bool {
+	store := d.approvals()
+	for _, root := range []string{d.root, dir} {
+		if root == "" {
+			continue
+		}
+		scope, err := approval.Scope(root)
+		if err != nil {
+			continue
+		}
+		ok, err := store.Approved(scope, command, shell)
+		if err != nil {
+			d.log.Warn("approvals", "err", err)
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// postVerify is POST /verify/{ref}: a dry run, or a run now (202). An
+// agent's request is the holder's resolve; a person's (no session) checks a
+// task that is claimed, verifying or needs_review.
+func (d *Daemon) postVerify(w http.ResponseWriter, r *http.Request) { d.startVerify(w, r) }
+
+// resolve is a holder's POST /tasks/{ref}/resolve: verify, never resolved
+// by the agent's word alone.
+func (d *Daemon) resolve(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get(SessionHeader) == "" {
+		writeError(w, &apiError{http.StatusBadRequest, "no_session", "resolve is an agent's move: a person resolves with POST /tasks/{ref}/accept (snag resolve ID), or checks with POST /verify/{ref} (snag verify ID)"})
+		return
+	}
+	d.startVerify(w, r)
+}
+
+func (d *Daemon) startVerify(w http.ResponseWriter, r *http.Request) {
+	var s index.Session
+	agent := r.Header.Get(SessionHeader) != ""
+	if agent {
+		var e *apiError
+		if s, e = d.sessionOf(r); e != nil {
+			writeError(w, e)
+			return
+		}
+	}
+	var req verifyRequest
+	if e := decode(r, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	ref, ok := pathRef(w, r)
+	if !ok {
+		return
+	}
+	actor, who := queue.Person, req.By
+	if agent {
+		actor, who = queue.Agent, s.Name
+	}
+	if who == "" {
+		who = "a person"
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ctx := r.Context()
+	it, err := d.p.DB.Get(ctx, ref)
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	dir := d.root
+	if s.Root != "" {
+		dir = s.Root
+	}
+	p := d.plan(it, dir)
+	if req.DryRun {
+		status := http.StatusOK
+		if p.Code == VerifyUnavailable {
+			status = http.StatusServiceUnavailable // no Retry-After: this is not a moment's wait
+			p.Error = p.Code
+		}
+		writeJSON(w, status, p)
+		return
+	}
+	refuse := func(e *apiError) {
+		d.audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: "resolve", TaskID: it.ID,
+			Outcome: "refused", Detail: e.Message})
+		writeError(w, e)
+	}
+	// Who may ask: the holder (by its epoch), or a person.
+	var lease index.Lease
+	if l, err := d.p.DB.LeaseOf(ctx, it.ID); err == nil {
+		lease = l
+	}
+	if agent {
+		if lease.SessionID != s.ID || lease.Epoch == 0 {
+			holder := "no one"
+			if lease.Holder != "" {
+				holder = lease.Holder
+			}
+			refuse(&apiError{http.StatusConflict, "not_held", fmt.Sprintf("%s is %s and held by %s, not %s: claim it before you resolve it", it.Key, it.Status, holder, s.Name)})
+			return
+		}
+		if req.Epoch != 0 && req.Epoch != lease.Epoch {
+			refuse(&apiError{http.StatusConflict, "stale", fmt.Sprintf("epoch %d is not live for %s (%d is): claim the task again before you write to it", req.Epoch, it.Key, lease.Epoch)})
+			return
+		}
+	}
+	switch it.Status {
+	case queue.StatusClaimed:
+	case queue.StatusVerifying:
+		if d.verify.inFlight(it.ID) {
+			st, err := d.verifyState(ctx, it)
+			if err != nil {
+				d.fail(w, err)
+				return
+			}
+			writeJSON(w, http.StatusAccepted, map[string]any{"key": it.Key, "status": it.Status, "verify": st,
+				"message": fmt.Sprintf("verify of %s is already running: poll GET /verify/%s", it.Key, it.Key)})
+			return
+		}
+	case queue.StatusNeedsReview:
+		if agent {
+			refuse(&apiError{http.StatusConflict, "transition", fmt.Sprintf("%s is needs_review: a person looks at it now; an agent cannot resolve it again", it.Key)})
+			return
+		}
+	default:
+		_, err := queue.Transition(it.Status, queue.ActResolve, actor)
+		refuse(&apiError{http.StatusConflict, "transition", err.Error()})
+		return
+	}
+	detail := strings.TrimSpace(req.Note + " " + req.Commit)
+	switch p.Code {
+	case VerifyNoCaptureURL:
+		refuse(&apiError{http.StatusConflict, VerifyNoCaptureURL, p.Message})
+		return
+	case VerifyDisabled:
+		err = d.p.DB.Update(ctx, func(tx *index.Tx) error {
+			t := it.Task
+			if it.Status != queue.StatusVerifying {
+				if t, err = d.p.MoveFile(it, queue.ActResolve, actor, who); err != nil {
+					return err
+				}
+			}
+			it2 := *it
+			it2.Task = t
+			if _, err = d.p.MoveFile(&it2, queue.ActSkipVerify, queue.System, who); err != nil {
+				return err
+			}
+			if _, _, err := tx.End(it.ID, "resolved: "+detail); err != nil {
+				return err
+			}
+			if err := tx.SyncFile(d.p.Tasks, project.Name(it)); err != nil {
+				return err
+			}
+			return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: "resolve", TaskID: it.ID,
+				Outcome: "ok", Detail: strings.TrimSpace("verify disabled: resolved, not verified " + detail)})
+		})
+		if err != nil {
+			d.fail(w, err)
+			return
+		}
+		d.hub.publish("lease", map[string]any{"task": it.Key, "action": "resolve", "status": queue.StatusResolved})
+		d.writePlan(ctx)
+		writeJSON(w, http.StatusOK, map[string]any{"key": it.Key, "status": queue.StatusResolved, "verified": false,
+			"code": VerifyDisabled, "message": p.Message})
+		return
+	}
+	// The task goes to verifying, with a run queued when a verifier can
+	// take it now.
+	var run index.VerifyRun
+	err = d.p.DB.Update(ctx, func(tx *index.Tx) error {
+		if it.Status != queue.StatusVerifying {
+			if _, err := d.p.MoveFile(it, queue.ActResolve, actor, who); err != nil {
+				return err
+			}
+			if err := tx.SyncFile(d.p.Tasks, project.Name(it)); err != nil {
+				return err
+			}
+		}
+		outcome := "ok"
+		if p.Code == VerifyUnavailable {
+			outcome = VerifyUnavailable
+		} else {
+			cmd := p.Command
+			if p.Verifier == "browser" {
+				cmd = p.URL
+			}
+			if run, err = tx.QueueVerify(index.VerifyRun{TaskID: it.ID, Verifier: p.Verifier, Command: cmd, Dir: p.Dir,
+				SessionID: s.ID, Holder: lease.Holder}); err != nil {
+				return err
+			}
+		}
+		return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: "resolve", TaskID: it.ID,
+			Outcome: outcome, Detail: strings.TrimSpace(p.Message + " " + detail)})
+	})
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	d.hub.publish("task", map[string]any{"key": it.Key, "status": queue.StatusVerifying})
+	d.writePlan(ctx)
+	if p.Code == VerifyUnavailable {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"key": it.Key, "status": queue.StatusVerifying,
+			"error": VerifyUnavailable, "code": VerifyUnavailable, "message": p.Message})
+		return
+	}
+	d.launch(it, run)
+	eta := d.eta(ctx, it.ID, run)
+	writeJSON(w, http.StatusAccepted, map[string]any{"key": it.Key, "status": queue.StatusVerifying,
+		"verify":      verifyState{Key: it.Key, Status: queue.StatusVerifying, Running: true, Verifier: p.Verifier, History: []index.VerifyRun{run}},
+		"eta_seconds": eta, "code": VerifyOK,
+		"message": fmt.Sprintf("verify is running (%s): poll GET /verify/%s in about %d s", p.Verifier, it.Key, eta)})
+}
+
+// eta guesses how many seconds a run will take: as long as the last run
+// of the same check took, else 30 s for a command and 10 s for a browser.
+func (d *Daemon) eta(ctx context.Context, taskID string, run index.VerifyRun) int {
+	runs, _ := d.p.DB.VerifyRuns(ctx, taskID, 10)
+	for _, r := range runs {
+		if r.ID != run.ID && r.Command == run.Command && !r.Started.IsZero() && !r.Ended.IsZero() &&
+			(r.Outcome == OutcomePass || r.Outcome == OutcomeFail) {
+			return max(1, int(r.Ended.Sub(r.Started).Round(time.Second)/time.Second)+1)
+		}
+	}
+	if run.Verifier == "browser" {
+		return 10
+	}
+	return 30
+}
+
+// getVerify is GET /verify/{ref}: the latest outcome and the history.
+func (d *Daemon) getVerify(w http.ResponseWriter, r *http.Request) {
+	ref, ok := pathRef(w, r)
+	if !ok {
+		return
+	}
+	it, err := d.p.DB.Get(r.Context(), ref)
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	st, err := d.verifyState(r.Context(), it)
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (d *Daemon) verifyState(ctx context.Context, it *index.Item) (verifyState, error) {
+	runs, err := d.p.DB.VerifyRuns(ctx, it.ID, 20)
+	if err != nil {
+		return verifyState{}, err
+	}
+	st := verifyState{Key: it.Key, Status: it.Status, Running: d.verify.inFlight(it.ID), History: runs}
+	if st.History == nil {
+		st.History = []index.VerifyRun{}
+	}
+	if len(runs) > 0 {
+		st.Verifier = runs[0].Verifier
+	}
+	for _, run := range runs {
+		if !run.Ended.IsZero() && run.Outcome != OutcomeInterrupted {
+			st.Outcome, st.Reason, st.LastAt, st.Shot = run.Outcome, run.Reason, run.Ended, run.Shot
+			break
+		}
+	}
+	return st, nil
+}
+
+// launch starts a queued run in the background. d.mu must be held.
+func (d *Daemon) launch(it *index.Item, run index.VerifyRun) {
+	ctx, cancel := context.WithCancel(d.runCtx)
+	v := d.verify
+	v.mu.Lock()
+	v.flight[run.TaskID] = &flight{run: run.ID, cancel: cancel}
+	v.mu.Unlock()
+	t := *it.Task
+	v.wg.Add(1)
+	go func() {
+		defer v.wg.Done()
+		defer cancel()
+		d.runVerify(ctx, &t, run)
+	}()
+}
+
+// result is what a verifier found.
+type result struct {
+	outcome, reason, shot string
+}
+
+func (d *Daemon) runVerify(ctx context.Context, t *queue.Task, run index.VerifyRun) {
+	v := d.verify
+	select {
+	case v.sem <- struct{}{}:
+	case <-ctx.Done():
+		d.settleCancelled(run)
+		return
+	}
+	defer func() { <-v.sem }()
+	if err := d.p.DB.StartVerify(ctx, run.ID); err != nil && ctx.Err() == nil {
+		d.log.Warn("verify: mark started", "task", t.Key, "err", err)
+	}
+	d.hub.publish("verify", map[string]any{"task": t.Key, "run": run.ID, "verifier": run.Verifier, "started": true})
+	d.fps.hit("verify", stepVerifyStarted)
+	res := d.check(ctx, t, run)
+	if ctx.Err() != nil {
+		d.settleCancelled(run)
+		return
+	}
+	d.finishVerify(t, run, res)
+}
+
+// settleCancelled handles a run whose context ended before its outcome: at
+// a daemon's exit it stays open, for the next start to queue again; when a
+// person moved the task on, it ends as interrupted.
+func (d *Daemon) settleCancelled(run index.VerifyRun) {
+	d.verify.mu.Lock()
+	if f := d.verify.flight[run.TaskID]; f != nil && f.run == run.ID {
+		delete(d.verify.flight, run.TaskID)
+	}
+	d.verify.mu.Unlock()
+	if d.runCtx.Err() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := d.p.DB.Update(ctx, func(tx *index.Tx) error {
+		return tx.EndVerify(run.ID, OutcomeInterrupted, "stopped: the task was moved on before the check ended", "")
+	})
+	if err != nil {
+		d.log.Warn("verify: end a stopped run", "err", err)
+	}
+}
+
+// check runs the verifier of a run and says what it found.
+func (d *Daemon) check(ctx context.Context, t *queue.Task, run index.VerifyRun) result {
+	d.mu.Lock()
+	cfg := d.p.Config
+	d.mu.Unlock()
+	timeout := time.Duration(cfg.Verify.TimeoutSeconds) * time.Second
+	switch run.Verifier {
+	case "command":
+		from := project.ConfigFile
+		if t.Verify != nil && t.Verify.Command == run.Command {
+			from = "task"
+		}
+		if !d.approved(run.Command, run.Dir, cfg.Verify.Shell) {
+			return result{outcome: OutcomeNeedsApproval, reason: fmt.Sprintf(
+				"verify.command `%s` (from %s) waits for a person's approval: run snag approve %s on this machine, then snag verify %s; nothing was run",
+				run.Command, fromName(from), approveArg(t.Key, from), t.Key)}
+		}
+		res, err := verify.RunCommand(ctx, verify.Command{Dir: run.Dir, Line: run.Command, Shell: cfg.Verify.Shell, Timeout: timeout})
+		switch {
+		case err != nil:
+			return result{outcome: OutcomeInconclusive, reason: fmt.Sprintf("`%s` could not run: %v", run.Command, err)}
+		case res.TimedOut:
+			return result{outcome: OutcomeFail, reason: capReason(fmt.Sprintf("`%s` timed out after %s; last output:\n%s", run.Command, timeout, res.Tail))}
+		case res.ExitCode == 0:
+			return result{outcome: OutcomePass, reason: fmt.Sprintf("`%s` passed (exit 0) in %s", run.Command, res.Took.Round(time.Millisecond))}
+		default:
+			return result{outcome: OutcomeFail, reason: capReason(fmt.Sprintf("`%s` failed with exit %d; last output:\n%s", run.Command, res.ExitCode, res.Tail))}
+		}
+	case "browser":
+		c := t.Capture
+		if c == nil {
+			c = &queue.Capture{URL: run.Command}
+		}
+		shots := d.p.Abs("shots")
+		if err := os.MkdirAll(shots, 0o755); err != nil {
+			return result{outcome: OutcomeInconclusive, reason: fmt.Sprintf("cannot make .snag/shots for the screenshot: %v", err)}
+		}
+		name := fmt.Sprintf("%s-verify-%d.png", t.Key, run.ID)
+		res, err := browser.Run(ctx, browser.Check{Chromium: cfg.Browser.Chromium, URL: run.Command, Anchor: c.Anchor,
+			CapturedErrors: c.ConsoleErrors, AllowedHosts: cfg.Browser.AllowedHosts, Shot: filepath.Join(shots, name),
+			Settle: time.Duration(cfg.Browser.SettleMS) * time.Millisecond, Timeout: min(timeout, browser.DefaultTimeout)})
+		if errors.Is(err, browser.ErrUnavailable) {
+			return result{outcome: OutcomeUnavailable, reason: err.Error() + "; the task stays verifying: resolve it again once a browser is available"}
+		}
+		if err != nil {
+			return result{outcome: OutcomeInconclusive, reason: capReason(fmt.Sprintf("the browser check could not run: %v", err))}
+		}
+		shot := ""
+		if res.Shot != "" {
+			shot = "shots/" + name
+		}
+		return result{outcome: res.Outcome, reason: capReason(res.Reason), shot: shot}
+	}
+	return result{outcome: OutcomeInconclusive, reason: "unknown verifier " + run.Verifier}
+}
+
+// capReason keeps a reason to what a person and a model read at a glance.
+func capReason(s string) string {
+	const max = 2000
+	if len(s) <= max {
+		return s
+	}
+	cut := s[len(s)-max:]
+	for i := 0; i < 4 && i < len(cut); i++ { // start on a whole character
+		if cut[i]&0xC0 != 0x80 {
+			cut = cut[i:]
+			break
+		}
+	}
+	return "…" + cut
+}
+
+// finishVerify applies a run's outcome to the task, if it is still the
+// task's run and the task is still verifying.
+func (d *Daemon) finishVerify(t *queue.Task, run index.VerifyRun, res result) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	v := d.verify
+	v.mu.Lock()
+	current := v.flight[run.TaskID] != nil && v.flight[run.TaskID].run == run.ID
+	if current {
+		delete(v.flight, run.TaskID)
+	}
+	v.mu.Unlock()
+	if d.runCtx.Err() != nil {
+		return // the run stays open; the next start queues it again
+	}
+	d.fps.hit("verify", stepVerifyChecked)
+	it, err := d.p.DB.Get(ctx, queue.Ref{ID: run.TaskID})
+	applied := current && err == nil && it.Status == queue.StatusVerifying
+	var status queue.Status
+	err = d.p.DB.Update(ctx, func(tx *index.Tx) error {
+		reason := res.reason
+		if !applied {
+			now := "gone"
+			if it != nil {
+				now = string(it.Status)
+			}
+			reason += fmt.Sprintf(" (not applied: the task is %s now)", now)
+			if err := tx.EndVerify(run.ID, res.outcome, reason, res.shot); err != nil {
+				return err
+			}
+			return tx.Audit(index.AuditEntry{SessionID: run.SessionID, Actor: queue.System, Agent: run.Holder, Action: "verify",
+				TaskID: run.TaskID, Outcome: res.outcome, Detail: reason})
+		}
+		action, endLease := queue.Action(""), false
+		switch res.outcome {
+		case OutcomePass:
+			action, endLease = queue.ActPass, true
+		case OutcomeFail:
+			// Back to its holder when the holder is still here; else open.
+			l, lerr := tx.Check(it.ID, 0)
+			s, serr := d.p.DB.SessionByID(ctx, l.SessionID)
+			if lerr == nil && !l.Detached && serr == nil && s.Ended.IsZero() {
+				action = queue.ActFail
+			} else {
+				action, endLease = queue.ActRelease, true
+			}
+		case OutcomeInconclusive, OutcomeNeedsApproval:
+			action, endLease = queue.ActInconclusive, true
+		}
+		status = it.Status
+		if action != "" {
+			moved, err := d.p.MoveFile(it, action, queue.System, run.Holder)
+			if err != nil {
+				return err
+			}
+			status = moved.Status
+			if err := tx.SyncFile(d.p.Tasks, project.Name(it)); err != nil {
+				return err
+			}
+		}
+		if endLease {
+			if _, _, err := tx.End(it.ID, "verify: "+res.outcome); err != nil {
+				return err
+			}
+		}
+		if err := tx.EndVerify(run.ID, res.outcome, reason, res.shot); err != nil {
+			return err
+		}
+		return tx.Audit(index.AuditEntry{SessionID: run.SessionID, Actor: queue.System, Agent: run.Holder, Action: "verify",
+			TaskID: it.ID, Outcome: res.outcome, Detail: fmt.Sprintf("%s -> %s: %s", queue.StatusVerifying, status, reason)})
+	})
+	if err != nil {
+		d.log.Error("verify: apply the outcome", "task", t.Key, "outcome", res.outcome, "err", err)
+		return
+	}
+	d.hub.publish("verify", map[string]any{"task": t.Key, "run": run.ID, "outcome": res.outcome, "reason": res.reason,
+		"status": status, "applied": applied})
+	if applied {
+		d.writePlan(ctx)
+	}
+}
+
+// resumeVerify queues again the runs a daemon's exit cut off, for tasks
+// that are still verifying.
+func (d *Daemon) resumeVerify(ctx context.Context) {
+	runs, err := d.p.DB.OpenVerifyRuns(ctx)
+	if err != nil || len(runs) == 0 {
+		if err != nil {
+			d.log.Error("verify: find runs to resume", "err", err)
+		}
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, old := range runs {
+		it, err := d.p.DB.Get(ctx, queue.Ref{ID: old.TaskID})
+		again := err == nil && it.Status == queue.StatusVerifying && !d.verify.inFlight(old.TaskID)
+		var run index.VerifyRun
+		err = d.p.DB.Update(ctx, func(tx *index.Tx) error {
+			reason := "snagd stopped during the run"
+			if again {
+				reason += "; queued again"
+			}
+			if err := tx.EndVerify(old.ID, OutcomeInterrupted, reason, ""); err != nil {
+				return err
+			}
+			if !again {
+				return nil
+			}
+			run, err = tx.QueueVerify(index.VerifyRun{TaskID: old.TaskID, Verifier: old.Verifier, Command: old.Command,
+				Dir: old.Dir, SessionID: old.SessionID, Holder: old.Holder})
+			if err != nil {
+				return err
+			}
+			return tx.Audit(index.AuditEntry{SessionID: old.SessionID, Actor: queue.System, Agent: old.Holder, Action: "verify",
+				TaskID: old.TaskID, Outcome: "requeued", Detail: fmt.Sprintf("run %d was cut off by snagd's exit: run %d queued", old.ID, run.ID)})
+		})
+		if err != nil {
+			d.log.Error("verify: resume", "task", old.TaskID, "err", err)
+			continue
+		}
+		if again {
+			d.log.Info("verify: queued a run again that snagd's exit cut off", "task", it.Key, "run", run.ID)
+			d.launch(it, run)
+		}
+	}
+}
+
+// personAccept is POST /tasks/{ref}/accept: a person resolves a task that
+// is claimed (nothing could verify it), verifying or needs_review. The
+// lease ends and a run in flight is stopped; verified stays false.
+func (d *Daemon) personAccept(w http.ResponseWriter, r *http.Request) {
+	var req moveRequest
+	if e := decode(r, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	ref, ok := pathRef(w, r)
+	if !ok {
+		return
+	}
+	if r.Header.Get(SessionHeader) != "" {
+		writeError(w, &apiError{http.StatusForbidden, "person_only", "only a person resolves a task without verify: resolve it, and verify checks it"})
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ctx := r.Context()
+	it, err := d.p.DB.Get(ctx, ref)
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	var moved *queue.Task
+	err = d.p.DB.Update(ctx, func(tx *index.Tx) error {
+		if moved, err = d.p.MoveFile(it, queue.ActAccept, queue.Person, req.By); err != nil {
+			return err
+		}
+		if _, _, err := tx.End(it.ID, "resolved by "+req.By); err != nil {
+			return err
+		}
+		if err := tx.SyncFile(d.p.Tasks, project.Name(it)); err != nil {
+			return err
+		}
+		return tx.Audit(index.AuditEntry{Actor: queue.Person, Agent: req.By, Action: "accept", TaskID: it.ID, Outcome: "ok",
+			Detail: fmt.Sprintf("%s -> %s by a person", it.Status, moved.Status)})
+	})
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	d.verify.stop(it.ID)
+	d.hub.publish("task", map[string]any{"key": it.Key, "status": moved.Status})
+	d.writePlan(ctx)
+	writeJSON(w, http.StatusOK, map[string]any{"id": it.ID, "key": it.Key, "status": moved.Status})
+}

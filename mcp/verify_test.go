@@ -1,0 +1,155 @@
+package mcp_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snagdev/snag/approval"
+)
+
+// approveIn records a person's approval of a command for the env's project,
+// as snag approve does.
+func (e *env) approve(t *testing.T, command string) {
+	t.Helper()
+	scope, err := approval.Scope(e.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := approval.Open(filepath.Join(e.home, "approved")).Approve(scope, command, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setVerify gives the task file named by prefix a verify command of its own.
+func (e *env) setVerify(t *testing.T, prefix, command string) {
+	t.Helper()
+	names, _ := filepath.Glob(filepath.Join(e.root, ".snag", "tasks", prefix+" - *.md"))
+	if len(names) != 1 {
+		t.Fatalf("no one task file %s: %v", prefix, names)
+	}
+	raw, err := os.ReadFile(names[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(raw), "\n---\n", "\nverify: {command: \""+command+"\"}\n---\n", 1)
+	if err := os.WriteFile(names[0], []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestResolveThroughVerify is the agent's whole loop through snag mcp:
+// claim, resolve (a dry run, then the run), poll snag_get until verify
+// decides. A pass resolves the task, verified; a failure gives it back to
+// the agent with the command's output.
+func TestResolveThroughVerify(t *testing.T) {
+	e := newEnv(t)
+	e.setVerify(t, "SNAG-4", "touch badge-fixed")
+	e.setVerify(t, "SNAG-11", "sh -c 'echo email field is empty after a wrong password; exit 1'")
+	e.approve(t, "touch badge-fixed")
+	e.approve(t, "sh -c 'echo email field is empty after a wrong password; exit 1'")
+	e.daemon(t)
+	cs, _ := e.bridge(t)
+
+	poll := func(key string) (string, map[string]any) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) {
+			res, txt, sc := call(t, cs, "snag_get", map[string]any{"id": key})
+			mustOK(t, "get "+key, res, txt)
+			v, _ := sc["verify"].(map[string]any)
+			if v["running"] != true && v["outcome"] != nil && v["outcome"] != "pending" {
+				return txt, sc
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Fatalf("verify of %s did not end", key)
+		return "", nil
+	}
+
+	res, txt, _ := call(t, cs, "snag_claim", map[string]any{"id": "SNAG-4"})
+	mustOK(t, "claim", res, txt)
+	res, txt, sc := call(t, cs, "snag_resolve", map[string]any{"id": "SNAG-4", "note": "badge counts after the update"})
+	mustOK(t, "resolve", res, txt)
+	if sc["status"] != "verifying" || !strings.Contains(txt, `call snag_get {"id": "SNAG-4"} in about`) {
+		t.Fatalf("resolve: %v / %s; want verifying and when to call snag_get", sc, txt)
+	}
+	txt, sc = poll("SNAG-4")
+	task := sc["task"].(map[string]any)
+	if v := sc["verify"].(map[string]any); v["outcome"] != "pass" || task["status"] != "resolved" || task["verified"] != true {
+		t.Fatalf("after verify: verify %v, task %v", v, task)
+	}
+	if !strings.Contains(txt, "verify: pass") {
+		t.Errorf("snag_get text does not give the outcome: %s", txt)
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "badge-fixed")); err != nil {
+		t.Errorf("the command did not run in the project root: %v", err)
+	}
+
+	res, txt, _ = call(t, cs, "snag_claim", map[string]any{"id": "SNAG-11"})
+	mustOK(t, "claim", res, txt)
+	res, txt, _ = call(t, cs, "snag_resolve", map[string]any{"id": "SNAG-11"})
+	mustOK(t, "resolve", res, txt)
+	txt, sc = poll("SNAG-11")
+	task = sc["task"].(map[string]any)
+	if v := sc["verify"].(map[string]any); v["outcome"] != "fail" || task["status"] != "claimed" {
+		t.Fatalf("after a failed verify: verify %v, task %v", v, task)
+	}
+	if !strings.Contains(txt, "email field is empty after a wrong password") {
+		t.Errorf("snag_get does not show the failure's output: %s", txt)
+	}
+	// The task is the agent's again: it releases it.
+	res, txt, _ = call(t, cs, "snag_release", map[string]any{"id": "SNAG-11", "reason": "needs a design decision"})
+	mustOK(t, "release after a failed verify", res, txt)
+}
+
+// TestResolveRefusals: nothing can check a task (no command, no captured
+// page) is an error that leaves it claimed; no browser is the one refusal
+// where calling snag_resolve again is right.
+func TestResolveRefusals(t *testing.T) {
+	e := newEnv(t)
+	// No project command: SNAG-13 has nothing; SNAG-1 has a captured page.
+	cfg := `{"version": 1, "browser": {"chromium": "/nonexistent/chromium"}}`
+	if err := os.WriteFile(filepath.Join(e.root, ".snag", "config.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	setCapture(t, e, "SNAG-12")
+	e.daemon(t)
+	cs, _ := e.bridge(t)
+
+	res, txt, _ := call(t, cs, "snag_claim", map[string]any{"id": "SNAG-13"})
+	mustOK(t, "claim", res, txt)
+	res, txt, _ = call(t, cs, "snag_resolve", map[string]any{"id": "SNAG-13"})
+	mustErr(t, "resolve with nothing to check it", res, txt, "nothing can check SNAG-13")
+	if !strings.Contains(txt, "stays claimed by you") {
+		t.Errorf("the refusal does not say the task stays the agent's: %s", txt)
+	}
+	_, _, sc := call(t, cs, "snag_get", map[string]any{"id": "SNAG-13"})
+	if st := sc["task"].(map[string]any)["status"]; st != "claimed" {
+		t.Errorf("status %v after the refusal, want claimed", st)
+	}
+
+	res, txt, _ = call(t, cs, "snag_claim", map[string]any{"id": "SNAG-12"})
+	mustOK(t, "claim", res, txt)
+	res, txt, sc = call(t, cs, "snag_resolve", map[string]any{"id": "SNAG-12"})
+	mustErr(t, "resolve without a browser", res, txt, "needs a browser and none is available")
+	if !strings.Contains(txt, "the one refusal where calling snag_resolve") || sc["status"] != "verifying" {
+		t.Errorf("resolve without a browser: %v / %s", sc, txt)
+	}
+}
+
+// setCapture gives a task a captured page (the sample's SNAG-12 has none).
+func setCapture(t *testing.T, e *env, key string) {
+	t.Helper()
+	names, _ := filepath.Glob(filepath.Join(e.root, ".snag", "tasks", key+" - *.md"))
+	raw, err := os.ReadFile(names[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(raw), "\n---\n", "\ncapture: {url: \"http://localhost:3000/product/7\"}\n---\n", 1)
+	if err := os.WriteFile(names[0], []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
