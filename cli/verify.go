@@ -73,15 +73,20 @@ func runVerify(ctx context.Context, c *call) error {
 	if err := r.do(ctx, "POST", path, map[string]any{"dry_run": c.opt.dryRun, "by": who()}, &ans); err != nil {
 		return err
 	}
-	if c.opt.dryRun || !c.opt.wait {
-		if c.opt.json {
-			return writeJSON(c.Stdout, ans)
-		}
+	switch {
+	case c.opt.json && (c.opt.dryRun || !c.opt.wait):
+		return writeJSON(c.Stdout, ans)
+	case c.opt.dryRun:
 		fmt.Fprintf(c.Stdout, "%s: %s\n", ans.Key, ans.Message)
 		return nil
-	}
-	if !c.opt.json {
-		fmt.Fprintf(c.Stdout, "%s: %s\n", ans.Key, ans.Message)
+	case ans.Status != string(queue.StatusVerifying): // verify disabled: resolved at once
+		fmt.Fprintf(c.Stdout, "%s is %s: %s\n", ans.Key, ans.Status, ans.Message)
+		return nil
+	case !c.opt.wait:
+		fmt.Fprintf(c.Stdout, "%s is verifying: snag verify %s --wait waits for the outcome\n", ans.Key, ans.Key)
+		return nil
+	case !c.opt.json:
+		fmt.Fprintf(c.Stdout, "%s is verifying...\n", ans.Key)
 	}
 	for {
 		ans = verifyAnswer{}

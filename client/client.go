@@ -278,7 +278,7 @@ func (c *Client) Recheck(ctx context.Context) error {
 
 // Error is an error answer from snagd.
 type Error struct {
-	Status  int
+	Status  int    `json:"-"` // the HTTP status; an answer's own "status" field is not it
 	Code    string `json:"error"`
 	Message string `json:"message"`
 }

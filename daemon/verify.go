@@ -262,9 +262,9 @@ func (d *Daemon) startVerify(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	actor, who := queue.Person, req.By
+	actor, who, action := queue.Person, req.By, "verify"
 	if agent {
-		actor, who = queue.Agent, s.Name
+		actor, who, action = queue.Agent, s.Name, "resolve"
 	}
 	if who == "" {
 		who = "a person"
@@ -292,7 +292,7 @@ func (d *Daemon) startVerify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	refuse := func(e *apiError) {
-		d.audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: "resolve", TaskID: it.ID,
+		d.audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: action, TaskID: it.ID,
 			Outcome: "refused", Detail: e.Message})
 		writeError(w, e)
 	}
@@ -400,7 +400,7 @@ func (d *Daemon) startVerify(w http.ResponseWriter, r *http.Request) {
 				return err
 			}
 		}
-		return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: "resolve", TaskID: it.ID,
+		return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: action, TaskID: it.ID,
 			Outcome: outcome, Detail: strings.TrimSpace(p.Message + " " + detail)})
 	})
 	if err != nil {
@@ -563,7 +563,7 @@ func (d *Daemon) check(ctx context.Context, t *queue.Task, run index.VerifyRun) 
 		res, err := verify.RunCommand(ctx, verify.Command{Dir: run.Dir, Line: run.Command, Shell: cfg.Verify.Shell, Timeout: timeout})
 		switch {
 		case err != nil:
-			return result{outcome: OutcomeInconclusive, reason: fmt.Sprintf("`%s` could not run: %v", run.Command, err)}
+			return result{outcome: OutcomeInconclusive, reason: "the command could not run: " + strings.TrimPrefix(err.Error(), "verify: ")}
 		case res.TimedOut:
 			return result{outcome: OutcomeFail, reason: capReason(fmt.Sprintf("`%s` timed out after %s; last output:\n%s", run.Command, timeout, res.Tail))}
 		case res.ExitCode == 0:

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -466,5 +468,78 @@ func TestVerifyRestartDuringARun(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "ran")); err != nil {
 		t.Errorf("the command of the run queued again did not run: %v", err)
+	}
+}
+
+// needChromium skips a test without a browser, unless in CI, where the
+// browser is installed by .ci/run and its absence is a failure.
+func needChromium(t *testing.T) {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if _, err := exec.LookPath(name); err == nil {
+			return
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("no chromium on PATH: .ci/run installs Debian's chromium package")
+	}
+	t.Skip("no chromium on PATH (apt-get install chromium)")
+}
+
+// TestVerifyBrowser runs the browser verifier through snagd against pages
+// the test serves on 127.0.0.1: the captured error seen again fails, gone
+// passes, and a capture with no error to compare goes to a person with a
+// fresh screenshot.
+func TestVerifyBrowser(t *testing.T) {
+	needChromium(t)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/broken", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<!doctype html><title>Checkout</title><form id="checkout-form"><button type="submit">Place order</button></form>
+<script>console.error("TypeError: cart is undefined")</script>`)
+	})
+	mux.HandleFunc("/fixed", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<!doctype html><title>Checkout</title><form id="checkout-form"><button type="submit">Place order</button></form>`)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	captured := []string{"TypeError: cart is undefined (checkout.ts:131)"}
+	mk := func(n int, title, path string, errs []string) *queue.Task {
+		tk := genTask(n, title)
+		tk.Kind = queue.KindUX
+		tk.Capture = &queue.Capture{URL: srv.URL + path, Anchor: "#checkout-form button[type=submit]", ConsoleErrors: errs}
+		return tk
+	}
+	root, home := verifyProject(t, `{"version": 1}`,
+		mk(1, "Broken still", "/broken", captured), mk(2, "Fixed now", "/fixed", captured), mk(3, "Looks off", "/fixed", nil))
+	d := startDaemon(t, root, home)
+	a := startAgent(t, d, "")
+	for _, ref := range []string{"SNAG-1", "SNAG-2", "SNAG-3"} {
+		var plan map[string]any
+		if d.do("POST", "/verify/"+ref, map[string]any{"dry_run": true}, &plan); plan["verifier"] != "browser" {
+			t.Fatalf("dry run of %s: %v, want the browser verifier", ref, plan)
+		}
+		_, epoch := a.claim(ref)
+		if code, out := a.resolveAs(ref, epoch); code != http.StatusAccepted {
+			t.Fatalf("resolve %s: %d %v", ref, code, out)
+		}
+	}
+	for _, c := range []struct{ ref, outcome, status, reason string }{
+		{"SNAG-1", "fail", "claimed", "cart is undefined"},
+		{"SNAG-2", "pass", "resolved", ""},
+		{"SNAG-3", "inconclusive", "needs_review", ""},
+	} {
+		v := d.waitVerify(c.ref)
+		if v.Outcome != c.outcome || v.Status != c.status || !strings.Contains(v.Reason, c.reason) {
+			t.Errorf("%s: %+v; want %s, %s, reason with %q", c.ref, v, c.outcome, c.status, c.reason)
+			continue
+		}
+		if v.Shot == "" {
+			t.Errorf("%s: no screenshot", c.ref)
+			continue
+		}
+		png, err := os.ReadFile(filepath.Join(root, ".snag", v.Shot))
+		if err != nil || !strings.HasPrefix(string(png), "\x89PNG") {
+			t.Errorf("%s: screenshot %s: %v", c.ref, v.Shot, err)
+		}
 	}
 }

@@ -46,7 +46,7 @@ func (e *env) setVerify(t *testing.T, prefix, command string) {
 // the agent with the command's output.
 func TestResolveThroughVerify(t *testing.T) {
 	e := newEnv(t)
-	e.setVerify(t, "SNAG-4", "touch badge-fixed")
+	e.setVerify(t, "SNAG-15", "touch badge-fixed")
 	e.setVerify(t, "SNAG-11", "sh -c 'echo email field is empty after a wrong password; exit 1'")
 	e.approve(t, "touch badge-fixed")
 	e.approve(t, "sh -c 'echo email field is empty after a wrong password; exit 1'")
@@ -69,14 +69,14 @@ func TestResolveThroughVerify(t *testing.T) {
 		return "", nil
 	}
 
-	res, txt, _ := call(t, cs, "snag_claim", map[string]any{"id": "SNAG-4"})
+	res, txt, _ := call(t, cs, "snag_claim", map[string]any{"id": "SNAG-15"})
 	mustOK(t, "claim", res, txt)
-	res, txt, sc := call(t, cs, "snag_resolve", map[string]any{"id": "SNAG-4", "note": "badge counts after the update"})
+	res, txt, sc := call(t, cs, "snag_resolve", map[string]any{"id": "SNAG-15", "note": "badge counts after the update"})
 	mustOK(t, "resolve", res, txt)
-	if sc["status"] != "verifying" || !strings.Contains(txt, `call snag_get {"id": "SNAG-4"} in about`) {
+	if sc["status"] != "verifying" || !strings.Contains(txt, `call snag_get {"id": "SNAG-15"} in about`) {
 		t.Fatalf("resolve: %v / %s; want verifying and when to call snag_get", sc, txt)
 	}
-	txt, sc = poll("SNAG-4")
+	txt, sc = poll("SNAG-15")
 	task := sc["task"].(map[string]any)
 	if v := sc["verify"].(map[string]any); v["outcome"] != "pass" || task["status"] != "resolved" || task["verified"] != true {
 		t.Fatalf("after verify: verify %v, task %v", v, task)
@@ -110,7 +110,7 @@ func TestResolveThroughVerify(t *testing.T) {
 // where calling snag_resolve again is right.
 func TestResolveRefusals(t *testing.T) {
 	e := newEnv(t)
-	// No project command: SNAG-13 has nothing; SNAG-1 has a captured page.
+	// No project command: SNAG-4 has nothing to check it with; SNAG-12 gets a captured page.
 	cfg := `{"version": 1, "browser": {"chromium": "/nonexistent/chromium"}}`
 	if err := os.WriteFile(filepath.Join(e.root, ".snag", "config.json"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -119,14 +119,14 @@ func TestResolveRefusals(t *testing.T) {
 	e.daemon(t)
 	cs, _ := e.bridge(t)
 
-	res, txt, _ := call(t, cs, "snag_claim", map[string]any{"id": "SNAG-13"})
+	res, txt, _ := call(t, cs, "snag_claim", map[string]any{"id": "SNAG-4"})
 	mustOK(t, "claim", res, txt)
-	res, txt, _ = call(t, cs, "snag_resolve", map[string]any{"id": "SNAG-13"})
-	mustErr(t, "resolve with nothing to check it", res, txt, "nothing can check SNAG-13")
+	res, txt, _ = call(t, cs, "snag_resolve", map[string]any{"id": "SNAG-4"})
+	mustErr(t, "resolve with nothing to check it", res, txt, "nothing can check SNAG-4")
 	if !strings.Contains(txt, "stays claimed by you") {
 		t.Errorf("the refusal does not say the task stays the agent's: %s", txt)
 	}
-	_, _, sc := call(t, cs, "snag_get", map[string]any{"id": "SNAG-13"})
+	_, _, sc := call(t, cs, "snag_get", map[string]any{"id": "SNAG-4"})
 	if st := sc["task"].(map[string]any)["status"]; st != "claimed" {
 		t.Errorf("status %v after the refusal, want claimed", st)
 	}

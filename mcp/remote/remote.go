@@ -220,7 +220,7 @@ func daemonErr(err error) error {
 		if e.Status == http.StatusNotFound {
 			return fmt.Errorf("%w: %s", mcp.ErrNotFound, e.Message)
 		}
-		return errors.New(e.Message)
+		return e // its text is snagd's message; its code stays for the caller
 	}
 	return err
 }
