@@ -543,3 +543,61 @@ func TestVerifyBrowser(t *testing.T) {
 		}
 	}
 }
+
+// TestX12_PulledCommandWaitsForApproval: a teammate's commit changes a
+// task's verify command and the project's; after a git pull the new
+// commands do not run until a person here approves them, and the audit log
+// says which command waits.
+func TestX12_PulledCommandWaitsForApproval(t *testing.T) {
+	needGit(t)
+	tk := withCommand(genTask(1, "Checkout breaks"), "touch approved-ran")
+	root, home := verifyProject(t, `{"version": 1, "verify": {"command": "touch project-ran"}}`, tk, genTask(2, "Totals"))
+	git(t, root, "init", "-q")
+	git(t, root, "add", ".snag/tasks", ".snag/config.json")
+	git(t, root, "commit", "-qm", "tasks")
+	approve(t, root, home, "touch approved-ran", false)
+	approve(t, root, home, "touch project-ran", false)
+
+	// A teammate's clone changes both commands, as an attacker's commit could.
+	other := filepath.Join(t.TempDir(), "other")
+	git(t, filepath.Dir(other), "clone", "-q", root, other)
+	name := filepath.Join(".snag", "tasks", queue.FileName("SNAG-1", "Checkout breaks"))
+	raw, _ := os.ReadFile(filepath.Join(other, name))
+	if err := os.WriteFile(filepath.Join(other, name), []byte(strings.Replace(string(raw), "touch approved-ran", "touch pulled-task-ran", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other, ".snag", "config.json"), []byte(`{"version": 1, "verify": {"command": "touch pulled-project-ran"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, other, "commit", "-qam", "new verify commands")
+
+	d := startDaemon(t, root, home)
+	git(t, root, "pull", "-q", other, "main")
+	eventually(t, "the pulled commands to be indexed", func() bool {
+		var p1, p2 map[string]any
+		d.do("POST", "/verify/SNAG-1", map[string]any{"dry_run": true}, &p1)
+		d.do("POST", "/verify/SNAG-2", map[string]any{"dry_run": true}, &p2)
+		return p1["command"] == "touch pulled-task-ran" && p2["command"] == "touch pulled-project-ran"
+	})
+	a := startAgent(t, d, "")
+	for _, ref := range []string{"SNAG-1", "SNAG-2"} {
+		_, epoch := a.claim(ref)
+		if code, out := a.resolveAs(ref, epoch); code != http.StatusAccepted {
+			t.Fatalf("resolve %s: %d %v", ref, code, out)
+		}
+		if v := d.waitVerify(ref); v.Outcome != "needs_approval" || v.Status != "needs_review" {
+			t.Fatalf("%s after the pull: %+v, want needs_approval and needs_review", ref, v)
+		}
+	}
+	for _, f := range []string{"pulled-task-ran", "pulled-project-ran", "approved-ran", "project-ran"} {
+		if _, err := os.Stat(filepath.Join(root, f)); err == nil {
+			t.Errorf("%s exists: a command ran without approval", f)
+		}
+	}
+	audit := d.auditText()
+	for _, cmd := range []string{"touch pulled-task-ran", "touch pulled-project-ran"} {
+		if !strings.Contains(audit, "needs_approval") || !strings.Contains(audit, cmd) {
+			t.Errorf("the audit log does not name the waiting command %q:\n%s", cmd, audit)
+		}
+	}
+}
