@@ -258,6 +258,17 @@ func TestS1_ClaimFailpoints(t *testing.T) {
 	}
 }
 
+// slowVerify gives a project an approved verify command that outlasts the
+// test, so a resolved task stays verifying, with its lease, while the test
+// looks at it.
+func slowVerify(t *testing.T, root, home string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(root, ".snag", "config.json"), []byte(`{"version": 1, "verify": {"command": "sleep 600"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	approve(t, root, home, "sleep 600", false)
+}
+
 // TestS1_ResolveFailpoints: the same for a resolve: claimed before the
 // rename, verifying after it; the lease is the agent's throughout.
 func TestS1_ResolveFailpoints(t *testing.T) {
@@ -271,6 +282,7 @@ func TestS1_ResolveFailpoints(t *testing.T) {
 		t.Run(c.step, func(t *testing.T) {
 			t.Parallel()
 			root, home := sampleProject(t), filepath.Join(t.TempDir(), "home")
+			slowVerify(t, root, home)
 			d := crSpawn(t, root, home, daemonpkg.FailpointEnv+"=resolve:"+c.step)
 			a := startAgent(t, d, "")
 			_, epoch := a.claim("SNAG-11")
@@ -377,6 +389,7 @@ func TestP5_FailpointCrashes(t *testing.T) {
 		os.WriteFile(filepath.Join(tasks, queue.FileName(tk.Key, tk.Title)), queue.Format(tk), 0o644)
 	}
 	home := filepath.Join(t.TempDir(), "home")
+	slowVerify(t, root, home)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 5))
 	steps := []string{"begun", "temp-created", "temp-written", "temp-synced", "renamed", "dir-synced", "committing", "committed"}
 	ops := []string{"claim", "claim", "release", "resolve"}

@@ -302,16 +302,18 @@ func (d *Daemon) startVerify(w http.ResponseWriter, r *http.Request) {
 		lease = l
 	}
 	if agent {
-		if lease.SessionID != s.ID || lease.Epoch == 0 {
+		switch {
+		case req.Epoch != 0 && req.Epoch != lease.Epoch:
+			// A lease the agent had has ended (released, taken back by a
+			// person, or moved on): its epoch is stale.
+			refuse(&apiError{http.StatusConflict, "stale", fmt.Sprintf("epoch %d of %s is stale (the task is %s now): claim the task again before you write to it", req.Epoch, it.Key, it.Status)})
+			return
+		case lease.SessionID != s.ID || lease.Epoch == 0:
 			holder := "no one"
 			if lease.Holder != "" {
 				holder = lease.Holder
 			}
 			refuse(&apiError{http.StatusConflict, "not_held", fmt.Sprintf("%s is %s and held by %s, not %s: claim it before you resolve it", it.Key, it.Status, holder, s.Name)})
-			return
-		}
-		if req.Epoch != 0 && req.Epoch != lease.Epoch {
-			refuse(&apiError{http.StatusConflict, "stale", fmt.Sprintf("epoch %d is not live for %s (%d is): claim the task again before you write to it", req.Epoch, it.Key, lease.Epoch)})
 			return
 		}
 	}

@@ -444,7 +444,9 @@ func TestVerifyConcurrencyBound(t *testing.T) {
 // next snagd ends the cut-off run as interrupted, queues it again and
 // applies its outcome.
 func TestVerifyRestartDuringARun(t *testing.T) {
-	const cmd = "sh -c 'sleep 1; touch ran'"
+	// The first run waits a minute, long after the kill; the one queued
+	// again finishes at once.
+	const cmd = `sh -c 'echo $$ >> pids; if [ $(wc -l < pids) -lt 2 ]; then sleep 60; fi; touch ran'`
 	root, home := verifyProject(t, fmt.Sprintf(`{"version": 1, "verify": {"command": %q}}`, cmd), genTask(1, "One"))
 	approve(t, root, home, cmd, false)
 	d := startDaemon(t, root, home)
@@ -453,11 +455,19 @@ func TestVerifyRestartDuringARun(t *testing.T) {
 	if code, out := a.resolveAs("SNAG-1", epoch); code != http.StatusAccepted {
 		t.Fatalf("resolve: %d %v", code, out)
 	}
+	var pid int
+	eventually(t, "the command to start", func() bool {
+		b, _ := os.ReadFile(filepath.Join(root, "pids"))
+		_, err := fmt.Sscan(string(b), &pid)
+		return err == nil
+	})
 	d.cmd.Process.Kill()
 	<-d.done
-	if _, err := os.Stat(filepath.Join(root, "ran")); err == nil {
-		t.Fatal("the check finished before the kill: make the command slower")
-	}
+	// The command dies with the daemon that started it.
+	eventually(t, fmt.Sprintf("the verify command (pid %d) to die with snagd", pid), func() bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		return err != nil || strings.Contains(string(b), ") Z ")
+	})
 	d2 := startDaemon(t, root, home)
 	v := d2.waitVerify("SNAG-1")
 	if v.Outcome != "pass" || v.Status != "resolved" {
@@ -466,8 +476,8 @@ func TestVerifyRestartDuringARun(t *testing.T) {
 	if len(v.History) != 2 || v.History[1].Outcome != "interrupted" {
 		t.Fatalf("history: %+v, want the interrupted run and the one queued again", v.History)
 	}
-	if _, err := os.Stat(filepath.Join(root, "ran")); err != nil {
-		t.Errorf("the command of the run queued again did not run: %v", err)
+	if b, _ := os.ReadFile(filepath.Join(root, "pids")); len(strings.Fields(string(b))) != 2 {
+		t.Errorf("the command ran %d times, want twice (cut off, then again)", len(strings.Fields(string(b))))
 	}
 }
 

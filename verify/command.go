@@ -225,7 +225,7 @@ func RunCommand(ctx context.Context, c Command) (CommandResult, error) {
 
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = c.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procAttr()
 	// One pipe for stdout and stderr, as an *os.File, so the command writes
 	// straight into it and Wait does not wait for output copying: a
 	// background process holding the pipe does not hold up the result.
