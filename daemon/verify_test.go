@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/snagdev/snag/approval"
 	"github.com/snagdev/snag/queue"
@@ -375,11 +377,28 @@ func TestL10_ResolveOnlyThroughVerify(t *testing.T) {
 	if code, out := holder.resolveAs("SNAG-1", epoch+1); code != http.StatusConflict || out["error"] != "stale" {
 		t.Fatalf("resolve with a stale epoch: %d %v", code, out)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := d.sse(ctx)
 	code, res := holder.resolveAs("SNAG-1", epoch)
 	if code != http.StatusAccepted || res["status"] != "verifying" {
 		t.Fatalf("resolve: %d %v", code, res)
 	}
 	v := d.waitVerify("SNAG-1")
+	seen := 0 // the run's start and its outcome are on the event stream
+	for seen < 2 {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatal("the event stream ended")
+			}
+			if ev == "verify" {
+				seen++
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d verify events on the stream, want 2 (started, outcome)", seen)
+		}
+	}
 	if v.Outcome != "fail" || v.Status != "claimed" || !strings.Contains(v.Reason, "exit 1") {
 		t.Fatalf("verify: %+v", v)
 	}
