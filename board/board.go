@@ -1,0 +1,331 @@
+// Package board is the web board's view: the pages snagd serves to a person
+// in a browser (the queue by status, the inbox review, a task, the activity
+// log, the agents and the problems), as html/template files, a stylesheet
+// and a small script, all embedded in the binary.
+//
+// board renders what it is given: the daemon reads the index, checks who
+// is asking, makes every change, and fills the page types here. Task text
+// reaches a page only through html/template's escaping or through
+// [Markdown], which escapes every byte of its source.
+//
+// board imports queue and index for their data types; it must not import
+// project, daemon, cli, client, mcp or watch.
+package board
+
+import (
+	"embed"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/queue"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Static is the board's stylesheet and script, served as they are.
+func Static() fs.FS {
+	sub, _ := fs.Sub(staticFS, "static")
+	return sub
+}
+
+// Views holds the parsed pages. It is safe for concurrent use.
+type Views struct {
+	pages map[string]*template.Template
+}
+
+// The pages Views renders, by name.
+const (
+	PageBoard    = "board"
+	PageInbox    = "inbox"
+	PageTask     = "task"
+	PageActivity = "activity"
+	PageAgents   = "agents"
+	PageProblems = "problems"
+	PageMessage  = "message" // a sentence and a way on: 401, 404, a refused action
+)
+
+// New parses the embedded templates.
+func New() (*Views, error) {
+	v := &Views{pages: map[string]*template.Template{}}
+	for _, name := range []string{PageBoard, PageInbox, PageTask, PageActivity, PageAgents, PageProblems, PageMessage} {
+		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("board: parse %s: %w", name, err)
+		}
+		v.pages[name] = t
+	}
+	return v, nil
+}
+
+// Render writes one page. data is the page's type: *BoardPage for
+// PageBoard, and so on.
+func (v *Views) Render(w io.Writer, page string, data any) error {
+	t, ok := v.pages[page]
+	if !ok {
+		return fmt.Errorf("board: no page %q", page)
+	}
+	return t.ExecuteTemplate(w, "layout", data)
+}
+
+var funcs = template.FuncMap{
+	"when": func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format("2006-01-02 15:04:05Z")
+	},
+	"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"ago": Ago,
+	"label": func(s any) string {
+		return strings.ReplaceAll(fmt.Sprint(s), "_", " ")
+	},
+	"join": strings.Join,
+	"pair": func(c Card, csrf string) cardForm { return cardForm{c, csrf} },
+}
+
+// cardForm is a card with the page's CSRF token, for a card that carries forms.
+type cardForm struct {
+	A Card
+	B string
+}
+
+// Ago says how long ago t was, in the words a person uses at a glance.
+func Ago(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	d := time.Since(t)
+	switch {
+	case d < 0:
+		return "just now"
+	case d < 10*time.Second:
+		return "just now"
+	case d < time.Minute:
+		return fmt.Sprintf("%d s ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h ago", int(d.Hours()))
+	}
+	return fmt.Sprintf("%d days ago", int(d.Hours()/24))
+}
+
+// Page is what every page has around its content.
+type Page struct {
+	// Head is the document's title, before " · snag".
+	Head string
+	Nav  string // the tab shown as current: a Page* name
+	// CSRF is the token every form on the page sends back; "" on a page
+	// shown to someone not logged in.
+	CSRF string
+	// Live: the page follows /events and refreshes what changed.
+	Live bool
+	// Inbox and Problems are counts the tabs show.
+	Inbox, Problems int
+	// Flash is a sentence from the last action, shown once.
+	Flash string
+}
+
+// Card is one task as the board shows it.
+type Card struct {
+	ID        string
+	Key       string
+	Title     string
+	Status    queue.Status
+	Trust     queue.Trust
+	Severity  queue.Severity
+	Kind      queue.Kind
+	Wave      int
+	Plan      string
+	Assignee  string
+	BlockedBy []string
+	Path      string // the task file, relative to .snag/
+	Problem   string // why the file is not clean, when it is not
+	Stale     bool
+}
+
+// CardOf makes a card of an index row.
+func CardOf(r *index.Row) Card {
+	c := Card{ID: r.ID, Key: r.Key, Title: r.Title, Status: r.Status, Trust: r.Trust, Severity: r.Severity,
+		Kind: r.Kind, Wave: r.Wave, Plan: r.Plan, Assignee: r.Assignee, BlockedBy: r.BlockedBy, Path: r.Path, Stale: r.Stale}
+	if r.State != index.StateOK {
+		c.Problem = r.Error
+	}
+	if r.Dup && c.Problem == "" {
+		c.Problem = "another file has the same id or alias"
+	}
+	return c
+}
+
+// Ref is how a link names the task: its alias, else its id.
+func (c Card) Ref() string {
+	if c.Key != "" {
+		return c.Key
+	}
+	return c.ID
+}
+
+// Blocked reports whether a dependency of the task is unresolved.
+func (c Card) Blocked() bool { return len(c.BlockedBy) > 0 }
+
+// Unvetted reports whether no person has vouched for the task yet.
+func (c Card) Unvetted() bool { return c.Trust == queue.TrustUnvetted }
+
+// Column is one status's cards.
+type Column struct {
+	Status queue.Status
+	Title  string
+	Cards  []Card
+	// Note says what the column leaves out ("the 12 resolved in the last
+	// 7 days"), when it does.
+	Note string
+}
+
+// Filter narrows the board; zero values mean any.
+type Filter struct {
+	Wave int
+	Kind string
+	Plan string
+}
+
+// Any reports whether the filter narrows anything.
+func (f Filter) Any() bool { return f.Wave != 0 || f.Kind != "" || f.Plan != "" }
+
+// BoardPage is the queue by status.
+type BoardPage struct {
+	Page
+	Columns []Column
+	Filter  Filter
+	// The choices the filter offers: what the queue has.
+	Waves []int
+	Kinds []queue.Kind
+	Plans []string
+	// Broken counts files that never parsed: they are on the problems page.
+	Broken int
+}
+
+// InboxItem is one unvetted item with its text, shown as data.
+type InboxItem struct {
+	Card
+	Body    string
+	Capture *queue.Capture
+	Files   []queue.FileRef
+	Created time.Time
+}
+
+// InboxPage is the review of what agents and captures added.
+type InboxPage struct {
+	Page
+	Items      []InboxItem
+	Severities []queue.Severity
+}
+
+// Action is a move a person may make on a task from its page.
+type Action struct {
+	Name   string // promote, reject, cancel, reopen, accept
+	Label  string
+	Danger bool
+}
+
+// Verify is a task's verify state and runs.
+type Verify struct {
+	Running bool
+	Outcome string
+	Reason  string
+	LastAt  time.Time
+	History []index.VerifyRun
+}
+
+// Entry is one audit log line, with its task's alias.
+type Entry struct {
+	index.AuditEntry
+	Task string // the alias, else the id
+}
+
+// Who is the agent or the person that acted.
+func (e Entry) Who() string {
+	if e.Agent != "" {
+		return e.Agent
+	}
+	return string(e.Actor)
+}
+
+// TaskPage is one task in full.
+type TaskPage struct {
+	Page
+	Card
+	Task       *queue.Task // nil for a file that never parsed
+	File       string      // the task file, as a person finds it from the project root
+	Body       template.HTML
+	Shots      []string // URLs of the capture's screenshots
+	Verify     Verify
+	Audit      []Entry
+	Actions    []Action
+	Severities []queue.Severity
+}
+
+// ActivityPage is the audit log, newest first.
+type ActivityPage struct {
+	Page
+	Entries []Entry
+	// Filters and the choices they offer.
+	Agent, Action  string
+	Agents, Acts   []string
+	Shown, Scanned int
+}
+
+// Held is a task a session holds.
+type Held struct {
+	Key, Title string
+	Epoch      int64
+	Acquired   time.Time
+	Detached   bool
+	Holder     string
+	Files      []queue.FileRef
+}
+
+// Agent is one live session and what it holds.
+type Agent struct {
+	index.Session
+	Held []Held
+}
+
+// AgentsPage lists the connected agents.
+type AgentsPage struct {
+	Page
+	Agents   []Agent
+	Detached []Held // leases no live session holds (re-derived from the files)
+}
+
+// Problem is one thing wrong with the task files.
+type Problem struct {
+	Path    string
+	Kind    string
+	Message string
+}
+
+// ProblemsPage lists the task files snag cannot use as they are.
+type ProblemsPage struct {
+	Page
+	Problems []Problem
+}
+
+// MessagePage is a sentence and a way on.
+type MessagePage struct {
+	Page
+	Status  int
+	Heading string
+	Message string
+	// Command, when set, is shown as the thing to run.
+	Command string
+	Back    string // a link back, when there is somewhere to go
+}

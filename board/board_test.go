@@ -1,0 +1,57 @@
+package board_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snagdev/snag/board"
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/queue"
+)
+
+const hostile = `<script>alert(1)</script>"><img src=x onerror=alert(2)>`
+
+// TestPagesRender draws every page with task text that tries to be markup:
+// it must come out escaped on each.
+func TestPagesRender(t *testing.T) {
+	v, err := board.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	card := board.Card{ID: "tsk_1", Key: "SNAG-1", Title: hostile, Status: queue.StatusInbox, Trust: queue.TrustUnvetted,
+		Severity: queue.SeverityHigh, Kind: queue.KindBug, Wave: 1, Assignee: hostile, BlockedBy: []string{"SNAG-2"}}
+	page := board.Page{Head: hostile, CSRF: "tok", Live: true, Inbox: 1}
+	task := &queue.Task{ID: "tsk_1", Key: "SNAG-1", Title: hostile, Capture: &queue.Capture{URL: "javascript:alert(3)", ConsoleErrors: []string{hostile}}}
+	entry := board.Entry{AuditEntry: index.AuditEntry{At: time.Now(), Actor: queue.Agent, Agent: hostile, Action: "claim", Outcome: "ok", Detail: hostile}, Task: "SNAG-1"}
+	for _, tc := range []struct {
+		page string
+		data any
+	}{
+		{board.PageBoard, &board.BoardPage{Page: page, Columns: []board.Column{{Status: queue.StatusInbox, Title: "Inbox", Cards: []board.Card{card}}}}},
+		{board.PageInbox, &board.InboxPage{Page: page, Items: []board.InboxItem{{Card: card, Body: hostile, Capture: task.Capture}}, Severities: queue.Severities}},
+		{board.PageTask, &board.TaskPage{Page: page, Card: card, Task: task, Body: board.Markdown([]byte(hostile), false),
+			Audit: []board.Entry{entry}, Actions: []board.Action{{Name: "promote", Label: "Promote"}}, Severities: queue.Severities}},
+		{board.PageActivity, &board.ActivityPage{Page: page, Entries: []board.Entry{entry}, Agents: []string{hostile}}},
+		{board.PageAgents, &board.AgentsPage{Page: page, Agents: []board.Agent{{Session: index.Session{Name: hostile}, Held: []board.Held{{Key: "SNAG-1", Title: hostile}}}}}},
+		{board.PageProblems, &board.ProblemsPage{Page: page, Problems: []board.Problem{{Path: hostile, Kind: "invalid", Message: hostile}}}},
+		{board.PageMessage, &board.MessagePage{Page: page, Heading: hostile, Message: hostile, Command: "snag open"}},
+	} {
+		t.Run(tc.page, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := v.Render(&buf, tc.page, tc.data); err != nil {
+				t.Fatal(err)
+			}
+			out := buf.String()
+			for _, bad := range []string{"<script>alert", "<img src=x", `href="javascript`} {
+				if strings.Contains(out, bad) {
+					t.Errorf("%s page holds %q unescaped", tc.page, bad)
+				}
+			}
+			if !strings.Contains(out, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+				t.Errorf("%s page does not show the hostile text escaped", tc.page)
+			}
+		})
+	}
+}

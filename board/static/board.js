@@ -1,0 +1,102 @@
+// snag board: sends the page's forms with its CSRF token and, on pages that
+// follow the daemon, refreshes what changed when /events says something did.
+// Without this script every page still reads, and every form still posts.
+"use strict";
+(() => {
+  const csrf = document.querySelector('meta[name="snag-csrf"]')?.content || "";
+  const flash = document.getElementById("flash");
+  const live = document.getElementById("live");
+
+  function say(text, error) {
+    if (!flash) return;
+    flash.textContent = text;
+    flash.classList.toggle("error", !!error);
+  }
+
+  // Forms that change something go by fetch, so the page stays where it is
+  // and the change shows through the same refresh as everyone else's.
+  document.addEventListener("submit", async (e) => {
+    const form = e.target;
+    if (!(form instanceof HTMLFormElement) || form.method.toLowerCase() !== "post") return;
+    e.preventDefault();
+    const body = new URLSearchParams(new FormData(form, e.submitter));
+    const buttons = form.querySelectorAll("button");
+    buttons.forEach((b) => (b.disabled = true));
+    try {
+      const resp = await fetch(form.action, {
+        method: "POST",
+        body,
+        credentials: "same-origin",
+        headers: { Accept: "application/json", "X-Snag-CSRF": csrf },
+      });
+      let out = {};
+      try { out = await resp.json(); } catch (_) { /* not JSON */ }
+      if (resp.status === 401) { location.reload(); return; }
+      if (out.redirect) { location.assign(out.redirect); return; }
+      say(out.message || (resp.ok ? "done" : "refused (" + resp.status + ")"), !resp.ok);
+      await refresh();
+    } catch (err) {
+      say("snagd did not answer: is it running? (" + err + ")", true);
+    } finally {
+      buttons.forEach((b) => (b.disabled = false));
+    }
+  });
+
+  if (!document.body.dataset.follow) return;
+
+  // refresh fetches this page again and swaps each [data-live] part whose
+  // markup changed, keeping what the person typed, ticked and focused.
+  let running = false, again = false;
+  async function refresh() {
+    if (running) { again = true; return; }
+    running = true;
+    try {
+      const resp = await fetch(location.href, { credentials: "same-origin", headers: { Accept: "text/html" } });
+      if (resp.status === 401) { location.reload(); return; }
+      if (!resp.ok) return;
+      const doc = new DOMParser().parseFromString(await resp.text(), "text/html");
+      for (const el of document.querySelectorAll("[data-live][id]")) {
+        const fresh = doc.getElementById(el.id);
+        if (fresh && fresh.innerHTML !== el.innerHTML) swap(el, fresh);
+      }
+      document.title = doc.title;
+    } finally {
+      running = false;
+      if (again) { again = false; refresh(); }
+    }
+  }
+
+  function swap(el, fresh) {
+    const kept = new Map();
+    for (const input of el.querySelectorAll("input, select, textarea")) {
+      const key = input.id || (input.name + "=" + input.value);
+      kept.set(key, input.type === "checkbox" || input.type === "radio" ? input.checked : input.value);
+    }
+    const focused = el.contains(document.activeElement) ? document.activeElement.id : "";
+    el.innerHTML = fresh.innerHTML;
+    for (const input of el.querySelectorAll("input, select, textarea")) {
+      const key = input.id || (input.name + "=" + input.value);
+      if (!kept.has(key) || input.type === "hidden") continue;
+      if (input.type === "checkbox" || input.type === "radio") input.checked = kept.get(key);
+      else input.value = kept.get(key);
+    }
+    if (focused) document.getElementById(focused)?.focus();
+  }
+
+  let timer = 0;
+  function soon() {
+    clearTimeout(timer);
+    timer = setTimeout(refresh, 60);
+  }
+
+  function follow() {
+    const es = new EventSource("/events");
+    es.onopen = () => { live.textContent = "live"; live.classList.add("on"); soon(); };
+    es.onerror = () => { live.textContent = "reconnecting…"; live.classList.remove("on"); };
+    for (const kind of ["task", "lease", "session", "rescan", "verify", "problem", "resync", "message", "audit"]) {
+      es.addEventListener(kind, soon);
+    }
+    es.onmessage = soon;
+  }
+  follow();
+})();
