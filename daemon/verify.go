@@ -347,15 +347,11 @@ func (d *Daemon) startVerify(w http.ResponseWriter, r *http.Request) {
 		return
 	case VerifyDisabled:
 		err = d.p.DB.Update(ctx, func(tx *index.Tx) error {
-			t := it.Task
+			steps := []project.Step{{Action: queue.ActSkipVerify, Actor: queue.System}}
 			if it.Status != queue.StatusVerifying {
-				if t, err = d.p.MoveFile(it, queue.ActResolve, actor, who); err != nil {
-					return err
-				}
+				steps = append([]project.Step{{Action: queue.ActResolve, Actor: actor}}, steps...)
 			}
-			it2 := *it
-			it2.Task = t
-			if _, err = d.p.MoveFile(&it2, queue.ActSkipVerify, queue.System, who); err != nil {
+			if _, err := d.p.MoveFileSteps(it, who, steps...); err != nil {
 				return err
 			}
 			if _, _, err := tx.End(it.ID, "resolved: "+detail); err != nil {

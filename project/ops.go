@@ -173,6 +173,24 @@ func Name(it *index.Item) string { return trimTasks(it.Path) }
 // indexed), rewrites only the lines that change, and returns the task as
 // the file now holds it. The caller brings the index along.
 func (p *Project) MoveFile(item *index.Item, action queue.Action, actor queue.Actor, who string) (*queue.Task, error) {
+	return p.MoveFileSteps(item, who, Step{action, actor})
+}
+
+// Step is one move of a chain that [Project.MoveFileSteps] makes.
+type Step struct {
+	Action queue.Action
+	Actor  queue.Actor
+}
+
+// MoveFileSteps makes several moves of the status machine, each allowed
+// from where the one before left the task, in one write of the file: a
+// resolve that the project's config turns straight into resolved is one
+// rename and one fsync, not two.
+func (p *Project) MoveFileSteps(item *index.Item, who string, steps ...Step) (*queue.Task, error) {
+	if len(steps) == 0 {
+		return nil, errors.New("move: no steps")
+	}
+	action := steps[0].Action
 	ref := item.Key
 	if ref == "" {
 		ref = Rel(item.Path)
@@ -189,11 +207,17 @@ func (p *Project) MoveFile(item *index.Item, action queue.Action, actor queue.Ac
 		if t.ID != item.Task.ID {
 			return nil, fmt.Errorf("%s %s: %s now holds %s: run snag reindex and try again", action, ref, item.Path, t.ID)
 		}
-		to, err := queue.Transition(t.Status, action, actor)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", action, t.Key, err)
+		var fields []queue.Field
+		at := t.Status
+		for _, st := range steps {
+			to, err := queue.Transition(at, st.Action, st.Actor)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", st.Action, t.Key, err)
+			}
+			fields = append(fields, changes(t, st.Action, to, who)...)
+			at = to
 		}
-		out, err := queue.Edit(cur, changes(t, action, to, who)...)
+		out, err := queue.Edit(cur, lastOfEach(fields)...)
 		if err != nil {
 			return nil, err
 		}
@@ -204,6 +228,24 @@ func (p *Project) MoveFile(item *index.Item, action queue.Action, actor queue.Ac
 		return nil, err
 	}
 	return moved, nil
+}
+
+// lastOfEach keeps one change per key, the last given, where the key was
+// first named: a chain of moves sets status (and updated) once.
+func lastOfEach(fields []queue.Field) []queue.Field {
+	last := map[string]queue.Field{}
+	var order []string
+	for _, f := range fields {
+		if _, ok := last[f.Key]; !ok {
+			order = append(order, f.Key)
+		}
+		last[f.Key] = f
+	}
+	out := make([]queue.Field, len(order))
+	for i, k := range order {
+		out[i] = last[k]
+	}
+	return out
 }
 
 // changes are the frontmatter edits a move makes. Claim and release are
