@@ -630,3 +630,60 @@ func TestX12_PulledCommandWaitsForApproval(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkVerifyBrowser measures a browser verify through snagd, from a
+// person's POST /verify to the outcome in GET /verify: Chromium's start,
+// the page's load and settle, the screenshot and applying the outcome. One
+// iteration is one check of a page that passes.
+func BenchmarkVerifyBrowser(b *testing.B) {
+	if _, err := exec.LookPath("chromium"); err != nil {
+		b.Skip("no chromium on PATH (apt-get install chromium)")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<!doctype html><title>Checkout</title><button id="pay">Place order</button>`)
+	}))
+	defer srv.Close()
+	root := b.TempDir()
+	tasks := filepath.Join(root, ".snag", "tasks")
+	if err := os.MkdirAll(tasks, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	n := b.N
+	for i := 1; i <= n; i++ {
+		tk := genTask(i, fmt.Sprintf("Checkout %d", i))
+		tk.Status, tk.Assignee = queue.StatusClaimed, "VESPER"
+		tk.Capture = &queue.Capture{URL: srv.URL + "/checkout", Anchor: "#pay", ConsoleErrors: []string{"TypeError: cart is undefined"}}
+		if err := os.WriteFile(filepath.Join(tasks, queue.FileName(tk.Key, tk.Title)), queue.Format(tk), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	d := startBench(b, root)
+	var lat []time.Duration
+	b.ResetTimer()
+	for i := 1; i <= n; i++ {
+		ref := fmt.Sprintf("SNAG-%d", i)
+		start := time.Now()
+		if code, body, err := d.call(d.client, "POST", "/verify/"+ref, 0, map[string]any{"by": "bench"}); err != nil || code != http.StatusAccepted {
+			b.Fatalf("verify %s: %d %s %v", ref, code, body, err)
+		}
+		for {
+			_, body, err := d.call(d.client, "GET", "/verify/"+ref, 0, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var v verifyView
+			json.Unmarshal(body, &v)
+			if !v.Running && v.Outcome != "" {
+				if v.Outcome != "pass" {
+					b.Fatalf("%s: %+v", ref, v)
+				}
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	b.ReportMetric(percentile(lat, 0.50), "p50-ms")
+	b.ReportMetric(percentile(lat, 1), "max-ms")
+}
