@@ -644,7 +644,7 @@ func (ui *boardUI) bulk(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	refs := r.PostForm["ref"]
-	action := r.PostForm.Get("action")
+	action := r.PostForm.Get("move")
 	if len(refs) == 0 {
 		ui.answer(w, r, http.StatusBadRequest, "Nothing selected", "tick the items to "+action+" first", "")
 		return

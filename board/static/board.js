@@ -17,13 +17,14 @@
   // and the change shows through the same refresh as everyone else's.
   document.addEventListener("submit", async (e) => {
     const form = e.target;
-    if (!(form instanceof HTMLFormElement) || form.method.toLowerCase() !== "post") return;
+    // getAttribute, not form.action: a control named "action" would shadow it.
+    if (!(form instanceof HTMLFormElement) || (form.getAttribute("method") || "").toLowerCase() !== "post") return;
     e.preventDefault();
     const body = new URLSearchParams(new FormData(form, e.submitter));
     const buttons = form.querySelectorAll("button");
     buttons.forEach((b) => (b.disabled = true));
     try {
-      const resp = await fetch(form.action, {
+      const resp = await fetch(form.getAttribute("action"), {
         method: "POST",
         body,
         credentials: "same-origin",

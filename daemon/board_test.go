@@ -1,0 +1,575 @@
+package daemon_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+)
+
+// The board's tests drive snagd's web page in real headless Chromium. They
+// skip when no Chromium is installed, unless CI is set: there they fail.
+
+// chromiumPath finds Chromium, or skips (fails in CI).
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("no Chromium found (CI is set: the board's browser tests must run; install Debian's chromium)")
+	}
+	t.Skip("no Chromium found: install chromium to run the board's browser tests")
+	return ""
+}
+
+// browser is one headless Chromium tab with a fresh profile.
+type browser struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	exe := chromiumPath(t)
+	dir := t.TempDir()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe),
+		chromedp.UserDataDir(filepath.Join(dir, "profile")),
+		chromedp.WindowSize(1280, 900),
+		chromedp.Env("HOME=" + dir),
+	}
+	for _, f := range []string{"headless", "no-sandbox", "disable-gpu", "no-first-run", "no-default-browser-check",
+		"disable-background-networking", "disable-component-update", "disable-sync", "disable-extensions",
+		"disable-dev-shm-usage", "hide-scrollbars", "mute-audio"} {
+		opts = append(opts, chromedp.Flag(f, true))
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancelTab()
+		cancelAlloc()
+	})
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
+	return &browser{t: t, ctx: ctx}
+}
+
+func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+func (b *browser) open(u string) { b.t.Helper(); b.do(chromedp.Navigate(u)) }
+
+func evalIn[T any](b *browser, expr string) T {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// waitFor waits until a JavaScript expression is truthy on the page. It
+// asks again through navigations.
+func (b *browser) waitFor(what, expr string) {
+	b.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		var ok bool
+		ok, err = chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")"))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	body, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`location.href + "\n" + (document.body ? document.body.innerText.slice(0, 2000) : "")`))
+	b.t.Fatalf("timed out waiting for %s (%v); the page:\n%s", what, err, body)
+}
+
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	return evalIn[string](b, fmt.Sprintf(`(document.querySelector(%q) || {innerText: ""}).innerText`, sel))
+}
+
+// loginLink asks snagd for a one-time login link, as snag open does.
+func (d *daemon) loginLink() string {
+	d.t.Helper()
+	var out struct {
+		URL string `json:"url"`
+	}
+	if code := d.do(http.MethodPost, "/login-codes", map[string]any{"by": "dana"}, &out); code != http.StatusCreated {
+		d.t.Fatalf("POST /login-codes: %d", code)
+	}
+	return out.URL
+}
+
+// login logs the browser in to the board and waits for the board.
+func (b *browser) login(d *daemon) {
+	b.t.Helper()
+	b.open(d.loginLink())
+	b.waitFor("the board", `document.querySelector("#columns") !== null`)
+}
+
+// taskFile finds a task file of the project by its alias.
+func taskFile(t *testing.T, root, key string) string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(root, ".snag", "tasks", key+" - *.md"))
+	if len(m) != 1 {
+		t.Fatalf("task file of %s: found %v", key, m)
+	}
+	return m[0]
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+var loginLine = regexp.MustCompile(`url="?(http://127\.0\.0\.1:[0-9]+/login\?code=[A-Za-z0-9_-]+)`)
+
+func TestBoardLogin(t *testing.T) {
+	d := startDaemon(t, sampleProject(t), "")
+	b := newBrowser(t)
+
+	// No cookie: a page that says how to get in.
+	resp, err := http.Get(d.url("/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(string(body), "snag open") {
+		t.Fatalf("GET / without a cookie: %d %s\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	b.open(d.url("/inbox"))
+	if got := b.text("main"); !strings.Contains(got, "snag open") {
+		t.Fatalf("the browser without a cookie sees %q, want the login page naming snag open", got)
+	}
+
+	// The link snagd printed at start logs in once.
+	m := loginLine.FindStringSubmatch(d.log.String())
+	if m == nil {
+		t.Fatalf("snagd printed no login link at start:\n%s", d.log.String())
+	}
+	link := m[1]
+	b.open(link)
+	b.waitFor("the board", `document.querySelector("#columns") !== null`)
+	if loc := evalIn[string](b, `location.pathname + location.search`); loc != "/" {
+		t.Errorf("after login the browser is at %s, want / (the code must leave the address bar)", loc)
+	}
+	if c := evalIn[string](b, `document.cookie`); c != "" {
+		t.Errorf("the page's script can read the cookie %q: it must be HttpOnly", c)
+	}
+	b.waitFor("the live stream", `document.querySelector("#live").textContent === "live"`)
+
+	// The session opens the board and /events, not the JSON API or minting codes.
+	for _, tc := range []struct {
+		expr string
+		want int
+	}{
+		{`fetch("/tasks").then(r => r.status)`, 401},
+		{`fetch("/sessions").then(r => r.status)`, 401},
+		{`fetch("/audit").then(r => r.status)`, 401},
+		{`fetch("/login-codes", {method: "POST", headers: {"Content-Type": "application/json"}, body: "{}"}).then(r => r.status)`, 401},
+		{`fetch("/activity").then(r => r.status)`, 200},
+	} {
+		ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[int](tc.expr, chromedp.EvalAwaitPromise))
+		cancel()
+		if err != nil || got != tc.want {
+			t.Errorf("%s with the board's cookie: %d %v, want %d", tc.expr, got, err, tc.want)
+		}
+	}
+
+	// A second use of the same link is refused, in a browser as anywhere.
+	b2 := newBrowser(t)
+	b2.open(link)
+	if got := b2.text("main"); !strings.Contains(got, "does not work") || !strings.Contains(got, "snag open") {
+		t.Fatalf("a used login link shows %q, want a refusal naming snag open", got)
+	}
+	resp, err = http.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a used login link: %d, want 401", resp.StatusCode)
+	}
+	if got := evalIn[string](b2, `location.pathname`); got != "/login" {
+		t.Errorf("a refused link went on to %s", got)
+	}
+
+	// Logging out ends the session.
+	b.do(chromedp.Click(chromedp.CSS(`form.logout button`)))
+	b.waitFor("the login page", `document.body.innerText.includes("snag open")`)
+}
+
+func TestBoardPromote(t *testing.T) {
+	root := sampleProject(t)
+	d := startDaemon(t, root, "")
+	b := newBrowser(t)
+	b.login(d)
+	evalIn[chromedp.Void](b, `window.__kept = "same page"`)
+
+	// From the board: the card's Promote button moves the card to Open.
+	if got := evalIn[string](b, `document.querySelector("#card-SNAG-16").closest("section").id || document.querySelector("#card-SNAG-16").closest("section").className`); !strings.Contains(got, "inbox") {
+		t.Fatalf("SNAG-16 starts in %q, want the inbox column", got)
+	}
+	b.do(chromedp.Click(chromedp.CSS(`#card-SNAG-16 form[action$="/promote"] button`)))
+	b.waitFor("SNAG-16 in the open column", `document.querySelector("section.col-open #card-SNAG-16") !== null`)
+	if got := evalIn[string](b, `window.__kept || ""`); got != "same page" {
+		t.Errorf("the page reloaded to show the move")
+	}
+	file := readFile(t, taskFile(t, root, "SNAG-16"))
+	for _, want := range []string{"\nstatus: open\n", "\ntrust: vetted\n"} {
+		if !strings.Contains(file, want) {
+			t.Errorf("SNAG-16's file after promote lacks %q:\n%s", strings.TrimSpace(want), file)
+		}
+	}
+
+	// From the inbox review, with a severity and a wave.
+	b.open(d.url("/inbox"))
+	b.waitFor("the inbox", `document.querySelector("#item-SNAG-17") !== null`)
+	evalIn[chromedp.Void](b, `window.__kept = "same page"`)
+	b.do(
+		chromedp.SetValue(chromedp.CSS(`#sev-SNAG-17`), "critical"),
+		chromedp.SetValue(chromedp.CSS(`#wave-SNAG-17`), "3"),
+		chromedp.Click(chromedp.CSS(`#item-SNAG-17 form.promote button`)),
+	)
+	b.waitFor("SNAG-17 to leave the inbox", `document.querySelector("#item-SNAG-17") === null`)
+	file = readFile(t, taskFile(t, root, "SNAG-17"))
+	for _, want := range []string{"\nstatus: open\n", "\ntrust: vetted\n", "\nseverity: critical\n", "\nwave: 3\n"} {
+		if !strings.Contains(file, want) {
+			t.Errorf("SNAG-17's file after promote lacks %q:\n%s", strings.TrimSpace(want), file)
+		}
+	}
+
+	// Bulk: tick two, reject them.
+	b.do(
+		chromedp.Click(chromedp.CSS(`#sel-SNAG-18`)),
+		chromedp.Click(chromedp.CSS(`#sel-SNAG-19`)),
+		chromedp.Click(chromedp.CSS(`#bulk button[value="reject"]`)),
+	)
+	b.waitFor("SNAG-18 and 19 to leave the inbox", `!document.querySelector("#item-SNAG-18") && !document.querySelector("#item-SNAG-19") && document.querySelector("#inbox-items")`)
+	if got := evalIn[string](b, `window.__kept || ""`); got != "same page" {
+		t.Errorf("the page reloaded to show the bulk move")
+	}
+	if f := readFile(t, taskFile(t, root, "SNAG-19")); !strings.Contains(f, "\nstatus: cancelled\n") {
+		t.Errorf("SNAG-19 after a bulk reject:\n%s", f)
+	}
+
+	// The audit log has each, by the person the link was made for.
+	var audit struct {
+		Entries []struct {
+			Actor, Agent, Action, Outcome, Detail string
+			TaskID                                string `json:"task_id"`
+		} `json:"entries"`
+	}
+	d.get("/audit?limit=1000", &audit)
+	var task struct {
+		Row struct{ ID string } `json:"row"`
+	}
+	d.get("/tasks/SNAG-16", &task)
+	found := map[string]bool{}
+	for _, e := range audit.Entries {
+		if e.Actor == "person" && e.Agent == "dana" && e.Outcome == "ok" {
+			found[e.Action+" "+e.TaskID] = true
+		}
+	}
+	if !found["promote "+task.Row.ID] {
+		t.Errorf("the audit log has no promote of SNAG-16 (%s) by dana: %+v", task.Row.ID, audit.Entries)
+	}
+	var edits int
+	for _, e := range audit.Entries {
+		if e.Action == "edit" && strings.Contains(e.Detail, "-> critical, wave") && e.Agent == "dana" {
+			edits++
+		}
+	}
+	if edits == 0 {
+		t.Errorf("the audit log does not record the severity chosen on promotion: %+v", audit.Entries)
+	}
+}
+
+func TestBoardFollowsFileEdits(t *testing.T) {
+	root := sampleProject(t)
+	d := startDaemon(t, root, "")
+	b := newBrowser(t)
+	b.login(d)
+	b.waitFor("the live stream", `document.querySelector("#live").textContent === "live"`)
+	evalIn[chromedp.Void](b, `window.__kept = "same page"`)
+
+	path := taskFile(t, root, "SNAG-3")
+	old := readFile(t, path)
+	edited := regexp.MustCompile(`(?m)^title: .*$`).ReplaceAllString(old, "title: Cart total edited on disk")
+	edited = regexp.MustCompile(`(?m)^severity: .*$`).ReplaceAllString(edited, "severity: critical")
+	if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor("the card to change", `(document.querySelector("#card-SNAG-3 .title") || {}).textContent === "Cart total edited on disk"`)
+	if got := evalIn[string](b, `document.querySelector("#card-SNAG-3 .sev").textContent`); got != "critical" {
+		t.Errorf("SNAG-3's card shows severity %q after the edit, want critical", got)
+	}
+	if got := evalIn[string](b, `window.__kept || ""`); got != "same page" {
+		t.Errorf("the page reloaded to show the edit")
+	}
+
+	// An agent's claim shows too.
+	var claim map[string]any
+	var sess struct {
+		ID int64 `json:"id"`
+	}
+	if code := d.do(http.MethodPost, "/sessions", map[string]any{"name": "VESPER", "client": "test"}, &sess); code >= 300 {
+		t.Fatalf("register: %d", code)
+	}
+	req, _ := http.NewRequest(http.MethodPost, d.url("/tasks/SNAG-1/claim"), strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Snag-Session", fmt.Sprint(sess.ID))
+	resp := d.raw(req)
+	jsonDecode(resp, &claim)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Logf("claim SNAG-1: %d %v (the claimed column is not checked)", resp.StatusCode, claim)
+		return
+	}
+	b.waitFor("SNAG-1 in the claimed column", `document.querySelector("section.col-claimed #card-SNAG-1") !== null`)
+}
+
+func TestBoardRendersTaskTextInert(t *testing.T) {
+	root := sampleProject(t)
+	hostile := `---
+id: tsk_01M90000000000000000000000
+key: SNAG-40
+title: "<script>window.__pwned = 'title'</script> Hostile body"
+status: open
+trust: vetted
+severity: low
+kind: bug
+wave: 1
+created: 2026-11-23T10:42:17Z
+updated: 2026-11-23T10:42:17Z
+---
+# Steps
+
+<script>window.__pwned = "script"</script>
+
+<img src=x onerror="window.__pwned = 'img'">
+
+[click me](javascript:window.__pwned='link') and [also](JaVaScRiPt:alert(1)) and [data](data:text/html,<script>alert(1)</script>)
+
+A [real link](https://example.com/docs) stays a link.
+`
+	if err := os.WriteFile(filepath.Join(root, ".snag", "tasks", "SNAG-40 - Hostile body.md"), []byte(hostile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, root, "")
+	b := newBrowser(t)
+	b.login(d)
+	b.open(d.url("/task/SNAG-40"))
+	b.waitFor("the task page", `document.querySelector(".markdown") !== null`)
+	b.do(chromedp.Click(chromedp.CSS(`.markdown .inert-link`)))
+	if got := evalIn[string](b, `String(window.__pwned)`); got != "undefined" {
+		t.Fatalf("task text ran script: window.__pwned = %s", got)
+	}
+	if n := evalIn[int](b, `document.querySelectorAll("main script, main img[src=x], main [onerror]").length`); n != 0 {
+		t.Errorf("task text made %d script or image elements", n)
+	}
+	if n := evalIn[int](b, `[...document.querySelectorAll("a")].filter(a => !/^https?:$/.test(new URL(a.href, location.href).protocol)).length`); n != 0 {
+		t.Errorf("%d links on the page are not http(s)", n)
+	}
+	if got := b.text(".markdown"); !strings.Contains(got, `<script>window.__pwned = "script"</script>`) {
+		t.Errorf("the body's markup is not shown as text: %q", got)
+	}
+	if got := evalIn[string](b, `(document.querySelector('.markdown a[href="https://example.com/docs"]') || {}).textContent || ""`); got != "real link" {
+		t.Errorf("the https link is not a link: %q", got)
+	}
+	if got := b.text("h1"); !strings.Contains(got, "<script>") {
+		t.Errorf("the title's markup is not shown as text: %q", got)
+	}
+	// On the board, the inbox and the activity page too.
+	for _, p := range []string{"/", "/inbox", "/activity"} {
+		b.open(d.url(p))
+		b.waitFor(p, `document.querySelector("main") !== null`)
+		if got := evalIn[string](b, `String(window.__pwned)`); got != "undefined" {
+			t.Fatalf("%s ran task text: window.__pwned = %s", p, got)
+		}
+	}
+}
+
+func TestBoardRefusesCrossSiteForms(t *testing.T) {
+	root := sampleProject(t)
+	d := startDaemon(t, root, "")
+	b := newBrowser(t)
+	b.login(d)
+	before := readFile(t, taskFile(t, root, "SNAG-18"))
+
+	// A page elsewhere (same site: 127.0.0.1 on another port, so the
+	// browser sends the cookie) posts a form at the board.
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `<!doctype html><form id=f method=post action="%s"><input name=back value=/></form>
+<script>document.getElementById("f").submit()</script>`, d.url("/board/tasks/SNAG-18/reject"))
+	}))
+	defer evil.Close()
+	b.open(evil.URL)
+	b.waitFor("the form's answer", `location.port === "`+fmt.Sprint(d.port)+`" && document.body && document.body.innerText.length > 0`)
+	if got := evalIn[string](b, `document.body.innerText`); !strings.Contains(got, "refused") && !strings.Contains(got, "Refused") {
+		t.Errorf("the cross-site post was answered %q, want a refusal", got)
+	}
+	if after := readFile(t, taskFile(t, root, "SNAG-18")); after != before {
+		t.Fatalf("a cross-site form changed SNAG-18:\n%s", after)
+	}
+
+	// The same, sent by a client that holds the cookie, one rule at a time.
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get(d.loginLink())
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	csrf := regexp.MustCompile(`name="snag-csrf" content="([^"]+)"`).FindSubmatch(page)
+	if csrf == nil {
+		t.Fatalf("the board page carries no CSRF token:\n%s", page)
+	}
+	self := fmt.Sprintf("http://127.0.0.1:%d", d.port)
+	for _, tc := range []struct {
+		name, origin, ctype, body string
+		want                      int
+	}{
+		{"no token", self, "application/x-www-form-urlencoded", "back=/", 403},
+		{"wrong token", self, "application/x-www-form-urlencoded", "csrf=" + strings.Repeat("A", 43), 403},
+		{"other origin", "http://evil.example", "application/x-www-form-urlencoded", "csrf=" + string(csrf[1]), 403},
+		{"no origin", "", "application/x-www-form-urlencoded", "csrf=" + string(csrf[1]), 403},
+		{"text/plain", self, "text/plain", "csrf=" + string(csrf[1]), 415},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, d.url("/board/tasks/SNAG-18/reject"), strings.NewReader(tc.body))
+		req.Header.Set("Content-Type", tc.ctype)
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, resp.StatusCode, tc.want)
+		}
+	}
+	if after := readFile(t, taskFile(t, root, "SNAG-18")); after != before {
+		t.Fatalf("a refused post changed SNAG-18:\n%s", after)
+	}
+	// With everything right, the move is made.
+	form := url.Values{"csrf": {string(csrf[1])}}
+	req, _ := http.NewRequest(http.MethodPost, d.url("/board/tasks/SNAG-18/reject"), strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", self)
+	req.Header.Set("Accept", "application/json")
+	resp, err = c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(readFile(t, taskFile(t, root, "SNAG-18")), "\nstatus: cancelled\n") {
+		t.Fatalf("a good post: %d, file:\n%s", resp.StatusCode, readFile(t, taskFile(t, root, "SNAG-18")))
+	}
+}
+
+// TestBoardScreenshots takes the board, a task and the activity page at
+// 1280 and 390 px (and the board in dark), for a person to look at: under
+// the test's temp dir, or $SNAG_BOARD_SHOTS when set. At both widths no
+// page is wider than the window.
+func TestBoardScreenshots(t *testing.T) {
+	root := sampleProject(t)
+	d := startDaemon(t, root, "")
+	b := newBrowser(t)
+	b.login(d)
+	dir := os.Getenv("SNAG_BOARD_SHOTS")
+	if dir == "" {
+		dir = filepath.Join(t.TempDir(), "shots")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pages := []struct{ name, path, ready string }{
+		{"board", "/", "#columns"},
+		{"inbox", "/inbox", "#inbox-items"},
+		{"task", "/task/SNAG-1", "#task"},
+		{"activity", "/activity", "#activity"},
+	}
+	// Some activity to show.
+	d.do(http.MethodPost, "/tasks/SNAG-20/promote", map[string]any{"by": "dana"}, nil)
+	d.do(http.MethodPost, "/tasks/SNAG-19/reject", map[string]any{"by": "dana", "reason": "duplicate of SNAG-7"}, nil)
+	for _, size := range []struct {
+		w, h int64
+		dark bool
+	}{{1280, 900, false}, {390, 844, false}, {1280, 900, true}} {
+		scheme := "light"
+		if size.dark {
+			scheme = "dark"
+		}
+		b.do(chromedp.EmulateViewport(size.w, size.h), chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
+			return err
+		}))
+		for _, p := range pages {
+			if size.dark && p.name != "board" && p.name != "task" {
+				continue
+			}
+			b.open(d.url(p.path))
+			b.waitFor(p.name, fmt.Sprintf(`document.querySelector(%q) !== null && document.querySelector("#live").textContent === "live"`, p.ready))
+			if w := evalIn[int](b, `document.documentElement.scrollWidth`); w > int(size.w) {
+				t.Errorf("%s at %d px is %d px wide: it scrolls sideways", p.name, size.w, w)
+			}
+			ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+			png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := fmt.Sprintf("%s-%d", p.name, size.w)
+			if size.dark {
+				name += "-dark"
+			}
+			path := filepath.Join(dir, name+".png")
+			if err := os.WriteFile(path, png, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("screenshot: %s", path)
+		}
+	}
+}
