@@ -13,9 +13,9 @@ import (
 
 const hostile = `<script>alert(1)</script>"><img src=x onerror=alert(2)>`
 
-// TestPagesRender draws every page with task text that tries to be markup:
+// TestBoardPagesRender draws every page with task text that tries to be markup:
 // it must come out escaped on each.
-func TestPagesRender(t *testing.T) {
+func TestBoardPagesRender(t *testing.T) {
 	v, err := board.New()
 	if err != nil {
 		t.Fatal(err)

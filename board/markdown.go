@@ -72,24 +72,27 @@ func (r *renderer) blocks(lines []string) {
 			r.out.WriteString("</blockquote>\n")
 		case listItem(trim) != "":
 			kind := listItem(trim)
-			r.out.WriteString("<" + kind + ">\n")
+			var items []string
 			for i < len(lines) {
 				t := strings.TrimSpace(lines[i])
-				if listItem(t) != kind {
-					// A line indented under an item continues it.
-					if t != "" && len(lines[i]) > len(strings.TrimLeft(lines[i], " \t")) && listItem(t) == "" {
-						r.out.WriteString("<li class=\"more\">")
-						r.inline(t)
-						r.out.WriteString("</li>\n")
-						i++
-						continue
-					}
-					break
+				if listItem(t) == kind {
+					items = append(items, itemText(t))
+					i++
+					continue
 				}
+				// A line indented under an item continues it.
+				if t != "" && listItem(t) == "" && strings.TrimLeft(lines[i], " \t") != lines[i] {
+					items[len(items)-1] += "\n" + t
+					i++
+					continue
+				}
+				break
+			}
+			r.out.WriteString("<" + kind + ">\n")
+			for _, it := range items {
 				r.out.WriteString("<li>")
-				r.inline(itemText(t))
+				r.inline(it)
 				r.out.WriteString("</li>\n")
-				i++
 			}
 			r.out.WriteString("</" + kind + ">\n")
 		case strings.Trim(trim, "-*_ ") == "" && len(strings.ReplaceAll(trim, " ", "")) >= 3:

@@ -8,7 +8,7 @@ import (
 	"github.com/snagdev/snag/board"
 )
 
-func TestMarkdown(t *testing.T) {
+func TestBoardMarkdown(t *testing.T) {
 	for _, tc := range []struct {
 		name, in string
 		links    bool
@@ -18,6 +18,7 @@ func TestMarkdown(t *testing.T) {
 		{"paragraph", "one\ntwo\n\nthree", true, "<p>one<br>\ntwo</p>\n<p>three</p>\n"},
 		{"emphasis", "a **b** *c* _d_ `e<f>`", true, "<p>a <strong>b</strong> <em>c</em> <em>d</em> <code>e&lt;f&gt;</code></p>\n"},
 		{"list", "- a\n- b\n\n1. x\n2. y", true, "<ul>\n<li>a</li>\n<li>b</li>\n</ul>\n<ol>\n<li>x</li>\n<li>y</li>\n</ol>\n"},
+		{"list item over two lines", "- one\n  more\n- two", true, "<ul>\n<li>one<br>\nmore</li>\n<li>two</li>\n</ul>\n"},
 		{"code block", "```go\nif a < b {}\n```", true, "<pre><code data-lang=\"go\">if a &lt; b {}</code></pre>\n"},
 		{"quote", "> said\n> so", true, "<blockquote>\n<p>said<br>\nso</p>\n</blockquote>\n"},
 		{"http link", "[docs](https://example.com/a?b=1&c=2)", true,
@@ -77,7 +78,7 @@ func checkSafe(t *testing.T, out string) {
 	}
 }
 
-func FuzzMarkdown(f *testing.F) {
+func FuzzBoardMarkdown(f *testing.F) {
 	for _, s := range []string{"# a", "[x](javascript:alert(1))", "<script>x</script>", "**a *b* `c`**", "- [a](http://x/)\n> q",
 		"```\n<b>\n```", "[[x](y)](http://a/)", "\\*not\\*", "<a href=\"javascript:x\">y</a>", "[a](HTTPS://X/\")"} {
 		f.Add(s)

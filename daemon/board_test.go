@@ -290,6 +290,15 @@ func TestBoardPromote(t *testing.T) {
 		t.Errorf("SNAG-19 after a bulk reject:\n%s", f)
 	}
 
+	// A person resolves what verify could not decide, from the task's page.
+	b.open(d.url("/task/SNAG-10"))
+	b.waitFor("SNAG-10's page", `document.querySelector('form[action$="/accept"] button') !== null`)
+	b.do(chromedp.Click(chromedp.CSS(`form[action$="/accept"] button`)))
+	b.waitFor("SNAG-10 resolved", `document.querySelector(".status").textContent === "resolved"`)
+	if f := readFile(t, taskFile(t, root, "SNAG-10")); !strings.Contains(f, "\nstatus: resolved\n") {
+		t.Errorf("SNAG-10 after Resolve on its page:\n%s", f)
+	}
+
 	// The audit log has each, by the person the link was made for.
 	var audit struct {
 		Entries []struct {
