@@ -582,3 +582,29 @@ func TestBoardScreenshots(t *testing.T) {
 		}
 	}
 }
+
+// TestBoardKeyboard walks the board with Tab alone: the skip link comes
+// first, every card is reachable, and Enter opens it.
+func TestBoardKeyboard(t *testing.T) {
+	d := startDaemon(t, sampleProject(t), "")
+	b := newBrowser(t)
+	b.login(d)
+	b.do(chromedp.KeyEvent("\t"))
+	if got := evalIn[string](b, `document.activeElement.className`); got != "skip" {
+		t.Errorf("the first Tab lands on %q, want the skip link", got)
+	}
+	for i := 0; i < 60; i++ {
+		if evalIn[bool](b, `document.activeElement.matches("#card-SNAG-1 a.card-link")`) {
+			break
+		}
+		b.do(chromedp.KeyEvent("\t"))
+	}
+	if !evalIn[bool](b, `document.activeElement.matches("#card-SNAG-1 a.card-link")`) {
+		t.Fatalf("Tab never reached SNAG-1's card; it stopped on %s", evalIn[string](b, `document.activeElement.outerHTML.slice(0, 200)`))
+	}
+	if o := evalIn[string](b, `getComputedStyle(document.activeElement).outlineStyle`); o == "none" {
+		t.Errorf("the focused card shows no outline")
+	}
+	b.do(chromedp.KeyEvent("\r"))
+	b.waitFor("SNAG-1's page", `location.pathname === "/task/SNAG-1" && document.querySelector("h1") !== null`)
+}
