@@ -194,15 +194,11 @@ func (ui *boardUI) page(r *http.Request, title, nav string) board.Page {
 }
 
 func (ui *boardUI) fail(w http.ResponseWriter, r *http.Request, err error) {
-	status, msg := http.StatusInternalServerError, err.Error()
-	switch {
-	case errors.Is(err, index.ErrNotFound):
-		status = http.StatusNotFound
-	case errors.Is(err, queue.ErrTransition), errors.Is(err, index.ErrAmbiguous), errors.Is(err, project.ErrNotClean):
-		status = http.StatusConflict
-	case retryable(err), errors.Is(err, queue.ErrChanged):
-		status, msg = http.StatusServiceUnavailable, busyMessage
-	default:
+	status, msg := statusOf(err), err.Error()
+	switch status {
+	case http.StatusServiceUnavailable:
+		msg = busyMessage
+	case http.StatusInternalServerError:
 		ui.d.log.Error("board: request failed", "path", r.URL.Path, "err", err)
 	}
 	ui.answer(w, r, status, http.StatusText(status), msg, "")
@@ -664,8 +660,7 @@ func (ui *boardUI) bulk(w http.ResponseWriter, r *http.Request) {
 	}
 	msg := ""
 	if len(ok) > 0 {
-		msg = fmt.Sprintf("%sed %s", strings.TrimSuffix(action, "e")+"e", strings.Join(ok, ", "))
-		msg = strings.Replace(msg, "eed", "ed", 1)
+		msg = map[string]string{"promote": "promoted ", "reject": "rejected "}[action] + strings.Join(ok, ", ")
 	}
 	if len(failed) > 0 {
 		msg = strings.TrimPrefix(msg+"; refused: "+strings.Join(failed, "; "), "; ")
