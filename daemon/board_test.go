@@ -608,3 +608,58 @@ func TestBoardKeyboard(t *testing.T) {
 	b.do(chromedp.KeyEvent("\r"))
 	b.waitFor("SNAG-1's page", `location.pathname === "/task/SNAG-1" && document.querySelector("h1") !== null`)
 }
+
+// TestBoardProblemsAndAgents reads the problems and agents pages as the
+// server renders them (no script needed).
+func TestBoardProblemsAndAgents(t *testing.T) {
+	root := sampleProject(t)
+	tasks := filepath.Join(root, ".snag", "tasks")
+	if err := os.WriteFile(filepath.Join(tasks, "SNAG-50 - Broken.md"), []byte("---\ntitle: [unclosed\n---\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dangling := strings.Replace(readFile(t, taskFile(t, root, "SNAG-5")), "depends_on: [SNAG-2]", "depends_on: [SNAG-404]", 1)
+	if err := os.WriteFile(taskFile(t, root, "SNAG-5"), []byte(dangling), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, root, "")
+	page := func(path string) string {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, d.url(path), nil)
+		req.Header.Set("Authorization", "Bearer "+d.token)
+		resp := d.raw(req)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d\n%s", path, resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	got := page("/problems")
+	for _, want := range []string{"SNAG-50 - Broken.md", "invalid", "dangling", "depends on SNAG-404"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the problems page lacks %q", want)
+		}
+	}
+
+	var sess struct {
+		ID int64 `json:"id"`
+	}
+	if code := d.do(http.MethodPost, "/sessions", map[string]any{"name": "WREN", "client": "claude-code", "client_version": "2.1"}, &sess); code != http.StatusCreated {
+		t.Fatalf("register: %d", code)
+	}
+	req, _ := http.NewRequest(http.MethodPost, d.url("/tasks/SNAG-8/claim"), strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Snag-Session", fmt.Sprint(sess.ID))
+	resp := d.raw(req)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("claim SNAG-8: %d", resp.StatusCode)
+	}
+	got = page("/agents")
+	for _, want := range []string{"<h2>WREN</h2>", "claude-code 2.1", `href="/task/SNAG-8"`, "Quantity stepper buttons"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the agents page lacks %q", want)
+		}
+	}
+}

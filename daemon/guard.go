@@ -261,6 +261,11 @@ func (g *boardGate) login(code string) (*http.Cookie, bool) {
 	if !ok || time.Now().After(c.expires) {
 		return nil, false
 	}
+	for k, s := range g.sessions {
+		if time.Since(s.seen) > sessionIdle {
+			delete(g.sessions, k)
+		}
+	}
 	id := randomText()
 	g.sessions[sha256.Sum256([]byte(id))] = &boardSession{By: c.by, CSRF: randomText(), seen: time.Now()}
 	return &http.Cookie{Name: boardCookie + strconv.Itoa(g.port), Value: id, Path: "/",
