@@ -370,8 +370,7 @@ func TestBoardFollowsFileEdits(t *testing.T) {
 	jsonDecode(resp, &claim)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Logf("claim SNAG-1: %d %v (the claimed column is not checked)", resp.StatusCode, claim)
-		return
+		t.Fatalf("claim SNAG-1: %d %v", resp.StatusCode, claim)
 	}
 	b.waitFor("SNAG-1 in the claimed column", `document.querySelector("section.col-claimed #card-SNAG-1") !== null`)
 }
