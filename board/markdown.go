@@ -156,7 +156,9 @@ func itemText(line string) string {
 func (r *renderer) inline(s string) {
 	var plain strings.Builder
 	flush := func() {
-		r.out.WriteString(strings.ReplaceAll(html.EscapeString(plain.String()), "\n", "<br>\n"))
+		// A line break inside a block is a soft break, as markdown has it:
+		// the browser wraps the text to its width.
+		r.out.WriteString(html.EscapeString(plain.String()))
 		plain.Reset()
 	}
 	for i := 0; i < len(s); {

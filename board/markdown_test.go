@@ -15,12 +15,12 @@ func TestBoardMarkdown(t *testing.T) {
 		want     string
 	}{
 		{"heading", "# Title\n\n## Sub", true, "<h2>Title</h2>\n<h3>Sub</h3>\n"},
-		{"paragraph", "one\ntwo\n\nthree", true, "<p>one<br>\ntwo</p>\n<p>three</p>\n"},
+		{"paragraph", "one\ntwo\n\nthree", true, "<p>one\ntwo</p>\n<p>three</p>\n"},
 		{"emphasis", "a **b** *c* _d_ `e<f>`", true, "<p>a <strong>b</strong> <em>c</em> <em>d</em> <code>e&lt;f&gt;</code></p>\n"},
 		{"list", "- a\n- b\n\n1. x\n2. y", true, "<ul>\n<li>a</li>\n<li>b</li>\n</ul>\n<ol>\n<li>x</li>\n<li>y</li>\n</ol>\n"},
-		{"list item over two lines", "- one\n  more\n- two", true, "<ul>\n<li>one<br>\nmore</li>\n<li>two</li>\n</ul>\n"},
+		{"list item over two lines", "- one\n  more\n- two", true, "<ul>\n<li>one\nmore</li>\n<li>two</li>\n</ul>\n"},
 		{"code block", "```go\nif a < b {}\n```", true, "<pre><code data-lang=\"go\">if a &lt; b {}</code></pre>\n"},
-		{"quote", "> said\n> so", true, "<blockquote>\n<p>said<br>\nso</p>\n</blockquote>\n"},
+		{"quote", "> said\n> so", true, "<blockquote>\n<p>said\nso</p>\n</blockquote>\n"},
 		{"http link", "[docs](https://example.com/a?b=1&c=2)", true,
 			`<p><a href="https://example.com/a?b=1&amp;c=2" rel="nofollow noopener noreferrer">docs</a></p>` + "\n"},
 		{"link in unvetted text", "[docs](https://example.com/)", false,
@@ -28,7 +28,7 @@ func TestBoardMarkdown(t *testing.T) {
 		{"javascript link", "[click](javascript:alert(1))", true,
 			`<p><span class="inert-link" title="not a link: only http and https links are made, and none in unvetted text">click</span>)</p>` + "\n"},
 		{"raw html", "<script>alert(1)</script>\n<img src=x onerror=alert(1)>", true,
-			"<p>&lt;script&gt;alert(1)&lt;/script&gt;<br>\n&lt;img src=x onerror=alert(1)&gt;</p>\n"},
+			"<p>&lt;script&gt;alert(1)&lt;/script&gt;\n&lt;img src=x onerror=alert(1)&gt;</p>\n"},
 		{"quotes in a link", `[x](https://e.com/"onmouseover="alert(1))`, true,
 			`<p><a href="https://e.com/%22onmouseover=%22alert%281" rel="nofollow noopener noreferrer">x</a>)</p>` + "\n"},
 	} {
@@ -45,7 +45,7 @@ func TestBoardMarkdown(t *testing.T) {
 var (
 	tagRE  = regexp.MustCompile(`<(/?)([a-zA-Z0-9]+)([^>]*)>`)
 	attrRE = regexp.MustCompile(`\s([a-z-]+)="([^"]*)"`)
-	allow  = map[string]bool{"h2": true, "h3": true, "h4": true, "h5": true, "h6": true, "p": true, "br": true, "ul": true,
+	allow  = map[string]bool{"h2": true, "h3": true, "h4": true, "h5": true, "h6": true, "p": true, "ul": true,
 		"ol": true, "li": true, "pre": true, "code": true, "blockquote": true, "strong": true, "em": true, "a": true,
 		"span": true, "hr": true}
 	attrs = map[string]bool{"href": true, "rel": true, "class": true, "title": true, "data-lang": true}
