@@ -30,6 +30,7 @@ func (d *Daemon) apply(ctx context.Context, b watch.Batch, polling bool) {
 			d.log.Warn("config.json not reloaded", "err", err)
 		} else {
 			d.p.Config = cfg
+			d.cfg.Store(&cfg)
 		}
 	}
 	changed := false

@@ -108,6 +108,9 @@ type Daemon struct {
 	verify *verifier
 	runCtx context.Context
 	fps    *failpoints
+	// cfg is d.p.Config, for readers that do not take mu (a verify dry
+	// run, a verifier); apply stores it when config.json changes.
+	cfg atomic.Pointer[queue.Config]
 
 	planMu      sync.Mutex
 	planTimer   *time.Timer
@@ -221,7 +224,9 @@ func Run(ctx context.Context, opts Options) error {
 	p.PlanLater = true // snagd writes plan.json once per burst of changes
 	fps.install(d)
 	d.fps, d.runCtx = fps, gctx
-	d.verify = newVerifier(p.Config.Verify.MaxConcurrent)
+	cfg := p.Config
+	d.cfg.Store(&cfg)
+	d.verify = newVerifier(cfg.Verify.MaxConcurrent)
 	d.opened.Store(true)
 	// snagd holds the project's lock and is its one writer: a temp file
 	// there now was left by a crash, whatever its age.

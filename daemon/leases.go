@@ -314,8 +314,8 @@ func (d *Daemon) personRelease(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"key": it.Key, "status": queue.StatusOpen})
 }
 
-// holderMove is a release or resolve by the session that holds the task,
-// fenced by its epoch.
+// holderMove is a release by the session that holds the task, fenced by
+// its epoch. (A holder's resolve goes through verify: startVerify.)
 func (d *Daemon) holderMove(w http.ResponseWriter, r *http.Request, action queue.Action) {
 	s, e := d.sessionOf(r)
 	if e != nil {
@@ -357,17 +357,7 @@ func (d *Daemon) holderMove(w http.ResponseWriter, r *http.Request, action queue
 			return err
 		}
 		detail := req.Reason
-		if action == queue.ActResolve {
-			detail = strings.TrimSpace(req.Note + " " + req.Commit)
-			if !d.p.Config.VerifyOnResolve() {
-				it2 := *it
-				it2.Task = t
-				if t, err = d.p.MoveFile(&it2, queue.ActSkipVerify, queue.System, s.Name); err != nil {
-					return err
-				}
-			}
-		}
-		if action == queue.ActRelease || t.Status == queue.StatusResolved {
+		if action == queue.ActRelease {
 			if _, _, err := tx.End(it.ID, string(action)+": "+detail); err != nil {
 				return err
 			}

@@ -145,9 +145,9 @@ func (d *Daemon) sessionRoot(root string) string {
 	return r
 }
 
-// plan says what would check a task, verifying in dir. d.mu must be held.
+// plan says what would check a task, verifying in dir.
 func (d *Daemon) plan(it *index.Item, dir string) verifyPlan {
-	cfg := d.p.Config
+	cfg := *d.cfg.Load()
 	p := verifyPlan{Key: it.Key, Code: VerifyOK}
 	if !cfg.VerifyOnResolve() {
 		p.Code = VerifyDisabled
@@ -269,20 +269,18 @@ func (d *Daemon) startVerify(w http.ResponseWriter, r *http.Request) {
 	if who == "" {
 		who = "a person"
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	ctx := r.Context()
-	it, err := d.p.DB.Get(ctx, ref)
-	if err != nil {
-		d.fail(w, err)
-		return
-	}
 	dir := d.root
 	if s.Root != "" {
 		dir = s.Root
 	}
-	p := d.plan(it, dir)
-	if req.DryRun {
+	if req.DryRun { // a read: it waits for no write
+		it, err := d.p.DB.Get(ctx, ref)
+		if err != nil {
+			d.fail(w, err)
+			return
+		}
+		p := d.plan(it, dir)
 		status := http.StatusOK
 		if p.Code == VerifyUnavailable {
 			status = http.StatusServiceUnavailable // no Retry-After: this is not a moment's wait
@@ -291,6 +289,14 @@ func (d *Daemon) startVerify(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, status, p)
 		return
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	it, err := d.p.DB.Get(ctx, ref)
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	p := d.plan(it, dir)
 	refuse := func(e *apiError) {
 		d.audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: action, TaskID: it.ID,
 			Outcome: "refused", Detail: e.Message})
@@ -543,9 +549,7 @@ func (d *Daemon) settleCancelled(run index.VerifyRun) {
 
 // check runs the verifier of a run and says what it found.
 func (d *Daemon) check(ctx context.Context, t *queue.Task, run index.VerifyRun) result {
-	d.mu.Lock()
-	cfg := d.p.Config
-	d.mu.Unlock()
+	cfg := *d.cfg.Load()
 	timeout := time.Duration(cfg.Verify.TimeoutSeconds) * time.Second
 	switch run.Verifier {
 	case "command":
