@@ -3,12 +3,10 @@ package daemon
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path"
@@ -698,35 +696,23 @@ func (ui *boardUI) move(ctx context.Context, ref, action string, form url.Values
 			return err.Error(), statusOf(err)
 		}
 		return fmt.Sprintf("%s promoted to open (%s, wave %d)", t.Key, t.Severity, t.Wave), http.StatusOK
-	case "reject", "cancel", "reopen":
-		return ui.call(ctx, ui.d.moveTask, "/tasks/"+ref+"/"+action, map[string]string{"ref": ref, "action": action}, by)
-	case "accept":
-		return ui.call(ctx, ui.d.personAccept, "/tasks/"+ref+"/accept", map[string]string{"ref": ref}, by)
+	case "reject", "cancel", "reopen", "accept":
+		r, err := queue.ParseRef(ref)
+		if err != nil {
+			return err.Error(), http.StatusBadRequest
+		}
+		var t *queue.Task
+		if action == "accept" {
+			t, err = ui.d.accept(ctx, r, by)
+		} else {
+			t, err = ui.d.personMove(ctx, r, personMoves[action], by)
+		}
+		if err != nil {
+			return err.Error(), statusOf(err)
+		}
+		return fmt.Sprintf("%s is %s now", t.Key, strings.ReplaceAll(string(t.Status), "_", " ")), http.StatusOK
 	}
 	return "no such move: " + action, http.StatusNotFound
-}
-
-// call runs one of the API's handlers for the board, so a move from the
-// board is the very move the CLI makes (checks, audit, events).
-func (ui *boardUI) call(ctx context.Context, h http.HandlerFunc, target string, values map[string]string, by string) (string, int) {
-	body, _ := json.Marshal(moveRequest{By: by})
-	req := httptest.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range values {
-		req.SetPathValue(k, v)
-	}
-	rec := httptest.NewRecorder()
-	h(rec, req)
-	var out struct {
-		Key     string       `json:"key"`
-		Status  queue.Status `json:"status"`
-		Message string       `json:"message"`
-	}
-	json.Unmarshal(rec.Body.Bytes(), &out)
-	if rec.Code != http.StatusOK {
-		return out.Message, rec.Code
-	}
-	return fmt.Sprintf("%s is %s now", out.Key, strings.ReplaceAll(string(out.Status), "_", " ")), http.StatusOK
 }
 
 // statusOf is the HTTP status of a failed move.

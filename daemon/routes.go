@@ -257,16 +257,26 @@ func (d *Daemon) moveTask(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	d.mu.Lock()
-	t, err := d.p.Move(r.Context(), ref, action, queue.Person, req.By)
-	d.mu.Unlock()
+	t, err := d.personMove(r.Context(), ref, action, req.By)
 	if err != nil {
 		d.fail(w, err)
 		return
 	}
-	d.writePlan(r.Context())
-	d.hub.publish("task", map[string]any{"key": t.Key, "status": t.Status})
 	writeJSON(w, http.StatusOK, map[string]any{"id": t.ID, "key": t.Key, "status": t.Status})
+}
+
+// personMove makes a person's move (promote, reject, cancel, reopen): the
+// API's and the board's.
+func (d *Daemon) personMove(ctx context.Context, ref queue.Ref, action queue.Action, by string) (*queue.Task, error) {
+	d.mu.Lock()
+	t, err := d.p.Move(ctx, ref, action, queue.Person, by)
+	d.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	d.writePlan(ctx)
+	d.hub.publish("task", map[string]any{"key": t.Key, "status": t.Status})
+	return t, nil
 }
 
 func (d *Daemon) search(w http.ResponseWriter, r *http.Request) {

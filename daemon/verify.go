@@ -764,34 +764,42 @@ func (d *Daemon) personAccept(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{http.StatusForbidden, "person_only", "only a person resolves a task without verify: resolve it, and verify checks it"})
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	ctx := r.Context()
-	it, err := d.p.DB.Get(ctx, ref)
+	t, err := d.accept(r.Context(), ref, req.By)
 	if err != nil {
 		d.fail(w, err)
 		return
 	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": t.ID, "key": t.Key, "status": t.Status})
+}
+
+// accept is a person's resolve without verify: the API's and the board's.
+// The lease ends and a check in flight is stopped.
+func (d *Daemon) accept(ctx context.Context, ref queue.Ref, by string) (*queue.Task, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	it, err := d.p.DB.Get(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
 	var moved *queue.Task
 	err = d.p.DB.Update(ctx, func(tx *index.Tx) error {
-		if moved, err = d.p.MoveFile(it, queue.ActAccept, queue.Person, req.By); err != nil {
+		if moved, err = d.p.MoveFile(it, queue.ActAccept, queue.Person, by); err != nil {
 			return err
 		}
-		if _, _, err := tx.End(it.ID, "resolved by "+req.By); err != nil {
+		if _, _, err := tx.End(it.ID, "resolved by "+by); err != nil {
 			return err
 		}
 		if err := tx.SyncFile(d.p.Tasks, project.Name(it)); err != nil {
 			return err
 		}
-		return tx.Audit(index.AuditEntry{Actor: queue.Person, Agent: req.By, Action: "accept", TaskID: it.ID, Outcome: "ok",
+		return tx.Audit(index.AuditEntry{Actor: queue.Person, Agent: by, Action: "accept", TaskID: it.ID, Outcome: "ok",
 			Detail: fmt.Sprintf("%s -> %s by a person", it.Status, moved.Status)})
 	})
 	if err != nil {
-		d.fail(w, err)
-		return
+		return nil, err
 	}
 	d.verify.stop(it.ID)
 	d.hub.publish("task", map[string]any{"key": it.Key, "status": moved.Status})
 	d.writePlan(ctx)
-	writeJSON(w, http.StatusOK, map[string]any{"id": it.ID, "key": it.Key, "status": moved.Status})
+	return moved, nil
 }
