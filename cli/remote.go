@@ -212,30 +212,32 @@ func (r *remote) list(ctx context.Context, f index.Filter) (index.Page, int, err
 }
 
 // get reads one task; arg is the reference as typed.
-func (r *remote) get(ctx context.Context, arg string, ref queue.Ref) (*index.Item, error) {
+func (r *remote) get(ctx context.Context, arg string, ref queue.Ref) (*index.Item, *verifyAnswer, error) {
 	if r.cl == nil {
 		p, err := r.local(ctx)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		defer p.Close()
-		return p.DB.Get(ctx, ref)
+		it, err := p.DB.Get(ctx, ref)
+		return it, nil, err
 	}
 	var got struct {
-		Row    index.Row   `json:"row"`
-		Task   *queue.Task `json:"task"`
-		Body   string      `json:"body"`
-		SHA256 string      `json:"sha256"`
+		Row    index.Row     `json:"row"`
+		Task   *queue.Task   `json:"task"`
+		Body   string        `json:"body"`
+		SHA256 string        `json:"sha256"`
+		Verify *verifyAnswer `json:"verify"`
 	}
 	if err := r.do(ctx, "GET", "/tasks/"+url.PathEscape(arg), nil, &got); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	it := &index.Item{Row: got.Row, Task: got.Task}
 	if it.Task != nil {
 		it.Task.Body = []byte(got.Body)
 	}
 	it.SHA256, _ = hex.DecodeString(got.SHA256)
-	return it, nil
+	return it, got.Verify, nil
 }
 
 // search runs a full-text query.

@@ -113,7 +113,7 @@ func clip(s string, n int) string {
 }
 
 // writeShow prints one task in full.
-func writeShow(w io.Writer, it *index.Item) {
+func writeShow(w io.Writer, it *index.Item, v *verifyAnswer) {
 	if it.Task == nil {
 		fmt.Fprintf(w, "%s  %s\n", orKey(&it.Row), it.Path)
 		fmt.Fprintf(w, "state:     %s\n", it.State)
@@ -177,6 +177,21 @@ func writeShow(w io.Writer, it *index.Item) {
 	}
 	if t.Verify != nil {
 		kv("verify", t.Verify.Command)
+	}
+	if v != nil {
+		switch {
+		case v.Running:
+			kv("checked", "running now (snag verify "+t.Key+" --wait waits for it)")
+		case v.Outcome != "":
+			line := v.Outcome
+			if !v.LastAt.IsZero() {
+				line += ", " + fmtTime(v.LastAt)
+			}
+			if r := strings.TrimSpace(v.Reason); r != "" {
+				line += ": " + firstLine(r)
+			}
+			kv("checked", line)
+		}
 	}
 	kv("created", fmtTime(t.Created))
 	kv("updated", fmtTime(t.Updated))

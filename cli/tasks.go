@@ -246,6 +246,8 @@ type showJSON struct {
 	TaskFile string      `json:"task_file"`
 	SHA256   string      `json:"sha256"`
 	Source   string      `json:"source"` // daemon or files
+	// Verify is the latest verify run, from a daemon, when there was one.
+	Verify *verifyAnswer `json:"verify,omitempty"`
 }
 
 func runShow(ctx context.Context, c *call) error {
@@ -260,18 +262,18 @@ func runShow(ctx context.Context, c *call) error {
 	if err != nil {
 		return err
 	}
-	it, err := r.get(ctx, c.args[0], ref)
+	it, v, err := r.get(ctx, c.args[0], ref)
 	if err != nil {
 		return err
 	}
 	if c.opt.json {
-		out := showJSON{Row: &it.Row, Task: it.Task, TaskFile: project.Rel(it.Path), SHA256: fmt.Sprintf("%x", it.SHA256), Source: r.source()}
+		out := showJSON{Row: &it.Row, Task: it.Task, TaskFile: project.Rel(it.Path), SHA256: fmt.Sprintf("%x", it.SHA256), Source: r.source(), Verify: v}
 		if it.Task != nil {
 			out.Body = string(it.Task.Body)
 		}
 		return writeJSON(c.Stdout, out)
 	}
-	writeShow(c.Stdout, it)
+	writeShow(c.Stdout, it, v)
 	if it.State != index.StateOK {
 		return errFound
 	}

@@ -43,18 +43,19 @@ func init() {
 // verifyAnswer is POST /verify/{ref} and GET /verify/{ref}, the parts the
 // CLI shows.
 type verifyAnswer struct {
-	Key      string `json:"key"`
-	Code     string `json:"code,omitempty"`
-	Status   string `json:"status,omitempty"`
-	Verifier string `json:"verifier,omitempty"`
-	Command  string `json:"command,omitempty"`
-	URL      string `json:"url,omitempty"`
-	Approved *bool  `json:"approved,omitempty"`
-	Message  string `json:"message,omitempty"`
-	Running  bool   `json:"running,omitempty"`
-	Outcome  string `json:"outcome,omitempty"`
-	Reason   string `json:"reason,omitempty"`
-	Shot     string `json:"shot,omitempty"`
+	Key      string    `json:"key"`
+	Code     string    `json:"code,omitempty"`
+	Status   string    `json:"status,omitempty"`
+	Verifier string    `json:"verifier,omitempty"`
+	Command  string    `json:"command,omitempty"`
+	URL      string    `json:"url,omitempty"`
+	Approved *bool     `json:"approved,omitempty"`
+	Message  string    `json:"message,omitempty"`
+	Running  bool      `json:"running,omitempty"`
+	Outcome  string    `json:"outcome,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+	LastAt   time.Time `json:"last_at,omitzero"`
+	Shot     string    `json:"shot,omitempty"`
 }
 
 func runVerify(ctx context.Context, c *call) error {
