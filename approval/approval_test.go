@@ -287,6 +287,9 @@ func TestPlanted(t *testing.T) {
 			name: "someone else's file",
 			plant: func(t *testing.T, s *approval.Store, path string) {
 				if os.Getuid() != 0 {
+					if os.Getenv("CI") != "" {
+						t.Fatal("CI runs as root (.ci/run installs with apt-get), and only root can give a file away")
+					}
 					t.Skip("only root can give a file away")
 				}
 				approve(t, s, scope, cmd, false)

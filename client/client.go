@@ -13,7 +13,6 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -288,58 +287,7 @@ func (e *Error) Error() string { return e.Message }
 // Do sends a request with the token and decodes a JSON answer into out
 // (when out is not nil). A non-2xx answer is returned as *Error.
 func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
-	var resp *http.Response
-	deadline := time.Now().Add(ReadyWait)
-	for {
-		req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Authorization", "Bearer "+c.tok.String())
-		if in != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		if resp, err = c.http.Do(req); err != nil {
-			return fmt.Errorf("snagd on :%d: %w", c.health.Port, err)
-		}
-		// 503 with Retry-After means nothing was done: snagd is starting,
-		// rebuilding its index or waiting for a lock; ask again after it.
-		// A 503 without it (no browser to verify with) is not a moment's
-		// wait: it goes back to the caller.
-		wait := retryAfter(resp)
-		if !retryLater(resp) || time.Now().Add(wait).After(deadline) {
-			break
-		}
-		resp.Body.Close()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
-		if b, ok := body.(*bytes.Reader); ok {
-			b.Seek(0, io.SeekStart)
-		}
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		e := &Error{Status: resp.StatusCode}
-		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(e); err != nil || e.Message == "" {
-			e.Message = fmt.Sprintf("snagd answered %s", resp.Status)
-		}
-		return e
-	}
-	if out == nil {
-		return nil
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	return c.DoAs(ctx, 0, "", method, path, in, out)
 }
 
 // retryLater reports whether an answer asks to be sent again in a moment:

@@ -37,10 +37,13 @@ func (c *Client) Register(ctx context.Context, r Registration) (Session, error) 
 	return s, err
 }
 
-// DoAs is Do for a request an agent's tool call makes: it carries the
+// DoAs sends a request for an agent's tool call: it carries the
 // session (X-Snag-Session) and the tool's name (X-Snag-Tool) so snagd acts
 // for the session and audits the call. A session of 0 or an empty tool is
-// not sent.
+// not sent. A 503 with Retry-After (snagd starting, or its index busy:
+// nothing was done) is sent again after the wait, for up to ReadyWait; a
+// 503 without it (no browser to verify with) and every other non-2xx
+// answer come back as *Error.
 func (c *Client) DoAs(ctx context.Context, session int64, tool, method, path string, in, out any) error {
 	var raw []byte
 	if in != nil {

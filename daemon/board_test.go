@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -18,23 +17,25 @@ import (
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+
+	verifier "github.com/snagdev/snag/browser"
 )
 
 // The board's tests drive snagd's web page in real headless Chromium. They
 // skip when no Chromium is installed, unless CI is set: there they fail.
 
-// chromiumPath finds Chromium, or skips (fails in CI).
-func chromiumPath(t *testing.T) string {
+// chromiumPath finds Chromium as the browser verifier does, or skips
+// (fails in CI, where .ci/run installs it).
+func chromiumPath(t testing.TB) string {
 	t.Helper()
-	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
+	p, err := verifier.Find("")
+	if err == nil {
+		return p
 	}
 	if os.Getenv("CI") != "" {
-		t.Fatal("no Chromium found (CI is set: the board's browser tests must run; install Debian's chromium)")
+		t.Fatalf("CI is set: the browser tests must run (.ci/run installs Debian's chromium): %v", err)
 	}
-	t.Skip("no Chromium found: install chromium to run the board's browser tests")
+	t.Skipf("no Chromium: %v", err)
 	return ""
 }
 

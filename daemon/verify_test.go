@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -500,27 +499,12 @@ func TestVerifyRestartDuringARun(t *testing.T) {
 	}
 }
 
-// needChromium skips a test without a browser, unless in CI, where the
-// browser is installed by .ci/run and its absence is a failure.
-func needChromium(t *testing.T) {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if _, err := exec.LookPath(name); err == nil {
-			return
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("no chromium on PATH: .ci/run installs Debian's chromium package")
-	}
-	t.Skip("no chromium on PATH (apt-get install chromium)")
-}
-
 // TestVerifyBrowser runs the browser verifier through snagd against pages
 // the test serves on 127.0.0.1: the captured error seen again fails, gone
 // passes, and a capture with no error to compare goes to a person with a
 // fresh screenshot.
 func TestVerifyBrowser(t *testing.T) {
-	needChromium(t)
+	chromiumPath(t)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/broken", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `<!doctype html><title>Checkout</title><form id="checkout-form"><button type="submit">Place order</button></form>
@@ -636,9 +620,7 @@ func TestX12_PulledCommandWaitsForApproval(t *testing.T) {
 // the page's load and settle, the screenshot and applying the outcome. One
 // iteration is one check of a page that passes.
 func BenchmarkVerifyBrowser(b *testing.B) {
-	if _, err := exec.LookPath("chromium"); err != nil {
-		b.Skip("no chromium on PATH (apt-get install chromium)")
-	}
+	chromiumPath(b)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `<!doctype html><title>Checkout</title><button id="pay">Place order</button>`)
 	}))

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -155,17 +154,7 @@ func TestHTTPSessionEndReleasesLeases(t *testing.T) {
 		t.Fatalf("close: %v", err)
 	}
 	other := hMustConnect(t, e)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, _, sc := call(t, other, "snag_get", map[string]any{"id": key})
-		if st := sc["task"].(map[string]any)["status"]; st == "open" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still held 10 s after its MCP session was deleted", key)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitOpen(t, other, key, 10*time.Second, "its MCP session was deleted")
 }
 
 const hInit = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
@@ -267,38 +256,7 @@ func TestHTTPRefused(t *testing.T) {
 }
 
 // hDaemon starts snagd with extra flags and waits until it is ready.
-func (e *env) hDaemon(t *testing.T, args ...string) {
-	t.Helper()
-	cmd := exec.Command(snagBin, append([]string{"daemon", "--root", e.root, "--port", fmt.Sprint(e.port)}, args...)...)
-	cmd.Env = e.environ()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/health", e.port)); err == nil {
-			var h struct{ Ready bool }
-			json.NewDecoder(resp.Body).Decode(&h)
-			resp.Body.Close()
-			if h.Ready {
-				return
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("snagd did not become ready")
-}
+func (e *env) hDaemon(t *testing.T, args ...string) { e.startDaemon(t, args...) }
 
 // TestHTTPIdleSessionEnds: a session with nothing in flight past
 // --mcp-idle is closed and its lease released; one whose client holds

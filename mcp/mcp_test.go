@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -75,42 +76,77 @@ func (e *env) environ() []string {
 }
 
 // daemon starts a real snagd for the project and waits until it is ready.
-func (e *env) daemon(t *testing.T) {
+func (e *env) daemon(t *testing.T) { e.startDaemon(t) }
+
+// startDaemon starts a real snagd for the project, with more flags, waits
+// until it is ready, and returns a function that stops it cleanly (the
+// test's end stops it too). Its log is shown when the test fails.
+func (e *env) startDaemon(t *testing.T, args ...string) (stop func()) {
 	t.Helper()
-	cmd := exec.Command(snagBin, "daemon", "--root", e.root, "--port", fmt.Sprint(e.port))
+	cmd := exec.Command(snagBin, append([]string{"daemon", "--root", e.root, "--port", fmt.Sprint(e.port)}, args...)...)
 	cmd.Env = e.environ()
-	var logb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logb, &logb
+	log := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				<-done
+			}
+		})
+	}
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
+		stop()
+		if t.Failed() {
+			t.Logf("snagd log:\n%s", log.String())
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, err := os.Stat(filepath.Join(e.root, ".snag", ".port")); err == nil {
-			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/health", e.port))
-			if err == nil {
-				var h struct{ Ready bool }
-				json.NewDecoder(resp.Body).Decode(&h)
-				resp.Body.Close()
-				if h.Ready {
-					return
-				}
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
+	waitFor(t, 60*time.Second, func() bool { return readyAt(e.port) },
+		func() string { return "snagd did not become ready; its log:\n" + log.String() })
+	return stop
+}
+
+// readyAt reports whether the snagd on port answers /health as ready.
+func readyAt(port int) bool {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/health", port))
+	if err != nil {
+		return false
 	}
-	t.Fatalf("snagd did not become ready; its log:\n%s", logb.String())
+	defer resp.Body.Close()
+	var h struct{ Ready bool }
+	return json.NewDecoder(resp.Body).Decode(&h) == nil && h.Ready
+}
+
+// waitFor polls cond until it holds; after within, the test fails with
+// what failure says then.
+func waitFor(tb testing.TB, within time.Duration, cond func() bool, failure func() string) {
+	tb.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatal(failure())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitOpen waits until key is open again as session cs reads it: its
+// holder's lease was released.
+func waitOpen(t *testing.T, cs *sdk.ClientSession, key string, within time.Duration, after string) {
+	t.Helper()
+	waitFor(t, within, func() bool {
+		_, _, sc := call(t, cs, "snag_get", map[string]any{"id": key})
+		return sc["task"].(map[string]any)["status"] == "open"
+	}, func() string { return fmt.Sprintf("%s still held %s after %s", key, within, after) })
 }
 
 // bridge starts snag mcp in the project and connects to it.
@@ -340,17 +376,7 @@ func TestKilledBridgeReleasesLeases(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGKILL)
 
 	other, _ := e.bridge(t)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		_, _, sc := call(t, other, "snag_get", map[string]any{"id": key})
-		if st := sc["task"].(map[string]any)["status"]; st == "open" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still held 5 s after its bridge was killed", key)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitOpen(t, other, key, 5*time.Second, "its bridge was killed")
 }
 
 func golden(t *testing.T, name string, got []byte) {
@@ -492,41 +518,7 @@ func TestDaemonRestartKeepsTheSession(t *testing.T) {
 }
 
 // daemonStoppable is daemon with a function that stops it cleanly.
-func (e *env) daemonStoppable(t *testing.T) func() {
-	t.Helper()
-	cmd := exec.Command(snagBin, "daemon", "--root", e.root, "--port", fmt.Sprint(e.port))
-	cmd.Env = e.environ()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	stop := func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	}
-	t.Cleanup(stop)
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/health", e.port))
-		if err == nil {
-			var h struct{ Ready bool }
-			json.NewDecoder(resp.Body).Decode(&h)
-			resp.Body.Close()
-			if h.Ready {
-				return stop
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("snagd did not become ready")
-	return nil
-}
+func (e *env) daemonStoppable(t *testing.T) func() { return e.startDaemon(t) }
 
 func TestToolCallsAreAudited(t *testing.T) {
 	e := newEnv(t)
