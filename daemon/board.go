@@ -353,7 +353,7 @@ func (ui *boardUI) taskPage(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	if st, err := ui.d.verifyState(ctx, it); err == nil {
+	if st, _, err := ui.d.verifyState(ctx, it); err == nil {
 		out.Verify = board.Verify{Running: st.Running, Outcome: st.Outcome, Reason: st.Reason, LastAt: st.LastAt, History: st.History}
 	}
 	if es, err := ui.d.p.DB.AuditTail(ctx, auditScan); err == nil {

@@ -155,11 +155,12 @@ func (d *Daemon) getTask(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, err)
 		return
 	}
+	st, it, verr := d.verifyState(r.Context(), it) // it: the row as the runs agree with
 	out := map[string]any{"row": it.Row, "task": it.Task, "task_file": d.p.Rel(it.Path), "sha256": fmt.Sprintf("%x", it.SHA256)}
 	if it.Task != nil {
 		out["body"] = string(it.Task.Body)
 	}
-	if st, err := d.verifyState(r.Context(), it); err == nil && (st.Running || st.Outcome != "") {
+	if verr == nil && (st.Running || st.Outcome != "") {
 		st.History = nil // GET /verify/{ref} has it
 		out["verify"] = st
 	}

@@ -327,7 +327,7 @@ func (d *Daemon) startVerify(w http.ResponseWriter, r *http.Request) {
 	case queue.StatusClaimed:
 	case queue.StatusVerifying:
 		if d.verify.inFlight(it.ID) {
-			st, err := d.verifyState(ctx, it)
+			st, _, err := d.verifyState(ctx, it)
 			if err != nil {
 				d.fail(w, err)
 				return
@@ -453,7 +453,7 @@ func (d *Daemon) getVerify(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, err)
 		return
 	}
-	st, err := d.verifyState(r.Context(), it)
+	st, _, err := d.verifyState(r.Context(), it)
 	if err != nil {
 		d.fail(w, err)
 		return
@@ -461,12 +461,26 @@ func (d *Daemon) getVerify(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
-func (d *Daemon) verifyState(ctx context.Context, it *index.Item) (verifyState, error) {
+// verifyState is where verify of a task stands, with its recent runs.
+//
+// The row is read before the runs. A run's outcome ends the run in the
+// transaction that moves the task, so a task still verifying whose latest
+// run has ended (and was not left verifying by it) was read just before
+// that transaction: its row is read again, and the item returned agrees
+// with the runs.
+func (d *Daemon) verifyState(ctx context.Context, it *index.Item) (verifyState, *index.Item, error) {
+	running := d.verify.inFlight(it.ID)
 	runs, err := d.p.DB.VerifyRuns(ctx, it.ID, 20)
 	if err != nil {
-		return verifyState{}, err
+		return verifyState{}, it, err
 	}
-	st := verifyState{Key: it.Key, Status: it.Status, Running: d.verify.inFlight(it.ID), History: runs}
+	if it.Status == queue.StatusVerifying && len(runs) > 0 && !runs[0].Ended.IsZero() &&
+		runs[0].Outcome != OutcomeUnavailable && runs[0].Outcome != OutcomeInterrupted {
+		if fresh, err := d.p.DB.Get(ctx, queue.Ref{ID: it.ID}); err == nil {
+			it = fresh
+		}
+	}
+	st := verifyState{Key: it.Key, Status: it.Status, Running: running && runs != nil && runs[0].Ended.IsZero(), History: runs}
 	if st.History == nil {
 		st.History = []index.VerifyRun{}
 	}
@@ -479,7 +493,7 @@ func (d *Daemon) verifyState(ctx context.Context, it *index.Item) (verifyState, 
 			break
 		}
 	}
-	return st, nil
+	return st, it, nil
 }
 
 // launch starts a queued run in the background. d.mu must be held.
@@ -627,10 +641,18 @@ func (d *Daemon) finishVerify(t *queue.Task, run index.VerifyRun, res result) {
 	v := d.verify
 	v.mu.Lock()
 	current := v.flight[run.TaskID] != nil && v.flight[run.TaskID].run == run.ID
-	if current {
-		delete(v.flight, run.TaskID)
-	}
 	v.mu.Unlock()
+	if current {
+		// In flight until the outcome is committed: a reader never sees
+		// the check over and the task not yet moved.
+		defer func() {
+			v.mu.Lock()
+			if f := v.flight[run.TaskID]; f != nil && f.run == run.ID {
+				delete(v.flight, run.TaskID)
+			}
+			v.mu.Unlock()
+		}()
+	}
 	if d.runCtx.Err() != nil {
 		return // the run stays open; the next start queues it again
 	}
