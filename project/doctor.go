@@ -184,7 +184,7 @@ func (p *Project) Fix(ctx context.Context) ([]string, error) {
 				fields = append(fields, queue.Set("id", queue.NewID(time.Now())))
 			}
 			if !strings.Contains(string(cur), "\nkey:") {
-				n, err := p.DB.NextKey(ctx)
+				n, err := p.DB.NextFreeKey(ctx, p.Tasks)
 				if err != nil {
 					return nil, err
 				}

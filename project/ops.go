@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 	"time"
@@ -85,13 +86,9 @@ func (p *Project) Add(ctx context.Context, nt NewTask, actor queue.Actor, who st
 			return nil, "", fmt.Errorf("add: depends on: %w", err)
 		}
 	}
-	n, err := p.DB.NextKey(ctx)
-	if err != nil {
-		return nil, "", err
-	}
 	now := time.Now().UTC().Truncate(time.Second)
 	t := &queue.Task{
-		ID: queue.NewID(now), Key: queue.Alias(n), Title: title,
+		ID: queue.NewID(now), Title: title,
 		Status: queue.StatusOpen, Trust: queue.TrustVetted,
 		Severity: orDefault(nt.Severity, queue.DefaultSeverity), Kind: orDefault(nt.Kind, queue.DefaultKind),
 		Wave: nt.Wave, Plan: nt.Plan, DependsOn: nt.DependsOn, SuspectFiles: nt.Files, Capture: nt.Capture,
@@ -106,19 +103,58 @@ func (p *Project) Add(ctx context.Context, nt NewTask, actor queue.Actor, who st
 	if len(t.Body) > 0 && !bytes.HasSuffix(t.Body, []byte("\n")) {
 		t.Body = append(t.Body, '\n')
 	}
-	data := queue.Format(t)
-	if _, err := queue.Parse(data); err != nil {
-		return nil, "", fmt.Errorf("add: %w", err)
-	}
-	name := queue.FileName(t.Key, t.Title)
-	if err := p.Tasks.Create(name, data); err != nil {
-		return nil, "", fmt.Errorf("add: %w", err)
+	name, err := p.createKeyed(ctx, t)
+	if err != nil {
+		return nil, "", err
 	}
 	if _, err := p.DB.SyncFile(ctx, p.Tasks, name); err != nil {
 		return nil, "", err
 	}
 	p.audit(ctx, actor, who, "add", t.ID, "ok", t.Key+" "+t.Title)
 	return t, index.TasksFolder + "/" + name, p.planAfterChange(ctx)
+}
+
+// keyTries is how many fresh keys [Project.Add] tries before it gives up:
+// each try loses only to a person writing a file with that very key in the
+// same instant.
+const keyTries = 20
+
+// createKeyed gives t the next key that no task file uses, on disk as well
+// as in the index (a person's hand-written SNAG-6 - x.md may not be indexed
+// yet), and creates its file. Should another file with that key appear while
+// it does so, it removes its own file and takes the next key: it never
+// leaves a file whose key another file has. It returns the file's name.
+func (p *Project) createKeyed(ctx context.Context, t *queue.Task) (string, error) {
+	for range keyTries {
+		n, err := p.DB.NextFreeKey(ctx, p.Tasks)
+		if err != nil {
+			return "", fmt.Errorf("add: %w", err)
+		}
+		t.Key = queue.Alias(n)
+		data := queue.Format(t)
+		if _, err := queue.Parse(data); err != nil {
+			return "", fmt.Errorf("add: %w", err)
+		}
+		name := queue.FileName(t.Key, t.Title)
+		if err := p.Tasks.Create(name, data); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				continue
+			}
+			return "", fmt.Errorf("add: %w", err)
+		}
+		used, err := p.DB.DiskKeys(ctx, p.Tasks)
+		if err != nil {
+			p.Tasks.Remove(name)
+			return "", fmt.Errorf("add: %w", err)
+		}
+		if len(used[n]) == 1 {
+			return name, nil
+		}
+		if err := p.Tasks.Remove(name); err != nil {
+			return "", fmt.Errorf("add: %s appeared beside %s with the same key; removing %s: %w", strings.Join(used[n], ", "), name, name, err)
+		}
+	}
+	return "", fmt.Errorf("add: every key tried was taken by a file written meanwhile (%d tries): try again", keyTries)
 }
 
 func orDefault[T comparable](v, d T) T {
