@@ -49,6 +49,11 @@ func TestBoardPagesRender(t *testing.T) {
 					t.Errorf("%s page holds %q unescaped", tc.page, bad)
 				}
 			}
+			for _, want := range []string{`<html lang="en">`, "<title>", `<main id="main"`, "<h1"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("%s page lacks %s", tc.page, want)
+				}
+			}
 			if !strings.Contains(out, "&lt;script&gt;alert(1)&lt;/script&gt;") {
 				t.Errorf("%s page does not show the hostile text escaped", tc.page)
 			}

@@ -47,8 +47,9 @@ const LoginCodesPath = "/login-codes"
 var boardPagePath = regexp.MustCompile(`^/(|inbox|activity|agents|problems|login|logout|task/[^/]+|board/.+)$`)
 
 // mountBoard adds the board's routes to mux and lets the guard admit a
-// browser with a board session to them.
-func (d *Daemon) mountBoard(mux *http.ServeMux) {
+// browser with a board session to them. It returns the handler for a path
+// nothing else serves: a page for a browser, JSON for everyone else.
+func (d *Daemon) mountBoard(mux *http.ServeMux) http.HandlerFunc {
 	views, err := board.New()
 	if err != nil {
 		panic(err) // the templates are embedded: a test parses them
@@ -59,7 +60,13 @@ func (d *Daemon) mountBoard(mux *http.ServeMux) {
 		if r.URL.Path == "/events" {
 			return r.Method == http.MethodGet
 		}
-		return boardPagePath.MatchString(r.URL.Path)
+		if boardPagePath.MatchString(r.URL.Path) {
+			return true
+		}
+		// A browser opening a path snagd does not serve gets the board's
+		// page saying so (or its login page), not the API's 401 in JSON.
+		_, pattern := mux.Handler(r)
+		return pattern == "/" && wantsPage(r)
 	}
 	gate.open = func(r *http.Request) bool {
 		return r.Method == http.MethodGet && (r.URL.Path == "/login" || strings.HasPrefix(r.URL.Path, "/board/static/"))
@@ -86,6 +93,21 @@ func (d *Daemon) mountBoard(mux *http.ServeMux) {
 	mux.HandleFunc("POST /board/tasks/{ref}/{action}", ui.ready(ui.act))
 	mux.HandleFunc("POST /board/bulk", ui.ready(ui.bulk))
 	mux.HandleFunc("POST "+LoginCodesPath, ui.loginCode)
+	return func(w http.ResponseWriter, r *http.Request) {
+		if wantsPage(r) {
+			ui.answer(w, r, http.StatusNotFound, "No such page", "snagd serves no page at "+r.URL.Path+".", "")
+			return
+		}
+		writeError(w, &apiError{http.StatusNotFound, "not_found", "no such endpoint: " + r.Method + " " + r.URL.Path})
+	}
+}
+
+// wantsPage reports whether a browser is opening the address as a page:
+// a GET that accepts HTML. The snag CLI, the MCP bridge and scripts ask
+// for JSON.
+func wantsPage(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
+		strings.Contains(r.Header.Get("Accept"), "text/html") && !wantsJSON(r)
 }
 
 // boardPerson is who a login code minted at start is for: the person who
@@ -145,6 +167,10 @@ func (ui *boardUI) answer(w http.ResponseWriter, r *http.Request, status int, he
 	}
 	p := &board.MessagePage{Page: board.Page{Head: heading}, Status: status, Heading: heading, Message: message, Command: command}
 	if s := sessionOfBoard(r); s != nil && status != http.StatusUnauthorized {
+		if ui.d.ready.Load() {
+			p.Page = ui.page(r, heading, "") // the tabs' counts, as on every page
+			p.Live = false
+		}
 		p.CSRF = s.CSRF
 		p.Back = "/"
 	}

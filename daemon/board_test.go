@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -517,15 +518,120 @@ func TestBoardRefusesCrossSiteForms(t *testing.T) {
 	}
 }
 
-// TestBoardScreenshots takes the board, a task and the activity page at
-// 1280 and 390 px (and the board in dark), for a person to look at: under
-// the test's temp dir, or $SNAG_BOARD_SHOTS when set. At both widths no
-// page is wider than the window.
-func TestBoardScreenshots(t *testing.T) {
+// axeFile is axe-core's browser script, installed from the committed
+// lockfile in board/testdata/axe (npm ci --prefix board/testdata/axe).
+var axeFile = filepath.Join("..", "board", "testdata", "axe", "node_modules", "axe-core", "axe.min.js")
+
+// axeSource reads axe-core's script, or says why it cannot: the caller
+// skips (fails in CI, where .ci/run installs it).
+func axeSource() (string, error) {
+	b, err := os.ReadFile(axeFile)
+	if err != nil {
+		return "", fmt.Errorf("axe-core is not installed (run npm ci --prefix board/testdata/axe): %w", err)
+	}
+	return string(b), nil
+}
+
+// axeTags are the rule sets the board is held to: WCAG 2.0 and 2.1, A and AA.
+const axeTags = `["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]`
+
+// axeFinding is one rule a page breaks, with the elements that break it.
+type axeFinding struct {
+	ID     string   `json:"id"`
+	Impact string   `json:"impact"`
+	Help   string   `json:"help"`
+	Nodes  []string `json:"nodes"`
+}
+
+func (f axeFinding) String() string {
+	return fmt.Sprintf("%s (%s): %s, on %d element(s):\n\t%s", f.ID, f.Impact, f.Help, len(f.Nodes), strings.Join(f.Nodes, "\n\t"))
+}
+
+// axe runs axe-core's WCAG 2.1 A and AA rules over the page the browser
+// shows and returns what they find. The script goes in through DevTools,
+// as a test harness does, so the board's CSP need not allow it.
+func (b *browser) axe(src string) []axeFinding {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](src+";undefined")); err != nil {
+		b.t.Fatalf("load axe-core: %v", err)
+	}
+	out, err := chromedp.Run(ctx, chromedp.Evaluate[string](`axe.run(document, {runOnly: {type: "tag", values: `+axeTags+`}, resultTypes: ["violations"],
+    rules: {"landmark-one-main": {enabled: true}, "page-has-heading-one": {enabled: true}, "region": {enabled: true}}})
+  .then(r => JSON.stringify(r.violations.map(v => ({id: v.id, impact: v.impact || "", help: v.help,
+    nodes: v.nodes.map(n => n.target.join(" ") + ": " + (n.failureSummary || "").replace(/\s+/g, " "))}))))`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		b.t.Fatalf("run axe-core: %v", err)
+	}
+	var found []axeFinding
+	if err := json.Unmarshal([]byte(out), &found); err != nil {
+		b.t.Fatalf("axe-core's answer %q: %v", out, err)
+	}
+	return found
+}
+
+// scheme makes the browser's window w by h pixels and its system color
+// scheme light or dark.
+func (b *browser) scheme(w, h int64, scheme string) {
+	b.t.Helper()
+	b.do(chromedp.EmulateViewport(w, h), chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
+		return err
+	}))
+}
+
+// TestBoardAccessibility opens every page of the board (the queue, the
+// inbox, tasks, the activity log, the agents, the problems, the login page,
+// a used login link and the 404 pages) in light and dark at 1280 and 390 px,
+// and on each: runs axe-core's WCAG 2.1 A and AA rules and fails on any
+// finding of serious or critical impact (lesser ones go to the log), fails
+// if the page is wider than the window, and takes a screenshot for a person
+// to look at, under the test's temp dir or $SNAG_BOARD_SHOTS when set.
+// Without axe-core the rules are skipped (they fail in CI) and the rest
+// runs.
+func TestBoardAccessibility(t *testing.T) {
+	src, axeErr := axeSource()
+	if axeErr != nil && os.Getenv("CI") != "" {
+		t.Fatalf("CI is set: the board's accessibility rules must run (.ci/run installs axe-core): %v", axeErr)
+	}
 	root := sampleProject(t)
+	// A problem to list: a dependency on a task that does not exist.
+	dangling := strings.Replace(readFile(t, taskFile(t, root, "SNAG-5")), "depends_on: [SNAG-2]", "depends_on: [SNAG-404]", 1)
+	if err := os.WriteFile(taskFile(t, root, "SNAG-5"), []byte(dangling), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	d := startDaemon(t, root, "")
+	// Some activity to show, and an agent holding a task.
+	d.do(http.MethodPost, "/tasks/SNAG-20/promote", map[string]any{"by": "dana"}, nil)
+	d.do(http.MethodPost, "/tasks/SNAG-19/reject", map[string]any{"by": "dana", "reason": "duplicate of SNAG-7"}, nil)
+	var sess struct {
+		ID int64 `json:"id"`
+	}
+	if code := d.do(http.MethodPost, "/sessions", map[string]any{"name": "WREN", "client": "claude-code", "client_version": "2.1"}, &sess); code != http.StatusCreated {
+		t.Fatalf("register: %d", code)
+	}
+	req, _ := http.NewRequest(http.MethodPost, d.url("/tasks/SNAG-8/claim"), strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Snag-Session", fmt.Sprint(sess.ID))
+	resp := d.raw(req)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("claim SNAG-8: %d", resp.StatusCode)
+	}
+
 	b := newBrowser(t)
 	b.login(d)
+	anon := newBrowser(t) // never logged in
+	used := d.loginLink()
+	if resp, err := http.Get(used); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close() // the link is used: a second use shows the refusal
+	}
+
 	dir := os.Getenv("SNAG_BOARD_SHOTS")
 	if dir == "" {
 		dir = filepath.Join(t.TempDir(), "shots")
@@ -533,52 +639,116 @@ func TestBoardScreenshots(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	pages := []struct{ name, path, ready string }{
-		{"board", "/", "#columns"},
-		{"inbox", "/inbox", "#inbox-items"},
-		{"task", "/task/SNAG-1", "#task"},
-		{"activity", "/activity", "#activity"},
+	const live = ` && document.querySelector("#live").textContent === "live"`
+	pages := []struct {
+		name, path, ready string
+		anon              bool
+	}{
+		{"board", "/", `document.querySelector("#columns")` + live, false},
+		{"inbox", "/inbox", `document.querySelector("#inbox-items")` + live, false},
+		{"task", "/task/SNAG-1", `document.querySelector("#task")` + live, false},
+		{"task-review", "/task/SNAG-10", `document.querySelector("#task .actions")` + live, false},
+		{"task-unvetted", "/task/SNAG-16", `document.querySelector("#task .markdown.data")` + live, false},
+		{"activity", "/activity", `document.querySelector("#activity")` + live, false},
+		{"agents", "/agents", `document.querySelector("#agents .agent")` + live, false},
+		{"problems", "/problems", `document.querySelector("#problems .problems")` + live, false},
+		{"no-task", "/task/SNAG-404", `document.querySelector(".message")`, false},
+		{"not-found", "/board/nope", `document.querySelector(".message")`, false},
+		{"not-found-top", "/nope", `document.querySelector(".message")`, false},
+		{"login", "/inbox", `document.querySelector(".message")`, true},
+		{"login-used", used, `document.querySelector(".message")`, true},
 	}
-	// Some activity to show.
-	d.do(http.MethodPost, "/tasks/SNAG-20/promote", map[string]any{"by": "dana"}, nil)
-	d.do(http.MethodPost, "/tasks/SNAG-19/reject", map[string]any{"by": "dana", "reason": "duplicate of SNAG-7"}, nil)
-	for _, size := range []struct {
-		w, h int64
-		dark bool
-	}{{1280, 900, false}, {390, 844, false}, {1280, 900, true}} {
-		scheme := "light"
-		if size.dark {
-			scheme = "dark"
+	serious := 0
+	for _, size := range []struct{ w, h int64 }{{1280, 900}, {390, 844}} {
+		for _, scheme := range []string{"light", "dark"} {
+			b.scheme(size.w, size.h, scheme)
+			anon.scheme(size.w, size.h, scheme)
+			for _, p := range pages {
+				br := b
+				if p.anon {
+					br = anon
+				}
+				u := p.path
+				if strings.HasPrefix(u, "/") {
+					u = d.url(u)
+				}
+				br.open(u)
+				br.waitFor(p.name, p.ready)
+				name := fmt.Sprintf("%s-%d", p.name, size.w)
+				if scheme == "dark" {
+					name += "-dark"
+				}
+				if got := evalIn[string](br, `[document.documentElement.lang, document.querySelectorAll("main").length, document.querySelectorAll("h1").length, document.title].join(" | ")`); !regexp.MustCompile(`^en \| 1 \| 1 \| \S.* · snag$`).MatchString(got) {
+					t.Errorf("%s: lang | main landmarks | h1 | title = %q, want en, one main, one h1 and a title", name, got)
+				}
+				if w := evalIn[int](br, `document.documentElement.scrollWidth`); w > int(size.w) {
+					t.Errorf("%s: %d px wide: it scrolls sideways", name, w)
+				}
+				ctx, cancel := context.WithTimeout(br.ctx, 30*time.Second)
+				png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+				cancel()
+				if err != nil {
+					t.Fatal(err)
+				}
+				path := filepath.Join(dir, name+".png")
+				if err := os.WriteFile(path, png, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("screenshot: %s", path)
+				if axeErr != nil {
+					continue
+				}
+				for _, f := range br.axe(src) {
+					if f.Impact == "serious" || f.Impact == "critical" {
+						serious++
+						t.Errorf("%s: axe-core: %s", name, f)
+					} else {
+						t.Logf("%s: axe-core: %s", name, f)
+					}
+				}
+			}
 		}
-		b.do(chromedp.EmulateViewport(size.w, size.h), chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-			_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
-			return err
-		}))
-		for _, p := range pages {
-			if size.dark && p.name != "board" && p.name != "task" {
-				continue
-			}
-			b.open(d.url(p.path))
-			b.waitFor(p.name, fmt.Sprintf(`document.querySelector(%q) !== null && document.querySelector("#live").textContent === "live"`, p.ready))
-			if w := evalIn[int](b, `document.documentElement.scrollWidth`); w > int(size.w) {
-				t.Errorf("%s at %d px is %d px wide: it scrolls sideways", p.name, size.w, w)
-			}
-			ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
-			png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-			cancel()
-			if err != nil {
-				t.Fatal(err)
-			}
-			name := fmt.Sprintf("%s-%d", p.name, size.w)
-			if size.dark {
-				name += "-dark"
-			}
-			path := filepath.Join(dir, name+".png")
-			if err := os.WriteFile(path, png, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("screenshot: %s", path)
+	}
+	if axeErr != nil {
+		t.Skipf("the pages were drawn, but not checked: %v", axeErr)
+	}
+	if serious > 0 {
+		t.Errorf("%d serious or critical findings of axe-core (rules %s)", serious, axeTags)
+	}
+}
+
+// TestBoardNotFoundPage: a browser opening an address snagd does not serve
+// gets a page saying so (or the login page, without a session); the CLI,
+// the MCP bridge and scripts, which ask for JSON, still get JSON.
+func TestBoardNotFoundPage(t *testing.T) {
+	d := startDaemon(t, sampleProject(t), "")
+	const browserAccept = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+	for _, tc := range []struct {
+		path, accept string
+		token        bool
+		status       int
+		ctype, has   string
+	}{
+		{"/nope", browserAccept, true, 404, "text/html", `<html lang="en">`},
+		{"/board/nope", browserAccept, true, 404, "text/html", "No such page"},
+		{"/nope", browserAccept, false, 401, "text/html", "snag open"},
+		{"/nope", "", true, 404, "application/json", `"not_found"`},
+		{"/nope", "application/json", false, 401, "application/json", `"unauthorized"`},
+		{"/tasks", browserAccept, false, 401, "application/json", `"unauthorized"`},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, d.url(tc.path), nil)
+		if tc.accept != "" {
+			req.Header.Set("Accept", tc.accept)
+		}
+		if tc.token {
+			req.Header.Set("Authorization", "Bearer "+d.token)
+		}
+		resp := d.raw(req)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || !strings.HasPrefix(resp.Header.Get("Content-Type"), tc.ctype) || !strings.Contains(string(body), tc.has) {
+			t.Errorf("GET %s (Accept %q, token %v): %d %s, want %d %s with %q\n%s", tc.path, tc.accept, tc.token,
+				resp.StatusCode, resp.Header.Get("Content-Type"), tc.status, tc.ctype, tc.has, body)
 		}
 	}
 }

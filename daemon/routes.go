@@ -60,10 +60,7 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 	}))
 	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) { d.hub.serveEvents(ctx, w, r) })
 	mux.Handle(MCPPath, d.mcpHandler(ctx)) // MCP over Streamable HTTP: POST, GET (its SSE stream), DELETE
-	d.mountBoard(mux)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &apiError{http.StatusNotFound, "not_found", "no such endpoint: " + r.Method + " " + r.URL.Path})
-	})
+	mux.HandleFunc("/", d.mountBoard(mux))
 	public := func(r *http.Request) bool { return r.URL.Path == "/health" }
 	used := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !public(r) {
