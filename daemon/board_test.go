@@ -753,27 +753,65 @@ func TestBoardNotFoundPage(t *testing.T) {
 	}
 }
 
+// focusContrast is the contrast ratio between the focused element's
+// outline and the first opaque background under it (its parent's, as the
+// outline is drawn outside the element).
+const focusContrast = `(() => {
+  const rgb = s => s.match(/[\d.]+/g).map(Number);
+  const lum = ([r, g, b]) => [r, g, b].map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4 })
+    .reduce((a, v, i) => a + v * [0.2126, 0.7152, 0.0722][i], 0);
+  const el = document.activeElement;
+  let bg = null;
+  for (let n = el.parentElement; n && !bg; n = n.parentElement) {
+    const c = rgb(getComputedStyle(n).backgroundColor);
+    if (c.length < 4 || c[3] > 0) bg = c;
+  }
+  const a = lum(rgb(getComputedStyle(el).outlineColor)), b = lum(bg || [255, 255, 255]);
+  return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+})()`
+
 // TestBoardKeyboard walks the board with Tab alone: the skip link comes
 // first, every card is reachable, and Enter opens it.
 func TestBoardKeyboard(t *testing.T) {
 	d := startDaemon(t, sampleProject(t), "")
 	b := newBrowser(t)
 	b.login(d)
-	b.do(chromedp.KeyEvent("\t"))
-	if got := evalIn[string](b, `document.activeElement.className`); got != "skip" {
-		t.Errorf("the first Tab lands on %q, want the skip link", got)
-	}
-	for i := 0; i < 60; i++ {
-		if evalIn[bool](b, `document.activeElement.matches("#card-SNAG-1 a.card-link")`) {
-			break
-		}
+	// In light and in dark: Tab from the top of the board to SNAG-1's card.
+	for _, scheme := range []string{"dark", "light"} {
+		b.scheme(1280, 900, scheme)
+		b.open(d.url("/"))
+		b.waitFor("the board", `document.querySelector("#columns") !== null`)
 		b.do(chromedp.KeyEvent("\t"))
-	}
-	if !evalIn[bool](b, `document.activeElement.matches("#card-SNAG-1 a.card-link")`) {
-		t.Fatalf("Tab never reached SNAG-1's card; it stopped on %s", evalIn[string](b, `document.activeElement.outerHTML.slice(0, 200)`))
-	}
-	if o := evalIn[string](b, `getComputedStyle(document.activeElement).outlineStyle`); o == "none" {
-		t.Errorf("the focused card shows no outline")
+		if got := evalIn[string](b, `document.activeElement.className`); got != "skip" {
+			t.Errorf("in %s, the first Tab lands on %q, want the skip link", scheme, got)
+		}
+		for i := 0; i < 60; i++ {
+			if evalIn[bool](b, `document.activeElement.matches("#card-SNAG-1 a.card-link")`) {
+				break
+			}
+			b.do(chromedp.KeyEvent("\t"))
+		}
+		if !evalIn[bool](b, `document.activeElement.matches("#card-SNAG-1 a.card-link")`) {
+			t.Fatalf("in %s, Tab never reached SNAG-1's card; it stopped on %s", scheme, evalIn[string](b, `document.activeElement.outerHTML.slice(0, 200)`))
+		}
+		if o := evalIn[string](b, `getComputedStyle(document.activeElement).outlineStyle`); o == "none" {
+			t.Errorf("in %s, the focused card shows no outline", scheme)
+		}
+		// WCAG 2.1 1.4.11: the focus ring stands out 3:1 from what it is drawn on.
+		if got := evalIn[float64](b, focusContrast); got < 3 {
+			t.Errorf("in %s, the focused card's outline has a contrast of %.2f:1 with the background behind it, want 3:1 or more", scheme, got)
+		}
+		if dir := os.Getenv("SNAG_BOARD_SHOTS"); dir != "" {
+			ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+			png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+			cancel()
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, "focus-1280-"+scheme+".png"), png, 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	b.do(chromedp.KeyEvent("\r"))
 	b.waitFor("SNAG-1's page", `location.pathname === "/task/SNAG-1" && document.querySelector("h1") !== null`)
