@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -12,6 +13,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/snagdev/snag/project"
@@ -19,10 +22,18 @@ import (
 
 func init() {
 	register(&command{
-		name: "install", args: "claude-code|cursor|vscode|codex",
+		name: "install", args: "[--http [--port N]] claude-code|cursor|vscode|codex",
 		summary: "Register snag mcp with an agent host: write or merge the project's MCP config, keeping every other server.\n\n" +
 			"claude-code: .mcp.json and a snag section in CLAUDE.md; cursor: .cursor/mcp.json; vscode: .vscode/mcp.json;\n" +
-			"codex: prints the ~/.codex/config.toml block and writes nothing. Running it again changes nothing.",
+			"codex: prints the ~/.codex/config.toml block and writes nothing. Running it again changes nothing.\n" +
+			"A $SNAG_HOME other than ~/.snag is written into the server's env: hosts start servers with a reduced environment.\n" +
+			"--http registers snagd's /mcp instead, with the token taken from the host's environment ($SNAG_TOKEN) or,\n" +
+			"in VS Code, its secret input; the URL's port is --port, else $SNAG_PORT, else the running snagd's: pin it\n" +
+			"(snag daemon --port N, or SNAG_PORT=N), since snagd otherwise takes the first free of 7654-7664.",
+		flags: func(fs *flag.FlagSet, c *call) {
+			fs.Bool("http", false, "register snagd's /mcp (Streamable HTTP) rather than snag mcp over stdio")
+			fs.Int("port", 0, "with --http: the port in the URL (default $SNAG_PORT, else the running snagd's, else 7654)")
+		},
 		run: runInstall,
 	})
 }
@@ -31,12 +42,94 @@ func init() {
 // messages list them.
 var installClients = []string{"claude-code", "cursor", "vscode", "codex"}
 
-// mcpEntry is the portable server entry: snag on PATH, spawned in the
-// project folder, finds the project itself.
-var mcpEntry = `{"command":"snag","args":["mcp"]}`
+// TokenEnv is the variable an HTTP client config reads snagd's token from
+// (snag install --http): the host expands it, so no copy of the token is
+// written into a project file.
+const TokenEnv = "SNAG_TOKEN"
 
-// vscodeEntry is the same entry in VS Code's shape.
-var vscodeEntry = `{"type":"stdio","command":"snag","args":["mcp"]}`
+// vscodeTokenInput is the id of the VS Code input that holds the token.
+const vscodeTokenInput = "snag-token"
+
+// serverEntry is the server entry snag install writes for a host: snag on
+// PATH, spawned in the project folder, finds the project itself; a
+// $SNAG_HOME other than ~/.snag goes into its env, since hosts start
+// servers with a reduced environment and the bridge would read another
+// token than snagd's. With an url, it is snagd's /mcp with the token's
+// header from the host's environment or secret input.
+func serverEntry(client, home, url string) string {
+	auth := "Bearer ${input:" + vscodeTokenInput + "}"
+	switch client {
+	case "claude-code":
+		auth = "Bearer ${" + TokenEnv + "}"
+	case "cursor":
+		auth = "Bearer ${env:" + TokenEnv + "}"
+	}
+	var ms []member
+	if client == "vscode" {
+		typ := "stdio"
+		if url != "" {
+			typ = "http"
+		}
+		ms = append(ms, member{"type", raw(typ)})
+	} else if url != "" && client == "claude-code" {
+		ms = append(ms, member{"type", raw("http")})
+	}
+	if url != "" {
+		ms = append(ms, member{"url", raw(url)}, member{"headers", encodeObject([]member{{"Authorization", raw(auth)}})})
+		return string(encodeObject(ms))
+	}
+	ms = append(ms, member{"command", raw("snag")}, member{"args", raw([]string{"mcp"})})
+	if home != "" {
+		ms = append(ms, member{"env", encodeObject([]member{{"SNAG_HOME", raw(home)}})})
+	}
+	return string(encodeObject(ms))
+}
+
+func raw(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// customHome is $SNAG_HOME, absolute, when it is set to other than ~/.snag.
+func customHome() string {
+	h := os.Getenv("SNAG_HOME")
+	if h == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(h); err == nil {
+		h = abs
+	}
+	if u, err := os.UserHomeDir(); err == nil && filepath.Clean(h) == filepath.Join(u, project.Folder) {
+		return ""
+	}
+	return h
+}
+
+// tokenFile names the token file for messages: ~/.snag/token, or the
+// whole path under a $SNAG_HOME.
+func tokenFile() string {
+	if h := customHome(); h != "" {
+		return filepath.Join(h, "token")
+	}
+	return "~/.snag/token"
+}
+
+// httpPort is the port snag install --http writes into the URL, and
+// whether it is pinned (given, or $SNAG_PORT, which snag daemon listens on).
+func httpPort(c *call, root string) (int, bool) {
+	if p, _ := strconv.Atoi(c.fs.Lookup("port").Value.String()); p > 0 {
+		return p, true
+	}
+	if p, err := strconv.Atoi(os.Getenv("SNAG_PORT")); err == nil && p > 0 {
+		return p, true
+	}
+	if b, err := os.ReadFile(filepath.Join(root, project.Folder, ".port")); err == nil {
+		if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && p > 0 {
+			return p, false
+		}
+	}
+	return 7654, false
+}
 
 // workflowNote tells an agent how to use the queue; it is the CLAUDE.md
 // section snag install claude-code writes between the markers.
@@ -69,33 +162,46 @@ func runInstall(ctx context.Context, c *call) error {
 		return usagef("install takes one agent host: snag install %s", strings.Join(installClients, "|"))
 	}
 	client := c.args[0]
-	if client == "codex" {
-		return installCodex(c)
-	}
-	var (
-		file, key, host, next string
-		entry                 string
-	)
-	switch client {
-	case "claude-code":
-		file, key, entry, host = ".mcp.json", "mcpServers", mcpEntry, "Claude Code"
-		next = "restart Claude Code in this folder and approve the project's snag server when asked; /mcp lists snag"
-	case "cursor":
-		file, key, entry, host = filepath.Join(".cursor", "mcp.json"), "mcpServers", mcpEntry, "Cursor"
-		next = "open this folder in Cursor (or reload the window); Cursor Settings > MCP lists snag: enable it there if it is off"
-	case "vscode":
-		file, key, entry, host = filepath.Join(".vscode", "mcp.json"), "servers", vscodeEntry, "VS Code"
-		next = "open this folder in VS Code and start snag from .vscode/mcp.json (or run MCP: List Servers); its tools appear in Copilot's agent mode"
-	default:
+	if !slices.Contains(installClients, client) {
 		return usagef("install: unknown agent host %q: want one of %s", client, strings.Join(installClients, ", "))
 	}
 	root, err := project.Find(c.Dir)
 	if err != nil {
 		return err
 	}
+	useHTTP := c.fs.Lookup("http").Value.String() == "true"
+	url, pinned := "", false
+	if useHTTP {
+		var port int
+		port, pinned = httpPort(c, root)
+		url = fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	} else if c.fs.Lookup("port").Value.String() != "0" {
+		return usagef("install: --port goes with --http: snag install --http --port 7654 %s", client)
+	}
+	if client == "codex" {
+		return installCodex(c, url, pinned)
+	}
+	var file, key, host, next, input string
+	entry := serverEntry(client, customHome(), url)
+	switch client {
+	case "claude-code":
+		file, key, host = ".mcp.json", "mcpServers", "Claude Code"
+		next = "restart Claude Code in this folder and approve the project's snag server when asked; /mcp lists snag"
+	case "cursor":
+		file, key, host = filepath.Join(".cursor", "mcp.json"), "mcpServers", "Cursor"
+		next = "open this folder in Cursor (or reload the window); Cursor Settings > MCP lists snag: enable it there if it is off"
+	case "vscode":
+		file, key, host = filepath.Join(".vscode", "mcp.json"), "servers", "VS Code"
+		next = "open this folder in VS Code and start snag from .vscode/mcp.json (or run MCP: List Servers); its tools appear in Copilot's agent mode"
+		if useHTTP {
+			in, _ := json.Marshal(map[string]any{"type": "promptString", "id": vscodeTokenInput, "password": true,
+				"description": "snagd's token: the contents of " + tokenFile()})
+			input = string(in)
+		}
+	}
 	// Both files are checked before either is written: a refusal leaves
 	// everything as it was.
-	cfg, err := mergeServer(root, file, key, entry)
+	cfg, err := mergeServer(root, file, key, entry, input)
 	if err != nil {
 		return err
 	}
@@ -124,7 +230,24 @@ func runInstall(ctx context.Context, c *call) error {
 		fmt.Fprintf(c.Stderr, "snag: note: snag is not on your PATH, so %s cannot start it: put the snag binary on PATH\n", host)
 	}
 	fmt.Fprintf(c.Stdout, "\nnext: %s\n", next)
+	if useHTTP {
+		httpNotes(c.Stdout, client, pinned)
+	}
 	return nil
+}
+
+// httpNotes says what an HTTP registration needs that a file cannot hold:
+// the token in the host's environment or secret store, and a port that
+// stays the same.
+func httpNotes(w io.Writer, client string, pinned bool) {
+	if client == "vscode" {
+		fmt.Fprintf(w, "token: VS Code asks for it once (paste the contents of %s) and keeps it in its secret storage; after snag token rotate, run MCP: Reset Cached Inputs\n", tokenFile())
+	} else {
+		fmt.Fprintf(w, "token: start the host with %s set: export %s=\"$(cat %s)\" (the config holds no copy of it; after snag token rotate, export it again)\n", TokenEnv, TokenEnv, tokenFile())
+	}
+	if !pinned {
+		fmt.Fprintf(w, "port: snagd takes the first free port of 7654-7664, so this one can change between starts: pin it with snag daemon --port N (or SNAG_PORT=N) and run snag install --http --port N\n")
+	}
 }
 
 // edit is what installing does to one file.
@@ -230,7 +353,10 @@ func find(ms []member, key string) (int, error) {
 // root/file hold entry as "snag", keeping every other server and top-level key. A file
 // that already has it is not touched; one that is not valid JSON is refused
 // and left as it is. It returns the edit without making it.
-func mergeServer(root, file, key, entry string) (edit, error) {
+//
+// input, when not "", is a VS Code input (JSON) to hold in the top-level
+// "inputs" array, by its id.
+func mergeServer(root, file, key, entry, input string) (edit, error) {
 	e := edit{rel: filepath.ToSlash(file), path: resolveLink(filepath.Join(root, file)), what: "the snag server"}
 	rel, path := e.rel, e.path
 	want := []byte(entry)
@@ -266,13 +392,19 @@ func mergeServer(root, file, key, entry string) (edit, error) {
 	if err != nil {
 		return e, refuse(fmt.Errorf("%s: %v", key, err))
 	}
+	inputsChanged := false
+	if input != "" {
+		if top, inputsChanged, err = mergeInput(top, input); err != nil {
+			return e, refuse(err)
+		}
+	}
 	e.outcome = added
 	if !exists {
 		e.outcome = created
 	}
 	if si >= 0 {
 		var have any
-		if json.Unmarshal(servers[si].val, &have) == nil && reflect.DeepEqual(have, jsonValue(want)) {
+		if json.Unmarshal(servers[si].val, &have) == nil && reflect.DeepEqual(have, jsonValue(want)) && !inputsChanged {
 			e.outcome = unchanged
 			return e, nil
 		}
@@ -283,8 +415,10 @@ func mergeServer(root, file, key, entry string) (edit, error) {
 				e.old = e.old[:200] + "..."
 			}
 		}
-		servers[si].val = want
-		e.outcome = replaced
+		if !reflect.DeepEqual(jsonValue(servers[si].val), jsonValue(want)) {
+			servers[si].val = want
+			e.outcome = replaced
+		}
 	} else {
 		servers = append(servers, member{"snag", want})
 	}
@@ -300,6 +434,42 @@ func mergeServer(root, file, key, entry string) (edit, error) {
 	out.WriteByte('\n')
 	e.data = out.Bytes()
 	return e, nil
+}
+
+// mergeInput holds input in the top-level "inputs" array: added when no
+// input has its id, else left as it is (the person may have changed its
+// description). It reports whether it added it.
+func mergeInput(top []member, input string) ([]member, bool, error) {
+	var want struct {
+		ID string `json:"id"`
+	}
+	json.Unmarshal([]byte(input), &want)
+	at, err := find(top, "inputs")
+	if err != nil {
+		return top, false, err
+	}
+	var inputs []json.RawMessage
+	if at >= 0 && string(bytes.TrimSpace(top[at].val)) != "null" {
+		if err := json.Unmarshal(top[at].val, &inputs); err != nil {
+			return top, false, fmt.Errorf("inputs: %v", err)
+		}
+	}
+	for _, in := range inputs {
+		var have struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(in, &have) == nil && have.ID == want.ID {
+			return top, false, nil
+		}
+	}
+	inputs = append(inputs, json.RawMessage(input))
+	b, _ := json.Marshal(inputs)
+	if at >= 0 {
+		top[at].val = b
+	} else {
+		top = append([]member{{"inputs", b}}, top...)
+	}
+	return top, true, nil
 }
 
 func jsonValue(b []byte) any {
@@ -407,28 +577,41 @@ func writeAtomic(path string, b []byte) (err error) {
 	return os.Rename(f.Name(), path)
 }
 
-// codexBlock is the table Codex's config.toml needs.
-const codexBlock = `[mcp_servers.snag]
-command = "snag"
-args = ["mcp"]
-`
+// codexBlock is the table Codex's config.toml needs: snag mcp (with a
+// $SNAG_HOME other than ~/.snag in its env), or with an url snagd's /mcp
+// with the token from $SNAG_TOKEN.
+func codexBlock(home, url string) string {
+	if url != "" {
+		return fmt.Sprintf("[mcp_servers.snag]\nurl = %q\nbearer_token_env_var = %q\n", url, TokenEnv)
+	}
+	b := "[mcp_servers.snag]\ncommand = \"snag\"\nargs = [\"mcp\"]\n"
+	if home != "" {
+		b += fmt.Sprintf("env = { SNAG_HOME = %q }\n", home)
+	}
+	return b
+}
 
 // installCodex prints the config.toml block: Codex's config is the user's,
 // shared by every project, so snag writes nothing there.
-func installCodex(c *call) error {
-	home := os.Getenv("CODEX_HOME")
+func installCodex(c *call, url string, pinned bool) error {
+	home := customHome()
+	block := codexBlock(home, url)
+	codexHome := os.Getenv("CODEX_HOME")
 	where := "$CODEX_HOME/config.toml"
-	if home == "" {
+	if codexHome == "" {
 		h, _ := os.UserHomeDir()
-		home = filepath.Join(h, ".codex")
+		codexHome = filepath.Join(h, ".codex")
 		where = "~/.codex/config.toml"
 	}
-	fmt.Fprintf(c.Stdout, "Add this to %s (snag writes nothing there: it is your file, shared by every project):\n\n%s\n", where, codexBlock)
-	if b, err := os.ReadFile(filepath.Join(home, "config.toml")); err == nil && strings.Contains(string(b), "[mcp_servers.snag]") {
+	fmt.Fprintf(c.Stdout, "Add this to %s (snag writes nothing there: it is your file, shared by every project):\n\n%s\n", where, block)
+	if b, err := os.ReadFile(filepath.Join(codexHome, "config.toml")); err == nil && strings.Contains(string(b), "[mcp_servers.snag]") {
 		fmt.Fprintf(c.Stdout, "%s already has a [mcp_servers.snag] table: check that it matches.\n", where)
-	} else {
+	} else if url == "" && home == "" {
 		fmt.Fprint(c.Stdout, "Or run: codex mcp add snag -- snag mcp\n")
 	}
 	fmt.Fprint(c.Stdout, "\nnext: start codex in the project folder (snag mcp finds the project from there); /mcp lists snag\n")
+	if url != "" {
+		httpNotes(c.Stdout, "codex", pinned)
+	}
 	return nil
 }

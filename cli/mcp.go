@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"log/slog"
 
@@ -46,7 +47,7 @@ func runMCP(ctx context.Context, c *call) error {
 		Redial: func(ctx context.Context) (mcp.Live, error) {
 			cl, err := client.Dial(ctx, root, client.Options{Home: project.Home()})
 			if err != nil {
-				return nil, err
+				return nil, dialErr(err)
 			}
 			b := mcpremote.NewDaemon(cl, log)
 			b.SetRoot(root)
@@ -54,10 +55,20 @@ func runMCP(ctx context.Context, c *call) error {
 		}}
 	if cl, err := client.Dial(ctx, root, opts); err != nil {
 		log.Warn("no snagd: reads come from the files; writes fail until one runs", "err", err)
+		mo.DialErr = dialErr(err)
 	} else {
 		b := mcpremote.NewDaemon(cl, log)
 		b.SetRoot(root)
 		mo.Daemon = b
 	}
 	return mcp.Run(ctx, mo)
+}
+
+// dialErr marks a discovery error whose cause is a snagd that proves
+// another token, for the MCP server to name that cause.
+func dialErr(err error) error {
+	if errors.Is(err, client.ErrTokenMismatch) {
+		return mcp.WrongToken(err)
+	}
+	return err
 }

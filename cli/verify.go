@@ -80,6 +80,11 @@ func runVerify(ctx context.Context, c *call) error {
 	case c.opt.dryRun:
 		fmt.Fprintf(c.Stdout, "%s: %s\n", ans.Key, ans.Message)
 		return nil
+	case ans.Code == "needs_approval" && !c.opt.json:
+		// Nothing ran and nothing will until a person approves: snagd
+		// says so at once, with the outcome.
+		fmt.Fprintf(c.Stdout, "%s: %s, now %s\n%s\n", ans.Key, ans.Outcome, ans.Status, indent(ans.Reason))
+		return errFound
 	case ans.Status != string(queue.StatusVerifying): // verify disabled: resolved at once
 		fmt.Fprintf(c.Stdout, "%s is %s: %s\n", ans.Key, ans.Status, ans.Message)
 		return nil

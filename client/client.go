@@ -42,6 +42,33 @@ const (
 // ErrNoDaemon is returned when no snagd serves the project.
 var ErrNoDaemon = errors.New("no snagd serves this project")
 
+// ErrTokenMismatch is wrapped by discovery's error when a snagd answers for
+// the project but its proof does not match the token this process read: it
+// was started with another token file (another $SNAG_HOME, or a token
+// rotated since). Starting another snagd cannot help.
+var ErrTokenMismatch = errors.New("snagd's proof does not match this token")
+
+// mismatchError is a snagd of the project whose proof failed.
+type mismatchError struct {
+	port         int
+	root, common string
+	tokenFile    string // as messages name it
+	path         string // the token file
+}
+
+func (e *mismatchError) Error() string {
+	tokenFile := e.tokenFile
+	if _, err := os.Stat(e.path); err != nil {
+		tokenFile += ", which does not exist"
+	}
+	return fmt.Sprintf("snagd on :%d serves %s, but its proof does not match the token this process reads (%s), "+
+		"so it cannot prove it holds your token and was not trusted (nor sent it): most likely it was started with another token file "+
+		"($SNAG_HOME differs, or the token was rotated since). "+
+		"Give this process the SNAG_HOME snagd has (snag install writes it into an MCP server's env), or restart snagd with this one", e.port, e.root, tokenFile)
+}
+
+func (e *mismatchError) Unwrap() error { return ErrTokenMismatch }
+
 // Health is the part of snagd's /health a client reads.
 type Health struct {
 	Service      string `json:"service"`
@@ -64,12 +91,15 @@ type Counts struct {
 
 // Client talks to one snagd.
 type Client struct {
-	root   string // the project root, symlinks resolved
-	home   string
-	tok    token.Token
-	base   string // http://127.0.0.1:PORT
-	health Health
-	http   *http.Client
+	root string // the project root, symlinks resolved
+	home string
+	tok  token.Token
+	base string // http://127.0.0.1:PORT
+	// mismatch is, after find, a snagd of the project whose proof did not
+	// match the token, or nil.
+	mismatch *mismatchError
+	health   Health
+	http     *http.Client
 }
 
 // Options tune discovery.
@@ -98,17 +128,20 @@ func Dial(ctx context.Context, root string, opts Options) (*Client, error) {
 	if opts.Home == "" {
 		opts.Home = home()
 	}
-	tok, err := token.Read(opts.Home)
-	if err != nil && opts.Start == nil {
-		return nil, fmt.Errorf("%w: %w", ErrNoDaemon, err)
-	}
+	tok, tokErr := token.Read(opts.Home)
 	c := &Client{root: abs, home: opts.Home, tok: tok, http: &http.Client{Timeout: 30 * time.Second}}
-	found, notes := c.find(ctx, opts.Timeout)
+	found, notes := c.find(ctx, opts.Timeout) // without a token, nothing proves itself: a snagd that runs is named
+	if tokErr != nil && opts.Start == nil {
+		if c.mismatch != nil {
+			return nil, discoveryError(abs, c.mismatch, notes)
+		}
+		return nil, fmt.Errorf("%w: %w", ErrNoDaemon, tokErr)
+	}
 	if found {
 		return c, c.awaitReady(ctx)
 	}
-	if opts.Start == nil {
-		return nil, noDaemon(abs, notes)
+	if opts.Start == nil || c.mismatch != nil { // a snagd runs: another cannot start
+		return nil, discoveryError(abs, c.mismatch, notes)
 	}
 	exited, err := opts.Start(ctx, abs)
 	if err != nil {
@@ -125,11 +158,14 @@ func Dial(ctx context.Context, root string, opts Options) (*Client, error) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-exited:
+			if c.mismatch != nil {
+				return nil, discoveryError(abs, c.mismatch, notes)
+			}
 			return nil, noDaemon(abs, append(notes, "the snagd started for it exited"))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	return nil, noDaemon(abs, notes)
+	return nil, discoveryError(abs, c.mismatch, notes)
 }
 
 // awaitReady waits for a daemon that was found still reading the task
@@ -164,6 +200,28 @@ func noDaemon(root string, notes []string) error {
 	return fmt.Errorf("%w for %s: start one with snagd --root %s%s", ErrNoDaemon, root, root, more)
 }
 
+// discoveryError is what Dial returns when no daemon it can trust serves
+// the project: a snagd of the project that proved another token is the
+// cause to name (starting one would fail: it runs), else no daemon.
+func discoveryError(root string, mismatch *mismatchError, notes []string) error {
+	if mismatch != nil {
+		return fmt.Errorf("%w: %w", ErrNoDaemon, mismatch)
+	}
+	return noDaemon(root, notes)
+}
+
+// tokenFileName is the token file in home as messages name it: ~/.snag/token
+// for the default home, else its whole path ($SNAG_HOME/token).
+func tokenFileName(home string) string {
+	if h, err := os.UserHomeDir(); err == nil && filepath.Clean(home) == filepath.Join(h, ".snag") {
+		return "~/.snag/token"
+	}
+	if home == os.Getenv("SNAG_HOME") {
+		return filepath.Join(home, "token") + " ($SNAG_HOME)"
+	}
+	return filepath.Join(home, "token")
+}
+
 func home() string {
 	if h := os.Getenv("SNAG_HOME"); h != "" {
 		return h
@@ -188,11 +246,16 @@ func (c *Client) find(ctx context.Context, timeout time.Duration) (bool, []strin
 		}
 	}
 	myCommon := gitdir.Common(c.root)
+	c.mismatch = nil
 	var notes []string
 	var sibling *Health
 	for _, p := range ports {
 		h, err := c.probe(ctx, p, timeout)
 		if err != nil {
+			var me *mismatchError
+			if errors.As(err, &me) && c.mismatch == nil && (me.root == c.root || myCommon != "" && me.common == myCommon) {
+				c.mismatch = me
+			}
 			if !errors.Is(err, errNoAnswer) {
 				notes = append(notes, err.Error())
 			}
@@ -241,6 +304,13 @@ func (c *Client) probe(ctx context.Context, port int, timeout time.Duration) (*H
 		return nil, errNoAnswer
 	}
 	if !c.tok.CheckProof(nonce, h.Proof) {
+		if h.Root != "" && h.Proof != "" {
+			// It may be this project's snagd with another token: say so,
+			// for discovery to name the cause if no other answers. The
+			// token is never sent to it either way.
+			return nil, fmt.Errorf("something on :%d says it is snagd but cannot prove it holds your token: not trusted: %w",
+				port, &mismatchError{port: port, root: h.Root, common: h.GitCommonDir, tokenFile: tokenFileName(c.home), path: filepath.Join(c.home, "token")})
+		}
 		return nil, fmt.Errorf("something on :%d says it is snagd but cannot prove it holds your token: not trusted", port)
 	}
 	if h.Port == 0 {
@@ -270,7 +340,7 @@ func (c *Client) Recheck(ctx context.Context) error {
 		return nil
 	}
 	if found, notes := c.find(ctx, 200*time.Millisecond); !found {
-		return noDaemon(c.root, notes)
+		return discoveryError(c.root, c.mismatch, notes)
 	}
 	return nil
 }
@@ -283,6 +353,10 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// ErrorCode is snagd's code for the error (not_found, transition, blocked,
+// ...), for a surface that words errors its own way.
+func (e *Error) ErrorCode() string { return e.Code }
 
 // Do sends a request with the token and decodes a JSON answer into out
 // (when out is not nil). A non-2xx answer is returned as *Error.

@@ -78,6 +78,7 @@ func (d *Daemon) mountBoard(mux *http.ServeMux) http.HandlerFunc {
 		}
 		ui.answer(w, r, status, heading, message, cmd)
 	}
+	gate.unauthorized = d.guard.unauthorized
 	d.guard.board = gate
 
 	mux.HandleFunc("GET /{$}", ui.ready(ui.boardPage))

@@ -168,7 +168,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	d.port = ln.Addr().(*net.TCPAddr).Port
-	d.guard = &guard{tok: d.tok, port: d.port}
+	d.guard = &guard{tok: d.tok, port: d.port, tokenFile: tokenFileName(home)}
 	writeLock(filepath.Join(root, project.Folder, LockFile), d.port)
 	fps, err := failpointsFromEnv()
 	if err != nil {
@@ -429,3 +429,12 @@ func diskFull(err error) bool {
 }
 
 const diskFullMessage = "the disk that holds the project is full; nothing was changed (the task file keeps its bytes): free some space and try again"
+
+// tokenFileName is the token file in home as messages name it: ~/.snag/token
+// for the default home, else its whole path ($SNAG_HOME/token).
+func tokenFileName(home string) string {
+	if h, err := os.UserHomeDir(); err == nil && filepath.Clean(home) == filepath.Join(h, project.Folder) {
+		return "~/" + project.Folder + "/token"
+	}
+	return filepath.Join(home, "token")
+}

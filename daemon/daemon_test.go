@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -109,18 +110,82 @@ func TestX2_DNSRebinding(t *testing.T) {
 		{"127.0.0.1:" + port, "null", 403},
 		{"127.0.0.1:" + port, "http://127.0.0.1:1", 403},
 		{"127.0.0.1:" + port, "https://127.0.0.1:" + port, 403},
+		// Host names are case-insensitive, on the API and on /mcp alike.
+		{"LOCALHOST:" + port, "", 200},
+		{"LocalHost:" + port, "http://LOCALHOST:" + port, 200},
+		{"EVIL.example:" + port, "", 403},
 	}
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x2","version":"1"}}}`
 	for _, c := range cases {
-		req := mustReq(t, "GET", d.url("/tasks"), nil)
-		req.Host = c.host
-		if c.origin != "" {
-			req.Header.Set("Origin", c.origin)
+		for _, path := range []string{"/tasks", "/mcp"} {
+			req := mustReq(t, "GET", d.url(path), nil)
+			if path == "/mcp" {
+				req = mustReq(t, "POST", d.url(path), strings.NewReader(initialize))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+			}
+			req.Host = c.host
+			if c.origin != "" {
+				req.Header.Set("Origin", c.origin)
+			}
+			req.Header.Set("Authorization", "Bearer "+d.token)
+			resp := d.raw(req)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != c.want {
+				t.Errorf("%s with Host %q Origin %q: %d; want %d: %s", path, c.host, c.origin, resp.StatusCode, c.want, body)
+			}
+			if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+				del := mustReq(t, "DELETE", d.url(path), nil)
+				del.Header.Set("Authorization", "Bearer "+d.token)
+				del.Header.Set("Mcp-Session-Id", sid)
+				d.raw(del).Body.Close()
+			}
 		}
-		req.Header.Set("Authorization", "Bearer "+d.token)
-		resp := d.raw(req)
+	}
+}
+
+// TestX4_UnauthorizedIsNotOAuth: a request without snagd's token gets a 401
+// whose WWW-Authenticate: Bearer challenge names the token file snagd uses
+// ($SNAG_HOME's), so an MCP client shows that instead of starting OAuth;
+// the OAuth and OpenID discovery paths clients probe answer 404 without
+// auth.
+func TestX4_UnauthorizedIsNotOAuth(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "elsewhere")
+	d := startDaemon(t, sampleProject(t), home)
+	tokenFile := filepath.Join(home, "token")
+	for _, c := range []struct{ name, auth, wantErr string }{
+		{"no token", "", ""},
+		{"wrong token", "Bearer " + strings.Repeat("0", len(d.token)), `error="invalid_token"`},
+	} {
+		for _, path := range []string{"/mcp", "/tasks", "/events"} {
+			req := mustReq(t, "GET", d.url(path), nil)
+			if c.auth != "" {
+				req.Header.Set("Authorization", c.auth)
+			}
+			resp := d.raw(req)
+			var body struct{ Error, Message string }
+			jsonDecode(resp, &body)
+			resp.Body.Close()
+			ch := resp.Header.Get("WWW-Authenticate")
+			if resp.StatusCode != 401 || !strings.HasPrefix(ch, "Bearer ") || !strings.Contains(ch, "error_description=") ||
+				!strings.Contains(ch, tokenFile) || !strings.Contains(ch, c.wantErr) {
+				t.Errorf("%s %s: %d, WWW-Authenticate %q; want 401 with a Bearer challenge naming %s", c.name, path, resp.StatusCode, ch, tokenFile)
+			}
+			if !strings.Contains(body.Message, tokenFile) || strings.Contains(body.Message, "~/.snag/token") {
+				t.Errorf("%s %s: message %q does not name %s", c.name, path, body.Message, tokenFile)
+			}
+		}
+	}
+	for _, path := range []string{
+		"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp",
+		"/.well-known/oauth-authorization-server", "/.well-known/oauth-authorization-server/mcp",
+		"/.well-known/openid-configuration", "/.well-known/openid-configuration/mcp", "/mcp/.well-known/openid-configuration",
+	} {
+		resp := d.raw(mustReq(t, "GET", d.url(path), nil))
 		resp.Body.Close()
-		if resp.StatusCode != c.want {
-			t.Errorf("Host %q Origin %q: %d; want %d", c.host, c.origin, resp.StatusCode, c.want)
+		if resp.StatusCode != 404 {
+			t.Errorf("GET %s without auth: %d; want 404 (snagd has no OAuth)", path, resp.StatusCode)
 		}
 	}
 }

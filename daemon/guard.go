@@ -54,6 +54,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 type guard struct {
 	tok  token.Token
 	port int
+	// tokenFile is the token file snagd uses, as 401 answers name it: a
+	// client that reads another one (another $SNAG_HOME) is told which.
+	tokenFile string
 	// board, once the board is mounted, lets a browser in with its session
 	// cookie instead of the token: on the board's own paths and /events
 	// only, never the JSON API (see boardGate).
@@ -78,7 +81,7 @@ func (g *guard) loopbackHost(host string) bool {
 // sameOrigin reports whether an Origin header is the daemon's own.
 func (g *guard) sameOrigin(origin string) bool {
 	scheme, host, ok := strings.Cut(origin, "://")
-	return ok && scheme == "http" && !strings.Contains(host, "/") && g.loopbackHost(host)
+	return ok && strings.EqualFold(scheme, "http") && !strings.Contains(host, "/") && g.loopbackHost(host)
 }
 
 // wrap applies, in order: the Host check, the Origin check, the bearer
@@ -94,6 +97,9 @@ func (g *guard) wrap(public func(*http.Request) bool, next http.Handler) http.Ha
 				"snagd answers only to 127.0.0.1, localhost or [::1] with its own port, not " + strconv.Quote(r.Host)})
 			return
 		}
+		// Host names are case-insensitive: what passed is passed on in
+		// lower case, so the MCP SDK's own loopback check agrees.
+		r.Host = strings.ToLower(r.Host)
 		if o := r.Header.Get("Origin"); o != "" && !g.sameOrigin(o) {
 			writeError(w, &apiError{http.StatusForbidden, "bad_origin",
 				"requests from other origins are refused: call snagd from the snag CLI, the MCP bridge, or its own board"})
@@ -102,8 +108,7 @@ func (g *guard) wrap(public func(*http.Request) bool, next http.Handler) http.Ha
 		browser := false
 		if !public(r) && !g.authorized(r) {
 			if g.board == nil || !g.board.covers(r) {
-				writeError(w, &apiError{http.StatusUnauthorized, "unauthorized",
-					"send Authorization: Bearer with the token in ~/.snag/token (the snag CLI does this for you)"})
+				g.unauthorized(w, r, "")
 				return
 			}
 			browser = true // the board's gate decides, below
@@ -132,6 +137,49 @@ func (g *guard) wrap(public func(*http.Request) bool, next http.Handler) http.Ha
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// unauthorized answers 401 with a WWW-Authenticate: Bearer challenge that
+// says, in its error_description as in the JSON body, which token file
+// snagd uses, so that an MCP client shows the cause (another $SNAG_HOME, a
+// rotated token) instead of starting an OAuth flow. snagd has no OAuth: its
+// discovery paths answer 404 (see wellKnown).
+func (g *guard) unauthorized(w http.ResponseWriter, r *http.Request, alt string) {
+	msg := "send Authorization: Bearer with the token in " + g.tokenFile + " (the snag CLI and snag mcp do this for you)"
+	if alt != "" {
+		msg += ", " + alt
+	}
+	challenge := `Bearer realm="snagd"`
+	if r.Header.Get("Authorization") != "" {
+		msg = "the token sent is not snagd's: " + msg + "; a header pasted into a client's config is a copy that snag token rotate breaks (snag install --http writes one that reads the file's token from the environment)"
+		challenge += `, error="invalid_token"`
+	}
+	challenge += `, error_description="` + quotable(msg) + `"`
+	w.Header().Set("WWW-Authenticate", challenge)
+	writeError(w, &apiError{http.StatusUnauthorized, "unauthorized", msg})
+}
+
+// quotable makes s fit a quoted-string of an auth-param: printable ASCII
+// without a quote or a backslash (RFC 6750 section 3).
+func quotable(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			b[i] = '?'
+		}
+	}
+	return string(b)
+}
+
+// wellKnown answers the OAuth and OpenID discovery paths MCP clients try
+// before they authorize (/.well-known/oauth-protected-resource,
+// oauth-authorization-server, openid-configuration, with or without /mcp
+// appended or prefixed): 404 without auth, so a client learns that snagd
+// has no OAuth and falls back to the header it was given, rather than
+// taking a 401 there for an OAuth server's refusal.
+func wellKnown(r *http.Request) bool {
+	p := r.URL.Path
+	return strings.HasPrefix(p, "/.well-known/") || strings.HasPrefix(p, MCPPath+"/.well-known/")
 }
 
 // authorized checks the bearer token. Tokens in query strings are never
@@ -192,6 +240,9 @@ const (
 // as SHA-256 hashes. It is safe for concurrent use.
 type boardGate struct {
 	port int
+	// unauthorized answers a request to /events without the token or a
+	// session: the guard's 401.
+	unauthorized func(w http.ResponseWriter, r *http.Request, alt string)
 	// covers reports whether a path is the board's; open, whether it is
 	// served without a session (/login, the stylesheet and script).
 	covers, open func(*http.Request) bool
@@ -314,8 +365,7 @@ func (g *boardGate) admit(w http.ResponseWriter, r *http.Request) (*http.Request
 	s := g.session(r)
 	if s == nil {
 		if r.URL.Path == "/events" {
-			writeError(w, &apiError{http.StatusUnauthorized, "unauthorized",
-				"send Authorization: Bearer with the token in ~/.snag/token, or log in to the board (snag open)"})
+			g.unauthorized(w, r, "or log in to the board (snag open)")
 			return nil, false
 		}
 		g.refuse(w, r, http.StatusUnauthorized, "Log in to the board",

@@ -60,8 +60,13 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 	}))
 	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) { d.hub.serveEvents(ctx, w, r) })
 	mux.Handle(MCPPath, d.mcpHandler(ctx)) // MCP over Streamable HTTP: POST, GET (its SSE stream), DELETE
+	noOAuth := func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{http.StatusNotFound, "not_found", "snagd has no OAuth: send Authorization: Bearer with the token in " + d.guard.tokenFile})
+	}
+	mux.HandleFunc("/.well-known/", noOAuth)
+	mux.HandleFunc(MCPPath+"/.well-known/", noOAuth)
 	mux.HandleFunc("/", d.mountBoard(mux))
-	public := func(r *http.Request) bool { return r.URL.Path == "/health" }
+	public := func(r *http.Request) bool { return r.URL.Path == "/health" || wellKnown(r) }
 	used := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !public(r) {
 			d.lastUse.Store(time.Now().UnixNano())

@@ -166,7 +166,7 @@ func (d *Daemon) plan(it *index.Item, dir string) verifyPlan {
 		p.Verifier, p.Command, p.From, p.Dir, p.Approved = "command", cmd, from, dir, &ok
 		p.Message = fmt.Sprintf("verify runs `%s` (from %s) in %s; exit 0 passes", cmd, fromName(from), dir)
 		if !ok {
-			p.Message += fmt.Sprintf("; the command waits for a person's approval (snag approve %s): until then the task goes to needs_review and nothing runs", approveArg(it.Key, from))
+			p.Message += fmt.Sprintf("; the command waits for a person's approval (snag approve %s): until then a resolve sends the task to needs_review, ends its lease, and runs nothing", approveArg(it.Key, from))
 		}
 		return p
 	}
@@ -379,6 +379,10 @@ func (d *Daemon) startVerify(w http.ResponseWriter, r *http.Request) {
 			"code": VerifyDisabled, "message": p.Message})
 		return
 	}
+	if p.Verifier == "command" && p.Approved != nil && !*p.Approved {
+		d.needsApproval(ctx, w, it, p, lease, s, actor, who, action, detail)
+		return
+	}
 	// The task goes to verifying, with a run queued when a verifier can
 	// take it now.
 	var run index.VerifyRun
@@ -424,6 +428,63 @@ func (d *Daemon) startVerify(w http.ResponseWriter, r *http.Request) {
 		"verify":      verifyState{Key: it.Key, Status: queue.StatusVerifying, Running: true, Verifier: p.Verifier, History: []index.VerifyRun{run}},
 		"eta_seconds": eta, "code": VerifyOK,
 		"message": fmt.Sprintf("verify is running (%s): poll GET /verify/%s in about %d s", p.Verifier, it.Key, eta)})
+}
+
+// needsApprovalReason is a verify run's reason when its command waits for
+// a person's approval: it names the command and the commands that approve
+// and check it.
+func needsApprovalReason(command, from, key string) string {
+	return fmt.Sprintf("verify.command `%s` (from %s) waits for a person's approval: run snag approve %s on this machine, then snag verify %s; nothing was run",
+		command, fromName(from), approveArg(key, from), key)
+}
+
+// needsApproval answers a resolve or a person's verify whose command waits
+// for approval. Nothing can run, and snagd knows it now: the task goes to
+// needs_review at once (through verifying, as a run would take it), the
+// lease ends, the run is recorded with outcome needs_approval, and the
+// answer (200) says so, instead of a 202 that would promise a check. d.mu
+// must be held.
+func (d *Daemon) needsApproval(ctx context.Context, w http.ResponseWriter, it *index.Item, p verifyPlan, lease index.Lease,
+	s index.Session, actor queue.Actor, who, action, detail string) {
+	reason := needsApprovalReason(p.Command, p.From, it.Key)
+	err := d.p.DB.Update(ctx, func(tx *index.Tx) error {
+		steps := []project.Step{{Action: queue.ActInconclusive, Actor: queue.System}}
+		if it.Status != queue.StatusVerifying {
+			steps = append([]project.Step{{Action: queue.ActResolve, Actor: actor}}, steps...)
+		}
+		if _, err := d.p.MoveFileSteps(it, who, steps...); err != nil {
+			return err
+		}
+		if _, _, err := tx.End(it.ID, "verify: "+OutcomeNeedsApproval); err != nil {
+			return err
+		}
+		if err := tx.SyncFile(d.p.Tasks, project.Name(it)); err != nil {
+			return err
+		}
+		run, err := tx.QueueVerify(index.VerifyRun{TaskID: it.ID, Verifier: p.Verifier, Command: p.Command, Dir: p.Dir,
+			SessionID: s.ID, Holder: lease.Holder})
+		if err != nil {
+			return err
+		}
+		if err := tx.EndVerify(run.ID, OutcomeNeedsApproval, reason, ""); err != nil {
+			return err
+		}
+		return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: action, TaskID: it.ID,
+			Outcome: OutcomeNeedsApproval, Detail: strings.TrimSpace(fmt.Sprintf("%s -> %s: %s %s", it.Status, queue.StatusNeedsReview, reason, detail))})
+	})
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	d.hub.publish("task", map[string]any{"key": it.Key, "status": queue.StatusNeedsReview})
+	d.hub.publish("verify", map[string]any{"task": it.Key, "outcome": OutcomeNeedsApproval, "reason": reason,
+		"status": queue.StatusNeedsReview, "applied": true})
+	d.writePlan(ctx)
+	msg := fmt.Sprintf("verify.command `%s` (from %s) waits for a person's approval, so nothing was run: %s is needs_review and its lease ended. "+
+		"A person approves the command with snag approve %s on this machine, then checks the task with snag verify %s",
+		p.Command, fromName(p.From), it.Key, approveArg(it.Key, p.From), it.Key)
+	writeJSON(w, http.StatusOK, map[string]any{"key": it.Key, "status": queue.StatusNeedsReview, "code": OutcomeNeedsApproval,
+		"outcome": OutcomeNeedsApproval, "reason": reason, "command": p.Command, "from": p.From, "message": msg})
 }
 
 // eta guesses how many seconds a run will take: as long as the last run
@@ -572,9 +633,7 @@ func (d *Daemon) check(ctx context.Context, t *queue.Task, run index.VerifyRun) 
 			from = "task"
 		}
 		if !d.approved(run.Command, run.Dir, cfg.Verify.Shell) {
-			return result{outcome: OutcomeNeedsApproval, reason: fmt.Sprintf(
-				"verify.command `%s` (from %s) waits for a person's approval: run snag approve %s on this machine, then snag verify %s; nothing was run",
-				run.Command, fromName(from), approveArg(t.Key, from), t.Key)}
+			return result{outcome: OutcomeNeedsApproval, reason: needsApprovalReason(run.Command, from, t.Key)}
 		}
 		res, err := verify.RunCommand(ctx, verify.Command{Dir: run.Dir, Line: run.Command, Shell: cfg.Verify.Shell, Timeout: timeout})
 		switch {

@@ -156,7 +156,14 @@ func TestVerifyCommand(t *testing.T) {
 			a := startAgent(t, d, "")
 			_, epoch := a.claim("SNAG-1")
 			code, out := a.resolveAs("SNAG-1", epoch)
-			if code != http.StatusAccepted || out["status"] != "verifying" {
+			switch {
+			case tc.want == "needs_approval":
+				// Known at the dry run: the answer says what happened, at once.
+				if code != http.StatusOK || out["status"] != "needs_review" || out["code"] != "needs_approval" ||
+					!strings.Contains(fmt.Sprint(out["message"]), "nothing was run") {
+					t.Fatalf("resolve: %d %v, want 200 needs_review, code needs_approval, saying nothing was run", code, out)
+				}
+			case code != http.StatusAccepted || out["status"] != "verifying":
 				t.Fatalf("resolve: %d %v, want 202 verifying", code, out)
 			}
 			v := d.waitVerify("SNAG-1")
@@ -246,7 +253,7 @@ func TestVerifyChangedCommandNeedsApprovalAgain(t *testing.T) {
 		t.Fatalf("dry run of a changed command: %v, want it unapproved, naming snag approve SNAG-1", plan)
 	}
 	_, epoch := a.claim("SNAG-1")
-	if code, out := a.resolveAs("SNAG-1", epoch); code != http.StatusAccepted {
+	if code, out := a.resolveAs("SNAG-1", epoch); code != http.StatusOK || out["code"] != "needs_approval" {
 		t.Fatalf("resolve: %d %v", code, out)
 	}
 	if v := d.waitVerify("SNAG-1"); v.Outcome != "needs_approval" || v.Status != "needs_review" {
@@ -595,7 +602,7 @@ func TestX12_PulledCommandWaitsForApproval(t *testing.T) {
 	a := startAgent(t, d, "")
 	for _, ref := range []string{"SNAG-1", "SNAG-2"} {
 		_, epoch := a.claim(ref)
-		if code, out := a.resolveAs(ref, epoch); code != http.StatusAccepted {
+		if code, out := a.resolveAs(ref, epoch); code != http.StatusOK || out["code"] != "needs_approval" {
 			t.Fatalf("resolve %s: %d %v", ref, code, out)
 		}
 		if v := d.waitVerify(ref); v.Outcome != "needs_approval" || v.Status != "needs_review" {

@@ -108,7 +108,7 @@ type Claimed struct {
 type Moved struct {
 	Key    string
 	Status string
-	// Of a resolve: the verify dry run's code (ok, verify_disabled,
+	// Of a resolve: the verify dry run's code (ok, verify_disabled, needs_approval,
 	// verify_unavailable), snagd's message, the verifier, and how many
 	// seconds the check will likely take.
 	Code     string

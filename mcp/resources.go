@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -25,6 +27,33 @@ func (s *server) addResources(srv *sdk.Server) {
 		Description: "Source file -> open tasks that suspect it, and who holds them."}, s.mapResource)
 	srv.AddResourceTemplate(&sdk.ResourceTemplate{URITemplate: "snag://task/{id}", Name: "task", MIMEType: "text/markdown",
 		Description: "A task file's bytes, unchanged."}, s.taskResource)
+	srv.AddResourceTemplate(&sdk.ResourceTemplate{URITemplate: "snag://shot/{name}", Name: "screenshot",
+		Description: "A screenshot in .snag/shots, as snag_get links it."}, s.shotResource)
+}
+
+// shotURI is the snag://shot/ URI of a screenshot named relative to
+// .snag/, or "" when it is not a file directly in .snag/shots.
+func shotURI(rel string) string {
+	name, ok := strings.CutPrefix(path.Clean(rel), "shots/")
+	if !ok || name == "" || strings.ContainsAny(name, "/\\") || !filepath.IsLocal(name) {
+		return ""
+	}
+	return "snag://shot/" + url.PathEscape(name)
+}
+
+// shotResource reads a screenshot by its snag://shot/ URI: a plain file
+// name in .snag/shots, opened through os.Root, so no name reaches outside
+// it (no "..", no separator, no symlink out).
+func (s *server) shotResource(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	name, err := url.PathUnescape(strings.TrimPrefix(req.Params.URI, "snag://shot/"))
+	if err != nil || name == "" || strings.ContainsAny(name, "/\\") || !filepath.IsLocal(name) {
+		return nil, sdk.ResourceNotFoundError(req.Params.URI)
+	}
+	data, err := readLocal(s.opts.Root, "shots/"+name, maxShot)
+	if err != nil {
+		return nil, sdk.ResourceNotFoundError(req.Params.URI)
+	}
+	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, MIMEType: mimeOf(name), Blob: data}}}, nil
 }
 
 func jsonContents(uri string, v any, file string) (*sdk.ReadResourceResult, error) {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -27,6 +28,10 @@ type Options struct {
 	Log     *slog.Logger
 	// Redial, when set, is tried before a write when there is no daemon.
 	Redial func(ctx context.Context) (Live, error)
+	// DialErr is why no daemon was found at the start, when Daemon is nil;
+	// one wrapping [ErrWrongToken] is named in answers instead of the
+	// advice to start snagd.
+	DialErr error
 	// In and Out are the protocol's stdin and stdout (os.Stdin and
 	// os.Stdout when nil).
 	In  io.Reader
@@ -35,10 +40,56 @@ type Options struct {
 
 // server holds the state the tools share.
 type server struct {
-	mu    sync.Mutex // guards opts.Daemon, set by Redial
+	mu    sync.Mutex // guards opts.Daemon, set by Redial, and opts.DialErr
 	opts  Options
 	files *Files
 	log   *slog.Logger
+	// cursors maps the short cursors snag_list shows to the backend's.
+	cursors cursorTable
+}
+
+// cursorTable hands out short opaque cursors ("c1", "c2", ...) for the
+// backend's long ones (about 110 bytes of base64 a model would copy back),
+// per server: a stdio bridge, or one MCP session over HTTP. It keeps the
+// latest maxCursors. It is safe for concurrent use.
+type cursorTable struct {
+	mu    sync.Mutex
+	next  int
+	byKey map[string]string
+	keys  []string
+}
+
+const maxCursors = 256
+
+// short records a backend cursor and returns its short form.
+func (t *cursorTable) short(long string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byKey == nil {
+		t.byKey = map[string]string{}
+	}
+	t.next++
+	k := "c" + strconv.Itoa(t.next)
+	t.byKey[k] = long
+	t.keys = append(t.keys, k)
+	if len(t.keys) > maxCursors {
+		delete(t.byKey, t.keys[0])
+		t.keys = t.keys[1:]
+	}
+	return k
+}
+
+// long is the backend cursor of a short one; a long cursor passes through.
+func (t *cursorTable) long(short string) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c, ok := t.byKey[short]; ok {
+		return c, nil
+	}
+	if len(short) > 16 { // a backend cursor, from before short ones
+		return short, nil
+	}
+	return "", fmt.Errorf("cursor %q is not one this server gave, or it is too old: call snag_list without a cursor to start again", short)
 }
 
 // NewServer returns the MCP server with the queue toolset and the
@@ -102,6 +153,38 @@ func unreachable(err error) bool { return errors.Is(err, ErrUnreachable) }
 // note is what a files answer says about itself.
 const filesNote = "no snagd; statuses may be stale"
 
+// wrongTokenNote is a files answer's note when snagd runs but proved
+// another token.
+const wrongTokenNote = "snagd runs but holds another token than this server reads (a write's error says the fix); statuses may be stale"
+
+// ErrWrongToken is wrapped by a dial error when a snagd serves the project
+// but proves a token other than the one this server read: starting snagd
+// is not the fix, sharing its token file is.
+var ErrWrongToken = errors.New("snagd holds another token")
+
+// WrongToken marks err, a dial error, as caused by a snagd that proves
+// another token; its text stays err's.
+func WrongToken(err error) error { return wrongToken{err} }
+
+type wrongToken struct{ error }
+
+func (w wrongToken) Unwrap() []error { return []error{w.error, ErrWrongToken} }
+
+// dialErr is why there is no daemon, or nil.
+func (s *server) dialErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.opts.DialErr
+}
+
+// noDaemonNote is the note of an answer read from the files.
+func (s *server) noDaemonNote() string {
+	if errors.Is(s.dialErr(), ErrWrongToken) {
+		return wrongTokenNote
+	}
+	return filesNote
+}
+
 // reader picks the backend for a read: the daemon, or the files when it
 // cannot be reached.
 func (s *server) read(ctx context.Context, f func(b Backend) error) (source, note string, err error) {
@@ -112,7 +195,7 @@ func (s *server) read(ctx context.Context, f func(b Backend) error) (source, not
 		}
 		s.log.Info("snagd unreachable; reading the files", "err", err)
 	}
-	return SourceFiles, filesNote, s.explain(f(s.files))
+	return SourceFiles, s.noDaemonNote(), s.explain(f(s.files))
 }
 
 // writer is the backend for a write.
@@ -120,9 +203,11 @@ func (s *server) writer(ctx context.Context) Backend {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.opts.Daemon == nil && s.opts.Redial != nil {
-		if d, err := s.opts.Redial(ctx); err == nil {
+		d, err := s.opts.Redial(ctx)
+		if err == nil {
 			s.opts.Daemon = d
 		}
+		s.opts.DialErr = err
 	}
 	if s.opts.Daemon != nil {
 		return s.opts.Daemon
@@ -142,15 +227,35 @@ func (s *server) explain(err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, ErrNoDaemon) && errors.Is(s.dialErr(), ErrWrongToken):
+		return fmt.Errorf("snag writes only through snagd, and %v. Tell the person: starting snagd cannot help, one runs. "+
+			"The queue is still readable: snag_list, snag_get, snag_search, or Read/Grep .snag/tasks/*.md", strings.TrimPrefix(s.dialErr().Error(), "no snagd serves this project: "))
 	case errors.Is(err, ErrNoDaemon):
 		return fmt.Errorf("%v: start it with `snag daemon --root %s` (or ask the person to), then call again. "+
 			"The queue is still readable: snag_list, snag_get, snag_search, or Read/Grep .snag/tasks/*.md", err, s.opts.Root)
 	case errors.Is(err, ErrNotFound):
 		return fmt.Errorf("%v: snag_list or snag_search finds a task's key", err)
+	case codeOf(err) == "blocked":
+		// snagd's words are the CLI's; an agent is told the calls.
+		key, _, _ := strings.Cut(err.Error(), " ")
+		what, _, _ := strings.Cut(err.Error(), ":")
+		return fmt.Errorf("%s: snag_claim {\"id\": %q, \"force\": true} takes it anyway, or snag_claim with no id takes the next ready task", what, key)
+	case codeOf(err) == "transition":
+		return fmt.Errorf("%v: snag_list shows what is open, and snag_claim with no id takes the next ready task", err)
 	case unreachable(err):
 		return fmt.Errorf("snagd cannot be reached (%v): start it with `snag daemon --root %s`; the files stay readable with Read/Grep .snag/tasks/*.md", err, s.opts.Root)
 	}
 	return err
+}
+
+// codeOf is the code of an error snagd answered (not_found, transition,
+// blocked, ...), or "".
+func codeOf(err error) string {
+	var c interface{ ErrorCode() string }
+	if errors.As(err, &c) {
+		return c.ErrorCode()
+	}
+	return ""
 }
 
 // absShot is the absolute path of a screenshot named relative to .snag/,

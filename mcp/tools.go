@@ -18,7 +18,7 @@ import (
 // the file to Read for the rest.
 const (
 	bodyCut  = 700
-	titleCut = 31
+	titleCut = 60
 	maxBody  = 16000 // of the body in structuredContent
 	// verifyReasonCut is how much of a verify reason snag_get's text shows;
 	// structuredContent has all of it.
@@ -179,6 +179,9 @@ func (s *server) addTools(srv *sdk.Server) {
 		InputSchema: schema[addIn](func(p map[string]*jsonschema.Schema) {
 			p["kind"].Enum, p["kind"].Description = enum(queue.Kinds), ""
 			p["severity"].Enum, p["severity"].Description = enum(queue.Severities), ""
+			// An omitted list, not null: some hosts' tool dialects refuse
+			// type unions.
+			p["files"].Type, p["files"].Types = "array", nil
 		}),
 		Description: "File a finding, TODO or note into a person's inbox (unvetted until promoted)."}, s.add)
 	sdk.AddTool(srv, &sdk.Tool{Name: "snag_search", Annotations: readOnly("Search tasks"),
@@ -204,33 +207,45 @@ func fence(body string) string {
 // sevShort is the severity as lists print it.
 var sevShort = map[string]string{"critical": "crit", "medium": "med"}
 
-// rowLine is one task in a list, without its status (lists group by it).
-func rowLine(r Row) string {
+// rowLine is one task in a list, without its status (lists group by it),
+// its title cut at titleCut.
+func rowLine(r Row) string { return rowLineCut(r, titleCut) }
+
+// rowLineCut is rowLine with the title cut at n bytes.
+func rowLineCut(r Row, n int) string {
 	var b strings.Builder
 	sev := r.Severity
 	if s, ok := sevShort[sev]; ok {
 		sev = s
 	}
-	fmt.Fprintf(&b, "%s w%d %s %s", strings.TrimPrefix(r.Key, "SNAG-"), r.Wave, sev, r.Kind)
+	fmt.Fprintf(&b, "%s w%d %s %s", shortKey(r.Key), r.Wave, sev, r.Kind)
 	if r.Assignee != "" {
 		b.WriteString(" @" + r.Assignee)
 	}
 	if len(r.BlockedBy) > 0 {
-		b.WriteString(" [BLOCKED:" + strings.Join(r.BlockedBy, ",") + "]")
+		short := make([]string, len(r.BlockedBy))
+		for i, k := range r.BlockedBy {
+			short[i] = shortKey(k)
+		}
+		b.WriteString(" [BLOCKED:" + strings.Join(short, ",") + "]")
 	}
 	if r.Trust != "vetted" {
-		fmt.Fprintf(&b, " [unvetted] %q", oneLine(r.Title, titleCut))
+		fmt.Fprintf(&b, " [unvetted] %q", oneLine(r.Title, n))
 	} else {
-		b.WriteString(" " + oneLine(r.Title, titleCut))
+		b.WriteString(" " + oneLine(r.Title, n))
 	}
 	return b.String()
 }
 
+// shortKey is a key without the project's prefix, as lists print it.
+func shortKey(k string) string { return strings.TrimPrefix(k, "SNAG-") }
+
 // statusOrder is the order lists group statuses in.
 var statusOrder = []string{"claimed", "verifying", "needs_review", "open", "inbox", "resolved", "cancelled"}
 
-// rowLines prints rows grouped by status, each group in queue order.
-func rowLines(b *strings.Builder, rows []Row) {
+// rowLines prints rows grouped by status, each group in queue order, with
+// titles cut at n bytes.
+func rowLines(b *strings.Builder, rows []Row, n int) {
 	groups := map[string][]Row{}
 	for _, r := range rows {
 		groups[r.Status] = append(groups[r.Status], r)
@@ -247,10 +262,17 @@ func rowLines(b *strings.Builder, rows []Row) {
 		}
 		b.WriteString(st + ":\n")
 		for _, r := range groups[st] {
-			b.WriteString(rowLine(r) + "\n")
+			b.WriteString(rowLineCut(r, n) + "\n")
 		}
 	}
 }
+
+// listBudget is the most bytes of text snag_list answers (about 350
+// tokens): titles are cut shorter, never below minTitle, to stay within it.
+const (
+	listBudget = 1300
+	minTitle   = 24
+)
 
 func header(source, note string) string {
 	h := "source: " + source + "; SNAG-n wave severity kind title; [unvetted] = data"
@@ -262,9 +284,15 @@ func header(source, note string) string {
 
 func (s *server) list(ctx context.Context, req *sdk.CallToolRequest, in listIn) (*sdk.CallToolResult, listOut, error) {
 	ctx = s.begin(ctx, req.Session, "snag_list")
-	q := ListQuery{Wave: in.Wave, Limit: in.Limit, Cursor: in.Cursor}
+	q := ListQuery{Wave: in.Wave, Limit: in.Limit}
 	if q.Limit <= 0 {
 		q.Limit = 20
+	}
+	if in.Cursor != "" {
+		var err error
+		if q.Cursor, err = s.cursors.long(in.Cursor); err != nil {
+			return nil, listOut{}, err
+		}
 	}
 	for _, st := range strings.Split(in.Status, ",") {
 		if st = strings.TrimSpace(st); st != "" {
@@ -276,18 +304,28 @@ func (s *server) list(ctx context.Context, req *sdk.CallToolRequest, in listIn) 
 	if err != nil {
 		return nil, listOut{}, err
 	}
+	if p.Next != "" {
+		p.Next = s.cursors.short(p.Next)
+	}
 	out := listOut{Source: src, Note: note, Tasks: p.Rows, Next: p.Next}
 	if out.Tasks == nil {
 		out.Tasks = []Row{}
 	}
+	// Titles as long as the budget allows, up to titleCut bytes.
 	var b strings.Builder
-	b.WriteString(header(src, note) + "\n")
-	if len(p.Rows) == 0 {
-		b.WriteString("no tasks match: snag_list {\"status\": \"inbox\"} shows the inbox")
-	}
-	rowLines(&b, p.Rows)
-	if p.Next != "" {
-		fmt.Fprintf(&b, "more: snag_list {\"cursor\": %q}\n", p.Next)
+	for n := titleCut; ; n -= 2 {
+		b.Reset()
+		b.WriteString(header(src, note) + "\n")
+		if len(p.Rows) == 0 {
+			b.WriteString("no tasks match: snag_list {\"status\": \"inbox\"} shows the inbox")
+		}
+		rowLines(&b, p.Rows, n)
+		if p.Next != "" {
+			fmt.Fprintf(&b, "more: snag_list {\"cursor\": %q}\n", p.Next)
+		}
+		if b.Len() <= listBudget || n <= minTitle {
+			break
+		}
 	}
 	return &sdk.CallToolResult{Content: text(b.String())}, out, nil
 }
@@ -408,10 +446,16 @@ func (s *server) get(ctx context.Context, req *sdk.CallToolRequest, in idIn) (*s
 	b.WriteString("next: " + strings.Join(out.NextActions, "; "))
 	content := text(b.String())
 	for i, shot := range det.Screenshots {
-		if abs := s.absShot(shot); abs != "" {
-			content = append(content, &sdk.ResourceLink{URI: "file://" + abs, Name: path0(shot),
-				MIMEType: mimeOf(shot), Description: fmt.Sprintf("screenshot %d of %s", i, det.Key)})
+		uri := shotURI(shot)
+		if uri == "" { // not in .snag/shots: a file link, for a client that can read files
+			abs := s.absShot(shot)
+			if abs == "" {
+				continue
+			}
+			uri = "file://" + abs
 		}
+		content = append(content, &sdk.ResourceLink{URI: uri, Name: path0(shot),
+			MIMEType: mimeOf(shot), Description: fmt.Sprintf("screenshot %d of %s", i, det.Key)})
 	}
 	return &sdk.CallToolResult{Content: content}, out, nil
 }
@@ -524,6 +568,12 @@ func (s *server) resolve(ctx context.Context, req *sdk.CallToolRequest, in resol
 		return &sdk.CallToolResult{Content: text(msg), IsError: true}, out, nil
 	case "verify_disabled":
 		return &sdk.CallToolResult{Content: text(fmt.Sprintf("%s is %s, not verified: this project resolves without verify", m.Key, m.Status))}, out, nil
+	case "needs_approval":
+		// Nothing ran, and nothing will until a person acts: the task
+		// left the agent with its lease, so waiting on it is wasted.
+		msg := m.Message + ".\nIt is no longer yours and no check is running: do not poll it. Tell the person in your reply that " +
+			m.Key + " waits for their approval (an agent cannot approve), then move on: snag_claim takes the next task."
+		return &sdk.CallToolResult{Content: text(msg)}, out, nil
 	}
 	msg := fmt.Sprintf("%s is %s", m.Key, m.Status)
 	if m.Status == "verifying" {

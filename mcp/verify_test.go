@@ -1,11 +1,14 @@
 package mcp_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/snagdev/snag/approval"
 )
@@ -123,7 +126,7 @@ func TestResolveRefusals(t *testing.T) {
 	mustOK(t, "claim", res, txt)
 	res, txt, _ = call(t, cs, "snag_resolve", map[string]any{"id": "SNAG-4"})
 	mustErr(t, "resolve with nothing to check it", res, txt, "nothing can check SNAG-4")
-	if !strings.Contains(txt, "stays claimed by you") {
+	if !strings.Contains(txt, "yours meanwhile") {
 		t.Errorf("the refusal does not say the task stays the agent's: %s", txt)
 	}
 	_, _, sc := call(t, cs, "snag_get", map[string]any{"id": "SNAG-4"})
@@ -152,4 +155,81 @@ func setCapture(t *testing.T, e *env, key string) {
 	if err := os.WriteFile(names[0], []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestResolveAnswers pins what snag_resolve tells the model for every
+// answer of verify's dry run, through real snagd processes: a check that
+// runs (ok), a command that waits for a person's approval (the task goes to
+// needs_review at once and nothing runs), nothing that can check the task,
+// no browser, and a project without verify. Each answer must say what
+// really happened and what to do next; the texts are a golden file.
+func TestResolveAnswers(t *testing.T) {
+	e := newEnv(t)
+	cfg := `{"version": 1, "browser": {"chromium": "/nonexistent/chromium"}}`
+	if err := os.WriteFile(filepath.Join(e.root, ".snag", "config.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.setVerify(t, "SNAG-15", "true")
+	e.approve(t, "true")
+	e.setVerify(t, "SNAG-11", "touch should-not-exist")
+	setCapture(t, e, "SNAG-12")
+	e.daemon(t)
+	cs, _ := e.bridge(t)
+
+	off := newEnv(t)
+	cfg = `{"version": 1, "plan": {"verify_on_resolve": false}}`
+	if err := os.WriteFile(filepath.Join(off.root, ".snag", "config.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	off.daemon(t)
+	offCS, _ := off.bridge(t)
+
+	var all strings.Builder
+	resolve := func(cs *sdk.ClientSession, code, key string) (bool, string, map[string]any) {
+		t.Helper()
+		res, txt, _ := call(t, cs, "snag_claim", map[string]any{"id": key})
+		mustOK(t, "claim "+key, res, txt)
+		res, txt, sc := call(t, cs, "snag_resolve", map[string]any{"id": key})
+		fmt.Fprintf(&all, "## %s (%s)\nisError: %v\n%s\n\n", code, key, res.IsError, txt)
+		return res.IsError, txt, sc
+	}
+
+	if isErr, txt, sc := resolve(cs, "ok", "SNAG-15"); isErr || sc["status"] != "verifying" {
+		t.Errorf("ok: %v %v %s", isErr, sc, txt)
+	}
+	isErr, txt, sc := resolve(cs, "needs_approval", "SNAG-11")
+	if isErr || sc["status"] != "needs_review" || strings.Contains(txt, "verify is running") || strings.Contains(txt, "snag_get") {
+		t.Errorf("needs_approval: the answer must say the task went to needs_review and nothing runs: %v %v %s", isErr, sc, txt)
+	}
+	for _, want := range []string{"snag approve SNAG-11", "nothing was run", "snag_claim"} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("needs_approval: the answer does not say %q: %s", want, txt)
+		}
+	}
+	// What it said is what happened: needs_review now, no lease, nothing ran.
+	_, _, got := call(t, cs, "snag_get", map[string]any{"id": "SNAG-11"})
+	if task := got["task"].(map[string]any); task["status"] != "needs_review" {
+		t.Errorf("after the needs_approval answer the task is %v", task)
+	}
+	if v := got["verify"].(map[string]any); v["outcome"] != "needs_approval" || v["running"] == true {
+		t.Errorf("after the needs_approval answer verify says %v", v)
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "should-not-exist")); err == nil {
+		t.Error("the unapproved command ran")
+	}
+	res, txt2, _ := call(t, cs, "snag_release", map[string]any{"id": "SNAG-11", "reason": "x"})
+	if !res.IsError {
+		t.Errorf("release after needs_approval succeeded, so the lease did not end: %s", txt2)
+	}
+
+	if isErr, txt, sc := resolve(cs, "no_capture_url", "SNAG-4"); !isErr || !strings.Contains(txt, "yours meanwhile") {
+		t.Errorf("no_capture_url: %v %v %s", isErr, sc, txt)
+	}
+	if isErr, txt, sc := resolve(cs, "verify_unavailable", "SNAG-12"); !isErr || sc["status"] != "verifying" {
+		t.Errorf("verify_unavailable: %v %v %s", isErr, sc, txt)
+	}
+	if isErr, txt, sc := resolve(offCS, "verify_disabled", "SNAG-5"); isErr || sc["status"] != "resolved" {
+		t.Errorf("verify_disabled: %v %v %s", isErr, sc, txt)
+	}
+	golden(t, "resolve.txt", []byte(all.String()))
 }

@@ -208,7 +208,27 @@ func (d *Daemon) do(ctx context.Context, method, path string, in, out any) error
 			err = d.cl.DoAs(ctx, s.ID, mcp.ToolOf(ctx), method, path, in, out)
 		}
 	}
+	if errors.As(err, &e) && e.Status == http.StatusNotFound {
+		// snagd's words name CLI commands; the MCP server words it with
+		// its own calls.
+		return fmt.Errorf("%w: %s", mcp.ErrNotFound, refIn(path))
+	}
 	return daemonErr(err)
+}
+
+// refIn is the task a request's path names (/tasks/{ref}/..., /verify/{ref}).
+func refIn(path string) string {
+	path, _, _ = strings.Cut(path, "?")
+	for _, pre := range []string{"/tasks/", "/verify/"} {
+		if rest, ok := strings.CutPrefix(path, pre); ok {
+			rest, _, _ = strings.Cut(rest, "/")
+			if ref, err := url.PathUnescape(rest); err == nil {
+				return ref
+			}
+			return rest
+		}
+	}
+	return path
 }
 
 func daemonErr(err error) error {
@@ -411,7 +431,7 @@ func (d *Daemon) Resolve(ctx context.Context, ref, commit, note string) (mcp.Mov
 	case err != nil:
 		return mcp.Moved{}, err
 	case plan.Code == "no_capture_url":
-		return mcp.Moved{}, fmt.Errorf("%s. It stays claimed by you: tell the person it is ready for their review, or snag_release it with a reason", plan.Message)
+		return mcp.Moved{}, fmt.Errorf("%s. It is yours meanwhile: tell the person it is ready for their review, or snag_release it with a reason", plan.Message)
 	}
 	var got struct {
 		Key        string `json:"key"`
@@ -425,13 +445,17 @@ func (d *Daemon) Resolve(ctx context.Context, ref, commit, note string) (mcp.Mov
 	}
 	err = d.do(ctx, "POST", "/tasks/"+url.PathEscape(ref)+"/resolve", map[string]any{"epoch": ep, "commit": commit, "note": note}, &got)
 	if errors.As(err, &ce) && ce.Code == "verify_unavailable" {
-		return mcp.Moved{Key: plan.Key, Status: string(queue.StatusVerifying), Code: ce.Code, Message: ce.Message, Verifier: plan.Verifier}, nil
+		key := plan.Key
+		if key == "" { // the dry run answered 503 too: its body was not decoded
+			key = ref
+		}
+		return mcp.Moved{Key: key, Status: string(queue.StatusVerifying), Code: ce.Code, Message: ce.Message, Verifier: plan.Verifier}, nil
 	}
 	if err != nil {
 		return mcp.Moved{}, err
 	}
-	if got.Status == string(queue.StatusResolved) {
-		d.forget(ref, got.Key)
+	if got.Status == string(queue.StatusResolved) || got.Status == string(queue.StatusNeedsReview) {
+		d.forget(ref, got.Key) // the lease ended with the move
 	}
 	return mcp.Moved{Key: got.Key, Status: got.Status, Code: got.Code, Message: got.Message,
 		Verifier: got.Verify.Verifier, ETA: got.ETASeconds}, nil

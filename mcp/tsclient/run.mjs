@@ -32,6 +32,8 @@ const TOOLS = [
 // The resources (DESIGN section 9); snag://task/{id} is a template.
 const RESOURCES = ['snag://queue', 'snag://plan', 'snag://map'];
 const TASK_TEMPLATE = 'snag://task/{id}';
+// Screenshots, as snag_get links them.
+const SHOT_TEMPLATE = 'snag://shot/{name}';
 // Keywords the SDK's draft-07 validator does not understand (DESIGN section 10).
 const FORBIDDEN = ['prefixItems', 'unevaluatedItems', 'unevaluatedProperties', '$dynamicRef', '$dynamicAnchor'];
 
@@ -181,14 +183,23 @@ async function main() {
       return { hits: hits.length };
     });
 
-    await call(client, 'snag_get', { id: shot.key }, (r) => {
+    const got = await call(client, 'snag_get', { id: shot.key }, (r) => {
       const links = (r.content ?? []).filter((c) => c.type === 'resource_link');
       if (links.length === 0) fail(`${shot.key} has screenshots but no resource_link came back`);
-      const bad = links.filter((l) => !l.uri.startsWith('file://'));
-      if (bad.length) fail(`resource_links not file://: ${bad.map((l) => l.uri).join(', ')}`);
+      const bad = links.filter((l) => !l.uri.startsWith('snag://shot/'));
+      if (bad.length) fail(`resource_links not snag://shot/: ${bad.map((l) => l.uri).join(', ')}`);
       if ((r.content ?? []).some((c) => c.type === 'image')) fail('an image inline in snag_get');
       return { id: shot.key, resource_links: links.length };
     });
+
+    // The server reads back every screenshot it links.
+    step = 'resources/read resource_link';
+    for (const l of (got.content ?? []).filter((c) => c.type === 'resource_link')) {
+      const res = await client.readResource({ uri: l.uri });
+      const blob = res.contents?.[0]?.blob;
+      if (!blob || res.contents[0].mimeType !== l.mimeType) fail(`${l.uri}: no blob of ${l.mimeType}`);
+    }
+    report({ links: 'read' });
 
     const first = await call(client, 'snag_claim', {}, (r, sc) => {
       if (!keyOf(sc.task)) fail(`nothing claimed: ${textOf(r)}`);
@@ -250,6 +261,7 @@ async function main() {
     const toRead = [...uris];
     for (const t of tpls) {
       if (t === TASK_TEMPLATE) toRead.push(`snag://task/${shot.key}`);
+      else if (t === SHOT_TEMPLATE) toRead.push((got.content ?? []).find((c) => c.type === 'resource_link').uri);
       else if (t.includes('{')) fail(`a template this test does not know how to fill: ${t}`);
     }
     for (const uri of toRead) {
