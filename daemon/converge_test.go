@@ -367,7 +367,7 @@ func TestW12_OneWritePerClaim(t *testing.T) {
 // error names both paths, neither is written to or handed out; removing
 // one brings the other back.
 func TestW15_DuplicateIDs(t *testing.T) {
-	d := startDaemon(t, sampleProject(t), "")
+	d := startDaemon(t, manyClaims(t, sampleProject(t)), "")
 	iv := newInvariants(t, d)
 	a := startAgent(t, d, "")
 	tasks := filepath.Join(d.root, ".snag", "tasks")

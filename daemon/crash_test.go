@@ -253,7 +253,7 @@ func TestS1_ClaimFailpoints(t *testing.T) {
 			case c.claimed && l.Detached:
 				t.Errorf("SNAG-11's lease is detached though its agent %s is connected (re-derived: %v)", a.Name, c.detached)
 			}
-			a.claim("SNAG-12") // the agent goes on working with the restarted snagd
+			a.claim("SNAG-11") // the agent goes on working with the restarted snagd
 		})
 	}
 }

@@ -218,7 +218,7 @@ func TestW13_GitCheckout5000(t *testing.T) {
 // the conflict it is a task again.
 func TestW14_MergeConflict(t *testing.T) {
 	needGit(t)
-	root := sampleProject(t)
+	root := manyClaims(t, sampleProject(t))
 	if err := os.WriteFile(filepath.Join(root, ".snag", ".gitignore"), []byte(gitignore), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -103,7 +103,7 @@ func TestClaimReleaseResolve(t *testing.T) {
 }
 
 func TestClaimNextSkipsBlockedAndSaysWhyWhenNothingIsReady(t *testing.T) {
-	d := startDaemon(t, sampleProject(t), "")
+	d := startDaemon(t, manyClaims(t, sampleProject(t)), "")
 	a := startAgent(t, d, "")
 	if ans := a.do("claim SNAG-9"); !strings.Contains(ans, "blocked by SNAG-7") {
 		t.Errorf("claim of a blocked task without force: %s", ans)
@@ -251,7 +251,7 @@ func TestClaimsAreExactlyOnce(t *testing.T) {
 			Status: queue.StatusOpen, Trust: queue.TrustVetted, Severity: queue.SeverityMedium, Kind: queue.KindBug, Wave: 1}
 		os.WriteFile(filepath.Join(tasks, queue.FileName(tk.Key, tk.Title)), queue.Format(tk), 0o644)
 	}
-	d := startDaemon(t, root, "")
+	d := startDaemon(t, manyClaims(t, root), "")
 	var mu sync.Mutex
 	got := map[string]int{}
 	var wg sync.WaitGroup

@@ -225,6 +225,12 @@ func (d *Daemon) claim(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, claimResult{Task: &it.Row, Epoch: l.Epoch})
 		return
 	}
+	if e := d.atLimit(ctx, s); e != nil {
+		d.audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
+			TaskID: it.ID, Outcome: "refused", Detail: e.Message})
+		writeError(w, e)
+		return
+	}
 	var lease index.Lease
 	var moved *queue.Task
 	err = d.p.DB.Update(ctx, func(tx *index.Tx) error {
@@ -256,6 +262,56 @@ func (d *Daemon) claim(w http.ResponseWriter, r *http.Request) {
 	row := it.Row
 	row.Status, row.Assignee = moved.Status, moved.Assignee
 	writeJSON(w, http.StatusOK, claimResult{Task: &row, Epoch: lease.Epoch})
+}
+
+// atLimit refuses a claim by a session that holds as many tasks as the
+// project allows one session (claim.max_per_session, 1 unless set), naming
+// what it holds and the calls that free it. d.mu must be held: every grant
+// is made under it, so the count cannot change before the claim's own.
+func (d *Daemon) atLimit(ctx context.Context, s index.Session) *apiError {
+	limit := d.p.Config.MaxPerSession()
+	if limit == 0 {
+		return nil
+	}
+	held, err := d.p.DB.LeasesOf(ctx, s.ID)
+	if err != nil || len(held) < limit {
+		return nil // a failed count leaves the claim to the grant's own checks
+	}
+	var names []string
+	first, title := "", ""
+	verifying := 0
+	for _, l := range held {
+		name := l.TaskID
+		if it, err := d.p.DB.Get(ctx, queue.Ref{ID: l.TaskID}); err == nil {
+			name = it.Key
+			if first == "" {
+				first, title = it.Key, it.Title
+			}
+			if it.Status == queue.StatusVerifying {
+				verifying++
+				name += " (verifying)"
+			}
+		}
+		names = append(names, name)
+	}
+	if first == "" {
+		first = held[0].TaskID
+	}
+	k := strconv.Quote(first)
+	what := fmt.Sprintf("you already hold %s %q: an agent works on one task at a time.", names[0], title)
+	if limit > 1 {
+		what = fmt.Sprintf("you already hold %d tasks (%s), the most this project lets one agent hold at once.",
+			len(held), strings.Join(names, ", "))
+	}
+	it := "it"
+	if limit > 1 {
+		it = "one"
+	}
+	how := fmt.Sprintf(" Finish %s with snag_resolve {\"id\": %s}, or give it back with snag_release {\"id\": %s, \"reason\": \"...\"}; then claim again", it, k, k)
+	if verifying == len(held) {
+		how = fmt.Sprintf(" Its check is running: call snag_get {\"id\": %s} for the outcome (a pass frees you to claim; a failure gives it back to you to fix), or snag_release it with a reason", k)
+	}
+	return &apiError{http.StatusConflict, "holding", what + how}
 }
 
 // leaseRequest is POST /tasks/{ref}/release and /resolve from a holder.

@@ -462,7 +462,7 @@ func TestL6_ReusedPIDIsDeadForeignIsNeverSwept(t *testing.T) {
 // never claimed, neither by reference nor by claim-next; their files are
 // left as they are. The moved task's lease survives its file's absence.
 func TestL11_NoClaimOfABrokenOrMissingTask(t *testing.T) {
-	root := sampleProject(t)
+	root := manyClaims(t, sampleProject(t))
 	tasks := filepath.Join(root, ".snag", "tasks")
 	d := startDaemon(t, root, "")
 	c := newAPIClient(t, d, 4)

@@ -66,31 +66,44 @@ type Lease struct {
 	Detached  bool      `json:"detached,omitempty"` // re-derived from the files; no live session holds it
 }
 
-// Register opens a session. It gets s.Name when that is free among live
-// sessions (the name a reconnecting agent had), else the first free name of
-// Names.
+// Register opens a session. A session that asks for a name (s.Name) gets
+// it when no live session has it, and adopts that name's detached leases:
+// an agent reconnecting after a rebuilt index gets its work back. Any other
+// session gets the first name of Names that no live session has, no
+// detached lease is held in, and no task file names as its assignee, so a
+// newcomer never takes up another agent's name and work.
 func (db *DB) Register(ctx context.Context, s Session) (Session, error) {
 	now := time.Now()
 	s.Started, s.LastSeen = now, now
 	err := db.write(ctx, func(conn *sqlite.Conn) error {
-		live := map[string]bool{}
+		taken := map[string]bool{}
 		err := sqlitex.Execute(conn, `SELECT name FROM sessions WHERE ended IS NULL`, &sqlitex.ExecOptions{
-			ResultFunc: func(st *sqlite.Stmt) error { live[st.ColumnText(0)] = true; return nil },
+			ResultFunc: func(st *sqlite.Stmt) error { taken[st.ColumnText(0)] = true; return nil },
 		})
 		if err != nil {
 			return err
 		}
-		if s.Name == "" || live[s.Name] {
+		asked := s.Name != "" && !taken[s.Name]
+		if !asked {
+			// Names in use by work: detached leases and the files' assignees
+			// (of any status: a resolved task's assignee is its author).
+			err := sqlitex.Execute(conn, `SELECT holder FROM leases WHERE ended IS NULL
+				UNION SELECT upper(assignee) FROM tasks WHERE assignee != ''`, &sqlitex.ExecOptions{
+				ResultFunc: func(st *sqlite.Stmt) error { taken[st.ColumnText(0)] = true; return nil },
+			})
+			if err != nil {
+				return err
+			}
 			s.Name = ""
 			for _, n := range Names {
-				if !live[n] {
+				if !taken[n] {
 					s.Name = n
 					break
 				}
 			}
 			for i := 2; s.Name == ""; i++ {
 				for _, n := range Names {
-					if c := n + "-" + strconv.Itoa(i); !live[c] {
+					if c := n + "-" + strconv.Itoa(i); !taken[c] {
 						s.Name = c
 						break
 					}
@@ -106,8 +119,9 @@ func (db *DB) Register(ctx context.Context, s Session) (Session, error) {
 			return err
 		}
 		s.ID = conn.LastInsertRowID()
-		// A session that takes up a name adopts that name's detached leases:
-		// an agent reconnecting after a rebuilt index gets its work back.
+		if !asked {
+			return nil
+		}
 		return sqlitex.Execute(conn, `UPDATE leases SET session_id = :id, detached = 0
 			WHERE ended IS NULL AND detached = 1 AND holder = :name`,
 			&sqlitex.ExecOptions{Named: map[string]any{":id": s.ID, ":name": s.Name}})
@@ -216,6 +230,16 @@ func (db *DB) LeaseOf(ctx context.Context, taskID string) (Lease, error) {
 		return Lease{}, ErrNoLease
 	}
 	return ls[0], nil
+}
+
+// LeasesOf lists the live leases a session holds, oldest first.
+func (db *DB) LeasesOf(ctx context.Context, sessionID int64) ([]Lease, error) {
+	var ls []Lease
+	err := db.withConn(ctx, func(conn *sqlite.Conn) (err error) {
+		ls, err = leasesWhere(conn, `session_id = :s`, map[string]any{":s": sessionID})
+		return err
+	})
+	return ls, err
 }
 
 // Leases lists every live lease.

@@ -133,6 +133,8 @@ func TestResolveRefusals(t *testing.T) {
 	if st := sc["task"].(map[string]any)["status"]; st != "claimed" {
 		t.Errorf("status %v after the refusal, want claimed", st)
 	}
+	res, txt, _ = call(t, cs, "snag_release", map[string]any{"id": "SNAG-4", "reason": "nothing can check it"})
+	mustOK(t, "release", res, txt)
 
 	res, txt, _ = call(t, cs, "snag_claim", map[string]any{"id": "SNAG-12"})
 	mustOK(t, "claim", res, txt)

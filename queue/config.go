@@ -21,6 +21,28 @@ type Config struct {
 	Verify  VerifyConfig  `json:"verify"`
 	Plan    PlanConfig    `json:"plan"`
 	Browser BrowserConfig `json:"browser"`
+	Claim   ClaimConfig   `json:"claim"`
+}
+
+// ClaimConfig holds settings of leases.
+type ClaimConfig struct {
+	// MaxPerSession bounds how many tasks one session may hold at once.
+	// Absent means 1: an agent works on one task at a time, so a claimed
+	// task is one somebody has started. 0 means no bound.
+	MaxPerSession *int `json:"max_per_session,omitempty"`
+}
+
+// DefaultMaxPerSession is how many tasks a session may hold when
+// config.json does not say.
+const DefaultMaxPerSession = 1
+
+// MaxPerSession is how many tasks one session may hold at once; 0 means any
+// number.
+func (c Config) MaxPerSession() int {
+	if c.Claim.MaxPerSession == nil {
+		return DefaultMaxPerSession
+	}
+	return *c.Claim.MaxPerSession
 }
 
 // VerifyConfig is the project's verify step (DESIGN section 11).
@@ -92,6 +114,10 @@ func (c Config) withDefaults() Config {
 	if len(c.Browser.AllowedHosts) == 0 {
 		c.Browser.AllowedHosts = DefaultAllowedHosts
 	}
+	if c.Claim.MaxPerSession == nil {
+		n := DefaultMaxPerSession
+		c.Claim.MaxPerSession = &n
+	}
 	return c
 }
 
@@ -131,7 +157,7 @@ func ParseConfig(data []byte) (Config, error) {
 			return Config{}, fmt.Errorf("%s: want %s, not a JSON %s", te.Field, jsonKind(te.Type.Kind()), te.Value)
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			field := strings.TrimPrefix(err.Error(), "json: unknown field ")
-			return Config{}, fmt.Errorf("unknown key %s (known: version, verify.command, verify.timeout_seconds, verify.shell, verify.max_concurrent, plan.verify_on_resolve, browser.allowed_hosts, browser.chromium, browser.settle_ms): remove it or fix its spelling", field)
+			return Config{}, fmt.Errorf("unknown key %s (known: version, verify.command, verify.timeout_seconds, verify.shell, verify.max_concurrent, plan.verify_on_resolve, browser.allowed_hosts, browser.chromium, browser.settle_ms, claim.max_per_session): remove it or fix its spelling", field)
 		}
 		return Config{}, fmt.Errorf("invalid JSON: %w", err)
 	}
@@ -151,6 +177,8 @@ func ParseConfig(data []byte) (Config, error) {
 		return Config{}, errors.New("verify.max_concurrent: must be positive (how many verify runs may go at once)")
 	case c.Browser.SettleMS < 0:
 		return Config{}, errors.New("browser.settle_ms: must be positive (milliseconds a page may settle after load)")
+	case c.Claim.MaxPerSession != nil && *c.Claim.MaxPerSession < 0:
+		return Config{}, fmt.Errorf("claim.max_per_session: %d is not a count: want 1 (one task per agent at a time, the default), a larger number, or 0 for no limit", *c.Claim.MaxPerSession)
 	}
 	for _, h := range c.Browser.AllowedHosts {
 		if h == "" || strings.ContainsAny(h, "/ :@") && !strings.Contains(h, "::") {
@@ -176,7 +204,7 @@ func jsonKind(k reflect.Kind) string {
 
 // MarshalIndent renders the config as snag init writes it.
 func (c Config) MarshalIndent() []byte {
-	out := Config{Version: c.Version, Verify: c.Verify, Plan: c.Plan, Browser: c.Browser}
+	out := Config{Version: c.Version, Verify: c.Verify, Plan: c.Plan, Browser: c.Browser, Claim: c.Claim}
 	b, _ := json.MarshalIndent(out, "", "  ")
 	return append(b, '\n')
 }

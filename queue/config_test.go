@@ -16,10 +16,12 @@ func TestLoadConfig_Missing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	one := queue.DefaultMaxPerSession
 	want := queue.Config{
 		Version: queue.ConfigVersion,
 		Verify:  queue.VerifyConfig{TimeoutSeconds: queue.DefaultVerifyTimeoutSeconds, MaxConcurrent: queue.DefaultVerifyMaxConcurrent},
 		Browser: queue.BrowserConfig{AllowedHosts: []string{"localhost", "127.0.0.1", "::1"}, SettleMS: queue.DefaultBrowserSettleMS},
+		Claim:   queue.ClaimConfig{MaxPerSession: &one},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LoadConfig(missing) (-want +got):\n%s", diff)
@@ -37,12 +39,13 @@ func TestLoadConfig_Example(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	yes := true
+	yes, one := true, 1
 	want := queue.Config{
 		Version: 1,
 		Verify:  queue.VerifyConfig{Command: "go test ./...", TimeoutSeconds: 300, MaxConcurrent: 2},
 		Plan:    queue.PlanConfig{VerifyOnResolve: &yes},
 		Browser: queue.BrowserConfig{AllowedHosts: []string{"localhost", "127.0.0.1"}, SettleMS: 500},
+		Claim:   queue.ClaimConfig{MaxPerSession: &one},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LoadConfig(example) (-want +got):\n%s", diff)
@@ -60,6 +63,12 @@ func TestParseConfig(t *testing.T) {
 		{"verify off", `{"version": 1, "plan": {"verify_on_resolve": false}}`, func() queue.Config {
 			c := queue.DefaultConfig()
 			c.Plan.VerifyOnResolve = &no
+			return c
+		}()},
+		{"no claim limit", `{"version": 1, "claim": {"max_per_session": 0}}`, func() queue.Config {
+			c := queue.DefaultConfig()
+			n := 0
+			c.Claim.MaxPerSession = &n
 			return c
 		}()},
 		{"ipv6 host", `{"version": 1, "browser": {"allowed_hosts": ["::1", "shop.test"]}}`, func() queue.Config {
@@ -83,6 +92,13 @@ func TestParseConfig(t *testing.T) {
 	if c.VerifyOnResolve() {
 		t.Error("VerifyOnResolve() = true with verify_on_resolve: false")
 	}
+	if n := c.MaxPerSession(); n != 1 {
+		t.Errorf("MaxPerSession() = %d with no claim settings; want 1", n)
+	}
+	c, _ = queue.ParseConfig([]byte(`{"version": 1, "claim": {"max_per_session": 3}}`))
+	if n := c.MaxPerSession(); n != 3 {
+		t.Errorf("MaxPerSession() = %d with max_per_session: 3", n)
+	}
 }
 
 func TestParseConfig_Errors(t *testing.T) {
@@ -99,6 +115,8 @@ func TestParseConfig_Errors(t *testing.T) {
 		{"missing version", `{"verify": {"command": "make"}}`, []string{"version: missing", `add "version": 1`}},
 		{"negative version", `{"version": -1}`, []string{"version: -1 is not a version"}},
 		{"negative timeout", `{"version": 1, "verify": {"timeout_seconds": -5}}`, []string{"verify.timeout_seconds: must be positive"}},
+		{"negative claim limit", `{"version": 1, "claim": {"max_per_session": -1}}`, []string{"claim.max_per_session: -1 is not a count", "0 for no limit"}},
+		{"claim limit not a number", `{"version": 1, "claim": {"max_per_session": "one"}}`, []string{"claim.max_per_session: want a whole number"}},
 		{"host with a scheme", `{"version": 1, "browser": {"allowed_hosts": ["http://localhost"]}}`, []string{`"http://localhost" is not a host name`}},
 		{"host with a port", `{"version": 1, "browser": {"allowed_hosts": ["localhost:3000"]}}`, []string{"is not a host name"}},
 		{"empty host", `{"version": 1, "browser": {"allowed_hosts": [""]}}`, []string{`"" is not a host name`}},
@@ -138,11 +156,12 @@ func TestLoadConfig_NamesTheFile(t *testing.T) {
 }
 
 func TestConfig_MarshalIndentRoundTrip(t *testing.T) {
-	no := false
+	no, three := false, 3
 	for _, c := range []queue.Config{
 		queue.DefaultConfig(),
 		{Version: 1, Verify: queue.VerifyConfig{Command: "make check", TimeoutSeconds: 60, Shell: true, MaxConcurrent: 4},
-			Plan: queue.PlanConfig{VerifyOnResolve: &no}, Browser: queue.BrowserConfig{AllowedHosts: []string{"shop.test"}, Chromium: "/opt/chromium", SettleMS: 250}},
+			Plan: queue.PlanConfig{VerifyOnResolve: &no}, Browser: queue.BrowserConfig{AllowedHosts: []string{"shop.test"}, Chromium: "/opt/chromium", SettleMS: 250},
+			Claim: queue.ClaimConfig{MaxPerSession: &three}},
 	} {
 		b := c.MarshalIndent()
 		if !strings.HasSuffix(string(b), "}\n") || !strings.Contains(string(b), "\n  \"version\": 1") {

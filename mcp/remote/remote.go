@@ -36,8 +36,8 @@ type Daemon struct {
 	http    bool // a backend of one of snagd's /mcp sessions
 	reg     client.Registration
 	session client.Session
-	epochs  map[string]int64 // task id and key -> epoch of the lease held
-	opened  chan struct{}    // closed when the first stream opens
+	epochs  map[string]held // task id and key -> the lease held
+	opened  chan struct{}   // closed when the first stream opens
 	cancel  context.CancelFunc
 	done    chan struct{}
 }
@@ -47,7 +47,7 @@ func NewDaemon(cl *client.Client, log *slog.Logger) *Daemon {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Daemon{cl: cl, log: log, epochs: map[string]int64{}, opened: make(chan struct{})}
+	return &Daemon{cl: cl, log: log, epochs: map[string]held{}, opened: make(chan struct{})}
 }
 
 // ServesHTTP marks a backend that snagd made for one of its /mcp sessions:
@@ -343,7 +343,8 @@ func (d *Daemon) Claim(ctx context.Context, ref string, force bool) (mcp.Claimed
 	}
 	r := got.Task.row()
 	d.mu.Lock()
-	d.epochs[r.ID], d.epochs[r.Key] = got.Epoch, got.Epoch
+	h := held{id: r.ID, key: r.Key, epoch: got.Epoch}
+	d.epochs[r.ID], d.epochs[r.Key] = h, h
 	d.mu.Unlock()
 	return mcp.Claimed{Task: &r}, nil
 }
@@ -360,22 +361,27 @@ func (d *Daemon) epoch(ref string) int64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if r.ID == "" {
-		return d.epochs[r.String()]
+		return d.epochs[r.String()].epoch
 	}
-	return d.epochs[r.ID]
+	return d.epochs[r.ID].epoch
 }
 
+// held is a lease the bridge holds, found by its task's id or key.
+type held struct {
+	id, key string
+	epoch   int64
+}
+
+// forget drops the lease held on a task, named by ref or key, under both
+// its names; the other leases stay (epochs count per task, so two tasks'
+// leases often share one).
 func (d *Daemon) forget(ref, key string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for k, e := range d.epochs {
-		if k == key || k == ref {
-			delete(d.epochs, k)
-			for k2, e2 := range d.epochs {
-				if e2 == e {
-					delete(d.epochs, k2)
-				}
-			}
+	for _, name := range []string{ref, key} {
+		if h, ok := d.epochs[name]; ok {
+			delete(d.epochs, h.id)
+			delete(d.epochs, h.key)
 		}
 	}
 }

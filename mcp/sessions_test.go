@@ -1,0 +1,251 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// setConfig writes the project's .snag/config.json before snagd starts.
+func (e *env) setConfig(t *testing.T, json string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(e.root, ".snag", "config.json"), []byte(json), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sessionsView is GET /sessions as these tests read it.
+type sessionsView struct {
+	Sessions []struct {
+		ID        int64
+		Name      string
+		Transport string
+	}
+	Leases []struct {
+		TaskID    string `json:"task_id"`
+		SessionID int64  `json:"session_id"`
+		Holder    string
+		Detached  bool
+	}
+}
+
+// sessions reads snagd's live sessions and leases with the token.
+func (e *env) sessions(t *testing.T) sessionsView {
+	t.Helper()
+	req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/sessions", e.port), nil)
+	req.Header.Set("Authorization", "Bearer "+hToken(t, e))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v sessionsView
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// claimKey claims a task (the next ready one when id is "") and returns
+// its key and the assignee the claim wrote: the session's name.
+func claimKey(t *testing.T, cs *sdk.ClientSession, id string) (key, assignee string) {
+	t.Helper()
+	args := map[string]any{}
+	if id != "" {
+		args["id"] = id
+	}
+	res, txt, sc := call(t, cs, "snag_claim", args)
+	mustOK(t, "claim "+id, res, txt)
+	task, _ := sc["task"].(map[string]any)
+	if task == nil {
+		t.Fatalf("claim %s: nothing claimed: %s", id, txt)
+	}
+	key, _ = task["key"].(string)
+	assignee, _ = task["assignee"].(string)
+	return key, assignee
+}
+
+// TestClaimOneTaskAtATime: by default a session holds one task: a second
+// claim, by id or the next ready one, over stdio or /mcp, is refused with
+// the task held and the calls that free it; after a release the claim goes
+// through.
+func TestClaimOneTaskAtATime(t *testing.T) {
+	e := newEnv(t)
+	e.daemon(t)
+	stdio, _ := e.bridge(t)
+	for _, tc := range []struct {
+		name string
+		cs   *sdk.ClientSession
+	}{{"stdio", stdio}, {"http", hMustConnect(t, e)}} {
+		t.Run(tc.name, func(t *testing.T) {
+			first := "SNAG-4"
+			if tc.name == "http" {
+				first = "SNAG-8"
+			}
+			claimKey(t, tc.cs, first)
+			for _, args := range []map[string]any{{"id": "SNAG-11"}, {}} {
+				res, txt, _ := call(t, tc.cs, "snag_claim", args)
+				mustErr(t, "second claim", res, txt, "you already hold "+first)
+				for _, w := range []string{`snag_resolve {"id": "` + first + `"}`, `snag_release {"id": "` + first + `"`, "one task at a time"} {
+					if !strings.Contains(txt, w) {
+						t.Errorf("refusal %q does not say %q", txt, w)
+					}
+				}
+				if tc.name == "stdio" && len(args) == 0 {
+					golden(t, "claim_holding.txt", []byte(txt+"\n"))
+				}
+			}
+			if _, _, sc := call(t, tc.cs, "snag_get", map[string]any{"id": "SNAG-11"}); sc["task"].(map[string]any)["status"] != "open" {
+				t.Errorf("SNAG-11 after a refused claim: %v", sc["task"])
+			}
+			res, txt, _ := call(t, tc.cs, "snag_release", map[string]any{"id": first, "reason": "taking another"})
+			mustOK(t, "release", res, txt)
+			if tc.name == "stdio" {
+				claimKey(t, tc.cs, "SNAG-11")
+				res, txt, _ := call(t, tc.cs, "snag_release", map[string]any{"id": "SNAG-11", "reason": "done looking"})
+				mustOK(t, "release", res, txt)
+			} else {
+				claimKey(t, tc.cs, "SNAG-12")
+			}
+		})
+	}
+}
+
+// TestSeveralLeasesReleaseAndResolveInAnyOrder: with claim.max_per_session
+// 3, a session holds three tasks and releases or resolves each, in any
+// order (the bridge once forgot every lease sharing an epoch with the
+// released one); a fourth claim is refused, naming the three.
+func TestSeveralLeasesReleaseAndResolveInAnyOrder(t *testing.T) {
+	e := newEnv(t)
+	e.setConfig(t, `{"version": 1, "plan": {"verify_on_resolve": false}, "claim": {"max_per_session": 3}}`)
+	e.daemon(t)
+	cs, _ := e.bridge(t)
+	for _, k := range []string{"SNAG-4", "SNAG-5", "SNAG-8"} {
+		claimKey(t, cs, k)
+	}
+	res, txt, _ := call(t, cs, "snag_claim", map[string]any{"id": "SNAG-11"})
+	mustErr(t, "fourth claim", res, txt, "you already hold 3 tasks (SNAG-4, SNAG-5, SNAG-8)")
+	res, txt, _ = call(t, cs, "snag_release", map[string]any{"id": "SNAG-5", "reason": "blocked on a decision"})
+	mustOK(t, "release SNAG-5", res, txt)
+	res, txt, _ = call(t, cs, "snag_release", map[string]any{"id": "SNAG-8", "reason": "out of scope"})
+	mustOK(t, "release SNAG-8", res, txt)
+	res, txt, _ = call(t, cs, "snag_resolve", map[string]any{"id": "SNAG-4", "note": "fixed"})
+	mustOK(t, "resolve SNAG-4", res, txt)
+	want := map[string]string{"SNAG-4": "resolved", "SNAG-5": "open", "SNAG-8": "open"}
+	for k, st := range want {
+		if _, _, sc := call(t, cs, "snag_get", map[string]any{"id": k}); sc["task"].(map[string]any)["status"] != st {
+			t.Errorf("%s: %v, want %s", k, sc["task"].(map[string]any)["status"], st)
+		}
+	}
+	for _, l := range e.sessions(t).Leases {
+		if !l.Detached { // the sample's own claimed tasks keep theirs
+			t.Errorf("lease left after every task was released or resolved: %+v", l)
+		}
+	}
+}
+
+// TestNewSessionDoesNotInheritDetachedLease: the sample's SNAG-1 is
+// claimed by VESPER, who has no session: a client that asks no name (snag
+// mcp over stdio, or the official clients over /mcp) is not VESPER and
+// holds nothing, and when it exits SNAG-1 is still VESPER's; a session that
+// asks for VESPER adopts the lease.
+func TestNewSessionDoesNotInheritDetachedLease(t *testing.T) {
+	e := newEnv(t)
+	e.daemon(t)
+	held := func() map[string]string { // task id -> holder, detached or not
+		out := map[string]string{}
+		for _, l := range e.sessions(t).Leases {
+			out[l.Holder] = l.TaskID
+		}
+		return out
+	}
+	before := held()
+	if before["VESPER"] == "" || before["ORCA"] == "" {
+		t.Fatalf("the sample's claimed tasks have no detached leases: %v", before)
+	}
+	stdio, cmd := e.bridge(t)
+	web := hMustConnect(t, e)
+	for _, cs := range []*sdk.ClientSession{stdio, web} {
+		res, txt, _ := call(t, cs, "snag_list", nil)
+		mustOK(t, "list", res, txt)
+	}
+	waitFor(t, 15*time.Second, func() bool { return len(e.sessions(t).Sessions) == 2 },
+		func() string { return fmt.Sprintf("sessions: %+v", e.sessions(t).Sessions) })
+	v := e.sessions(t)
+	for _, s := range v.Sessions {
+		if s.Name == "VESPER" || s.Name == "ORCA" || s.Name == "DANA" {
+			t.Errorf("a %s session that asked no name is %s, the assignee of a task in the files", s.Transport, s.Name)
+		}
+	}
+	for _, l := range v.Leases {
+		if !l.Detached || l.SessionID != 0 {
+			t.Errorf("a newcomer adopted %s's lease on %s: %+v", l.Holder, l.TaskID, l)
+		}
+	}
+	for name, cs := range map[string]*sdk.ClientSession{"stdio": stdio, "http": web} {
+		key, _ := claimKey(t, cs, "")
+		res, txt, _ := call(t, cs, "snag_release", map[string]any{"id": key, "reason": "only looking"})
+		mustOK(t, name+" release", res, txt)
+	}
+	stdio.Close()
+	cmd.Wait()
+	web.Close()
+	waitFor(t, 15*time.Second, func() bool { return len(e.sessions(t).Sessions) == 0 },
+		func() string { return fmt.Sprintf("sessions still live: %+v", e.sessions(t).Sessions) })
+	if after := held(); after["VESPER"] != before["VESPER"] || after["ORCA"] != before["ORCA"] {
+		t.Errorf("detached leases after the newcomers left: %v, want %v", after, before)
+	}
+	reader := hMustConnect(t, e)
+	_, _, sc := call(t, reader, "snag_get", map[string]any{"id": "SNAG-1"})
+	if task := sc["task"].(map[string]any); task["status"] != "claimed" || task["assignee"] != "VESPER" {
+		t.Errorf("SNAG-1 after the newcomers left: %v %v, want claimed by VESPER", task["status"], task["assignee"])
+	}
+
+	vesper, _ := e.bridgeWith(t, "SNAG_AGENT=VESPER")
+	// Registering asks for VESPER and adopts the lease; a claim of its own
+	// task gives the bridge the lease's epoch.
+	key, who := claimKey(t, vesper, "SNAG-1")
+	if key != "SNAG-1" || who != "VESPER" {
+		t.Fatalf("VESPER's claim of its own task: %s by %s", key, who)
+	}
+	var vid int64
+	for _, s := range e.sessions(t).Sessions {
+		if s.Name == "VESPER" {
+			vid = s.ID
+		}
+	}
+	for _, l := range e.sessions(t).Leases {
+		if l.Holder == "VESPER" && (l.Detached || l.SessionID != vid || vid == 0) {
+			t.Errorf("VESPER's lease after VESPER came back: %+v (session %d)", l, vid)
+		}
+	}
+	res, txt, _ := call(t, vesper, "snag_release", map[string]any{"id": "SNAG-1", "reason": "back after a rebuild; giving it up"})
+	mustOK(t, "VESPER releases its adopted task", res, txt)
+}
+
+// bridgeWith is bridge with more environment (NAME=value).
+func (e *env) bridgeWith(t *testing.T, env ...string) (*sdk.ClientSession, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command(snagBin, "mcp")
+	cmd.Dir = e.root
+	cmd.Env = append(e.environ(), env...)
+	cmd.Stderr = os.Stderr
+	c := sdk.NewClient(&sdk.Implementation{Name: "go-test", Version: "1.0"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, cmd
+}
