@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -140,3 +142,61 @@ func (c *Client) Stream(ctx context.Context, session int64, opened func()) error
 
 // Root is the project root the client serves, symlinks resolved.
 func (c *Client) Root() string { return c.root }
+
+// Event is one event of snagd's stream (GET /events): its type (task,
+// lease, verify, rescan, problem, session, or resync when events were
+// missed) and its JSON data.
+type Event struct {
+	ID   int64
+	Type string
+	Data json.RawMessage
+}
+
+// Events follows snagd's event stream from now, calling on for each event,
+// until ctx ends or the stream closes; it returns then (the caller opens
+// it again, with Recheck when snagd went away).
+func (c *Client) Events(ctx context.Context, on func(Event)) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/events", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.tok.String())
+	resp, err := http.DefaultClient.Do(req) // no timeout: the stream lasts
+	if err != nil {
+		return fmt.Errorf("snagd on :%d: %w", c.health.Port, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		e := &Error{Status: resp.StatusCode}
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(e); err != nil || e.Message == "" {
+			e.Message = fmt.Sprintf("snagd answered %s", resp.Status)
+		}
+		return e
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	var ev Event
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if ev.Type != "" {
+				on(ev)
+			}
+			ev = Event{}
+		case strings.HasPrefix(line, "id: "):
+			ev.ID, _ = strconv.ParseInt(line[4:], 10, 64)
+		case strings.HasPrefix(line, "event: "):
+			ev.Type = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			ev.Data = json.RawMessage(line[6:])
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("event stream closed: %w", err)
+	}
+	return fmt.Errorf("event stream closed: %w", io.ErrUnexpectedEOF)
+}

@@ -169,6 +169,10 @@ type Live interface {
 	Holds(ref string) bool
 	// Close ends the session stream; snagd then releases the leases.
 	Close() error
+	// Watch calls on for every change snagd reports (a task's key, or ""
+	// when many may have changed: a rescan, missed events) until ctx ends
+	// or the backend is closed, following snagd across restarts.
+	Watch(ctx context.Context, on func(key string))
 }
 
 // ErrNotFound is returned for a task that does not exist.

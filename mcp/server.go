@@ -46,6 +46,12 @@ type server struct {
 	log   *slog.Logger
 	// cursors maps the short cursors snag_list shows to the backend's.
 	cursors cursorTable
+	// srv is the SDK's server, for notifications; subs what its clients
+	// subscribed to. The events are followed with life until the live
+	// backend is closed.
+	srv  *sdk.Server
+	subs subs
+	life context.Context
 }
 
 // cursorTable hands out short opaque cursors ("c1", "c2", ...) for the
@@ -99,8 +105,12 @@ func NewServer(opts Options) *sdk.Server {
 		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	s := &server{opts: opts, files: &Files{Root: opts.Root}, log: opts.Log}
+	s.life = context.Background()
 	srv := sdk.NewServer(&sdk.Implementation{Name: "snag", Version: opts.Version}, &sdk.ServerOptions{
-		Instructions: instructions,
+		Instructions:       instructions,
+		SubscribeHandler:   s.subscribe,
+		UnsubscribeHandler: s.unsubscribe,
+		CompletionHandler:  s.complete,
 		InitializedHandler: func(ctx context.Context, req *sdk.InitializedRequest) {
 			if d := s.daemon(); d != nil {
 				if p := req.Session.InitializeParams(); p != nil && p.ClientInfo != nil {
@@ -110,6 +120,7 @@ func NewServer(opts Options) *sdk.Server {
 			}
 		},
 	})
+	s.srv = srv
 	s.addTools(srv)
 	s.addResources(srv)
 	return srv

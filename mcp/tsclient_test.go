@@ -188,3 +188,56 @@ func TestTypeScriptClient(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestTypeScriptSubscribeAndComplete: resources/subscribe with
+// notifications/resources/updated driven by snagd's event stream, and
+// completion/complete of snag://task/{id}, with the official TypeScript SDK
+// client (mcp/tsclient/subscribe.mjs), over stdio (snag mcp) and over
+// snagd's /mcp, against a real snagd.
+func TestTypeScriptSubscribeAndComplete(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join("tsclient", "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
+	}
+	if err != nil {
+		msg := fmt.Sprintf("needs node and the TypeScript SDK (cd mcp/tsclient && npm ci): %v", err)
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	script, err := filepath.Abs(filepath.Join("tsclient", "subscribe.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, transport := range []string{"stdio", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			root := tsProject(t)
+			home := filepath.Join(t.TempDir(), "home")
+			port := tsDaemon(t, snagBin, root, home)
+			args := []string{script, "stdio", snagBin, root}
+			if transport == "http" {
+				tok, err := os.ReadFile(filepath.Join(home, "token"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				args = []string{script, "http", fmt.Sprintf("http://127.0.0.1:%d/mcp", port), strings.TrimSpace(string(tok))}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, node, args...)
+			cmd.Env = append(os.Environ(), "SNAG_HOME="+home, "SNAG_PORT="+strconv.Itoa(port))
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			cmd.WaitDelay = 10 * time.Second
+			err = cmd.Run()
+			t.Log(stdout.String())
+			if err != nil {
+				t.Fatalf("node subscribe.mjs %s: %v\nstderr:\n%s", transport, err, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), `{"step":"close","ok":true}`) {
+				t.Fatalf("subscribe.mjs did not reach close:\n%s", stdout.String())
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ package remote
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +41,9 @@ type Daemon struct {
 	opened  chan struct{}   // closed when the first stream opens
 	cancel  context.CancelFunc
 	done    chan struct{}
+
+	life    context.Context // ends at Close: Watch returns
+	endLife context.CancelFunc
 }
 
 // NewDaemon returns a backend over a connected client.
@@ -47,7 +51,8 @@ func NewDaemon(cl *client.Client, log *slog.Logger) *Daemon {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Daemon{cl: cl, log: log, epochs: map[string]held{}, opened: make(chan struct{})}
+	life, end := context.WithCancel(context.Background())
+	return &Daemon{cl: cl, log: log, epochs: map[string]held{}, opened: make(chan struct{}), life: life, endLife: end}
 }
 
 // ServesHTTP marks a backend that snagd made for one of its /mcp sessions:
@@ -170,16 +175,61 @@ func (d *Daemon) hold(ctx context.Context) {
 }
 
 // Close stops holding the session stream; snagd then releases the
-// session's leases after its grace.
+// session's leases after its grace. Watch calls return.
 func (d *Daemon) Close() error {
 	d.mu.Lock()
 	cancel, done := d.cancel, d.done
 	d.mu.Unlock()
+	d.endLife()
 	if cancel != nil {
 		cancel()
 		<-done
 	}
 	return nil
+}
+
+// Watch follows snagd's event stream and calls on with the key of each
+// task an event names, or "" for a rescan, missed events, or a stream that
+// opened again (changes may have been missed meanwhile). It returns when
+// ctx ends or the backend is closed.
+func (d *Daemon) Watch(ctx context.Context, on func(key string)) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(d.life, cancel)
+	defer stop()
+	first := true
+	for ctx.Err() == nil {
+		if !first {
+			on("")
+		}
+		first = false
+		err := d.cl.Events(ctx, func(e client.Event) {
+			var data struct {
+				Key  string `json:"key"`
+				Task string `json:"task"`
+			}
+			json.Unmarshal(e.Data, &data)
+			switch {
+			case e.Type == "session":
+			case data.Key != "":
+				on(data.Key)
+			case data.Task != "":
+				on(data.Task)
+			default:
+				on("")
+			}
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		d.log.Info("event stream closed", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		d.cl.Recheck(ctx)
+	}
 }
 
 // do sends a request for the tool call in ctx, with the session.
