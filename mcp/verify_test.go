@@ -176,7 +176,6 @@ func TestResolveAnswers(t *testing.T) {
 	e.setVerify(t, "SNAG-11", "touch should-not-exist")
 	setCapture(t, e, "SNAG-12")
 	e.daemon(t)
-	cs, _ := e.bridge(t)
 
 	off := newEnv(t)
 	cfg = `{"version": 1, "plan": {"verify_on_resolve": false}}`
@@ -184,11 +183,13 @@ func TestResolveAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	off.daemon(t)
-	offCS, _ := off.bridge(t)
 
 	var all strings.Builder
-	resolve := func(cs *sdk.ClientSession, code, key string) (bool, string, map[string]any) {
+	var cs *sdk.ClientSession
+	// Each case is its own agent: an agent holds one task at a time.
+	resolve := func(e *env, code, key string) (bool, string, map[string]any) {
 		t.Helper()
+		cs, _ = e.bridge(t)
 		res, txt, _ := call(t, cs, "snag_claim", map[string]any{"id": key})
 		mustOK(t, "claim "+key, res, txt)
 		res, txt, sc := call(t, cs, "snag_resolve", map[string]any{"id": key})
@@ -196,10 +197,10 @@ func TestResolveAnswers(t *testing.T) {
 		return res.IsError, txt, sc
 	}
 
-	if isErr, txt, sc := resolve(cs, "ok", "SNAG-15"); isErr || sc["status"] != "verifying" {
+	if isErr, txt, sc := resolve(e, "ok", "SNAG-15"); isErr || sc["status"] != "verifying" {
 		t.Errorf("ok: %v %v %s", isErr, sc, txt)
 	}
-	isErr, txt, sc := resolve(cs, "needs_approval", "SNAG-11")
+	isErr, txt, sc := resolve(e, "needs_approval", "SNAG-11")
 	if isErr || sc["status"] != "needs_review" || strings.Contains(txt, "verify is running") || strings.Contains(txt, "snag_get") {
 		t.Errorf("needs_approval: the answer must say the task went to needs_review and nothing runs: %v %v %s", isErr, sc, txt)
 	}
@@ -224,13 +225,13 @@ func TestResolveAnswers(t *testing.T) {
 		t.Errorf("release after needs_approval succeeded, so the lease did not end: %s", txt2)
 	}
 
-	if isErr, txt, sc := resolve(cs, "no_capture_url", "SNAG-4"); !isErr || !strings.Contains(txt, "yours meanwhile") {
+	if isErr, txt, sc := resolve(e, "no_capture_url", "SNAG-4"); !isErr || !strings.Contains(txt, "yours meanwhile") {
 		t.Errorf("no_capture_url: %v %v %s", isErr, sc, txt)
 	}
-	if isErr, txt, sc := resolve(cs, "verify_unavailable", "SNAG-12"); !isErr || sc["status"] != "verifying" {
+	if isErr, txt, sc := resolve(e, "verify_unavailable", "SNAG-12"); !isErr || sc["status"] != "verifying" {
 		t.Errorf("verify_unavailable: %v %v %s", isErr, sc, txt)
 	}
-	if isErr, txt, sc := resolve(offCS, "verify_disabled", "SNAG-5"); isErr || sc["status"] != "resolved" {
+	if isErr, txt, sc := resolve(off, "verify_disabled", "SNAG-5"); isErr || sc["status"] != "resolved" {
 		t.Errorf("verify_disabled: %v %v %s", isErr, sc, txt)
 	}
 	golden(t, "resolve.txt", []byte(all.String()))
