@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -49,8 +48,8 @@ func (s *server) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error
 		}
 		s.subs.tasks[uri] = det.Key
 		s.subs.mu.Unlock()
-	default:
-		return fmt.Errorf("%s cannot be subscribed to: subscribe to snag://queue, snag://plan, snag://map or snag://task/{id}", uri)
+	default: // no such resource here
+		return sdk.ResourceNotFoundError(uri)
 	}
 	if d := s.daemon(); d != nil {
 		s.subs.once.Do(func() { go d.Watch(s.life, s.changed) })
