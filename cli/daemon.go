@@ -37,7 +37,7 @@ func runDaemon(ctx context.Context, c *call) error {
 	case "stop":
 		return daemonStop(ctx, c)
 	}
-	return usagef("daemon: unknown subcommand %q (want status or stop, or flags to run snagd)", c.rawArgs[0])
+	return usagef("daemon: unknown subcommand %q (want status or stop, or flags to run snagd: snag daemon --root DIR)", c.rawArgs[0])
 }
 
 func daemonStatus(ctx context.Context, c *call) error {

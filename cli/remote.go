@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -48,6 +49,13 @@ func connect(ctx context.Context, c *call, write bool) (*remote, error) {
 	}
 	r := &remote{root: root}
 	opts := client.Options{Home: project.Home()}
+	if isTerminal(c.Stderr) {
+		// A person waiting at a terminal is told why; a script's stderr
+		// stays for errors.
+		opts.Waiting = func(h client.Health) {
+			fmt.Fprintf(c.Stderr, "snag: waiting for snagd (pid %d) to finish reading the task files of %s\n", h.PID, h.Root)
+		}
+	}
 	auto := !c.opt.noAutostart && !envSet(NoAutostartEnv)
 	if auto {
 		opts.Start = startDaemon
@@ -125,6 +133,16 @@ func logTail(root string) string {
 	return "\nthe end of .snag/snagd.log:\n  " + string(bytes.Join(lines, []byte("\n  ")))
 }
 
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
 func envSet(name string) bool {
 	v := os.Getenv(name)
 	return v != "" && v != "0"
@@ -149,18 +167,11 @@ func (r *remote) source() string {
 	return fromFiles
 }
 
-// local opens the project's files and index, bringing the index up to date
-// first: the way to read when no daemon serves the project.
+// local opens the project's files with a private index brought up to date
+// from them: the way to read when no daemon serves the project. It writes
+// nothing into the project (see [project.OpenReader]).
 func (r *remote) local(ctx context.Context) (*project.Project, error) {
-	p, err := project.Open(ctx, r.root)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := p.Sync(ctx, false); err != nil {
-		p.Close()
-		return nil, err
-	}
-	return p, nil
+	return project.OpenReader(ctx, r.root)
 }
 
 // list lists tasks, and counts every task for the message of an empty list.

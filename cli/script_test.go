@@ -64,12 +64,27 @@ func TestMain(m *testing.M) {
 //	waitfile FILE [PATH REGEXP]     wait until FILE exists (and the JSON values PATH selects match)
 //	await REGEXP snag ARGS...       run snag until its stdout matches (snagd sees a file edit
 //	                                a moment after it is made)
+//	gentasks N DIR                  write N generated task files into DIR
+//	concurrently N snag ARGS...     start N snag commands at once: all must exit 0 with the
+//	                                same stdout, which is the script's
+//	renamectl OLD NEW               rename OLD to NEW, whose \n, \t and \x1b are control characters
+//	firstuse ROUNDS LISTS MCPS      in a fresh project per round, start LISTS snag list and
+//	                                MCPS snag mcp at once: all answer from the one snagd
+//	                                they start
 //
 // A json PATH is dot-separated: a field name, an array index, * for every
 // element of an array, field=value for the elements of an array whose field
 // has that value, and a final @keys for an object's keys (sorted). Strings
 // print bare, other values as compact JSON, one per line.
-func TestScript(t *testing.T) {
+func TestScript(t *testing.T) { runScripts(t, filepath.Join("testdata", "script")) }
+
+// TestScriptConcurrent runs the scripts in testdata/concurrent, which start
+// many snag processes at once. They run after TestScript's, not beside
+// them: on a small machine their load would slow the others' daemons past
+// the scripts' deadlines.
+func TestScriptConcurrent(t *testing.T) { runScripts(t, filepath.Join("testdata", "concurrent")) }
+
+func runScripts(t *testing.T, dir string) {
 	sample, err := filepath.Abs(filepath.Join("..", ".snag-example"))
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +93,7 @@ func TestScript(t *testing.T) {
 		t.Fatalf("the sample project: %v", err)
 	}
 	testscript.Run(t, testscript.Params{
-		Dir:                filepath.Join("testdata", "script"),
+		Dir:                dir,
 		RequireUniqueNames: true,
 		UpdateScripts:      *update,
 		Setup: func(env *testscript.Env) error {
@@ -105,18 +120,22 @@ func TestScript(t *testing.T) {
 				return err
 			}
 			env.Setenv("SNAG_PORT", strconv.Itoa(port))
-			env.Defer(func() { stopDaemons(env.T(), env.WorkDir) })
+			env.Defer(func() { stopDaemons(env.T().Log, env.WorkDir) })
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"sample":   cmdSample(sample),
-			"exitcode": cmdExitCode,
-			"maxwidth": cmdMaxWidth,
-			"replace":  cmdReplace,
-			"json":     cmdJSON,
-			"newport":  cmdNewPort,
-			"await":    cmdAwait,
-			"waitfile": cmdWaitFile,
+			"sample":       cmdSample(sample),
+			"exitcode":     cmdExitCode,
+			"maxwidth":     cmdMaxWidth,
+			"replace":      cmdReplace,
+			"json":         cmdJSON,
+			"newport":      cmdNewPort,
+			"await":        cmdAwait,
+			"waitfile":     cmdWaitFile,
+			"gentasks":     cmdGenTasks,
+			"concurrently": cmdConcurrently,
+			"firstuse":     cmdFirstUse,
+			"renamectl":    cmdRenameCtl,
 		},
 	})
 }
@@ -399,7 +418,7 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 
 // stopDaemons stops every snagd the script's commands started: each holds
 // the lock of its project's .snag/ and names its pid there.
-func stopDaemons(t testscript.T, dir string) {
+func stopDaemons(log func(args ...any), dir string) {
 	var pids []int
 	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err == nil && d.Name() == "snagd.lock" {
@@ -419,7 +438,7 @@ func stopDaemons(t testscript.T, dir string) {
 		for !exited(pid) {
 			if time.Now().After(deadline) {
 				syscall.Kill(pid, syscall.SIGKILL)
-				t.Log(fmt.Sprintf("snagd (pid %d) ignored SIGTERM for 10 s: killed", pid))
+				log(fmt.Sprintf("snagd (pid %d) ignored SIGTERM for 10 s: killed", pid))
 				break
 			}
 			time.Sleep(10 * time.Millisecond)

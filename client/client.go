@@ -1,9 +1,11 @@
 // Package client finds the snagd that serves a project and talks to it: the
 // snag CLI and the MCP bridge use it (DESIGN section 8).
 //
-// Discovery reads .snag/.port, then probes 127.0.0.1:7654-7664 for a
-// /health that says snagd and serves this project (or, failing that,
-// another worktree of the same git repository). Before the token is ever
+// Discovery asks the ports the project's files name (.snag/.port, the
+// daemon's lock) for a /health that says snagd and serves this project, or
+// failing that, those of another worktree of the same git repository. It
+// probes all of 127.0.0.1:7654-7664 only while the project's lock says a
+// daemon runs that has not answered yet. Before the token is ever
 // sent, the daemon must prove it holds the token too: /health?nonce=X
 // answers an HMAC of a fresh nonce, so a squatter on the port never sees it.
 // A daemon for another project is never used.
@@ -20,10 +22,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -111,6 +115,10 @@ type Options struct {
 	Start func(ctx context.Context, root string) (exited <-chan struct{}, err error)
 	// Timeout bounds one probe (200 ms).
 	Timeout time.Duration
+	// Waiting, when set, is called once when a daemon that was found is
+	// still reading the task files two seconds later (a big project's first
+	// read): the caller may say what it is waiting for.
+	Waiting func(Health)
 }
 
 // Dial finds the daemon for the project at root.
@@ -138,7 +146,7 @@ func Dial(ctx context.Context, root string, opts Options) (*Client, error) {
 		return nil, fmt.Errorf("%w: %w", ErrNoDaemon, tokErr)
 	}
 	if found {
-		return c, c.awaitReady(ctx)
+		return c, c.awaitReady(ctx, opts.Waiting)
 	}
 	if opts.Start == nil || c.mismatch != nil { // a snagd runs: another cannot start
 		return nil, discoveryError(abs, c.mismatch, notes)
@@ -147,11 +155,14 @@ func Dial(ctx context.Context, root string, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start snagd: %w", err)
 	}
+	// Several commands started at once each start a daemon; one takes the
+	// project's lock and the others exit at once. A command whose daemon
+	// exited waits for the one that holds the lock, as long as one does.
 	deadline := time.Now().Add(ReadyWait)
 	for time.Now().Before(deadline) {
 		if c.tok, err = token.Read(opts.Home); err == nil {
 			if found, notes = c.find(ctx, opts.Timeout); found {
-				return c, c.awaitReady(ctx)
+				return c, c.awaitReady(ctx, opts.Waiting)
 			}
 		}
 		select {
@@ -161,7 +172,10 @@ func Dial(ctx context.Context, root string, opts Options) (*Client, error) {
 			if c.mismatch != nil {
 				return nil, discoveryError(abs, c.mismatch, notes)
 			}
-			return nil, noDaemon(abs, append(notes, "the snagd started for it exited"))
+			if held, _ := LockHeld(abs); !held {
+				return nil, noDaemon(abs, append(notes, "the snagd started for it exited"))
+			}
+			exited = nil // another command's snagd won the lock: wait for it
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -169,27 +183,44 @@ func Dial(ctx context.Context, root string, opts Options) (*Client, error) {
 }
 
 // awaitReady waits for a daemon that was found still reading the task
-// files at its start (it answers 503 until then).
-func (c *Client) awaitReady(ctx context.Context) error {
-	deadline := time.Now().Add(ReadyWait)
+// files at its start (it answers 503 until then). It waits as long as that
+// daemon is alive and answers /health, which it does from its first moment:
+// a big project's first read takes as long as it takes. waiting, when set,
+// is told once when the wait passes two seconds.
+func (c *Client) awaitReady(ctx context.Context, waiting func(Health)) error {
+	start := time.Now()
+	lastAnswer := start
+	told := false
 	for !c.health.Ready {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("snagd on :%d has been reading the task files for %s: see .snag/snagd.log", c.health.Port, ReadyWait)
-		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
-		if h, err := c.probe(ctx, c.health.Port, time.Second); err == nil && h.PID == c.health.PID {
+		h, err := c.probe(ctx, c.health.Port, time.Second)
+		switch {
+		case err == nil && h.PID == c.health.PID:
 			c.health = *h
+			lastAnswer = time.Now()
+		case err == nil:
+			return fmt.Errorf("snagd on :%d was replaced (pid %d, now %d) while it read the task files: run the command again", c.health.Port, c.health.PID, h.PID)
+		case time.Since(lastAnswer) > gone:
+			return fmt.Errorf("snagd on :%d (pid %d) stopped answering while it read the task files: see .snag/snagd.log, then start it with snag daemon --root %s", c.health.Port, c.health.PID, c.root)
+		}
+		if !told && waiting != nil && time.Since(start) > 2*time.Second && !c.health.Ready {
+			told = true
+			waiting(c.health)
 		}
 	}
 	return nil
 }
 
-// ReadyWait is how long a client waits for a daemon that is starting, and
-// how long it retries requests answered 503.
+// gone is how long a starting daemon may leave /health unanswered before a
+// client stops waiting for it.
+const gone = 5 * time.Second
+
+// ReadyWait is how long a client waits for a daemon it started to answer
+// at all, and how long it retries requests answered 503.
 var ReadyWait = 30 * time.Second
 
 func noDaemon(root string, notes []string) error {
@@ -197,7 +228,7 @@ func noDaemon(root string, notes []string) error {
 	if len(notes) > 0 {
 		more = " (" + strings.Join(notes, "; ") + ")"
 	}
-	return fmt.Errorf("%w for %s: start one with snagd --root %s%s", ErrNoDaemon, root, root, more)
+	return fmt.Errorf("%w for %s: start one with snag daemon --root %s%s", ErrNoDaemon, root, root, more)
 }
 
 // discoveryError is what Dial returns when no daemon it can trust serves
@@ -230,26 +261,94 @@ func home() string {
 	return filepath.Join(h, ".snag")
 }
 
-// find looks for the daemon: the port in .snag/.port first, then every
-// port of the range. A daemon of this project wins over one of another
-// worktree of the same repository.
-func (c *Client) find(ctx context.Context, timeout time.Duration) (bool, []string) {
+// LockFile, in .snag/, is held (flock) by the running snagd from its first
+// moment to its exit; it names the daemon's pid and, once bound, its port.
+const LockFile = "snagd.lock"
+
+// LockHeld reports whether a snagd holds the lock of the project at root.
+// A daemon takes it before anything else and the kernel drops it when the
+// daemon exits, however it exits, so a free lock means that no snagd runs
+// for root. known is false when the lock cannot tell (a file system without
+// flock); a missing lock file is known to be free.
+func LockHeld(root string) (held, known bool) {
+	f, err := os.Open(filepath.Join(root, ".snag", LockFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, true
+	}
+	if err != nil {
+		return false, false
+	}
+	defer f.Close()
+	// A shared lock, held for an instant: a daemon starting meanwhile
+	// retries its exclusive one.
+	switch err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); {
+	case err == nil:
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		return false, true
+	case errors.Is(err, syscall.EWOULDBLOCK):
+		return true, true
+	}
+	return false, false
+}
+
+// portsOf gives the ports a project's files name for its daemon: .snag/.port,
+// and the port in the daemon's lock file.
+func portsOf(root string) []int {
 	var ports []int
-	if b, err := os.ReadFile(filepath.Join(c.root, ".snag", ".port")); err == nil {
-		if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && p > 0 && p < 65536 {
+	add := func(s string) {
+		if p, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && p > 0 && p < 65536 && !slices.Contains(ports, p) {
 			ports = append(ports, p)
 		}
 	}
-	for p := FirstPort; p <= LastPort; p++ {
-		if len(ports) == 0 || p != ports[0] {
-			ports = append(ports, p)
+	if b, err := os.ReadFile(filepath.Join(root, ".snag", ".port")); err == nil {
+		add(string(b))
+	}
+	if b, err := os.ReadFile(filepath.Join(root, ".snag", LockFile)); err == nil {
+		if _, port, ok := strings.Cut(strings.TrimSpace(string(b)), " "); ok {
+			add(port)
 		}
 	}
+	return ports
+}
+
+// siblings gives the project roots in the other worktrees of root's
+// repository: the same folder below each worktree's top.
+func siblings(root, common string) []string {
+	top := gitdir.Top(root)
+	rel, err := filepath.Rel(top, root)
+	if top == "" || err != nil {
+		return nil
+	}
+	var out []string
+	for _, wt := range gitdir.Worktrees(common) {
+		if real, err := filepath.EvalSymlinks(wt); err == nil {
+			wt = real
+		}
+		if other := filepath.Join(wt, rel); other != root {
+			out = append(out, other)
+		}
+	}
+	return out
+}
+
+// find looks for the daemon: the ports this project's files name
+// (.snag/.port, the lock), then those of the other worktrees of its
+// repository, whose daemon it may share. It probes the whole range
+// 7654-7664 only when this project's lock is held (a daemon runs but did
+// not answer on a port its files name) or cannot tell: when the lock is
+// free no snagd serves the project, and other projects' daemons are left
+// alone. A daemon of this project wins over one of another worktree.
+func (c *Client) find(ctx context.Context, timeout time.Duration) (bool, []string) {
 	myCommon := gitdir.Common(c.root)
 	c.mismatch = nil
 	var notes []string
 	var sibling *Health
-	for _, p := range ports {
+	tried := map[int]bool{}
+	try := func(p int) bool {
+		if tried[p] {
+			return false
+		}
+		tried[p] = true
 		h, err := c.probe(ctx, p, timeout)
 		if err != nil {
 			var me *mismatchError
@@ -259,16 +358,50 @@ func (c *Client) find(ctx context.Context, timeout time.Duration) (bool, []strin
 			if !errors.Is(err, errNoAnswer) {
 				notes = append(notes, err.Error())
 			}
-			continue
+			return false
 		}
 		switch {
 		case h.Root == c.root:
 			c.use(h)
-			return true, nil
-		case myCommon != "" && h.GitCommonDir == myCommon && sibling == nil:
-			sibling = h
+			return true
+		case myCommon != "" && h.GitCommonDir == myCommon:
+			if sibling == nil {
+				sibling = h
+			}
 		default:
 			notes = append(notes, fmt.Sprintf("snagd on :%d serves %s, not %s", p, h.Root, c.root))
+		}
+		return false
+	}
+	own := portsOf(c.root)
+	for _, p := range own {
+		if try(p) {
+			return true, nil
+		}
+	}
+	held, known := LockHeld(c.root)
+	if held {
+		// A daemon runs: one slow to answer (a loaded machine) is asked
+		// again, with more patience.
+		for _, p := range own {
+			if h, err := c.probe(ctx, p, max(timeout, 2*time.Second)); err == nil && h.Root == c.root {
+				c.use(h)
+				return true, nil
+			}
+		}
+	}
+	if held || !known {
+		for p := FirstPort; p <= LastPort; p++ {
+			if try(p) {
+				return true, nil
+			}
+		}
+	}
+	if sibling == nil && myCommon != "" {
+		for _, other := range siblings(c.root, myCommon) {
+			for _, p := range portsOf(other) {
+				try(p)
+			}
 		}
 	}
 	if sibling != nil {

@@ -104,7 +104,7 @@ func TestAnotherProjectsDaemonIsNeverUsed(t *testing.T) {
 	if !errors.Is(err, client.ErrNoDaemon) {
 		t.Fatalf("Dial: %v; want ErrNoDaemon", err)
 	}
-	for _, want := range []string{"snagd on :" + strconv.Itoa(port) + " serves " + other + ", not " + mine, "snagd --root " + mine} {
+	for _, want := range []string{"snagd on :" + strconv.Itoa(port) + " serves " + other + ", not " + mine, "snag daemon --root " + mine} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
@@ -175,5 +175,46 @@ func TestWorktreesShareOneDaemon(t *testing.T) {
 	}
 	if c.Health().Port != port || c.Health().Root != main {
 		t.Errorf("found %+v; want the main worktree's daemon on %d", c.Health(), port)
+	}
+}
+
+// TestDialLeavesOtherPortsAloneWhenNoDaemonRuns: with no .snag/.port and a
+// free lock, no snagd serves the project, and discovery connects to none of
+// 7654-7664, where other projects' daemons may listen.
+func TestDialLeavesOtherPortsAloneWhenNoDaemonRuns(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	root := newProject(t, t.TempDir())
+	serve(t, newProject(t, t.TempDir()), home) // creates the token
+	var conns atomic.Int32
+	for p := client.FirstPort; p <= client.LastPort; p++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			continue // another program's: it is left alone just the same
+		}
+		defer ln.Close()
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				conns.Add(1)
+				c.Close()
+			}
+		}()
+	}
+	for _, lock := range []bool{false, true} {
+		if lock {
+			// A lock file left by a daemon that has exited: free.
+			os.WriteFile(filepath.Join(root, ".snag", client.LockFile), []byte("12345 7654\n"), 0o644)
+		}
+		_, err := client.Dial(context.Background(), root, client.Options{Home: home})
+		if !errors.Is(err, client.ErrNoDaemon) {
+			t.Fatalf("Dial: %v; want ErrNoDaemon", err)
+		}
+	}
+	// The lock file's port is asked (it may be the daemon's), no other.
+	if n := conns.Load(); n > 1 {
+		t.Errorf("discovery connected %d times to ports of 7654-7664; want at most the one the lock file names", n)
 	}
 }

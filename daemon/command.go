@@ -22,7 +22,8 @@ func Command(ctx context.Context, args []string, version string, stdout, stderr 
 	idle := fs.Duration("exit-idle", 0, "stop after this long with no agent connected and no request (0: never)")
 	mcpIdle := fs.Duration("mcp-idle", DefaultMCPIdle, "end an MCP session on /mcp after this long with no request in flight")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: snagd [--root DIR] [--port N] [--log LEVEL] [--exit-idle D] [--mcp-idle D]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: snag daemon [--root DIR] [--port N] [--log LEVEL] [--exit-idle D] [--mcp-idle D]\n"+
+			"   or: snagd with the same flags\n\n"+
 			"snagd watches a project's task files, keeps its index live, makes every write\n"+
 			"and holds agents' leases. It listens on 127.0.0.1 only.\n\nflags:\n")
 		fs.PrintDefaults()
@@ -40,7 +41,7 @@ func Command(ctx context.Context, args []string, version string, stdout, stderr 
 		return fmt.Errorf("--port %d: want a port from 1 to 65535 (or 0 for the first free of %d-%d)", *port, FirstPort, LastPort)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("snagd takes no arguments, only flags (snagd --help)")
+		return fmt.Errorf("the daemon takes no arguments, only flags: snag daemon --help lists them")
 	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(strings.ToUpper(*level))); err != nil {

@@ -307,14 +307,21 @@ func lock(path string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("snagd: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	// Clients test the lock with a shared lock held for an instant
+	// (client.LockHeld): a few tries tell that from a daemon holding it.
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	for try := 0; errors.Is(err, syscall.EWOULDBLOCK) && try < 20; try++ {
+		time.Sleep(10 * time.Millisecond)
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	}
+	if err != nil {
 		b, _ := os.ReadFile(path)
 		f.Close()
 		pid, port, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
 		if pid == "" {
 			pid = "?"
 		}
-		return nil, fmt.Errorf("snagd: another snagd already serves this project (pid %s, port %s): use it, or stop it first", pid, port)
+		return nil, fmt.Errorf("snagd: another snagd already serves this project (pid %s, port %s): use it, or stop it first (snag daemon stop)", pid, port)
 	}
 	return func() {
 		f.Truncate(0)
@@ -365,7 +372,7 @@ func (d *Daemon) open(ctx context.Context, fps *failpoints) error {
 	}
 	aside, err := moveAside(dbPath)
 	if err != nil {
-		return fmt.Errorf("snagd: %v; moving it aside failed: %w (move .snag/%s and its -wal and -shm away, then start snagd again)", damage, err, project.DBFile)
+		return fmt.Errorf("snagd: %v; moving it aside failed: %w (move .snag/%s and its -wal and -shm away, then start it again: snag daemon --root %s)", damage, err, project.DBFile, d.root)
 	}
 	d.log.Warn("snag.db is damaged: moved it aside; rebuilding the index from the task files",
 		"problem", damage.Error(), "moved_to", aside)

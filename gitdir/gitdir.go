@@ -58,3 +58,45 @@ func fromFile(dir, g string) string {
 	}
 	return filepath.Clean(common)
 }
+
+// Top returns the top folder of the worktree dir is in (the folder that
+// holds its .git), or "" when dir is not in a git repository.
+func Top(dir string) string {
+	for {
+		if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
+// Worktrees returns the top folders of every worktree of the repository
+// whose common folder is common (see [Common]): the main one (when the
+// repository is not bare) and each one git worktree add made, as recorded
+// in common/worktrees/*/gitdir. Worktrees whose folder is gone are left out.
+func Worktrees(common string) []string {
+	var out []string
+	if filepath.Base(common) == ".git" {
+		out = append(out, filepath.Dir(common))
+	}
+	ents, _ := os.ReadDir(filepath.Join(common, "worktrees"))
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(common, "worktrees", e.Name(), "gitdir"))
+		if err != nil {
+			continue
+		}
+		g := strings.TrimSpace(string(b))
+		if !filepath.IsAbs(g) {
+			g = filepath.Join(common, "worktrees", e.Name(), g)
+		}
+		top := filepath.Dir(filepath.Clean(g))
+		if _, err := os.Stat(top); err == nil {
+			out = append(out, top)
+		}
+	}
+	return out
+}

@@ -45,6 +45,10 @@ func TestWorktreesShareTheCommonDir(t *testing.T) {
 	if c == a || c == "" {
 		t.Errorf("another repository reports %q", c)
 	}
+	wts := Worktrees(a)
+	if len(wts) != 2 || wts[0] != Top(main) || wts[1] != Top(sub) {
+		t.Errorf("Worktrees(%q) = %q; want the tops of main and wt: %q, %q", a, wts, Top(main), Top(sub))
+	}
 	if got := Common(t.TempDir()); got != "" {
 		t.Errorf("a folder outside git reports %q", got)
 	}

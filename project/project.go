@@ -173,6 +173,8 @@ type Project struct {
 	// PlanLater, when set, leaves plan.json to the caller after Add and
 	// Move: snagd regenerates it once for a burst of changes.
 	PlanLater bool
+	// cleanup removes a temporary private index ([OpenReader]) at Close.
+	cleanup func()
 }
 
 // Open opens the project whose root is root: config, folders and index.
@@ -182,34 +184,16 @@ func Open(ctx context.Context, root string) (*Project, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Project{Root: root}
-	snagPath := filepath.Join(root, Folder)
-	cfg, err := queue.LoadConfig(filepath.Join(snagPath, ConfigFile))
-	if err != nil {
-		return nil, fmt.Errorf("%w (fix it in .snag/%s; docs/format.md lists the keys)", err, ConfigFile)
-	}
-	p.Config = cfg
-	if p.Snag, err = queue.OpenDir(snagPath); err != nil {
-		return nil, err
-	}
-	if p.Tasks, err = queue.OpenDir(filepath.Join(snagPath, "tasks")); err != nil {
-		p.Snag.Close()
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w: run snag init to create it", err)
-		}
-		return nil, err
-	}
-	if p.DB, err = index.Open(ctx, filepath.Join(snagPath, DBFile)); err != nil {
-		p.Tasks.Close()
-		p.Snag.Close()
-		return nil, err
-	}
-	return p, nil
+	return openAt(ctx, root, filepath.Join(root, Folder, DBFile))
 }
 
 // Close closes the index and the folders.
 func (p *Project) Close() error {
-	return errors.Join(p.DB.Close(), p.Tasks.Close(), p.Snag.Close())
+	err := errors.Join(p.DB.Close(), p.Tasks.Close(), p.Snag.Close())
+	if p.cleanup != nil {
+		p.cleanup()
+	}
+	return err
 }
 
 // Rel gives a path inside .snag/ as a person sees it from the root.
