@@ -114,7 +114,7 @@ func runDoctor(ctx context.Context, c *call) error {
 	if c.opt.fix {
 		done, err := p.Fix(ctx)
 		for _, d := range done {
-			fmt.Fprintln(c.Stdout, "fixed: "+d)
+			fmt.Fprintln(c.Stdout, "fixed: "+safe(d))
 		}
 		if err != nil {
 			return err
@@ -133,7 +133,7 @@ func runDoctor(ctx context.Context, c *call) error {
 		}
 	} else {
 		for _, f := range found {
-			fmt.Fprintf(c.Stdout, "%-9s %s: %s\n", f.Kind, p.Rel(f.Path), f.Message)
+			fmt.Fprintf(c.Stdout, "%-9s %s: %s\n", f.Kind, safe(p.Rel(f.Path)), safe(f.Message))
 		}
 		if len(found) == 0 {
 			fmt.Fprintln(c.Stdout, "no problems found")

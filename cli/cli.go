@@ -52,10 +52,11 @@ func Main(ctx context.Context, args []string, env Env) int {
 }
 
 // printError prints each line of msg (several errors joined) as its own
-// snag: line.
+// snag: line, with control characters escaped (an error may quote a file
+// name or a title).
 func printError(w io.Writer, msg string) {
-	for _, line := range strings.Split(msg, "\n") {
-		fmt.Fprintln(w, "snag: "+line)
+	for _, line := range strings.Split(safeText(msg), "\n") {
+		fmt.Fprintln(w, "snag: "+strings.TrimSuffix(line, "\r"))
 	}
 }
 
@@ -158,9 +159,9 @@ func Run(ctx context.Context, args []string, env Env) error {
 		}
 		printUsage(env.Stdout)
 		return nil
-	case "version", "--version", "-version":
-		fmt.Fprintln(env.Stdout, "snag "+Version)
-		return nil
+	case "--version", "-version":
+		args = append([]string{"version"}, args[1:]...)
+		name = "version"
 	}
 	c, ok := commands[name]
 	if !ok {
@@ -252,7 +253,21 @@ like SNAG-12 (or just 12) or ids like tsk_01JD6Z3Q8R6V2X4N0H5K7M9P1C.
 `)
 }
 
-var order = []string{"init", "add", "list", "show", "search", "promote", "reject", "cancel", "reopen", "release", "resolve", "verify", "approve", "log", "reindex", "doctor", "daemon", "open", "install", "token"}
+var order = []string{"init", "add", "list", "show", "search", "promote", "reject", "cancel", "reopen", "release", "resolve", "verify", "approve", "log", "reindex", "doctor", "daemon", "open", "install", "token", "version"}
+
+func init() {
+	register(&command{
+		name: "version", args: "",
+		summary: "Print snag's version (also snag --version).",
+		run: func(ctx context.Context, c *call) error {
+			if len(c.args) > 0 {
+				return usagef("version takes no arguments")
+			}
+			fmt.Fprintln(c.Stdout, "snag "+Version)
+			return nil
+		},
+	})
+}
 
 func commandOrder(name string) int {
 	for i, n := range order {

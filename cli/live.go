@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/project"
@@ -38,7 +39,7 @@ func runToken(ctx context.Context, c *call) error {
 	if _, err := token.Rotate(home); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.Stdout, "rotated the token in %s/%s: restart snagd so it uses the new one\n", home, token.FileName)
+	fmt.Fprintf(c.Stdout, "rotated the token in %s/%s: restart snagd so it uses the new one (snag daemon stop; the next snag command starts it again)\n", home, token.FileName)
 	return nil
 }
 
@@ -65,6 +66,34 @@ func runLog(ctx context.Context, c *call) error {
 		return err
 	}
 	var last int64
+	// The columns are as wide as the first entries need, within bounds, so
+	// a long outcome or name is cut with an ellipsis instead of pushing the
+	// columns after it out of line; the detail takes what is left of Width.
+	type cells struct{ who, action, task, outcome, detail string }
+	cellsOf := func(e index.AuditEntry) cells {
+		who := e.Agent
+		if who == "" {
+			who = string(e.Actor)
+		}
+		task := e.TaskID
+		if key := p.KeyOf(ctx, e.TaskID); key != "" {
+			task = key
+		}
+		return cells{safe(who), safe(e.Action), safe(task), safe(e.Outcome), safe(e.Detail)}
+	}
+	ww, wa, wt, wo := 3, 6, 4, 2
+	for _, e := range latest {
+		cs := cellsOf(e)
+		ww = max(ww, utf8.RuneCountInString(cs.who))
+		wa = max(wa, utf8.RuneCountInString(cs.action))
+		wt = max(wt, utf8.RuneCountInString(cs.task))
+		wo = max(wo, utf8.RuneCountInString(cs.outcome))
+	}
+	ww, wa, wt, wo = min(ww, 8), min(wa, 14), min(wt, 9), min(wo, 14)
+	pad := func(s string, n int) string {
+		s = clip(s, n)
+		return s + strings.Repeat(" ", n-utf8.RuneCountInString(s))
+	}
 	print := func(es []index.AuditEntry) error {
 		for _, e := range es {
 			last = e.ID
@@ -74,17 +103,13 @@ func runLog(ctx context.Context, c *call) error {
 				}
 				continue
 			}
-			who := e.Agent
-			if who == "" {
-				who = string(e.Actor)
+			cs := cellsOf(e)
+			line := e.At.UTC().Format("2006-01-02 15:04:05") + "  " + pad(cs.who, ww) + " " + pad(cs.action, wa) + " " +
+				pad(cs.task, wt) + " " + pad(cs.outcome, wo) + " "
+			if room := Width - utf8.RuneCountInString(line); room > 1 {
+				line += clip(cs.detail, room)
 			}
-			task := e.TaskID
-			if key := p.KeyOf(ctx, e.TaskID); key != "" {
-				task = key
-			}
-			line := fmt.Sprintf("%s  %-8s %-14s %-9s %-8s %s", e.At.UTC().Format("2006-01-02 15:04:05"), clip(who, 8),
-				e.Action, clip(task, 9), e.Outcome, e.Detail)
-			fmt.Fprintln(c.Stdout, clip(strings.TrimRight(line, " "), Width))
+			fmt.Fprintln(c.Stdout, strings.TrimRight(line, " "))
 		}
 		return nil
 	}

@@ -38,7 +38,7 @@ func writeTable(w io.Writer, rows []*index.Row) {
 		if r.ID == "" {
 			wave = "-"
 		}
-		cols[i] = []string{key, status, string(r.Severity), string(r.Kind), wave}
+		cols[i] = []string{safe(key), safe(status), safe(string(r.Severity)), safe(string(r.Kind)), wave}
 		for j, s := range cols[i] {
 			widths[j] = max(widths[j], utf8.RuneCountInString(s))
 		}
@@ -64,7 +64,7 @@ func writeTable(w io.Writer, rows []*index.Row) {
 	}
 	line(head, "TITLE", "")
 	for i, r := range rows {
-		line(cols[i], r.Title, flagsOf(r))
+		line(cols[i], safe(r.Title), safe(flagsOf(r)))
 	}
 }
 
@@ -115,17 +115,17 @@ func clip(s string, n int) string {
 // writeShow prints one task in full.
 func writeShow(w io.Writer, it *index.Item, v *verifyAnswer) {
 	if it.Task == nil {
-		fmt.Fprintf(w, "%s  %s\n", orKey(&it.Row), it.Path)
-		fmt.Fprintf(w, "state:     %s\n", it.State)
-		fmt.Fprintf(w, "error:     %s\n", it.Error)
-		fmt.Fprintf(w, "file:      %s\n", project.Rel(it.Path))
+		fmt.Fprintf(w, "%s  %s\n", safe(orKey(&it.Row)), safe(it.Path))
+		fmt.Fprintf(w, "state:     %s\n", safe(it.State))
+		fmt.Fprintf(w, "error:     %s\n", safe(it.Error))
+		fmt.Fprintf(w, "file:      %s\n", safe(project.Rel(it.Path)))
 		return
 	}
 	t := it.Task
-	fmt.Fprintf(w, "%s  %s\n", t.Key, t.Title)
+	fmt.Fprintf(w, "%s  %s\n", safe(t.Key), safe(t.Title))
 	kv := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(w, "%-10s %s\n", k+":", v)
+			fmt.Fprintf(w, "%-10s %s\n", k+":", safe(v))
 		}
 	}
 	status := string(t.Status)
@@ -163,7 +163,7 @@ func writeShow(w io.Writer, it *index.Item, v *verifyAnswer) {
 		if i == 0 {
 			k = "files"
 		}
-		fmt.Fprintf(w, "%-10s %s\n", k+map[bool]string{true: ":", false: ""}[k != ""], f)
+		fmt.Fprintf(w, "%-10s %s\n", k+map[bool]string{true: ":", false: ""}[k != ""], safe(f.String()))
 	}
 	if c := t.Capture; c != nil {
 		kv("url", c.URL)
@@ -205,7 +205,7 @@ func writeShow(w io.Writer, it *index.Item, v *verifyAnswer) {
 	}
 	if len(t.Body) > 0 {
 		fmt.Fprintln(w)
-		w.Write(t.Body)
+		io.WriteString(w, safeText(string(t.Body)))
 		if t.Body[len(t.Body)-1] != '\n' {
 			fmt.Fprintln(w)
 		}

@@ -56,6 +56,14 @@ type verifyAnswer struct {
 	Reason   string    `json:"reason,omitempty"`
 	LastAt   time.Time `json:"last_at,omitzero"`
 	Shot     string    `json:"shot,omitempty"`
+	// Verify and ETA come with a check that was just started.
+	Verify struct {
+		Verifier string `json:"verifier"`
+		History  []struct {
+			Command string `json:"command"`
+		} `json:"history"`
+	} `json:"verify,omitzero"`
+	ETA int `json:"eta_seconds,omitempty"`
 }
 
 func runVerify(ctx context.Context, c *call) error {
@@ -78,7 +86,7 @@ func runVerify(ctx context.Context, c *call) error {
 	case c.opt.json && (c.opt.dryRun || !c.opt.wait):
 		return writeJSON(c.Stdout, ans)
 	case c.opt.dryRun:
-		fmt.Fprintf(c.Stdout, "%s: %s\n", ans.Key, ans.Message)
+		fmt.Fprintf(c.Stdout, "%s: %s\n", ans.Key, safeText(ans.Message))
 		return nil
 	case ans.Code == "needs_approval" && !c.opt.json:
 		// Nothing ran and nothing will until a person approves: snagd
@@ -86,13 +94,15 @@ func runVerify(ctx context.Context, c *call) error {
 		fmt.Fprintf(c.Stdout, "%s: %s, now %s\n%s\n", ans.Key, ans.Outcome, ans.Status, indent(ans.Reason))
 		return errFound
 	case ans.Status != string(queue.StatusVerifying): // verify disabled: resolved at once
-		fmt.Fprintf(c.Stdout, "%s is %s: %s\n", ans.Key, ans.Status, ans.Message)
+		fmt.Fprintf(c.Stdout, "%s is %s: %s\n", ans.Key, ans.Status, safeText(ans.Message))
 		return nil
 	case !c.opt.wait:
 		fmt.Fprintf(c.Stdout, "%s is verifying: snag verify %s --wait waits for the outcome\n", ans.Key, ans.Key)
 		return nil
 	case !c.opt.json:
-		fmt.Fprintf(c.Stdout, "%s is verifying...\n", ans.Key)
+		// A check can take a while (a first go test compiles): say what
+		// runs, so the wait is not a silent one.
+		fmt.Fprintf(c.Stdout, "%s is verifying: %s\n", ans.Key, waitingFor(ans))
 	}
 	for {
 		ans = verifyAnswer{}
@@ -115,7 +125,7 @@ func runVerify(ctx context.Context, c *call) error {
 	} else {
 		fmt.Fprintf(c.Stdout, "%s: %s, now %s\n", ans.Key, ans.Outcome, ans.Status)
 		if ans.Reason != "" {
-			fmt.Fprintln(c.Stdout, indent(ans.Reason))
+			fmt.Fprintln(c.Stdout, indent(safeText(ans.Reason)))
 		}
 		if ans.Shot != "" {
 			fmt.Fprintf(c.Stdout, "  screenshot: .snag/%s\n", ans.Shot)
@@ -125,6 +135,21 @@ func runVerify(ctx context.Context, c *call) error {
 		return errFound
 	}
 	return nil
+}
+
+// waitingFor says what a started check waits for, from its answer.
+func waitingFor(ans verifyAnswer) string {
+	what := "waiting for the check to end"
+	switch v := ans.Verify; {
+	case v.Verifier == "browser":
+		what = "waiting for headless Chromium to re-open the captured page"
+	case len(v.History) > 0 && v.History[0].Command != "":
+		what = "waiting for `" + safe(v.History[0].Command) + "` to exit"
+	}
+	if ans.ETA > 0 {
+		what += fmt.Sprintf(" (the last run took about %d s)", ans.ETA)
+	}
+	return what + "; Ctrl-C stops the wait, not the check"
 }
 
 func indent(s string) string {

@@ -11,7 +11,7 @@ import (
 
 // An agent's add (a request with its session) lands unvetted in the inbox;
 // a person's is vetted and open. A request made for a tool call is in the
-// audit log with its session, agent and outcome.
+// audit log with its session, agent and outcome; a dry run's as a dry run.
 func TestAgentAddIsUnvettedAndToolCallsAreAudited(t *testing.T) {
 	d := startDaemon(t, sampleProject(t), "")
 	var s struct {
@@ -56,6 +56,11 @@ func TestAgentAddIsUnvettedAndToolCallsAreAudited(t *testing.T) {
 	if code, _ := send(http.MethodGet, "/tasks/SNAG-999", nil, "snag_get"); code != http.StatusNotFound {
 		t.Errorf("get of a missing task: %d", code)
 	}
+	// A dry run changes nothing: its tool call is logged as a dry run, not
+	// as an ok that reads like a check.
+	if code, out := send(http.MethodPost, "/verify/SNAG-1", map[string]any{"dry_run": true}, "snag_resolve"); code != http.StatusOK {
+		t.Errorf("dry run: %d %v", code, out)
+	}
 	var audit struct {
 		Entries []struct {
 			SessionID int64  `json:"session_id"`
@@ -76,7 +81,8 @@ func TestAgentAddIsUnvettedAndToolCallsAreAudited(t *testing.T) {
 		}
 	}
 	got := strings.Join(tools, "\n")
-	if !strings.Contains(got, "snag_add POST /tasks -> ok") || !strings.Contains(got, "snag_get GET /tasks/SNAG-999 -> error 404") {
+	if !strings.Contains(got, "snag_add POST /tasks -> ok") || !strings.Contains(got, "snag_get GET /tasks/SNAG-999 -> error 404") ||
+		!strings.Contains(got, "snag_resolve POST /verify/SNAG-1 -> dry-run") {
 		t.Errorf("tool calls in the audit log:\n%s", got)
 	}
 }

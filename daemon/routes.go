@@ -109,32 +109,27 @@ func (d *Daemon) health(w http.ResponseWriter, r *http.Request) {
 const maxList = 10000
 
 func (d *Daemon) listTasks(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	f := index.Filter{Plan: q.Get("plan"), All: q.Get("all") == "true", Cursor: q.Get("cursor")}
-	if s := q.Get("status"); s != "" {
+	q := readQuery(r, "status", "wave", "kind", "plan", "all", "limit", "cursor")
+	f := index.Filter{Plan: q.str("plan"), All: q.flag("all"), Cursor: q.str("cursor"),
+		Wave: q.int("wave", 0, 1<<30, 0), Limit: q.int("limit", 1, maxList, 0)}
+	if s := q.str("status"); s != "" {
 		for _, st := range strings.Split(s, ",") {
 			if !queue.Status(st).Valid() {
-				writeError(w, &apiError{http.StatusBadRequest, "bad_status", "unknown status " + strconv.Quote(st)})
-				return
+				q.fail("bad_status", "unknown status %q (want one of %s)", st, joinStrings(queue.Statuses))
+				break
 			}
 			f.Statuses = append(f.Statuses, queue.Status(st))
 		}
 	}
-	var err error
-	if s := q.Get("wave"); s != "" {
-		if f.Wave, err = strconv.Atoi(s); err != nil {
-			writeError(w, &apiError{http.StatusBadRequest, "bad_wave", "wave: want a whole number"})
-			return
+	if k := q.str("kind"); k != "" {
+		if !slices.Contains(queue.Kinds, queue.Kind(k)) {
+			q.fail("bad_kind", "unknown kind %q (want one of %s)", k, joinStrings(queue.Kinds))
 		}
-	}
-	if s := q.Get("limit"); s != "" {
-		if f.Limit, err = strconv.Atoi(s); err != nil || f.Limit < 1 || f.Limit > maxList {
-			writeError(w, &apiError{http.StatusBadRequest, "bad_limit", fmt.Sprintf("limit: want 1 to %d", maxList)})
-			return
-		}
-	}
-	if k := q.Get("kind"); k != "" {
 		f.Kind = queue.Kind(k)
+	}
+	if q.err != nil {
+		writeError(w, q.err)
+		return
 	}
 	page, err := d.p.DB.List(r.Context(), f)
 	if err != nil {
@@ -283,14 +278,30 @@ func (d *Daemon) personMove(ctx context.Context, ref queue.Ref, action queue.Act
 }
 
 func (d *Daemon) search(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query().Get("q")
-	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
-	hits, err := d.p.Search(r.Context(), q, min(max(limit, 0), 100))
+	qs := readQuery(r, "q", "limit")
+	q, limit := qs.str("q"), min(qs.int("limit", 0, 1<<30, 0), 100)
+	if qs.err != nil {
+		writeError(w, qs.err)
+		return
+	}
+	hits, err := d.p.Search(r.Context(), q, limit)
 	if err != nil {
 		writeError(w, &apiError{http.StatusBadRequest, "bad_query", err.Error()})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"hits": hits})
+}
+
+// dryRunKey holds, in a tool call's request context, whether the handler
+// made a dry run (see markDryRun).
+type dryRunKey struct{}
+
+// markDryRun records that the request was a dry run, so the audit entry of
+// the tool call that made it says so.
+func markDryRun(r *http.Request) {
+	if p, ok := r.Context().Value(dryRunKey{}).(*bool); ok {
+		*p = true
+	}
 }
 
 // ToolHeader names the MCP tool a request serves, for the audit log: the
@@ -321,14 +332,19 @@ func (d *Daemon) auditTool(w http.ResponseWriter, r *http.Request, tool string, 
 		tool = tool[:64]
 	}
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	dry := new(bool)
+	r = r.WithContext(context.WithValue(r.Context(), dryRunKey{}, dry))
 	h.ServeHTTP(sw, r)
 	s, e := d.sessionOf(r)
 	if e != nil {
 		return
 	}
 	outcome := "ok"
-	if sw.status >= 400 {
+	switch {
+	case sw.status >= 400:
 		outcome = "error " + strconv.Itoa(sw.status)
+	case *dry:
+		outcome = "dry-run" // it changed nothing: not to be read as the check itself
 	}
 	d.audit(r.Context(), index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "tool",
 		Outcome: outcome, Detail: tool + " " + r.Method + " " + r.URL.Path})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -227,9 +226,13 @@ func (d *Daemon) listSessions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Daemon) auditLog(w http.ResponseWriter, r *http.Request) {
-	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
-	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
-	es, err := d.p.DB.AuditLog(r.Context(), after, min(max(limit, 0), 1000))
+	q := readQuery(r, "after", "limit")
+	after, limit := q.int("after", 0, 1<<62, 0), min(q.int("limit", 0, 1<<30, 0), 1000)
+	if q.err != nil {
+		writeError(w, q.err)
+		return
+	}
+	es, err := d.p.DB.AuditLog(r.Context(), int64(after), limit)
 	if err != nil {
 		d.fail(w, err)
 		return

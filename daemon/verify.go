@@ -275,6 +275,7 @@ func (d *Daemon) startVerify(w http.ResponseWriter, r *http.Request) {
 		dir = s.Root
 	}
 	if req.DryRun { // a read: it waits for no write
+		markDryRun(r)
 		it, err := d.p.DB.Get(ctx, ref)
 		if err != nil {
 			d.fail(w, err)
@@ -395,7 +396,10 @@ func (d *Daemon) startVerify(w http.ResponseWriter, r *http.Request) {
 				return err
 			}
 		}
-		outcome := "ok"
+		// The request starts a check; the check's own outcome (pass,
+		// fail, needs_approval ...) is a later entry. "started" keeps a
+		// reader from taking this one for a passed check or a dry run.
+		outcome := "started"
 		if p.Code == VerifyUnavailable {
 			outcome = VerifyUnavailable
 		} else {

@@ -15,13 +15,13 @@ import (
 // Finding is one thing snag doctor found wrong.
 type Finding struct {
 	Path    string `json:"path"`             // relative to .snag/
-	Kind    string `json:"kind"`             // invalid | conflict | duplicate | dangling | cycle | temp
+	Kind    string `json:"kind"`             // invalid | conflict | name | duplicate | dangling | cycle | temp
 	Message string `json:"message"`          // what is wrong and the fix
 	Fixable bool   `json:"fixable,omitzero"` // snag doctor --fix can fix it
 }
 
 // Doctor checks the project: files that do not parse or hold conflict
-// markers, ids and aliases used twice, depends_on entries that point nowhere
+// markers, file names with control characters, ids and aliases used twice, depends_on entries that point nowhere
 // or form a cycle, and temp files left by a crash. It syncs the index first.
 func (p *Project) Doctor(ctx context.Context) ([]Finding, error) {
 	if _, err := p.Sync(ctx, true); err != nil {
@@ -44,6 +44,7 @@ func (p *Project) Doctor(ctx context.Context) ([]Finding, error) {
 	if err != nil {
 		return nil, err
 	}
+	out = append(out, badNames(p.Tasks, tasks)...)
 	out = append(out, duplicates(tasks)...)
 	lookup := queue.NewLookup(tasksOf(tasks))
 	for _, l := range tasks {
@@ -63,6 +64,34 @@ func (p *Project) Doctor(ctx context.Context) ([]Finding, error) {
 		}
 	}
 	return out, nil
+}
+
+// badNames finds task files whose names hold a control character (a
+// newline, a tab, an escape): snag reads them, but every listing of the
+// folder (ls, git status, a terminal) shows them wrong, and a name can pose
+// as more than one line of output.
+func badNames(dir *queue.Dir, tasks []queue.Located) []Finding {
+	names, err := dir.Names()
+	if err != nil {
+		return nil
+	}
+	byFile := map[string]*queue.Task{}
+	for _, l := range tasks {
+		byFile[l.File] = l.Task
+	}
+	var out []Finding
+	for _, n := range names {
+		if !strings.ContainsFunc(n, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) {
+			continue
+		}
+		path := index.TasksFolder + "/" + n
+		msg := "the file name has a control character (shown escaped): rename the file"
+		if t := byFile[path]; t != nil && t.Key != "" {
+			msg += fmt.Sprintf(", for example: cd .snag/tasks && mv %s\\ -* '%s'", t.Key, queue.FileName(t.Key, t.Title))
+		}
+		out = append(out, Finding{Path: path, Kind: "name", Message: msg})
+	}
+	return out
 }
 
 func missingIdentity(msg string) bool {
