@@ -2,8 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -55,6 +59,12 @@ func runLog(ctx context.Context, c *call) error {
 	root, err := project.Find(c.Dir)
 	if err != nil {
 		return err
+	}
+	if _, err := os.Stat(filepath.Join(root, project.Folder, project.DBFile)); errors.Is(err, fs.ErrNotExist) && !c.opt.follow {
+		// No snagd has run here: nothing was logged, and a read creates
+		// no snag.db.
+		fmt.Fprintln(c.Stdout, "the audit log is empty: it records every change made through snag")
+		return nil
 	}
 	p, err := project.Open(ctx, root)
 	if err != nil {
