@@ -39,7 +39,9 @@ func runMCP(ctx context.Context, c *call) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(c.Stderr, nil))
-	opts := client.Options{Home: project.Home()}
+	opts := client.Options{Home: project.Home(), Waiting: func(h client.Health) {
+		log.Info("waiting for snagd to finish reading the task files", "pid", h.PID, "root", h.Root)
+	}}
 	if !c.opt.noAutostart && !envSet(NoAutostartEnv) {
 		opts.Start = startDaemon
 	}

@@ -68,7 +68,7 @@ func (e *mismatchError) Error() string {
 	return fmt.Sprintf("snagd on :%d serves %s, but its proof does not match the token this process reads (%s), "+
 		"so it cannot prove it holds your token and was not trusted (nor sent it): most likely it was started with another token file "+
 		"($SNAG_HOME differs, or the token was rotated since). "+
-		"Give this process the SNAG_HOME snagd has (snag install writes it into an MCP server's env), or restart snagd with this one", e.port, e.root, tokenFile)
+		"Give this process the SNAG_HOME snagd has (snag install writes it into an MCP server's env), or restart snagd with this one (snag daemon stop, then snag daemon --root %s)", e.port, e.root, tokenFile, e.root)
 }
 
 func (e *mismatchError) Unwrap() error { return ErrTokenMismatch }
@@ -153,7 +153,7 @@ func Dial(ctx context.Context, root string, opts Options) (*Client, error) {
 	}
 	exited, err := opts.Start(ctx, abs)
 	if err != nil {
-		return nil, fmt.Errorf("start snagd: %w", err)
+		return nil, fmt.Errorf("start snagd in the background: %w (run it yourself: snag daemon --root %s)", err, abs)
 	}
 	// Several commands started at once each start a daemon; one takes the
 	// project's lock and the others exit at once. A command whose daemon

@@ -78,11 +78,17 @@ func (h *hub) serveEvents(ctx context.Context, w http.ResponseWriter, r *http.Re
 		writeError(w, &apiError{http.StatusInternalServerError, "no_stream", "streaming is not supported here"})
 		return
 	}
+	q := readQuery(r, "since")
+	since := q.int("since", 0, 1<<62, -1)
+	if q.err != nil {
+		writeError(w, q.err)
+		return
+	}
 	from := h.last()
 	if s := r.Header.Get("Last-Event-ID"); s != "" {
 		from, _ = strconv.ParseInt(s, 10, 64)
-	} else if s := r.URL.Query().Get("since"); s != "" {
-		from, _ = strconv.ParseInt(s, 10, 64)
+	} else if since >= 0 {
+		from = int64(since)
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")

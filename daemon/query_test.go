@@ -8,8 +8,8 @@ import (
 
 // TestTasksQueryParameters: GET /tasks reads all=1, yes and true alike (it
 // used to take ?all=1 as not-all), and refuses a value it cannot read or a
-// parameter it does not know with a 400 that names it, as /search and
-// /audit do.
+// parameter it does not know with a 400 that names it, as /search,
+// /audit and /events do.
 func TestTasksQueryParameters(t *testing.T) {
 	d := startDaemon(t, sampleProject(t), "")
 	type page struct {
@@ -46,6 +46,8 @@ func TestTasksQueryParameters(t *testing.T) {
 		{"/search?q=checkout&limit=lots", `limit="lots"`},
 		{"/search?query=checkout", `unknown query parameter "query"`},
 		{"/audit?after=-1", `after="-1"`},
+		{"/events?since=yesterday", `since="yesterday"`},
+		{"/events?from=3", `unknown query parameter "from"`},
 	} {
 		var got page
 		code := d.get(c.query, &got)
