@@ -218,3 +218,40 @@ func TestDialLeavesOtherPortsAloneWhenNoDaemonRuns(t *testing.T) {
 		t.Errorf("discovery connected %d times to ports of 7654-7664; want at most the one the lock file names", n)
 	}
 }
+
+// TestDialWaitsForASlowStartAsLongAsItAnswers: a daemon whose first read
+// of the task files takes longer than ReadyWait (a big project) is waited
+// for, not given up on, since it answers /health all along.
+func TestDialWaitsForASlowStartAsLongAsItAnswers(t *testing.T) {
+	old := client.ReadyWait
+	client.ReadyWait = 500 * time.Millisecond
+	t.Cleanup(func() { client.ReadyWait = old })
+	t.Setenv(daemon.FailpointEnv, "start:opened=sleep:2s") // the first rescan starts 2 s late
+	home := filepath.Join(t.TempDir(), "home")
+	root := newProject(t, t.TempDir())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	go func() { done <- daemon.Run(ctx, daemon.Options{Root: root, Home: home, Port: port}) }()
+	t.Cleanup(func() { cancel(); <-done })
+	var c *client.Client
+	deadline := time.Now().Add(20 * time.Second)
+	for c == nil {
+		// Until the daemon has bound and written .port, there is none to
+		// wait for; then Dial must wait for its rescan.
+		cl, err := client.Dial(ctx, root, client.Options{Home: home})
+		switch {
+		case err == nil:
+			c = cl
+		case !errors.Is(err, client.ErrNoDaemon) || time.Now().After(deadline):
+			t.Fatalf("Dial: %v", err)
+		default:
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if !c.Health().Ready {
+		t.Errorf("Dial returned a daemon that is not ready: %+v", c.Health())
+	}
+}
