@@ -147,7 +147,8 @@ func waitingFor(ans verifyAnswer) string {
 		what = "waiting for `" + safe(v.History[0].Command) + "` to exit"
 	}
 	if ans.ETA > 0 {
-		what += fmt.Sprintf(" (the last run took about %d s)", ans.ETA)
+		// snagd's guess: the last run's length, or a default before any.
+		what += fmt.Sprintf(" (snagd expects about %d s)", ans.ETA)
 	}
 	return what + "; Ctrl-C stops the wait, not the check"
 }
