@@ -118,9 +118,10 @@ func TestListCursorIsShort(t *testing.T) {
 	mustErr(t, "unknown cursor", res, txt, "snag_list without a cursor")
 }
 
-// TestInputSchemasHaveNoTypeUnions: no input schema uses a type union
-// (type: [null, ...]), which some hosts' tool dialects refuse.
-func TestInputSchemasHaveNoTypeUnions(t *testing.T) {
+// TestSchemasHaveNoTypeUnions: no input or output schema uses a type
+// union (type: [null, ...]), which some hosts' tool dialects refuse (the
+// MCP Inspector's --strict warns of each); a nullable output is anyOf.
+func TestSchemasHaveNoTypeUnions(t *testing.T) {
 	e := newEnv(t)
 	cs, _ := e.bridge(t, "--no-autostart")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -134,7 +135,7 @@ func TestInputSchemasHaveNoTypeUnions(t *testing.T) {
 		switch v := v.(type) {
 		case map[string]any:
 			if _, ok := v["type"].([]any); ok {
-				t.Errorf("%s: input schema %s has a type union %v", tool, at, v["type"])
+				t.Errorf("%s: %s has a type union %v", tool, at, v["type"])
 			}
 			for k, x := range v {
 				walk(tool, at+"/"+k, x)
@@ -146,9 +147,11 @@ func TestInputSchemasHaveNoTypeUnions(t *testing.T) {
 		}
 	}
 	for _, tool := range tl.Tools {
-		b, _ := json.Marshal(tool.InputSchema)
-		var v any
-		json.Unmarshal(b, &v)
-		walk(tool.Name, "", v)
+		for at, sc := range map[string]any{"inputSchema": tool.InputSchema, "outputSchema": tool.OutputSchema} {
+			b, _ := json.Marshal(sc)
+			var v any
+			json.Unmarshal(b, &v)
+			walk(tool.Name, at, v)
+		}
 	}
 }
