@@ -296,7 +296,8 @@ type Held struct {
 // Agent is one live session and what it holds.
 type Agent struct {
 	index.Session
-	Held []Held
+	Held     []Held
+	Activity index.Activity
 }
 
 // AgentsPage lists the connected agents.

@@ -93,6 +93,7 @@ func (d *Daemon) mountBoard(mux *http.ServeMux) http.HandlerFunc {
 	mux.HandleFunc("GET /board/shots/{name}", ui.ready(ui.shot))
 	mux.HandleFunc("POST /board/tasks/{ref}/{action}", ui.ready(ui.act))
 	mux.HandleFunc("POST /board/bulk", ui.ready(ui.bulk))
+	mux.HandleFunc("POST /board/sessions/{id}/end", ui.ready(ui.endAgent))
 	mux.HandleFunc("POST "+LoginCodesPath, ui.loginCode)
 	return func(w http.ResponseWriter, r *http.Request) {
 		if wantsPage(r) {
@@ -488,10 +489,36 @@ func (ui *boardUI) agentsPage(w http.ResponseWriter, r *http.Request) {
 		}
 		bySession[l.SessionID] = append(bySession[l.SessionID], h)
 	}
+	acts := ui.d.activities(ss)
 	for _, s := range ss {
-		out.Agents = append(out.Agents, board.Agent{Session: s, Held: bySession[s.ID]})
+		out.Agents = append(out.Agents, board.Agent{Session: s, Held: bySession[s.ID], Activity: acts[s.ID]})
 	}
 	ui.render(w, http.StatusOK, board.PageAgents, out)
+}
+
+// endAgent ends an agent's session for the person logged in to the board:
+// its tasks go back to the queue.
+func (ui *boardUI) endAgent(w http.ResponseWriter, r *http.Request) {
+	s := sessionOfBoard(r)
+	if s == nil {
+		ui.answer(w, r, http.StatusForbidden, "Refused", "the board's forms are for a board session: the CLI has snag agents end", "")
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		ui.answer(w, r, http.StatusBadRequest, "Refused", "the form could not be read: "+err.Error(), "")
+		return
+	}
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		ui.answer(w, r, http.StatusBadRequest, "Refused", "no such session: the agents page lists the live ones", "")
+		return
+	}
+	name, released, e := ui.d.endForPerson(r.Context(), id, s.By, r.PostForm.Get("reason"))
+	if e != nil {
+		ui.answer(w, r, e.Status, "Refused", e.Message, "")
+		return
+	}
+	ui.done(w, r, fmt.Sprintf("ended %s's session: %d task(s) back in the queue", name, released))
 }
 
 func (ui *boardUI) problemsPage(w http.ResponseWriter, r *http.Request) {

@@ -871,3 +871,64 @@ func TestBoardProblemsAndAgents(t *testing.T) {
 		}
 	}
 }
+
+// TestBoardEndsAnAgent: a person ends an agent's session from the agents
+// page (an agent gone without disconnecting): its task goes back to the
+// queue, the session is gone, and the audit log names the person.
+func TestBoardEndsAnAgent(t *testing.T) {
+	root := sampleProject(t)
+	d := startDaemon(t, root, "")
+	var sess struct {
+		ID int64 `json:"id"`
+	}
+	if code := d.do(http.MethodPost, "/sessions", map[string]any{"name": "WREN", "client": "inspector", "client_version": "0.17"}, &sess); code != http.StatusCreated {
+		t.Fatalf("register: %d", code)
+	}
+	req, _ := http.NewRequest(http.MethodPost, d.url("/tasks/SNAG-8/claim"), strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Snag-Session", fmt.Sprint(sess.ID))
+	resp := d.raw(req)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("claim SNAG-8: %d", resp.StatusCode)
+	}
+
+	b := newBrowser(t)
+	b.login(d)
+	b.open(d.url("/agents"))
+	form := fmt.Sprintf(`form[action="/board/sessions/%d/end"]`, sess.ID)
+	b.waitFor("WREN's end button", `document.querySelector('`+form+` button') !== null`)
+	if got := b.text(form + " button"); !strings.Contains(got, "End WREN's session and release 1 task") {
+		t.Errorf("the end button says %q", got)
+	}
+	if got := b.text(".agent .note"); !strings.Contains(got, "holds no stream") {
+		t.Errorf("the agent's activity says %q", got)
+	}
+	b.do(chromedp.SendKeys(chromedp.CSS(form+` input[name="reason"]`), "the inspector was closed"))
+	// Another agent connects: the page shows it live and keeps what was typed.
+	if code := d.do(http.MethodPost, "/sessions", map[string]any{"name": "IBIS", "client": "test"}, nil); code != http.StatusCreated {
+		t.Fatalf("register IBIS: %d", code)
+	}
+	b.waitFor("IBIS on the agents page", `document.querySelector('#agents').innerText.includes("IBIS")`)
+	if got := evalIn[string](b, `document.querySelector('`+form+` input[name="reason"]').value`); got != "the inspector was closed" {
+		t.Errorf("the reason typed before the page refreshed is now %q", got)
+	}
+	b.do(chromedp.Click(chromedp.CSS(form + " button")))
+	b.waitFor("WREN gone from the agents page", `location.pathname === "/agents" && document.querySelector('`+form+`') === null`)
+	if v := d.task("SNAG-8"); v.Row.Status != "open" || v.Row.Assignee != "" {
+		t.Errorf("SNAG-8 after its agent's session was ended: %+v", v.Row)
+	}
+	var live struct{ Sessions []struct{ Name string } }
+	d.get("/sessions", &live)
+	if len(live.Sessions) != 1 || live.Sessions[0].Name != "IBIS" {
+		t.Errorf("sessions after the end: %+v", live.Sessions)
+	}
+	if !d.auditHas("session_end", "WREN (holding 1): ended by dana: the inspector was closed") {
+		var log struct {
+			Entries []struct{ Action, Agent, Detail string }
+		}
+		d.get("/audit?limit=1000", &log)
+		t.Errorf("the audit log does not say dana ended WREN's session: %+v", log.Entries)
+	}
+}

@@ -69,10 +69,14 @@ type Options struct {
 	// stream open and no request but /health came for that long: a daemon
 	// the CLI started in the background does not outlive its use.
 	ExitIdle time.Duration
-	// MCPIdle is how long an MCP session over HTTP (/mcp) lives with no
-	// request in flight, no POST answered and no GET stream open (30 min);
+	// MCPIdle is how long an MCP session over HTTP (/mcp) whose client
+	// never held a GET stream lives with no request in flight (10 min);
 	// then it is closed and its snag session ends after the grace.
 	MCPIdle time.Duration
+	// MCPStreamGrace is how long an MCP session over HTTP lives with no
+	// request in flight once its client's GET stream has closed (30 s, at
+	// most MCPIdle): the client is gone.
+	MCPStreamGrace time.Duration
 }
 
 // Daemon is a running snagd.
@@ -102,6 +106,10 @@ type Daemon struct {
 	settling map[string]*time.Timer
 
 	streams *streams
+	// mcp serves /mcp; calls holds, by session id, when each session's
+	// latest tool call came (since this snagd started).
+	mcp   *mcpHTTP
+	calls sync.Map
 
 	// verify runs the checks of resolved tasks in the background; runCtx
 	// ends their runs when the daemon stops.

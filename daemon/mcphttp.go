@@ -18,22 +18,33 @@ import (
 const MCPPath = "/mcp"
 
 // DefaultMCPIdle is how long an MCP session over HTTP lives with no request
-// in flight: no POST being answered and no GET stream open.
-const DefaultMCPIdle = 30 * time.Minute
+// in flight when its client never held a GET stream: nothing tells a
+// crashed client from one that is thinking, so this is the longest pause
+// between calls such a client gets.
+const DefaultMCPIdle = 10 * time.Minute
+
+// DefaultMCPStreamGrace is how long an MCP session over HTTP lives with no
+// request in flight once its client's GET stream has closed: a client holds
+// that stream for its whole life (the SDKs, hosts and inspectors do) and
+// reopens it within seconds after a blip, so a stream that stays closed is
+// a client that has gone without saying so (no DELETE).
+const DefaultMCPStreamGrace = 30 * time.Second
 
 // mcpHTTP serves snag's MCP server (the same tools, resources, labels and
 // audit as snag mcp) over Streamable HTTP, behind the guard. Each MCP
 // session gets its own server whose backend is an mcp/remote client to this
 // snagd, over 127.0.0.1 with the token: it registers a snag session named
 // for the MCP client and holds its stream, exactly as the stdio bridge does.
-// When the MCP session ends (DELETE, idle past opts.MCPIdle, or snagd
-// stopping) the backend closes its stream, and the session's leases are
-// released after the grace.
+// When the MCP session ends (DELETE, idle past opts.MCPIdle, its GET stream
+// gone past opts.MCPStreamGrace, a person ending it, or snagd stopping) the
+// backend closes its stream, and the session's leases are released after
+// the grace.
 //
 // Session ids come from the SDK, which answers 404 to one it does not know.
 type mcpHTTP struct {
 	d    *Daemon
-	idle time.Duration
+	idle time.Duration // with no GET stream ever held
+	lost time.Duration // after the last GET stream closed
 	sdk  *sdk.StreamableHTTPHandler
 	// shared answers the SDK's per-request question of protocol versions
 	// for requests that do not start a session; it serves no session.
@@ -49,8 +60,13 @@ type mcpHTTP struct {
 type mcpSession struct {
 	srv    *sdk.Server
 	live   mcp.Live // nil when snagd could not reach itself: reads come from the files
+	remote *mcpremote.Daemon
 	ss     *sdk.ServerSession
 	active int         // requests of the session in flight, GET streams included
+	gets   int         // GET streams open
+	held   bool        // a GET stream was open once
+	last   time.Time   // when the last request began or ended
+	ends   time.Time   // when timer fires, while it is armed
 	timer  *time.Timer // closes the session once idle
 }
 
@@ -61,10 +77,14 @@ type slotKey struct{}
 type slot struct{ s *mcpSession }
 
 func (d *Daemon) mcpHandler(ctx context.Context) *mcpHTTP {
-	h := &mcpHTTP{d: d, idle: d.opts.MCPIdle, pending: map[*sdk.Server]*mcpSession{}, byID: map[string]*mcpSession{}}
+	h := &mcpHTTP{d: d, idle: d.opts.MCPIdle, lost: d.opts.MCPStreamGrace, pending: map[*sdk.Server]*mcpSession{}, byID: map[string]*mcpSession{}}
 	if h.idle <= 0 {
 		h.idle = DefaultMCPIdle
 	}
+	if h.lost <= 0 {
+		h.lost = DefaultMCPStreamGrace
+	}
+	h.lost = min(h.lost, h.idle)
 	h.shared = mcp.NewServer(mcp.Options{Root: d.root, Version: d.opts.Version, Log: d.log})
 	// The guard in front has checked Host, Origin and the token; the
 	// SDK's own Host check stays on too.
@@ -104,6 +124,9 @@ func (h *mcpHTTP) server(r *http.Request) *sdk.Server {
 		}
 		b := mcpremote.NewDaemon(cl, h.d.log)
 		b.ServesHTTP()
+		h.mu.Lock()
+		s.remote = b
+		h.mu.Unlock()
 		return b, nil
 	}
 	opts := mcp.Options{Root: h.d.root, Version: h.d.opts.Version, Log: h.d.log}
@@ -131,9 +154,10 @@ func (h *mcpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	s := h.begin(id)
+	get := r.Method == http.MethodGet
+	s := h.begin(id, get)
 	if s != nil {
-		defer h.end(s)
+		defer h.end(s, get)
 	}
 	h.sdk.ServeHTTP(w, r)
 }
@@ -206,8 +230,9 @@ func (h *mcpHTTP) settle(s *mcpSession) {
 	h.mu.Unlock()
 }
 
-// begin counts a request of a known session as in flight.
-func (h *mcpHTTP) begin(id string) *mcpSession {
+// begin counts a request of a known session as in flight (a GET is its
+// stream).
+func (h *mcpHTTP) begin(id string, get bool) *mcpSession {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s := h.find(id)
@@ -215,31 +240,92 @@ func (h *mcpHTTP) begin(id string) *mcpSession {
 		return nil // the SDK answers 404
 	}
 	s.active++
+	if get {
+		s.gets++
+		s.held = true
+	}
+	s.last = time.Now()
 	if s.timer != nil {
 		s.timer.Stop()
+		s.ends = time.Time{}
 	}
 	return s
 }
 
 // end counts a request done; with none left in flight the idle clock starts.
-func (h *mcpHTTP) end(s *mcpSession) {
+func (h *mcpHTTP) end(s *mcpSession, get bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if get {
+		s.gets--
+	}
+	s.last = time.Now()
 	if s.active--; s.active == 0 && h.byID[s.ss.ID()] == s {
 		h.armLocked(s)
 	}
 }
 
+// armLocked starts a session's idle clock: the short one when its client
+// held a GET stream and no longer does, the long one otherwise. h.mu must
+// be held.
 func (h *mcpHTTP) armLocked(s *mcpSession) {
+	after, why := h.idle, "no request"
+	if s.held {
+		after, why = h.lost, "its GET stream closed and no request came"
+	}
+	s.ends = time.Now().Add(after)
 	if s.timer == nil {
 		ss := s.ss
-		s.timer = time.AfterFunc(h.idle, func() {
-			h.d.log.Info("mcp over http: session idle; closing it", "idle", h.idle)
+		s.timer = time.AfterFunc(after, func() {
+			h.d.log.Info("mcp over http: session idle; closing it", "why", why, "for", after)
 			ss.Close()
 		})
 		return
 	}
-	s.timer.Reset(h.idle)
+	s.timer.Reset(after)
+}
+
+// mcpState is what /mcp knows of the HTTP session behind a snag session.
+type mcpState struct {
+	Working bool      // a request is in flight (a GET stream aside)
+	Stream  bool      // the client holds its GET stream
+	Held    bool      // it held one once
+	Last    time.Time // when the last request began or ended
+	Ends    time.Time // when snagd closes it unless a request comes; zero while it is in use
+}
+
+// states maps snag session ids to the state of their MCP sessions over
+// HTTP.
+func (h *mcpHTTP) states() map[int64]mcpState {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[int64]mcpState{}
+	for _, s := range h.byID {
+		if s.remote == nil {
+			continue
+		}
+		if id := s.remote.SessionID(); id != 0 {
+			out[id] = mcpState{Working: s.active > s.gets, Stream: s.gets > 0, Held: s.held, Last: s.last, Ends: s.ends}
+		}
+	}
+	return out
+}
+
+// closeSession closes the MCP session whose backend holds snag session id,
+// if there is one: its client's next request gets 404 (start a new
+// session).
+func (h *mcpHTTP) closeSession(id int64) {
+	h.mu.Lock()
+	var ss *sdk.ServerSession
+	for _, s := range h.byID {
+		if s.remote != nil && s.remote.SessionID() == id {
+			ss = s.ss
+		}
+	}
+	h.mu.Unlock()
+	if ss != nil {
+		ss.Close()
+	}
 }
 
 // close ends every session, as snagd stops: open GET streams return, and

@@ -49,6 +49,7 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 	mux.HandleFunc("GET /verify/{ref}", d.ready503(d.getVerify))
 	mux.HandleFunc("POST /sessions", d.ready503(d.register))
 	mux.HandleFunc("GET /sessions", d.ready503(d.listSessions))
+	mux.HandleFunc("POST /sessions/{id}/end", d.ready503(d.endByPerson))
 	mux.HandleFunc("GET /sessions/{id}/stream", d.ready503(func(w http.ResponseWriter, r *http.Request) { d.stream(ctx, w, r) }))
 	mux.HandleFunc("GET /audit", d.ready503(d.auditLog))
 	mux.HandleFunc("POST /reindex", d.ready503(d.reindex))
@@ -59,7 +60,8 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 		writeJSON(w, http.StatusOK, map[string]any{"done": true})
 	}))
 	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) { d.hub.serveEvents(ctx, w, r) })
-	mux.Handle(MCPPath, d.mcpHandler(ctx)) // MCP over Streamable HTTP: POST, GET (its SSE stream), DELETE
+	d.mcp = d.mcpHandler(ctx)
+	mux.Handle(MCPPath, d.mcp) // MCP over Streamable HTTP: POST, GET (its SSE stream), DELETE
 	noOAuth := func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{http.StatusNotFound, "not_found", "snagd has no OAuth: send Authorization: Bearer with the token in " + d.guard.tokenFile})
 	}
@@ -72,6 +74,9 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 			d.lastUse.Store(time.Now().UnixNano())
 		}
 		if tool := r.Header.Get(ToolHeader); tool != "" && r.Header.Get(SessionHeader) != "" {
+			if id, err := strconv.ParseInt(r.Header.Get(SessionHeader), 10, 64); err == nil {
+				d.calls.Store(id, time.Now())
+			}
 			d.auditTool(w, r, tool, mux)
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -67,6 +68,13 @@ func (s *streams) armLocked(id int64, grace time.Duration, gone func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.arm(id, grace, gone)
+}
+
+// isOpen reports whether a session has a stream open.
+func (s *streams) isOpen(id int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.open[id] > 0
 }
 
 func (s *streams) stop() {
@@ -205,6 +213,129 @@ func (d *Daemon) reconcile(ctx context.Context, ids []string) {
 	}
 }
 
+// IdleAfter is how long a session goes without a tool call, with nothing
+// in flight, before it is shown as idle.
+const IdleAfter = 5 * time.Minute
+
+// sessionView is a live session as GET /sessions gives it: the row and
+// what snagd sees of it now.
+type sessionView struct {
+	index.Session
+	Activity index.Activity `json:"activity"`
+}
+
+// activities says what each live session is doing, by session id.
+func (d *Daemon) activities(ss []index.Session) map[int64]index.Activity {
+	now := time.Now()
+	var web map[int64]mcpState
+	if d.mcp != nil {
+		web = d.mcp.states()
+	}
+	out := make(map[int64]index.Activity, len(ss))
+	for _, s := range ss {
+		var a index.Activity
+		if v, ok := d.calls.Load(s.ID); ok {
+			a.LastCall = v.(time.Time)
+		}
+		last := a.LastCall
+		if last.IsZero() {
+			last = s.Started
+		}
+		since := now.Sub(last).Round(time.Second)
+		st, isWeb := web[s.ID]
+		switch {
+		case !isWeb:
+			a.Idle = since >= IdleAfter
+			a.Note = "connected (holds its stream)"
+			if !d.streams.isOpen(s.ID) {
+				a.Note = "holds no stream: it ends only when its process is gone or a person ends it"
+			}
+		case st.Stream:
+			a.Stream, a.Working = "open", st.Working
+			a.Idle = !st.Working && since >= IdleAfter
+			a.Note = "connected (holds its GET stream)"
+		case st.Working:
+			a.Stream, a.Working = "none", true
+			if st.Held {
+				a.Stream = "closed"
+			}
+			a.Note = "answering a request"
+		case st.Held:
+			a.Stream, a.Idle, a.EndsAt = "closed", true, st.Ends
+			a.Note = fmt.Sprintf("its GET stream closed %s ago and no request came since: the client has gone without ending its session; it ends in %s unless a request comes",
+				ago(now, st.Last), until(now, st.Ends))
+		default:
+			a.Stream, a.Idle, a.EndsAt = "none", true, st.Ends
+			a.Note = fmt.Sprintf("no request for %s and no GET stream: it ends in %s unless a request comes", ago(now, st.Last), until(now, st.Ends))
+		}
+		if a.Idle && a.Stream != "closed" && a.Stream != "none" {
+			a.Note = fmt.Sprintf("idle: no tool call for %s; %s", since, a.Note)
+		}
+		out[s.ID] = a
+	}
+	return out
+}
+
+func ago(now, t time.Time) time.Duration { return max(now.Sub(t), 0).Round(time.Second) }
+
+func until(now, t time.Time) time.Duration { return max(t.Sub(now), 0).Round(time.Second) }
+
+// endRequest is POST /sessions/{id}/end: a person ends an agent's session.
+type endRequest struct {
+	By     string `json:"by"`
+	Reason string `json:"reason"`
+}
+
+// endByPerson ends a live session for a person (an agent that is gone
+// without saying so, or one to stop): its tasks go back to the queue, its
+// MCP session over HTTP, if any, is closed, and the audit log says who.
+func (d *Daemon) endByPerson(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get(SessionHeader) != "" {
+		writeError(w, &apiError{http.StatusForbidden, "person_only", "a person ends an agent's session; an agent ends its own by disconnecting"})
+		return
+	}
+	var req endRequest
+	if e := decode(r, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		writeError(w, &apiError{http.StatusBadRequest, "bad_session", "session id: want a number (snag agents lists them)"})
+		return
+	}
+	name, released, e := d.endForPerson(r.Context(), id, req.By, req.Reason)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "name": name, "ended": true, "released": released})
+}
+
+// endForPerson ends live session id for a person, by, with a reason, and
+// returns its name and how many tasks went back to the queue.
+func (d *Daemon) endForPerson(ctx context.Context, id int64, by, reason string) (string, int, *apiError) {
+	s, err := d.p.DB.SessionByID(ctx, id)
+	if err != nil || !s.Ended.IsZero() {
+		return "", 0, &apiError{http.StatusNotFound, "no_session", fmt.Sprintf("no live session %d: snag agents lists the live ones", id)}
+	}
+	held, _ := d.p.DB.LeasesOf(ctx, id)
+	if by == "" {
+		by = "person"
+	}
+	why := "ended by " + by
+	if reason != "" {
+		why += ": " + reason
+	}
+	d.audit(ctx, index.AuditEntry{SessionID: id, Actor: queue.Person, Agent: by, Action: "session_end",
+		Outcome: "ok", Detail: fmt.Sprintf("%s (holding %d): %s", s.Name, len(held), why)})
+	if d.mcp != nil {
+		d.mcp.closeSession(id) // its client's next request gets 404
+	}
+	d.endSession(id, why)
+	return s.Name, len(held), nil
+}
+
 func (d *Daemon) listSessions(w http.ResponseWriter, r *http.Request) {
 	ss, err := d.p.DB.LiveSessions(r.Context())
 	if err != nil {
@@ -216,13 +347,15 @@ func (d *Daemon) listSessions(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, err)
 		return
 	}
-	if ss == nil {
-		ss = []index.Session{}
+	acts := d.activities(ss)
+	views := make([]sessionView, 0, len(ss))
+	for _, s := range ss {
+		views = append(views, sessionView{Session: s, Activity: acts[s.ID]})
 	}
 	if leases == nil {
 		leases = []index.Lease{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sessions": ss, "leases": leases})
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": views, "leases": leases})
 }
 
 func (d *Daemon) auditLog(w http.ResponseWriter, r *http.Request) {

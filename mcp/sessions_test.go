@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -29,6 +30,12 @@ type sessionsView struct {
 		ID        int64
 		Name      string
 		Transport string
+		Activity  struct {
+			Idle   bool
+			Stream string
+			EndsAt time.Time `json:"ends_at"`
+			Note   string
+		}
 	}
 	Leases []struct {
 		TaskID    string `json:"task_id"`
@@ -248,4 +255,145 @@ func (e *env) bridgeWith(t *testing.T, env ...string) (*sdk.ClientSession, *exec
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs, cmd
+}
+
+// assignee is the name of the session that holds key, as the files say.
+func assignee(t *testing.T, cs *sdk.ClientSession, key string) string {
+	t.Helper()
+	_, _, sc := call(t, cs, "snag_get", map[string]any{"id": key})
+	task := sc["task"].(map[string]any)
+	if task["status"] != "claimed" {
+		return ""
+	}
+	name, _ := task["assignee"].(string)
+	return name
+}
+
+// TestHTTPGhostSessionsEnd: MCP clients over HTTP that go away without
+// DELETE (the official TypeScript SDK's close(), or a process that exits)
+// are shown as idle once their GET stream has closed, with the time snagd
+// ends them; a person ends one with snag agents end, which releases its
+// task and is audited; the other ends by itself after --mcp-stream-grace.
+// A client that holds its stream keeps its task throughout.
+func TestHTTPGhostSessionsEnd(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join("tsclient", "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
+	}
+	if err != nil {
+		msg := fmt.Sprintf("needs node and the TypeScript SDK (cd mcp/tsclient && npm ci): %v", err)
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	e := newEnv(t)
+	e.startDaemon(t, "--mcp-stream-grace", "15s")
+	tok := hToken(t, e)
+	alive := hMustConnect(t, e)
+	claimKey(t, alive, "SNAG-11")
+	aliveName := assignee(t, alive, "SNAG-11")
+
+	session := func(name string) (found bool, idle bool, stream, note string, ends time.Time) {
+		for _, s := range e.sessions(t).Sessions {
+			if s.Name == name {
+				return true, s.Activity.Idle, s.Activity.Stream, s.Activity.Note, s.Activity.EndsAt
+			}
+		}
+		return false, false, "", "", time.Time{}
+	}
+	// ghost runs the TypeScript client: it claims task and, once its GET
+	// stream is open, goes away as how says. It returns the session's name.
+	ghost := func(task, how string) string {
+		t.Helper()
+		cmd := exec.Command(node, filepath.Join("tsclient", "ghost.mjs"), e.hURL(), tok, task, how)
+		cmd.Stderr = os.Stderr
+		in, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var waitErr error
+		done := make(chan struct{})
+		go func() { waitErr = cmd.Wait(); close(done) }()
+		t.Cleanup(func() { cmd.Process.Kill(); <-done })
+		line := make(chan string, 1)
+		go func() {
+			sc := bufio.NewScanner(out)
+			sc.Scan()
+			line <- sc.Text()
+		}()
+		select {
+		case l := <-line:
+			if !strings.Contains(l, task) {
+				t.Fatalf("ghost %s: %q", how, l)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("ghost %s did not claim %s", how, task)
+		}
+		name := assignee(t, alive, task)
+		waitFor(t, 30*time.Second, func() bool { _, _, st, _, _ := session(name); return st == "open" },
+			func() string {
+				return fmt.Sprintf("the %s client's GET stream never opened: %+v", how, e.sessions(t).Sessions)
+			})
+		in.Close() // go away now
+		select {
+		case <-done:
+			if waitErr != nil {
+				t.Fatalf("ghost %s: %v", how, waitErr)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("ghost %s did not exit", how)
+		}
+		return name
+	}
+
+	closed := ghost("SNAG-4", "close")
+	waitFor(t, 10*time.Second, func() bool {
+		_, idle, st, note, ends := session(closed)
+		return idle && st == "closed" && !ends.IsZero() && strings.Contains(note, "ends in")
+	}, func() string {
+		return fmt.Sprintf("the closed client's session is not shown idle: %+v", e.sessions(t).Sessions)
+	})
+	snag := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(snagBin, args...)
+		cmd.Dir, cmd.Env = e.root, e.environ()
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("snag %s: %v\n%s", strings.Join(args, " "), err, b)
+		}
+		return string(b)
+	}
+	list := snag("agents")
+	for _, w := range []string{closed + " ", "IDLE", "GET stream closed", "holds SNAG-4", aliveName + " "} {
+		if !strings.Contains(list, w) {
+			t.Errorf("snag agents does not say %q:\n%s", w, list)
+		}
+	}
+	if got := snag("agents", "end", closed, "--reason", "its client exited without DELETE"); !strings.Contains(got, "1 task(s) back in the queue") {
+		t.Errorf("snag agents end: %s", got)
+	}
+	if found, _, _, _, _ := session(closed); found {
+		t.Errorf("%s is still live after snag agents end", closed)
+	}
+	if who := assignee(t, alive, "SNAG-4"); who != "" {
+		t.Errorf("SNAG-4 still claimed by %s after its session was ended", who)
+	}
+	if log := snag("log", "--json", "--limit", "100"); !strings.Contains(log, `"session_end"`) || !strings.Contains(log, "its client exited without DELETE") {
+		t.Errorf("the audit log does not record the ended session:\n%s", log)
+	}
+
+	exited := ghost("SNAG-8", "exit")
+	waitFor(t, 90*time.Second, func() bool { found, _, _, _, _ := session(exited); return !found && assignee(t, alive, "SNAG-8") == "" },
+		func() string {
+			return fmt.Sprintf("the exited client's session still holds SNAG-8: %+v", e.sessions(t).Sessions)
+		})
+
+	if who := assignee(t, alive, "SNAG-11"); who != aliveName {
+		t.Errorf("SNAG-11 of the client that holds its stream: claimed by %q, want %s", who, aliveName)
+	}
+	if _, idle, st, _, _ := session(aliveName); idle || st != "open" {
+		t.Errorf("the client that holds its stream: idle %v, stream %q", idle, st)
+	}
 }

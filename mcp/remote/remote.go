@@ -125,6 +125,14 @@ func (d *Daemon) Session(ctx context.Context) (client.Session, error) {
 	return s, nil
 }
 
+// SessionID is the id of the snag session the backend holds, or 0 before
+// it has registered one.
+func (d *Daemon) SessionID() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.session.ID
+}
+
 // Start registers the session (when it has none) and starts holding its
 // stream.
 func (d *Daemon) Start(ctx context.Context) error {

@@ -1,0 +1,159 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/snagdev/snag/index"
+)
+
+func init() {
+	register(&command{
+		name: "agents", args: "[--json] | end NAME|ID [--reason TEXT]",
+		summary: "List the agents connected to snagd, what each holds and whether it is idle; end one.\n\n" +
+			"Each session shows its name, transport, client and what it is doing: an MCP client over\n" +
+			"HTTP that went away without ending its session shows as idle, with the time snagd ends it.\n\n" +
+			"snag agents end NAME ends a session now: its tasks go back to the queue (released, with\n" +
+			"the reason in the audit log) and its client must connect again.",
+		flags: func(fs *flag.FlagSet, c *call) {
+			fs.BoolVar(&c.opt.json, "json", false, "print GET /sessions as JSON")
+			fs.StringVar(&c.opt.reason, "reason", "", "why the session is ended, for the audit log")
+		},
+		run: runAgents,
+	})
+}
+
+// agentsAnswer is GET /sessions.
+type agentsAnswer struct {
+	Sessions []struct {
+		index.Session
+		Activity index.Activity `json:"activity"`
+	} `json:"sessions"`
+	Leases []index.Lease `json:"leases"`
+}
+
+func runAgents(ctx context.Context, c *call) error {
+	end := len(c.args) > 0 && c.args[0] == "end"
+	switch {
+	case end && len(c.args) != 2:
+		return usagef("agents end takes one agent: snag agents end VESPER (snag agents lists them)")
+	case !end && len(c.args) > 0:
+		return usagef("agents: unknown argument %q (want snag agents, or snag agents end NAME)", c.args[0])
+	}
+	r, err := running(ctx, c)
+	if err != nil {
+		return err
+	}
+	if r.cl == nil {
+		if end {
+			return fmt.Errorf("no snagd serves %s, so no agent is connected", r.root)
+		}
+		fmt.Fprintf(c.Stdout, "no snagd serves %s, so no agent is connected\n", r.root)
+		return nil
+	}
+	var got agentsAnswer
+	if err := r.do(ctx, "GET", "/sessions", nil, &got); err != nil {
+		return err
+	}
+	if end {
+		return endAgent(ctx, c, r, got, c.args[1])
+	}
+	if c.opt.json {
+		b, err := json.MarshalIndent(got, "", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.Stdout, "%s\n", b)
+		return nil
+	}
+	keys := map[string]string{}
+	key := func(id string) string {
+		if k, ok := keys[id]; ok {
+			return k
+		}
+		var t struct {
+			Row struct{ Key string } `json:"row"`
+		}
+		keys[id] = id
+		if r.do(ctx, "GET", "/tasks/"+id, nil, &t) == nil && t.Row.Key != "" {
+			keys[id] = t.Row.Key
+		}
+		return keys[id]
+	}
+	held := map[int64][]string{}
+	var detached []string
+	for _, l := range got.Leases {
+		if l.Detached {
+			detached = append(detached, key(l.TaskID)+" ("+l.Holder+")")
+			continue
+		}
+		held[l.SessionID] = append(held[l.SessionID], key(l.TaskID))
+	}
+	if len(got.Sessions) == 0 {
+		fmt.Fprintln(c.Stdout, "no agent is connected: agents connect with snag mcp (snag install sets it up)")
+	}
+	now := time.Now()
+	for _, s := range got.Sessions {
+		client := s.Client
+		if s.ClientVersion != "" {
+			client += " " + s.ClientVersion
+		}
+		holds := "holds nothing"
+		if h := held[s.ID]; len(h) > 0 {
+			holds = "holds " + strings.Join(h, ", ")
+		}
+		state := "active"
+		if s.Activity.Idle {
+			state = "IDLE"
+		}
+		fmt.Fprintf(c.Stdout, "%-8s %-5s %s  %s, since %s, %s\n", s.Name, s.Transport, state, client,
+			shortAgo(now.Sub(s.Started)), holds)
+		fmt.Fprintf(c.Stdout, "         session %d: %s\n", s.ID, s.Activity.Note)
+	}
+	if len(detached) > 0 {
+		fmt.Fprintf(c.Stdout, "detached: %s: each goes to an agent that connects under its name (SNAG_AGENT), or snag release frees it\n",
+			strings.Join(detached, ", "))
+	}
+	return nil
+}
+
+// endAgent ends the live session named by name (or its id).
+func endAgent(ctx context.Context, c *call, r *remote, got agentsAnswer, name string) error {
+	var id int64
+	for _, s := range got.Sessions {
+		if strings.EqualFold(s.Name, name) || strconv.FormatInt(s.ID, 10) == name {
+			id = s.ID
+		}
+	}
+	if id == 0 {
+		return fmt.Errorf("no connected agent is %s: snag agents lists them", name)
+	}
+	var ended struct {
+		Name     string `json:"name"`
+		Released int    `json:"released"`
+	}
+	req := map[string]string{"by": who(), "reason": c.opt.reason}
+	if err := r.do(ctx, "POST", "/sessions/"+strconv.FormatInt(id, 10)+"/end", req, &ended); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.Stdout, "ended %s's session %d: %d task(s) back in the queue\n", ended.Name, id, ended.Released)
+	return nil
+}
+
+// shortAgo renders a duration as people read an age: 40s, 12m, 3h, 2d.
+func shortAgo(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return strconv.Itoa(int(d.Seconds())) + "s"
+	case d < time.Hour:
+		return strconv.Itoa(int(d.Minutes())) + "m"
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d.Hours())) + "h"
+	}
+	return strconv.Itoa(int(d.Hours()/24)) + "d"
+}
