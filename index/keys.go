@@ -13,51 +13,72 @@ import (
 	"github.com/snagdev/snag/queue"
 )
 
-// maxUnseenReads bounds how many files the index has not seen yet
-// [DB.DiskKeys] opens to read their key: a bulk change (a git checkout) is
-// the rescan's work, and its file names still carry their keys.
+// maxUnseenReads bounds how many files [DB.DiskKeys] opens to read their
+// key: a bulk change (a git checkout) is the rescan's work, and its file
+// names still carry their keys.
 const maxUnseenReads = 2000
 
-// DiskKeys says which alias numbers the task files in dir use right now,
-// whether or not the index has seen them yet (the watcher may lag behind a
-// person's save by a moment): the number in each file's name (SNAG-12 - ...),
-// and, for a file the index has no row for, the key in its frontmatter too.
-// It maps each number to the names that use it.
+// DiskKeys says which alias numbers above the highest the index has seen
+// the task files in dir use right now, whether or not the index has seen
+// those files yet (the watcher may lag behind a person's save by a moment):
+// the number in a file's name (SNAG-12 - ...), and the key in the
+// frontmatter of a file whose name carries a number that high, or none and
+// the index has no row for it. It maps each number to the names that use
+// it. Numbers up to the index's highest are left out: a new key is always
+// above them. It costs one listing of the folder's names, and a read only
+// of the few files the index has not seen.
 func (db *DB) DiskKeys(ctx context.Context, dir *queue.Dir) (map[int][]string, error) {
 	names, err := dir.Names()
 	if err != nil {
 		return nil, err
 	}
-	known := make(map[string]bool, len(names))
+	used := map[int][]string{}
+	var top int
 	err = db.withConn(ctx, func(conn *sqlite.Conn) error {
-		return sqlitex.Execute(conn, `SELECT path FROM tasks`, &sqlitex.ExecOptions{
-			ResultFunc: func(s *sqlite.Stmt) error {
-				known[strings.TrimPrefix(s.ColumnText(0), TasksFolder+"/")] = true
-				return nil
-			}})
+		err := sqlitex.Execute(conn, `SELECT coalesce(max(key_num), 0) FROM tasks`, &sqlitex.ExecOptions{
+			ResultFunc: func(s *sqlite.Stmt) error { top = s.ColumnInt(0); return nil }})
+		if err != nil {
+			return err
+		}
+		reads := 0
+		for _, name := range names {
+			n := 0
+			if k, ok := keyNumFromName(name).(int64); ok {
+				n = int(k)
+			}
+			switch {
+			case n > top:
+				used[n] = append(used[n], name)
+			case n > 0:
+				continue // at or below the index's highest: never handed out again
+			default:
+				var known bool
+				err := sqlitex.Execute(conn, `SELECT 1 FROM tasks WHERE path = :path`, &sqlitex.ExecOptions{
+					Named:      map[string]any{":path": TasksFolder + "/" + name},
+					ResultFunc: func(*sqlite.Stmt) error { known = true; return nil }})
+				if err != nil {
+					return err
+				}
+				if known {
+					continue // its key, if any, is in the index
+				}
+			}
+			if reads >= maxUnseenReads {
+				continue
+			}
+			reads++
+			raw, _, err := dir.Read(name)
+			if err != nil {
+				continue // gone or not a regular file: nothing to hold
+			}
+			if k := frontmatterKey(raw); k > top && k != n {
+				used[k] = append(used[k], name)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("disk keys: %w", err)
-	}
-	used := map[int][]string{}
-	reads := 0
-	for _, name := range names {
-		if n, ok := keyNumFromName(name).(int64); ok {
-			used[int(n)] = append(used[int(n)], name)
-		}
-		if known[name] || reads >= maxUnseenReads {
-			continue
-		}
-		reads++
-		raw, _, err := dir.Read(name)
-		if err != nil {
-			continue // gone or not a regular file: nothing to hold
-		}
-		if n := frontmatterKey(raw); n > 0 {
-			if k, ok := keyNumFromName(name).(int64); !ok || int(k) != n {
-				used[n] = append(used[n], name)
-			}
-		}
 	}
 	return used, nil
 }

@@ -147,11 +147,17 @@ func (p *Project) createKeyed(ctx context.Context, t *queue.Task) (string, error
 			p.Tasks.Remove(name)
 			return "", fmt.Errorf("add: %w", err)
 		}
-		if len(used[n]) == 1 {
+		others := slices.DeleteFunc(used[n], func(s string) bool { return s == name })
+		if ref, err := queue.ParseRef(t.Key); err == nil {
+			if it, err := p.DB.Get(ctx, ref); err == nil && it.Path != index.TasksFolder+"/"+name {
+				others = append(others, trimTasks(it.Path)) // indexed meanwhile
+			}
+		}
+		if len(others) == 0 {
 			return name, nil
 		}
 		if err := p.Tasks.Remove(name); err != nil {
-			return "", fmt.Errorf("add: %s appeared beside %s with the same key; removing %s: %w", strings.Join(used[n], ", "), name, name, err)
+			return "", fmt.Errorf("add: %s appeared beside %s with the same key; removing %s: %w", strings.Join(others, ", "), name, name, err)
 		}
 	}
 	return "", fmt.Errorf("add: every key tried was taken by a file written meanwhile (%d tries): try again", keyTries)
