@@ -312,7 +312,7 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 		re, err = regexp.Compile("(?m)" + args[2])
 		ts.Check(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	var last string
 	for time.Now().Before(deadline) {
 		b, err := os.ReadFile(ts.MkAbs(args[0]))
@@ -403,7 +403,7 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	re, err := regexp.Compile("(?m)" + args[0])
 	ts.Check(err)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		err := ts.Exec("snag", args[2:]...)
 		if err == nil && re.MatchString(ts.ReadFile("stdout")) {

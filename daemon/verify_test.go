@@ -529,10 +529,11 @@ func TestVerifyBrowser(t *testing.T) {
 		tk.Capture = &queue.Capture{URL: srv.URL + path, Anchor: "#checkout-form button[type=submit]", ConsoleErrors: errs}
 		return tk
 	}
-	root, home := verifyProject(t, `{"version": 1}`,
+	root, home := verifyProject(t, `{"version": 1, "claim": {"max_per_session": 0}}`,
 		mk(1, "Broken still", "/broken", captured), mk(2, "Fixed now", "/fixed", captured), mk(3, "Looks off", "/fixed", nil))
 	d := startDaemon(t, root, home)
 	a := startAgent(t, d, "")
+	// One agent resolves all three, so the three checks run side by side.
 	for _, ref := range []string{"SNAG-1", "SNAG-2", "SNAG-3"} {
 		var plan map[string]any
 		if d.do("POST", "/verify/"+ref, map[string]any{"dry_run": true}, &plan); plan["verifier"] != "browser" {
