@@ -50,6 +50,14 @@ func (d *Daemon) apply(ctx context.Context, b watch.Batch, polling bool) {
 			d.log.Error("rescan failed", "reasons", b.Reasons, "err", err)
 			return
 		}
+		switch {
+		case st.FolderGone && !d.tasksGone:
+			d.log.Warn("tasks/ is gone (a branch without it checked out?): no tasks until it is back; snag add and claims are refused meanwhile",
+				"folder", d.p.Tasks.Path())
+		case !st.FolderGone && d.tasksGone:
+			d.log.Info("tasks/ is back", "folder", d.p.Tasks.Path(), "files", st.Files)
+		}
+		d.tasksGone = st.FolderGone
 		if st.Changed() || !d.ready.Load() {
 			d.log.Info("rescan", "reasons", b.Reasons, "files", st.Files, "added", st.Added,
 				"updated", st.Updated, "removed", st.Removed, "failed", st.Failed, "took", st.Duration)

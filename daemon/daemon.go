@@ -102,6 +102,9 @@ type Daemon struct {
 	// damaged); until then every request but /health gets 503.
 	opened atomic.Bool
 
+	// tasksGone is set while the last rescan found no tasks/ folder (under mu).
+	tasksGone bool
+
 	settleMu sync.Mutex
 	settling map[string]*time.Timer
 

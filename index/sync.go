@@ -43,6 +43,9 @@ type ScanStats struct {
 	Removed   int           // rows whose file is gone
 	Duration  time.Duration // wall time of the whole scan
 	Unchanged int           // files whose content was already indexed
+	// FolderGone is set when tasks/ itself was not there: the scan found
+	// no task files.
+	FolderGone bool
 }
 
 // Changed reports whether the scan changed any row's content.
@@ -115,7 +118,12 @@ func (db *DB) scan(ctx context.Context, dir *queue.Dir, opts ScanOptions, rebuil
 	start := time.Now()
 	var st ScanStats
 	entries, err := dir.List()
-	if err != nil {
+	switch {
+	case errors.Is(err, queue.ErrFolderGone):
+		// tasks/ is not there (a branch without it is checked out): the
+		// files say there are no tasks. It is looked at again next time.
+		st.FolderGone = true
+	case err != nil:
 		return st, err
 	}
 	st.Files = len(entries)

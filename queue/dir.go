@@ -9,7 +9,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -32,13 +35,30 @@ var ErrChanged = errors.New("file kept changing while snag wrote it: try again w
 // every write atomic and durable: a temp file in the same folder, fsync,
 // rename, fsync of the folder.
 //
+// A folder can be replaced under a running program: a git checkout of a
+// branch without it and back, rm -rf and a restore, a swap by two renames.
+// A Dir notices: before each list and write, and when a read finds no
+// file, it compares the folder at its path with the one it has open, and
+// opens the new one when they differ. While the path holds no folder, its
+// operations fail with an error wrapping [ErrFolderGone].
+//
 // A Dir is safe for concurrent use; writers to the same file should be
 // serialised by the caller (snagd is the one writer).
 type Dir struct {
-	root *os.Root
+	root atomic.Pointer[os.Root]
 	path string
 	step func(step string) error
+	// displaced, when set, takes the files Update swaps out of place.
+	displaced func(*Displaced)
+
+	mu      sync.Mutex // serialises reopening
+	retired *os.Root   // the folder opened before the current one, closed at the next reopen
+	reopens atomic.Int64
 }
+
+// ErrFolderGone is wrapped by the errors of a Dir whose path no longer
+// holds a folder.
+var ErrFolderGone = errors.New("the folder is gone")
 
 // The steps of a write, as [Dir.OnStep] names them, in order. A new file
 // is linked into place and its temp file removed; a rewrite is renamed.
@@ -85,11 +105,76 @@ func OpenDir(path string) (*Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	return &Dir{root: root, path: path}, nil
+	d := &Dir{path: path}
+	d.root.Store(root)
+	return d, nil
 }
 
 // Close releases the folder.
-func (d *Dir) Close() error { return d.root.Close() }
+func (d *Dir) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.retired != nil {
+		d.retired.Close()
+		d.retired = nil
+	}
+	return d.root.Load().Close()
+}
+
+// Reopens counts the times the Dir found its folder replaced and opened
+// the new one.
+func (d *Dir) Reopens() int64 { return d.reopens.Load() }
+
+// Fresh makes sure the Dir has open the folder that is at its path now,
+// opening it again when it was replaced, and reports whether it did. It
+// fails with an error wrapping [ErrFolderGone] (and [fs.ErrNotExist]) when
+// the path holds no folder.
+func (d *Dir) Fresh() (reopened bool, err error) {
+	fi, err := os.Lstat(d.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, fmt.Errorf("%s: %w (a git checkout of a branch without it?): restore it, or run snag init to make an empty one: %w", d.path, ErrFolderGone, fs.ErrNotExist)
+	case err != nil:
+		return false, err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return false, fmt.Errorf("%s: %w", d.path, ErrSymlink)
+	case !fi.IsDir():
+		return false, fmt.Errorf("%s: %w: a file took its place: move it away and restore the folder", d.path, ErrFolderGone)
+	}
+	if cur, err := d.root.Load().Stat("."); err == nil && os.SameFile(fi, cur) {
+		return false, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if cur, err := d.root.Load().Stat("."); err == nil && os.SameFile(fi, cur) {
+		return false, nil // another caller reopened it meanwhile
+	}
+	root, err := os.OpenRoot(d.path)
+	if err != nil {
+		return false, fmt.Errorf("reopen %s: %w", d.path, err)
+	}
+	if now, err := root.Stat("."); err != nil || !os.SameFile(fi, now) {
+		root.Close()
+		return false, fmt.Errorf("reopen %s: replaced again while opening: try again", d.path)
+	}
+	// The folder opened before is kept until the next reopen: a write that
+	// began on it a moment ago still finishes there, and fails cleanly.
+	if d.retired != nil {
+		d.retired.Close()
+	}
+	d.retired = d.root.Swap(root)
+	d.reopens.Add(1)
+	return true, nil
+}
+
+// fresh is Fresh for the start of an operation: it returns the folder to
+// use.
+func (d *Dir) fresh() (*os.Root, error) {
+	if _, err := d.Fresh(); err != nil {
+		return nil, err
+	}
+	return d.root.Load(), nil
+}
 
 // Path is the folder's path as it was opened.
 func (d *Dir) Path() string { return d.path }
@@ -107,7 +192,11 @@ type Entry struct {
 // List returns the entries whose names [IsTaskFileName] accepts, in
 // directory order.
 func (d *Dir) List() ([]Entry, error) {
-	f, err := d.root.Open(".")
+	root, err := d.fresh()
+	if err != nil {
+		return nil, fmt.Errorf("list %w", err)
+	}
+	f, err := root.Open(".")
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", d.path, err)
 	}
@@ -150,10 +239,34 @@ func (d *Dir) List() ([]Entry, error) {
 // folders, and reads at most MaxFileSize+1 bytes, so an oversized file costs
 // little and still fails [Parse]'s size rule.
 func (d *Dir) Read(name string) ([]byte, fs.FileInfo, error) {
+	data, fi, err := d.read(d.root.Load(), name)
+	if err == nil {
+		// The file read is the one at the path, unless the folder was
+		// replaced by one that has the name too (a swap by two renames).
+		if pfi, perr := os.Lstat(filepath.Join(d.path, name)); perr != nil || os.SameFile(pfi, fi) {
+			return data, fi, nil
+		}
+	}
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		// No such file, or the folder was replaced: look in the folder
+		// that is at the path now.
+		if reopened, ferr := d.Fresh(); ferr != nil {
+			if err == nil {
+				return data, fi, nil
+			}
+			return nil, nil, errors.Join(err, ferr)
+		} else if reopened {
+			return d.read(d.root.Load(), name)
+		}
+	}
+	return data, fi, err
+}
+
+func (d *Dir) read(root *os.Root, name string) ([]byte, fs.FileInfo, error) {
 	if err := checkFlat(name); err != nil {
 		return nil, nil, err
 	}
-	lfi, err := d.root.Lstat(name)
+	lfi, err := root.Lstat(name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -163,7 +276,7 @@ func (d *Dir) Read(name string) ([]byte, fs.FileInfo, error) {
 	if !lfi.Mode().IsRegular() {
 		return nil, nil, fmt.Errorf("read %s: not a regular file", name)
 	}
-	f, err := d.root.Open(name)
+	f, err := root.Open(name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -185,12 +298,16 @@ func (d *Dir) Read(name string) ([]byte, fs.FileInfo, error) {
 // Create writes a new file. It never overwrites: when name exists it fails
 // with an error wrapping [fs.ErrExist]. The file appears whole or not at all.
 func (d *Dir) Create(name string, data []byte) error {
-	tmp, err := d.writeTemp(name, data, 0o644)
+	root, err := d.fresh()
+	if err != nil {
+		return fmt.Errorf("create %s: %w", name, err)
+	}
+	tmp, err := d.writeTemp(root, name, data, 0o644)
 	if err != nil {
 		return err
 	}
-	defer d.root.Remove(tmp)
-	if err := d.root.Link(tmp, name); err != nil {
+	defer root.Remove(tmp)
+	if err := root.Link(tmp, name); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("create %s: %w: snag never overwrites a task file", name, fs.ErrExist)
 		}
@@ -199,13 +316,13 @@ func (d *Dir) Create(name string, data []byte) error {
 	if err := d.at(StepLinked); err != nil {
 		return fmt.Errorf("create %s: %w", name, err)
 	}
-	if err := d.root.Remove(tmp); err != nil {
+	if err := root.Remove(tmp); err != nil {
 		return fmt.Errorf("create %s: remove temp: %w", name, err)
 	}
 	if err := d.at(StepTempRemoved); err != nil {
 		return fmt.Errorf("create %s: %w", name, err)
 	}
-	return d.syncDir()
+	return d.syncDir(root)
 }
 
 // Update rewrites an existing file with edit(current bytes). Just before it
@@ -217,44 +334,52 @@ func (d *Dir) Create(name string, data []byte) error {
 // caught too, and edit is applied to it. It returns the bytes the edit was
 // applied to and the bytes it wrote; when edit returns its input unchanged
 // nothing is written.
+//
+// A program that opened the file before the swap and writes after it (an
+// editor saving in place, a script appending) writes into the displaced
+// file. Update cannot see that write coming; with [Dir.OnDisplaced] set it
+// hands the displaced file over instead of removing it, for the caller to
+// look at again once it is quiet.
 func (d *Dir) Update(name string, edit func(cur []byte) ([]byte, error)) (old, new []byte, err error) {
-	base, fi, err := d.Read(name)
+	root, err := d.fresh()
+	if err != nil {
+		return nil, nil, fmt.Errorf("update %s: %w", name, err)
+	}
+	base, fi, err := d.read(root, name)
 	if err != nil {
 		return nil, nil, err
 	}
-	// base is what the edit applies to; expect is what the file must hold
-	// just before the new bytes go in. They differ only after a swap that
-	// displaced a person's save: the file then holds snag's stale write.
-	expect := base
+	// base is what the edit applies to, and what the file must hold just
+	// before the new bytes go in.
 	for range 5 {
 		next, err := edit(base)
 		if err != nil {
 			return base, nil, err
 		}
-		if bytes.Equal(next, base) && bytes.Equal(expect, base) {
+		if bytes.Equal(next, base) {
 			return base, base, nil
 		}
-		tmp, err := d.writeTemp(name, next, fi.Mode().Perm())
+		tmp, err := d.writeTemp(root, name, next, fi.Mode().Perm())
 		if err != nil {
 			return base, nil, err
 		}
-		again, fi2, err := d.Read(name)
+		again, fi2, err := d.read(root, name)
 		if err != nil {
-			d.root.Remove(tmp)
+			root.Remove(tmp)
 			return base, nil, err
 		}
-		if !bytes.Equal(again, expect) {
-			d.root.Remove(tmp)
-			base, expect, fi = again, again, fi2
+		if !bytes.Equal(again, base) {
+			root.Remove(tmp)
+			base, fi = again, fi2
 			continue
 		}
 		if err := d.at(StepChecked); err != nil {
-			d.root.Remove(tmp)
+			root.Remove(tmp)
 			return base, nil, fmt.Errorf("update %s: %w", name, err)
 		}
-		exchanged, err := d.swap(tmp, name)
+		exchanged, err := swap(root, tmp, name)
 		if err != nil {
-			d.root.Remove(tmp)
+			root.Remove(tmp)
 			return base, nil, fmt.Errorf("update %s: %w", name, err)
 		}
 		if err := d.at(StepRenamed); err != nil {
@@ -265,21 +390,73 @@ func (d *Dir) Update(name string, edit func(cur []byte) ([]byte, error)) (old, n
 			// the check saw, a person saved in between (or is writing into
 			// it in place right now): swap it straight back, so their file
 			// is where they left it, and start again from their bytes.
-			if displaced, err := d.readTemp(tmp); err == nil && !bytes.Equal(displaced, expect) {
-				d.swapBack(tmp, name, next)
-				base, fi, err = d.Read(name)
+			if displaced, err := readTemp(root, tmp); err == nil && !bytes.Equal(displaced, base) {
+				swapBack(root, tmp, name, next)
+				base, fi, err = d.read(root, name)
 				if err != nil {
 					return base, nil, err
 				}
-				expect = base
 				continue
 			}
-			d.root.Remove(tmp)
+			if d.displaced != nil {
+				d.displaced(&Displaced{Name: name, Temp: tmp, Base: base, Wrote: next, root: root})
+			} else {
+				root.Remove(tmp)
+			}
 		}
-		return base, next, d.syncDir()
+		return base, next, d.syncDir(root)
 	}
 	return base, nil, fmt.Errorf("update %s: %w", name, ErrChanged)
 }
+
+// Displaced is a file that [Dir.Update] swapped out of place, kept under a
+// hidden temp name: a program that opened the file before the swap may
+// still write into it.
+type Displaced struct {
+	Name  string // the task file it was
+	Temp  string // its name now, in the same folder
+	Base  []byte // the bytes it held at the swap, which the edit was made on
+	Wrote []byte // the bytes Update put in its place
+	root  *os.Root
+}
+
+// OnDisplaced sets the function that takes each file [Dir.Update] swaps
+// out of place, instead of removing it at once. The function owns the
+// file from then: it must end with [Dir.Discard]. It is called with the
+// caller of Update still running, so it must not block. Set it before the
+// Dir is shared.
+func (d *Dir) OnDisplaced(f func(*Displaced)) { d.displaced = f }
+
+// Writing reports whether a program still has the displaced file open
+// for writing. known is false where the system cannot tell (not Linux,
+// or a file that is not this user's): the caller then waits for the file
+// to stay unchanged instead.
+func (d *Dir) Writing(x *Displaced) (writing, known bool) {
+	f, err := x.root.OpenFile(x.Temp, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return false, false
+	}
+	defer f.Close()
+	return openForWriting(f)
+}
+
+// ReadDisplaced reads the displaced file as it is now, with its info.
+func (d *Dir) ReadDisplaced(x *Displaced) ([]byte, fs.FileInfo, error) {
+	f, err := x.root.OpenFile(x.Temp, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	return b, fi, err
+}
+
+// Discard removes the displaced file.
+func (d *Dir) Discard(x *Displaced) error { return x.root.Remove(x.Temp) }
 
 // errNoExchange says the filesystem cannot swap two files atomically.
 var errNoExchange = errors.New("atomic exchange not supported")
@@ -287,8 +464,8 @@ var errNoExchange = errors.New("atomic exchange not supported")
 // swap puts tmp in place of name. Where the filesystem can exchange the two
 // atomically it does, and reports true: tmp then names the displaced file.
 // Elsewhere it renames tmp over name.
-func (d *Dir) swap(tmp, name string) (exchanged bool, err error) {
-	f, err := d.root.Open(".")
+func swap(root *os.Root, tmp, name string) (exchanged bool, err error) {
+	f, err := root.Open(".")
 	if err != nil {
 		return false, err
 	}
@@ -299,30 +476,30 @@ func (d *Dir) swap(tmp, name string) (exchanged bool, err error) {
 	case !errors.Is(err, errNoExchange):
 		return false, err
 	}
-	return false, d.root.Rename(tmp, name)
+	return false, root.Rename(tmp, name)
 }
 
 // swapBack undoes a swap that displaced a file snag had not seen: it
 // exchanges tmp and name again, so the displaced file is back at name, and
 // removes tmp once it holds snag's own bytes (mine). Should a third save
 // have landed at name meanwhile, that newest file is put back instead.
-func (d *Dir) swapBack(tmp, name string, mine []byte) {
-	f, err := d.root.Open(".")
+func swapBack(root *os.Root, tmp, name string, mine []byte) {
+	f, err := root.Open(".")
 	if err != nil {
 		return
 	}
 	defer f.Close()
 	if exchange(f, tmp, name) == nil {
-		if b, err := d.readTemp(tmp); err == nil && !bytes.Equal(b, mine) {
+		if b, err := readTemp(root, tmp); err == nil && !bytes.Equal(b, mine) {
 			exchange(f, tmp, name) // the newest save goes back in place
 		}
 	}
-	d.root.Remove(tmp)
+	root.Remove(tmp)
 }
 
 // readTemp reads one of snag's temp files, whatever its size.
-func (d *Dir) readTemp(name string) ([]byte, error) {
-	f, err := d.root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+func readTemp(root *os.Root, name string) ([]byte, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -333,28 +510,36 @@ func (d *Dir) readTemp(name string) ([]byte, error) {
 // Write replaces a generated file (plan.json) atomically. It is not for task
 // files, which go through [Dir.Create] and [Dir.Update].
 func (d *Dir) Write(name string, data []byte) error {
-	tmp, err := d.writeTemp(name, data, 0o644)
+	root, err := d.fresh()
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	tmp, err := d.writeTemp(root, name, data, 0o644)
 	if err != nil {
 		return err
 	}
-	if err := d.root.Rename(tmp, name); err != nil {
-		d.root.Remove(tmp)
+	if err := root.Rename(tmp, name); err != nil {
+		root.Remove(tmp)
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	if err := d.at(StepRenamed); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
-	return d.syncDir()
+	return d.syncDir(root)
 }
 
 // Remove deletes a file; it is for generated files and tests, never for
 // task files.
-func (d *Dir) Remove(name string) error { return d.root.Remove(name) }
+func (d *Dir) Remove(name string) error { return d.root.Load().Remove(name) }
 
 // SweepTemps removes snag's temp files older than age, left behind by a
 // crash, and reports how many it removed.
 func (d *Dir) SweepTemps(age time.Duration) (int, error) {
-	f, err := d.root.Open(".")
+	root, err := d.fresh()
+	if err != nil {
+		return 0, err
+	}
+	f, err := root.Open(".")
 	if err != nil {
 		return 0, err
 	}
@@ -372,14 +557,14 @@ func (d *Dir) SweepTemps(age time.Duration) (int, error) {
 		if err != nil || time.Since(fi.ModTime()) < age {
 			continue
 		}
-		if d.root.Remove(de.Name()) == nil {
+		if root.Remove(de.Name()) == nil {
 			n++
 		}
 	}
 	return n, nil
 }
 
-func (d *Dir) writeTemp(name string, data []byte, perm fs.FileMode) (string, error) {
+func (d *Dir) writeTemp(root *os.Root, name string, data []byte, perm fs.FileMode) (string, error) {
 	if err := checkFlat(name); err != nil {
 		return "", err
 	}
@@ -390,7 +575,7 @@ func (d *Dir) writeTemp(name string, data []byte, perm fs.FileMode) (string, err
 		base = base[:100]
 	}
 	tmp := "." + base + "." + hex.EncodeToString(rnd[:]) + TempSuffix
-	f, err := d.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return "", fmt.Errorf("write %s: %w", name, err)
 	}
@@ -408,7 +593,7 @@ func (d *Dir) writeTemp(name string, data []byte, perm fs.FileMode) (string, err
 	}
 	cerr := f.Close()
 	if err := errors.Join(werr, serr, cerr); err != nil {
-		d.root.Remove(tmp)
+		root.Remove(tmp)
 		return "", fmt.Errorf("write %s: %w%s", name, err, fixFor(err))
 	}
 	return tmp, nil
@@ -422,8 +607,8 @@ func fixFor(err error) string {
 	return ""
 }
 
-func (d *Dir) syncDir() error {
-	f, err := d.root.Open(".")
+func (d *Dir) syncDir(root *os.Root) error {
+	f, err := root.Open(".")
 	if err != nil {
 		return err
 	}
@@ -447,7 +632,11 @@ func checkFlat(name string) error {
 
 // Temps lists snag's temp files older than age, without removing them.
 func (d *Dir) Temps(age time.Duration) ([]string, error) {
-	f, err := d.root.Open(".")
+	root, err := d.fresh()
+	if err != nil {
+		return nil, err
+	}
+	f, err := root.Open(".")
 	if err != nil {
 		return nil, err
 	}

@@ -512,3 +512,57 @@ func TestDir_SweepTemps(t *testing.T) {
 		t.Errorf("SweepTemps removed a file outside its folder: %v", err)
 	}
 }
+
+// A Dir whose folder is replaced (removed and made again, or swapped by two
+// renames) works on the new folder, and says so while none is there.
+func TestDirFollowsAReplacedFolder(t *testing.T) {
+	for _, how := range []string{"remove", "swap"} {
+		t.Run(how, func(t *testing.T) {
+			parent := t.TempDir()
+			path := filepath.Join(parent, "tasks")
+			os.Mkdir(path, 0o755)
+			os.WriteFile(filepath.Join(path, "SNAG-1 - a.md"), []byte("one\n"), 0o644)
+			d, err := queue.OpenDir(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			switch how {
+			case "remove":
+				os.RemoveAll(path)
+				if _, err := d.List(); !errors.Is(err, queue.ErrFolderGone) {
+					t.Errorf("List with the folder gone: %v; want queue.ErrFolderGone", err)
+				}
+				if err := d.Create("SNAG-2 - b.md", []byte("two\n")); !errors.Is(err, queue.ErrFolderGone) {
+					t.Errorf("Create with the folder gone: %v; want queue.ErrFolderGone", err)
+				}
+				os.Mkdir(path, 0o755)
+				os.WriteFile(filepath.Join(path, "SNAG-1 - a.md"), []byte("one again\n"), 0o644)
+			case "swap":
+				os.Mkdir(path+".new", 0o755)
+				os.WriteFile(filepath.Join(path+".new", "SNAG-1 - a.md"), []byte("one again\n"), 0o644)
+				os.Rename(path, path+".old")
+				os.Rename(path+".new", path)
+			}
+			if b, _, err := d.Read("SNAG-1 - a.md"); err != nil || string(b) != "one again\n" {
+				t.Errorf("Read after the replace: %q, %v; want the new folder's file", b, err)
+			}
+			if err := d.Create("SNAG-2 - b.md", []byte("two\n")); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := d.Update("SNAG-1 - a.md", func(cur []byte) ([]byte, error) { return append(cur, "edited\n"...), nil }); err != nil {
+				t.Fatal(err)
+			}
+			es, err := d.List()
+			if err != nil || len(es) != 2 {
+				t.Errorf("List after the replace: %v, %v; want two files", es, err)
+			}
+			if b, _ := os.ReadFile(filepath.Join(path, "SNAG-1 - a.md")); string(b) != "one again\nedited\n" {
+				t.Errorf("the new folder's file holds %q", b)
+			}
+			if d.Reopens() != 1 {
+				t.Errorf("Reopens() = %d; want 1", d.Reopens())
+			}
+		})
+	}
+}

@@ -107,6 +107,11 @@ type Watcher struct {
 	last    time.Time // when the newest did
 	wake    chan struct{}
 	polling bool
+
+	// watched is the folder each watch of .snag/ and tasks/ was added on,
+	// so the timer can tell a replaced folder whose events were missed.
+	watchedMu sync.Mutex
+	watched   map[string]os.FileInfo
 }
 
 // New prepares a watcher for the project whose root folder (the one that
@@ -116,6 +121,7 @@ func New(root string, opts Options) (*Watcher, error) {
 	w := &Watcher{
 		root: root, snag: filepath.Join(root, ".snag"), tasks: filepath.Join(root, ".snag", "tasks"),
 		opts: opts.withDefaults(), names: map[string]bool{}, wake: make(chan struct{}, 1),
+		watched: map[string]os.FileInfo{},
 	}
 	if opts.ForcePoll {
 		w.polling = true
@@ -154,8 +160,35 @@ func (w *Watcher) addWatches() error {
 		if err := w.fs.Add(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("watch %s: %w", p, err)
 		}
+		w.noteWatched(p)
 	}
 	return nil
+}
+
+// noteWatched records the folder now at p, on which a watch was just added.
+func (w *Watcher) noteWatched(p string) {
+	fi, _ := os.Lstat(p)
+	w.watchedMu.Lock()
+	w.watched[p] = fi
+	w.watchedMu.Unlock()
+}
+
+// replaced reports whether .snag/ or tasks/ is now another folder than
+// the one its watch was added on (or is there now when it was not, or is
+// gone): the events that said so were missed.
+func (w *Watcher) replaced() bool {
+	w.watchedMu.Lock()
+	defer w.watchedMu.Unlock()
+	for _, p := range []string{w.snag, w.tasks} {
+		now, err := os.Lstat(p)
+		was := w.watched[p]
+		switch {
+		case err != nil && was == nil:
+		case err != nil || was == nil || !os.SameFile(now, was):
+			return true
+		}
+	}
+	return false
 }
 
 // Polling reports whether the watcher polls because no watches could be had.
@@ -195,7 +228,14 @@ func (w *Watcher) Run(ctx context.Context, apply func(Batch)) error {
 		case <-ctx.Done():
 			return nil
 		case <-rescan.C:
-			w.add(func(b *Batch) { b.Rescan, b.Reasons = true, appendOnce(b.Reasons, "timer") })
+			reason := "timer"
+			if w.fs != nil && w.replaced() {
+				// A folder was replaced and its events were lost (an
+				// overflow, a swap between two looks): watch the new one.
+				_ = w.readd()
+				reason = "tasks replaced"
+			}
+			w.add(func(b *Batch) { b.Rescan, b.Reasons = true, appendOnce(b.Reasons, reason) })
 		case <-poll.C:
 			if w.Polling() {
 				w.add(func(b *Batch) { b.Rescan, b.Reasons = true, appendOnce(b.Reasons, "poll") })
@@ -298,9 +338,7 @@ func (w *Watcher) event(ev fsnotify.Event) {
 	case dir == w.snag && name == "tasks", dir == w.root && name == ".snag":
 		// The folder was created, removed or replaced: its watch is gone or
 		// stale. Watch the new one (if it is there yet) and rescan.
-		if ev.Has(fsnotify.Create) {
-			_ = w.readd()
-		}
+		_ = w.readd()
 		w.add(func(b *Batch) { b.Rescan, b.Reasons = true, appendOnce(b.Reasons, name+" replaced") })
 	case dir == w.snag && name == configName:
 		w.add(func(b *Batch) { b.Config = true })
@@ -319,6 +357,7 @@ func (w *Watcher) readd() error {
 			}
 			return err
 		}
+		w.noteWatched(p)
 	}
 	return nil
 }
