@@ -102,6 +102,12 @@ type Daemon struct {
 	// damaged); until then every request but /health gets 503.
 	opened atomic.Bool
 
+	// displacedWG counts the displaced files being looked at again (see
+	// displaced.go); displacedOff, set under mu when snagd stops, has new
+	// ones removed at once.
+	displacedWG  sync.WaitGroup
+	displacedOff atomic.Bool
+
 	// tasksGone is set while the last rescan found no tasks/ folder (under mu).
 	tasksGone bool
 
@@ -235,6 +241,7 @@ func Run(ctx context.Context, opts Options) error {
 	p.PlanLater = true // snagd writes plan.json once per burst of changes
 	fps.install(d)
 	d.fps, d.runCtx = fps, gctx
+	p.Tasks.OnDisplaced(d.displaced)
 	cfg := p.Config
 	d.cfg.Store(&cfg)
 	d.verify = newVerifier(cfg.Verify.MaxConcurrent)
@@ -285,6 +292,12 @@ func Run(ctx context.Context, opts Options) error {
 	if d.verify != nil {
 		d.verify.wg.Wait() // their context has ended: commands are killed, browsers closed
 	}
+	// Displaced files still being looked at are settled now; a write from
+	// here on removes its displaced file at once.
+	d.mu.Lock()
+	d.displacedOff.Store(true)
+	d.mu.Unlock()
+	d.displacedWG.Wait()
 	d.mu.Lock() // let an in-flight write finish before the index closes
 	defer d.mu.Unlock()
 	d.stopPlan()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,6 +55,9 @@ type Dir struct {
 	mu      sync.Mutex // serialises reopening
 	retired *os.Root   // the folder opened before the current one, closed at the next reopen
 	reopens atomic.Int64
+	// exchanges is set once a swap was an atomic exchange: the folder's
+	// filesystem hands back what a swap displaced.
+	exchanges atomic.Bool
 }
 
 // ErrFolderGone is wrapped by the errors of a Dir whose path no longer
@@ -350,8 +354,13 @@ func (d *Dir) Update(name string, edit func(cur []byte) ([]byte, error)) (old, n
 		return nil, nil, err
 	}
 	// base is what the edit applies to, and what the file must hold just
-	// before the new bytes go in.
-	for range 5 {
+	// before the new bytes go in. A file that changes under the write is
+	// tried again from its new bytes, after a short random pause, so that
+	// a program writing it every few milliseconds does not meet every try.
+	for try := range updateTries {
+		if try > 0 {
+			time.Sleep(time.Duration(mrand.Int64N(int64(time.Millisecond) << min(try, 3))))
+		}
 		next, err := edit(base)
 		if err != nil {
 			return base, nil, err
@@ -368,7 +377,13 @@ func (d *Dir) Update(name string, edit func(cur []byte) ([]byte, error)) (old, n
 			root.Remove(tmp)
 			return base, nil, err
 		}
-		if !bytes.Equal(again, base) {
+		// A file that keeps changing (a program appending every few
+		// milliseconds) may never hold still between the read and the
+		// swap. Where the swap hands back what it displaced and the caller
+		// takes displaced files, the third try goes in all the same: the
+		// caller merges what the swap displaced into the file.
+		handOver := d.displaced != nil && d.exchanges.Load() && try >= 2
+		if !bytes.Equal(again, base) && !handOver {
 			root.Remove(tmp)
 			base, fi = again, fi2
 			continue
@@ -386,11 +401,12 @@ func (d *Dir) Update(name string, edit func(cur []byte) ([]byte, error)) (old, n
 			return base, next, fmt.Errorf("update %s: %w", name, err)
 		}
 		if exchanged {
+			d.exchanges.Store(true)
 			// tmp now names the file that was displaced. If it is not what
 			// the check saw, a person saved in between (or is writing into
 			// it in place right now): swap it straight back, so their file
 			// is where they left it, and start again from their bytes.
-			if displaced, err := readTemp(root, tmp); err == nil && !bytes.Equal(displaced, base) {
+			if displaced, err := readTemp(root, tmp); err == nil && !bytes.Equal(displaced, base) && !handOver {
 				swapBack(root, tmp, name, next)
 				base, fi, err = d.read(root, name)
 				if err != nil {
@@ -408,6 +424,10 @@ func (d *Dir) Update(name string, edit func(cur []byte) ([]byte, error)) (old, n
 	}
 	return base, nil, fmt.Errorf("update %s: %w", name, ErrChanged)
 }
+
+// updateTries is how often Update writes a file that keeps changing
+// before it gives up with ErrChanged.
+const updateTries = 20
 
 // Displaced is a file that [Dir.Update] swapped out of place, kept under a
 // hidden temp name: a program that opened the file before the swap may

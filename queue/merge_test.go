@@ -1,0 +1,86 @@
+package queue_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/snagdev/snag/queue"
+)
+
+func TestMerge(t *testing.T) {
+	base := "---\nid: x\nstatus: open\ntitle: T\n---\nBody.\n"
+	for _, tc := range []struct {
+		name, ours, theirs, want string
+		err                      error
+	}{
+		{"a line appended onto a claim",
+			"---\nid: x\nstatus: claimed\ntitle: T\nassignee: VESPER\n---\nBody.\n",
+			base + "line 1\n",
+			"---\nid: x\nstatus: claimed\ntitle: T\nassignee: VESPER\n---\nBody.\nline 1\n", nil},
+		{"both appended: theirs first",
+			"---\nid: x\nstatus: claimed\ntitle: T\n---\nBody.\nline 2\n",
+			base + "line 1\n",
+			"---\nid: x\nstatus: claimed\ntitle: T\n---\nBody.\nline 1\nline 2\n", nil},
+		{"the person's status wins",
+			"---\nid: x\nstatus: claimed\ntitle: T\n---\nBody.\n",
+			"---\nid: x\nstatus: cancelled\ntitle: T\n---\nBody.\n",
+			"---\nid: x\nstatus: cancelled\ntitle: T\n---\nBody.\n", nil},
+		{"the person's title kept with snag's status",
+			"---\nid: x\nstatus: claimed\ntitle: T\n---\nBody.\n",
+			"---\nid: x\nstatus: open\ntitle: New\n---\nBody.\n",
+			"---\nid: x\nstatus: claimed\ntitle: New\n---\nBody.\n", nil},
+		{"the same body line changed both ways",
+			"---\nid: x\nstatus: open\ntitle: T\n---\nBody one.\n",
+			"---\nid: x\nstatus: open\ntitle: T\n---\nBody two.\n",
+			"", queue.ErrMerge},
+		{"no final newline",
+			base + "tail",
+			base + "tail",
+			base + "tail", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := queue.Merge([]byte(base), []byte(tc.ours), []byte(tc.theirs))
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("err %v; want %v", err, tc.err)
+			}
+			if err == nil && string(got) != tc.want {
+				t.Errorf("merged\n%s\nwant\n%s", got, tc.want)
+			}
+		})
+	}
+}
+
+// Sides that differ in more lines than an edit script is worked out for
+// are matched on their unique lines: nothing either side added is lost.
+func TestMergeLargeInsertions(t *testing.T) {
+	var base, ours, theirs strings.Builder
+	head := "---\nid: x\nstatus: %s\ntitle: T\n---\n"
+	fmt.Fprintf(&base, head, "open")
+	fmt.Fprintf(&ours, head, "claimed")
+	fmt.Fprintf(&theirs, head, "open")
+	for i := range 100 {
+		l := fmt.Sprintf("line %d\n\n", i)
+		base.WriteString(l)
+		ours.WriteString(l)
+		theirs.WriteString(l)
+		if i == 50 {
+			for j := range 1500 {
+				fmt.Fprintf(&ours, "ours %d\n", j)
+			}
+		}
+	}
+	for j := range 20 {
+		fmt.Fprintf(&theirs, "theirs %d\n", j)
+	}
+	got, err := queue.Merge([]byte(base.String()), []byte(ours.String()), []byte(theirs.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"status: claimed\n", "ours 0\n", "ours 1499\n", "theirs 0\n", "theirs 19\n", "line 99\n"} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("the merge lacks %q", want)
+		}
+	}
+}
