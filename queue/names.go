@@ -5,7 +5,11 @@ import "fmt"
 // Names returns the names of the entries [IsTaskFileName] accepts, without
 // looking at the files: cheaper than [Dir.List] when only names matter.
 func (d *Dir) Names() ([]string, error) {
-	f, err := d.root.Open(".")
+	root, err := d.fresh()
+	if err != nil {
+		return nil, fmt.Errorf("list %w", err)
+	}
+	f, err := root.Open(".")
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", d.path, err)
 	}
