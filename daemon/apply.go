@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/snagdev/snag/index"
@@ -58,6 +59,11 @@ func (d *Daemon) apply(ctx context.Context, b watch.Batch, polling bool) {
 			d.log.Info("tasks/ is back", "folder", d.p.Tasks.Path(), "files", st.Files)
 		}
 		d.tasksGone = st.FolderGone
+		if st.Changed() && d.ready.Load() {
+			d.audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: fileAgent, Action: "edit", Outcome: "ok",
+				Detail: fmt.Sprintf("files changed together (%s): %d added, %d changed, %d removed",
+					strings.Join(b.Reasons, ", "), st.Added, st.Updated, st.Removed)})
+		}
 		if st.Changed() || !d.ready.Load() {
 			d.log.Info("rescan", "reasons", b.Reasons, "files", st.Files, "added", st.Added,
 				"updated", st.Updated, "removed", st.Removed, "failed", st.Failed, "took", st.Duration)
@@ -101,6 +107,58 @@ func (d *Daemon) apply(ctx context.Context, b watch.Batch, polling bool) {
 
 func (d *Daemon) configName() string { return "config.json" }
 
+// fileAgent names, in the audit log, the task files as the author of a
+// change a person made by editing them (snag cannot tell who saved).
+const fileAgent = "the file"
+
+// auditFileEdit writes the audit entry of a change the watcher found in
+// one task file: what a person changed by hand, field by field. snag's
+// own writes never get here: they are indexed in their own transaction,
+// and the watcher finds them unchanged.
+func (d *Daemon) auditFileEdit(ctx context.Context, p string, before, after *index.Row) {
+	e := index.AuditEntry{Actor: queue.Person, Agent: fileAgent, Action: "edit", Outcome: "ok"}
+	switch {
+	case after == nil && before != nil:
+		e.TaskID, e.Detail = before.ID, "removed "+p
+	case after == nil:
+		return
+	case after.State != index.StateOK:
+		e.TaskID, e.Outcome, e.Detail = after.ID, "invalid", p+": "+after.Error
+	case before == nil || before.ID != after.ID:
+		e.TaskID, e.Detail = after.ID, "added "+p
+	default:
+		e.TaskID = after.ID
+		var ch []string
+		field := func(name string, a, b any) {
+			if a != b {
+				ch = append(ch, fmt.Sprintf("%s %v -> %v", name, orNone(a), orNone(b)))
+			}
+		}
+		field("title", before.Title, after.Title)
+		field("status", before.Status, after.Status)
+		field("severity", before.Severity, after.Severity)
+		field("kind", before.Kind, after.Kind)
+		field("wave", before.Wave, after.Wave)
+		field("plan", before.Plan, after.Plan)
+		field("assignee", before.Assignee, after.Assignee)
+		field("trust", before.Trust, after.Trust)
+		field("key", before.Key, after.Key)
+		if len(ch) == 0 {
+			ch = []string{"the body or other fields"}
+		}
+		e.Detail = strings.Join(ch, "; ")
+	}
+	d.audit(ctx, e)
+}
+
+// orNone shows an empty value as (none).
+func orNone(v any) any {
+	if fmt.Sprint(v) == "" {
+		return "(none)"
+	}
+	return v
+}
+
 // stormFiles is the most files a batch may name before it is applied as a
 // full rescan instead of file by file.
 const stormFiles = 64
@@ -124,6 +182,7 @@ func (d *Daemon) syncOne(ctx context.Context, name string, settled bool) bool {
 		return false
 	}
 	d.cancelSettle(name)
+	before, _ := d.p.DB.RowAt(ctx, p)
 	fc, err := d.p.DB.SyncFile(ctx, d.p.Tasks, name)
 	if err != nil {
 		d.log.Error("sync failed", "file", p, "err", err)
@@ -132,6 +191,8 @@ func (d *Daemon) syncOne(ctx context.Context, name string, settled bool) bool {
 	if !fc.Added && !fc.Updated && !fc.Removed {
 		return false
 	}
+	after, _ := d.p.DB.RowAt(ctx, p)
+	d.auditFileEdit(ctx, p, before, after)
 	if row, err := d.p.DB.RowAt(ctx, p); err == nil && row.ID != "" && row.State == index.StateOK {
 		d.reconcile(ctx, []string{row.ID})
 	}
@@ -258,6 +319,8 @@ func (d *Daemon) move(ctx context.Context, from, to string) bool {
 	}
 	p := path.Join(index.TasksFolder, to)
 	if row, err := d.p.DB.RowAt(ctx, p); err == nil && row.ID != "" && row.State == index.StateOK {
+		d.audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: fileAgent, Action: "edit", TaskID: row.ID, Outcome: "ok",
+			Detail: fmt.Sprintf("renamed %s to %s", from, to)})
 		d.reconcile(ctx, []string{row.ID})
 	}
 	d.hub.publish("task", map[string]any{"path": path.Join(index.TasksFolder, from), "added": false, "removed": true, "renamed": p})

@@ -534,6 +534,8 @@ func (ui *boardUI) problemsPage(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case row.State == index.StateConflict:
 			kind = "conflict"
+		case row.State == index.StateMissing:
+			kind = "missing"
 		case row.State == index.StateOK && row.Dup:
 			kind = "duplicate"
 		}

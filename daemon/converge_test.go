@@ -3,7 +3,9 @@ package daemon_test
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"path"
 	"path/filepath"
@@ -209,7 +211,9 @@ func TestW4_AtomicRenameSaveOfALeasedTask(t *testing.T) { editorSaveOfALeasedTas
 
 // TestW6_Rename: a rename within tasks/ keeps the id and the lease, and the
 // API shows the task all along; moved out of tasks/, the task is missing
-// but its lease is kept; moved back in, it has the same lease.
+// (in GET /tasks/{ref}, list --all, snag show and the board's problems
+// page; a claim is refused as missing) but its lease is kept; moved back
+// in, it has the same lease.
 func TestW6_Rename(t *testing.T) {
 	d, iv, a, id, epoch := leasedSample(t)
 	tasks := filepath.Join(d.root, ".snag", "tasks")
@@ -232,8 +236,31 @@ func TestW6_Rename(t *testing.T) {
 	aside := filepath.Join(d.root, "aside")
 	os.Mkdir(aside, 0o755)
 	mustRename(t, filepath.Join(tasks, renamed), filepath.Join(aside, renamed))
-	eventually(t, "the task missing", func() bool { _, code := d.body("SNAG-11"); return code == http.StatusNotFound })
+	eventually(t, "the task missing", func() bool {
+		var v taskView
+		return d.get("/tasks/SNAG-11", &v) == http.StatusOK && v.Row.State == "missing"
+	})
 	time.Sleep(time.Second) // the settle time and a reconcile, twice over
+	// Every surface shows it missing, with its holder.
+	if v := d.task("SNAG-11"); v.Row.State != "missing" || v.Row.Status != "claimed" || v.Row.Assignee != a.Name {
+		t.Errorf("GET /tasks/SNAG-11 with the file moved out: %+v; want missing, claimed by %s", v.Row, a.Name)
+	}
+	if rows, err := d.listAll(); err != nil || !slices.ContainsFunc(rows, func(r apiRow) bool { return r.Key == "SNAG-11" && r.State == "missing" }) {
+		t.Errorf("GET /tasks?all=true with the file moved out: %v; want SNAG-11 missing in it", err)
+	}
+	if out := d.mustSnag("list", "--all"); !strings.Contains(out, "SNAG-11") {
+		t.Errorf("snag list --all with the file moved out lacks SNAG-11:\n%s", out)
+	}
+	if out, _ := d.snag("show", "SNAG-11"); !strings.Contains(out, "state:     missing") || !strings.Contains(out, "move the file back") {
+		t.Errorf("snag show SNAG-11 with the file moved out does not say it is missing:\n%s", out)
+	}
+	other := startAgent(t, d, "")
+	if ans := other.do("claim SNAG-11"); !strings.Contains(ans, `"error":"missing"`) || !strings.Contains(ans, "move the file back") {
+		t.Errorf("another agent's claim of the missing task: %s; want it refused as missing, naming the fix", ans)
+	}
+	if page := d.boardPage("/problems"); !strings.Contains(page, "missing") || !strings.Contains(page, renamed) {
+		t.Errorf("the board's problems page does not list the missing task:\n%s", page)
+	}
 	if l, ok := leaseOf(iv.observe(), id); !ok || l.Epoch != epoch || l.Holder != a.Name {
 		t.Errorf("lease with the file moved out: %+v (held %v); want it kept, epoch %d", l, ok, epoch)
 	}
@@ -243,7 +270,10 @@ func TestW6_Rename(t *testing.T) {
 	iv.check()
 
 	mustRename(t, filepath.Join(aside, renamed), filepath.Join(tasks, renamed))
-	eventually(t, "the task back", func() bool { _, code := d.body("SNAG-11"); return code == http.StatusOK })
+	eventually(t, "the task back", func() bool {
+		var v taskView
+		return d.get("/tasks/SNAG-11", &v) == http.StatusOK && v.Row.State == "ok"
+	})
 	if v := d.task("SNAG-11"); v.Row.Status != "claimed" || v.Row.Assignee != a.Name || v.Row.State != "ok" {
 		t.Errorf("the task back: %+v", v.Row)
 	}
@@ -434,4 +464,27 @@ func (d *daemon) taskIDFromFile(raw []byte) string {
 	}
 	d.t.Fatal("no id line")
 	return ""
+}
+
+// boardPage logs in to the board with a one-time link, as a browser does,
+// and returns the page at path.
+func (d *daemon) boardPage(path string) string {
+	d.t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get(d.loginLink())
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	resp.Body.Close()
+	resp, err = c.Get(d.url(path))
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		d.t.Fatalf("GET %s on the board: %d\n%s", path, resp.StatusCode, b)
+	}
+	return string(b)
 }

@@ -212,6 +212,10 @@ func (d *Daemon) claim(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, err)
 		return
 	}
+	if it.State == index.StateMissing {
+		writeError(w, &apiError{http.StatusConflict, "missing", fmt.Sprintf("%s is missing and cannot be claimed: %s; claim another task", it.Key, it.Error)})
+		return
+	}
 	if len(it.BlockedBy) > 0 && !req.Force {
 		writeError(w, &apiError{http.StatusConflict, "blocked", fmt.Sprintf("%s is blocked by %s: claim it with force, or claim another",
 			it.Key, strings.Join(it.BlockedBy, ", "))})
@@ -442,12 +446,20 @@ func (d *Daemon) holderMove(w http.ResponseWriter, r *http.Request, action queue
 // person (epoch 0: whatever lease is live). d.mu must be held.
 func (d *Daemon) releaseLocked(ctx context.Context, taskID string, epoch int64, actor queue.Actor, who, why string) error {
 	it, err := d.p.DB.Get(ctx, queue.Ref{ID: taskID})
-	if errors.Is(err, index.ErrNotFound) {
+	if errors.Is(err, index.ErrNotFound) || err == nil && it.State == index.StateMissing {
 		// The file is gone (moved out, or on another branch): end the lease
-		// alone, the file has nothing to change.
+		// alone, the file has nothing to change; the missing row goes with it.
 		return d.p.DB.Update(ctx, func(tx *index.Tx) error {
-			_, _, err := tx.End(taskID, why)
-			return err
+			if _, _, err := tx.End(taskID, why); err != nil {
+				return err
+			}
+			if it != nil {
+				if err := tx.SyncFile(d.p.Tasks, project.Name(it)); err != nil {
+					return err
+				}
+			}
+			return tx.Audit(index.AuditEntry{Actor: actor, Agent: who, Action: "release", TaskID: taskID, Outcome: "ok",
+				Detail: why + " (the task file is missing: the lease ended, no file changed)"})
 		})
 	}
 	if err != nil {

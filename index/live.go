@@ -458,7 +458,7 @@ func (tx *Tx) SyncFile(dir *queue.Dir, name string) error {
 		if !had {
 			return nil
 		}
-		if err := w.deleteRow(old.n); err != nil {
+		if _, err := w.fileGone(old.n); err != nil {
 			return err
 		}
 		return w.markDups()

@@ -40,7 +40,8 @@ type Row struct {
 	File      string         `json:"file,omitempty"` // first suspect file, path:a-b
 	BlockedBy []string       `json:"blocked_by,omitempty"`
 	Path      string         `json:"path"` // the task file, relative to .snag/
-	// State is ok, invalid or conflict; Error says why when it is not ok.
+	// State is ok, invalid, conflict or missing; Error says why when it is
+	// not ok.
 	State string `json:"state"`
 	Error string `json:"error,omitempty"`
 	// Stale is set when the row holds the last good data of a file that no

@@ -30,7 +30,15 @@ const (
 	StateOK       = "ok"
 	StateInvalid  = "invalid"
 	StateConflict = "conflict"
+	// StateMissing is a claimed task whose file is gone from tasks/ (moved
+	// out, deleted, on another branch): its row keeps the task's last data
+	// and its lease stays, until the file is back or the lease ends.
+	StateMissing = "missing"
 )
+
+// missingError is the error of a missing row: what happened and the fix.
+const missingError = "its file is gone from .snag/tasks/ (moved out, deleted, or on another branch) while the task is claimed: " +
+	"move the file back into .snag/tasks/ and the lease goes on; the holder keeps the lease until then"
 
 // ScanStats says what a scan found and did.
 type ScanStats struct {
@@ -212,10 +220,13 @@ func (db *DB) scan(ctx context.Context, dir *queue.Dir, opts ScanOptions, rebuil
 			if seen[p] {
 				continue
 			}
-			if err := w.deleteRow(old.n); err != nil {
+			changed, err := w.fileGone(old.n)
+			if err != nil {
 				return err
 			}
-			st.Removed++
+			if changed {
+				st.Removed++
+			}
 		}
 		if bulk {
 			return nil // end marks duplicates over the whole table
@@ -381,10 +392,11 @@ func (db *DB) SyncFile(ctx context.Context, dir *queue.Dir, name string) (FileCh
 	err = db.write(ctx, func(conn *sqlite.Conn) error {
 		w := &writer{conn: conn}
 		if gone {
-			if err := w.deleteRow(old.n); err != nil {
+			changed, err := w.fileGone(old.n)
+			if err != nil {
 				return err
 			}
-			fc.Removed = true
+			fc.Removed = changed
 			return w.markDups()
 		}
 		ch, err := w.apply(p, r, old, had)
@@ -639,6 +651,11 @@ func (w *writer) apply(p string, r *fileResult, old rowInfo, had bool) (rowChang
 		}
 		ch.updated = true
 	} else {
+		// The file of a missing task is back under another name: the
+		// task's row is this one now.
+		if err := w.dropMissing(r.task.ID); err != nil {
+			return ch, err
+		}
 		err = exec(w.conn, insertTaskSQL, args...)
 		n = w.conn.LastInsertRowID()
 		ch.added = true
@@ -762,6 +779,51 @@ func (w *writer) noteKeys(n int64) error {
 			return nil
 		},
 	})
+}
+
+// fileGone handles a row whose file is gone. The row of a task that an
+// agent holds is kept, marked missing, so its key, title and lease stay in
+// view (and its key is not handed out again) until the file is back or the
+// lease ends; any other row is removed. It reports whether the row changed.
+func (w *writer) fileGone(n int64) (changed bool, err error) {
+	var state string
+	leased := false
+	err = sqlitex.Execute(w.conn, `SELECT state, id != '' AND EXISTS (SELECT 1 FROM leases l WHERE l.task_id = tasks.id AND l.ended IS NULL)
+		FROM tasks WHERE n = :n`, &sqlitex.ExecOptions{
+		Named: map[string]any{":n": n},
+		ResultFunc: func(s *sqlite.Stmt) error {
+			state, leased = s.ColumnText(0), s.ColumnBool(1)
+			return nil
+		},
+	})
+	switch {
+	case err != nil:
+		return false, err
+	case leased && state == StateMissing:
+		return false, nil
+	case leased:
+		return true, sqlitex.Execute(w.conn, `UPDATE tasks SET state = 'missing', error = :err, error_line = 0, stale = 0,
+			sha256 = x'', size = 0, mtime = 0 WHERE n = :n`, &sqlitex.ExecOptions{Named: map[string]any{":n": n, ":err": missingError}})
+	}
+	return true, w.deleteRow(n)
+}
+
+// dropMissing removes the missing rows of a task whose file is back.
+func (w *writer) dropMissing(id string) error {
+	if id == "" {
+		return nil
+	}
+	var ns []int64
+	err := sqlitex.Execute(w.conn, `SELECT n FROM tasks WHERE id = :id AND state = 'missing'`, &sqlitex.ExecOptions{
+		Named:      map[string]any{":id": id},
+		ResultFunc: func(s *sqlite.Stmt) error { ns = append(ns, s.ColumnInt64(0)); return nil },
+	})
+	for _, n := range ns {
+		if err == nil {
+			err = w.deleteRow(n)
+		}
+	}
+	return err
 }
 
 // deleteRow removes a row whose file is gone; its dependencies go with it.

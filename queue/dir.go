@@ -55,9 +55,6 @@ type Dir struct {
 	mu      sync.Mutex // serialises reopening
 	retired *os.Root   // the folder opened before the current one, closed at the next reopen
 	reopens atomic.Int64
-	// exchanges is set once a swap was an atomic exchange: the folder's
-	// filesystem hands back what a swap displaced.
-	exchanges atomic.Bool
 }
 
 // ErrFolderGone is wrapped by the errors of a Dir whose path no longer
@@ -377,13 +374,7 @@ func (d *Dir) Update(name string, edit func(cur []byte) ([]byte, error)) (old, n
 			root.Remove(tmp)
 			return base, nil, err
 		}
-		// A file that keeps changing (a program appending every few
-		// milliseconds) may never hold still between the read and the
-		// swap. Where the swap hands back what it displaced and the caller
-		// takes displaced files, the third try goes in all the same: the
-		// caller merges what the swap displaced into the file.
-		handOver := d.displaced != nil && d.exchanges.Load() && try >= 2
-		if !bytes.Equal(again, base) && !handOver {
+		if !bytes.Equal(again, base) {
 			root.Remove(tmp)
 			base, fi = again, fi2
 			continue
@@ -401,12 +392,11 @@ func (d *Dir) Update(name string, edit func(cur []byte) ([]byte, error)) (old, n
 			return base, next, fmt.Errorf("update %s: %w", name, err)
 		}
 		if exchanged {
-			d.exchanges.Store(true)
 			// tmp now names the file that was displaced. If it is not what
 			// the check saw, a person saved in between (or is writing into
 			// it in place right now): swap it straight back, so their file
 			// is where they left it, and start again from their bytes.
-			if displaced, err := readTemp(root, tmp); err == nil && !bytes.Equal(displaced, base) && !handOver {
+			if displaced, err := readTemp(root, tmp); err == nil && !bytes.Equal(displaced, base) {
 				swapBack(root, tmp, name, next)
 				base, fi, err = d.read(root, name)
 				if err != nil {
