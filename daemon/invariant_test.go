@@ -205,7 +205,10 @@ func (iv *invariants) indexDiff(full bool) string {
 			}
 		}
 	}
-	for p := range byPath {
+	for p, r := range byPath {
+		if r.State == "missing" {
+			continue // a claimed task whose file is gone: shown as missing
+		}
 		diffs = append(diffs, "indexed but no such file: "+p)
 	}
 	slices.Sort(diffs)

@@ -20,7 +20,9 @@ const maxEdits = 1000
 
 // Merge makes one file of two edits of base, line by line: ours (what snag
 // made of it, or what the file at the path holds now) and theirs (a
-// person's save). Lines only one side changed take that side. Where both
+// person's save). Lines only one side changed take that side, except that
+// lines of the body that the person's side lacks are kept (after theirs):
+// a save made from a stale read never takes lines out. Where both
 // inserted lines at the same place, theirs come first, then ours: no line
 // either side added is dropped. Where both changed the same lines of
 // snag's own scalars (status, assignee, updated, verified, trust), the
@@ -36,6 +38,16 @@ func Merge(base, ours, theirs []byte) ([]byte, error) {
 	if !ok {
 		return nil, ErrMerge
 	}
+	// body is base's first line after the frontmatter.
+	body := 0
+	if len(b) > 0 && bytes.Equal(bytes.TrimRight(b[0], "\r\n"), []byte("---")) {
+		for x := 1; x < len(b); x++ {
+			if bytes.Equal(bytes.TrimRight(b[x], "\r\n"), []byte("---")) {
+				body = x + 1
+				break
+			}
+		}
+	}
 	var out bytes.Buffer
 	i, j, k := 0, 0, 0
 	for {
@@ -50,6 +62,11 @@ func Merge(base, ours, theirs []byte) ([]byte, error) {
 		bc, oc, tc := b[i:s], o[j:oj], t[k:tk]
 		oursChanged, theirsChanged := !sameLines(bc, oc), !sameLines(bc, tc)
 		switch {
+		case !oursChanged && i >= body:
+			// theirs may be a whole-file save made from a stale read: its
+			// lines go in, and base's lines it lacks are kept after them.
+			writeLines(&out, tc)
+			writeLines(&out, missingFrom(bc, tc))
 		case !oursChanged:
 			writeLines(&out, tc)
 		case !theirsChanged, sameLines(oc, tc):
@@ -82,6 +99,23 @@ func Merge(base, ours, theirs []byte) ([]byte, error) {
 		out.Write(b[s])
 		i, j, k = s+1, oj+1, tk+1
 	}
+}
+
+// missingFrom returns the lines of a that b does not have.
+func missingFrom(a, b [][]byte) [][]byte {
+	have := map[string]int{}
+	for _, l := range b {
+		have[string(l)]++
+	}
+	var out [][]byte
+	for _, l := range a {
+		if have[string(l)] > 0 {
+			have[string(l)]--
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // splitLines cuts data after each newline; the last line may have none.

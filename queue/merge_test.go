@@ -84,3 +84,19 @@ func TestMergeLargeInsertions(t *testing.T) {
 		}
 	}
 }
+
+// A person's save made from a stale read lacks a line of the body: the
+// line is kept, and a lone title edit is merged, not doubled.
+func TestMergeKeepsLinesAStaleSaveLacks(t *testing.T) {
+	base := "---\nid: x\nstatus: open\ntitle: T\n---\none\ntwo\n"
+	ours := "---\nid: x\nstatus: claimed\ntitle: T\n---\none\ntwo\n"
+	theirs := "---\nid: x\nstatus: open\ntitle: New\n---\none\nthree\n"
+	got, err := queue.Merge([]byte(base), []byte(ours), []byte(theirs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "---\nid: x\nstatus: claimed\ntitle: New\n---\none\nthree\ntwo\n"
+	if string(got) != want {
+		t.Errorf("merged\n%s\nwant\n%s", got, want)
+	}
+}
