@@ -390,6 +390,7 @@ func TestP5_FailpointCrashes(t *testing.T) {
 	}
 	home := filepath.Join(t.TempDir(), "home")
 	slowVerify(t, root, home)
+	manyClaims(t, root) // each agent holds up to three tasks at once
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 5))
 	steps := []string{"begun", "temp-created", "temp-written", "temp-synced", "renamed", "dir-synced", "committing", "committed"}
 	ops := []string{"claim", "claim", "release", "resolve"}

@@ -82,6 +82,7 @@ func genTask(n int, title string) *queue.Task {
 func gitCheckoutScenario(t *testing.T, differing, rounds int) {
 	needGit(t)
 	root, w := newProject(t)
+	manyClaims(t, root) // one agent holds three tasks across the checkouts
 	const common = 20
 	for n := 1; n <= common; n++ {
 		w.write(genTask(n, fmt.Sprintf("Common task %d", n)))
