@@ -81,14 +81,25 @@ type crFile struct {
 
 // crFiles reads every task file of root and fails the test when one is
 // not whole (does not parse: empty, partial) or a temp file is left in
-// .snag/ or .snag/tasks/.
+// .snag/ or .snag/tasks/. A running snagd keeps the file a rewrite
+// displaced for a moment, until it has looked at it again, so temp files
+// are given the generous deadline to go before they count as left.
 func crFiles(t *testing.T, root string) map[string]crFile {
 	t.Helper()
 	out := map[string]crFile{}
 	for _, dir := range []string{filepath.Join(root, ".snag"), filepath.Join(root, ".snag", "tasks")} {
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			t.Fatal(err)
+		var ents []os.DirEntry
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var err error
+			if ents, err = os.ReadDir(dir); err != nil {
+				t.Fatal(err)
+			}
+			temps := slices.ContainsFunc(ents, func(e os.DirEntry) bool { return strings.HasSuffix(e.Name(), queue.TempSuffix) })
+			if !temps || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 		for _, e := range ents {
 			if strings.HasSuffix(e.Name(), queue.TempSuffix) {

@@ -509,7 +509,10 @@ func TestL11_NoClaimOfABrokenOrMissingTask(t *testing.T) {
 	if err := os.Rename(filepath.Join(root, samplePath), moved); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "SNAG-11 gone from the index", func() bool { return d.get("/tasks/SNAG-11", nil) == http.StatusNotFound })
+	eventually(t, "SNAG-11 missing in the index", func() bool {
+		var v struct{ Row struct{ State string } }
+		return d.get("/tasks/SNAG-11", &v) == 200 && v.Row.State == "missing"
+	})
 
 	refs := map[string]string{
 		"SNAG-12": "conflict markers", "SNAG-4": "invalid", "SNAG-30": "never parsed",
@@ -552,7 +555,10 @@ func TestL11_NoClaimOfABrokenOrMissingTask(t *testing.T) {
 	if err := os.Rename(moved, filepath.Join(root, samplePath)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "SNAG-11 back in the index", func() bool { return d.get("/tasks/SNAG-11", nil) == http.StatusOK })
+	eventually(t, "SNAG-11 back in the index", func() bool {
+		var v struct{ Row struct{ State string } }
+		return d.get("/tasks/SNAG-11", &v) == 200 && v.Row.State == "ok"
+	})
 	if a := c.send(other, http.MethodPost, "/tasks/SNAG-11/claim", map[string]any{}); a.Code != http.StatusConflict || !strings.Contains(a.Body, holderName) {
 		t.Errorf("claim of SNAG-11 back in tasks/: %s; want 409 naming %s", a, holderName)
 	}
