@@ -110,23 +110,11 @@ func (c *Client) DoAs(ctx context.Context, session int64, tool, method, path str
 // not come back within snagd's grace, they are released. opened, when not
 // nil, is called once the daemon has accepted the stream.
 func (c *Client) Stream(ctx context.Context, session int64, opened func()) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/sessions/"+strconv.FormatInt(session, 10)+"/stream", nil)
+	resp, err := c.openStream(ctx, "/sessions/"+strconv.FormatInt(session, 10)+"/stream")
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.tok.String())
-	resp, err := http.DefaultClient.Do(req) // no timeout: the stream lasts
-	if err != nil {
-		return fmt.Errorf("snagd on :%d: %w", c.health.Port, err)
-	}
 	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		e := &Error{Status: resp.StatusCode}
-		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(e); err != nil || e.Message == "" {
-			e.Message = fmt.Sprintf("snagd answered %s", resp.Status)
-		}
-		return e
-	}
 	if opened != nil {
 		opened()
 	}
@@ -156,23 +144,11 @@ type Event struct {
 // until ctx ends or the stream closes; it returns then (the caller opens
 // it again, with Recheck when snagd went away).
 func (c *Client) Events(ctx context.Context, on func(Event)) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/events", nil)
+	resp, err := c.openStream(ctx, "/events")
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.tok.String())
-	resp, err := http.DefaultClient.Do(req) // no timeout: the stream lasts
-	if err != nil {
-		return fmt.Errorf("snagd on :%d: %w", c.health.Port, err)
-	}
 	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		e := &Error{Status: resp.StatusCode}
-		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(e); err != nil || e.Message == "" {
-			e.Message = fmt.Sprintf("snagd answered %s", resp.Status)
-		}
-		return e
-	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	var ev Event
@@ -199,4 +175,28 @@ func (c *Client) Events(ctx context.Context, on func(Event)) error {
 		return fmt.Errorf("event stream closed: %w", err)
 	}
 	return fmt.Errorf("event stream closed: %w", io.ErrUnexpectedEOF)
+}
+
+// openStream opens one of snagd's long-lived GET streams at path, with no
+// timeout. It returns the response to read from, or snagd's error when the
+// stream was refused; the caller closes the body.
+func (c *Client) openStream(ctx context.Context, path string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.tok.String())
+	resp, err := http.DefaultClient.Do(req) // no timeout: the stream lasts
+	if err != nil {
+		return nil, fmt.Errorf("snagd on :%d: %w", c.health.Port, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		e := &Error{Status: resp.StatusCode}
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(e); err != nil || e.Message == "" {
+			e.Message = fmt.Sprintf("snagd answered %s", resp.Status)
+		}
+		return nil, e
+	}
+	return resp, nil
 }

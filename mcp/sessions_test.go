@@ -276,17 +276,7 @@ func assignee(t *testing.T, cs *sdk.ClientSession, key string) string {
 // task and is audited; the other ends by itself after --mcp-stream-grace.
 // A client that holds its stream keeps its task throughout.
 func TestHTTPGhostSessionsEnd(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join("tsclient", "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	}
-	if err != nil {
-		msg := fmt.Sprintf("needs node and the TypeScript SDK (cd mcp/tsclient && npm ci): %v", err)
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	node := needTSClient(t)
 	e := newEnv(t)
 	e.startDaemon(t, "--mcp-stream-grace", "15s")
 	tok := hToken(t, e)

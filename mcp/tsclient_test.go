@@ -110,11 +110,11 @@ func tsDaemon(t *testing.T, bin, root, home string) int {
 	return 0
 }
 
-// TestTypeScriptClient drives `snag mcp` with the official TypeScript SDK
-// client (mcp/tsclient/run.mjs) against a real snagd on a copy of
-// .snag-example: every tool, every resource, each result validated by the
-// SDK against the tool's output schema.
-func TestTypeScriptClient(t *testing.T) {
+// needTSClient returns the path of node once node and the official
+// TypeScript SDK (mcp/tsclient, npm ci) are there. Without them the test
+// skips, or fails when CI is set, where .ci/run installs both.
+func needTSClient(t *testing.T) string {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err == nil {
 		_, err = os.Stat(filepath.Join("tsclient", "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
@@ -126,6 +126,15 @@ func TestTypeScriptClient(t *testing.T) {
 		}
 		t.Skip(msg)
 	}
+	return node
+}
+
+// TestTypeScriptClient drives `snag mcp` with the official TypeScript SDK
+// client (mcp/tsclient/run.mjs) against a real snagd on a copy of
+// .snag-example: every tool, every resource, each result validated by the
+// SDK against the tool's output schema.
+func TestTypeScriptClient(t *testing.T) {
+	node := needTSClient(t)
 	script, err := filepath.Abs(filepath.Join("tsclient", "run.mjs"))
 	if err != nil {
 		t.Fatal(err)
@@ -195,17 +204,7 @@ func TestTypeScriptClient(t *testing.T) {
 // client (mcp/tsclient/subscribe.mjs), over stdio (snag mcp) and over
 // snagd's /mcp, against a real snagd.
 func TestTypeScriptSubscribeAndComplete(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join("tsclient", "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	}
-	if err != nil {
-		msg := fmt.Sprintf("needs node and the TypeScript SDK (cd mcp/tsclient && npm ci): %v", err)
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	node := needTSClient(t)
 	script, err := filepath.Abs(filepath.Join("tsclient", "subscribe.mjs"))
 	if err != nil {
 		t.Fatal(err)

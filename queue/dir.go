@@ -193,13 +193,9 @@ type Entry struct {
 // List returns the entries whose names [IsTaskFileName] accepts, in
 // directory order.
 func (d *Dir) List() ([]Entry, error) {
-	root, err := d.fresh()
+	f, err := d.openForList()
 	if err != nil {
-		return nil, fmt.Errorf("list %w", err)
-	}
-	f, err := root.Open(".")
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", d.path, err)
+		return nil, err
 	}
 	defer f.Close()
 	des, err := f.ReadDir(-1)
@@ -234,6 +230,20 @@ func (d *Dir) List() ([]Entry, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// openForList opens the folder as it is at its path now (following a
+// replaced one), to read its entries.
+func (d *Dir) openForList() (*os.File, error) {
+	root, err := d.fresh()
+	if err != nil {
+		return nil, fmt.Errorf("list %w", err)
+	}
+	f, err := root.Open(".")
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", d.path, err)
+	}
+	return f, nil
 }
 
 // Read returns a file's bytes and its info. It refuses symbolic links and

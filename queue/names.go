@@ -5,13 +5,9 @@ import "fmt"
 // Names returns the names of the entries [IsTaskFileName] accepts, without
 // looking at the files: cheaper than [Dir.List] when only names matter.
 func (d *Dir) Names() ([]string, error) {
-	root, err := d.fresh()
+	f, err := d.openForList()
 	if err != nil {
-		return nil, fmt.Errorf("list %w", err)
-	}
-	f, err := root.Open(".")
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", d.path, err)
+		return nil, err
 	}
 	defer f.Close()
 	all, err := f.Readdirnames(-1)
