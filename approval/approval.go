@@ -23,7 +23,7 @@
 // A Store is safe for concurrent use by several goroutines and processes:
 // every write is a new file renamed into place.
 //
-// approval imports nothing of snag's.
+// approval imports nothing of snag's but atomicfile.
 package approval
 
 import (
@@ -42,6 +42,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/snagdev/snag/atomicfile"
 )
 
 // Version tags the hash of an approval. Changing how an approval is hashed
@@ -242,7 +244,7 @@ func (s *Store) Revoke(prefix string) (Approval, error) {
 	if err := os.Remove(s.path(match[0])); err != nil {
 		return Approval{}, fmt.Errorf("approval: revoke: %w", err)
 	}
-	syncDir(s.dir)
+	atomicfile.SyncDir(s.dir) // the removal is done; durability is best effort
 	return a, nil
 }
 
@@ -345,37 +347,10 @@ func (s *Store) makeDir() error {
 
 // write puts data in place as hash's file, whole or not at all.
 func (s *Store) write(hash string, data []byte) error {
-	tmp, err := os.CreateTemp(s.dir, ".approve-*.tmp")
-	if err != nil {
+	if err := atomicfile.WriteFile(s.path(hash), data, 0o600); err != nil {
 		return fmt.Errorf("approval: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(0o600)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), s.path(hash))
-	}
-	if err != nil {
-		return fmt.Errorf("approval: write %s: %w", s.path(hash), err)
-	}
-	syncDir(s.dir)
 	return nil
-}
-
-// syncDir makes a rename or removal in dir durable, as far as it can.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
 }
 
 func isHash(s string) bool {

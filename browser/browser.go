@@ -20,6 +20,8 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/snagdev/snag/atomicfile"
 )
 
 // The outcomes of a check.
@@ -447,26 +449,13 @@ func hostOf(raw string) string {
 }
 
 // writeFile writes data to path through a temporary file, so a reader never
-// sees half a PNG, creating path's folder if needed.
+// sees half a PNG, creating path's folder if needed. The file is private to
+// its owner, as screenshots may show anything on the page.
 func writeFile(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".shot-*")
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return nil
+	return atomicfile.WriteFile(path, data, 0o600)
 }
 
 // sleep waits for d or until ctx ends.

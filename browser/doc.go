@@ -67,6 +67,6 @@
 // helpers, is gone when Run returns, whether the check ended, timed out or
 // its context was canceled.
 //
-// browser is a leaf: it imports no other package of snag's. The daemon
-// imports it and turns its results into verify outcomes.
+// browser is a leaf: it imports no other package of snag's but atomicfile.
+// The daemon imports it and turns its results into verify outcomes.
 package browser

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/snagdev/snag/atomicfile"
 	"github.com/snagdev/snag/project"
 )
 
@@ -540,41 +541,18 @@ func resolveLink(path string) string {
 	return path
 }
 
-// writeAtomic replaces the file at path with b through a temp file in the
-// same folder and a rename, keeping the file's mode, so that a reader sees
-// the old bytes or the new, never half of them.
-func writeAtomic(path string, b []byte) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// writeAtomic replaces the file at path with b, keeping the file's mode
+// (0644 for a new one), so that a reader sees the old bytes or the new,
+// never half of them.
+func writeAtomic(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	mode := fs.FileMode(0o644)
 	if fi, err := os.Stat(path); err == nil {
 		mode = fi.Mode().Perm()
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.snag-tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err := f.Write(b); err != nil {
-		return err
-	}
-	if err := f.Chmod(mode); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return atomicfile.WriteFile(path, b, mode)
 }
 
 // codexBlock is the table Codex's config.toml needs: snag mcp (with a

@@ -6,7 +6,7 @@
 // read by others is refused with the chmod or chown that fixes it: a secret
 // anyone on the machine can read guards nothing.
 //
-// token imports nothing of snag's.
+// token imports nothing of snag's but atomicfile.
 package token
 
 import (
@@ -22,6 +22,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/snagdev/snag/atomicfile"
 )
 
 // FileName is the token's file name inside the per-user folder.
@@ -101,13 +103,11 @@ func Rotate(dir string) (Token, error) {
 	if _, err := read(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return Token{}, err
 	}
-	tmp := p + ".new"
-	os.Remove(tmp)
-	if err := create(tmp); err != nil {
+	secret, err := newSecret()
+	if err != nil {
 		return Token{}, err
 	}
-	if err := os.Rename(tmp, p); err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.WriteFile(p, secret, 0o600); err != nil {
 		return Token{}, fmt.Errorf("rotate token: %w", err)
 	}
 	return read(p)
@@ -163,16 +163,27 @@ func read(p string) (Token, error) {
 	return Token{secret: s}, nil
 }
 
-func create(p string) error {
+// newSecret is a fresh token as its file holds it.
+func newSecret() ([]byte, error) {
 	var raw [Size]byte
 	if _, err := rand.Read(raw[:]); err != nil {
-		return fmt.Errorf("token: %w", err)
+		return nil, fmt.Errorf("token: %w", err)
+	}
+	return []byte(hex.EncodeToString(raw[:]) + "\n"), nil
+}
+
+// create writes a fresh token to p, which must not exist: of several
+// processes creating it at once, one wins and the others read its token.
+func create(p string) error {
+	secret, err := newSecret()
+	if err != nil {
+		return err
 	}
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("token: %w", err)
 	}
-	_, werr := f.WriteString(hex.EncodeToString(raw[:]) + "\n")
+	_, werr := f.Write(secret)
 	serr := f.Sync()
 	cerr := f.Close()
 	if err := errors.Join(werr, serr, cerr); err != nil {
