@@ -60,6 +60,7 @@ var forbidden = map[string][]string{
 	// The board's views know the domain and the index's rows, not how
 	// snagd serves them.
 	"board":   {module + "/project", module + "/daemon", module + "/cli", module + "/client", module + "/mcp", module + "/watch", "net/http"},
+	"api":     {module + "/", "net/http"},
 	"project": {module + "/cli", module + "/watch", module + "/mcp", "github.com/fsnotify/", "github.com/modelcontextprotocol/", "net/http"},
 }
 
@@ -69,6 +70,9 @@ var allowed = map[string][]string{
 	"token":    {module + "/atomicfile"},
 	"approval": {module + "/atomicfile"},
 	"browser":  {module + "/atomicfile"},
+	// The wire contract is plain types over the domain: nothing of how
+	// snagd stores or serves them.
+	"api": {module + "/queue"},
 }
 
 func TestDependenciesPointInward(t *testing.T) {

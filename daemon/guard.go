@@ -17,18 +17,20 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/token"
 )
 
 // MaxBody caps a request body.
 const MaxBody = 1 << 20
 
-// apiError is the JSON every error answer carries: a code a program can
-// branch on, and a sentence that says what went wrong and what fixes it.
+// apiError is an error answer: its HTTP status, and the api.Error every
+// error answer carries (a code a program can branch on, and a sentence that
+// says what went wrong and what fixes it).
 type apiError struct {
-	Status  int    `json:"-"`
-	Code    string `json:"error"`
-	Message string `json:"message"`
+	Status  int
+	Code    string
+	Message string
 }
 
 func (e *apiError) Error() string { return e.Message }
@@ -37,7 +39,7 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	if e.Status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
-	writeJSON(w, e.Status, e)
+	writeJSON(w, e.Status, api.Error{Code: e.Code, Message: e.Message})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

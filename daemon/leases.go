@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/project"
 	"github.com/snagdev/snag/queue"
@@ -17,17 +18,6 @@ import (
 
 // SessionHeader names the session a request acts for.
 const SessionHeader = "X-Snag-Session"
-
-// registerRequest is POST /sessions.
-type registerRequest struct {
-	Name          string `json:"name"`
-	Client        string `json:"client"`
-	ClientVersion string `json:"client_version"`
-	PID           int    `json:"pid"`
-	Host          string `json:"host"`
-	Transport     string `json:"transport"`
-	Root          string `json:"root"`
-}
 
 func (d *Daemon) register(w http.ResponseWriter, r *http.Request) {
 	var req registerRequest
@@ -53,7 +43,7 @@ func (d *Daemon) register(w http.ResponseWriter, r *http.Request) {
 	d.audit(r.Context(), index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "session",
 		Outcome: "ok", Detail: fmt.Sprintf("%s %s pid %d", s.Client, s.ClientVersion, s.PID)})
 	d.hub.publish("session", map[string]any{"id": s.ID, "name": s.Name, "started": true})
-	writeJSON(w, http.StatusCreated, s)
+	writeJSON(w, http.StatusCreated, s.Wire())
 }
 
 // sessionOf reads the session a request acts for.
@@ -152,18 +142,6 @@ func (d *Daemon) endSession(id int64, why string) {
 	d.writePlan(ctx)
 }
 
-// claimRequest is POST /tasks/{ref}/claim and POST /claim.
-type claimRequest struct {
-	Force bool `json:"force"`
-}
-
-// claimResult is what a claim answers.
-type claimResult struct {
-	Task   *index.Row `json:"task"`
-	Epoch  int64      `json:"epoch,omitempty"`
-	Reason string     `json:"reason,omitempty"` // why nothing was claimed
-}
-
 func (d *Daemon) claim(w http.ResponseWriter, r *http.Request) {
 	s, e := d.sessionOf(r)
 	if e != nil {
@@ -200,7 +178,7 @@ func (d *Daemon) claim(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			if row == nil {
-				writeJSON(w, http.StatusOK, claimResult{Reason: rd.String()})
+				writeJSON(w, http.StatusOK, api.Claim{Reason: rd.String()})
 				return
 			}
 			id = row.ID
@@ -226,7 +204,7 @@ func (d *Daemon) claim(w http.ResponseWriter, r *http.Request) {
 		// back to it by a person's save): it gets its lease, as it is.
 		d.audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
 			TaskID: it.ID, Outcome: "ok", Detail: fmt.Sprintf("already held, epoch %d", l.Epoch)})
-		writeJSON(w, http.StatusOK, claimResult{Task: &it.Row, Epoch: l.Epoch})
+		writeJSON(w, http.StatusOK, claimed(&it.Row, l.Epoch))
 		return
 	}
 	if e := d.atLimit(ctx, s); e != nil {
@@ -265,7 +243,7 @@ func (d *Daemon) claim(w http.ResponseWriter, r *http.Request) {
 	// was, with those two, is the row as it is, without another read.
 	row := it.Row
 	row.Status, row.Assignee = moved.Status, moved.Assignee
-	writeJSON(w, http.StatusOK, claimResult{Task: &row, Epoch: lease.Epoch})
+	writeJSON(w, http.StatusOK, claimed(&row, lease.Epoch))
 }
 
 // atLimit refuses a claim by a session that holds as many tasks as the
@@ -318,14 +296,6 @@ func (d *Daemon) atLimit(ctx context.Context, s index.Session) *apiError {
 	return &apiError{http.StatusConflict, "holding", what + how}
 }
 
-// leaseRequest is POST /tasks/{ref}/release and /resolve from a holder.
-type leaseRequest struct {
-	Epoch  int64  `json:"epoch"`
-	Reason string `json:"reason"`
-	Note   string `json:"note"`
-	Commit string `json:"commit"`
-}
-
 func (d *Daemon) release(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get(SessionHeader) == "" {
 		d.personRelease(w, r)
@@ -371,7 +341,7 @@ func (d *Daemon) personRelease(w http.ResponseWriter, r *http.Request) {
 	d.verify.stop(it.ID)
 	d.hub.publish("lease", map[string]any{"task": it.Key, "ended": true, "reason": why})
 	d.writePlan(ctx)
-	writeJSON(w, http.StatusOK, map[string]any{"key": it.Key, "status": queue.StatusOpen})
+	writeJSON(w, http.StatusOK, released(it.Key, queue.StatusOpen))
 }
 
 // holderMove is a release by the session that holds the task, fenced by
@@ -439,7 +409,7 @@ func (d *Daemon) holderMove(w http.ResponseWriter, r *http.Request, action queue
 	}
 	d.hub.publish("lease", map[string]any{"task": it.Key, "action": action, "status": status})
 	d.writePlan(ctx)
-	writeJSON(w, http.StatusOK, map[string]any{"key": it.Key, "status": status})
+	writeJSON(w, http.StatusOK, released(it.Key, status))
 }
 
 // releaseLocked gives a task back to the queue on behalf of snag or a

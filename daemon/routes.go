@@ -11,26 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/project"
 	"github.com/snagdev/snag/queue"
 	"github.com/snagdev/snag/watch"
 )
-
-// Health is what GET /health answers, without auth.
-type Health struct {
-	Service      string       `json:"service"` // always "snagd"
-	Root         string       `json:"root"`
-	GitCommonDir string       `json:"git_common_dir"`
-	PID          int          `json:"pid"`
-	Port         int          `json:"port"`
-	Version      string       `json:"version"`
-	Ready        bool         `json:"ready"`   // the first full rescan is done
-	Polling      bool         `json:"polling"` // no filesystem watches: the watcher polls
-	Counts       index.Counts `json:"counts"`
-	// Proof is HMAC-SHA256(nonce) under the token, when ?nonce= was given.
-	Proof string `json:"proof,omitempty"`
-}
 
 func (d *Daemon) routes(ctx context.Context) http.Handler {
 	mux := http.NewServeMux()
@@ -57,7 +43,7 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 		// A full rescan now, as the watcher's timer would run it: for a
 		// person who wants the index to have seen their latest edits.
 		d.apply(r.Context(), watch.Batch{Rescan: true, Reasons: []string{"requested"}}, false)
-		writeJSON(w, http.StatusOK, map[string]any{"done": true})
+		writeJSON(w, http.StatusOK, api.Rescanned{Done: true})
 	}))
 	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) { d.hub.serveEvents(ctx, w, r) })
 	d.mcp = d.mcpHandler(ctx)
@@ -101,7 +87,8 @@ func (d *Daemon) health(w http.ResponseWriter, r *http.Request) {
 	h := Health{Service: "snagd", Root: d.root, GitCommonDir: d.gitCommon, PID: os.Getpid(), Port: d.port,
 		Version: d.opts.Version, Ready: d.ready.Load()}
 	if d.ready.Load() {
-		h.Counts, _ = d.p.DB.Count(r.Context())
+		c, _ := d.p.DB.Count(r.Context())
+		h.Counts = c.Wire()
 	}
 	if n := r.URL.Query().Get("nonce"); n != "" && len(n) <= 256 {
 		h.Proof = d.tok.Proof(n)
@@ -141,10 +128,7 @@ func (d *Daemon) listTasks(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, err)
 		return
 	}
-	if page.Rows == nil {
-		page.Rows = []*index.Row{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"tasks": page.Rows, "next": page.Next})
+	writeJSON(w, http.StatusOK, taskList(page))
 }
 
 func (d *Daemon) getTask(w http.ResponseWriter, r *http.Request) {
@@ -158,28 +142,12 @@ func (d *Daemon) getTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st, it, verr := d.verifyState(r.Context(), it) // it: the row as the runs agree with
-	out := map[string]any{"row": it.Row, "task": it.Task, "task_file": d.p.Rel(it.Path), "sha256": fmt.Sprintf("%x", it.SHA256)}
-	if it.Task != nil {
-		out["body"] = string(it.Task.Body)
-	}
+	var v *verifyState
 	if verr == nil && (st.Running || st.Outcome != "") {
 		st.History = nil // GET /verify/{ref} has it
-		out["verify"] = st
+		v = &st
 	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-// addRequest is POST /tasks.
-type addRequest struct {
-	Title     string   `json:"title"`
-	Body      string   `json:"body"`
-	Kind      string   `json:"kind"`
-	Severity  string   `json:"severity"`
-	Wave      int      `json:"wave"`
-	Plan      string   `json:"plan"`
-	Files     []string `json:"files"`
-	DependsOn []string `json:"depends_on"`
-	By        string   `json:"by"` // the person, for the audit log
+	writeJSON(w, http.StatusOK, taskDetail(it, d.p.Rel(it.Path), v))
 }
 
 func (d *Daemon) addTask(w http.ResponseWriter, r *http.Request) {
@@ -231,14 +199,7 @@ func (d *Daemon) addTask(w http.ResponseWriter, r *http.Request) {
 	}
 	d.writePlan(r.Context())
 	d.hub.publish("task", map[string]any{"path": path, "added": true, "key": t.Key})
-	writeJSON(w, http.StatusCreated, map[string]any{"id": t.ID, "key": t.Key, "path": d.p.Rel(path),
-		"status": t.Status, "trust": t.Trust})
-}
-
-// moveRequest is POST /tasks/{ref}/{action}.
-type moveRequest struct {
-	By     string `json:"by"`
-	Reason string `json:"reason"`
+	writeJSON(w, http.StatusCreated, added(t, d.p.Rel(path)))
 }
 
 var personMoves = map[string]queue.Action{
@@ -265,7 +226,7 @@ func (d *Daemon) moveTask(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": t.ID, "key": t.Key, "status": t.Status})
+	writeJSON(w, http.StatusOK, moved(t))
 }
 
 // personMove makes a person's move (promote, reject, cancel, reopen): the
@@ -294,7 +255,7 @@ func (d *Daemon) search(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{http.StatusBadRequest, "bad_query", err.Error()})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"hits": hits})
+	writeJSON(w, http.StatusOK, searchResult(hits))
 }
 
 // dryRunKey holds, in a tool call's request context, whether the handler
@@ -376,7 +337,7 @@ func (d *Daemon) reindex(w http.ResponseWriter, r *http.Request) {
 	d.audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: req.By, Action: "reindex", Outcome: "ok",
 		Detail: fmt.Sprintf("%d files, %d failed", st.Files, st.Failed)})
 	d.hub.publish("rescan", map[string]any{"reasons": []string{"reindex"}, "files": st.Files})
-	writeJSON(w, http.StatusOK, map[string]any{"files": st.Files, "failed": st.Failed, "ms": st.Duration.Milliseconds()})
+	writeJSON(w, http.StatusOK, api.Reindexed{Files: st.Files, Failed: st.Failed, MS: st.Duration.Milliseconds()})
 }
 
 // pathRef reads the {ref} of a request's path, answering 400 when it is

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/queue"
 )
@@ -280,12 +281,6 @@ func ago(now, t time.Time) time.Duration { return max(now.Sub(t), 0).Round(time.
 
 func until(now, t time.Time) time.Duration { return max(t.Sub(now), 0).Round(time.Second) }
 
-// endRequest is POST /sessions/{id}/end: a person ends an agent's session.
-type endRequest struct {
-	By     string `json:"by"`
-	Reason string `json:"reason"`
-}
-
 // endByPerson ends a live session for a person (an agent that is gone
 // without saying so, or one to stop): its tasks go back to the queue, its
 // MCP session over HTTP, if any, is closed, and the audit log says who.
@@ -309,7 +304,7 @@ func (d *Daemon) endByPerson(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "name": name, "ended": true, "released": released})
+	writeJSON(w, http.StatusOK, api.Ended{ID: id, Name: name, Ended: true, Released: released})
 }
 
 // endForPerson ends live session id for a person, by, with a reason, and
@@ -352,10 +347,7 @@ func (d *Daemon) listSessions(w http.ResponseWriter, r *http.Request) {
 	for _, s := range ss {
 		views = append(views, sessionView{Session: s, Activity: acts[s.ID]})
 	}
-	if leases == nil {
-		leases = []index.Lease{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"sessions": views, "leases": leases})
+	writeJSON(w, http.StatusOK, sessionsAnswer(views, leases))
 }
 
 func (d *Daemon) auditLog(w http.ResponseWriter, r *http.Request) {
@@ -370,8 +362,5 @@ func (d *Daemon) auditLog(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, err)
 		return
 	}
-	if es == nil {
-		es = []index.AuditEntry{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"entries": es})
+	writeJSON(w, http.StatusOK, auditLog(es))
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/approval"
 	"github.com/snagdev/snag/browser"
 	"github.com/snagdev/snag/gitdir"
@@ -44,29 +45,6 @@ const (
 	OutcomeUnavailable   = "unavailable"    // the browser went missing: the task stays verifying
 	OutcomeInterrupted   = "interrupted"    // snagd stopped during the run; it was queued again
 )
-
-// verifyRequest is POST /verify/{ref}, and a holder's POST /tasks/{ref}/resolve.
-type verifyRequest struct {
-	DryRun bool   `json:"dry_run"`
-	Epoch  int64  `json:"epoch"`
-	Note   string `json:"note"`
-	Commit string `json:"commit"`
-	By     string `json:"by"`
-}
-
-// verifyPlan is what would check a task: the dry run's answer.
-type verifyPlan struct {
-	Key      string `json:"key"`
-	Code     string `json:"code"`
-	Error    string `json:"error,omitempty"`    // the code again, on a 503, as every error answer has it
-	Verifier string `json:"verifier,omitempty"` // command | browser
-	Command  string `json:"command,omitempty"`
-	From     string `json:"from,omitempty"` // where the command comes from: task | config.json
-	URL      string `json:"url,omitempty"`
-	Dir      string `json:"dir,omitempty"`
-	Approved *bool  `json:"approved,omitempty"`
-	Message  string `json:"message"`
-}
 
 // verifyState is GET /verify/{ref}, and the verify part of a started run's answer.
 type verifyState struct {
@@ -333,8 +311,8 @@ func (d *Daemon) startVerify(w http.ResponseWriter, r *http.Request) {
 				d.fail(w, err)
 				return
 			}
-			writeJSON(w, http.StatusAccepted, map[string]any{"key": it.Key, "status": it.Status, "verify": st,
-				"message": fmt.Sprintf("verify of %s is already running: poll GET /verify/%s", it.Key, it.Key)})
+			writeJSON(w, http.StatusAccepted, api.Resolved{Key: it.Key, Status: it.Status, Verify: st.wire(),
+				Message: fmt.Sprintf("verify of %s is already running: poll GET /verify/%s", it.Key, it.Key)})
 			return
 		}
 	case queue.StatusNeedsReview:
@@ -376,8 +354,8 @@ func (d *Daemon) startVerify(w http.ResponseWriter, r *http.Request) {
 		}
 		d.hub.publish("lease", map[string]any{"task": it.Key, "action": "resolve", "status": queue.StatusResolved})
 		d.writePlan(ctx)
-		writeJSON(w, http.StatusOK, map[string]any{"key": it.Key, "status": queue.StatusResolved, "verified": false,
-			"code": VerifyDisabled, "message": p.Message})
+		writeJSON(w, http.StatusOK, api.Resolved{Key: it.Key, Status: queue.StatusResolved, Verified: new(bool),
+			Code: VerifyDisabled, Message: p.Message})
 		return
 	}
 	if p.Verifier == "command" && p.Approved != nil && !*p.Approved {
@@ -422,16 +400,16 @@ func (d *Daemon) startVerify(w http.ResponseWriter, r *http.Request) {
 	d.hub.publish("task", map[string]any{"key": it.Key, "status": queue.StatusVerifying})
 	d.writePlan(ctx)
 	if p.Code == VerifyUnavailable {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"key": it.Key, "status": queue.StatusVerifying,
-			"error": VerifyUnavailable, "code": VerifyUnavailable, "message": p.Message})
+		writeJSON(w, http.StatusServiceUnavailable, api.Resolved{Key: it.Key, Status: queue.StatusVerifying,
+			Error: VerifyUnavailable, Code: VerifyUnavailable, Message: p.Message})
 		return
 	}
 	d.launch(it, run)
 	eta := d.eta(ctx, it.ID, run)
-	writeJSON(w, http.StatusAccepted, map[string]any{"key": it.Key, "status": queue.StatusVerifying,
-		"verify":      verifyState{Key: it.Key, Status: queue.StatusVerifying, Running: true, Verifier: p.Verifier, History: []index.VerifyRun{run}},
-		"eta_seconds": eta, "code": VerifyOK,
-		"message": fmt.Sprintf("verify is running (%s): poll GET /verify/%s in about %d s", p.Verifier, it.Key, eta)})
+	writeJSON(w, http.StatusAccepted, api.Resolved{Key: it.Key, Status: queue.StatusVerifying,
+		Verify:     verifyState{Key: it.Key, Status: queue.StatusVerifying, Running: true, Verifier: p.Verifier, History: []index.VerifyRun{run}}.wire(),
+		ETASeconds: eta, Code: VerifyOK,
+		Message: fmt.Sprintf("verify is running (%s): poll GET /verify/%s in about %d s", p.Verifier, it.Key, eta)})
 }
 
 // needsApprovalReason is a verify run's reason when its command waits for
@@ -487,8 +465,8 @@ func (d *Daemon) needsApproval(ctx context.Context, w http.ResponseWriter, it *i
 	msg := fmt.Sprintf("verify.command `%s` (from %s) waits for a person's approval, so nothing was run: %s is needs_review and its lease ended. "+
 		"A person approves the command with snag approve %s on this machine, then checks the task with snag verify %s",
 		p.Command, fromName(p.From), it.Key, approveArg(it.Key, p.From), it.Key)
-	writeJSON(w, http.StatusOK, map[string]any{"key": it.Key, "status": queue.StatusNeedsReview, "code": OutcomeNeedsApproval,
-		"outcome": OutcomeNeedsApproval, "reason": reason, "command": p.Command, "from": p.From, "message": msg})
+	writeJSON(w, http.StatusOK, api.Resolved{Key: it.Key, Status: queue.StatusNeedsReview, Code: OutcomeNeedsApproval,
+		Outcome: OutcomeNeedsApproval, Reason: reason, Command: p.Command, From: p.From, Message: msg})
 }
 
 // eta guesses how many seconds a run will take: as long as the last run
@@ -523,7 +501,7 @@ func (d *Daemon) getVerify(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, st.wire())
 }
 
 // verifyState is where verify of a task stands, with its recent runs.
@@ -854,7 +832,7 @@ func (d *Daemon) personAccept(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": t.ID, "key": t.Key, "status": t.Status})
+	writeJSON(w, http.StatusOK, moved(t))
 }
 
 // accept is a person's resolve without verify: the API's and the board's.

@@ -1,0 +1,654 @@
+// Package api is the wire contract of snagd's HTTP API: the JSON bodies of
+// every request and answer, the error body and its codes, and the query of
+// GET /tasks. snagd encodes these types; the client package, the CLI and
+// the MCP bridge decode them. The index's rows are not part of it: a column
+// added to the index changes nothing here until a field is added on
+// purpose.
+//
+// The doc comments of this package are the API's reference: docs/api.md is
+// generated from them and from the route table in routes.go, and a test
+// keeps the two the same (go test ./api -update rewrites the file).
+//
+// It must not import any package of snag's but queue, nor net/http.
+package api
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/snagdev/snag/queue"
+)
+
+// Health is the answer of GET /health, the one route served without a
+// token. A client finds its project's snagd by it: the root and the git
+// common dir name the project, and the proof shows the daemon holds the
+// same token as the client.
+type Health struct {
+	// Service is always "snagd".
+	Service string `json:"service"`
+	// Root is the project root snagd serves, symlinks resolved.
+	Root string `json:"root"`
+	// GitCommonDir is the git common dir of the root's repository, so the
+	// worktrees of one repository find one snagd; empty outside git.
+	GitCommonDir string `json:"git_common_dir"`
+	// PID is snagd's process id.
+	PID int `json:"pid"`
+	// Port is the port snagd listens on, on 127.0.0.1.
+	Port int `json:"port"`
+	// Version is snagd's version.
+	Version string `json:"version"`
+	// Ready is true once the first full read of the task files is done;
+	// until then every other route answers 503 starting.
+	Ready bool `json:"ready"`
+	// Polling is true when the filesystem gave no watches and snagd polls
+	// the task folder instead.
+	Polling bool `json:"polling"`
+	// Counts are the index's counts, once Ready.
+	Counts Counts `json:"counts"`
+	// Proof is the hex HMAC-SHA256 of the query's nonce under the token,
+	// when GET /health?nonce=... asked for one.
+	Proof string `json:"proof,omitempty"`
+}
+
+// Counts are the number of task rows in the index, and of those with a
+// problem (a file that does not parse, or a duplicate id).
+type Counts struct {
+	// Tasks counts every row, problems included.
+	Tasks int `json:"tasks"`
+	// Problems counts the rows whose state is not ok, or that are
+	// duplicates.
+	Problems int `json:"problems"`
+}
+
+// Task is a task as lists show it: one row of the queue. GET /tasks,
+// GET /search, GET /tasks/{ref} and a claim answer it.
+type Task struct {
+	// ID is the task's ULID, its name that never changes.
+	ID string `json:"id"`
+	// Key is its alias, SNAG-12, as people type it.
+	Key string `json:"key"`
+	// Title is the task's title.
+	Title string `json:"title"`
+	// Status is where the task is: inbox, open, claimed, verifying,
+	// needs_review, resolved, rejected or cancelled.
+	Status queue.Status `json:"status"`
+	// Trust is vetted (a person filed or promoted it) or unvetted (an
+	// agent filed it; it waits in the inbox).
+	Trust queue.Trust `json:"trust"`
+	// Severity is critical, high, medium or low.
+	Severity queue.Severity `json:"severity"`
+	// Kind is bug, feature, chore or question.
+	Kind queue.Kind `json:"kind"`
+	// Wave orders the queue: lower waves are handed out first.
+	Wave int `json:"wave"`
+	// Plan is the plan the task belongs to, if any.
+	Plan string `json:"plan,omitempty"`
+	// Assignee is the agent or person who holds or last held it.
+	Assignee string `json:"assignee,omitempty"`
+	// File is the first suspect file, as path or path:line-line.
+	File string `json:"file,omitempty"`
+	// BlockedBy names the unresolved tasks it depends on.
+	BlockedBy []string `json:"blocked_by,omitempty"`
+	// Path is the task file, relative to .snag/.
+	Path string `json:"path"`
+	// State is ok, invalid, conflict or missing: whether the file reads
+	// cleanly; Error says why when it does not.
+	State string `json:"state"`
+	// Error says what is wrong with the file, and the fix, when State is
+	// not ok.
+	Error string `json:"error,omitempty"`
+	// Stale is set when the row holds the last good data of a file that no
+	// longer parses.
+	Stale bool `json:"stale,omitempty"`
+	// Duplicate is set when another file has the same id or alias.
+	Duplicate bool `json:"duplicate,omitempty"`
+}
+
+// The states of a task row (Task.State).
+const (
+	// StateOK: the file parses and is the task's only file.
+	StateOK = "ok"
+	// StateInvalid: the file does not parse; the row keeps its last good
+	// data, marked stale, or has none.
+	StateInvalid = "invalid"
+	// StateConflict: the file has git conflict markers.
+	StateConflict = "conflict"
+	// StateMissing: a claimed task's file left tasks/; its row and lease
+	// are kept until it comes back or the lease ends.
+	StateMissing = "missing"
+)
+
+// TaskList is the answer of GET /tasks: one page of the queue, in queue
+// order (wave, severity, age, id).
+type TaskList struct {
+	// Next continues the list after the page's last task (pass it as
+	// cursor); empty at the end.
+	Next string `json:"next"`
+	// Tasks is the page; [] when nothing matches.
+	Tasks []Task `json:"tasks"`
+}
+
+// TaskDetail is the answer of GET /tasks/{ref}: one task with its data and
+// body.
+type TaskDetail struct {
+	// Body is the markdown after the frontmatter, byte for byte; absent
+	// for a file that never parsed.
+	Body *string `json:"body,omitempty"`
+	// Row is the task as lists show it.
+	Row Task `json:"row"`
+	// SHA256 is the hex hash of the file's bytes when snagd last read it.
+	SHA256 string `json:"sha256"`
+	// Task is the task's frontmatter data; null for a file that never
+	// parsed.
+	Task *queue.Task `json:"task"`
+	// TaskFile is the task file, relative to the project root
+	// (.snag/tasks/...).
+	TaskFile string `json:"task_file"`
+	// Verify is where verify of the task stands, without its history,
+	// when a check runs or has run.
+	Verify *VerifyState `json:"verify,omitempty"`
+}
+
+// Hit is one answer of a search: a task and the text that matched, with
+// the matched words in [brackets].
+type Hit struct {
+	Task
+	// Snippet is the matching text.
+	Snippet string `json:"snippet"`
+}
+
+// SearchResult is the answer of GET /search, best match first.
+type SearchResult struct {
+	// Hits are the matching tasks; null when none matched.
+	Hits []Hit `json:"hits"`
+}
+
+// AddRequest is the body of POST /tasks. A person's task (no session
+// header) is vetted and open; an agent's is unvetted and goes to the inbox
+// until a person promotes it.
+type AddRequest struct {
+	// Title is the task's title; required.
+	Title string `json:"title"`
+	// Body is the markdown body.
+	Body string `json:"body,omitempty"`
+	// Kind is bug, feature, chore or question; bug when empty.
+	Kind string `json:"kind,omitempty"`
+	// Severity is critical, high, medium or low; medium when empty.
+	Severity string `json:"severity,omitempty"`
+	// Wave orders the queue; 1 when 0.
+	Wave int `json:"wave,omitempty"`
+	// Plan is the plan the task belongs to.
+	Plan string `json:"plan,omitempty"`
+	// Files are suspect files, as path or path:line-line.
+	Files []string `json:"files,omitempty"`
+	// DependsOn names tasks that must be resolved first.
+	DependsOn []string `json:"depends_on,omitempty"`
+	// By is the person, for the audit log; an agent's name comes from its
+	// session.
+	By string `json:"by,omitempty"`
+}
+
+// Added is the answer of POST /tasks (201).
+type Added struct {
+	// ID is the new task's ULID.
+	ID string `json:"id"`
+	// Key is its alias.
+	Key string `json:"key"`
+	// Path is its file, relative to the project root.
+	Path string `json:"path"`
+	// Status is open for a person's task, inbox for an agent's.
+	Status queue.Status `json:"status"`
+	// Trust is vetted for a person's task, unvetted for an agent's.
+	Trust queue.Trust `json:"trust"`
+}
+
+// MoveRequest is the body of a person's move: POST /tasks/{ref}/{action}
+// (promote, reject, cancel, reopen), POST /tasks/{ref}/accept, a person's
+// POST /tasks/{ref}/release, POST /reindex and POST /login-codes.
+type MoveRequest struct {
+	// By is the person, for the audit log.
+	By string `json:"by,omitempty"`
+	// Reason says why, for the audit log.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Moved is the answer of a person's move (promote, reject, cancel, reopen,
+// accept).
+type Moved struct {
+	// ID is the task's ULID.
+	ID string `json:"id"`
+	// Key is its alias.
+	Key string `json:"key"`
+	// Status is where the move took it.
+	Status queue.Status `json:"status"`
+}
+
+// ClaimRequest is the body of POST /tasks/{ref}/claim and POST /claim
+// (the next ready task). It needs the session header.
+type ClaimRequest struct {
+	// Force claims a task whose dependencies are not all resolved.
+	Force bool `json:"force,omitempty"`
+}
+
+// Claim is the answer of a claim. When nothing was claimed (POST /claim
+// with nothing ready), Task is null and Reason says why.
+type Claim struct {
+	// Task is the claimed task, now claimed by the session.
+	Task *Task `json:"task"`
+	// Epoch fences the lease: a release or resolve sends it, and one with
+	// an older epoch is refused as stale.
+	Epoch int64 `json:"epoch,omitempty"`
+	// Reason says why nothing was claimed.
+	Reason string `json:"reason,omitempty"`
+}
+
+// LeaseRequest is the body of a holder's POST /tasks/{ref}/release and
+// POST /tasks/{ref}/resolve (with the session header).
+type LeaseRequest struct {
+	// Epoch is the lease's epoch, from the claim.
+	Epoch int64 `json:"epoch"`
+	// Reason says why the task goes back; a release needs one.
+	Reason string `json:"reason,omitempty"`
+	// Note says what was done, for the audit log (resolve).
+	Note string `json:"note,omitempty"`
+	// Commit names the commit with the fix (resolve).
+	Commit string `json:"commit,omitempty"`
+}
+
+// Released is the answer of a release, a holder's or a person's.
+type Released struct {
+	// Key is the task's alias.
+	Key string `json:"key"`
+	// Status is open: the task is back in the queue.
+	Status queue.Status `json:"status"`
+}
+
+// VerifyRequest is the body of POST /verify/{ref}, and of a holder's POST
+// /tasks/{ref}/resolve (which sends a LeaseRequest's fields: epoch, note,
+// commit).
+type VerifyRequest struct {
+	// DryRun says what would check the task and changes nothing: the
+	// answer is a VerifyPlan.
+	DryRun bool `json:"dry_run,omitempty"`
+	// Epoch is the holder's lease epoch (an agent's request).
+	Epoch int64 `json:"epoch,omitempty"`
+	// Note says what was done, for the audit log.
+	Note string `json:"note,omitempty"`
+	// Commit names the commit with the fix.
+	Commit string `json:"commit,omitempty"`
+	// By is the person, for the audit log (a request without a session).
+	By string `json:"by,omitempty"`
+}
+
+// VerifyPlan is the answer of a dry run (POST /verify/{ref} with dry_run):
+// what would check the task. It is answered 503 when the check needs a
+// browser and none is here (code verify_unavailable).
+type VerifyPlan struct {
+	// Key is the task's alias.
+	Key string `json:"key"`
+	// Code is ok, no_capture_url, verify_disabled or verify_unavailable
+	// (the Verify* constants).
+	Code string `json:"code"`
+	// Error is the code again on a 503, as every error answer has it.
+	Error string `json:"error,omitempty"`
+	// Verifier is command or browser.
+	Verifier string `json:"verifier,omitempty"`
+	// Command is the verify command that would run.
+	Command string `json:"command,omitempty"`
+	// From says where the command comes from: task or config.json.
+	From string `json:"from,omitempty"`
+	// URL is the captured page a browser would open again.
+	URL string `json:"url,omitempty"`
+	// Dir is where the command would run.
+	Dir string `json:"dir,omitempty"`
+	// Approved says whether a person approved the command on this
+	// machine; absent for a browser check.
+	Approved *bool `json:"approved,omitempty"`
+	// Message says it in a sentence, with the fix when nothing can check.
+	Message string `json:"message"`
+}
+
+// The codes of a verify dry run and of a resolve (VerifyPlan.Code,
+// Resolved.Code).
+const (
+	// VerifyOK: a verifier can check the task; Verifier says which.
+	VerifyOK = "ok"
+	// VerifyNoCaptureURL: nothing can check the task (no command, no
+	// captured page): it stays where it is and a person resolves it.
+	VerifyNoCaptureURL = "no_capture_url"
+	// VerifyDisabled: the project resolves without verify; a resolve makes
+	// the task resolved with verified: false.
+	VerifyDisabled = "verify_disabled"
+	// VerifyUnavailable: the check needs a browser and none is here; the
+	// task stays verifying and asking again later is right (HTTP 503).
+	VerifyUnavailable = "verify_unavailable"
+	// VerifyNeedsApproval: the verify command waits for a person's
+	// approval; nothing ran and the task is needs_review.
+	VerifyNeedsApproval = "needs_approval"
+)
+
+// The outcomes of a verify run (VerifyRun.Outcome, VerifyState.Outcome).
+const (
+	// OutcomePass: the check passed; the task is resolved, verified.
+	OutcomePass = "pass"
+	// OutcomeFail: the check failed; the task goes back to its holder, or
+	// to the queue when the holder is gone.
+	OutcomeFail = "fail"
+	// OutcomeInconclusive: the check could not decide; needs_review.
+	OutcomeInconclusive = "inconclusive"
+	// OutcomeNeedsApproval: the command waits for approval; needs_review,
+	// and no process was started.
+	OutcomeNeedsApproval = "needs_approval"
+	// OutcomeUnavailable: the browser went missing; the task stays
+	// verifying.
+	OutcomeUnavailable = "unavailable"
+	// OutcomeInterrupted: snagd stopped during the run; it was queued
+	// again.
+	OutcomeInterrupted = "interrupted"
+)
+
+// Resolved is the answer of a holder's POST /tasks/{ref}/resolve and of a
+// person's POST /verify/{ref} without dry_run. A started check answers 202
+// with Verify and ETASeconds; verify disabled answers 200, resolved with
+// Verified false; a command waiting for approval answers 200,
+// needs_review, with Outcome, Reason, Command and From; no browser answers
+// 503 with Error verify_unavailable; a check already running answers 202
+// with Verify and Message alone.
+type Resolved struct {
+	// Code is a verify code (VerifyOK, VerifyDisabled, VerifyUnavailable,
+	// VerifyNeedsApproval).
+	Code string `json:"code,omitempty"`
+	// Command is the command that waits for approval.
+	Command string `json:"command,omitempty"`
+	// Error is the code again on a 503.
+	Error string `json:"error,omitempty"`
+	// ETASeconds is snagd's guess of how long the check takes: the last
+	// run's length, or 30 s for a command and 10 s for a browser.
+	ETASeconds int `json:"eta_seconds,omitempty"`
+	// From says where the waiting command comes from: task or config.json.
+	From string `json:"from,omitempty"`
+	// Key is the task's alias.
+	Key string `json:"key"`
+	// Message says what happened and what to do next.
+	Message string `json:"message,omitempty"`
+	// Outcome is the run's outcome, when it is known at once.
+	Outcome string `json:"outcome,omitempty"`
+	// Reason says why, with the commands that fix it.
+	Reason string `json:"reason,omitempty"`
+	// Status is where the task is now.
+	Status queue.Status `json:"status"`
+	// Verified is false when the task was resolved without a check.
+	Verified *bool `json:"verified,omitempty"`
+	// Verify is the check that was started or is running.
+	Verify *VerifyState `json:"verify,omitempty"`
+}
+
+// VerifyState is the answer of GET /verify/{ref}: where verify of a task
+// stands, with its recent runs, newest first.
+type VerifyState struct {
+	// Key is the task's alias.
+	Key string `json:"key"`
+	// Status is the task's status.
+	Status queue.Status `json:"status"`
+	// Running is true while a run is queued or running.
+	Running bool `json:"running"`
+	// Outcome is the latest run's outcome (the Outcome* constants).
+	Outcome string `json:"outcome,omitempty"`
+	// Reason says why the latest run ended as it did.
+	Reason string `json:"reason,omitempty"`
+	// LastAt is when the latest run ended.
+	LastAt time.Time `json:"last_at,omitzero"`
+	// Verifier is command or browser.
+	Verifier string `json:"verifier,omitempty"`
+	// Shot is the latest screenshot, relative to .snag/.
+	Shot string `json:"shot,omitempty"`
+	// History is the recent runs, newest first.
+	History []VerifyRun `json:"history,omitempty"`
+}
+
+// VerifyRun is one check of a resolved task: queued when the task goes to
+// verifying, started when a verifier takes it, ended with its outcome.
+type VerifyRun struct {
+	// ID numbers the run.
+	ID int64 `json:"id"`
+	// TaskID is the task's ULID.
+	TaskID string `json:"task_id"`
+	// Queued is when the run was asked for.
+	Queued time.Time `json:"queued"`
+	// Started is when a verifier took it.
+	Started time.Time `json:"started,omitzero"`
+	// Ended is when it ended.
+	Ended time.Time `json:"ended,omitzero"`
+	// Verifier is command or browser.
+	Verifier string `json:"verifier"`
+	// Command is the command line, or the URL the browser opens.
+	Command string `json:"command,omitempty"`
+	// Dir is where a command runs.
+	Dir string `json:"dir,omitempty"`
+	// SessionID is the session that asked, for an agent's resolve.
+	SessionID int64 `json:"session_id,omitempty"`
+	// Holder is the agent that held the task.
+	Holder string `json:"holder,omitempty"`
+	// Outcome is pass, fail, inconclusive, needs_approval, unavailable or
+	// interrupted (the Outcome* constants).
+	Outcome string `json:"outcome,omitempty"`
+	// Reason says why it ended so.
+	Reason string `json:"reason,omitempty"`
+	// Shot is a screenshot the run took, relative to .snag/.
+	Shot string `json:"shot,omitempty"`
+}
+
+// Registration is the body of POST /sessions: what an agent tells snagd
+// about itself.
+type Registration struct {
+	// Name asks for a name; snagd gives it when no live session has it,
+	// else the next free one.
+	Name string `json:"name,omitempty"`
+	// Client is the MCP client's name.
+	Client string `json:"client,omitempty"`
+	// ClientVersion is its version.
+	ClientVersion string `json:"client_version,omitempty"`
+	// PID is the agent's process id, so snagd ends the session when the
+	// process is gone.
+	PID int `json:"pid,omitempty"`
+	// Host is the machine the agent runs on.
+	Host string `json:"host,omitempty"`
+	// Transport is stdio or http.
+	Transport string `json:"transport,omitempty"`
+	// Root is the project root the agent works in, when that is another
+	// worktree of the daemon's repository: verify commands run there.
+	Root string `json:"root,omitempty"`
+}
+
+// Session is an agent's session: the answer of POST /sessions (201) and a
+// part of GET /sessions. Every later request of the agent sends its ID in
+// the session header.
+type Session struct {
+	// ID names the session in the session header.
+	ID int64 `json:"id"`
+	// Name is the agent's name (ALICE, BOB, ...), as task files and the
+	// audit log show it.
+	Name string `json:"name"`
+	// Client is the MCP client's name.
+	Client string `json:"client,omitempty"`
+	// ClientVersion is its version.
+	ClientVersion string `json:"client_version,omitempty"`
+	// PID is the agent's process id.
+	PID int `json:"pid,omitempty"`
+	// PIDStart is the process's start time, in clock ticks since boot.
+	PIDStart int64 `json:"pid_start,omitempty"`
+	// BootID is the boot the process runs in.
+	BootID string `json:"boot_id,omitempty"`
+	// Host is the machine the agent runs on.
+	Host string `json:"host,omitempty"`
+	// Transport is stdio or http.
+	Transport string `json:"transport,omitempty"`
+	// Root is the project root the agent works in, or "" for the
+	// daemon's own.
+	Root string `json:"root,omitempty"`
+	// Started is when the session was registered.
+	Started time.Time `json:"started"`
+	// LastSeen is when snagd last heard from it.
+	LastSeen time.Time `json:"last_seen"`
+	// Ended is when it ended; zero while it lives.
+	Ended time.Time `json:"ended,omitzero"`
+	// EndReason says why it ended.
+	EndReason string `json:"end_reason,omitempty"`
+}
+
+// Activity is what snagd sees of a live session at the moment it is asked;
+// it is not stored.
+type Activity struct {
+	// LastCall is when the session's latest tool call came (zero: none
+	// since snagd started).
+	LastCall time.Time `json:"last_call,omitzero"`
+	// Idle is true when no call came for a while and nothing is in flight.
+	Idle bool `json:"idle"`
+	// Working is true while a request of the session is being answered.
+	Working bool `json:"working,omitempty"`
+	// Stream, for an MCP session over HTTP: open while the client holds
+	// its GET stream, closed once it held one and no longer does, none
+	// when it never opened one; empty for other sessions.
+	Stream string `json:"stream,omitempty"`
+	// EndsAt, for an MCP session over HTTP with nothing in flight: when
+	// snagd ends it (and releases its tasks) unless a request comes.
+	EndsAt time.Time `json:"ends_at,omitzero"`
+	// Note says it in a sentence.
+	Note string `json:"note"`
+}
+
+// LiveSession is a live session and what it is doing, in GET /sessions.
+type LiveSession struct {
+	Session
+	// Activity is what it is doing now.
+	Activity Activity `json:"activity"`
+}
+
+// Lease is a task held by a session.
+type Lease struct {
+	// TaskID is the task's ULID.
+	TaskID string `json:"task_id"`
+	// SessionID is the holder's session.
+	SessionID int64 `json:"session_id"`
+	// Holder is the holder's name.
+	Holder string `json:"holder"`
+	// Epoch fences the lease.
+	Epoch int64 `json:"epoch"`
+	// Acquired is when it was granted.
+	Acquired time.Time `json:"acquired"`
+	// Detached is set for a lease re-derived from the files that no live
+	// session holds.
+	Detached bool `json:"detached,omitempty"`
+}
+
+// Sessions is the answer of GET /sessions: the live sessions and every
+// live lease.
+type Sessions struct {
+	// Leases are the live leases; [] when none.
+	Leases []Lease `json:"leases"`
+	// Sessions are the live sessions, oldest first; [] when none.
+	Sessions []LiveSession `json:"sessions"`
+}
+
+// EndRequest is the body of POST /sessions/{id}/end: a person ends an
+// agent's session.
+type EndRequest struct {
+	// By is the person, for the audit log.
+	By string `json:"by,omitempty"`
+	// Reason says why.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Ended is the answer of POST /sessions/{id}/end.
+type Ended struct {
+	// Ended is always true.
+	Ended bool `json:"ended"`
+	// ID is the session that ended.
+	ID int64 `json:"id"`
+	// Name is its agent's name.
+	Name string `json:"name"`
+	// Released counts the tasks that went back to the queue.
+	Released int `json:"released"`
+}
+
+// AuditEntry is one line of the audit log.
+type AuditEntry struct {
+	// ID numbers the entry; later entries have higher ids.
+	ID int64 `json:"id,omitempty"`
+	// SessionID is the agent's session, for an agent's act.
+	SessionID int64 `json:"session_id,omitempty"`
+	// At is when it happened.
+	At time.Time `json:"at"`
+	// Actor is agent, person or system.
+	Actor queue.Actor `json:"actor"`
+	// Agent is the agent's or person's name.
+	Agent string `json:"agent,omitempty"`
+	// Action is what was done: claim, release, resolve, verify, tool,
+	// session, edit, ...
+	Action string `json:"action"`
+	// TaskID is the task it was done to.
+	TaskID string `json:"task_id,omitempty"`
+	// Outcome is ok, refused, started, a verify outcome, or error and a
+	// status.
+	Outcome string `json:"outcome"`
+	// Detail says more.
+	Detail string `json:"detail,omitempty"`
+}
+
+// AuditLog is the answer of GET /audit: entries after the given id, oldest
+// first.
+type AuditLog struct {
+	// Entries are the entries; [] when none.
+	Entries []AuditEntry `json:"entries"`
+}
+
+// Reindexed is the answer of POST /reindex: the index was rebuilt from the
+// task files (live state kept).
+type Reindexed struct {
+	// Failed counts the files that did not parse.
+	Failed int `json:"failed"`
+	// Files counts the files read.
+	Files int `json:"files"`
+	// MS is how long the rebuild took, in milliseconds.
+	MS int64 `json:"ms"`
+}
+
+// Rescanned is the answer of POST /rescan: a full read of the task files
+// is done.
+type Rescanned struct {
+	// Done is always true.
+	Done bool `json:"done"`
+}
+
+// LoginCode is the answer of POST /login-codes: a one-time link that logs
+// a browser in to the board.
+type LoginCode struct {
+	// Expires is when the link stops working (10 minutes on).
+	Expires time.Time `json:"expires"`
+	// URL is the link.
+	URL string `json:"url"`
+}
+
+// Event is one event of GET /events, a stream of server-sent events
+// (text/event-stream): its id: line, its event: line (task, lease, verify,
+// rescan, problem, session, or resync when events were missed) and its
+// data: line, one JSON object. Task events name the task by key; lease and
+// verify events by task (see EventTask).
+type Event struct {
+	// ID numbers the event; send the last one seen as ?since= to continue
+	// after it.
+	ID int64
+	// Type is the event's type.
+	Type string
+	// Data is the event's JSON object.
+	Data json.RawMessage
+}
+
+// EventTask is the part of an event's data that names a task: Key in task
+// events, Task in lease and verify events.
+type EventTask struct {
+	// Key is the task's alias, in task events.
+	Key string `json:"key,omitempty"`
+	// Task is the task's alias, in lease and verify events.
+	Task string `json:"task,omitempty"`
+}

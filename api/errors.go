@@ -1,0 +1,123 @@
+package api
+
+// Error is the body of every error answer (4xx and 5xx): a code a program
+// branches on, and a sentence that says what went wrong and what fixes it.
+// A 503 answer with Retry-After (starting, busy, changing) changed nothing
+// and may be sent again after the wait.
+type Error struct {
+	// Code is one of the Code* constants.
+	Code string `json:"error"`
+	// Message says what went wrong and names the fix.
+	Message string `json:"message"`
+}
+
+// Error returns the message.
+func (e *Error) Error() string { return e.Message }
+
+// The error codes (Error.Code), with the HTTP status each comes with.
+const (
+	// CodeUnauthorized (401): no token, or not the one in the token file
+	// the message names.
+	CodeUnauthorized = "unauthorized"
+	// CodeBadHost (403): the Host header is not 127.0.0.1 or localhost
+	// with snagd's port.
+	CodeBadHost = "bad_host"
+	// CodeBadOrigin (403): a browser's request from another origin.
+	CodeBadOrigin = "bad_origin"
+	// CodePersonOnly (403): an agent's session asked for a person's move.
+	CodePersonOnly = "person_only"
+	// CodeBadContentType (415): a write whose body is not
+	// application/json.
+	CodeBadContentType = "bad_content_type"
+	// CodeTooLarge (413): a request body over 1 MiB.
+	CodeTooLarge = "too_large"
+	// CodeBadJSON (400): a body that does not decode, or has an unknown
+	// field.
+	CodeBadJSON = "bad_json"
+	// CodeBadQuery (400): an unknown query parameter, one given twice, or
+	// a search query with no word.
+	CodeBadQuery = "bad_query"
+	// CodeBadStatus (400): an unknown status in ?status=.
+	CodeBadStatus = "bad_status"
+	// CodeBadKind (400): an unknown kind.
+	CodeBadKind = "bad_kind"
+	// CodeBadWave (400): ?wave= is not a whole number.
+	CodeBadWave = "bad_wave"
+	// CodeBadLimit (400): ?limit= is not a whole number in range.
+	CodeBadLimit = "bad_limit"
+	// CodeBadAll (400): ?all= is not 1, true, yes, 0, false or no.
+	CodeBadAll = "bad_all"
+	// CodeBadAfter (400): ?after= is not a whole number.
+	CodeBadAfter = "bad_after"
+	// CodeBadSince (400): ?since= of GET /events is not an event id.
+	CodeBadSince = "bad_since"
+	// CodeBadSeverity (400): an unknown severity.
+	CodeBadSeverity = "bad_severity"
+	// CodeBadFile (400): a suspect file that is not path or
+	// path:line-line.
+	CodeBadFile = "bad_file"
+	// CodeBadRef (400): not a task reference (an id or SNAG-12).
+	CodeBadRef = "bad_ref"
+	// CodeBadSession (400): a session id in the path that is not a
+	// number.
+	CodeBadSession = "bad_session"
+	// CodeNoSession (400 or 404): an agent's move without the session
+	// header, or no live session of that id.
+	CodeNoSession = "no_session"
+	// CodeNoReason (400): a release without a reason.
+	CodeNoReason = "no_reason"
+	// CodeNotFound (404): no such task, route or move.
+	CodeNotFound = "not_found"
+	// CodeSessionEnded (410): the session has ended (its leases were
+	// released): register again.
+	CodeSessionEnded = "session_ended"
+	// CodeNotClean (409): a reference two files answer to, or a project
+	// that is not clean for the move.
+	CodeNotClean = "not_clean"
+	// CodeHeld (409): another session holds the task.
+	CodeHeld = "held"
+	// CodeHolding (409): the session holds as many tasks as the project
+	// lets one agent hold (claim.max_per_session).
+	CodeHolding = "holding"
+	// CodeNotHeld (409): a release or resolve of a task the session does
+	// not hold.
+	CodeNotHeld = "not_held"
+	// CodeStale (409): the lease's epoch is old: claim the task again.
+	CodeStale = "stale"
+	// CodeBlocked (409): the task's dependencies are not resolved: claim
+	// it with force, or another.
+	CodeBlocked = "blocked"
+	// CodeMissing (409): the task's file left tasks/.
+	CodeMissing = "missing"
+	// CodeTransition (409): the move is not allowed from the task's
+	// status.
+	CodeTransition = "transition"
+	// CodeNoCaptureURL (409): a resolve that nothing can check.
+	CodeNoCaptureURL = VerifyNoCaptureURL
+	// CodeVerifyUnavailable (503, no Retry-After): the check needs a
+	// browser and none is here.
+	CodeVerifyUnavailable = VerifyUnavailable
+	// CodeStarting (503): snagd is reading the task files.
+	CodeStarting = "starting"
+	// CodeBusy (503): snag.db stayed locked; nothing was done.
+	CodeBusy = "busy"
+	// CodeChanging (503): an editor kept saving the file while snag wrote
+	// it; nothing was changed.
+	CodeChanging = "changing"
+	// CodeDiskFull (507): the disk is full.
+	CodeDiskFull = "disk_full"
+	// CodeNoStream (500): the connection cannot stream events.
+	CodeNoStream = "no_stream"
+	// CodeInternal (500): anything else; the message says what.
+	CodeInternal = "internal"
+)
+
+// Codes lists every error code, for the reference and its test.
+var Codes = []string{
+	CodeUnauthorized, CodeBadHost, CodeBadOrigin, CodePersonOnly, CodeBadContentType, CodeTooLarge,
+	CodeBadJSON, CodeBadQuery, CodeBadStatus, CodeBadKind, CodeBadWave, CodeBadLimit, CodeBadAll,
+	CodeBadAfter, CodeBadSince, CodeBadSeverity, CodeBadFile, CodeBadRef, CodeBadSession, CodeNoSession,
+	CodeNoReason, CodeNotFound, CodeSessionEnded, CodeNotClean, CodeHeld, CodeHolding, CodeNotHeld,
+	CodeStale, CodeBlocked, CodeMissing, CodeTransition, CodeNoCaptureURL, CodeVerifyUnavailable,
+	CodeStarting, CodeBusy, CodeChanging, CodeDiskFull, CodeNoStream, CodeInternal,
+}

@@ -1,0 +1,102 @@
+package index
+
+import "github.com/snagdev/snag/api"
+
+// This file is where the index's rows become the API's types: snagd's
+// answers and the CLI's reads without a daemon both go through it, so the
+// wire contract changes only when a field is added here on purpose.
+
+// Wire is the row as the API gives it.
+func (r *Row) Wire() api.Task {
+	return api.Task{ID: r.ID, Key: r.Key, Title: r.Title, Status: r.Status, Trust: r.Trust, Severity: r.Severity,
+		Kind: r.Kind, Wave: r.Wave, Plan: r.Plan, Assignee: r.Assignee, File: r.File, BlockedBy: r.BlockedBy,
+		Path: r.Path, State: r.State, Error: r.Error, Stale: r.Stale, Duplicate: r.Dup}
+}
+
+// WireRows is rows as the API gives them; [] for none.
+func WireRows(rows []*Row) []api.Task {
+	out := make([]api.Task, len(rows))
+	for i, r := range rows {
+		out[i] = r.Wire()
+	}
+	return out
+}
+
+// Wire is the hit as the API gives it.
+func (h *Hit) Wire() api.Hit { return api.Hit{Task: h.Row.Wire(), Snippet: h.Snippet} }
+
+// WireHits is hits as the API gives them; nil stays nil.
+func WireHits(hits []Hit) []api.Hit {
+	if hits == nil {
+		return nil
+	}
+	out := make([]api.Hit, len(hits))
+	for i := range hits {
+		out[i] = hits[i].Wire()
+	}
+	return out
+}
+
+// Wire is the counts as the API gives them.
+func (c Counts) Wire() api.Counts { return api.Counts{Tasks: c.Tasks, Problems: c.Problems} }
+
+// Wire is the session as the API gives it.
+func (s Session) Wire() api.Session {
+	return api.Session{ID: s.ID, Name: s.Name, Client: s.Client, ClientVersion: s.ClientVersion, PID: s.PID,
+		PIDStart: s.PIDStart, BootID: s.BootID, Host: s.Host, Transport: s.Transport, Root: s.Root,
+		Started: s.Started, LastSeen: s.LastSeen, Ended: s.Ended, EndReason: s.EndReason}
+}
+
+// Wire is the activity as the API gives it.
+func (a Activity) Wire() api.Activity {
+	return api.Activity{LastCall: a.LastCall, Idle: a.Idle, Working: a.Working, Stream: a.Stream, EndsAt: a.EndsAt, Note: a.Note}
+}
+
+// Wire is the lease as the API gives it.
+func (l Lease) Wire() api.Lease {
+	return api.Lease{TaskID: l.TaskID, SessionID: l.SessionID, Holder: l.Holder, Epoch: l.Epoch, Acquired: l.Acquired,
+		Detached: l.Detached}
+}
+
+// WireLeases is leases as the API gives them; [] for none.
+func WireLeases(ls []Lease) []api.Lease {
+	out := make([]api.Lease, len(ls))
+	for i, l := range ls {
+		out[i] = l.Wire()
+	}
+	return out
+}
+
+// Wire is the entry as the API gives it.
+func (e AuditEntry) Wire() api.AuditEntry {
+	return api.AuditEntry{ID: e.ID, SessionID: e.SessionID, At: e.At, Actor: e.Actor, Agent: e.Agent, Action: e.Action,
+		TaskID: e.TaskID, Outcome: e.Outcome, Detail: e.Detail}
+}
+
+// WireAudit is entries as the API gives them; [] for none.
+func WireAudit(es []AuditEntry) []api.AuditEntry {
+	out := make([]api.AuditEntry, len(es))
+	for i, e := range es {
+		out[i] = e.Wire()
+	}
+	return out
+}
+
+// Wire is the run as the API gives it.
+func (r VerifyRun) Wire() api.VerifyRun {
+	return api.VerifyRun{ID: r.ID, TaskID: r.TaskID, Queued: r.Queued, Started: r.Started, Ended: r.Ended,
+		Verifier: r.Verifier, Command: r.Command, Dir: r.Dir, SessionID: r.SessionID, Holder: r.Holder,
+		Outcome: r.Outcome, Reason: r.Reason, Shot: r.Shot}
+}
+
+// WireRuns is runs as the API gives them; nil stays nil.
+func WireRuns(runs []VerifyRun) []api.VerifyRun {
+	if runs == nil {
+		return nil
+	}
+	out := make([]api.VerifyRun, len(runs))
+	for i, r := range runs {
+		out[i] = r.Wire()
+	}
+	return out
+}
