@@ -70,6 +70,8 @@ func (d *Daemon) apply(ctx context.Context, b watch.Batch, polling bool) {
 			d.hub.publish("rescan", map[string]any{"reasons": b.Reasons, "files": st.Files,
 				"added": st.Added, "updated": st.Updated, "removed": st.Removed})
 			changed = true
+		} else {
+			d.log.Debug("rescan", "reasons", b.Reasons, "files", st.Files, "changed", false)
 		}
 		if !d.ready.Load() {
 			d.reconcile(ctx, nil)

@@ -21,9 +21,10 @@ func Command(ctx context.Context, args []string, version string, stdout, stderr 
 	level := fs.String("log", "info", "log level: debug, info, warn, error")
 	idle := fs.Duration("exit-idle", 0, "stop after this long with no agent connected and no request (0: never)")
 	mcpIdle := fs.Duration("mcp-idle", DefaultMCPIdle, "end an MCP session on /mcp whose client holds no GET stream after this long with no request")
+	settle := fs.Duration("settle", DefaultSettle, "look again this long after a task file reads as missing or broken before believing it (editors truncate and rewrite in place)")
 	mcpLost := fs.Duration("mcp-stream-grace", DefaultMCPStreamGrace, "end an MCP session on /mcp this long after its client's GET stream closed, unless a request comes")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: snag daemon [--root DIR] [--port N] [--log LEVEL] [--exit-idle D] [--mcp-idle D] [--mcp-stream-grace D]\n"+
+		fmt.Fprintf(fs.Output(), "usage: snag daemon [--root DIR] [--port N] [--log LEVEL] [--exit-idle D] [--mcp-idle D] [--mcp-stream-grace D] [--settle D]\n"+
 			"   or: snagd with the same flags\n\n"+
 			"snagd watches a project's task files, keeps its index live, makes every write\n"+
 			"and holds agents' leases. It listens on 127.0.0.1 only.\n\nflags:\n")
@@ -49,7 +50,7 @@ func Command(ctx context.Context, args []string, version string, stdout, stderr 
 		return fmt.Errorf("--log: want debug, info, warn or error")
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
-	return Run(ctx, Options{Root: *root, Port: *port, Version: version, Log: log, ExitIdle: *idle, MCPIdle: *mcpIdle, MCPStreamGrace: *mcpLost,
+	return Run(ctx, Options{Root: *root, Port: *port, Version: version, Log: log, ExitIdle: *idle, Settle: *settle, MCPIdle: *mcpIdle, MCPStreamGrace: *mcpLost,
 		Ready: func(addr string) { log.Info("ready", "addr", addr) }})
 }
 

@@ -16,15 +16,17 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	snagd "github.com/snagdev/snag/daemon"
 )
 
 const sampleName = "SNAG-11 - Login form clears the email after a wrong password.md"
 
 // leasedSample starts snagd on a copy of the sample project and an agent
 // that claims SNAG-11.
-func leasedSample(t *testing.T) (d *daemon, iv *invariants, a *agent, id string, epoch int64) {
+func leasedSample(t *testing.T, flags ...string) (d *daemon, iv *invariants, a *agent, id string, epoch int64) {
 	t.Helper()
-	d = startDaemon(t, sampleProject(t), "")
+	d = startDaemon(t, sampleProject(t), "", flags...)
 	iv = newInvariants(t, d)
 	a = startAgent(t, d, "")
 	_, epoch = a.claim("SNAG-11")
@@ -126,7 +128,7 @@ func leaseOf(leases []leaseView, id string) (leaseView, bool) {
 // gone, broken or released, no dropping is indexed, the lease and its epoch
 // stay, and the next save is seen too.
 func editorSaveOfALeasedTask(t *testing.T, ed editor) {
-	d, iv, a, id, epoch := leasedSample(t)
+	d, iv, a, id, epoch := leasedSample(t, "--settle", editorSettle.String())
 	events := d.record()
 	p := filepath.Join(d.root, ".snag", "tasks", sampleName)
 	rel := path.Join("tasks", sampleName)
@@ -144,13 +146,16 @@ func editorSaveOfALeasedTask(t *testing.T, ed editor) {
 	pl := d.poll("SNAG-11", claimedBy(a.Name))
 	start := time.Now()
 	ed.save(t, p, addLine(t, raw, line))
+	saved := time.Now()
 	iv.personAdded(id, line)
 	eventually(t, "the saved line in the index", func() bool {
 		b, _ := d.body("SNAG-11")
 		return strings.Contains(b, line)
 	})
 	t.Logf("%s save indexed %s after the save began", ed.name, time.Since(start).Round(time.Millisecond))
-	time.Sleep(600 * time.Millisecond) // more than the settle time: a late second look would show now
+	// A second look at a state the save went through would be due by now
+	// (the settle time after the save's last step, and the watcher's batch).
+	time.Sleep(time.Until(saved.Add(editorSettle + 500*time.Millisecond)))
 	pl.end(t, "a "+ed.name+" save")
 
 	evs := events.all(nil)
@@ -226,7 +231,7 @@ func TestW6_Rename(t *testing.T) {
 		return err == nil && slices.ContainsFunc(rows, func(r apiRow) bool { return r.Path == "tasks/"+renamed && !r.Dup }) &&
 			!slices.ContainsFunc(rows, func(r apiRow) bool { return r.Path == "tasks/"+sampleName })
 	})
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(2 * snagd.DefaultSettle) // past a second look at the old name
 	pl.end(t, "a rename within tasks/")
 	if l, ok := leaseOf(iv.observe(), id); !ok || l.Epoch != epoch || l.Holder != a.Name {
 		t.Errorf("lease after the rename: %+v (held %v); want epoch %d", l, ok, epoch)
@@ -240,7 +245,7 @@ func TestW6_Rename(t *testing.T) {
 		var v taskView
 		return d.get("/tasks/SNAG-11", &v) == http.StatusOK && v.Row.State == "missing"
 	})
-	time.Sleep(time.Second) // the settle time and a reconcile, twice over
+	time.Sleep(3 * snagd.DefaultSettle) // the settle time and a reconcile, twice over
 	// Every surface shows it missing, with its holder.
 	if v := d.task("SNAG-11"); v.Row.State != "missing" || v.Row.Status != "claimed" || v.Row.Assignee != a.Name {
 		t.Errorf("GET /tasks/SNAG-11 with the file moved out: %+v; want missing, claimed by %s", v.Row, a.Name)
@@ -306,7 +311,7 @@ func TestW7_DeleteAndRecreate(t *testing.T) {
 		iv.personAdded(id, line)
 		eventually(t, "the recreated file", func() bool { b, _ := d.body("SNAG-11"); return strings.Contains(b, line) })
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(2 * snagd.DefaultSettle) // past a second look at a file seen gone
 	pl.end(t, "deletes and recreations")
 	for _, e := range events.all(nil) {
 		if e.Data["removed"] == true || e.Data["added"] == true || e.Type == "lease" || e.Type == "problem" {
@@ -358,7 +363,7 @@ func TestW12_OneWritePerClaim(t *testing.T) {
 			t.Fatalf("release: %s", ans)
 		}
 		fi1, _ := os.Stat(filepath.Join(tasks, sampleName))
-		time.Sleep(time.Second) // the watcher's batch, the settle time, and more
+		time.Sleep(3 * snagd.DefaultSettle) // the watcher's batch, the settle time, and more
 		fi2, _ := os.Stat(filepath.Join(tasks, sampleName))
 		if !os.SameFile(fi1, fi2) || !fi1.ModTime().Equal(fi2.ModTime()) {
 			t.Errorf("%s: the file was written again after the answer", step)

@@ -44,6 +44,15 @@ const (
 // LockFile, in .snag/, is held by the running snagd; it names its pid and port.
 const LockFile = "snagd.lock"
 
+// The defaults of [Options.Settle], [Options.Grace] and [Options.Sweep].
+// Tests that prove something does not happen wait for these, so a changed
+// default changes their wait with it.
+const (
+	DefaultSettle = 300 * time.Millisecond
+	DefaultGrace  = 3 * time.Second
+	DefaultSweep  = 2 * time.Second
+)
+
 // Options configure a daemon.
 type Options struct {
 	Root    string       // the project root, the folder that holds .snag/
@@ -54,7 +63,8 @@ type Options struct {
 	// Watch tunes the watcher (tests shorten its timers).
 	Watch watch.Options
 	// Settle is how long a file that reads as missing or broken is left to
-	// settle before snag believes it (editors truncate and rewrite in place).
+	// settle before snag believes it (editors truncate and rewrite in place;
+	// DefaultSettle).
 	Settle time.Duration
 	// Grace is how long a session whose stream closed (or that has not
 	// reconnected after a restart) keeps its leases (3 s).
@@ -141,13 +151,13 @@ func Run(ctx context.Context, opts Options) error {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	if opts.Settle <= 0 {
-		opts.Settle = 300 * time.Millisecond
+		opts.Settle = DefaultSettle
 	}
 	if opts.Grace <= 0 {
-		opts.Grace = 3 * time.Second
+		opts.Grace = DefaultGrace
 	}
 	if opts.Sweep <= 0 {
-		opts.Sweep = 2 * time.Second
+		opts.Sweep = DefaultSweep
 	}
 	if opts.PlanDelay <= 0 {
 		opts.PlanDelay = 200 * time.Millisecond

@@ -334,7 +334,7 @@ func TestHandEditIsSeen(t *testing.T) {
 // invalid.
 func TestW4_VSCodeTornWrite(t *testing.T) {
 	root := sampleProject(t)
-	d := startDaemon(t, root, "")
+	d := startDaemon(t, root, "", "--settle", editorSettle.String())
 	p := filepath.Join(root, samplePath)
 	raw, _ := os.ReadFile(p)
 	next := bytes.Replace(raw, []byte("severity: medium"), []byte("severity: high"), 1)
@@ -371,7 +371,15 @@ func TestW4_VSCodeTornWrite(t *testing.T) {
 		time.Sleep(80 * time.Millisecond)
 		f.Write(next[len(next)/2:])
 		f.Close()
-		time.Sleep(400 * time.Millisecond)
+		want := "high"
+		if !bytes.Contains(next, []byte("severity: high")) {
+			want = "medium"
+		}
+		eventually(t, "the whole write indexed", func() bool {
+			var v struct{ Task struct{ Severity string } }
+			d.get("/tasks/SNAG-11", &v)
+			return v.Task.Severity == want
+		})
 		next, raw = raw, next
 	}
 	close(stop)

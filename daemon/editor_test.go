@@ -14,7 +14,8 @@ import (
 // same system calls in the same order, with the same side files (droppings)
 // made and cleaned up. Between steps it pauses longer than the watcher's
 // quiet time, so snagd gets to look at every state in between, as it would
-// on a slow disk or a busy machine.
+// on a slow disk or a busy machine. The snagd it saves under has a settle
+// time of editorSettle.
 type editor struct {
 	name string
 	save func(t *testing.T, path string, data []byte)
@@ -30,9 +31,16 @@ var editors = []editor{
 }
 
 // editorPause is the time between two steps of a save: more than the
-// watcher's quiet time (50 ms), less than the time snagd lets a file that
-// reads as missing or broken settle (300 ms).
+// watcher's quiet time (50 ms), so snagd gets to look at the states in
+// between.
 const editorPause = 70 * time.Millisecond
+
+// editorSettle is the settle time (snagd --settle) of the snagd the
+// editors save under: how long a file that reads as missing or broken is
+// left before snagd believes it. A save's steps must all fall within it; at
+// the default (300 ms) three pauses of a loaded machine can outlast it, so
+// the tests widen it instead of hoping the pauses stay short.
+const editorSettle = 2 * time.Second
 
 // vimSave is vim 9 with its defaults ('writebackup', 'backupcopy=auto',
 // 'swapfile'): the swap file .name.swp is there all along; vim probes that

@@ -25,6 +25,7 @@ import (
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 
+	snagd "github.com/snagdev/snag/daemon"
 	"github.com/snagdev/snag/queue"
 	"github.com/snagdev/snag/taskgen"
 )
@@ -430,7 +431,7 @@ func TestL6_ReusedPIDIsDeadForeignIsNeverSwept(t *testing.T) {
 		}
 	}
 	t.Logf("the sweep released the reused pid's and the dead process's tasks %s after the change", time.Since(start).Round(time.Millisecond))
-	time.Sleep(5 * time.Second) // two more sweeps (every 2 s)
+	time.Sleep(2*snagd.DefaultSweep + time.Second) // two more sweeps
 
 	d.get("/sessions", &sv)
 	shown := map[int64]bool{}

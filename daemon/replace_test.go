@@ -94,6 +94,15 @@ func (d *daemon) waitKeys(n int, what string) {
 	d.t.Fatalf("%s: snag list --all shows %d tasks %v; want %d", what, len(keys), keys, n)
 }
 
+// waitRescans waits until snagd has logged n more rescans for reason
+// (snagd runs with --log debug, which logs each one).
+func (d *daemon) waitRescans(n int, reason string) {
+	d.t.Helper()
+	rescans := func() int { return strings.Count(d.log.String(), "msg=rescan reasons=["+reason+"]") }
+	want := rescans() + n
+	eventually(d.t, fmt.Sprintf("%d %s rescans", n, reason), func() bool { return rescans() >= want })
+}
+
 // TestW8_TasksReplaced: .snag/tasks/ replaced under a running snagd, in
 // each of the ways it happens (a git checkout of a branch without it and
 // back, rm -rf and a restore, a swap by two renames). Afterwards snagd
@@ -130,7 +139,7 @@ func TestW8_TasksReplaced(t *testing.T) {
 				// The folder is gone for a while: snagd keeps answering and
 				// says why an add cannot be made.
 				d.waitKeys(0, "with tasks/ gone")
-				time.Sleep(500 * time.Millisecond) // a few timer rescans
+				d.waitRescans(3, "timer")
 				if out, ok := d.snag("add", "while gone"); ok || !strings.Contains(out, "gone") {
 					t.Errorf("snag add with tasks/ gone: ok %v, %s; want a refusal that says the folder is gone", ok, out)
 				}

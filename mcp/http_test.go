@@ -15,6 +15,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	daemonpkg "github.com/snagdev/snag/daemon"
 )
 
 // hBearer adds the bearer token (when set) to every request the SDK's
@@ -263,7 +265,8 @@ func (e *env) hDaemon(t *testing.T, args ...string) { e.startDaemon(t, args...) 
 // its GET stream open lives on.
 func TestHTTPIdleSessionEnds(t *testing.T) {
 	e := newEnv(t)
-	e.hDaemon(t, "--mcp-idle", "1s")
+	const idle = time.Second
+	e.hDaemon(t, "--mcp-idle", idle.String())
 	tok := hToken(t, e)
 	connect := func(noStream bool) *sdk.ClientSession {
 		c := sdk.NewClient(&sdk.Implementation{Name: "go-http-test", Version: "1.0"}, nil)
@@ -281,15 +284,15 @@ func TestHTTPIdleSessionEnds(t *testing.T) {
 	_, txt, sc := call(t, quiet, "snag_claim", nil)
 	quietKey, _ := sc["task"].(map[string]any)["key"].(string)
 	_, txt2, sc := call(t, held, "snag_claim", nil)
+	heldClaimed := time.Now()
 	heldKey, _ := sc["task"].(map[string]any)["key"].(string)
 	if quietKey == "" || heldKey == "" {
 		t.Fatalf("claims: %s / %s", txt, txt2)
 	}
-	time.Sleep(6 * time.Second) // idle 1 s, grace 3 s
-	_, _, sc = call(t, held, "snag_get", map[string]any{"id": quietKey})
-	if st := sc["task"].(map[string]any)["status"]; st != "open" {
-		t.Errorf("%s of the idle session: %v, want open", quietKey, st)
-	}
+	waitOpen(t, held, quietKey, 30*time.Second, "its session was idle past --mcp-idle and the grace")
+	// Were the session with its stream open idle too, its lease would end
+	// the idle time and the grace after its last request, and a sweep.
+	time.Sleep(time.Until(heldClaimed.Add(idle + daemonpkg.DefaultGrace + daemonpkg.DefaultSweep)))
 	_, _, sc = call(t, held, "snag_get", map[string]any{"id": heldKey})
 	if st := sc["task"].(map[string]any)["status"]; st != "claimed" {
 		t.Errorf("%s of the session with its stream open: %v, want claimed", heldKey, st)

@@ -17,6 +17,7 @@ import (
 type recorder struct {
 	mu      sync.Mutex
 	batches []Batch
+	block   func(Batch) // called with mu held, from the watcher's goroutine
 	w       *Watcher
 	root    string
 }
@@ -41,6 +42,9 @@ func start(t *testing.T, opts Options) *recorder {
 		w.Run(ctx, func(b Batch) {
 			r.mu.Lock()
 			r.batches = append(r.batches, b)
+			if r.block != nil {
+				r.block(b)
+			}
 			r.mu.Unlock()
 		})
 	}()
@@ -48,6 +52,57 @@ func start(t *testing.T, opts Options) *recorder {
 	r.waitFor(t, "the start rescan", func(b Batch) bool { return b.Rescan && slices.Contains(b.Reasons, "start") })
 	r.reset()
 	return r
+}
+
+// hold makes the first batch that matches block the watcher's caller: it
+// closes busy when the batch arrives, and returns once release is closed.
+func (r *recorder) hold(match func(Batch) bool, busy, release chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.block = func(b Batch) {
+		if match(b) {
+			r.block = nil
+			close(busy)
+			r.mu.Unlock()
+			<-release
+			r.mu.Lock()
+		}
+	}
+}
+
+// waitPending waits until name is in the watcher's next batch, gathering,
+// or in a batch already sent.
+func (r *recorder) waitPending(t *testing.T, name string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		r.w.mu.Lock()
+		ok := r.w.names[name]
+		r.w.mu.Unlock()
+		if ok || slices.ContainsFunc(r.all(), hasFile(name)) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("%s is in no batch, sent or gathering", name)
+}
+
+// waitWatched waits until the watch on dir is on the folder now there: a
+// change made in it from then on makes an event.
+func (r *recorder) waitWatched(t *testing.T, dir string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		now, err := os.Lstat(dir)
+		r.w.watchedMu.Lock()
+		was := r.w.watched[dir]
+		r.w.watchedMu.Unlock()
+		if err == nil && was != nil && os.SameFile(now, was) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("the watch on %s is not on the folder there now", dir)
 }
 
 func (r *recorder) reset() {
@@ -144,22 +199,55 @@ func TestW5_ChmodAndTouchAreIgnored(t *testing.T) {
 	}
 }
 
+// TestManyEventsCoalesce: 200 quick writes of one file come as one batch
+// naming it once. Within the quiet time no batch is sent however many
+// events come (the quiet time is made longer than any test, so no pause of
+// a loaded machine can end it early); and writes made while the caller is
+// busy with a batch, all taken in before it returns, are the next batch.
 func TestManyEventsCoalesce(t *testing.T) {
-	r := start(t, Options{Quiet: 200 * time.Millisecond})
-	for i := range 200 {
-		write(t, r.tasks("SNAG-1 - a.md"), strings.Repeat("x", i))
-	}
-	r.waitFor(t, "SNAG-1", hasFile("SNAG-1 - a.md"))
-	time.Sleep(300 * time.Millisecond)
-	n := 0
-	for _, b := range r.all() {
-		if slices.Contains(b.Files, "SNAG-1 - a.md") {
-			n++
+	writes := func(r *recorder) {
+		for i := range 200 {
+			write(t, r.tasks("SNAG-1 - a.md"), strings.Repeat("x", i))
 		}
+		write(t, r.tasks("SNAG-2 - last.md"), "---\n") // its event comes after every one of the writes'
+		r.waitPending(t, "SNAG-2 - last.md")
 	}
-	if n > 2 {
-		t.Errorf("200 quick writes made %d batches; want them coalesced", n)
-	}
+	t.Run("within the quiet time", func(t *testing.T) {
+		r := start(t, Options{Quiet: time.Hour, MaxDelay: time.Hour})
+		writes(r)
+		if bs := r.all(); len(bs) > 0 {
+			t.Errorf("batches sent within the quiet time: %+v; want none until it passes", bs)
+		}
+	})
+	t.Run("while the caller is busy", func(t *testing.T) {
+		r := start(t, Options{})
+		busy, release := make(chan struct{}), make(chan struct{})
+		t.Cleanup(func() {
+			select {
+			case <-release:
+			default:
+				close(release)
+			}
+		})
+		r.hold(func(b Batch) bool { return slices.Contains(b.Files, "SNAG-0 - busy.md") }, busy, release)
+		write(t, r.tasks("SNAG-0 - busy.md"), "---\n")
+		<-busy
+		writes(r)
+		close(release)
+		r.waitFor(t, "the writes", hasFile("SNAG-2 - last.md"))
+		n := 0
+		for _, b := range r.all() {
+			if slices.Contains(b.Files, "SNAG-1 - a.md") {
+				n++
+				if !slices.Equal(b.Files, []string{"SNAG-1 - a.md", "SNAG-2 - last.md"}) {
+					t.Errorf("the batch of the writes: %+v; want SNAG-1 and SNAG-2 once each", b)
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("200 quick writes made %d batches; want them coalesced into one", n)
+		}
+	})
 }
 
 // TestW8_TasksFolderReplaced: tasks/ removed and recreated, or swapped by
@@ -189,7 +277,7 @@ func TestW8_TasksFolderReplaced(t *testing.T) {
 				}
 			}
 			r.waitFor(t, "a rescan", func(b Batch) bool { return b.Rescan && slices.Contains(b.Reasons, "tasks replaced") })
-			time.Sleep(100 * time.Millisecond)
+			r.waitWatched(t, tasks)
 			write(t, r.tasks("SNAG-9 - after.md"), "---\n")
 			r.waitFor(t, "the edit after the swap", hasFile("SNAG-9 - after.md"))
 		})
