@@ -2,8 +2,8 @@
 
 GO      ?= go
 BIN     ?= bin
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X github.com/snagdev/snag/cli.Version=$(VERSION)
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+LDFLAGS := -X github.com/snagdev/snag/version.stamp=$(VERSION)
 
 .PHONY: help build test lint race bench bench-short bench-daemon bench-cli fuzz demo clean
 

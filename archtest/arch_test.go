@@ -48,10 +48,14 @@ var forbidden = map[string][]string{
 	"watch":  {module + "/index", module + "/project", module + "/cli", module + "/mcp", "zombiezen.com/", "modernc.org/", "github.com/modelcontextprotocol/"},
 	"mcp":    {module + "/index", module + "/project", module + "/cli", module + "/watch", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/"},
 	"client": {module + "/index", module + "/project", module + "/daemon", module + "/cli", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/"},
-	// atomicfile is the leaf under every small file snag replaces.
+	// atomicfile is the leaf under every small file snag replaces;
+	// version the one every command and snagd ask which build runs.
 	"atomicfile": {module + "/"},
-	"token":      {module + "/"},
-	"gitdir":     {module + "/"},
+	"version":    {module + "/"},
+	// snagd is the daemon alone: the command line is not linked into it.
+	"cmd/snagd": {module + "/cli"},
+	"token":     {module + "/"},
+	"gitdir":    {module + "/"},
 	// The verifiers and the approvals are leaves: snagd and the CLI use
 	// them, they use nothing of snag's.
 	"approval": {module + "/"},

@@ -18,11 +18,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
-)
 
-// Version is snag's version, set at build time with
-// -ldflags "-X github.com/snagdev/snag/cli.Version=v1.2.3".
-var Version = "dev"
+	"github.com/snagdev/snag/version"
+)
 
 // Env is what a command sees of the world around it.
 type Env struct {
@@ -263,7 +261,7 @@ func init() {
 			if len(c.args) > 0 {
 				return usagef("version takes no arguments")
 			}
-			fmt.Fprintln(c.Stdout, "snag "+Version)
+			fmt.Fprintln(c.Stdout, "snag "+version.String())
 			return nil
 		},
 	})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/snagdev/snag/daemon"
+	"github.com/snagdev/snag/version"
 )
 
 func init() {
@@ -26,7 +27,7 @@ func init() {
 
 func runDaemon(ctx context.Context, c *call) error {
 	if len(c.rawArgs) == 0 || c.rawArgs[0] == "" || c.rawArgs[0][0] == '-' {
-		return daemon.Command(ctx, c.rawArgs, Version, c.Stdout, c.Stderr)
+		return daemon.Command(ctx, c.rawArgs, version.String(), c.Stdout, c.Stderr)
 	}
 	if len(c.rawArgs) > 1 {
 		return usagef("daemon %s takes no arguments", c.rawArgs[0])

@@ -10,6 +10,7 @@ import (
 	"github.com/snagdev/snag/mcp"
 	mcpremote "github.com/snagdev/snag/mcp/remote"
 	"github.com/snagdev/snag/project"
+	"github.com/snagdev/snag/version"
 )
 
 func init() {
@@ -45,7 +46,7 @@ func runMCP(ctx context.Context, c *call) error {
 	if !c.opt.noAutostart && !envSet(NoAutostartEnv) {
 		opts.Start = startDaemon
 	}
-	mo := mcp.Options{Root: root, Version: Version, Log: log, In: c.Stdin, Out: c.Stdout,
+	mo := mcp.Options{Root: root, Version: version.String(), Log: log, In: c.Stdin, Out: c.Stdout,
 		Redial: func(ctx context.Context) (mcp.Live, error) {
 			cl, err := client.Dial(ctx, root, client.Options{Home: project.Home()})
 			if err != nil {

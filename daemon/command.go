@@ -12,7 +12,8 @@ import (
 )
 
 // Command runs snagd as a command line: snagd [--root DIR] [--port N]
-// [--log LEVEL]. cmd/snagd and snag daemon both call it.
+// [--log LEVEL], or snagd --version, which prints "snagd" and version.
+// cmd/snagd and snag daemon both call it.
 func Command(ctx context.Context, args []string, version string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("snagd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -23,9 +24,11 @@ func Command(ctx context.Context, args []string, version string, stdout, stderr 
 	mcpIdle := fs.Duration("mcp-idle", DefaultMCPIdle, "end an MCP session on /mcp whose client holds no GET stream after this long with no request")
 	settle := fs.Duration("settle", DefaultSettle, "look again this long after a task file reads as missing or broken before believing it (editors truncate and rewrite in place)")
 	mcpLost := fs.Duration("mcp-stream-grace", DefaultMCPStreamGrace, "end an MCP session on /mcp this long after its client's GET stream closed, unless a request comes")
+	showVersion := fs.Bool("version", false, "print snagd's version and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: snag daemon [--root DIR] [--port N] [--log LEVEL] [--exit-idle D] [--mcp-idle D] [--mcp-stream-grace D] [--settle D]\n"+
-			"   or: snagd with the same flags\n\n"+
+			"   or: snagd with the same flags\n"+
+			"   or: snagd --version\n\n"+
 			"snagd watches a project's task files, keeps its index live, makes every write\n"+
 			"and holds agents' leases. It listens on 127.0.0.1 only.\n\nflags:\n")
 		fs.PrintDefaults()
@@ -35,6 +38,10 @@ func Command(ctx context.Context, args []string, version string, stdout, stderr 
 			return nil
 		}
 		return err
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, "snagd "+version)
+		return nil
 	}
 	if v := os.Getenv(PortEnv); v != "" && envPort() <= 0 {
 		return fmt.Errorf("%s=%q: want a port number, or unset it", PortEnv, v)

@@ -10,13 +10,13 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/snagdev/snag/cli"
 	"github.com/snagdev/snag/daemon"
+	"github.com/snagdev/snag/version"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := daemon.Command(ctx, os.Args[1:], cli.Version, os.Stdout, os.Stderr)
+	err := daemon.Command(ctx, os.Args[1:], version.String(), os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "snagd: "+err.Error())
