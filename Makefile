@@ -26,9 +26,13 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags failpoints ./internal/failpoint/ ./daemon/
 
+# The crash tests build snagd with -tags failpoints themselves; the
+# failpoints' own tests need the tag too.
 test: lint
 	$(GO) test -race -count=1 -timeout 25m ./...
+	$(GO) test -race -count=1 -tags failpoints ./internal/failpoint/
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m $$($(GO) list ./... | grep -v /daemon)

@@ -52,6 +52,8 @@ var forbidden = map[string][]string{
 	// version the one every command and snagd ask which build runs.
 	"atomicfile": {module + "/"},
 	"version":    {module + "/"},
+	// The failpoints, in the build without their tag (the one people run).
+	"internal/failpoint": {module + "/"},
 	// snagd is the daemon alone: the command line is not linked into it.
 	"cmd/snagd": {module + "/cli"},
 	"token":     {module + "/"},
@@ -143,5 +145,33 @@ func TestBanned(t *testing.T) {
 		if got := banned(c.dep, c.ban); got != c.want {
 			t.Errorf("banned(%q, %q) = %v, want %v", c.dep, c.ban, got, c.want)
 		}
+	}
+}
+
+// TestFailpointsNeedTheTag keeps the crash tests' failpoints out of the
+// binaries people run: without -tags failpoints, internal/failpoint is its
+// no-op half, so SNAG_FAILPOINT does nothing in make build's snagd.
+func TestFailpointsNeedTheTag(t *testing.T) {
+	files := func(tags ...string) string {
+		t.Helper()
+		args := append([]string{"list"}, tags...)
+		out, err := exec.Command("go", append(args, "-f", "{{join .GoFiles \" \"}}", module+"/internal/failpoint")...).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", strings.Join(tags, " "), err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if got, want := files(), "failpoint.go off.go"; got != want {
+		t.Errorf("internal/failpoint without the tag compiles %q, want %q", got, want)
+	}
+	if got, want := files("-tags", "failpoints"), "failpoint.go on.go"; got != want {
+		t.Errorf("internal/failpoint with -tags failpoints compiles %q, want %q", got, want)
+	}
+	out, err := exec.Command("go", "list", "-deps", module+"/cmd/snagd").Output()
+	if err != nil {
+		t.Fatalf("go list -deps cmd/snagd: %v", err)
+	}
+	if !strings.Contains(string(out), module+"/internal/failpoint\n") {
+		t.Errorf("cmd/snagd does not depend on internal/failpoint: this test checks nothing")
 	}
 }

@@ -12,11 +12,13 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/snagdev/snag/client"
 	"github.com/snagdev/snag/daemon"
+	"github.com/snagdev/snag/internal/failpoint"
 	"github.com/snagdev/snag/project"
 )
 
@@ -221,21 +223,38 @@ func TestDialLeavesOtherPortsAloneWhenNoDaemonRuns(t *testing.T) {
 
 // TestDialWaitsForASlowStartAsLongAsItAnswers: a daemon whose first read
 // of the task files takes longer than ReadyWait (a big project) is waited
-// for, not given up on, since it answers /health all along.
+// for, not given up on, since it answers /health all along. The slow start
+// is a failpoint's sleep, in a snagd built with the failpoints tag.
 func TestDialWaitsForASlowStartAsLongAsItAnswers(t *testing.T) {
 	old := client.ReadyWait
 	client.ReadyWait = 500 * time.Millisecond
 	t.Cleanup(func() { client.ReadyWait = old })
-	t.Setenv(daemon.FailpointEnv, "start:opened=sleep:2s") // the first rescan starts 2 s late
 	home := filepath.Join(t.TempDir(), "home")
 	root := newProject(t, t.TempDir())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	go func() { done <- daemon.Run(ctx, daemon.Options{Root: root, Home: home, Port: port}) }()
-	t.Cleanup(func() { cancel(); <-done })
+	bin := filepath.Join(t.TempDir(), "snagd")
+	if out, err := exec.Command("go", "build", "-tags", failpoint.Tag, "-o", bin, "github.com/snagdev/snag/cmd/snagd").CombinedOutput(); err != nil {
+		t.Fatalf("build snagd: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "--root", root, "--port", strconv.Itoa(port))
+	cmd.Env = append(os.Environ(), "SNAG_HOME="+home, daemon.FailpointEnv+"=start:opened=sleep:2s") // the first rescan starts 2 s late
+	var log strings.Builder
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		<-exited
+		if t.Failed() {
+			t.Logf("snagd log:\n%s", log.String())
+		}
+	})
+	ctx := t.Context()
 	var c *client.Client
 	deadline := time.Now().Add(20 * time.Second)
 	for c == nil {
@@ -253,5 +272,10 @@ func TestDialWaitsForASlowStartAsLongAsItAnswers(t *testing.T) {
 	}
 	if !c.Health().Ready {
 		t.Errorf("Dial returned a daemon that is not ready: %+v", c.Health())
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	<-exited
+	if !strings.Contains(log.String(), "failpoint start:opened: sleeping") {
+		t.Errorf("snagd's start was not slowed by its failpoint: the test proved nothing\n%s", log.String())
 	}
 }

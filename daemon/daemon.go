@@ -29,6 +29,7 @@ import (
 
 	"github.com/snagdev/snag/gitdir"
 	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/internal/failpoint"
 	"github.com/snagdev/snag/project"
 	"github.com/snagdev/snag/queue"
 	"github.com/snagdev/snag/token"
@@ -134,7 +135,6 @@ type Daemon struct {
 	// ends their runs when the daemon stops.
 	verify *verifier
 	runCtx context.Context
-	fps    *failpoints
 	// cfg is d.p.Config, for readers that do not take mu (a verify dry
 	// run, a verifier); apply stores it when config.json changes.
 	cfg atomic.Pointer[queue.Config]
@@ -197,8 +197,7 @@ func Run(ctx context.Context, opts Options) error {
 	d.port = ln.Addr().(*net.TCPAddr).Port
 	d.guard = &guard{tok: d.tok, port: d.port, tokenFile: tokenFileName(home)}
 	writeLock(filepath.Join(root, project.Folder, LockFile), d.port)
-	fps, err := failpointsFromEnv()
-	if err != nil {
+	if err := failpoint.Arm(); err != nil {
 		ln.Close()
 		return fmt.Errorf("snagd: %w", err)
 	}
@@ -208,7 +207,7 @@ func Run(ctx context.Context, opts Options) error {
 	// request but /health gets 503 with Retry-After, never data from an
 	// index that may not match the files.
 	srv := &http.Server{
-		Handler:           fps.wrap(d.opening(d.routes(ctx))),
+		Handler:           failpointOps(d.opening(d.routes(ctx))),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       60 * time.Second,
@@ -243,14 +242,14 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer os.Remove(portFile)
 
-	if err := d.open(gctx, fps); err != nil {
+	if err := d.open(gctx); err != nil {
 		return stop(err)
 	}
 	p := d.p
 	defer p.Close()
 	p.PlanLater = true // snagd writes plan.json once per burst of changes
-	fps.install(d)
-	d.fps, d.runCtx = fps, gctx
+	installFailpoints(p)
+	d.runCtx = gctx
 	p.Tasks.OnDisplaced(d.displaced)
 	cfg := p.Config
 	d.cfg.Store(&cfg)
@@ -263,7 +262,7 @@ func Run(ctx context.Context, opts Options) error {
 			d.log.Info("swept temp files left by a crash", "folder", dir.Path(), "count", n)
 		}
 	}
-	fps.hit("start", stepOpened)
+	failpoint.Hit("start", stepOpened)
 
 	w, err := watch.New(root, opts.Watch)
 	if err != nil {
@@ -388,7 +387,7 @@ func (d *Daemon) opening(h http.Handler) http.Handler {
 // adopts when it registers again. Epochs and session ids start above any
 // the old file can have handed out (index.DB.Fence), so no token from
 // before is live again.
-func (d *Daemon) open(ctx context.Context, fps *failpoints) error {
+func (d *Daemon) open(ctx context.Context) error {
 	dbPath := filepath.Join(d.root, project.Folder, project.DBFile)
 	damage := index.Check(ctx, dbPath)
 	if damage != nil && !errors.Is(damage, index.ErrCorrupt) {
@@ -413,7 +412,7 @@ func (d *Daemon) open(ctx context.Context, fps *failpoints) error {
 	if d.p, err = project.Open(ctx, d.root); err != nil {
 		return fmt.Errorf("snagd: %w", err)
 	}
-	fps.hit("start", stepRebuilding)
+	failpoint.Hit("start", stepRebuilding)
 	st, err := d.p.Rebuild(ctx)
 	if err == nil {
 		err = d.p.DB.Fence(ctx, time.Now().UnixMilli())
@@ -423,7 +422,7 @@ func (d *Daemon) open(ctx context.Context, fps *failpoints) error {
 		d.p = nil
 		return fmt.Errorf("snagd: rebuild the index after moving the damaged one to %s: %w", aside, err)
 	}
-	fps.hit("start", stepRebuilt)
+	failpoint.Hit("start", stepRebuilt)
 	d.log.Warn("index rebuilt from the task files; claimed tasks keep detached leases until their agents register again",
 		"files", st.Files, "failed", st.Failed, "took", st.Duration, "old_db", aside)
 	return nil

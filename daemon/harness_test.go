@@ -18,9 +18,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/snagdev/snag/internal/failpoint"
 )
 
-// snagdBin is the snagd binary the tests run as a real process.
+// snagdBin is the snagd binary the tests run as a real process. It is built
+// with the failpoints tag, which the crash tests arm through FailpointEnv;
+// unarmed, it is the snagd make build makes.
 var snagdBin string
 
 func TestMain(m *testing.M) {
@@ -30,7 +34,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	snagdBin = filepath.Join(dir, "snagd")
-	build := exec.Command("go", "build", "-race", "-o", snagdBin, "github.com/snagdev/snag/cmd/snagd")
+	build := exec.Command("go", "build", "-race", "-tags", failpoint.Tag, "-o", snagdBin, "github.com/snagdev/snag/cmd/snagd")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build snagd:", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/snagdev/snag/browser"
 	"github.com/snagdev/snag/gitdir"
 	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/internal/failpoint"
 	"github.com/snagdev/snag/project"
 	"github.com/snagdev/snag/queue"
 	"github.com/snagdev/snag/verify"
@@ -573,7 +574,7 @@ func (d *Daemon) runVerify(ctx context.Context, t *queue.Task, run index.VerifyR
 		d.log.Warn("verify: mark started", "task", t.Key, "err", err)
 	}
 	d.hub.publish("verify", map[string]any{"task": t.Key, "run": run.ID, "verifier": run.Verifier, "started": true})
-	d.fps.hit("verify", stepVerifyStarted)
+	failpoint.Hit("verify", stepVerifyStarted)
 	res := d.check(ctx, t, run)
 	if ctx.Err() != nil {
 		d.settleCancelled(run)
@@ -697,7 +698,7 @@ func (d *Daemon) finishVerify(t *queue.Task, run index.VerifyRun, res result) {
 	if d.runCtx.Err() != nil {
 		return // the run stays open; the next start queues it again
 	}
-	d.fps.hit("verify", stepVerifyChecked)
+	failpoint.Hit("verify", stepVerifyChecked)
 	it, err := d.p.DB.Get(ctx, queue.Ref{ID: run.TaskID})
 	applied := current && err == nil && it.Status == queue.StatusVerifying
 	var status queue.Status
