@@ -1,15 +1,21 @@
-// Package board is the web board's view: the pages snagd serves to a person
-// in a browser (the queue by status, the inbox review, a task, the activity
-// log, the agents and the problems), as html/template files, a stylesheet
-// and a small script, all embedded in the binary.
+// Package board is the web board: the pages snagd serves to a person in a
+// browser (the queue by status, the inbox review, a task, the activity log,
+// the agents and the problems), their forms, and the login that lets a
+// browser in. The pages are html/template files, a stylesheet and a small
+// script, all embedded in the binary.
 //
-// board renders what it is given: the daemon reads the index, checks who
-// is asking, makes every change, and fills the page types here. Task text
-// reaches a page only through html/template's escaping or through
-// [Markdown], which escapes every byte of its source.
+// A [Server] serves the pages and forms over a [Backend], the interface
+// this package declares for what the pages read and change; snagd meets it
+// and mounts the server on its port. A [Gate] is the board's way in: one-time
+// login codes traded for a session cookie, and the CSRF token every form
+// carries. snagd's guard (the Host and Origin checks, the bearer token)
+// runs before the gate.
 //
-// board imports queue and index for their data types; it must not import
-// project, daemon, cli, client, mcp or watch.
+// Task text reaches a page only through html/template's escaping or
+// through [Markdown], which escapes every byte of its source.
+//
+// board imports queue and api for their data types; it must not import
+// index, project, daemon, engine, cli, client, mcp or watch.
 package board
 
 import (
@@ -21,7 +27,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/queue"
 )
 
@@ -153,14 +159,14 @@ type Card struct {
 	Stale     bool
 }
 
-// CardOf makes a card of an index row.
-func CardOf(r *index.Row) Card {
+// CardOf makes a card of a task as the API gives it.
+func CardOf(r api.Task) Card {
 	c := Card{ID: r.ID, Key: r.Key, Title: r.Title, Status: r.Status, Trust: r.Trust, Severity: r.Severity,
 		Kind: r.Kind, Wave: r.Wave, Plan: r.Plan, Assignee: r.Assignee, BlockedBy: r.BlockedBy, Path: r.Path, Stale: r.Stale}
-	if r.State != index.StateOK {
+	if r.State != api.StateOK {
 		c.Problem = r.Error
 	}
-	if r.Dup && c.Problem == "" {
+	if r.Duplicate && c.Problem == "" {
 		c.Problem = "another file has the same id or alias"
 	}
 	return c
@@ -242,12 +248,12 @@ type Verify struct {
 	Outcome string
 	Reason  string
 	LastAt  time.Time
-	History []index.VerifyRun
+	History []api.VerifyRun
 }
 
 // Entry is one audit log line, with its task's alias.
 type Entry struct {
-	index.AuditEntry
+	api.AuditEntry
 	Task string // the alias, else the id
 }
 
@@ -295,9 +301,9 @@ type Held struct {
 
 // Agent is one live session and what it holds.
 type Agent struct {
-	index.Session
+	api.Session
 	Held     []Held
-	Activity index.Activity
+	Activity api.Activity
 }
 
 // AgentsPage lists the connected agents.

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/board"
-	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/queue"
 )
 
@@ -24,7 +24,7 @@ func TestBoardPagesRender(t *testing.T) {
 		Severity: queue.SeverityHigh, Kind: queue.KindBug, Wave: 1, Assignee: hostile, BlockedBy: []string{"SNAG-2"}}
 	page := board.Page{Head: hostile, CSRF: "tok", Live: true, Inbox: 1}
 	task := &queue.Task{ID: "tsk_1", Key: "SNAG-1", Title: hostile, Capture: &queue.Capture{URL: "javascript:alert(3)", ConsoleErrors: []string{hostile}}}
-	entry := board.Entry{AuditEntry: index.AuditEntry{At: time.Now(), Actor: queue.Agent, Agent: hostile, Action: "claim", Outcome: "ok", Detail: hostile}, Task: "SNAG-1"}
+	entry := board.Entry{AuditEntry: api.AuditEntry{At: time.Now(), Actor: queue.Agent, Agent: hostile, Action: "claim", Outcome: "ok", Detail: hostile}, Task: "SNAG-1"}
 	for _, tc := range []struct {
 		page string
 		data any
@@ -34,7 +34,7 @@ func TestBoardPagesRender(t *testing.T) {
 		{board.PageTask, &board.TaskPage{Page: page, Card: card, Task: task, Body: board.Markdown([]byte(hostile), false),
 			Audit: []board.Entry{entry}, Actions: []board.Action{{Name: "promote", Label: "Promote"}}, Severities: queue.Severities}},
 		{board.PageActivity, &board.ActivityPage{Page: page, Entries: []board.Entry{entry}, Agents: []string{hostile}}},
-		{board.PageAgents, &board.AgentsPage{Page: page, Agents: []board.Agent{{Session: index.Session{Name: hostile}, Held: []board.Held{{Key: "SNAG-1", Title: hostile}}}}}},
+		{board.PageAgents, &board.AgentsPage{Page: page, Agents: []board.Agent{{Session: api.Session{Name: hostile}, Held: []board.Held{{Key: "SNAG-1", Title: hostile}}}}}},
 		{board.PageProblems, &board.ProblemsPage{Page: page, Problems: []board.Problem{{Path: hostile, Kind: "invalid", Message: hostile}}}},
 		{board.PageMessage, &board.MessagePage{Page: page, Heading: hostile, Message: hostile, Command: "snag open"}},
 	} {

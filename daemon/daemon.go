@@ -284,7 +284,8 @@ func Run(ctx context.Context, opts Options) error {
 		return d.sweep(gctx)
 	})
 	d.log.Info("snagd serving", "root", root, "addr", ln.Addr().String(), "pid", os.Getpid())
-	d.log.Info("the board: open this one-time login link (snag open makes another)", "url", d.guard.board.loginURL(boardPerson()))
+	link, _ := d.guard.board.LoginURL(boardPerson())
+	d.log.Info("the board: open this one-time login link (snag open makes another)", "url", link)
 	if opts.Ready != nil {
 		go func() {
 			for !d.ready.Load() && gctx.Err() == nil {

@@ -1,11 +1,6 @@
 package daemon
 
 import (
-	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -14,10 +9,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/board"
 	"github.com/snagdev/snag/token"
 )
 
@@ -61,8 +55,8 @@ type guard struct {
 	tokenFile string
 	// board, once the board is mounted, lets a browser in with its session
 	// cookie instead of the token: on the board's own paths and /events
-	// only, never the JSON API (see boardGate).
-	board *boardGate
+	// only, never the JSON API (see board.Gate).
+	board *board.Gate
 }
 
 // loopbackHost reports whether a Host header names this daemon: a loopback
@@ -109,7 +103,7 @@ func (g *guard) wrap(public func(*http.Request) bool, next http.Handler) http.Ha
 		}
 		browser := false
 		if !public(r) && !g.authorized(r) {
-			if g.board == nil || !g.board.covers(r) {
+			if g.board == nil || !g.board.Covers(r) {
 				g.unauthorized(w, r, "")
 				return
 			}
@@ -133,7 +127,7 @@ func (g *guard) wrap(public func(*http.Request) bool, next http.Handler) http.Ha
 		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
 		if browser {
 			var ok bool
-			if r, ok = g.board.admit(w, r); !ok {
+			if r, ok = g.board.Admit(w, r); !ok {
 				return
 			}
 		}
@@ -215,190 +209,4 @@ func decode(r *http.Request, v any) *apiError {
 		return &apiError{http.StatusBadRequest, "bad_json", "request body: " + err.Error()}
 	}
 	return nil
-}
-
-// The board's cookie and the header or form field its pages send the CSRF
-// token in.
-const (
-	boardCookie = "snag_board_" // + the port: cookies are not kept apart by port
-	csrfHeader  = "X-Snag-CSRF"
-	csrfField   = "csrf"
-)
-
-// How long a login code and a board session live. A session lives as long
-// as the daemon (it is kept in memory) or, unused, for sessionIdle.
-const (
-	loginCodeTTL = 10 * time.Minute
-	sessionIdle  = 12 * time.Hour
-)
-
-// boardGate is the board's way in: one-time login codes, minted for a
-// person who holds the token (snag open, or snagd's own log at start),
-// are traded at /login for a session cookie (HttpOnly, SameSite=Strict,
-// a random id kept in memory only). A session opens only the paths covers
-// reports (the board's pages and forms, its assets and /events), never the
-// JSON API; every write through it carries the session's CSRF token, a form
-// body, and an Origin that is snagd's own. Codes and session ids are kept
-// as SHA-256 hashes. It is safe for concurrent use.
-type boardGate struct {
-	port int
-	// unauthorized answers a request to /events without the token or a
-	// session: the guard's 401.
-	unauthorized func(w http.ResponseWriter, r *http.Request, alt string)
-	// covers reports whether a path is the board's; open, whether it is
-	// served without a session (/login, the stylesheet and script).
-	covers, open func(*http.Request) bool
-	// refuse answers a request the gate turns away, as a page.
-	refuse func(w http.ResponseWriter, r *http.Request, status int, heading, message string)
-
-	mu       sync.Mutex
-	codes    map[[32]byte]loginCode
-	sessions map[[32]byte]*boardSession
-}
-
-type loginCode struct {
-	by      string // the person it was minted for, for the audit log
-	expires time.Time
-}
-
-// boardSession is one browser logged in to the board.
-type boardSession struct {
-	By   string // the person, as the audit log names them
-	CSRF string
-	seen time.Time
-}
-
-type boardSessionKey struct{}
-
-// sessionOfBoard returns the board session a request came with, if any.
-func sessionOfBoard(r *http.Request) *boardSession {
-	s, _ := r.Context().Value(boardSessionKey{}).(*boardSession)
-	return s
-}
-
-func newBoardGate(port int) *boardGate {
-	return &boardGate{port: port, codes: map[[32]byte]loginCode{}, sessions: map[[32]byte]*boardSession{}}
-}
-
-func randomText() string {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		panic("snagd: no randomness: " + err.Error())
-	}
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-// mint makes a login code for a person.
-func (g *boardGate) mint(by string) (code string, expires time.Time) {
-	code = randomText()
-	expires = time.Now().Add(loginCodeTTL)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	now := time.Now()
-	for k, c := range g.codes {
-		if now.After(c.expires) {
-			delete(g.codes, k)
-		}
-	}
-	g.codes[sha256.Sum256([]byte(code))] = loginCode{by: by, expires: expires}
-	return code, expires
-}
-
-// login trades a code, once, for a new session and its cookie.
-func (g *boardGate) login(code string) (*http.Cookie, bool) {
-	h := sha256.Sum256([]byte(code))
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	c, ok := g.codes[h]
-	delete(g.codes, h) // single use, whatever happens next
-	if !ok || time.Now().After(c.expires) {
-		return nil, false
-	}
-	for k, s := range g.sessions {
-		if time.Since(s.seen) > sessionIdle {
-			delete(g.sessions, k)
-		}
-	}
-	id := randomText()
-	g.sessions[sha256.Sum256([]byte(id))] = &boardSession{By: c.by, CSRF: randomText(), seen: time.Now()}
-	return &http.Cookie{Name: boardCookie + strconv.Itoa(g.port), Value: id, Path: "/",
-		HttpOnly: true, SameSite: http.SameSiteStrictMode}, true
-}
-
-// logout ends the session a request came with.
-func (g *boardGate) logout(r *http.Request) *http.Cookie {
-	if c, err := r.Cookie(boardCookie + strconv.Itoa(g.port)); err == nil {
-		g.mu.Lock()
-		delete(g.sessions, sha256.Sum256([]byte(c.Value)))
-		g.mu.Unlock()
-	}
-	return &http.Cookie{Name: boardCookie + strconv.Itoa(g.port), Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode}
-}
-
-func (g *boardGate) session(r *http.Request) *boardSession {
-	c, err := r.Cookie(boardCookie + strconv.Itoa(g.port))
-	if err != nil || len(c.Value) > 128 {
-		return nil
-	}
-	h := sha256.Sum256([]byte(c.Value))
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	s, ok := g.sessions[h]
-	if !ok {
-		return nil
-	}
-	if time.Since(s.seen) > sessionIdle {
-		delete(g.sessions, h)
-		return nil
-	}
-	s.seen = time.Now()
-	return s
-}
-
-// admit lets a request without the token through to the board when its
-// session cookie is good and, for a write, when it also carries the
-// session's CSRF token, a form body and snagd's own Origin. It answers
-// the request itself (401 page, 403) when it does not let it through.
-func (g *boardGate) admit(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
-	if g.open(r) {
-		return r, true
-	}
-	s := g.session(r)
-	if s == nil {
-		if r.URL.Path == "/events" {
-			g.unauthorized(w, r, "or log in to the board (snag open)")
-			return nil, false
-		}
-		g.refuse(w, r, http.StatusUnauthorized, "Log in to the board",
-			"This board needs a login link from snagd. Run this in the project, and it opens one for you (or prints it):")
-		return nil, false
-	}
-	if isWrite(r.Method) {
-		ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-		switch {
-		case r.Header.Get("Origin") == "":
-			// A browser sends Origin with every POST; a write without one
-			// did not come from the board's own pages.
-			g.refuse(w, r, http.StatusForbidden, "Refused", "a change to the board must come from the board's own page (this request had no Origin)")
-			return nil, false
-		case ct != "application/x-www-form-urlencoded":
-			g.refuse(w, r, http.StatusUnsupportedMediaType, "Refused", "the board's forms send application/x-www-form-urlencoded")
-			return nil, false
-		}
-		tok := r.Header.Get(csrfHeader)
-		if tok == "" {
-			if err := r.ParseForm(); err != nil {
-				g.refuse(w, r, http.StatusBadRequest, "Refused", "the form could not be read: "+err.Error())
-				return nil, false
-			}
-			tok = r.PostForm.Get(csrfField)
-		}
-		if subtle.ConstantTimeCompare([]byte(tok), []byte(s.CSRF)) != 1 {
-			g.refuse(w, r, http.StatusForbidden, "Refused",
-				"this form did not carry the board's CSRF token: reload the board and try again")
-			return nil, false
-		}
-	}
-	return r.WithContext(context.WithValue(r.Context(), boardSessionKey{}, s)), true
 }

@@ -1,0 +1,231 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+
+	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/board"
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/project"
+	"github.com/snagdev/snag/queue"
+)
+
+// This file mounts the web board (package board) on snagd's port and meets
+// its Backend: each method is a mapping onto the daemon's reads and writes,
+// the same code paths the JSON API's handlers take, with the index's values
+// turned into the API's (index/wire.go) and errors into the board's kinds.
+
+// LoginCodesPath is where a holder of the token (snag open) asks for a
+// one-time login link to the board.
+const LoginCodesPath = "/login-codes"
+
+// mountBoard adds the board's routes to mux and hands the guard the
+// board's gate, which lets a browser with a board session in to them. It
+// returns the handler for a path nothing else serves: a page for a
+// browser, JSON for everyone else.
+func (d *Daemon) mountBoard(mux *http.ServeMux) http.HandlerFunc {
+	srv, err := board.NewServer(boardBackend{d}, board.Options{Port: d.port, Log: d.log, Unauthorized: d.guard.unauthorized})
+	if err != nil {
+		panic(err) // the templates are embedded: a test parses them
+	}
+	srv.Mount(mux)
+	d.guard.board = srv.Gate()
+	mux.HandleFunc("POST "+LoginCodesPath, d.loginCode)
+	return func(w http.ResponseWriter, r *http.Request) {
+		if board.WantsPage(r) {
+			srv.NotFound(w, r)
+			return
+		}
+		writeError(w, &apiError{http.StatusNotFound, "not_found", "no such endpoint: " + r.Method + " " + r.URL.Path})
+	}
+}
+
+// loginCode mints a one-time login link for a holder of the token: snag
+// open asks for one.
+func (d *Daemon) loginCode(w http.ResponseWriter, r *http.Request) {
+	var req moveRequest
+	if e := decode(r, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	if r.Header.Get(SessionHeader) != "" {
+		writeError(w, &apiError{http.StatusForbidden, "person_only", "the board is for people: an agent has the MCP tools"})
+		return
+	}
+	by := req.By
+	if by == "" {
+		by = "person"
+	}
+	link, expires := d.guard.board.LoginURL(by)
+	writeJSON(w, http.StatusCreated, api.LoginCode{URL: link, Expires: expires.UTC()})
+}
+
+// boardPerson is who a login code minted at start is for: the person who
+// started snagd.
+func boardPerson() string {
+	for _, k := range []string{"SNAG_USER", "USER", "USERNAME"} {
+		if v := os.Getenv(k); v != "" {
+			return v
+		}
+	}
+	return "person"
+}
+
+// boardBackend is the daemon as the board's Backend.
+type boardBackend struct{ d *Daemon }
+
+func (b boardBackend) Ready() bool { return b.d.ready.Load() }
+
+func (b boardBackend) Tasks(ctx context.Context, statuses ...queue.Status) ([]api.Task, error) {
+	pg, err := b.d.p.DB.List(ctx, index.Filter{Statuses: statuses, All: len(statuses) == 0, Limit: maxList})
+	if err != nil {
+		return nil, boardErr(err)
+	}
+	return index.WireRows(pg.Rows), nil
+}
+
+func (b boardBackend) Task(ctx context.Context, ref queue.Ref) (*api.TaskDetail, error) {
+	it, err := b.d.p.DB.Get(ctx, ref)
+	if err != nil {
+		return nil, boardErr(err)
+	}
+	out := taskDetail(it, b.d.p.Rel(it.Path), nil)
+	return &out, nil
+}
+
+func (b boardBackend) Verify(ctx context.Context, ref queue.Ref) (*api.VerifyState, error) {
+	it, err := b.d.p.DB.Get(ctx, ref)
+	if err != nil {
+		return nil, boardErr(err)
+	}
+	st, _, err := b.d.verifyState(ctx, it)
+	if err != nil {
+		return nil, boardErr(err)
+	}
+	return st.wire(), nil
+}
+
+func (b boardBackend) Counts(ctx context.Context) (api.Counts, error) {
+	c, err := b.d.p.DB.Count(ctx)
+	return c.Wire(), boardErr(err)
+}
+
+func (b boardBackend) Problems(ctx context.Context) ([]board.Problem, error) {
+	rows, err := b.d.p.DB.Problems(ctx)
+	if err != nil {
+		return nil, boardErr(err)
+	}
+	var out []board.Problem
+	for _, row := range rows {
+		kind := "invalid"
+		switch {
+		case row.State == index.StateConflict:
+			kind = "conflict"
+		case row.State == index.StateMissing:
+			kind = "missing"
+		case row.State == index.StateOK && row.Dup:
+			kind = "duplicate"
+		}
+		msg := row.Error
+		if msg == "" && row.Dup {
+			msg = "another file has the same id or alias " + row.Key + ": give one of them a fresh one (snag doctor --fix)"
+		}
+		out = append(out, board.Problem{Path: b.d.p.Rel(row.Path), Kind: kind, Message: msg})
+	}
+	// Dependencies that point nowhere: the index keeps them, a person fixes
+	// the file.
+	if tasks, _, err := b.d.p.DB.Snapshot(ctx); err == nil {
+		all := make([]*queue.Task, len(tasks))
+		for i, l := range tasks {
+			all[i] = l.Task
+		}
+		lookup := queue.NewLookup(all)
+		for _, l := range tasks {
+			for _, dep := range l.Task.DependsOn {
+				if _, ok := lookup.Find(dep); !ok {
+					out = append(out, board.Problem{Path: b.d.p.Rel(l.File), Kind: "dangling",
+						Message: fmt.Sprintf("%s depends on %s, which no task file has: fix or remove that depends_on entry", l.Task.Key, dep)})
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func (b boardBackend) Audit(ctx context.Context, n int) ([]api.AuditEntry, error) {
+	es, err := b.d.p.DB.AuditTail(ctx, n)
+	if err != nil {
+		return nil, boardErr(err)
+	}
+	return index.WireAudit(es), nil
+}
+
+func (b boardBackend) Sessions(ctx context.Context) (api.Sessions, error) {
+	ss, err := b.d.p.DB.LiveSessions(ctx)
+	if err != nil {
+		return api.Sessions{}, boardErr(err)
+	}
+	leases, err := b.d.p.DB.Leases(ctx)
+	if err != nil {
+		return api.Sessions{}, boardErr(err)
+	}
+	acts := b.d.activities(ss)
+	views := make([]sessionView, len(ss))
+	for i, s := range ss {
+		views[i] = sessionView{Session: s, Activity: acts[s.ID]}
+	}
+	return sessionsAnswer(views, leases), nil
+}
+
+func (b boardBackend) Shots() string { return filepath.Join(b.d.root, project.Folder, "shots") }
+
+func (b boardBackend) Promote(ctx context.Context, ref queue.Ref, sev queue.Severity, wave int, by string) (*queue.Task, error) {
+	t, err := b.d.promote(ctx, ref, sev, wave, by)
+	return t, boardErr(err)
+}
+
+func (b boardBackend) Move(ctx context.Context, ref queue.Ref, act queue.Action, by string) (*queue.Task, error) {
+	t, err := b.d.personMove(ctx, ref, act, by)
+	return t, boardErr(err)
+}
+
+func (b boardBackend) Accept(ctx context.Context, ref queue.Ref, by string) (*queue.Task, error) {
+	t, err := b.d.accept(ctx, ref, by)
+	return t, boardErr(err)
+}
+
+func (b boardBackend) EndSession(ctx context.Context, id int64, by, reason string) (string, int, error) {
+	name, released, e := b.d.endForPerson(ctx, id, by, reason)
+	if e != nil {
+		kind := board.ErrRefused
+		switch e.Status {
+		case http.StatusNotFound:
+			kind = board.ErrNotFound
+		case http.StatusServiceUnavailable:
+			kind = board.ErrBusy
+		}
+		return "", 0, board.Because(kind, e)
+	}
+	return name, released, nil
+}
+
+// boardErr marks an error of the daemon's reads and writes with the
+// board's kind of failure; a busy or changing store says so in a sentence.
+func boardErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, index.ErrNotFound):
+		return board.Because(board.ErrNotFound, err)
+	case errors.Is(err, queue.ErrTransition), errors.Is(err, index.ErrAmbiguous), errors.Is(err, project.ErrNotClean):
+		return board.Because(board.ErrRefused, err)
+	case retryable(err), errors.Is(err, queue.ErrChanged):
+		return board.Because(board.ErrBusy, errors.New(busyMessage))
+	}
+	return err
+}
