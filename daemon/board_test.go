@@ -932,3 +932,78 @@ func TestBoardEndsAnAgent(t *testing.T) {
 		t.Errorf("the audit log does not say dana ended WREN's session: %+v", log.Entries)
 	}
 }
+
+// TestBoardRefusedMoves: a move the board cannot make is answered with the
+// status that says why and the sentence for the person: no such task 404,
+// a move its status does not allow 409, no such move 404, no such session
+// 404; a bulk move makes the moves it can and names the ones refused. A
+// plain form post gets the same as a page.
+func TestBoardRefusedMoves(t *testing.T) {
+	root := sampleProject(t)
+	d := startDaemon(t, root, "")
+	before := readFile(t, taskFile(t, root, "SNAG-1"))
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get(d.loginLink())
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	csrf := regexp.MustCompile(`name="snag-csrf" content="([^"]+)"`).FindSubmatch(page)
+	if csrf == nil {
+		t.Fatalf("the board page carries no CSRF token:\n%s", page)
+	}
+	post := func(path string, form url.Values, accept string) (int, string) {
+		t.Helper()
+		form.Set("csrf", string(csrf[1]))
+		req, _ := http.NewRequest(http.MethodPost, d.url(path), strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", fmt.Sprintf("http://127.0.0.1:%d", d.port))
+		req.Header.Set("Accept", accept)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if accept != "application/json" {
+			return resp.StatusCode, string(b)
+		}
+		var v struct {
+			OK      bool   `json:"ok"`
+			Message string `json:"message"`
+		}
+		if err := json.Unmarshal(b, &v); err != nil || v.OK != (resp.StatusCode == http.StatusOK) {
+			t.Fatalf("POST %s: %d %s; want the JSON the board's script reads", path, resp.StatusCode, b)
+		}
+		return resp.StatusCode, v.Message
+	}
+	const js = "application/json"
+	for _, tc := range []struct {
+		path string
+		form url.Values
+		want int
+		says string
+	}{
+		{"/board/tasks/SNAG-999/cancel", url.Values{}, 404, "SNAG-999"},
+		{"/board/tasks/SNAG-1/reject", url.Values{}, 409, "reject"},
+		{"/board/tasks/SNAG-1/promote", url.Values{"severity": {"dire"}}, 400, "unknown severity"},
+		{"/board/tasks/SNAG-1/fly", url.Values{}, 404, "no such move"},
+		{"/board/sessions/999/end", url.Values{}, 404, "snag agents"},
+		{"/board/bulk", url.Values{"move": {"promote"}, "ref": {"SNAG-16", "SNAG-1"}}, 409, "promoted SNAG-16; refused: "},
+	} {
+		if code, msg := post(tc.path, tc.form, js); code != tc.want || !strings.Contains(msg, tc.says) {
+			t.Errorf("POST %s %v: %d %q; want %d saying %q", tc.path, tc.form, code, msg, tc.want, tc.says)
+		}
+	}
+	if f := readFile(t, taskFile(t, root, "SNAG-16")); !strings.Contains(f, "\nstatus: open\n") {
+		t.Errorf("SNAG-16 after a bulk promote that refused another:\n%s", f)
+	}
+	if f := readFile(t, taskFile(t, root, "SNAG-1")); f != before {
+		t.Errorf("SNAG-1 after refused moves:\n%s", f)
+	}
+	if code, body := post("/board/tasks/SNAG-1/reject", url.Values{}, "text/html"); code != 409 || !strings.Contains(body, "<h1>Refused</h1>") || !strings.Contains(body, "reject") {
+		t.Errorf("a plain form post of a refused move: %d\n%s", code, body)
+	}
+}
