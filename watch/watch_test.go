@@ -285,17 +285,32 @@ func TestW8_TasksFolderReplaced(t *testing.T) {
 }
 
 // TestW10_OverflowAsksForOneRescan injects the overflow error fsnotify
-// reports when the kernel queue fills.
+// reports when the kernel queue fills, five times in a burst: they ask for
+// one rescan. The burst is made while the caller is busy with a batch, so
+// no pause of a loaded machine can split it across two.
 func TestW10_OverflowAsksForOneRescan(t *testing.T) {
-	r := start(t, Options{Quiet: 100 * time.Millisecond})
+	r := start(t, Options{})
+	busy, release := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	r.hold(func(b Batch) bool { return slices.Contains(b.Files, "SNAG-0 - busy.md") }, busy, release)
+	write(t, r.tasks("SNAG-0 - busy.md"), "---\n")
+	<-busy
 	for range 5 {
 		r.w.fs.Errors <- fsnotify.ErrEventOverflow
 	}
+	write(t, r.tasks("SNAG-2 - last.md"), "---\n") // its event comes after the overflows'
+	r.waitPending(t, "SNAG-2 - last.md")
+	close(release)
 	b := r.waitFor(t, "an overflow rescan", func(b Batch) bool { return b.Rescan && slices.Contains(b.Reasons, "overflow") })
 	if len(b.Reasons) != 1 {
 		t.Errorf("reasons %q; want overflow once", b.Reasons)
 	}
-	time.Sleep(200 * time.Millisecond)
 	n := 0
 	for _, b := range r.all() {
 		if b.Rescan {
