@@ -242,16 +242,16 @@ type Claim struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// LeaseRequest is the body of a holder's POST /tasks/{ref}/release and
-// POST /tasks/{ref}/resolve (with the session header).
+// LeaseRequest is the body of a holder's POST /tasks/{ref}/release (with
+// the session header).
 type LeaseRequest struct {
 	// Epoch is the lease's epoch, from the claim.
 	Epoch int64 `json:"epoch"`
 	// Reason says why the task goes back; a release needs one.
 	Reason string `json:"reason,omitempty"`
-	// Note says what was done, for the audit log (resolve).
+	// Note says more, for the audit log.
 	Note string `json:"note,omitempty"`
-	// Commit names the commit with the fix (resolve).
+	// Commit names a commit, for the audit log.
 	Commit string `json:"commit,omitempty"`
 }
 
@@ -264,8 +264,7 @@ type Released struct {
 }
 
 // VerifyRequest is the body of POST /verify/{ref}, and of a holder's POST
-// /tasks/{ref}/resolve (which sends a LeaseRequest's fields: epoch, note,
-// commit).
+// /tasks/{ref}/resolve (which sends epoch, note and commit).
 type VerifyRequest struct {
 	// DryRun says what would check the task and changes nothing: the
 	// answer is a VerifyPlan.

@@ -121,3 +121,13 @@ var Codes = []string{
 	CodeStale, CodeBlocked, CodeMissing, CodeTransition, CodeNoCaptureURL, CodeVerifyUnavailable,
 	CodeStarting, CodeBusy, CodeChanging, CodeDiskFull, CodeNoStream, CodeInternal,
 }
+
+// The headers of an agent's request.
+const (
+	// SessionHeader carries the id POST /sessions gave the agent: snagd
+	// acts for that session. A request without it is a person's.
+	SessionHeader = "X-Snag-Session"
+	// ToolHeader names the MCP tool call a request serves, for the audit
+	// log; it is read only with SessionHeader.
+	ToolHeader = "X-Snag-Tool"
+)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/project"
 	"github.com/snagdev/snag/queue"
 )
@@ -64,9 +65,11 @@ func runReindex(ctx context.Context, c *call) error {
 	if r, err := running(ctx, c); err != nil {
 		return err
 	} else if r.cl != nil {
-		if err := r.do(ctx, "POST", "/reindex", map[string]string{"by": who()}, &st); err != nil {
-			return err
+		ri, err := r.cl.Reindex(ctx, api.MoveRequest{By: who()})
+		if err != nil {
+			return said(err)
 		}
+		st.Files, st.Failed, st.MS = ri.Files, ri.Failed, ri.MS
 	} else {
 		p, err := project.Open(ctx, r.root)
 		if err != nil {
@@ -105,8 +108,8 @@ func runDoctor(ctx context.Context, c *call) error {
 	// A running snagd is the index's one writer: it rescans, so the index
 	// has seen the latest edits; without one, snag brings it up to date.
 	if r.cl != nil {
-		if err := r.do(ctx, "POST", "/rescan", map[string]string{}, nil); err != nil {
-			return err
+		if _, err := r.cl.Rescan(ctx); err != nil {
+			return said(err)
 		}
 	} else if _, err := p.Sync(ctx, false); err != nil {
 		return err

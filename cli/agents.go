@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/api"
 )
 
 func init() {
@@ -28,13 +28,10 @@ func init() {
 	})
 }
 
-// agentsAnswer is GET /sessions.
-type agentsAnswer struct {
-	Sessions []struct {
-		index.Session
-		Activity index.Activity `json:"activity"`
-	} `json:"sessions"`
-	Leases []index.Lease `json:"leases"`
+// agentsJSON is the stable shape of snag agents --json: GET /sessions.
+type agentsJSON struct {
+	Sessions []api.LiveSession `json:"sessions"`
+	Leases   []api.Lease       `json:"leases"`
 }
 
 func runAgents(ctx context.Context, c *call) error {
@@ -56,10 +53,11 @@ func runAgents(ctx context.Context, c *call) error {
 		fmt.Fprintf(c.Stdout, "no snagd serves %s, so no agent is connected\n", r.root)
 		return nil
 	}
-	var got agentsAnswer
-	if err := r.do(ctx, "GET", "/sessions", nil, &got); err != nil {
-		return err
+	live, err := r.cl.Sessions(ctx)
+	if err != nil {
+		return said(err)
 	}
+	got := agentsJSON{Sessions: live.Sessions, Leases: live.Leases}
 	if end {
 		return endAgent(ctx, c, r, got, c.args[1])
 	}
@@ -76,12 +74,9 @@ func runAgents(ctx context.Context, c *call) error {
 		if k, ok := keys[id]; ok {
 			return k
 		}
-		var t struct {
-			Row struct{ Key string } `json:"row"`
-		}
 		keys[id] = id
-		if r.do(ctx, "GET", "/tasks/"+id, nil, &t) == nil && t.Row.Key != "" {
-			keys[id] = t.Row.Key
+		if d, err := r.cl.Get(ctx, id); err == nil && d.Row.Key != "" {
+			keys[id] = d.Row.Key
 		}
 		return keys[id]
 	}
@@ -123,7 +118,7 @@ func runAgents(ctx context.Context, c *call) error {
 }
 
 // endAgent ends the live session named by name (or its id).
-func endAgent(ctx context.Context, c *call, r *remote, got agentsAnswer, name string) error {
+func endAgent(ctx context.Context, c *call, r *remote, got agentsJSON, name string) error {
 	var id int64
 	for _, s := range got.Sessions {
 		if strings.EqualFold(s.Name, name) || strconv.FormatInt(s.ID, 10) == name {
@@ -133,13 +128,9 @@ func endAgent(ctx context.Context, c *call, r *remote, got agentsAnswer, name st
 	if id == 0 {
 		return fmt.Errorf("no connected agent is %s: snag agents lists them", name)
 	}
-	var ended struct {
-		Name     string `json:"name"`
-		Released int    `json:"released"`
-	}
-	req := map[string]string{"by": who(), "reason": c.opt.reason}
-	if err := r.do(ctx, "POST", "/sessions/"+strconv.FormatInt(id, 10)+"/end", req, &ended); err != nil {
-		return err
+	ended, err := r.cl.EndSession(ctx, id, api.EndRequest{By: who(), Reason: c.opt.reason})
+	if err != nil {
+		return said(err)
 	}
 	fmt.Fprintf(c.Stdout, "ended %s's session %d: %d task(s) back in the queue\n", ended.Name, id, ended.Released)
 	return nil

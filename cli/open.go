@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/snagdev/snag/api"
 )
 
 func init() {
@@ -25,12 +27,6 @@ func init() {
 	})
 }
 
-// loginLink is what snagd answers POST /login-codes with.
-type loginLink struct {
-	URL     string    `json:"url"`
-	Expires time.Time `json:"expires"`
-}
-
 func runOpen(ctx context.Context, c *call) error {
 	if len(c.args) > 0 {
 		return usagef("open takes no arguments: snag open [--print]")
@@ -39,9 +35,9 @@ func runOpen(ctx context.Context, c *call) error {
 	if err != nil {
 		return err
 	}
-	var link loginLink
-	if err := r.do(ctx, "POST", "/login-codes", map[string]any{"by": who()}, &link); err != nil {
-		return err
+	link, err := r.cl.LoginCode(ctx, api.MoveRequest{By: who()})
+	if err != nil {
+		return said(err)
 	}
 	if c.fs.Lookup("print").Value.String() == "true" {
 		fmt.Fprintln(c.Stdout, link.URL)

@@ -3,18 +3,16 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/client"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/project"
@@ -148,10 +146,9 @@ func envSet(name string) bool {
 	return v != "" && v != "0"
 }
 
-// do sends a request to the daemon, turning its error answers into errors
-// the CLI prints as they are.
-func (r *remote) do(ctx context.Context, method, path string, in, out any) error {
-	err := r.cl.Do(ctx, method, path, in, out)
+// said turns snagd's error answers into errors the CLI prints as they are:
+// snagd's own sentence, which names the fix.
+func said(err error) error {
 	var e *client.Error
 	if errors.As(err, &e) {
 		return errors.New(e.Message)
@@ -175,43 +172,24 @@ func (r *remote) local(ctx context.Context) (*project.Project, error) {
 }
 
 // list lists tasks, and counts every task for the message of an empty list.
-func (r *remote) list(ctx context.Context, f index.Filter) (index.Page, int, error) {
+func (r *remote) list(ctx context.Context, q api.ListQuery) (api.TaskList, int, error) {
 	if r.cl == nil {
 		p, err := r.local(ctx)
 		if err != nil {
-			return index.Page{}, 0, err
+			return api.TaskList{}, 0, err
 		}
 		defer p.Close()
-		page, err := p.DB.List(ctx, f)
+		page, err := p.DB.List(ctx, index.Filter{Statuses: q.Statuses, Wave: q.Wave, Kind: q.Kind, Plan: q.Plan,
+			All: q.All, Limit: q.Limit, Cursor: q.Cursor})
 		if err != nil {
-			return index.Page{}, 0, err
+			return api.TaskList{}, 0, err
 		}
 		n, err := p.DB.Count(ctx)
-		return page, n.Tasks, err
+		return api.TaskList{Tasks: index.WireRows(page.Rows), Next: page.Next}, n.Tasks, err
 	}
-	q := url.Values{}
-	var sts []string
-	for _, s := range f.Statuses {
-		sts = append(sts, string(s))
-	}
-	set := func(k, v string) {
-		if v != "" && v != "0" && v != "false" {
-			q.Set(k, v)
-		}
-	}
-	set("status", strings.Join(sts, ","))
-	set("wave", strconv.Itoa(f.Wave))
-	set("kind", string(f.Kind))
-	set("plan", f.Plan)
-	set("all", strconv.FormatBool(f.All))
-	set("limit", strconv.Itoa(f.Limit))
-	set("cursor", f.Cursor)
-	var page struct {
-		Tasks []*index.Row `json:"tasks"`
-		Next  string       `json:"next"`
-	}
-	if err := r.do(ctx, "GET", "/tasks?"+q.Encode(), nil, &page); err != nil {
-		return index.Page{}, 0, err
+	page, err := r.cl.List(ctx, q)
+	if err != nil {
+		return api.TaskList{}, 0, said(err)
 	}
 	total := r.cl.Health().Counts.Tasks
 	if len(page.Tasks) == 0 {
@@ -219,57 +197,44 @@ func (r *remote) list(ctx context.Context, f index.Filter) (index.Page, int, err
 			total = h.Counts.Tasks
 		}
 	}
-	return index.Page{Rows: page.Tasks, Next: page.Next}, total, nil
+	return page, total, nil
 }
 
 // get reads one task; arg is the reference as typed.
-func (r *remote) get(ctx context.Context, arg string, ref queue.Ref) (*index.Item, *verifyAnswer, error) {
+func (r *remote) get(ctx context.Context, arg string, ref queue.Ref) (api.TaskDetail, error) {
 	if r.cl == nil {
 		p, err := r.local(ctx)
 		if err != nil {
-			return nil, nil, err
+			return api.TaskDetail{}, err
 		}
 		defer p.Close()
 		it, err := p.DB.Get(ctx, ref)
-		return it, nil, err
+		if err != nil {
+			return api.TaskDetail{}, err
+		}
+		return it.Wire(project.Rel(it.Path)), nil
 	}
-	var got struct {
-		Row    index.Row     `json:"row"`
-		Task   *queue.Task   `json:"task"`
-		Body   string        `json:"body"`
-		SHA256 string        `json:"sha256"`
-		Verify *verifyAnswer `json:"verify"`
-	}
-	if err := r.do(ctx, "GET", "/tasks/"+url.PathEscape(arg), nil, &got); err != nil {
-		return nil, nil, err
-	}
-	it := &index.Item{Row: got.Row, Task: got.Task}
-	if it.Task != nil {
-		it.Task.Body = []byte(got.Body)
-	}
-	it.SHA256, _ = hex.DecodeString(got.SHA256)
-	return it, got.Verify, nil
+	d, err := r.cl.Get(ctx, arg)
+	return d, said(err)
 }
 
 // search runs a full-text query.
-func (r *remote) search(ctx context.Context, query string, limit int) ([]index.Hit, error) {
+func (r *remote) search(ctx context.Context, query string, limit int) ([]api.Hit, error) {
 	if r.cl == nil {
 		p, err := r.local(ctx)
 		if err != nil {
 			return nil, err
 		}
 		defer p.Close()
-		return p.Search(ctx, query, limit)
+		hits, err := p.Search(ctx, query, limit)
+		return index.WireHits(hits), err
 	}
-	var got struct {
-		Hits []index.Hit `json:"hits"`
-	}
-	q := url.Values{"q": {query}, "limit": {strconv.Itoa(limit)}}
-	if err := r.do(ctx, "GET", "/search?"+q.Encode(), nil, &got); err != nil {
-		return nil, err
+	got, err := r.cl.Search(ctx, api.SearchQuery{Q: query, Limit: limit})
+	if err != nil {
+		return nil, said(err)
 	}
 	if got.Hits == nil {
-		got.Hits = []index.Hit{}
+		got.Hits = []api.Hit{}
 	}
 	return got.Hits, nil
 }

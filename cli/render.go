@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/project"
 	"github.com/snagdev/snag/queue"
 )
@@ -18,20 +18,21 @@ const Width = 100
 // writeTable prints rows as a compact table no wider than Width: key,
 // status, severity, kind, wave, and the title with flags (@holder,
 // [BLOCKED by ...], [unvetted], [invalid], [stale], [duplicate]).
-func writeTable(w io.Writer, rows []*index.Row) {
+func writeTable(w io.Writer, rows []api.Task) {
 	head := []string{"KEY", "STATUS", "SEV", "KIND", "W"}
 	cols := make([][]string, len(rows))
 	widths := make([]int, len(head))
 	for i, h := range head {
 		widths[i] = len(h)
 	}
-	for i, r := range rows {
+	for i := range rows {
+		r := &rows[i]
 		key := r.Key
 		if key == "" {
 			key = "?"
 		}
 		status := string(r.Status)
-		if r.State != index.StateOK && !r.Stale {
+		if r.State != api.StateOK && !r.Stale {
 			status = r.State
 		}
 		wave := strconv.Itoa(r.Wave)
@@ -63,13 +64,13 @@ func writeTable(w io.Writer, rows []*index.Row) {
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 	}
 	line(head, "TITLE", "")
-	for i, r := range rows {
-		line(cols[i], safe(r.Title), safe(flagsOf(r)))
+	for i := range rows {
+		line(cols[i], safe(rows[i].Title), safe(flagsOf(&rows[i])))
 	}
 }
 
 // flagsOf is what a table shows after a task's title.
-func flagsOf(r *index.Row) string {
+func flagsOf(r *api.Task) string {
 	var flags []string
 	if r.Assignee != "" && !r.Status.Terminal() {
 		flags = append(flags, "@"+r.Assignee)
@@ -80,7 +81,7 @@ func flagsOf(r *index.Row) string {
 	if r.Trust == queue.TrustUnvetted {
 		flags = append(flags, "[unvetted]")
 	}
-	if r.State != index.StateOK {
+	if r.State != api.StateOK {
 		if r.Key != "" {
 			flags = append(flags, "["+r.State+": snag show "+r.Key+"]")
 		} else {
@@ -90,13 +91,13 @@ func flagsOf(r *index.Row) string {
 	if r.Stale {
 		flags = append(flags, "[stale]")
 	}
-	if r.Dup {
+	if r.Duplicate {
 		flags = append(flags, "[duplicate]")
 	}
 	return strings.Join(flags, " ")
 }
 
-func orKey(r *index.Row) string {
+func orKey(r *api.Task) string {
 	if r.Key != "" {
 		return r.Key
 	}
@@ -113,15 +114,16 @@ func clip(s string, n int) string {
 }
 
 // writeShow prints one task in full.
-func writeShow(w io.Writer, it *index.Item, v *verifyAnswer) {
-	if it.Task == nil {
-		fmt.Fprintf(w, "%s  %s\n", safe(orKey(&it.Row)), safe(it.Path))
+func writeShow(w io.Writer, d api.TaskDetail, v *verifyAnswer) {
+	it := &d.Row
+	if d.Task == nil {
+		fmt.Fprintf(w, "%s  %s\n", safe(orKey(it)), safe(it.Path))
 		fmt.Fprintf(w, "state:     %s\n", safe(it.State))
 		fmt.Fprintf(w, "error:     %s\n", safe(it.Error))
-		fmt.Fprintf(w, "file:      %s\n", safe(project.Rel(it.Path)))
+		fmt.Fprintf(w, "file:      %s\n", safe(d.TaskFile))
 		return
 	}
-	t := it.Task
+	t := d.Task
 	fmt.Fprintf(w, "%s  %s\n", safe(t.Key), safe(t.Title))
 	kv := func(k, v string) {
 		if v != "" {
@@ -195,18 +197,19 @@ func writeShow(w io.Writer, it *index.Item, v *verifyAnswer) {
 	}
 	kv("created", fmtTime(t.Created))
 	kv("updated", fmtTime(t.Updated))
-	kv("file", project.Rel(it.Path))
-	if it.State != index.StateOK {
+	kv("file", d.TaskFile)
+	if it.State != api.StateOK {
 		kv("state", it.State+" (showing the last good version)")
 		kv("error", it.Error)
 	}
-	if it.Dup {
+	if it.Duplicate {
 		kv("warning", "another file has the same id or key: snag doctor")
 	}
-	if len(t.Body) > 0 {
+	if d.Body != nil && len(*d.Body) > 0 {
+		body := *d.Body
 		fmt.Fprintln(w)
-		io.WriteString(w, safeText(string(t.Body)))
-		if t.Body[len(t.Body)-1] != '\n' {
+		io.WriteString(w, safeText(body))
+		if body[len(body)-1] != '\n' {
 			fmt.Fprintln(w)
 		}
 	}

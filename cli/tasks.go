@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/project"
 	"github.com/snagdev/snag/queue"
 )
@@ -144,18 +144,18 @@ func runAdd(ctx context.Context, c *call) error {
 	if err != nil {
 		return err
 	}
-	req := map[string]any{"title": nt.Title, "body": string(nt.Body), "kind": nt.Kind, "severity": nt.Severity,
-		"wave": nt.Wave, "plan": nt.Plan, "files": c.opt.files, "depends_on": nt.DependsOn, "by": who()}
-	var added struct {
-		ID   string `json:"id"`
-		Key  string `json:"key"`
-		Path string `json:"path"`
-	}
-	if err := r.do(ctx, "POST", "/tasks", req, &added); err != nil {
-		return err
+	added, err := r.cl.Add(ctx, api.AddRequest{Title: nt.Title, Body: string(nt.Body), Kind: string(nt.Kind),
+		Severity: string(nt.Severity), Wave: nt.Wave, Plan: nt.Plan, Files: c.opt.files, DependsOn: nt.DependsOn, By: who()})
+	if err != nil {
+		return said(err)
 	}
 	if c.opt.json {
-		return writeJSON(c.Stdout, added)
+		// The stable shape of snag add --json.
+		return writeJSON(c.Stdout, struct {
+			ID   string `json:"id"`
+			Key  string `json:"key"`
+			Path string `json:"path"`
+		}{added.ID, added.Key, added.Path})
 	}
 	fmt.Fprintln(c.Stdout, added.Key)
 	return nil
@@ -172,16 +172,16 @@ func parseEnum[T ~string](name, v string, allowed []T) (T, error) {
 
 // listJSON is the stable shape of snag list --json.
 type listJSON struct {
-	Tasks  []*index.Row `json:"tasks"`
-	Next   string       `json:"next,omitempty"`
-	Source string       `json:"source"` // daemon or files
+	Tasks  []api.Task `json:"tasks"`
+	Next   string     `json:"next,omitempty"`
+	Source string     `json:"source"` // daemon or files
 }
 
 func runList(ctx context.Context, c *call) error {
 	if len(c.args) > 0 {
 		return usagef("list takes no arguments, only flags: snag list --status open")
 	}
-	f := index.Filter{Wave: c.opt.wave, Plan: c.opt.plan, All: c.opt.all, Limit: c.opt.limit, Cursor: c.opt.cursor}
+	f := api.ListQuery{Wave: c.opt.wave, Plan: c.opt.plan, All: c.opt.all, Limit: c.opt.limit, Cursor: c.opt.cursor}
 	if c.opt.status != "" {
 		for _, s := range strings.Split(c.opt.status, ",") {
 			st, err := parseEnum("status", strings.TrimSpace(s), queue.Statuses)
@@ -210,12 +210,12 @@ func runList(ctx context.Context, c *call) error {
 		return err
 	}
 	if c.opt.json {
-		if page.Rows == nil {
-			page.Rows = []*index.Row{}
+		if page.Tasks == nil {
+			page.Tasks = []api.Task{}
 		}
-		return writeJSON(c.Stdout, listJSON{Tasks: page.Rows, Next: page.Next, Source: r.source()})
+		return writeJSON(c.Stdout, listJSON{Tasks: page.Tasks, Next: page.Next, Source: r.source()})
 	}
-	if len(page.Rows) == 0 {
+	if len(page.Tasks) == 0 {
 		if total == 0 {
 			fmt.Fprintln(c.Stdout, `no tasks yet: snag add "What needs doing" adds one`)
 			return nil
@@ -223,14 +223,14 @@ func runList(ctx context.Context, c *call) error {
 		fmt.Fprintln(c.Stdout, emptyList(f))
 		return nil
 	}
-	writeTable(c.Stdout, page.Rows)
+	writeTable(c.Stdout, page.Tasks)
 	if page.Next != "" {
 		fmt.Fprintf(c.Stdout, "… more: raise --limit (now %d)\n", f.Limit)
 	}
 	return nil
 }
 
-func emptyList(f index.Filter) string {
+func emptyList(f api.ListQuery) string {
 	switch {
 	case len(f.Statuses) > 0 || f.Wave > 0 || f.Kind != "" || f.Plan != "":
 		return "no tasks match those filters"
@@ -240,8 +240,8 @@ func emptyList(f index.Filter) string {
 
 // showJSON is the stable shape of snag show --json.
 type showJSON struct {
-	*index.Row
-	Task     *queue.Task `json:"task,omitempty"`
+	*api.Task
+	Data     *queue.Task `json:"task,omitempty"`
 	Body     string      `json:"body"`
 	TaskFile string      `json:"task_file"`
 	SHA256   string      `json:"sha256"`
@@ -262,19 +262,24 @@ func runShow(ctx context.Context, c *call) error {
 	if err != nil {
 		return err
 	}
-	it, v, err := r.get(ctx, c.args[0], ref)
+	d, err := r.get(ctx, c.args[0], ref)
 	if err != nil {
 		return err
 	}
+	var v *verifyAnswer
+	if d.Verify != nil {
+		a := stateAnswer(*d.Verify)
+		v = &a
+	}
 	if c.opt.json {
-		out := showJSON{Row: &it.Row, Task: it.Task, TaskFile: project.Rel(it.Path), SHA256: fmt.Sprintf("%x", it.SHA256), Source: r.source(), Verify: v}
-		if it.Task != nil {
-			out.Body = string(it.Task.Body)
+		out := showJSON{Task: &d.Row, Data: d.Task, TaskFile: d.TaskFile, SHA256: d.SHA256, Source: r.source(), Verify: v}
+		if d.Body != nil {
+			out.Body = *d.Body
 		}
 		return writeJSON(c.Stdout, out)
 	}
-	writeShow(c.Stdout, it, v)
-	if it.State != index.StateOK {
+	writeShow(c.Stdout, d, v)
+	if d.Row.State != api.StateOK {
 		return errFound
 	}
 	return nil
@@ -299,9 +304,9 @@ func runSearch(ctx context.Context, c *call) error {
 		fmt.Fprintf(c.Stdout, "nothing matches %q\n", strings.Join(c.args, " "))
 		return nil
 	}
-	rows := make([]*index.Row, len(hits))
+	rows := make([]api.Task, len(hits))
 	for i := range hits {
-		rows[i] = &hits[i].Row
+		rows[i] = hits[i].Task
 	}
 	writeTable(c.Stdout, rows)
 	return nil

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
+	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/queue"
 )
 
@@ -66,6 +66,33 @@ type verifyAnswer struct {
 	ETA int `json:"eta_seconds,omitempty"`
 }
 
+// stateAnswer is GET /verify/{ref}'s answer as the CLI shows it.
+func stateAnswer(st api.VerifyState) verifyAnswer {
+	return verifyAnswer{Key: st.Key, Status: string(st.Status), Running: st.Running, Outcome: st.Outcome,
+		Reason: st.Reason, LastAt: st.LastAt, Verifier: st.Verifier, Shot: st.Shot}
+}
+
+// planAnswer is a dry run's answer as the CLI shows it.
+func planAnswer(p api.VerifyPlan) verifyAnswer {
+	return verifyAnswer{Key: p.Key, Code: p.Code, Verifier: p.Verifier, Command: p.Command, URL: p.URL,
+		Approved: p.Approved, Message: p.Message}
+}
+
+// resolvedAnswer is a started check's answer as the CLI shows it.
+func resolvedAnswer(r api.Resolved) verifyAnswer {
+	a := verifyAnswer{Key: r.Key, Code: r.Code, Status: string(r.Status), Command: r.Command, Message: r.Message,
+		Outcome: r.Outcome, Reason: r.Reason, ETA: r.ETASeconds}
+	if v := r.Verify; v != nil {
+		a.Verify.Verifier = v.Verifier
+		for _, run := range v.History {
+			a.Verify.History = append(a.Verify.History, struct {
+				Command string `json:"command"`
+			}{run.Command})
+		}
+	}
+	return a
+}
+
 func runVerify(ctx context.Context, c *call) error {
 	if len(c.args) != 1 {
 		return usagef("verify takes one task: snag verify SNAG-12 [--dry-run] [--wait]")
@@ -77,10 +104,20 @@ func runVerify(ctx context.Context, c *call) error {
 	if err != nil {
 		return err
 	}
-	path := "/verify/" + url.PathEscape(c.args[0])
+	ref := c.args[0]
 	var ans verifyAnswer
-	if err := r.do(ctx, "POST", path, map[string]any{"dry_run": c.opt.dryRun, "by": who()}, &ans); err != nil {
-		return err
+	if c.opt.dryRun {
+		p, err := r.cl.VerifyPlan(ctx, ref, api.VerifyRequest{By: who()})
+		if err != nil {
+			return said(err)
+		}
+		ans = planAnswer(p)
+	} else {
+		res, err := r.cl.Verify(ctx, ref, api.VerifyRequest{By: who()})
+		if err != nil {
+			return said(err)
+		}
+		ans = resolvedAnswer(res)
 	}
 	switch {
 	case c.opt.json && (c.opt.dryRun || !c.opt.wait):
@@ -105,10 +142,11 @@ func runVerify(ctx context.Context, c *call) error {
 		fmt.Fprintf(c.Stdout, "%s is verifying: %s\n", ans.Key, waitingFor(ans))
 	}
 	for {
-		ans = verifyAnswer{}
-		if err := r.do(ctx, "GET", path, nil, &ans); err != nil {
-			return err
+		st, err := r.cl.VerifyState(ctx, ref)
+		if err != nil {
+			return said(err)
 		}
+		ans = stateAnswer(st)
 		if !ans.Running && ans.Status != string(queue.StatusVerifying) {
 			break
 		}
@@ -173,16 +211,24 @@ func runMoveAs(ctx context.Context, c *call, action queue.Action, name string) e
 	}
 	var errs []error
 	for _, a := range c.args {
-		var moved struct {
-			Key    string `json:"key"`
-			Status string `json:"status"`
+		req := api.MoveRequest{By: who(), Reason: c.opt.reason}
+		var key string
+		var status queue.Status
+		var err error
+		if action == queue.ActRelease {
+			var rel api.Released
+			rel, err = r.cl.TakeBack(ctx, a, req)
+			key, status = rel.Key, rel.Status
+		} else {
+			var m api.Moved
+			m, err = r.cl.Move(ctx, a, string(action), req)
+			key, status = m.Key, m.Status
 		}
-		req := map[string]string{"by": who(), "reason": c.opt.reason}
-		if err := r.do(ctx, "POST", "/tasks/"+url.PathEscape(a)+"/"+string(action), req, &moved); err != nil {
-			errs = append(errs, err)
+		if err != nil {
+			errs = append(errs, said(err))
 			continue
 		}
-		fmt.Fprintf(c.Stdout, "%s is %s\n", moved.Key, moved.Status)
+		fmt.Fprintf(c.Stdout, "%s is %s\n", key, status)
 	}
 	return errors.Join(errs...)
 }

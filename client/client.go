@@ -10,8 +10,9 @@
 // answers an HMAC of a fresh nonce, so a squatter on the port never sees it.
 // A daemon for another project is never used.
 //
-// client imports token and the daemon's wire types' shapes only through
-// JSON; it opens no database and writes no task file.
+// Its calls (Caller: List, Get, Claim, Release, Resolve, Add, Search,
+// Verify, Sessions, Audit, Events, ...) send and return the API's types
+// (package api); it opens no database and writes no task file.
 package client
 
 import (
@@ -33,6 +34,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/gitdir"
 	"github.com/snagdev/snag/token"
 )
@@ -73,28 +75,13 @@ func (e *mismatchError) Error() string {
 
 func (e *mismatchError) Unwrap() error { return ErrTokenMismatch }
 
-// Health is the part of snagd's /health a client reads.
-type Health struct {
-	Service      string `json:"service"`
-	Root         string `json:"root"`
-	GitCommonDir string `json:"git_common_dir"`
-	PID          int    `json:"pid"`
-	Port         int    `json:"port"`
-	Version      string `json:"version"`
-	Ready        bool   `json:"ready"`
-	Polling      bool   `json:"polling"`
-	Counts       Counts `json:"counts"`
-	Proof        string `json:"proof"`
-}
+// Health is snagd's answer of GET /health.
+type Health = api.Health
 
-// Counts are the daemon's counts of task rows and of rows with problems.
-type Counts struct {
-	Tasks    int `json:"tasks"`
-	Problems int `json:"problems"`
-}
-
-// Client talks to one snagd.
+// Client talks to one snagd. Its calls (Caller's methods) are a person's;
+// As gives an agent session's.
 type Client struct {
+	Caller
 	root string // the project root, symlinks resolved
 	home string
 	tok  token.Token
@@ -138,6 +125,7 @@ func Dial(ctx context.Context, root string, opts Options) (*Client, error) {
 	}
 	tok, tokErr := token.Read(opts.Home)
 	c := &Client{root: abs, home: opts.Home, tok: tok, http: &http.Client{Timeout: 30 * time.Second}}
+	c.Caller = Caller{c: c}
 	found, notes := c.find(ctx, opts.Timeout) // without a token, nothing proves itself: a snagd that runs is named
 	if tokErr != nil && opts.Start == nil {
 		if c.mismatch != nil {
@@ -478,11 +466,12 @@ func (c *Client) Recheck(ctx context.Context) error {
 	return nil
 }
 
-// Error is an error answer from snagd.
+// Error is an error answer from snagd: its HTTP status, and its body's
+// code (the api.Code* constants) and message.
 type Error struct {
-	Status  int    `json:"-"` // the HTTP status; an answer's own "status" field is not it
-	Code    string `json:"error"`
-	Message string `json:"message"`
+	Status  int
+	Code    string
+	Message string
 }
 
 func (e *Error) Error() string { return e.Message }

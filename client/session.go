@@ -11,26 +11,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/snagdev/snag/api"
 )
 
 // Session is a registered agent session, as POST /sessions answers it.
-type Session struct {
-	ID   int64  `json:"id"`
-	Name string `json:"name"`
-}
+type Session = api.Session
 
 // Registration is what an agent tells snagd about itself when it registers.
-type Registration struct {
-	Name          string `json:"name,omitempty"`
-	Client        string `json:"client,omitempty"`
-	ClientVersion string `json:"client_version,omitempty"`
-	PID           int    `json:"pid,omitempty"`
-	Host          string `json:"host,omitempty"`
-	Transport     string `json:"transport,omitempty"`
-	// Root is the project root the agent works in, when that is another
-	// worktree of the daemon's repository: verify commands run there.
-	Root string `json:"root,omitempty"`
-}
+type Registration = api.Registration
 
 // Register registers an agent session.
 func (c *Client) Register(ctx context.Context, r Registration) (Session, error) {
@@ -70,9 +59,9 @@ func (c *Client) DoAs(ctx context.Context, session int64, tool, method, path str
 			req.Header.Set("Content-Type", "application/json")
 		}
 		if session != 0 {
-			req.Header.Set("X-Snag-Session", strconv.FormatInt(session, 10))
+			req.Header.Set(api.SessionHeader, strconv.FormatInt(session, 10))
 			if tool != "" {
-				req.Header.Set("X-Snag-Tool", tool)
+				req.Header.Set(api.ToolHeader, tool)
 			}
 		}
 		resp, err := c.http.Do(req)
@@ -91,11 +80,7 @@ func (c *Client) DoAs(ctx context.Context, session int64, tool, method, path str
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode/100 != 2 {
-			e := &Error{Status: resp.StatusCode}
-			if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(e); err != nil || e.Message == "" {
-				e.Message = fmt.Sprintf("snagd answered %s", resp.Status)
-			}
-			return e
+			return errorOf(resp)
 		}
 		if out == nil {
 			return nil
@@ -134,11 +119,7 @@ func (c *Client) Root() string { return c.root }
 // Event is one event of snagd's stream (GET /events): its type (task,
 // lease, verify, rescan, problem, session, or resync when events were
 // missed) and its JSON data.
-type Event struct {
-	ID   int64
-	Type string
-	Data json.RawMessage
-}
+type Event = api.Event
 
 // Events follows snagd's event stream from now, calling on for each event,
 // until ctx ends or the stream closes; it returns then (the caller opens
@@ -192,11 +173,16 @@ func (c *Client) openStream(ctx context.Context, path string) (*http.Response, e
 	}
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
-		e := &Error{Status: resp.StatusCode}
-		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(e); err != nil || e.Message == "" {
-			e.Message = fmt.Sprintf("snagd answered %s", resp.Status)
-		}
-		return nil, e
+		return nil, errorOf(resp)
 	}
 	return resp, nil
+}
+
+// errorOf reads a non-2xx answer's body (an api.Error) as an *Error.
+func errorOf(resp *http.Response) *Error {
+	var body api.Error
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body); err != nil || body.Message == "" {
+		body.Message = fmt.Sprintf("snagd answered %s", resp.Status)
+	}
+	return &Error{Status: resp.StatusCode, Code: body.Code, Message: body.Message}
 }

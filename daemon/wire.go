@@ -1,8 +1,6 @@
 package daemon
 
 import (
-	"fmt"
-
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/queue"
@@ -36,11 +34,7 @@ func taskList(page index.Page) api.TaskList {
 // taskDetail is GET /tasks/{ref}; st is the task's verify state, given
 // when a check runs or has run.
 func taskDetail(it *index.Item, taskFile string, st *verifyState) api.TaskDetail {
-	out := api.TaskDetail{Row: it.Row.Wire(), Task: it.Task, TaskFile: taskFile, SHA256: fmt.Sprintf("%x", it.SHA256)}
-	if it.Task != nil {
-		body := string(it.Task.Body)
-		out.Body = &body
-	}
+	out := it.Wire(taskFile)
 	if st != nil {
 		out.Verify = st.wire()
 	}

@@ -1,6 +1,10 @@
 package index
 
-import "github.com/snagdev/snag/api"
+import (
+	"encoding/hex"
+
+	"github.com/snagdev/snag/api"
+)
 
 // This file is where the index's rows become the API's types: snagd's
 // answers and the CLI's reads without a daemon both go through it, so the
@@ -97,6 +101,17 @@ func WireRuns(runs []VerifyRun) []api.VerifyRun {
 	out := make([]api.VerifyRun, len(runs))
 	for i, r := range runs {
 		out[i] = r.Wire()
+	}
+	return out
+}
+
+// Wire is the item as GET /tasks/{ref} gives it, without its verify state;
+// taskFile is its file relative to the project root.
+func (it *Item) Wire(taskFile string) api.TaskDetail {
+	out := api.TaskDetail{Row: it.Row.Wire(), Task: it.Task, TaskFile: taskFile, SHA256: hex.EncodeToString(it.SHA256)}
+	if it.Task != nil {
+		body := string(it.Task.Body)
+		out.Body = &body
 	}
 	return out
 }

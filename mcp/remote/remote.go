@@ -13,13 +13,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/client"
 	"github.com/snagdev/snag/mcp"
 	"github.com/snagdev/snag/queue"
@@ -212,10 +211,7 @@ func (d *Daemon) Watch(ctx context.Context, on func(key string)) {
 		}
 		first = false
 		err := d.cl.Events(ctx, func(e client.Event) {
-			var data struct {
-				Key  string `json:"key"`
-				Task string `json:"task"`
-			}
+			var data api.EventTask
 			json.Unmarshal(e.Data, &data)
 			switch {
 			case e.Type == "session":
@@ -240,13 +236,17 @@ func (d *Daemon) Watch(ctx context.Context, on func(key string)) {
 	}
 }
 
-// do sends a request for the tool call in ctx, with the session.
-func (d *Daemon) do(ctx context.Context, method, path string, in, out any) error {
+// call makes one call for the tool call in ctx, as the bridge's session:
+// fn makes it with the session's calls, and is made again once when the
+// session had ended (after registering again) or snagd was not reached
+// (after finding it again). ref names the task for a not-found answer.
+func (d *Daemon) call(ctx context.Context, ref string, fn func(client.Caller) error) error {
 	s, err := d.Session(ctx)
 	if err != nil {
 		return daemonErr(err)
 	}
-	err = d.cl.DoAs(ctx, s.ID, mcp.ToolOf(ctx), method, path, in, out)
+	tool := mcp.ToolOf(ctx)
+	err = fn(d.cl.As(s.ID, tool))
 	var e *client.Error
 	if errors.As(err, &e) && e.Status == http.StatusGone {
 		d.mu.Lock()
@@ -258,35 +258,20 @@ func (d *Daemon) do(ctx context.Context, method, path string, in, out any) error
 		if s, err = d.Session(ctx); err != nil {
 			return daemonErr(err)
 		}
-		err = d.cl.DoAs(ctx, s.ID, mcp.ToolOf(ctx), method, path, in, out)
+		err = fn(d.cl.As(s.ID, tool))
 	}
 	if err != nil && !errors.As(err, &e) {
 		// snagd went away: find it again for the next call.
 		if rerr := d.cl.Recheck(ctx); rerr == nil {
-			err = d.cl.DoAs(ctx, s.ID, mcp.ToolOf(ctx), method, path, in, out)
+			err = fn(d.cl.As(s.ID, tool))
 		}
 	}
 	if errors.As(err, &e) && e.Status == http.StatusNotFound {
 		// snagd's words name CLI commands; the MCP server words it with
 		// its own calls.
-		return fmt.Errorf("%w: %s", mcp.ErrNotFound, refIn(path))
+		return fmt.Errorf("%w: %s", mcp.ErrNotFound, ref)
 	}
 	return daemonErr(err)
-}
-
-// refIn is the task a request's path names (/tasks/{ref}/..., /verify/{ref}).
-func refIn(path string) string {
-	path, _, _ = strings.Cut(path, "?")
-	for _, pre := range []string{"/tasks/", "/verify/"} {
-		if rest, ok := strings.CutPrefix(path, pre); ok {
-			rest, _, _ = strings.Cut(rest, "/")
-			if ref, err := url.PathUnescape(rest); err == nil {
-				return ref
-			}
-			return rest
-		}
-	}
-	return path
 }
 
 func daemonErr(err error) error {
@@ -303,59 +288,46 @@ func daemonErr(err error) error {
 	return err
 }
 
-type wireRow struct {
-	mcp.Row
-	State string `json:"state"`
-	Error string `json:"error"`
+// rowOf is a task of the API as the tools show it: the one place the
+// bridge turns snagd's rows into the model's.
+func rowOf(t api.Task) mcp.Row {
+	return mcp.Row{Key: t.Key, ID: t.ID, Title: t.Title, Status: string(t.Status), Trust: string(t.Trust),
+		Severity: string(t.Severity), Kind: string(t.Kind), Wave: t.Wave, Plan: t.Plan, Assignee: t.Assignee,
+		File: t.File, BlockedBy: t.BlockedBy, Path: t.Path}
 }
-
-func (w wireRow) row() mcp.Row { return w.Row }
 
 // List lists tasks.
 func (d *Daemon) List(ctx context.Context, lq mcp.ListQuery) (mcp.Page, error) {
-	q := url.Values{}
-	if len(lq.Statuses) > 0 {
-		q.Set("status", strings.Join(lq.Statuses, ","))
+	q := api.ListQuery{Wave: lq.Wave, Limit: lq.Limit, Cursor: lq.Cursor, All: lq.All}
+	for _, s := range lq.Statuses {
+		q.Statuses = append(q.Statuses, queue.Status(s))
 	}
-	if lq.Wave > 0 {
-		q.Set("wave", strconv.Itoa(lq.Wave))
-	}
-	if lq.Limit > 0 {
-		q.Set("limit", strconv.Itoa(lq.Limit))
-	}
-	if lq.Cursor != "" {
-		q.Set("cursor", lq.Cursor)
-	}
-	if lq.All {
-		q.Set("all", "true")
-	}
-	var got struct {
-		Tasks []wireRow `json:"tasks"`
-		Next  string    `json:"next"`
-	}
-	if err := d.do(ctx, "GET", "/tasks?"+q.Encode(), nil, &got); err != nil {
+	var got api.TaskList
+	err := d.call(ctx, "", func(k client.Caller) (err error) { got, err = k.List(ctx, q); return err })
+	if err != nil {
 		return mcp.Page{}, err
 	}
 	p := mcp.Page{Next: got.Next, Rows: make([]mcp.Row, 0, len(got.Tasks))}
-	for _, w := range got.Tasks {
-		p.Rows = append(p.Rows, w.row())
+	for _, t := range got.Tasks {
+		p.Rows = append(p.Rows, rowOf(t))
 	}
 	return p, nil
 }
 
 // Get reads one task.
 func (d *Daemon) Get(ctx context.Context, ref string) (*mcp.Detail, error) {
-	var got struct {
-		Row      wireRow          `json:"row"`
-		Task     *queue.Task      `json:"task"`
-		Body     string           `json:"body"`
-		TaskFile string           `json:"task_file"`
-		Verify   *mcp.VerifyState `json:"verify"`
-	}
-	if err := d.do(ctx, "GET", "/tasks/"+url.PathEscape(ref), nil, &got); err != nil {
+	var got api.TaskDetail
+	if err := d.call(ctx, ref, func(k client.Caller) (err error) { got, err = k.Get(ctx, ref); return err }); err != nil {
 		return nil, err
 	}
-	det := &mcp.Detail{Row: got.Row.row(), Body: got.Body, Verify: got.Verify}
+	det := &mcp.Detail{Row: rowOf(got.Row)}
+	if got.Body != nil {
+		det.Body = *got.Body
+	}
+	if v := got.Verify; v != nil {
+		det.Verify = &mcp.VerifyState{Running: v.Running, Outcome: v.Outcome, Reason: v.Reason, LastAt: v.LastAt,
+			Verifier: v.Verifier, Shot: v.Shot}
+	}
 	if got.TaskFile != "" {
 		det.Path = strings.TrimPrefix(got.TaskFile, ".snag/")
 	}
@@ -365,41 +337,35 @@ func (d *Daemon) Get(ctx context.Context, ref string) (*mcp.Detail, error) {
 
 // Search runs a full-text query.
 func (d *Daemon) Search(ctx context.Context, query string, limit int) ([]mcp.Hit, error) {
-	var got struct {
-		Hits []struct {
-			wireRow
-			Snippet string `json:"snippet"`
-		} `json:"hits"`
-	}
-	q := url.Values{"q": {query}, "limit": {strconv.Itoa(limit)}}
-	if err := d.do(ctx, "GET", "/search?"+q.Encode(), nil, &got); err != nil {
+	var got api.SearchResult
+	err := d.call(ctx, "", func(k client.Caller) (err error) {
+		got, err = k.Search(ctx, api.SearchQuery{Q: query, Limit: limit})
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	hits := make([]mcp.Hit, 0, len(got.Hits))
 	for _, h := range got.Hits {
-		hits = append(hits, mcp.Hit{Row: h.row(), Snippet: h.Snippet})
+		hits = append(hits, mcp.Hit{Row: rowOf(h.Task), Snippet: h.Snippet})
 	}
 	return hits, nil
 }
 
 // Claim leases a task, or the next ready one when ref is "".
 func (d *Daemon) Claim(ctx context.Context, ref string, force bool) (mcp.Claimed, error) {
-	path := "/claim"
-	if ref != "" {
-		path = "/tasks/" + url.PathEscape(ref) + "/claim"
-	}
-	var got struct {
-		Task   *wireRow `json:"task"`
-		Epoch  int64    `json:"epoch"`
-		Reason string   `json:"reason"`
-	}
-	if err := d.do(ctx, "POST", path, map[string]any{"force": force}, &got); err != nil {
+	var got api.Claim
+	err := d.call(ctx, ref, func(k client.Caller) (err error) {
+		got, err = k.Claim(ctx, ref, api.ClaimRequest{Force: force})
+		return err
+	})
+	if err != nil {
 		return mcp.Claimed{}, err
 	}
 	if got.Task == nil {
 		return mcp.Claimed{Reason: got.Reason}, nil
 	}
-	r := got.Task.row()
+	r := rowOf(*got.Task)
 	d.mu.Lock()
 	h := held{id: r.ID, key: r.Key, epoch: got.Epoch}
 	d.epochs[r.ID], d.epochs[r.Key] = h, h
@@ -449,28 +415,22 @@ func errNotHeld(ref string) error {
 	return fmt.Errorf("you do not hold %s in this session: claim it first with snag_claim {\"id\": %q}", ref, ref)
 }
 
-func (d *Daemon) move(ctx context.Context, action, ref string, body map[string]any) (mcp.Moved, error) {
+// Release gives a held task back with a reason.
+func (d *Daemon) Release(ctx context.Context, ref, reason string) (mcp.Moved, error) {
 	ep := d.epoch(ref)
 	if ep == 0 {
 		return mcp.Moved{}, errNotHeld(ref)
 	}
-	body["epoch"] = ep
-	var got struct {
-		Key    string `json:"key"`
-		Status string `json:"status"`
-	}
-	if err := d.do(ctx, "POST", "/tasks/"+url.PathEscape(ref)+"/"+action, body, &got); err != nil {
+	var got api.Released
+	err := d.call(ctx, ref, func(k client.Caller) (err error) {
+		got, err = k.Release(ctx, ref, api.LeaseRequest{Epoch: ep, Reason: reason})
+		return err
+	})
+	if err != nil {
 		return mcp.Moved{}, err
 	}
-	if action == "release" || got.Status == string(queue.StatusResolved) {
-		d.forget(ref, got.Key)
-	}
-	return mcp.Moved{Key: got.Key, Status: got.Status}, nil
-}
-
-// Release gives a held task back with a reason.
-func (d *Daemon) Release(ctx context.Context, ref, reason string) (mcp.Moved, error) {
-	return d.move(ctx, "release", ref, map[string]any{"reason": reason})
+	d.forget(ref, got.Key)
+	return mcp.Moved{Key: got.Key, Status: string(got.Status)}, nil
 }
 
 // Resolve hands a held task to verify: a dry run first says what will
@@ -482,33 +442,25 @@ func (d *Daemon) Resolve(ctx context.Context, ref, commit, note string) (mcp.Mov
 	if ep == 0 {
 		return mcp.Moved{}, errNotHeld(ref)
 	}
-	var plan struct {
-		Key      string `json:"key"`
-		Code     string `json:"code"`
-		Verifier string `json:"verifier"`
-		Message  string `json:"message"`
-	}
-	err := d.do(ctx, "POST", "/verify/"+url.PathEscape(ref), map[string]any{"dry_run": true, "epoch": ep}, &plan)
+	var plan api.VerifyPlan
+	err := d.call(ctx, ref, func(k client.Caller) (err error) {
+		plan, err = k.VerifyPlan(ctx, ref, api.VerifyRequest{Epoch: ep})
+		return err
+	})
 	var ce *client.Error
 	switch {
-	case errors.As(err, &ce) && ce.Code == "verify_unavailable":
+	case errors.As(err, &ce) && ce.Code == api.CodeVerifyUnavailable:
 	case err != nil:
 		return mcp.Moved{}, err
-	case plan.Code == "no_capture_url":
+	case plan.Code == api.VerifyNoCaptureURL:
 		return mcp.Moved{}, fmt.Errorf("%s. It is yours meanwhile: tell the person it is ready for their review, or snag_release it with a reason", plan.Message)
 	}
-	var got struct {
-		Key        string `json:"key"`
-		Status     string `json:"status"`
-		Code       string `json:"code"`
-		Message    string `json:"message"`
-		ETASeconds int    `json:"eta_seconds"`
-		Verify     struct {
-			Verifier string `json:"verifier"`
-		} `json:"verify"`
-	}
-	err = d.do(ctx, "POST", "/tasks/"+url.PathEscape(ref)+"/resolve", map[string]any{"epoch": ep, "commit": commit, "note": note}, &got)
-	if errors.As(err, &ce) && ce.Code == "verify_unavailable" {
+	var got api.Resolved
+	err = d.call(ctx, ref, func(k client.Caller) (err error) {
+		got, err = k.Resolve(ctx, ref, api.VerifyRequest{Epoch: ep, Commit: commit, Note: note})
+		return err
+	})
+	if errors.As(err, &ce) && ce.Code == api.CodeVerifyUnavailable {
 		key := plan.Key
 		if key == "" { // the dry run answered 503 too: its body was not decoded
 			key = ref
@@ -518,16 +470,22 @@ func (d *Daemon) Resolve(ctx context.Context, ref, commit, note string) (mcp.Mov
 	if err != nil {
 		return mcp.Moved{}, err
 	}
-	if got.Status == string(queue.StatusResolved) || got.Status == string(queue.StatusNeedsReview) {
+	if got.Status == queue.StatusResolved || got.Status == queue.StatusNeedsReview {
 		d.forget(ref, got.Key) // the lease ended with the move
 	}
-	return mcp.Moved{Key: got.Key, Status: got.Status, Code: got.Code, Message: got.Message,
-		Verifier: got.Verify.Verifier, ETA: got.ETASeconds}, nil
+	m := mcp.Moved{Key: got.Key, Status: string(got.Status), Code: got.Code, Message: got.Message, ETA: got.ETASeconds}
+	if got.Verify != nil {
+		m.Verifier = got.Verify.Verifier
+	}
+	return m, nil
 }
 
 // Add files a task into the inbox, unvetted.
 func (d *Daemon) Add(ctx context.Context, t mcp.NewTask) (mcp.Added, error) {
-	var got mcp.Added
-	err := d.do(ctx, "POST", "/tasks", t, &got)
-	return got, err
+	var got api.Added
+	err := d.call(ctx, "", func(k client.Caller) (err error) {
+		got, err = k.Add(ctx, api.AddRequest{Title: t.Title, Body: t.Body, Kind: t.Kind, Severity: t.Severity, Files: t.Files})
+		return err
+	})
+	return mcp.Added{ID: got.ID, Key: got.Key, Path: got.Path, Status: string(got.Status), Trust: string(got.Trust)}, err
 }

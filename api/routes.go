@@ -1,0 +1,86 @@
+package api
+
+// Who may call a route.
+const (
+	// Anyone: no token is needed.
+	Anyone = "anyone"
+	// Token: a person or an agent, with the token.
+	Token = "token"
+	// Agent: an agent, with the token and the session header.
+	Agent = "agent"
+	// Person: a person, with the token and no session header.
+	Person = "person"
+)
+
+// Route is one route of snagd's HTTP API.
+type Route struct {
+	// Method is the HTTP method.
+	Method string
+	// Path is the path pattern; {name} is one segment.
+	Path string
+	// Who may call it: Anyone, Token, Agent or Person.
+	Who string
+	// Query is the type of its query (a ListQuery, say), or nil.
+	Query any
+	// Request is the type of its JSON body, or nil for none.
+	Request any
+	// Answer is the type of its JSON answer, or nil for a stream.
+	Answer any
+	// Status is the status of a successful answer.
+	Status int
+	// Doc says what it does.
+	Doc string
+}
+
+// Routes is every route of the API, in the order the reference lists
+// them. snagd's route table must serve exactly these (a test checks it).
+var Routes = []Route{
+	{Method: "GET", Path: "/health", Who: Anyone, Answer: Health{}, Status: 200,
+		Doc: "Who is serving: the project, the version, whether the first read of the files is done. ?nonce=X adds the proof."},
+	{Method: "GET", Path: "/tasks", Who: Token, Query: ListQuery{}, Answer: TaskList{}, Status: 200,
+		Doc: "One page of the queue, in queue order."},
+	{Method: "GET", Path: "/tasks/{ref}", Who: Token, Answer: TaskDetail{}, Status: 200,
+		Doc: "One task by id or alias, with its data and body."},
+	{Method: "POST", Path: "/tasks", Who: Token, Request: AddRequest{}, Answer: Added{}, Status: 201,
+		Doc: "Files a task: a person's is vetted and open, an agent's unvetted in the inbox."},
+	{Method: "GET", Path: "/search", Who: Token, Query: SearchQuery{}, Answer: SearchResult{}, Status: 200,
+		Doc: "Full-text search over every task, best match first."},
+	{Method: "POST", Path: "/claim", Who: Agent, Request: ClaimRequest{}, Answer: Claim{}, Status: 200,
+		Doc: "Claims the next ready task for the session, or says why none is ready."},
+	{Method: "POST", Path: "/tasks/{ref}/claim", Who: Agent, Request: ClaimRequest{}, Answer: Claim{}, Status: 200,
+		Doc: "Claims one task for the session; claiming a task the session holds gives its lease back as it is."},
+	{Method: "POST", Path: "/tasks/{ref}/release", Who: Agent, Request: LeaseRequest{}, Answer: Released{}, Status: 200,
+		Doc: "The holder gives the task back, with a reason, fenced by its epoch."},
+	{Method: "POST", Path: "/tasks/{ref}/release", Who: Person, Request: MoveRequest{}, Answer: Released{}, Status: 200,
+		Doc: "A person takes the task back from whoever holds it; the holder's later writes are stale."},
+	{Method: "POST", Path: "/tasks/{ref}/resolve", Who: Agent, Request: VerifyRequest{}, Answer: Resolved{}, Status: 202,
+		Doc: "The holder hands the task to verify: 202 with a started check, or 200 when no check runs (verify disabled, a command waiting for approval)."},
+	{Method: "POST", Path: "/tasks/{ref}/accept", Who: Person, Request: MoveRequest{}, Answer: Moved{}, Status: 200,
+		Doc: "A person resolves the task without verify (snag resolve): verified stays false."},
+	{Method: "POST", Path: "/tasks/{ref}/{action}", Who: Person, Request: MoveRequest{}, Answer: Moved{}, Status: 200,
+		Doc: "A person's move: action is promote, reject, cancel or reopen."},
+	{Method: "POST", Path: "/verify/{ref}", Who: Token, Request: VerifyRequest{}, Answer: Resolved{}, Status: 202,
+		Doc: "Checks the task now (a person's, for a task claimed, verifying or needs_review; an agent's is its resolve). With dry_run the answer is a VerifyPlan and nothing changes."},
+	{Method: "GET", Path: "/verify/{ref}", Who: Token, Answer: VerifyState{}, Status: 200,
+		Doc: "Where verify of the task stands, with its recent runs."},
+	{Method: "POST", Path: "/sessions", Who: Token, Request: Registration{}, Answer: Session{}, Status: 201,
+		Doc: "Registers an agent's session; its id goes in the session header of every later request."},
+	{Method: "GET", Path: "/sessions", Who: Token, Answer: Sessions{}, Status: 200,
+		Doc: "The live sessions, what each is doing, and every live lease."},
+	{Method: "POST", Path: "/sessions/{id}/end", Who: Person, Request: EndRequest{}, Answer: Ended{}, Status: 200,
+		Doc: "A person ends an agent's session: its tasks go back to the queue."},
+	{Method: "GET", Path: "/sessions/{id}/stream", Who: Token, Status: 200,
+		Doc: "Holds the session alive: the agent keeps this stream open for its whole life (comments only); when it closes and does not come back within the grace, the session ends and its leases are released."},
+	{Method: "GET", Path: "/audit", Who: Token, Query: AuditQuery{}, Answer: AuditLog{}, Status: 200,
+		Doc: "The audit log, oldest first."},
+	{Method: "POST", Path: "/reindex", Who: Token, Request: MoveRequest{}, Answer: Reindexed{}, Status: 200,
+		Doc: "Rebuilds the index from the task files; live state is kept and leases are reconciled with the files."},
+	{Method: "POST", Path: "/rescan", Who: Token, Answer: Rescanned{}, Status: 200,
+		Doc: "Reads every task file again now, as the watcher's timer would."},
+	{Method: "GET", Path: "/events", Who: Token, Status: 200,
+		Doc: "A stream of server-sent events (see Event); ?since=N or Last-Event-ID continues after event N, and a resync event says events were missed."},
+	{Method: "POST", Path: "/login-codes", Who: Person, Request: MoveRequest{}, Answer: LoginCode{}, Status: 201,
+		Doc: "Mints a one-time link that logs a browser in to the board (snag open)."},
+	{Method: "POST, GET, DELETE", Path: "/mcp", Who: Token,
+		Doc: "The MCP server over Streamable HTTP (the same tools as snag mcp); its sessions are agents' sessions."},
+}

@@ -1,0 +1,190 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/snagdev/snag/api"
+)
+
+// Caller makes the API's calls (package api) for one caller: a person
+// (the Client itself, whose methods these are too) or an agent's session
+// (Client.As). Each method is one request; a non-2xx answer comes back as
+// *Error. It is safe for concurrent use.
+type Caller struct {
+	c       *Client
+	session int64
+	tool    string
+}
+
+// As returns the calls of an agent's session: every request carries the
+// session and the name of the tool call it serves, so snagd acts for the
+// session and audits the call. A session of 0 is a person's calls.
+func (c *Client) As(session int64, tool string) Caller {
+	return Caller{c: c, session: session, tool: tool}
+}
+
+func (k Caller) do(ctx context.Context, method, path string, in, out any) error {
+	return k.c.DoAs(ctx, k.session, k.tool, method, path, in, out)
+}
+
+// task is the path of a task route: /tasks/{ref} and what follows.
+func task(ref string, rest ...string) string {
+	p := "/tasks/" + url.PathEscape(ref)
+	for _, r := range rest {
+		p += "/" + r
+	}
+	return p
+}
+
+// List lists tasks (GET /tasks).
+func (k Caller) List(ctx context.Context, q api.ListQuery) (api.TaskList, error) {
+	var out api.TaskList
+	path := "/tasks"
+	if s := q.Encode(); s != "" {
+		path += "?" + s
+	}
+	err := k.do(ctx, http.MethodGet, path, nil, &out)
+	return out, err
+}
+
+// Get reads one task by id or alias (GET /tasks/{ref}).
+func (k Caller) Get(ctx context.Context, ref string) (api.TaskDetail, error) {
+	var out api.TaskDetail
+	err := k.do(ctx, http.MethodGet, task(ref), nil, &out)
+	return out, err
+}
+
+// Search runs a full-text query (GET /search).
+func (k Caller) Search(ctx context.Context, q api.SearchQuery) (api.SearchResult, error) {
+	var out api.SearchResult
+	err := k.do(ctx, http.MethodGet, "/search?"+q.Encode(), nil, &out)
+	return out, err
+}
+
+// Add files a task (POST /tasks): a person's is open, an agent's goes to
+// the inbox.
+func (k Caller) Add(ctx context.Context, req api.AddRequest) (api.Added, error) {
+	var out api.Added
+	err := k.do(ctx, http.MethodPost, "/tasks", req, &out)
+	return out, err
+}
+
+// Claim leases a task for the session (POST /tasks/{ref}/claim), or the
+// next ready one when ref is "" (POST /claim).
+func (k Caller) Claim(ctx context.Context, ref string, req api.ClaimRequest) (api.Claim, error) {
+	path := "/claim"
+	if ref != "" {
+		path = task(ref, "claim")
+	}
+	var out api.Claim
+	err := k.do(ctx, http.MethodPost, path, req, &out)
+	return out, err
+}
+
+// Release gives a task the session holds back to the queue, fenced by its
+// epoch (POST /tasks/{ref}/release with the session).
+func (k Caller) Release(ctx context.Context, ref string, req api.LeaseRequest) (api.Released, error) {
+	var out api.Released
+	err := k.do(ctx, http.MethodPost, task(ref, "release"), req, &out)
+	return out, err
+}
+
+// TakeBack is a person's release: the task goes back to the queue from
+// whoever holds it (POST /tasks/{ref}/release without a session).
+func (k Caller) TakeBack(ctx context.Context, ref string, req api.MoveRequest) (api.Released, error) {
+	var out api.Released
+	err := k.do(ctx, http.MethodPost, task(ref, "release"), req, &out)
+	return out, err
+}
+
+// Resolve hands a task the session holds to verify (POST
+// /tasks/{ref}/resolve), fenced by req.Epoch.
+func (k Caller) Resolve(ctx context.Context, ref string, req api.VerifyRequest) (api.Resolved, error) {
+	req.DryRun = false
+	var out api.Resolved
+	err := k.do(ctx, http.MethodPost, task(ref, "resolve"), req, &out)
+	return out, err
+}
+
+// Move makes a person's move: action is promote, reject, cancel, reopen or
+// accept (POST /tasks/{ref}/{action}).
+func (k Caller) Move(ctx context.Context, ref, action string, req api.MoveRequest) (api.Moved, error) {
+	var out api.Moved
+	err := k.do(ctx, http.MethodPost, task(ref, url.PathEscape(action)), req, &out)
+	return out, err
+}
+
+// VerifyPlan says what would check a task, changing nothing (POST
+// /verify/{ref} with dry_run). A check that needs a missing browser comes
+// back as *Error with code verify_unavailable.
+func (k Caller) VerifyPlan(ctx context.Context, ref string, req api.VerifyRequest) (api.VerifyPlan, error) {
+	req.DryRun = true
+	var out api.VerifyPlan
+	err := k.do(ctx, http.MethodPost, "/verify/"+url.PathEscape(ref), req, &out)
+	return out, err
+}
+
+// Verify checks a task now (POST /verify/{ref}).
+func (k Caller) Verify(ctx context.Context, ref string, req api.VerifyRequest) (api.Resolved, error) {
+	req.DryRun = false
+	var out api.Resolved
+	err := k.do(ctx, http.MethodPost, "/verify/"+url.PathEscape(ref), req, &out)
+	return out, err
+}
+
+// VerifyState says where verify of a task stands (GET /verify/{ref}).
+func (k Caller) VerifyState(ctx context.Context, ref string) (api.VerifyState, error) {
+	var out api.VerifyState
+	err := k.do(ctx, http.MethodGet, "/verify/"+url.PathEscape(ref), nil, &out)
+	return out, err
+}
+
+// Sessions lists the live sessions and leases (GET /sessions).
+func (k Caller) Sessions(ctx context.Context) (api.Sessions, error) {
+	var out api.Sessions
+	err := k.do(ctx, http.MethodGet, "/sessions", nil, &out)
+	return out, err
+}
+
+// EndSession ends an agent's session for a person (POST
+// /sessions/{id}/end).
+func (k Caller) EndSession(ctx context.Context, id int64, req api.EndRequest) (api.Ended, error) {
+	var out api.Ended
+	err := k.do(ctx, http.MethodPost, "/sessions/"+strconv.FormatInt(id, 10)+"/end", req, &out)
+	return out, err
+}
+
+// Audit reads the audit log (GET /audit).
+func (k Caller) Audit(ctx context.Context, q api.AuditQuery) (api.AuditLog, error) {
+	var out api.AuditLog
+	path := "/audit"
+	if s := q.Encode(); s != "" {
+		path += "?" + s
+	}
+	err := k.do(ctx, http.MethodGet, path, nil, &out)
+	return out, err
+}
+
+// Reindex rebuilds the index from the task files (POST /reindex).
+func (k Caller) Reindex(ctx context.Context, req api.MoveRequest) (api.Reindexed, error) {
+	var out api.Reindexed
+	err := k.do(ctx, http.MethodPost, "/reindex", req, &out)
+	return out, err
+}
+
+// Rescan reads every task file again now (POST /rescan).
+func (k Caller) Rescan(ctx context.Context) (api.Rescanned, error) {
+	var out api.Rescanned
+	err := k.do(ctx, http.MethodPost, "/rescan", struct{}{}, &out)
+	return out, err
+}
+
+// LoginCode mints a one-time link to the board (POST /login-codes).
+func (k Caller) LoginCode(ctx context.Context, req api.MoveRequest) (api.LoginCode, error) {
+	var out api.LoginCode
+	err := k.do(ctx, http.MethodPost, "/login-codes", req, &out)
+	return out, err
+}
