@@ -81,10 +81,10 @@ func pkgDoc(t *testing.T) *doc.Package {
 // text is a doc comment as one paragraph of plain text.
 func text(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-var typeOf = func(v any) reflect.Type { return reflect.TypeOf(v) }
-
 // apiType reports whether t is a named type of package api.
-func apiType(t reflect.Type) bool { return t.PkgPath() == "github.com/snagdev/snag/api" && t.Name() != "" }
+func apiType(t reflect.Type) bool {
+	return t.PkgPath() == "github.com/snagdev/snag/api" && t.Name() != ""
+}
 
 // typeName renders a field's type, linking the api package's own types.
 func typeName(t reflect.Type) string {
@@ -128,7 +128,7 @@ func generate(t *testing.T) string {
 		if v == nil {
 			return "—"
 		}
-		return typeName(typeOf(v))
+		return typeName(reflect.TypeOf(v))
 	}
 	for _, r := range api.Routes {
 		ans := "—"
@@ -188,20 +188,12 @@ func generate(t *testing.T) string {
 	for _, r := range api.Routes {
 		for _, v := range []any{r.Query, r.Request, r.Answer} {
 			if v != nil {
-				visit(typeOf(v))
+				visit(reflect.TypeOf(v))
 			}
 		}
 	}
 	for _, v := range []any{api.Event{}, api.EventTask{}, api.Error{}} {
-		visit(typeOf(v))
-	}
-	values := map[string]reflect.Type{}
-	for _, r := range api.Routes {
-		for _, v := range []any{r.Query, r.Request, r.Answer} {
-			if v != nil {
-				values[typeOf(v).Name()] = typeOf(v)
-			}
-		}
+		visit(reflect.TypeOf(v))
 	}
 	w("## Types\n\n")
 	for _, name := range order {
@@ -238,7 +230,6 @@ func generate(t *testing.T) string {
 		}
 		w("\n")
 	}
-	_ = values
 
 	w("## Error codes\n\n| Code | Status and meaning |\n|---|---|\n")
 	codes := constDocs(p, "Code")

@@ -48,6 +48,9 @@ var forbidden = map[string][]string{
 	"watch":  {module + "/index", module + "/project", module + "/cli", module + "/mcp", "zombiezen.com/", "modernc.org/", "github.com/modelcontextprotocol/"},
 	"mcp":    {module + "/index", module + "/project", module + "/cli", module + "/watch", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/"},
 	"client": {module + "/index", module + "/project", module + "/daemon", module + "/cli", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/"},
+	// The bridge reads snagd's answers in the API's types, never the
+	// index's.
+	"mcp/remote": {module + "/index", module + "/project", module + "/daemon", module + "/cli", module + "/watch", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/"},
 	// atomicfile is the leaf under every small file snag replaces;
 	// version the one every command and snagd ask which build runs.
 	"atomicfile": {module + "/"},

@@ -17,7 +17,7 @@ import (
 )
 
 // SessionHeader names the session a request acts for.
-const SessionHeader = "X-Snag-Session"
+const SessionHeader = api.SessionHeader
 
 func (d *Daemon) register(w http.ResponseWriter, r *http.Request) {
 	var req registerRequest

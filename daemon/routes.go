@@ -272,7 +272,7 @@ func markDryRun(r *http.Request) {
 
 // ToolHeader names the MCP tool a request serves, for the audit log: the
 // bridge sends it, with the session, on every request a tool call makes.
-const ToolHeader = "X-Snag-Tool"
+const ToolHeader = api.ToolHeader
 
 // statusWriter remembers the status of an answer.
 type statusWriter struct {
