@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -27,7 +28,21 @@ func (c *Client) As(session int64, tool string) Caller {
 }
 
 func (k Caller) do(ctx context.Context, method, path string, in, out any) error {
-	return k.c.DoAs(ctx, k.session, k.tool, method, path, in, out)
+	return k.c.send(ctx, k.session, k.tool, method, path, in, out)
+}
+
+// NotFound reports whether err is snagd's answer that what was asked for
+// (a task, most often) does not exist.
+func NotFound(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Status == http.StatusNotFound
+}
+
+// SessionEnded reports whether err is snagd's answer that the agent's
+// session has ended (its leases were released): the agent registers again.
+func SessionEnded(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Status == http.StatusGone
 }
 
 // task is the path of a task route: /tasks/{ref} and what follows.

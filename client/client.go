@@ -480,12 +480,6 @@ func (e *Error) Error() string { return e.Message }
 // ...), for a surface that words errors its own way.
 func (e *Error) ErrorCode() string { return e.Code }
 
-// Do sends a request with the token and decodes a JSON answer into out
-// (when out is not nil). A non-2xx answer is returned as *Error.
-func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
-	return c.DoAs(ctx, 0, "", method, path, in, out)
-}
-
 // retryLater reports whether an answer asks to be sent again in a moment:
 // a 503 with Retry-After.
 func retryLater(resp *http.Response) bool {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/client"
 	"github.com/snagdev/snag/daemon"
 	"github.com/snagdev/snag/internal/failpoint"
@@ -85,8 +86,7 @@ func TestDialFindsTheProjectsDaemon(t *testing.T) {
 	if h := c.Health(); h.Root != root || h.Port != port {
 		t.Errorf("found %+v; want root %s port %d", h, root, port)
 	}
-	var out struct{ Tasks []any }
-	if err := c.Do(context.Background(), "GET", "/tasks", nil, &out); err != nil {
+	if _, err := c.List(context.Background(), api.ListQuery{}); err != nil {
 		t.Errorf("an authorized call: %v", err)
 	}
 	if err := c.Recheck(context.Background()); err != nil {

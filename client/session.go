@@ -21,21 +21,22 @@ type Session = api.Session
 // Registration is what an agent tells snagd about itself when it registers.
 type Registration = api.Registration
 
-// Register registers an agent session.
+// Register registers an agent session (POST /sessions).
 func (c *Client) Register(ctx context.Context, r Registration) (Session, error) {
 	var s Session
-	err := c.Do(ctx, http.MethodPost, "/sessions", r, &s)
+	err := c.send(ctx, 0, "", http.MethodPost, "/sessions", r, &s)
 	return s, err
 }
 
-// DoAs sends a request for an agent's tool call: it carries the
-// session (X-Snag-Session) and the tool's name (X-Snag-Tool) so snagd acts
-// for the session and audits the call. A session of 0 or an empty tool is
-// not sent. A 503 with Retry-After (snagd starting, or its index busy:
+// send sends a request with the token and decodes a JSON answer into out
+// (when out is not nil). For an agent's tool call it carries the session
+// (X-Snag-Session) and the tool's name (X-Snag-Tool) so snagd acts for the
+// session and audits the call; a session of 0 or an empty tool is not
+// sent. A 503 with Retry-After (snagd starting, or its index busy:
 // nothing was done) is sent again after the wait, for up to ReadyWait; a
 // 503 without it (no browser to verify with) and every other non-2xx
 // answer come back as *Error.
-func (c *Client) DoAs(ctx context.Context, session int64, tool, method, path string, in, out any) error {
+func (c *Client) send(ctx context.Context, session int64, tool, method, path string, in, out any) error {
 	var raw []byte
 	if in != nil {
 		b, err := json.Marshal(in)

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -162,8 +161,7 @@ func (d *Daemon) hold(ctx context.Context) {
 			return
 		}
 		d.log.Info("session stream closed", "session", id, "err", err)
-		var e *client.Error
-		if errors.As(err, &e) && e.Status == http.StatusGone {
+		if client.SessionEnded(err) {
 			d.mu.Lock()
 			d.session = client.Session{}
 			clear(d.epochs)
@@ -248,7 +246,7 @@ func (d *Daemon) call(ctx context.Context, ref string, fn func(client.Caller) er
 	tool := mcp.ToolOf(ctx)
 	err = fn(d.cl.As(s.ID, tool))
 	var e *client.Error
-	if errors.As(err, &e) && e.Status == http.StatusGone {
+	if client.SessionEnded(err) {
 		d.mu.Lock()
 		if d.session.ID == s.ID {
 			d.session = client.Session{}
@@ -266,7 +264,7 @@ func (d *Daemon) call(ctx context.Context, ref string, fn func(client.Caller) er
 			err = fn(d.cl.As(s.ID, tool))
 		}
 	}
-	if errors.As(err, &e) && e.Status == http.StatusNotFound {
+	if client.NotFound(err) {
 		// snagd's words name CLI commands; the MCP server words it with
 		// its own calls.
 		return fmt.Errorf("%w: %s", mcp.ErrNotFound, ref)
@@ -280,7 +278,7 @@ func daemonErr(err error) error {
 		return fmt.Errorf("%w: %w", mcp.ErrUnreachable, err)
 	}
 	if errors.As(err, &e) {
-		if e.Status == http.StatusNotFound {
+		if client.NotFound(err) {
 			return fmt.Errorf("%w: %s", mcp.ErrNotFound, e.Message)
 		}
 		return e // its text is snagd's message; its code stays for the caller
