@@ -465,3 +465,15 @@ func TestErrorCodesAreDeclared(t *testing.T) {
 		t.Errorf("found only %d error codes in the daemon's sources: has the way it writes them changed?", found)
 	}
 }
+
+// TestAnswersAreAPITypes checks that no answer of the daemon is a map
+// literal: every answer is one of this package's types, so the reference
+// says what it holds.
+func TestAnswersAreAPITypes(t *testing.T) {
+	call := regexp.MustCompile(`writeJSON\(w, [^,]+, (map\[|\[\]|struct\s*\{)`)
+	for name, src := range daemonSources(t) {
+		for _, m := range call.FindAllString(src, -1) {
+			t.Errorf("%s answers with %q...: answer with a type of package api instead", name, m)
+		}
+	}
+}
