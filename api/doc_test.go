@@ -273,7 +273,7 @@ var constOrder = map[string]string{}
 // status).
 func constDocs(p *doc.Package, prefix string) map[string]string {
 	out := map[string]string{}
-	lead := regexp.MustCompile(`^\w+ (\([^)]*\))?:?\s*`)
+	lead := regexp.MustCompile(`^\w+(?: \(([^)]*)\))?:\s*`)
 	n := 0
 	for _, c := range p.Consts {
 		for _, spec := range c.Decl.Specs {
@@ -287,7 +287,7 @@ func constDocs(p *doc.Package, prefix string) map[string]string {
 				m := lead.FindStringSubmatch(d)
 				status := ""
 				if m != nil {
-					status = strings.Trim(m[1], "()")
+					status = m[1]
 					d = d[len(m[0]):]
 				}
 				if status != "" {
