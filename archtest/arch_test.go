@@ -68,8 +68,11 @@ var forbidden = map[string][]string{
 	"browser":  {module + "/", "net/http"},
 	// The board serves its pages over the Backend it declares, in the
 	// API's types: nothing of how snagd stores the tasks or writes them.
-	"board":   {module + "/", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/", "github.com/modelcontextprotocol/"},
-	"api":     {module + "/", "net/http"},
+	"board": {module + "/", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/", "github.com/modelcontextprotocol/"},
+	"api":   {module + "/", "net/http"},
+	// The one writer knows the domain, the index and the project's files;
+	// nothing of how it is served.
+	"engine":  {module + "/daemon", module + "/cli", module + "/client", module + "/mcp", module + "/board", "net/http"},
 	"project": {module + "/cli", module + "/watch", module + "/mcp", "github.com/fsnotify/", "github.com/modelcontextprotocol/", "net/http"},
 }
 
@@ -118,6 +121,19 @@ func TestOnlyMainsImportCLI(t *testing.T) {
 		for _, imp := range p.Imports {
 			if imp == module+"/cli" && p.Name != "main" {
 				t.Errorf("%s imports cli: only cmd/* may", p.ImportPath)
+			}
+		}
+	}
+}
+
+// TestOnlyMainsAndCLIImportDaemon keeps snagd's wiring at the top: the
+// mains run it, and cli runs it for snag daemon; every other package
+// reaches the one writer through engine, or snagd through client.
+func TestOnlyMainsAndCLIImportDaemon(t *testing.T) {
+	for _, p := range listPackages(t) {
+		for _, imp := range p.Imports {
+			if imp == module+"/daemon" && p.Name != "main" && p.ImportPath != module+"/cli" {
+				t.Errorf("%s imports daemon: only cmd/* and cli (snag daemon) may", p.ImportPath)
 			}
 		}
 	}

@@ -108,27 +108,28 @@ func runAdd(ctx context.Context, c *call) error {
 	if strings.TrimSpace(c.args[0]) == "" {
 		return usagef(`add: empty title: say in a few words what is wrong or wanted`)
 	}
-	nt := project.NewTask{Title: c.args[0], Wave: c.opt.wave, Plan: c.opt.plan, DependsOn: c.opt.depends}
-	var err error
+	req := api.AddRequest{Title: c.args[0], Wave: c.opt.wave, Plan: c.opt.plan, Files: c.opt.files, DependsOn: c.opt.depends, By: who()}
 	if c.opt.kind != "" {
-		if nt.Kind, err = parseEnum("kind", c.opt.kind, queue.Kinds); err != nil {
+		k, err := parseEnum("kind", c.opt.kind, queue.Kinds)
+		if err != nil {
 			return err
 		}
+		req.Kind = string(k)
 	}
 	if c.opt.severity != "" {
-		if nt.Severity, err = parseEnum("severity", c.opt.severity, queue.Severities); err != nil {
+		sev, err := parseEnum("severity", c.opt.severity, queue.Severities)
+		if err != nil {
 			return err
 		}
+		req.Severity = string(sev)
 	}
 	if c.opt.wave < 0 {
 		return usagef("--wave: want a whole number from 0")
 	}
 	for _, f := range c.opt.files {
-		ref, err := queue.ParseFileRef(f)
-		if err != nil {
+		if _, err := queue.ParseFileRef(f); err != nil {
 			return usagef("--file: %v", err)
 		}
-		nt.Files = append(nt.Files, ref)
 	}
 	switch c.opt.body {
 	case "-":
@@ -136,16 +137,15 @@ func runAdd(ctx context.Context, c *call) error {
 		if err != nil {
 			return fmt.Errorf("add: read body: %w", err)
 		}
-		nt.Body = b
+		req.Body = string(b)
 	default:
-		nt.Body = []byte(c.opt.body)
+		req.Body = c.opt.body
 	}
 	r, err := connect(ctx, c, true)
 	if err != nil {
 		return err
 	}
-	added, err := r.cl.Add(ctx, api.AddRequest{Title: nt.Title, Body: string(nt.Body), Kind: string(nt.Kind),
-		Severity: string(nt.Severity), Wave: nt.Wave, Plan: nt.Plan, Files: c.opt.files, DependsOn: nt.DependsOn, By: who()})
+	added, err := r.cl.Add(ctx, req)
 	if err != nil {
 		return said(err)
 	}

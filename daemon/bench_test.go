@@ -120,6 +120,7 @@ func projectCopy(b *testing.B, n int) string {
 	if err := os.CopyFS(filepath.Join(root, ".snag", "tasks"), os.DirFS(src)); err != nil {
 		b.Fatal(err)
 	}
+	manyClaims(b, root) // each benchmark agent claims again and again without resolving
 	return root
 }
 

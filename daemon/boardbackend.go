@@ -79,10 +79,10 @@ func boardPerson() string {
 // boardBackend is the daemon as the board's Backend.
 type boardBackend struct{ d *Daemon }
 
-func (b boardBackend) Ready() bool { return b.d.ready.Load() }
+func (b boardBackend) Ready() bool { return b.d.e.Ready() }
 
 func (b boardBackend) Tasks(ctx context.Context, statuses ...queue.Status) ([]api.Task, error) {
-	pg, err := b.d.p.DB.List(ctx, index.Filter{Statuses: statuses, All: len(statuses) == 0, Limit: maxList})
+	pg, err := b.d.e.List(ctx, index.Filter{Statuses: statuses, All: len(statuses) == 0, Limit: maxList})
 	if err != nil {
 		return nil, boardErr(err)
 	}
@@ -90,33 +90,29 @@ func (b boardBackend) Tasks(ctx context.Context, statuses ...queue.Status) ([]ap
 }
 
 func (b boardBackend) Task(ctx context.Context, ref queue.Ref) (*api.TaskDetail, error) {
-	it, err := b.d.p.DB.Get(ctx, ref)
+	it, err := b.d.e.Get(ctx, ref)
 	if err != nil {
 		return nil, boardErr(err)
 	}
-	out := taskDetail(it, b.d.p.Rel(it.Path), nil)
+	out := taskDetail(it, project.Rel(it.Path), nil)
 	return &out, nil
 }
 
 func (b boardBackend) Verify(ctx context.Context, ref queue.Ref) (*api.VerifyState, error) {
-	it, err := b.d.p.DB.Get(ctx, ref)
+	st, _, err := b.d.e.Verification(ctx, ref)
 	if err != nil {
 		return nil, boardErr(err)
 	}
-	st, _, err := b.d.verifyState(ctx, it)
-	if err != nil {
-		return nil, boardErr(err)
-	}
-	return st.wire(), nil
+	return verifyWire(st), nil
 }
 
 func (b boardBackend) Counts(ctx context.Context) (api.Counts, error) {
-	c, err := b.d.p.DB.Count(ctx)
+	c, err := b.d.e.Counts(ctx)
 	return c.Wire(), boardErr(err)
 }
 
 func (b boardBackend) Problems(ctx context.Context) ([]board.Problem, error) {
-	rows, err := b.d.p.DB.Problems(ctx)
+	rows, err := b.d.e.Problems(ctx)
 	if err != nil {
 		return nil, boardErr(err)
 	}
@@ -135,11 +131,11 @@ func (b boardBackend) Problems(ctx context.Context) ([]board.Problem, error) {
 		if msg == "" && row.Dup {
 			msg = "another file has the same id or alias " + row.Key + ": give one of them a fresh one (snag doctor --fix)"
 		}
-		out = append(out, board.Problem{Path: b.d.p.Rel(row.Path), Kind: kind, Message: msg})
+		out = append(out, board.Problem{Path: project.Rel(row.Path), Kind: kind, Message: msg})
 	}
 	// Dependencies that point nowhere: the index keeps them, a person fixes
 	// the file.
-	if tasks, _, err := b.d.p.DB.Snapshot(ctx); err == nil {
+	if tasks, _, err := b.d.e.Snapshot(ctx); err == nil {
 		all := make([]*queue.Task, len(tasks))
 		for i, l := range tasks {
 			all[i] = l.Task
@@ -148,7 +144,7 @@ func (b boardBackend) Problems(ctx context.Context) ([]board.Problem, error) {
 		for _, l := range tasks {
 			for _, dep := range l.Task.DependsOn {
 				if _, ok := lookup.Find(dep); !ok {
-					out = append(out, board.Problem{Path: b.d.p.Rel(l.File), Kind: "dangling",
+					out = append(out, board.Problem{Path: project.Rel(l.File), Kind: "dangling",
 						Message: fmt.Sprintf("%s depends on %s, which no task file has: fix or remove that depends_on entry", l.Task.Key, dep)})
 				}
 			}
@@ -158,7 +154,7 @@ func (b boardBackend) Problems(ctx context.Context) ([]board.Problem, error) {
 }
 
 func (b boardBackend) Audit(ctx context.Context, n int) ([]api.AuditEntry, error) {
-	es, err := b.d.p.DB.AuditTail(ctx, n)
+	es, err := b.d.e.AuditTail(ctx, n)
 	if err != nil {
 		return nil, boardErr(err)
 	}
@@ -166,11 +162,11 @@ func (b boardBackend) Audit(ctx context.Context, n int) ([]api.AuditEntry, error
 }
 
 func (b boardBackend) Sessions(ctx context.Context) (api.Sessions, error) {
-	ss, err := b.d.p.DB.LiveSessions(ctx)
+	ss, err := b.d.e.Sessions(ctx)
 	if err != nil {
 		return api.Sessions{}, boardErr(err)
 	}
-	leases, err := b.d.p.DB.Leases(ctx)
+	leases, err := b.d.e.Leases(ctx)
 	if err != nil {
 		return api.Sessions{}, boardErr(err)
 	}
@@ -185,47 +181,40 @@ func (b boardBackend) Sessions(ctx context.Context) (api.Sessions, error) {
 func (b boardBackend) Shots() string { return filepath.Join(b.d.root, project.Folder, "shots") }
 
 func (b boardBackend) Promote(ctx context.Context, ref queue.Ref, sev queue.Severity, wave int, by string) (*queue.Task, error) {
-	t, err := b.d.promote(ctx, ref, sev, wave, by)
+	t, err := b.d.e.Promote(ctx, ref, sev, wave, by)
 	return t, boardErr(err)
 }
 
 func (b boardBackend) Move(ctx context.Context, ref queue.Ref, act queue.Action, by string) (*queue.Task, error) {
-	t, err := b.d.personMove(ctx, ref, act, by)
+	t, err := b.d.e.PersonMove(ctx, ref, act, by)
 	return t, boardErr(err)
 }
 
 func (b boardBackend) Accept(ctx context.Context, ref queue.Ref, by string) (*queue.Task, error) {
-	t, err := b.d.accept(ctx, ref, by)
+	t, err := b.d.e.Accept(ctx, ref, by)
 	return t, boardErr(err)
 }
 
 func (b boardBackend) EndSession(ctx context.Context, id int64, by, reason string) (string, int, error) {
-	name, released, e := b.d.endForPerson(ctx, id, by, reason)
-	if e != nil {
-		kind := board.ErrRefused
-		switch e.Status {
-		case http.StatusNotFound:
-			kind = board.ErrNotFound
-		case http.StatusServiceUnavailable:
-			kind = board.ErrBusy
-		}
-		return "", 0, board.Because(kind, e)
-	}
-	return name, released, nil
+	name, released, err := b.d.endForPerson(ctx, id, by, reason)
+	return name, released, boardErr(err)
 }
 
-// boardErr marks an error of the daemon's reads and writes with the
-// board's kind of failure; a busy or changing store says so in a sentence.
+// boardErr marks an error of the engine with the board's kind of failure,
+// by the status the API answers it with; a busy or changing store says so
+// in a sentence.
 func boardErr(err error) error {
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case errors.Is(err, index.ErrNotFound):
+	}
+	a := answerOf(err)
+	switch {
+	case a.Status == http.StatusNotFound:
 		return board.Because(board.ErrNotFound, err)
-	case errors.Is(err, queue.ErrTransition), errors.Is(err, index.ErrAmbiguous), errors.Is(err, project.ErrNotClean):
+	case a.Status == http.StatusServiceUnavailable:
+		return board.Because(board.ErrBusy, errors.New(a.Message))
+	case a.Status < http.StatusInternalServerError:
 		return board.Because(board.ErrRefused, err)
-	case retryable(err), errors.Is(err, queue.ErrChanged):
-		return board.Because(board.ErrBusy, errors.New(busyMessage))
 	}
 	return err
 }

@@ -57,7 +57,7 @@ func TestClaimLimitOverHTTP(t *testing.T) {
 // manyClaims lets one session hold any number of tasks in the project at
 // root (claim.max_per_session 0), for tests that drain the queue with one
 // agent; the rest of its config.json stays.
-func manyClaims(t *testing.T, root string) string {
+func manyClaims(t testing.TB, root string) string {
 	t.Helper()
 	p := filepath.Join(root, ".snag", "config.json")
 	cfg := map[string]any{"version": 1}

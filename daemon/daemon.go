@@ -27,11 +27,11 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/snagdev/snag/engine"
 	"github.com/snagdev/snag/gitdir"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/internal/failpoint"
 	"github.com/snagdev/snag/project"
-	"github.com/snagdev/snag/queue"
 	"github.com/snagdev/snag/token"
 	"github.com/snagdev/snag/watch"
 )
@@ -45,13 +45,13 @@ const (
 // LockFile, in .snag/, is held by the running snagd; it names its pid and port.
 const LockFile = "snagd.lock"
 
-// The defaults of [Options.Settle], [Options.Grace] and [Options.Sweep].
-// Tests that prove something does not happen wait for these, so a changed
-// default changes their wait with it.
+// The defaults of [Options.Settle], [Options.Grace] and [Options.Sweep]:
+// the engine's. Tests that prove something does not happen wait for these,
+// so a changed default changes their wait with it.
 const (
-	DefaultSettle = 300 * time.Millisecond
-	DefaultGrace  = 3 * time.Second
-	DefaultSweep  = 2 * time.Second
+	DefaultSettle = engine.DefaultSettle
+	DefaultGrace  = engine.DefaultGrace
+	DefaultSweep  = engine.DefaultSweep
 )
 
 // Options configure a daemon.
@@ -90,77 +90,33 @@ type Options struct {
 	MCPStreamGrace time.Duration
 }
 
-// Daemon is a running snagd.
+// Daemon is a running snagd: the engine, and the HTTP server over it.
 type Daemon struct {
 	opts      Options
 	log       *slog.Logger
-	p         *project.Project
+	e         *engine.Engine // set before opened: read only after it is
 	tok       token.Token
 	port      int
 	guard     *guard
-	hub       *hub
 	root      string // absolute, symlinks resolved
 	gitCommon string
 
-	// mu serialises every write: snagd is the one writer.
-	mu sync.Mutex
-	// ready is set once the first full rescan is done; until then every
-	// request but /health gets 503.
-	ready atomic.Bool
 	// lastUse is when the last request but /health came, in Unix nanoseconds.
 	lastUse atomic.Int64
-	// opened is set once d.p is open (and rebuilt, when snag.db was
-	// damaged); until then every request but /health gets 503.
+	// opened is set once the engine is open (and the index rebuilt, when
+	// snag.db was damaged); until then every request but /health gets 503.
 	opened atomic.Bool
 
-	// displacedWG counts the displaced files being looked at again (see
-	// displaced.go); displacedOff, set under mu when snagd stops, has new
-	// ones removed at once.
-	displacedWG  sync.WaitGroup
-	displacedOff atomic.Bool
-
-	// tasksGone is set while the last rescan found no tasks/ folder (under mu).
-	tasksGone bool
-
-	settleMu sync.Mutex
-	settling map[string]*time.Timer
-
-	streams *streams
 	// mcp serves /mcp; calls holds, by session id, when each session's
 	// latest tool call came (since this snagd started).
 	mcp   *mcpHTTP
 	calls sync.Map
-
-	// verify runs the checks of resolved tasks in the background; runCtx
-	// ends their runs when the daemon stops.
-	verify *verifier
-	runCtx context.Context
-	// cfg is d.p.Config, for readers that do not take mu (a verify dry
-	// run, a verifier); apply stores it when config.json changes.
-	cfg atomic.Pointer[queue.Config]
-
-	planMu      sync.Mutex
-	planTimer   *time.Timer
-	planTook    time.Duration // how long the last plan.json write took
-	planStopped bool
 }
 
 // Run serves the project until ctx ends.
 func Run(ctx context.Context, opts Options) error {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
-	}
-	if opts.Settle <= 0 {
-		opts.Settle = DefaultSettle
-	}
-	if opts.Grace <= 0 {
-		opts.Grace = DefaultGrace
-	}
-	if opts.Sweep <= 0 {
-		opts.Sweep = DefaultSweep
-	}
-	if opts.PlanDelay <= 0 {
-		opts.PlanDelay = 200 * time.Millisecond
 	}
 	root, err := filepath.Abs(opts.Root)
 	if err == nil {
@@ -172,7 +128,7 @@ func Run(ctx context.Context, opts Options) error {
 	if fi, err := os.Stat(filepath.Join(root, project.Folder)); err != nil || !fi.IsDir() {
 		return fmt.Errorf("snagd: %s has no .snag/ folder: run snag init there first", root)
 	}
-	d := &Daemon{opts: opts, log: opts.Log, hub: newHub(4096), root: root, settling: map[string]*time.Timer{}, streams: newStreams()}
+	d := &Daemon{opts: opts, log: opts.Log, root: root}
 	d.gitCommon = gitdir.Common(root)
 	d.lastUse.Store(time.Now().UnixNano())
 
@@ -242,53 +198,28 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer os.Remove(portFile)
 
-	if err := d.open(gctx); err != nil {
-		return stop(err)
-	}
-	p := d.p
-	defer p.Close()
-	p.PlanLater = true // snagd writes plan.json once per burst of changes
-	installFailpoints(p)
-	d.runCtx = gctx
-	p.Tasks.OnDisplaced(d.displaced)
-	cfg := p.Config
-	d.cfg.Store(&cfg)
-	d.verify = newVerifier(cfg.Verify.MaxConcurrent)
-	d.opened.Store(true)
-	// snagd holds the project's lock and is its one writer: a temp file
-	// there now was left by a crash, whatever its age.
-	for _, dir := range []*queue.Dir{d.p.Tasks, d.p.Snag} {
-		if n, err := dir.SweepTemps(0); err == nil && n > 0 {
-			d.log.Info("swept temp files left by a crash", "folder", dir.Path(), "count", n)
-		}
-	}
-	failpoint.Hit("start", stepOpened)
-
-	w, err := watch.New(root, opts.Watch)
+	e, err := engine.Open(gctx, engine.Options{Root: root, Home: home, Log: d.log, Watch: opts.Watch,
+		Settle: opts.Settle, Grace: opts.Grace, Sweep: opts.Sweep, PlanDelay: opts.PlanDelay})
 	if err != nil {
 		return stop(fmt.Errorf("snagd: %w", err))
 	}
+	defer e.Close()
+	d.e = e
+	installFailpoints(e.Project())
+	d.opened.Store(true)
 	g.Go(func() error {
-		return w.Run(gctx, func(b watch.Batch) { d.apply(gctx, b, w.Polling()) })
+		if err := e.Run(gctx); err != nil {
+			return fmt.Errorf("snagd: %w", err)
+		}
+		return nil
 	})
 	g.Go(func() error { return d.lifetime(gctx) })
-	g.Go(func() error {
-		for !d.ready.Load() {
-			select {
-			case <-gctx.Done():
-				return nil
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
-		d.resumeVerify(gctx)
-		return d.sweep(gctx)
-	})
 	d.log.Info("snagd serving", "root", root, "addr", ln.Addr().String(), "pid", os.Getpid())
 	link, _ := d.guard.board.LoginURL(boardPerson())
 	d.log.Info("the board: open this one-time login link (snag open makes another)", "url", link)
 	if opts.Ready != nil {
 		go func() {
-			for !d.ready.Load() && gctx.Err() == nil {
+			for !e.Ready() && gctx.Err() == nil {
 				time.Sleep(5 * time.Millisecond)
 			}
 			if gctx.Err() == nil {
@@ -299,20 +230,6 @@ func Run(ctx context.Context, opts Options) error {
 	if err = g.Wait(); errors.Is(err, errDone) {
 		err = nil
 	}
-	if d.verify != nil {
-		d.verify.wg.Wait() // their context has ended: commands are killed, browsers closed
-	}
-	// Displaced files still being looked at are settled now; a write from
-	// here on removes its displaced file at once.
-	d.mu.Lock()
-	d.displacedOff.Store(true)
-	d.mu.Unlock()
-	d.displacedWG.Wait()
-	d.mu.Lock() // let an in-flight write finish before the index closes
-	defer d.mu.Unlock()
-	d.stopPlan()
-	d.stopSettling()
-	d.streams.stop()
 	return err
 }
 
@@ -377,82 +294,6 @@ func (d *Daemon) opening(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
-}
-
-// open opens the project. A snag.db that is damaged, truncated, of an
-// unknown schema or another program's (index.Check at start, or a failed
-// open) is moved aside, with its -wal and -shm, and the index is rebuilt
-// from the task files: it is a cache of them. The live state it held is
-// re-derived from the files too: a claimed task gets a detached lease in
-// its assignee's name (the first rescan's reconcile), which the agent
-// adopts when it registers again. Epochs and session ids start above any
-// the old file can have handed out (index.DB.Fence), so no token from
-// before is live again.
-func (d *Daemon) open(ctx context.Context) error {
-	dbPath := filepath.Join(d.root, project.Folder, project.DBFile)
-	damage := index.Check(ctx, dbPath)
-	if damage != nil && !errors.Is(damage, index.ErrCorrupt) {
-		return fmt.Errorf("snagd: %w", damage)
-	}
-	var err error
-	if damage == nil {
-		if d.p, err = project.Open(ctx, d.root); err == nil {
-			return nil
-		}
-		if !errors.Is(err, index.ErrCorrupt) {
-			return fmt.Errorf("snagd: %w", err)
-		}
-		damage = err
-	}
-	aside, err := moveAside(dbPath)
-	if err != nil {
-		return fmt.Errorf("snagd: %v; moving it aside failed: %w (move .snag/%s and its -wal and -shm away, then start it again: snag daemon --root %s)", damage, err, project.DBFile, d.root)
-	}
-	d.log.Warn("snag.db is damaged: moved it aside; rebuilding the index from the task files",
-		"problem", damage.Error(), "moved_to", aside)
-	if d.p, err = project.Open(ctx, d.root); err != nil {
-		return fmt.Errorf("snagd: %w", err)
-	}
-	failpoint.Hit("start", stepRebuilding)
-	st, err := d.p.Rebuild(ctx)
-	if err == nil {
-		err = d.p.DB.Fence(ctx, time.Now().UnixMilli())
-	}
-	if err != nil {
-		d.p.Close()
-		d.p = nil
-		return fmt.Errorf("snagd: rebuild the index after moving the damaged one to %s: %w", aside, err)
-	}
-	failpoint.Hit("start", stepRebuilt)
-	d.log.Warn("index rebuilt from the task files; claimed tasks keep detached leases until their agents register again",
-		"files", st.Files, "failed", st.Failed, "took", st.Duration, "old_db", aside)
-	return nil
-}
-
-// moveAside renames a damaged database to snag.db-corrupt-<UTC time>
-// (git ignores snag.db-*), its -wal, -shm and -journal beside it under the
-// same name, so the set still opens together for a post-mortem. The log
-// goes first: a log left behind would be replayed into the new database.
-func moveAside(dbPath string) (string, error) {
-	stamp := time.Now().UTC().Format("20060102T150405Z")
-	aside := dbPath + "-corrupt-" + stamp
-	for i := 2; ; i++ {
-		if _, err := os.Lstat(aside); errors.Is(err, os.ErrNotExist) {
-			break
-		}
-		aside = fmt.Sprintf("%s-corrupt-%s-%d", dbPath, stamp, i)
-	}
-	for _, sfx := range []string{"-wal", "-shm", "-journal", ""} {
-		err := os.Rename(dbPath+sfx, aside+sfx)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return "", err
-		}
-	}
-	if f, err := os.Open(filepath.Dir(dbPath)); err == nil {
-		f.Sync()
-		f.Close()
-	}
-	return aside, nil
 }
 
 // retryable reports whether a request failed only because snag.db was

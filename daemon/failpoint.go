@@ -55,13 +55,3 @@ func opOf(r *http.Request) string {
 	}
 	return ""
 }
-
-// The steps of snagd's start that failpoints can name.
-const (
-	stepRebuilding = "rebuilding" // a damaged snag.db was moved aside; the new one is empty
-	stepRebuilt    = "rebuilt"
-	stepOpened     = "opened" // the index is open; the first rescan is next
-
-	stepVerifyStarted = "started" // op verify: a run was taken by a verifier
-	stepVerifyChecked = "checked" // op verify: the verifier answered; the outcome is applied next
-)

@@ -29,6 +29,9 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.Message }
 
+// ErrorCode is the answer's code (not_found, transition, blocked ...).
+func (e *apiError) ErrorCode() string { return e.Code }
+
 func writeError(w http.ResponseWriter, e *apiError) {
 	if e.Status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")

@@ -37,11 +37,11 @@ func (d *Daemon) lifetime(ctx context.Context) error {
 			d.log.Warn("the project's .snag/ folder is gone or replaced: stopping", "root", d.root)
 			return errDone
 		}
-		if !d.ready.Load() {
+		if !d.e.Ready() {
 			d.lastUse.Store(time.Now().UnixNano()) // idleness counts from ready
 			continue
 		}
-		if d.opts.ExitIdle > 0 && d.streams.count() == 0 && time.Since(time.Unix(0, d.lastUse.Load())) > d.opts.ExitIdle {
+		if d.opts.ExitIdle > 0 && d.e.Streams() == 0 && time.Since(time.Unix(0, d.lastUse.Load())) > d.opts.ExitIdle {
 			d.log.Info("idle: no agent connected and no request: stopping", "idle_for", d.opts.ExitIdle.String())
 			return errDone
 		}
@@ -59,11 +59,4 @@ func inode(path string) (uint64, error) {
 		return 0, nil
 	}
 	return st.Ino, nil
-}
-
-// count is the number of sessions with a stream open.
-func (s *streams) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.open)
 }

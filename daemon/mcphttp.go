@@ -8,10 +8,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/snagdev/snag/client"
 	"github.com/snagdev/snag/mcp"
-	mcpremote "github.com/snagdev/snag/mcp/remote"
-	"github.com/snagdev/snag/project"
 )
 
 // MCPPath is where snagd serves the MCP server over Streamable HTTP.
@@ -32,13 +29,12 @@ const DefaultMCPStreamGrace = 30 * time.Second
 
 // mcpHTTP serves snag's MCP server (the same tools, resources, labels and
 // audit as snag mcp) over Streamable HTTP, behind the guard. Each MCP
-// session gets its own server whose backend is an mcp/remote client to this
-// snagd, over 127.0.0.1 with the token: it registers a snag session named
-// for the MCP client and holds its stream, exactly as the stdio bridge does.
-// When the MCP session ends (DELETE, idle past opts.MCPIdle, its GET stream
-// gone past opts.MCPStreamGrace, a person ending it, or snagd stopping) the
-// backend closes its stream, and the session's leases are released after
-// the grace.
+// session gets its own server whose backend calls the engine in process
+// (engineBackend): it registers a snag session named for the MCP client and
+// holds it open, as the stdio bridge holds its session stream. When the MCP
+// session ends (DELETE, idle past opts.MCPIdle, its GET stream gone past
+// opts.MCPStreamGrace, a person ending it, or snagd stopping) the backend
+// lets the session go, and its leases are released after the grace.
 //
 // Session ids come from the SDK, which answers 404 to one it does not know.
 type mcpHTTP struct {
@@ -59,8 +55,7 @@ type mcpHTTP struct {
 // mcpSession is one MCP session over HTTP and its backend.
 type mcpSession struct {
 	srv    *sdk.Server
-	live   mcp.Live // nil when snagd could not reach itself: reads come from the files
-	remote *mcpremote.Daemon
+	live   *engineBackend
 	ss     *sdk.ServerSession
 	active int         // requests of the session in flight, GET streams included
 	gets   int         // GET streams open
@@ -112,30 +107,8 @@ func (h *mcpHTTP) server(r *http.Request) *sdk.Server {
 	if closed {
 		return nil // snagd is stopping: the SDK answers 400
 	}
-	s := &mcpSession{}
-	dial := func(ctx context.Context) (mcp.Live, error) {
-		home := h.d.opts.Home
-		if home == "" {
-			home = project.Home()
-		}
-		cl, err := client.Dial(ctx, h.d.root, client.Options{Home: home})
-		if err != nil {
-			return nil, err
-		}
-		b := mcpremote.NewDaemon(cl, h.d.log)
-		b.ServesHTTP()
-		h.mu.Lock()
-		s.remote = b
-		h.mu.Unlock()
-		return b, nil
-	}
-	opts := mcp.Options{Root: h.d.root, Version: h.d.opts.Version, Log: h.d.log}
-	if live, err := dial(r.Context()); err != nil {
-		h.d.log.Warn("mcp over http: snagd cannot reach itself; reads come from the files", "err", err)
-		opts.Redial = dial
-	} else {
-		s.live, opts.Daemon = live, live
-	}
+	s := &mcpSession{live: newEngineBackend(h.d)}
+	opts := mcp.Options{Root: h.d.root, Version: h.d.opts.Version, Log: h.d.log, Daemon: s.live}
 	s.srv = mcp.NewServer(opts)
 	sl.s = s
 	h.mu.Lock()
@@ -194,9 +167,7 @@ func (h *mcpHTTP) bind(s *mcpSession, ss *sdk.ServerSession) {
 			s.timer.Stop()
 		}
 		h.mu.Unlock()
-		if s.live != nil {
-			s.live.Close() // snagd ends the snag session after the grace
-		}
+		s.live.Close() // the engine ends the snag session after the grace
 	}()
 }
 
@@ -214,9 +185,7 @@ func (h *mcpHTTP) settle(s *mcpSession) {
 	if s.ss == nil {
 		delete(h.pending, s.srv)
 		h.mu.Unlock()
-		if s.live != nil {
-			s.live.Close()
-		}
+		s.live.Close()
 		return
 	}
 	if h.closed {
@@ -301,10 +270,7 @@ func (h *mcpHTTP) states() map[int64]mcpState {
 	defer h.mu.Unlock()
 	out := map[int64]mcpState{}
 	for _, s := range h.byID {
-		if s.remote == nil {
-			continue
-		}
-		if id := s.remote.SessionID(); id != 0 {
+		if id := s.live.SessionID(); id != 0 {
 			out[id] = mcpState{Working: s.active > s.gets, Stream: s.gets > 0, Held: s.held, Last: s.last, Ends: s.ends}
 		}
 	}
@@ -318,7 +284,7 @@ func (h *mcpHTTP) closeSession(id int64) {
 	h.mu.Lock()
 	var ss *sdk.ServerSession
 	for _, s := range h.byID {
-		if s.remote != nil && s.remote.SessionID() == id {
+		if s.live.SessionID() == id {
 			ss = s.ss
 		}
 	}

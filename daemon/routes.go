@@ -2,8 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
 	"os"
 	"slices"
@@ -12,40 +10,40 @@ import (
 	"time"
 
 	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/engine"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/project"
 	"github.com/snagdev/snag/queue"
-	"github.com/snagdev/snag/watch"
 )
 
 func (d *Daemon) routes(ctx context.Context) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", d.health)
-	mux.HandleFunc("GET /tasks", d.ready503(d.listTasks))
-	mux.HandleFunc("GET /tasks/{ref}", d.ready503(d.getTask))
-	mux.HandleFunc("POST /tasks", d.ready503(d.addTask))
-	mux.HandleFunc("POST /tasks/{ref}/{action}", d.ready503(d.moveTask))
-	mux.HandleFunc("GET /search", d.ready503(d.search))
-	mux.HandleFunc("POST /tasks/{ref}/claim", d.ready503(d.claim))
-	mux.HandleFunc("POST /claim", d.ready503(d.claim))
-	mux.HandleFunc("POST /tasks/{ref}/release", d.ready503(d.release))
-	mux.HandleFunc("POST /tasks/{ref}/resolve", d.ready503(d.resolve))
-	mux.HandleFunc("POST /tasks/{ref}/accept", d.ready503(d.personAccept))
-	mux.HandleFunc("POST /verify/{ref}", d.ready503(d.postVerify))
-	mux.HandleFunc("GET /verify/{ref}", d.ready503(d.getVerify))
-	mux.HandleFunc("POST /sessions", d.ready503(d.register))
-	mux.HandleFunc("GET /sessions", d.ready503(d.listSessions))
-	mux.HandleFunc("POST /sessions/{id}/end", d.ready503(d.endByPerson))
+	mux.HandleFunc("GET /tasks", handle(d, route{}, d.listTasks))
+	mux.HandleFunc("GET /tasks/{ref}", handle(d, route{ref: true}, d.getTask))
+	mux.HandleFunc("POST /tasks", handle(d, route{}, d.addTask))
+	mux.HandleFunc("POST /tasks/{ref}/{action}", handle(d, route{ref: true}, d.moveTask))
+	mux.HandleFunc("GET /search", handle(d, route{}, d.search))
+	mux.HandleFunc("POST /tasks/{ref}/claim", handle(d, route{ref: true, caller: agent}, d.claim))
+	mux.HandleFunc("POST /claim", handle(d, route{caller: agent}, d.claim))
+	mux.HandleFunc("POST /tasks/{ref}/release", handle(d, route{ref: true}, d.release))
+	mux.HandleFunc("POST /tasks/{ref}/resolve", handle(d, route{ref: true, caller: agent, refusal: resolveRefusal}, d.verify))
+	mux.HandleFunc("POST /tasks/{ref}/accept", handle(d, route{ref: true, caller: person, refusal: acceptRefusal}, d.accept))
+	mux.HandleFunc("POST /verify/{ref}", handle(d, route{ref: true}, d.verify))
+	mux.HandleFunc("GET /verify/{ref}", handle(d, route{ref: true}, d.getVerify))
+	mux.HandleFunc("POST /sessions", handle(d, route{}, d.register))
+	mux.HandleFunc("GET /sessions", handle(d, route{}, d.listSessions))
+	mux.HandleFunc("POST /sessions/{id}/end", handle(d, route{caller: person, refusal: endRefusal}, d.endByPerson))
 	mux.HandleFunc("GET /sessions/{id}/stream", d.ready503(func(w http.ResponseWriter, r *http.Request) { d.stream(ctx, w, r) }))
-	mux.HandleFunc("GET /audit", d.ready503(d.auditLog))
-	mux.HandleFunc("POST /reindex", d.ready503(d.reindex))
-	mux.HandleFunc("POST /rescan", d.ready503(func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /audit", handle(d, route{}, d.auditLog))
+	mux.HandleFunc("POST /reindex", handle(d, route{}, d.reindex))
+	mux.HandleFunc("POST /rescan", handle(d, route{}, func(ctx context.Context, c *call[struct{}]) (answer, error) {
 		// A full rescan now, as the watcher's timer would run it: for a
 		// person who wants the index to have seen their latest edits.
-		d.apply(r.Context(), watch.Batch{Rescan: true, Reasons: []string{"requested"}}, false)
-		writeJSON(w, http.StatusOK, api.Rescanned{Done: true})
+		d.e.Rescan(ctx)
+		return ok(api.Rescanned{Done: true}), nil
 	}))
-	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) { d.hub.serveEvents(ctx, w, r) })
+	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) { d.serveEvents(ctx, w, r) })
 	d.mcp = d.mcpHandler(ctx)
 	mux.Handle(MCPPath, d.mcp) // MCP over Streamable HTTP: POST, GET (its SSE stream), DELETE
 	noOAuth := func(w http.ResponseWriter, r *http.Request) {
@@ -59,13 +57,6 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 		if !public(r) {
 			d.lastUse.Store(time.Now().UnixNano())
 		}
-		if tool := r.Header.Get(ToolHeader); tool != "" && r.Header.Get(SessionHeader) != "" {
-			if id, err := strconv.ParseInt(r.Header.Get(SessionHeader), 10, 64); err == nil {
-				d.calls.Store(id, time.Now())
-			}
-			d.auditTool(w, r, tool, mux)
-			return
-		}
 		mux.ServeHTTP(w, r)
 	})
 	return d.guard.wrap(public, used)
@@ -75,7 +66,7 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 // so nothing is served from an index that may not match the files.
 func (d *Daemon) ready503(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !d.ready.Load() {
+		if !d.e.Ready() {
 			writeError(w, &apiError{http.StatusServiceUnavailable, "starting", "snagd is reading the task files: try again in a moment"})
 			return
 		}
@@ -85,9 +76,10 @@ func (d *Daemon) ready503(h http.HandlerFunc) http.HandlerFunc {
 
 func (d *Daemon) health(w http.ResponseWriter, r *http.Request) {
 	h := Health{Service: "snagd", Root: d.root, GitCommonDir: d.gitCommon, PID: os.Getpid(), Port: d.port,
-		Version: d.opts.Version, Ready: d.ready.Load()}
-	if d.ready.Load() {
-		c, _ := d.p.DB.Count(r.Context())
+		Version: d.opts.Version}
+	if d.opened.Load() && d.e.Ready() {
+		h.Ready, h.Polling = true, d.e.Polling()
+		c, _ := d.e.Counts(r.Context())
 		h.Counts = c.Wire()
 	}
 	if n := r.URL.Query().Get("nonce"); n != "" && len(n) <= 256 {
@@ -100,8 +92,8 @@ func (d *Daemon) health(w http.ResponseWriter, r *http.Request) {
 // from its cursor.
 const maxList = 10000
 
-func (d *Daemon) listTasks(w http.ResponseWriter, r *http.Request) {
-	q := readQuery(r, "status", "wave", "kind", "plan", "all", "limit", "cursor")
+func (d *Daemon) listTasks(ctx context.Context, c *call[struct{}]) (answer, error) {
+	q := readQuery(c.r, "status", "wave", "kind", "plan", "all", "limit", "cursor")
 	f := index.Filter{Plan: q.str("plan"), All: q.flag("all"), Cursor: q.str("cursor"),
 		Wave: q.int("wave", 0, 1<<30, 0), Limit: q.int("limit", 1, maxList, 0)}
 	if s := q.str("status"); s != "" {
@@ -120,272 +112,112 @@ func (d *Daemon) listTasks(w http.ResponseWriter, r *http.Request) {
 		f.Kind = queue.Kind(k)
 	}
 	if q.err != nil {
-		writeError(w, q.err)
-		return
+		return answer{}, q.err
 	}
-	page, err := d.p.DB.List(r.Context(), f)
+	page, err := d.e.List(ctx, f)
 	if err != nil {
-		d.fail(w, err)
-		return
+		return answer{}, err
 	}
-	writeJSON(w, http.StatusOK, taskList(page))
+	return ok(taskList(page)), nil
 }
 
-func (d *Daemon) getTask(w http.ResponseWriter, r *http.Request) {
-	ref, ok := pathRef(w, r)
-	if !ok {
-		return
-	}
-	it, err := d.p.DB.Get(r.Context(), ref)
+func (d *Daemon) getTask(ctx context.Context, c *call[struct{}]) (answer, error) {
+	st, it, err := d.e.Verification(ctx, c.ref) // it: the row as the runs agree with
 	if err != nil {
-		d.fail(w, err)
-		return
+		return answer{}, err
 	}
-	st, it, verr := d.verifyState(r.Context(), it) // it: the row as the runs agree with
-	var v *verifyState
-	if verr == nil && (st.Running || st.Outcome != "") {
+	var v *engine.VerifyState
+	if st.Running || st.Outcome != "" {
 		st.History = nil // GET /verify/{ref} has it
 		v = &st
 	}
-	writeJSON(w, http.StatusOK, taskDetail(it, d.p.Rel(it.Path), v))
+	return ok(taskDetail(it, project.Rel(it.Path), v)), nil
 }
 
-func (d *Daemon) addTask(w http.ResponseWriter, r *http.Request) {
-	var req addRequest
-	if e := decode(r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
-	nt := project.NewTask{Title: req.Title, Body: []byte(req.Body), Wave: req.Wave, Plan: req.Plan, DependsOn: req.DependsOn}
+// newTask reads an add's request: its kind, severity and files are checked.
+func newTask(req api.AddRequest) (engine.NewTask, error) {
+	nt := engine.NewTask{Title: req.Title, Body: []byte(req.Body), Wave: req.Wave, Plan: req.Plan, DependsOn: req.DependsOn}
 	if req.Kind != "" {
 		if !slices.Contains(queue.Kinds, queue.Kind(req.Kind)) {
-			writeError(w, &apiError{http.StatusBadRequest, "bad_kind", "unknown kind " + strconv.Quote(req.Kind)})
-			return
+			return nt, &engine.Error{Kind: engine.ErrInvalid, Code: "bad_kind", Message: "unknown kind " + strconv.Quote(req.Kind)}
 		}
 		nt.Kind = queue.Kind(req.Kind)
 	}
 	if req.Severity != "" {
 		if !slices.Contains(queue.Severities, queue.Severity(req.Severity)) {
-			writeError(w, &apiError{http.StatusBadRequest, "bad_severity", "unknown severity " + strconv.Quote(req.Severity)})
-			return
+			return nt, &engine.Error{Kind: engine.ErrInvalid, Code: "bad_severity", Message: "unknown severity " + strconv.Quote(req.Severity)}
 		}
 		nt.Severity = queue.Severity(req.Severity)
 	}
 	for _, f := range req.Files {
 		ref, err := queue.ParseFileRef(f)
 		if err != nil {
-			writeError(w, &apiError{http.StatusBadRequest, "bad_file", err.Error()})
-			return
+			return nt, &engine.Error{Kind: engine.ErrInvalid, Code: "bad_file", Message: err.Error()}
 		}
 		nt.Files = append(nt.Files, ref)
+	}
+	return nt, nil
+}
+
+func (d *Daemon) addTask(ctx context.Context, c *call[addRequest]) (answer, error) {
+	req := c.body
+	nt, err := newTask(req)
+	if err != nil {
+		return answer{}, err
 	}
 	// A person's task is vetted and open; an agent's (a request with its
 	// session) is unvetted and goes to the inbox until a person promotes it.
 	actor, who := queue.Person, req.By
-	if r.Header.Get(SessionHeader) != "" {
-		s, e := d.sessionOf(r)
-		if e != nil {
-			writeError(w, e)
-			return
-		}
-		actor, who = queue.Agent, s.Name
+	if c.session != nil {
+		actor, who = queue.Agent, c.session.Name
 	}
-	d.mu.Lock()
-	t, path, err := d.p.Add(r.Context(), nt, actor, who)
-	d.mu.Unlock()
+	t, path, err := d.e.Add(ctx, nt, actor, who)
 	if err != nil {
-		d.fail(w, err)
-		return
+		return answer{}, err
 	}
-	d.writePlan(r.Context())
-	d.hub.publish("task", map[string]any{"path": path, "added": true, "key": t.Key})
-	writeJSON(w, http.StatusCreated, added(t, d.p.Rel(path)))
+	return answer{http.StatusCreated, added(t, project.Rel(path))}, nil
 }
 
 var personMoves = map[string]queue.Action{
 	"promote": queue.ActPromote, "reject": queue.ActReject, "cancel": queue.ActCancel, "reopen": queue.ActReopen,
 }
 
-func (d *Daemon) moveTask(w http.ResponseWriter, r *http.Request) {
-	ref, ok := pathRef(w, r)
-	if !ok {
-		return
+func (d *Daemon) moveTask(ctx context.Context, c *call[moveRequest]) (answer, error) {
+	action, found := personMoves[c.r.PathValue("action")]
+	if !found {
+		return answer{}, &engine.Error{Kind: engine.ErrNotFound, Code: "not_found", Message: "no such move: " + c.r.PathValue("action")}
 	}
-	action, ok := personMoves[r.PathValue("action")]
-	if !ok {
-		writeError(w, &apiError{http.StatusNotFound, "not_found", "no such move: " + r.PathValue("action")})
-		return
-	}
-	var req moveRequest
-	if e := decode(r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
-	t, err := d.personMove(r.Context(), ref, action, req.By)
+	t, err := d.e.PersonMove(ctx, c.ref, action, c.body.By)
 	if err != nil {
-		d.fail(w, err)
-		return
+		return answer{}, err
 	}
-	writeJSON(w, http.StatusOK, moved(t))
+	return ok(moved(t)), nil
 }
 
-// personMove makes a person's move (promote, reject, cancel, reopen): the
-// API's and the board's.
-func (d *Daemon) personMove(ctx context.Context, ref queue.Ref, action queue.Action, by string) (*queue.Task, error) {
-	d.mu.Lock()
-	t, err := d.p.Move(ctx, ref, action, queue.Person, by)
-	d.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	d.writePlan(ctx)
-	d.hub.publish("task", map[string]any{"key": t.Key, "status": t.Status})
-	return t, nil
-}
-
-func (d *Daemon) search(w http.ResponseWriter, r *http.Request) {
-	qs := readQuery(r, "q", "limit")
+func (d *Daemon) search(ctx context.Context, c *call[struct{}]) (answer, error) {
+	qs := readQuery(c.r, "q", "limit")
 	q, limit := qs.str("q"), min(qs.int("limit", 0, 1<<30, 0), 100)
 	if qs.err != nil {
-		writeError(w, qs.err)
-		return
+		return answer{}, qs.err
 	}
-	hits, err := d.p.Search(r.Context(), q, limit)
+	hits, err := d.e.Search(ctx, q, limit)
 	if err != nil {
-		writeError(w, &apiError{http.StatusBadRequest, "bad_query", err.Error()})
-		return
+		return answer{}, &apiError{http.StatusBadRequest, "bad_query", err.Error()}
 	}
-	writeJSON(w, http.StatusOK, searchResult(hits))
-}
-
-// dryRunKey holds, in a tool call's request context, whether the handler
-// made a dry run (see markDryRun).
-type dryRunKey struct{}
-
-// markDryRun records that the request was a dry run, so the audit entry of
-// the tool call that made it says so.
-func markDryRun(r *http.Request) {
-	if p, ok := r.Context().Value(dryRunKey{}).(*bool); ok {
-		*p = true
-	}
+	return ok(searchResult(hits)), nil
 }
 
 // ToolHeader names the MCP tool a request serves, for the audit log: the
 // bridge sends it, with the session, on every request a tool call makes.
 const ToolHeader = api.ToolHeader
 
-// statusWriter remembers the status of an answer.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusWriter) WriteHeader(code int) {
-	s.status = code
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusWriter) Flush() {
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// auditTool serves a request made for an agent's tool call and records the
-// call, its session and how it ended in the audit log.
-func (d *Daemon) auditTool(w http.ResponseWriter, r *http.Request, tool string, h http.Handler) {
-	if len(tool) > 64 {
-		tool = tool[:64]
-	}
-	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-	dry := new(bool)
-	r = r.WithContext(context.WithValue(r.Context(), dryRunKey{}, dry))
-	h.ServeHTTP(sw, r)
-	s, e := d.sessionOf(r)
-	if e != nil {
-		return
-	}
-	outcome := "ok"
-	switch {
-	case sw.status >= 400:
-		outcome = "error " + strconv.Itoa(sw.status)
-	case *dry:
-		outcome = "dry-run" // it changed nothing: not to be read as the check itself
-	}
-	d.audit(r.Context(), index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "tool",
-		Outcome: outcome, Detail: tool + " " + r.Method + " " + r.URL.Path})
-}
-
 // reindex rebuilds the index from the task files, as snag reindex does
 // when no daemon runs; live state is kept and leases are reconciled with
 // what the files now say.
-func (d *Daemon) reindex(w http.ResponseWriter, r *http.Request) {
-	var req moveRequest
-	if e := decode(r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	ctx := r.Context()
-	st, err := d.p.Rebuild(ctx)
+func (d *Daemon) reindex(ctx context.Context, c *call[moveRequest]) (answer, error) {
+	st, err := d.e.Reindex(ctx, c.body.By)
 	if err != nil {
-		d.fail(w, err)
-		return
+		return answer{}, err
 	}
-	d.reconcile(ctx, nil)
-	d.audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: req.By, Action: "reindex", Outcome: "ok",
-		Detail: fmt.Sprintf("%d files, %d failed", st.Files, st.Failed)})
-	d.hub.publish("rescan", map[string]any{"reasons": []string{"reindex"}, "files": st.Files})
-	writeJSON(w, http.StatusOK, api.Reindexed{Files: st.Files, Failed: st.Failed, MS: st.Duration.Milliseconds()})
-}
-
-// pathRef reads the {ref} of a request's path, answering 400 when it is
-// not a task reference.
-func pathRef(w http.ResponseWriter, r *http.Request) (queue.Ref, bool) {
-	ref, err := queue.ParseRef(r.PathValue("ref"))
-	if err != nil {
-		writeError(w, &apiError{http.StatusBadRequest, "bad_ref", err.Error()})
-		return queue.Ref{}, false
-	}
-	return ref, true
-}
-
-// fail maps an error to its HTTP answer.
-func (d *Daemon) fail(w http.ResponseWriter, err error) {
-	switch {
-	case errors.Is(err, index.ErrNotFound):
-		writeError(w, &apiError{http.StatusNotFound, "not_found", err.Error()})
-	case errors.Is(err, index.ErrAmbiguous), errors.Is(err, project.ErrNotClean):
-		writeError(w, &apiError{http.StatusConflict, "not_clean", err.Error()})
-	case errors.Is(err, index.ErrHeld):
-		writeError(w, &apiError{http.StatusConflict, "held", err.Error()})
-	case errors.Is(err, index.ErrStale), errors.Is(err, index.ErrNoLease):
-		writeError(w, &apiError{http.StatusConflict, "stale", err.Error() + ": claim the task again before you write to it"})
-	case errors.Is(err, queue.ErrTransition):
-		writeError(w, &apiError{http.StatusConflict, "transition", err.Error()})
-	case errors.Is(err, queue.ErrChanged):
-		// A person's editor kept saving the file while snag wrote it:
-		// nothing was changed; asking again in a moment works.
-		writeError(w, &apiError{http.StatusServiceUnavailable, "changing", err.Error()})
-	case retryable(err):
-		// SQLite's own words (SQLITE_BUSY, database is locked) stay in the log.
-		d.log.Warn("request gave up waiting for snag.db", "err", err)
-		writeError(w, &apiError{http.StatusServiceUnavailable, "busy", busyMessage})
-	case diskFull(err):
-		d.log.Error("disk full", "err", err)
-		writeError(w, &apiError{http.StatusInsufficientStorage, "disk_full", diskFullMessage})
-	default:
-		d.log.Error("request failed", "err", err)
-		writeError(w, &apiError{http.StatusInternalServerError, "internal", err.Error()})
-	}
-}
-
-func slicesContains[T comparable](s []T, v T) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
+	return ok(api.Reindexed{Files: st.Files, Failed: st.Failed, MS: st.Duration.Milliseconds()}), nil
 }

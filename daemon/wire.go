@@ -1,7 +1,10 @@
 package daemon
 
 import (
+	"net/http"
+
 	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/engine"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/queue"
 )
@@ -24,19 +27,16 @@ type (
 	endRequest      = api.EndRequest
 )
 
-// verifyPlan is what would check a task: the dry run's answer.
-type verifyPlan = api.VerifyPlan
-
 func taskList(page index.Page) api.TaskList {
 	return api.TaskList{Tasks: index.WireRows(page.Rows), Next: page.Next}
 }
 
 // taskDetail is GET /tasks/{ref}; st is the task's verify state, given
 // when a check runs or has run.
-func taskDetail(it *index.Item, taskFile string, st *verifyState) api.TaskDetail {
+func taskDetail(it *index.Item, taskFile string, st *engine.VerifyState) api.TaskDetail {
 	out := it.Wire(taskFile)
 	if st != nil {
-		out.Verify = st.wire()
+		out.Verify = verifyWire(*st)
 	}
 	return out
 }
@@ -70,7 +70,50 @@ func sessionsAnswer(views []sessionView, leases []index.Lease) api.Sessions {
 
 func auditLog(es []index.AuditEntry) api.AuditLog { return api.AuditLog{Entries: index.WireAudit(es)} }
 
-func (st verifyState) wire() *api.VerifyState {
+func verifyWire(st engine.VerifyState) *api.VerifyState {
 	return &api.VerifyState{Key: st.Key, Status: st.Status, Running: st.Running, Outcome: st.Outcome, Reason: st.Reason,
 		LastAt: st.LastAt, Verifier: st.Verifier, Shot: st.Shot, History: index.WireRuns(st.History)}
+}
+
+// dryRun is a verify dry run's answer; on a 503 (no browser) it carries
+// the code as its error too, as every error answer does.
+func dryRun(p engine.Plan) api.VerifyPlan {
+	out := api.VerifyPlan{Key: p.Key, Code: p.Code, Verifier: p.Verifier, Command: p.Command, From: p.From,
+		URL: p.URL, Dir: p.Dir, Approved: p.Approved, Message: p.Message}
+	if p.Code == engine.VerifyUnavailable {
+		out.Error = p.Code
+	}
+	return out
+}
+
+// resolved is the answer of a resolve or a person's verify (api.Resolved
+// says which fields each case has).
+func resolved(res engine.Resolution) api.Resolved {
+	out := api.Resolved{Key: res.Key, Status: res.Status, Message: res.Message}
+	switch {
+	case res.Code == engine.VerifyUnavailable:
+		out.Error, out.Code = res.Code, res.Code
+	case res.Code == engine.VerifyDisabled:
+		out.Code, out.Verified = res.Code, new(bool)
+	case res.Code == engine.OutcomeNeedsApproval:
+		out.Code, out.Outcome, out.Reason, out.Command, out.From = res.Code, res.Code, res.Reason, res.Command, res.From
+	case res.Started:
+		out.Code, out.ETASeconds = res.Code, res.ETA
+	}
+	if res.Verify != nil {
+		out.Verify = verifyWire(*res.Verify)
+	}
+	return out
+}
+
+// resolvedStatus is the HTTP status of a resolve's answer: 202 while a
+// check runs, 503 when it needs a browser and none is here, else 200.
+func resolvedStatus(res engine.Resolution) int {
+	switch {
+	case res.Code == engine.VerifyUnavailable:
+		return http.StatusServiceUnavailable
+	case res.Verify != nil:
+		return http.StatusAccepted
+	}
+	return http.StatusOK
 }

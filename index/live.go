@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -431,21 +432,14 @@ func (db *DB) AuditLog(ctx context.Context, after int64, limit int) ([]AuditEntr
 }
 
 // SyncFile brings one task file's row in step with the file inside the
-// transaction, as [DB.SyncFile] does outside one: the daemon calls it right
-// after its own rewrite, so the watcher then finds the row already holding
-// the file's hash and does nothing.
+// transaction, as [DB.SyncFile] does outside one: after a write that left
+// the file in an unknown state, or to index a file that is gone.
 func (tx *Tx) SyncFile(dir *queue.Dir, name string) error {
 	p := path.Join(TasksFolder, name)
-	var old rowInfo
-	var had bool
-	err := sqlitex.Execute(tx.conn, `SELECT n, sha256, size, mtime FROM tasks WHERE path = :path`, &sqlitex.ExecOptions{
-		Named:      map[string]any{":path": p},
-		ResultFunc: func(s *sqlite.Stmt) error { had, old = true, scanRowInfo(s, 0); return nil },
-	})
+	old, had, err := tx.rowInfo(p)
 	if err != nil {
 		return err
 	}
-	w := &writer{conn: tx.conn}
 	entry, err := dirEntry(dir, name)
 	if err != nil {
 		return err
@@ -454,7 +448,41 @@ func (tx *Tx) SyncFile(dir *queue.Dir, name string) error {
 	if entry != nil {
 		r = readFile(dir, *entry, old, had)
 	}
-	if entry == nil || (r.err != nil && errors.Is(r.err, fs.ErrNotExist)) {
+	return tx.syncResult(p, r, old, had)
+}
+
+// Written indexes the bytes snag itself has just written to a task file,
+// inside the transaction of the write: t is those bytes parsed and fi the
+// written file's info (queue.Rewritten). Nothing is read back, and the
+// watcher then finds the row already holding the file's size, time and
+// hash, and does nothing.
+func (tx *Tx) Written(name string, data []byte, fi fs.FileInfo, t *queue.Task) error {
+	p := path.Join(TasksFolder, name)
+	old, had, err := tx.rowInfo(p)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(data)
+	r := &fileResult{name: name, size: fi.Size(), mtime: fi.ModTime().UnixNano(), sum: sum[:], task: t}
+	if r.row, err = newTaskRow(t); err != nil {
+		r.task, r.err = nil, &queue.ParseError{Msg: err.Error()}
+	}
+	return tx.syncResult(p, r, old, had)
+}
+
+// rowInfo reads the facts of the row at p, if there is one.
+func (tx *Tx) rowInfo(p string) (old rowInfo, had bool, err error) {
+	err = sqlitex.Execute(tx.conn, `SELECT n, sha256, size, mtime FROM tasks WHERE path = :path`, &sqlitex.ExecOptions{
+		Named:      map[string]any{":path": p},
+		ResultFunc: func(s *sqlite.Stmt) error { had, old = true, scanRowInfo(s, 0); return nil },
+	})
+	return old, had, err
+}
+
+// syncResult writes what a look at the file at p found (r nil: no file).
+func (tx *Tx) syncResult(p string, r *fileResult, old rowInfo, had bool) error {
+	w := &writer{conn: tx.conn}
+	if r == nil || (r.err != nil && errors.Is(r.err, fs.ErrNotExist)) {
 		if !had {
 			return nil
 		}

@@ -585,3 +585,57 @@ func BenchmarkBytes(b *testing.B) {
 	b.ReportMetric(float64(len(get.text))/3.7, "get-text-tok")
 	b.ReportMetric(float64(len(get.structure)), "get-structured-B")
 }
+
+// BenchmarkHTTPList measures snag_list with its defaults (limit 20) over
+// snagd's own /mcp endpoint (streamable HTTP, the official Go SDK's
+// client), on a snagd serving 10,000 generated tasks (1,000 with -short).
+// It reports the round trip of the tool call and the same page asked of
+// snagd's API directly (api-p50-ms): /mcp's share is the difference.
+func BenchmarkHTTPList(b *testing.B) {
+	n, lists := 10_000, 200
+	if testing.Short() {
+		n, lists = 1000, 100
+	}
+	bin := benchSnag(b)
+	root := generated(b, fmt.Sprintf("list-%d", n), func(tasks string) error { return taskgen.Write(tasks, n, 1) })
+	d := startSnagd(b, bin, root, n)
+	c := sdk.NewClient(&sdk.Implementation{Name: "bench-http", Version: "1.0"}, nil)
+	ctx := context.Background()
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: d.url("/mcp"), MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: hBearer{d.token}}}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	call := func() *sdk.CallToolResult {
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "snag_list", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			b.Fatalf("snag_list over /mcp: %v %+v", err, res)
+		}
+		return res
+	}
+	call() // registers the session
+	var lat, api []time.Duration
+	for b.Loop() {
+		for range lists {
+			t0 := time.Now()
+			call()
+			lat = append(lat, time.Since(t0))
+		}
+		b.StopTimer()
+		for range lists {
+			var page struct{ Tasks []json.RawMessage }
+			t0 := time.Now()
+			if err := d.get("/tasks?limit=20", &page); err != nil || len(page.Tasks) != 20 {
+				b.Fatalf("GET /tasks?limit=20: %d rows, %v", len(page.Tasks), err)
+			}
+			api = append(api, time.Since(t0))
+		}
+		b.StartTimer()
+	}
+	logLoad(b)
+	b.ReportMetric(quantile(lat, 0.50), "p50-ms")
+	b.ReportMetric(quantile(lat, 0.99), "p99-ms")
+	b.ReportMetric(quantile(api, 0.50), "api-p50-ms")
+	b.ReportMetric(float64(n), "tasks")
+}

@@ -1,11 +1,10 @@
 // Package project is a snag project on disk: the .snag/ folder's files and
 // its index, opened together. It finds a project from a working directory,
-// creates one (snag init), keeps the index in step with the files, and makes
-// the state changes a person asks for by editing task files through the
-// codec and recording them in the index and the audit log.
+// creates one (snag init), opens it, brings the index in step with the
+// files and regenerates plan.json, and doctors it (snag doctor).
 //
-// snagd is the one writer while it runs and drives these same operations;
-// without a daemon, the CLI uses them directly.
+// Every change to the task files and the live state is the engine's
+// (package engine), snagd's one writer; project only reads and indexes.
 //
 // project imports queue and index; it knows nothing of HTTP, fsnotify or MCP.
 package project
@@ -170,9 +169,6 @@ type Project struct {
 	Tasks  *queue.Dir // .snag/tasks/
 	DB     *index.DB
 	Config queue.Config
-	// PlanLater, when set, leaves plan.json to the caller after Add and
-	// Move: snagd regenerates it once for a burst of changes.
-	PlanLater bool
 	// cleanup removes a temporary private index ([OpenReader]) at Close.
 	cleanup func()
 }

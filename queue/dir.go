@@ -313,7 +313,7 @@ func (d *Dir) Create(name string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("create %s: %w", name, err)
 	}
-	tmp, err := d.writeTemp(root, name, data, 0o644)
+	tmp, _, err := d.writeTemp(root, name, data, 0o644)
 	if err != nil {
 		return err
 	}
@@ -352,13 +352,29 @@ func (d *Dir) Create(name string, data []byte) error {
 // hands the displaced file over instead of removing it, for the caller to
 // look at again once it is quiet.
 func (d *Dir) Update(name string, edit func(cur []byte) ([]byte, error)) (old, new []byte, err error) {
+	w, err := d.Rewrite(name, edit)
+	return w.Old, w.New, err
+}
+
+// Rewritten is what [Dir.Rewrite] did: the bytes the edit was applied to,
+// the bytes it wrote, and the written file's info (nil when nothing was
+// written, as the edit changed nothing).
+type Rewritten struct {
+	Old, New []byte
+	Info     fs.FileInfo
+}
+
+// Rewrite is [Dir.Update], and says also what the written file's size and
+// modification time are, so the caller can index the bytes it wrote
+// without reading them back.
+func (d *Dir) Rewrite(name string, edit func(cur []byte) ([]byte, error)) (Rewritten, error) {
 	root, err := d.fresh()
 	if err != nil {
-		return nil, nil, fmt.Errorf("update %s: %w", name, err)
+		return Rewritten{}, fmt.Errorf("update %s: %w", name, err)
 	}
 	base, fi, err := d.read(root, name)
 	if err != nil {
-		return nil, nil, err
+		return Rewritten{}, err
 	}
 	// base is what the edit applies to, and what the file must hold just
 	// before the new bytes go in. A file that changes under the write is
@@ -370,19 +386,19 @@ func (d *Dir) Update(name string, edit func(cur []byte) ([]byte, error)) (old, n
 		}
 		next, err := edit(base)
 		if err != nil {
-			return base, nil, err
+			return Rewritten{Old: base}, err
 		}
 		if bytes.Equal(next, base) {
-			return base, base, nil
+			return Rewritten{Old: base, New: base}, nil
 		}
-		tmp, err := d.writeTemp(root, name, next, fi.Mode().Perm())
+		tmp, wfi, err := d.writeTemp(root, name, next, fi.Mode().Perm())
 		if err != nil {
-			return base, nil, err
+			return Rewritten{Old: base}, err
 		}
 		again, fi2, err := d.read(root, name)
 		if err != nil {
 			root.Remove(tmp)
-			return base, nil, err
+			return Rewritten{Old: base}, err
 		}
 		if !bytes.Equal(again, base) {
 			root.Remove(tmp)
@@ -391,15 +407,15 @@ func (d *Dir) Update(name string, edit func(cur []byte) ([]byte, error)) (old, n
 		}
 		if err := d.at(StepChecked); err != nil {
 			root.Remove(tmp)
-			return base, nil, fmt.Errorf("update %s: %w", name, err)
+			return Rewritten{Old: base}, fmt.Errorf("update %s: %w", name, err)
 		}
 		exchanged, err := swap(root, tmp, name)
 		if err != nil {
 			root.Remove(tmp)
-			return base, nil, fmt.Errorf("update %s: %w", name, err)
+			return Rewritten{Old: base}, fmt.Errorf("update %s: %w", name, err)
 		}
 		if err := d.at(StepRenamed); err != nil {
-			return base, next, fmt.Errorf("update %s: %w", name, err)
+			return Rewritten{Old: base, New: next, Info: wfi}, fmt.Errorf("update %s: %w", name, err)
 		}
 		if exchanged {
 			// tmp now names the file that was displaced. If it is not what
@@ -410,7 +426,7 @@ func (d *Dir) Update(name string, edit func(cur []byte) ([]byte, error)) (old, n
 				swapBack(root, tmp, name, next)
 				base, fi, err = d.read(root, name)
 				if err != nil {
-					return base, nil, err
+					return Rewritten{Old: base}, err
 				}
 				continue
 			}
@@ -420,9 +436,9 @@ func (d *Dir) Update(name string, edit func(cur []byte) ([]byte, error)) (old, n
 				root.Remove(tmp)
 			}
 		}
-		return base, next, d.syncDir(root)
+		return Rewritten{Old: base, New: next, Info: wfi}, d.syncDir(root)
 	}
-	return base, nil, fmt.Errorf("update %s: %w", name, ErrChanged)
+	return Rewritten{Old: base}, fmt.Errorf("update %s: %w", name, ErrChanged)
 }
 
 // updateTries is how often Update writes a file that keeps changing
@@ -534,7 +550,7 @@ func (d *Dir) Write(name string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
-	tmp, err := d.writeTemp(root, name, data, 0o644)
+	tmp, _, err := d.writeTemp(root, name, data, 0o644)
 	if err != nil {
 		return err
 	}
@@ -584,9 +600,9 @@ func (d *Dir) SweepTemps(age time.Duration) (int, error) {
 	return n, nil
 }
 
-func (d *Dir) writeTemp(root *os.Root, name string, data []byte, perm fs.FileMode) (string, error) {
+func (d *Dir) writeTemp(root *os.Root, name string, data []byte, perm fs.FileMode) (string, fs.FileInfo, error) {
 	if err := checkFlat(name); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	var rnd [6]byte
 	rand.Read(rnd[:])
@@ -597,7 +613,7 @@ func (d *Dir) writeTemp(root *os.Root, name string, data []byte, perm fs.FileMod
 	tmp := "." + base + "." + hex.EncodeToString(rnd[:]) + TempSuffix
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
-		return "", fmt.Errorf("write %s: %w", name, err)
+		return "", nil, fmt.Errorf("write %s: %w", name, err)
 	}
 	werr := d.at(StepTempCreated)
 	if werr == nil {
@@ -606,17 +622,23 @@ func (d *Dir) writeTemp(root *os.Root, name string, data []byte, perm fs.FileMod
 		}
 	}
 	var serr error
+	var fi fs.FileInfo
 	if werr == nil {
 		if serr = f.Sync(); serr == nil {
 			serr = d.at(StepTempSynced)
+		}
+		if serr == nil {
+			// The written file's size and time, as a later look at its
+			// name finds them: the swap moves the inode, it does not touch it.
+			fi, serr = f.Stat()
 		}
 	}
 	cerr := f.Close()
 	if err := errors.Join(werr, serr, cerr); err != nil {
 		root.Remove(tmp)
-		return "", fmt.Errorf("write %s: %w%s", name, err, fixFor(err))
+		return "", nil, fmt.Errorf("write %s: %w%s", name, err, fixFor(err))
 	}
-	return tmp, nil
+	return tmp, fi, nil
 }
 
 // fixFor names the fix for a write that failed for want of room.

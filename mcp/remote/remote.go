@@ -32,7 +32,6 @@ type Daemon struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	http    bool // a backend of one of snagd's /mcp sessions
 	reg     client.Registration
 	session client.Session
 	epochs  map[string]held // task id and key -> the lease held
@@ -51,15 +50,6 @@ func NewDaemon(cl *client.Client, log *slog.Logger) *Daemon {
 	}
 	life, end := context.WithCancel(context.Background())
 	return &Daemon{cl: cl, log: log, epochs: map[string]held{}, opened: make(chan struct{}), life: life, endLife: end}
-}
-
-// ServesHTTP marks a backend that snagd made for one of its /mcp sessions:
-// the session is registered with transport http, and SNAG_AGENT (snagd's
-// own environment) does not name it.
-func (d *Daemon) ServesHTTP() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.http = true
 }
 
 // SetRoot records the project root the bridge works in, for the session:
@@ -92,13 +82,10 @@ func (d *Daemon) Session(ctx context.Context) (client.Session, error) {
 	}
 	reg := d.reg
 	reg.PID, reg.Transport = os.Getpid(), "stdio"
-	if d.http {
-		reg.Transport = "http"
-	}
 	if reg.Client == "" {
 		reg.Client = "mcp"
 	}
-	if n := os.Getenv("SNAG_AGENT"); n != "" && !d.http {
+	if n := os.Getenv("SNAG_AGENT"); n != "" {
 		reg.Name = n
 	}
 	s, err := d.cl.Register(ctx, reg)

@@ -1,4 +1,4 @@
-package daemon
+package engine
 
 import (
 	"bytes"
@@ -43,22 +43,22 @@ const RecoveredFolder = "recovered"
 
 // displaced takes a file Update swapped out of place. It is called with the
 // write lock held, so it only starts the look.
-func (d *Daemon) displaced(x *queue.Displaced) {
-	if d.displacedOff.Load() {
-		d.p.Tasks.Discard(x)
+func (e *Engine) displaced(x *queue.Displaced) {
+	if e.displacedOff.Load() {
+		e.p.Tasks.Discard(x)
 		return
 	}
-	d.displacedWG.Add(1)
+	e.displacedWG.Add(1)
 	go func() {
-		defer d.displacedWG.Done()
-		d.settleDisplaced(x)
+		defer e.displacedWG.Done()
+		e.settleDisplaced(x)
 	}()
 }
 
 // settleDisplaced waits until nothing can write into the displaced file,
 // then removes it or brings its bytes back.
-func (d *Daemon) settleDisplaced(x *queue.Displaced) {
-	dir := d.p.Tasks
+func (e *Engine) settleDisplaced(x *queue.Displaced) {
+	dir := e.p.Tasks
 	start := time.Now()
 	wait := displacedFirst
 	var last fs.FileInfo
@@ -67,7 +67,7 @@ func (d *Daemon) settleDisplaced(x *queue.Displaced) {
 	defer t.Stop()
 	for done := false; !done; {
 		select {
-		case <-d.runCtx.Done():
+		case <-e.runCtx.Done():
 			done = true // stopping: take it as it is
 			continue
 		case <-t.C:
@@ -99,18 +99,18 @@ func (d *Daemon) settleDisplaced(x *queue.Displaced) {
 		dir.Discard(x)
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	d.bringBack(ctx, x, theirs)
+	e.bringBack(ctx, x, theirs)
 	dir.Discard(x)
 }
 
 // bringBack puts a save that landed in a displaced file back into the task
 // file, merged with what the file holds now, or keeps it in
 // .snag/recovered/ when it cannot be merged. It holds the write lock.
-func (d *Daemon) bringBack(ctx context.Context, x *queue.Displaced, theirs []byte) {
+func (e *Engine) bringBack(ctx context.Context, x *queue.Displaced, theirs []byte) {
 	p := path.Join(index.TasksFolder, x.Name)
 	id := ""
 	for _, b := range [][]byte{theirs, x.Base} {
@@ -120,8 +120,8 @@ func (d *Daemon) bringBack(ctx context.Context, x *queue.Displaced, theirs []byt
 		}
 	}
 	var mergeErr error
-	err := d.p.DB.Update(ctx, func(tx *index.Tx) error {
-		_, _, err := d.p.Tasks.Update(x.Name, func(cur []byte) ([]byte, error) {
+	err := e.p.DB.Update(ctx, func(tx *index.Tx) error {
+		_, _, err := e.p.Tasks.Update(x.Name, func(cur []byte) ([]byte, error) {
 			merged, err := queue.Merge(x.Base, cur, theirs)
 			if err == nil {
 				_, err = queue.Parse(merged)
@@ -135,38 +135,38 @@ func (d *Daemon) bringBack(ctx context.Context, x *queue.Displaced, theirs []byt
 		if err != nil {
 			return err
 		}
-		if err := tx.SyncFile(d.p.Tasks, x.Name); err != nil {
+		if err := tx.SyncFile(e.p.Tasks, x.Name); err != nil {
 			return err
 		}
 		return tx.Audit(index.AuditEntry{Actor: queue.Person, Agent: "the file", Action: "edit", TaskID: id, Outcome: "ok",
 			Detail: "a save in place landed in the file snag had just replaced: snag's change was made again on the saved bytes"})
 	})
 	if err == nil {
-		d.log.Info("a save in place landed in the file snag replaced: merged", "file", p)
-		d.hub.publish("task", map[string]any{"path": p, "added": false, "removed": false})
-		d.writePlan(ctx)
+		e.log.Info("a save in place landed in the file snag replaced: merged", "file", p)
+		e.hub.Publish("task", map[string]any{"path": p, "added": false, "removed": false})
+		e.writePlan(ctx)
 		return
 	}
 	why := err.Error()
 	if mergeErr == nil && !errors.Is(err, fs.ErrNotExist) {
-		d.log.Error("a save in place landed in the file snag replaced; writing it back failed", "file", p, "err", err)
+		e.log.Error("a save in place landed in the file snag replaced; writing it back failed", "file", p, "err", err)
 	}
-	saved, serr := d.recover(x.Name, theirs)
+	saved, serr := e.recover(x.Name, theirs)
 	if serr != nil {
-		d.log.Error("a save in place could not be merged, nor kept aside: it is still in the hidden file", "file", p, "displaced", x.Temp, "err", serr)
+		e.log.Error("a save in place could not be merged, nor kept aside: it is still in the hidden file", "file", p, "displaced", x.Temp, "err", serr)
 		return
 	}
-	d.log.Warn("a save in place landed in the file snag replaced and could not be merged: its bytes are kept aside",
+	e.log.Warn("a save in place landed in the file snag replaced and could not be merged: its bytes are kept aside",
 		"file", p, "kept", saved, "why", why)
-	d.audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: "the file", Action: "edit", TaskID: id, Outcome: "recovered",
+	e.Audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: "the file", Action: "edit", TaskID: id, Outcome: "recovered",
 		Detail: fmt.Sprintf("a save in place landed in the file snag had just replaced and could not be merged (%s): its bytes are in %s; compare it with %s and merge by hand",
 			why, project.Rel(saved), project.Rel(p))})
 }
 
 // recover writes the bytes of a save that could not be merged into
 // .snag/recovered/ and returns the path there, relative to .snag/.
-func (d *Daemon) recover(name string, data []byte) (string, error) {
-	folder := filepath.Join(d.root, project.Folder, RecoveredFolder)
+func (e *Engine) recover(name string, data []byte) (string, error) {
+	folder := filepath.Join(e.root, project.Folder, RecoveredFolder)
 	if err := os.MkdirAll(folder, 0o755); err != nil {
 		return "", err
 	}

@@ -1,0 +1,324 @@
+// Package engine is snag's one writer. Every change to a project goes
+// through it: claims and releases under leases, resolves through verify, a
+// person's moves, new tasks, sessions and the sweep that ends them,
+// batches from the watcher and the settling of files an editor is
+// rewriting, the reconcile of leases with what the files say, plan.json,
+// and the events that announce each change.
+//
+// The engine knows nothing of HTTP. Its methods take a context and plain
+// values and return domain values and errors that wrap the sentinels
+// below; snagd's handlers, its /mcp endpoint and the board are thin
+// surfaces over it, in the same process.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/snagdev/snag/gitdir"
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/internal/failpoint"
+	"github.com/snagdev/snag/project"
+	"github.com/snagdev/snag/queue"
+	"github.com/snagdev/snag/watch"
+)
+
+// The defaults of [Options.Settle], [Options.Grace] and [Options.Sweep].
+// Tests that prove something does not happen wait for these, so a changed
+// default changes their wait with it.
+const (
+	DefaultSettle = 300 * time.Millisecond
+	DefaultGrace  = 3 * time.Second
+	DefaultSweep  = 2 * time.Second
+)
+
+// Options configure an engine.
+type Options struct {
+	Root string       // the project root, the folder that holds .snag/
+	Home string       // the per-user folder with the approvals; "" for project.Home()
+	Log  *slog.Logger // nil: discard
+	// Watch tunes the watcher (tests shorten its timers).
+	Watch watch.Options
+	// Settle is how long a file that reads as missing or broken is left to
+	// settle before snag believes it (editors truncate and rewrite in place;
+	// DefaultSettle).
+	Settle time.Duration
+	// Grace is how long a session whose stream closed (or that has not
+	// reconnected after a restart) keeps its leases (3 s).
+	Grace time.Duration
+	// Sweep is how often the processes of sessions are checked (2 s).
+	Sweep time.Duration
+	// PlanDelay is how long plan.json waits after a change, gathering more (200 ms).
+	PlanDelay time.Duration
+}
+
+// Engine is the one writer of an open project.
+type Engine struct {
+	opts      Options
+	log       *slog.Logger
+	p         *project.Project
+	root      string // absolute, symlinks resolved
+	gitCommon string
+	hub       *Hub
+	streams   *streams
+
+	// mu serialises every write.
+	mu sync.Mutex
+	// ready is set once the first full rescan is done.
+	ready atomic.Bool
+	// polling is set while the watcher polls, having no filesystem watches.
+	polling atomic.Bool
+
+	// displacedWG counts the displaced files being looked at again (see
+	// displaced.go); displacedOff, set under mu when the engine stops, has
+	// new ones removed at once.
+	displacedWG  sync.WaitGroup
+	displacedOff atomic.Bool
+
+	// tasksGone is set while the last rescan found no tasks/ folder (under mu).
+	tasksGone bool
+
+	settleMu sync.Mutex
+	settling map[string]*time.Timer
+
+	// verify runs the checks of resolved tasks in the background; runCtx
+	// ends their runs when the engine stops.
+	verify *verifier
+	runCtx context.Context
+	stop   context.CancelFunc
+	// cfg is p.Config, for readers that do not take mu (a verify dry run,
+	// a verifier); apply stores it when config.json changes.
+	cfg atomic.Pointer[queue.Config]
+
+	planMu      sync.Mutex
+	planTimer   *time.Timer
+	planTook    time.Duration // how long the last plan.json write took
+	planStopped bool
+
+	closeOnce sync.Once
+}
+
+// Open opens the project at opts.Root for writing. A snag.db that is
+// damaged is moved aside and the index rebuilt from the task files (see
+// openProject). The caller must hold the project's daemon lock: the
+// engine is its one writer. Run serves it; Close ends it.
+func Open(ctx context.Context, opts Options) (*Engine, error) {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Settle <= 0 {
+		opts.Settle = DefaultSettle
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
+	}
+	if opts.Sweep <= 0 {
+		opts.Sweep = DefaultSweep
+	}
+	if opts.PlanDelay <= 0 {
+		opts.PlanDelay = 200 * time.Millisecond
+	}
+	if opts.Home == "" {
+		opts.Home = project.Home()
+	}
+	root, err := filepath.Abs(opts.Root)
+	if err == nil {
+		root, err = filepath.EvalSymlinks(root)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("root %s: %w", opts.Root, err)
+	}
+	e := &Engine{opts: opts, log: opts.Log, root: root, hub: newHub(4096), streams: newStreams(),
+		settling: map[string]*time.Timer{}}
+	e.gitCommon = gitdir.Common(root)
+	e.runCtx, e.stop = context.WithCancel(context.Background())
+	if err := e.openProject(ctx); err != nil {
+		e.stop()
+		return nil, err
+	}
+	e.p.Tasks.OnDisplaced(e.displaced)
+	cfg := e.p.Config
+	e.cfg.Store(&cfg)
+	e.verify = newVerifier(cfg.Verify.MaxConcurrent)
+	// The engine is the project's one writer: a temp file there now was
+	// left by a crash, whatever its age.
+	for _, dir := range []*queue.Dir{e.p.Tasks, e.p.Snag} {
+		if n, err := dir.SweepTemps(0); err == nil && n > 0 {
+			e.log.Info("swept temp files left by a crash", "folder", dir.Path(), "count", n)
+		}
+	}
+	failpoint.Hit("start", StepOpened)
+	return e, nil
+}
+
+// The steps of the start and of a verify run that failpoints can name
+// (package internal/failpoint).
+const (
+	StepRebuilding = "rebuilding" // a damaged snag.db was moved aside; the new one is empty
+	StepRebuilt    = "rebuilt"
+	StepOpened     = "opened" // the index is open; the first rescan is next
+
+	StepVerifyStarted = "started" // op verify: a run was taken by a verifier
+	StepVerifyChecked = "checked" // op verify: the verifier answered; the outcome is applied next
+)
+
+// Project is the open project, for the hooks crash tests install and for
+// the reads of snagd's wiring. Writes go through the engine's methods.
+func (e *Engine) Project() *project.Project { return e.p }
+
+// Root is the project root, absolute with symlinks resolved.
+func (e *Engine) Root() string { return e.root }
+
+// GitCommon is the git common folder of the root's repository, or "".
+func (e *Engine) GitCommon() string { return e.gitCommon }
+
+// Events is the hub that announces every change.
+func (e *Engine) Events() *Hub { return e.hub }
+
+// Ready reports whether the first full rescan is done: until then the
+// index may not match the files, and nothing should be served from it.
+func (e *Engine) Ready() bool { return e.ready.Load() }
+
+// Config is the project's configuration as snag last read it.
+func (e *Engine) Config() queue.Config { return *e.cfg.Load() }
+
+// Run watches the task files and applies what changes, and sweeps the
+// sessions whose processes are gone, until ctx ends.
+func (e *Engine) Run(ctx context.Context) error {
+	w, err := watch.New(e.root, e.opts.Watch)
+	if err != nil {
+		return err
+	}
+	e.polling.Store(w.Polling())
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return w.Run(gctx, func(b watch.Batch) { e.apply(gctx, b, w.Polling()) }) })
+	g.Go(func() error {
+		for !e.ready.Load() {
+			select {
+			case <-gctx.Done():
+				return nil
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		e.resumeVerify(gctx)
+		return e.sweep(gctx)
+	})
+	return g.Wait()
+}
+
+// Close stops the engine: verify runs are cancelled and waited for,
+// displaced files still being looked at are settled, an in-flight write
+// finishes, a pending plan.json is written and the index is closed.
+func (e *Engine) Close() error {
+	var err error
+	e.closeOnce.Do(func() {
+		e.stop()
+		if e.verify != nil {
+			e.verify.wg.Wait() // their context has ended: commands are killed, browsers closed
+		}
+		e.mu.Lock()
+		e.displacedOff.Store(true)
+		e.mu.Unlock()
+		e.displacedWG.Wait()
+		e.mu.Lock() // let an in-flight write finish before the index closes
+		defer e.mu.Unlock()
+		p := e.p
+		e.stopPlan()
+		e.stopSettling() // and e.p is nil from here: a settle timer that fires finds nothing to do
+		e.streams.stop()
+		err = p.Close()
+	})
+	return err
+}
+
+// openProject opens the project. A snag.db that is damaged, truncated, of
+// an unknown schema or another program's (index.Check at start, or a
+// failed open) is moved aside, with its -wal and -shm, and the index is
+// rebuilt from the task files: it is a cache of them. The live state it
+// held is re-derived from the files too: a claimed task gets a detached
+// lease in its assignee's name (the first rescan's reconcile), which the
+// agent adopts when it registers again. Epochs and session ids start
+// above any the old file can have handed out (index.DB.Fence), so no token
+// from before is live again.
+func (e *Engine) openProject(ctx context.Context) error {
+	dbPath := filepath.Join(e.root, project.Folder, project.DBFile)
+	damage := index.Check(ctx, dbPath)
+	if damage != nil && !errors.Is(damage, index.ErrCorrupt) {
+		return damage
+	}
+	var err error
+	if damage == nil {
+		if e.p, err = project.Open(ctx, e.root); err == nil {
+			return nil
+		}
+		if !errors.Is(err, index.ErrCorrupt) {
+			return err
+		}
+		damage = err
+	}
+	aside, err := moveAside(dbPath)
+	if err != nil {
+		return fmt.Errorf("%v; moving it aside failed: %w (move .snag/%s and its -wal and -shm away, then start it again: snag daemon --root %s)", damage, err, project.DBFile, e.root)
+	}
+	e.log.Warn("snag.db is damaged: moved it aside; rebuilding the index from the task files",
+		"problem", damage.Error(), "moved_to", aside)
+	if e.p, err = project.Open(ctx, e.root); err != nil {
+		return err
+	}
+	failpoint.Hit("start", StepRebuilding)
+	st, err := e.p.Rebuild(ctx)
+	if err == nil {
+		err = e.p.DB.Fence(ctx, time.Now().UnixMilli())
+	}
+	if err != nil {
+		e.p.Close()
+		e.p = nil
+		return fmt.Errorf("rebuild the index after moving the damaged one to %s: %w", aside, err)
+	}
+	failpoint.Hit("start", StepRebuilt)
+	e.log.Warn("index rebuilt from the task files; claimed tasks keep detached leases until their agents register again",
+		"files", st.Files, "failed", st.Failed, "took", st.Duration, "old_db", aside)
+	return nil
+}
+
+// moveAside renames a damaged database to snag.db-corrupt-<UTC time>
+// (git ignores snag.db-*), its -wal, -shm and -journal beside it under the
+// same name, so the set still opens together for a post-mortem. The log
+// goes first: a log left behind would be replayed into the new database.
+func moveAside(dbPath string) (string, error) {
+	stamp := time.Now().UTC().Format("20060102T150405Z")
+	aside := dbPath + "-corrupt-" + stamp
+	for i := 2; ; i++ {
+		if _, err := os.Lstat(aside); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		aside = fmt.Sprintf("%s-corrupt-%s-%d", dbPath, stamp, i)
+	}
+	for _, sfx := range []string{"-wal", "-shm", "-journal", ""} {
+		err := os.Rename(dbPath+sfx, aside+sfx)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+	}
+	if f, err := os.Open(filepath.Dir(dbPath)); err == nil {
+		f.Sync()
+		f.Close()
+	}
+	return aside, nil
+}
+
+// Audit writes an entry to the audit log; a failure is logged.
+func (e *Engine) Audit(ctx context.Context, a index.AuditEntry) {
+	if err := e.p.DB.Audit(ctx, a); err != nil {
+		e.log.Warn("audit", "err", err)
+	}
+}

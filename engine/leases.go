@@ -1,0 +1,395 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/project"
+	"github.com/snagdev/snag/queue"
+)
+
+// Register records a new session, or gives a session that asked for a
+// name that ended or detached the name back (index.DB.Register), and
+// returns it. A session of this host with a pid has the pid's start time
+// and the boot recorded, so the sweep can tell when its process is gone.
+func (e *Engine) Register(ctx context.Context, s index.Session) (index.Session, error) {
+	s.Name = strings.ToUpper(strings.TrimSpace(s.Name))
+	s.Root = e.sessionRoot(s.Root)
+	if s.Host == "" {
+		s.Host, _ = os.Hostname()
+	}
+	if local, _ := os.Hostname(); s.PID > 0 && s.Host == local {
+		s.PIDStart = procStart(s.PID)
+		s.BootID = bootID()
+	}
+	s, err := e.p.DB.Register(ctx, s)
+	if err != nil {
+		return s, err
+	}
+	e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "session",
+		Outcome: "ok", Detail: fmt.Sprintf("%s %s pid %d", s.Client, s.ClientVersion, s.PID)})
+	e.hub.Publish("session", map[string]any{"id": s.ID, "name": s.Name, "started": true})
+	return s, nil
+}
+
+// Session returns live session id, or an ErrSessionEnded refusal.
+func (e *Engine) Session(ctx context.Context, id int64) (index.Session, error) {
+	s, err := e.p.DB.SessionByID(ctx, id)
+	if err != nil || !s.Ended.IsZero() {
+		return index.Session{}, refuse(ErrSessionEnded, "session_ended",
+			"session %d has ended (its leases were released): register again", id)
+	}
+	return s, nil
+}
+
+// StreamOpened records that a client holds a stream of session id open:
+// the session lives while one does.
+func (e *Engine) StreamOpened(id int64) { e.streams.opened(id) }
+
+// StreamClosed records that a stream of session id has closed. When no
+// stream of it comes back within the grace, the session ends and its
+// tasks go back to the queue.
+func (e *Engine) StreamClosed(id int64) {
+	e.streams.closed(id, e.opts.Grace, func() { e.EndSession(id, "stream closed") })
+}
+
+// StreamOpen reports whether session id has a stream open.
+func (e *Engine) StreamOpen(id int64) bool { return e.streams.isOpen(id) }
+
+// Streams is how many sessions have a stream open.
+func (e *Engine) Streams() int { return e.streams.count() }
+
+// Touch records that session id is alive now.
+func (e *Engine) Touch(ctx context.Context, id int64) { e.p.DB.Touch(ctx, id) }
+
+// EndSession ends a session and gives back every task it held.
+func (e *Engine) EndSession(id int64, why string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.p == nil {
+		return
+	}
+	held, err := e.p.DB.EndSession(ctx, id, why)
+	if err != nil {
+		e.log.Error("end session", "id", id, "err", err)
+		return
+	}
+	for _, l := range held {
+		if e.verify.inFlight(l.TaskID) {
+			// A check of its work is running: the outcome decides where the
+			// task goes (a failure sends it back to the queue, as the holder
+			// is gone); the lease has ended with the session.
+			err := e.p.DB.Update(ctx, func(tx *index.Tx) error {
+				if _, _, err := tx.End(l.TaskID, "holder gone during verify: "+why); err != nil {
+					return err
+				}
+				return tx.Audit(index.AuditEntry{SessionID: id, Actor: queue.System, Agent: l.Holder, Action: "release",
+					TaskID: l.TaskID, Outcome: "ok", Detail: "holder gone during verify (the outcome decides where the task goes): " + why})
+			})
+			if err != nil {
+				e.log.Error("end a gone session's lease", "task", l.TaskID, "err", err)
+			}
+			continue
+		}
+		if err := e.releaseLocked(ctx, l.TaskID, queue.System, l.Holder, "holder gone: "+why); err != nil {
+			e.log.Error("release of a gone session's task", "task", l.TaskID, "err", err)
+		}
+	}
+	e.hub.Publish("session", map[string]any{"id": id, "ended": true, "reason": why, "released": len(held)})
+	e.writePlan(ctx)
+}
+
+// Claimed is a claim's answer: the task claimed with its lease's epoch,
+// or, when nothing was ready, no task and why.
+type Claimed struct {
+	Task   *index.Row
+	Epoch  int64
+	Reason string
+}
+
+// Claim gives session s a lease on the task ref, or with ref nil on the
+// next ready task, and marks its file claimed: the lease, the file's swap,
+// its index row and the audit entry are one transaction. Force claims a
+// blocked task. A holder that claims its own task again gets its lease as
+// it is.
+func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, force bool) (Claimed, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ref == nil {
+		id, err := e.p.DB.NextReady(ctx)
+		if err != nil {
+			return Claimed{}, err
+		}
+		if id == "" { // nothing is ready: Next says why
+			row, rd, err := e.p.DB.Next(ctx)
+			if err != nil {
+				return Claimed{}, err
+			}
+			if row == nil {
+				return Claimed{Reason: rd.String()}, nil
+			}
+			id = row.ID
+		}
+		ref = &queue.Ref{ID: id}
+	}
+	it, err := e.p.DB.Get(ctx, *ref)
+	if err != nil {
+		return Claimed{}, err
+	}
+	if it.State == index.StateMissing {
+		return Claimed{}, refuse(ErrMissing, "missing", "%s is missing and cannot be claimed: %s; claim another task", it.Key, it.Error)
+	}
+	if len(it.BlockedBy) > 0 && !force {
+		return Claimed{}, refuse(ErrBlocked, "blocked", "%s is blocked by %s: claim it with force, or claim another",
+			it.Key, strings.Join(it.BlockedBy, ", "))
+	}
+	if l, err := e.p.DB.LeaseOf(ctx, it.ID); err == nil && l.SessionID == s.ID {
+		// The holder claims its own task again (a retry, or a lease given
+		// back to it by a person's save): it gets its lease, as it is.
+		e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
+			TaskID: it.ID, Outcome: "ok", Detail: fmt.Sprintf("already held, epoch %d", l.Epoch)})
+		return Claimed{Task: &it.Row, Epoch: l.Epoch}, nil
+	}
+	if err := e.atLimit(ctx, s); err != nil {
+		e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
+			TaskID: it.ID, Outcome: "refused", Detail: err.Message})
+		return Claimed{}, err
+	}
+	var lease index.Lease
+	var moved *queue.Task
+	err = e.p.DB.Update(ctx, func(tx *index.Tx) error {
+		if lease, err = tx.Grant(it.ID, s.ID, s.Name, false); err != nil {
+			return err
+		}
+		if moved, err = e.moveFile(tx, it, queue.ActClaim, queue.Agent, s.Name); err != nil {
+			return err
+		}
+		return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
+			TaskID: it.ID, Outcome: "ok", Detail: fmt.Sprintf("epoch %d", lease.Epoch)})
+	})
+	if err != nil && !index.Busy(err) { // a busy index would keep the audit waiting too
+		e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
+			TaskID: it.ID, Outcome: "refused", Detail: err.Error()})
+	}
+	if err != nil {
+		return Claimed{}, err
+	}
+	e.hub.Publish("lease", map[string]any{"task": it.Key, "holder": s.Name, "epoch": lease.Epoch})
+	e.writePlan(ctx)
+	// A claim changes the file's status and assignee alone, and the row
+	// was brought in step with the file in the transaction: the row as it
+	// was, with those two, is the row as it is, without another read.
+	row := it.Row
+	row.Status, row.Assignee = moved.Status, moved.Assignee
+	return Claimed{Task: &row, Epoch: lease.Epoch}, nil
+}
+
+// atLimit refuses a claim by a session that holds as many tasks as the
+// project allows one session (claim.max_per_session, 1 unless set), naming
+// what it holds and the calls that free it. e.mu must be held: every grant
+// is made under it, so the count cannot change before the claim's own.
+func (e *Engine) atLimit(ctx context.Context, s index.Session) *Error {
+	limit := e.p.Config.MaxPerSession()
+	if limit == 0 {
+		return nil
+	}
+	held, err := e.p.DB.LeasesOf(ctx, s.ID)
+	if err != nil || len(held) < limit {
+		return nil // a failed count leaves the claim to the grant's own checks
+	}
+	var names []string
+	first, title := "", ""
+	verifying := 0
+	for _, l := range held {
+		name := l.TaskID
+		if it, err := e.p.DB.Get(ctx, queue.Ref{ID: l.TaskID}); err == nil {
+			name = it.Key
+			if first == "" {
+				first, title = it.Key, it.Title
+			}
+			if it.Status == queue.StatusVerifying {
+				verifying++
+				name += " (verifying)"
+			}
+		}
+		names = append(names, name)
+	}
+	if first == "" {
+		first = held[0].TaskID
+	}
+	k := strconv.Quote(first)
+	what := fmt.Sprintf("you already hold %s %q: an agent works on one task at a time.", names[0], title)
+	if limit > 1 {
+		what = fmt.Sprintf("you already hold %d tasks (%s), the most this project lets one agent hold at once.",
+			len(held), strings.Join(names, ", "))
+	}
+	it := "it"
+	if limit > 1 {
+		it = "one"
+	}
+	how := fmt.Sprintf(" Finish %s with snag_resolve {\"id\": %s}, or give it back with snag_release {\"id\": %s, \"reason\": \"...\"}; then claim again", it, k, k)
+	if verifying == len(held) {
+		how = fmt.Sprintf(" Its check is running: call snag_get {\"id\": %s} for the outcome (a pass frees you to claim; a failure gives it back to you to fix), or snag_release it with a reason", k)
+	}
+	return &Error{Kind: ErrHolding, Code: "holding", Message: what + how}
+}
+
+// Released is where a release or a holder's move left a task.
+type Released struct {
+	Key    string
+	Status queue.Status
+}
+
+// Release gives a task back to the queue for the session that holds it,
+// fenced by its epoch (0: its live lease), with a reason it must give.
+func (e *Engine) Release(ctx context.Context, s index.Session, ref queue.Ref, epoch int64, reason string) (Released, error) {
+	if strings.TrimSpace(reason) == "" {
+		return Released{}, refuse(ErrInvalid, "no_reason", "release needs a reason: say why the task goes back (blocked, out of scope, ...)")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	it, err := e.p.DB.Get(ctx, ref)
+	if err != nil {
+		return Released{}, err
+	}
+	var status queue.Status
+	err = e.p.DB.Update(ctx, func(tx *index.Tx) error {
+		l, err := tx.Check(it.ID, epoch)
+		if err != nil {
+			return err
+		}
+		if l.SessionID != s.ID {
+			return fmt.Errorf("%w: %s holds %s, not %s", index.ErrHeld, l.Holder, it.Key, s.Name)
+		}
+		if _, _, err := tx.End(it.ID, string(queue.ActRelease)+": "+reason); err != nil {
+			return err
+		}
+		t, err := e.moveFile(tx, it, queue.ActRelease, queue.Agent, s.Name)
+		if err != nil {
+			return err
+		}
+		status = t.Status
+		return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: string(queue.ActRelease),
+			TaskID: it.ID, Outcome: "ok", Detail: reason})
+	})
+	if err != nil && !index.Busy(err) {
+		e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: string(queue.ActRelease),
+			TaskID: it.ID, Outcome: "refused", Detail: err.Error()})
+	}
+	if err != nil {
+		return Released{}, err
+	}
+	e.hub.Publish("lease", map[string]any{"task": it.Key, "action": queue.ActRelease, "status": status})
+	e.writePlan(ctx)
+	return Released{Key: it.Key, Status: status}, nil
+}
+
+// PersonRelease is a person, by, taking a task back from whoever holds
+// it: the lease ends, its epoch moves on, and the holder's later writes
+// are stale. A check in flight is stopped.
+func (e *Engine) PersonRelease(ctx context.Context, ref queue.Ref, by, reason string) (Released, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	it, err := e.p.DB.Get(ctx, ref)
+	if err != nil {
+		return Released{}, err
+	}
+	if it.Status != queue.StatusClaimed && it.Status != queue.StatusVerifying {
+		if _, err := e.p.DB.LeaseOf(ctx, it.ID); err != nil {
+			return Released{}, refuse(ErrNotHeld, "not_held", "%s is %s and held by no one: nothing to release", it.Key, it.Status)
+		}
+	}
+	why := "released by " + by
+	if reason != "" {
+		why += ": " + reason
+	}
+	if err := e.releaseLocked(ctx, it.ID, queue.Person, by, why); err != nil {
+		return Released{}, err
+	}
+	e.verify.stop(it.ID)
+	e.hub.Publish("lease", map[string]any{"task": it.Key, "ended": true, "reason": why})
+	e.writePlan(ctx)
+	return Released{Key: it.Key, Status: queue.StatusOpen}, nil
+}
+
+// releaseLocked gives a task back to the queue on behalf of snag or a
+// person: whatever lease is live ends. e.mu must be held.
+func (e *Engine) releaseLocked(ctx context.Context, taskID string, actor queue.Actor, who, why string) error {
+	it, err := e.p.DB.Get(ctx, queue.Ref{ID: taskID})
+	if errors.Is(err, index.ErrNotFound) || err == nil && it.State == index.StateMissing {
+		// The file is gone (moved out, or on another branch): end the lease
+		// alone, the file has nothing to change; the missing row goes with it.
+		return e.p.DB.Update(ctx, func(tx *index.Tx) error {
+			if _, _, err := tx.End(taskID, why); err != nil {
+				return err
+			}
+			if it != nil {
+				if err := tx.SyncFile(e.p.Tasks, project.Name(it)); err != nil {
+					return err
+				}
+			}
+			return tx.Audit(index.AuditEntry{Actor: actor, Agent: who, Action: "release", TaskID: taskID, Outcome: "ok",
+				Detail: why + " (the task file is missing: the lease ended, no file changed)"})
+		})
+	}
+	if err != nil {
+		return err
+	}
+	return e.p.DB.Update(ctx, func(tx *index.Tx) error {
+		if _, _, err := tx.End(taskID, why); err != nil {
+			return err
+		}
+		if it.Status == queue.StatusClaimed || it.Status == queue.StatusVerifying {
+			if _, err := e.moveFile(tx, it, queue.ActRelease, actor, who); err != nil {
+				return err
+			}
+		}
+		return tx.Audit(index.AuditEntry{Actor: actor, Agent: who, Action: "release", TaskID: taskID, Outcome: "ok", Detail: why})
+	})
+}
+
+// procStart reads a process's start time (clock ticks since boot) from
+// /proc, or 0 where there is none.
+func procStart(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces and parentheses: fields
+	// are counted after its closing parenthesis.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	fields := strings.Fields(s[i+1:])
+	if len(fields) < 20 {
+		return 0
+	}
+	n, _ := strconv.ParseInt(fields[19], 10, 64) // field 22 overall
+	return n
+}
+
+func bootID() string {
+	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return strings.TrimSpace(string(b))
+}
+
+// alive reports whether a session's process is still the one that
+// registered: the same pid with the same start time, on this boot. A
+// session of another host or boot is never judged: it counts as alive.
+func alive(s index.Session) bool {
+	if s.PID <= 0 || s.BootID == "" || s.BootID != bootID() {
+		return true
+	}
+	start := procStart(s.PID)
+	return start != 0 && start == s.PIDStart
+}

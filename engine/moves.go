@@ -1,0 +1,268 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/project"
+	"github.com/snagdev/snag/queue"
+)
+
+// NewTask is what a person or an agent gives to add a task.
+type NewTask struct {
+	Title     string
+	Body      []byte
+	Kind      queue.Kind
+	Severity  queue.Severity
+	Wave      int
+	Plan      string
+	Files     []queue.FileRef
+	DependsOn []string
+	Capture   *queue.Capture
+}
+
+// Add creates a task file and returns the task and its path, relative to
+// .snag/. A person's task is vetted and open; anything an agent or a tool
+// adds is unvetted and lands in the inbox.
+func (e *Engine) Add(ctx context.Context, nt NewTask, actor queue.Actor, who string) (*queue.Task, string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	title := strings.TrimSpace(nt.Title)
+	switch {
+	case title == "":
+		return nil, "", refuse(ErrInvalid, "bad_title", "add: empty title: say in a few words what is wrong or wanted")
+	case len(title) > 300:
+		return nil, "", refuse(ErrInvalid, "bad_title", "add: title is over 300 bytes: keep it short and put the detail in the body")
+	case strings.ContainsFunc(title, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return nil, "", refuse(ErrInvalid, "bad_title", "add: title has a control character: keep it on one line")
+	}
+	for _, d := range nt.DependsOn {
+		if _, err := queue.ParseRef(d); err != nil {
+			return nil, "", refuse(ErrInvalid, "bad_ref", "add: depends on: %v", err)
+		}
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	t := &queue.Task{
+		ID: queue.NewID(now), Title: title,
+		Status: queue.StatusOpen, Trust: queue.TrustVetted,
+		Severity: orDefault(nt.Severity, queue.DefaultSeverity), Kind: orDefault(nt.Kind, queue.DefaultKind),
+		Wave: nt.Wave, Plan: nt.Plan, DependsOn: nt.DependsOn, SuspectFiles: nt.Files, Capture: nt.Capture,
+		Created: now, Updated: now, Body: nt.Body,
+	}
+	if t.Wave == 0 {
+		t.Wave = queue.DefaultWave
+	}
+	if actor != queue.Person {
+		t.Status, t.Trust = queue.StatusInbox, queue.TrustUnvetted
+	}
+	if len(t.Body) > 0 && !bytes.HasSuffix(t.Body, []byte("\n")) {
+		t.Body = append(t.Body, '\n')
+	}
+	name, err := e.createKeyed(ctx, t)
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := e.p.DB.SyncFile(ctx, e.p.Tasks, name); err != nil {
+		return nil, "", err
+	}
+	e.Audit(ctx, index.AuditEntry{Actor: actor, Agent: who, Action: "add", TaskID: t.ID, Outcome: "ok", Detail: t.Key + " " + t.Title})
+	path := index.TasksFolder + "/" + name
+	e.writePlan(ctx)
+	e.hub.Publish("task", map[string]any{"path": path, "added": true, "key": t.Key})
+	return t, path, nil
+}
+
+// keyTries is how many fresh keys [Engine.Add] tries before it gives up:
+// each try loses only to a person writing a file with that very key in the
+// same instant.
+const keyTries = 20
+
+// createKeyed gives t the next key that no task file uses, on disk as well
+// as in the index (a person's hand-written SNAG-6 - x.md may not be indexed
+// yet), and creates its file. Should another file with that key appear while
+// it does so, it removes its own file and takes the next key: it never
+// leaves a file whose key another file has. It returns the file's name.
+func (e *Engine) createKeyed(ctx context.Context, t *queue.Task) (string, error) {
+	for range keyTries {
+		n, err := e.p.DB.NextFreeKey(ctx, e.p.Tasks)
+		if err != nil {
+			return "", fmt.Errorf("add: %w", err)
+		}
+		t.Key = queue.Alias(n)
+		data := queue.Format(t)
+		if _, err := queue.Parse(data); err != nil {
+			return "", fmt.Errorf("add: %w", err)
+		}
+		name := queue.FileName(t.Key, t.Title)
+		if err := e.p.Tasks.Create(name, data); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				continue
+			}
+			return "", fmt.Errorf("add: %w", err)
+		}
+		used, err := e.p.DB.DiskKeys(ctx, e.p.Tasks)
+		if err != nil {
+			e.p.Tasks.Remove(name)
+			return "", fmt.Errorf("add: %w", err)
+		}
+		others := slices.DeleteFunc(used[n], func(s string) bool { return s == name })
+		if ref, err := queue.ParseRef(t.Key); err == nil {
+			if it, err := e.p.DB.Get(ctx, ref); err == nil && it.Path != index.TasksFolder+"/"+name {
+				others = append(others, project.Name(it)) // indexed meanwhile
+			}
+		}
+		if len(others) == 0 {
+			return name, nil
+		}
+		if err := e.p.Tasks.Remove(name); err != nil {
+			return "", fmt.Errorf("add: %s appeared beside %s with the same key; removing %s: %w", strings.Join(others, ", "), name, name, err)
+		}
+	}
+	return "", fmt.Errorf("add: every key tried was taken by a file written meanwhile (%d tries): try again", keyTries)
+}
+
+func orDefault[T comparable](v, d T) T {
+	var zero T
+	if v == zero {
+		return d
+	}
+	return v
+}
+
+// ErrNotClean is wrapped by errors for tasks snag will not change: the file
+// does not parse, holds conflict markers, or shares its id with another.
+var ErrNotClean = errors.New("task file is not clean")
+
+// Step is one move of a chain that moveSteps makes.
+type Step struct {
+	Action queue.Action
+	Actor  queue.Actor
+}
+
+// moveFile makes one move of the status machine on an indexed task's file,
+// inside tx, and indexes what it wrote (see moveSteps).
+func (e *Engine) moveFile(tx *index.Tx, item *index.Item, action queue.Action, actor queue.Actor, who string) (*queue.Task, error) {
+	return e.moveSteps(tx, item, who, Step{action, actor})
+}
+
+// moveSteps makes several moves of the status machine, each allowed from
+// where the one before left the task, in one write of the file, inside tx:
+// a resolve that the project's config turns straight into resolved is one
+// rename and one fsync, not two. It checks the moves against the file's
+// current bytes (a person may have saved since it was indexed), rewrites
+// only the lines that change, and indexes the bytes it wrote without
+// reading them back: each version of the file is parsed once. It returns
+// the task as the file now holds it.
+func (e *Engine) moveSteps(tx *index.Tx, item *index.Item, who string, steps ...Step) (*queue.Task, error) {
+	if len(steps) == 0 {
+		return nil, errors.New("move: no steps")
+	}
+	action := steps[0].Action
+	ref := item.Key
+	if ref == "" {
+		ref = project.Rel(item.Path)
+	}
+	if err := clean(item); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", action, ref, err)
+	}
+	var moved *queue.Task
+	name := project.Name(item)
+	w, err := e.p.Tasks.Rewrite(name, func(cur []byte) ([]byte, error) {
+		t, err := queue.Parse(cur)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrNotClean, queue.WithPath(err, item.Path))
+		}
+		if t.ID != item.Task.ID {
+			return nil, fmt.Errorf("%s %s: %s now holds %s: run snag reindex and try again", action, ref, item.Path, t.ID)
+		}
+		var fields []queue.Field
+		at := t.Status
+		for _, st := range steps {
+			to, err := queue.Transition(at, st.Action, st.Actor)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", st.Action, t.Key, err)
+			}
+			fields = append(fields, changes(t, st.Action, to, who)...)
+			at = to
+		}
+		out, err := queue.Edit(cur, lastOfEach(fields)...)
+		if err != nil {
+			return nil, err
+		}
+		moved, err = queue.Parse(out)
+		return out, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if w.Info == nil { // nothing written: the row is brought in step as it is
+		return moved, tx.SyncFile(e.p.Tasks, name)
+	}
+	return moved, tx.Written(name, w.New, w.Info, moved)
+}
+
+// lastOfEach keeps one change per key, the last given, where the key was
+// first named: a chain of moves sets status (and updated) once.
+func lastOfEach(fields []queue.Field) []queue.Field {
+	last := map[string]queue.Field{}
+	var order []string
+	for _, f := range fields {
+		if _, ok := last[f.Key]; !ok {
+			order = append(order, f.Key)
+		}
+		last[f.Key] = f
+	}
+	out := make([]queue.Field, len(order))
+	for i, k := range order {
+		out[i] = last[k]
+	}
+	return out
+}
+
+// changes are the frontmatter edits a move makes. Claim and release are
+// lease operations whose times live in the lease table: they leave updated
+// alone, so a claim and a release give back the file's original bytes and
+// agents picking work up and putting it down make no churn in git.
+func changes(t *queue.Task, action queue.Action, to queue.Status, who string) []queue.Field {
+	now := time.Now().UTC().Truncate(time.Second)
+	f := []queue.Field{queue.Set("status", string(to))}
+	switch action {
+	case queue.ActClaim:
+		return append(f, queue.Set("assignee", who))
+	case queue.ActRelease:
+		return append(f, queue.Unset("assignee"))
+	case queue.ActPromote:
+		f = append(f, queue.Set("trust", string(queue.TrustVetted)))
+	case queue.ActPass:
+		f = append(f, queue.Set("verified", true))
+	case queue.ActReopen:
+		f = append(f, queue.Unset("assignee"))
+		if t.Verified {
+			f = append(f, queue.Set("verified", false))
+		}
+	case queue.ActCancel, queue.ActReject:
+		f = append(f, queue.Unset("assignee"))
+	}
+	return append(f, queue.Set("updated", now))
+}
+
+func clean(it *index.Item) error {
+	switch {
+	case it.State == index.StateConflict:
+		return fmt.Errorf("%w: %s has git conflict markers: %s", ErrNotClean, it.Path, it.Error)
+	case it.State != index.StateOK:
+		return fmt.Errorf("%w: %s", ErrNotClean, it.Error)
+	case it.Dup:
+		return fmt.Errorf("%w: another file has the same id or key as %s: snag doctor names both", ErrNotClean, it.Path)
+	case it.Task == nil:
+		return fmt.Errorf("%w: %s has no task data", ErrNotClean, it.Path)
+	}
+	return nil
+}

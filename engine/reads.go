@@ -1,0 +1,66 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/queue"
+)
+
+// The reads below take no lock: the index serves each from one consistent
+// snapshot, beside the writer.
+
+// List pages through the tasks that match f.
+func (e *Engine) List(ctx context.Context, f index.Filter) (index.Page, error) {
+	return e.p.DB.List(ctx, f)
+}
+
+// Get is one task, its row, its parsed file and its file's facts.
+func (e *Engine) Get(ctx context.Context, ref queue.Ref) (*index.Item, error) {
+	return e.p.DB.Get(ctx, ref)
+}
+
+// Search runs a full-text query; a query that is a task's alias or id
+// lists that task first.
+func (e *Engine) Search(ctx context.Context, query string, limit int) ([]index.Hit, error) {
+	return e.p.Search(ctx, query, limit)
+}
+
+// Counts are the tasks by status, and the files that are not tasks.
+func (e *Engine) Counts(ctx context.Context) (index.Counts, error) { return e.p.DB.Count(ctx) }
+
+// Sessions are the live sessions.
+func (e *Engine) Sessions(ctx context.Context) ([]index.Session, error) {
+	return e.p.DB.LiveSessions(ctx)
+}
+
+// Leases are the live leases.
+func (e *Engine) Leases(ctx context.Context) ([]index.Lease, error) { return e.p.DB.Leases(ctx) }
+
+// LeasesOf are the leases session id holds.
+func (e *Engine) LeasesOf(ctx context.Context, id int64) ([]index.Lease, error) {
+	return e.p.DB.LeasesOf(ctx, id)
+}
+
+// AuditLog is up to limit entries of the audit log after id after.
+func (e *Engine) AuditLog(ctx context.Context, after int64, limit int) ([]index.AuditEntry, error) {
+	return e.p.DB.AuditLog(ctx, after, limit)
+}
+
+// Polling reports whether the watcher polls, having no filesystem watches.
+func (e *Engine) Polling() bool { return e.polling.Load() }
+
+// Problems are the rows of files that are not clean tasks: invalid,
+// conflicted, missing while held, or sharing an id or alias.
+func (e *Engine) Problems(ctx context.Context) ([]*index.Row, error) { return e.p.DB.Problems(ctx) }
+
+// Snapshot is every task that reads cleanly, with its file, and the
+// problems, from one consistent read.
+func (e *Engine) Snapshot(ctx context.Context) ([]queue.Located, []queue.Problem, error) {
+	return e.p.DB.Snapshot(ctx)
+}
+
+// AuditTail is the latest n entries of the audit log, newest last.
+func (e *Engine) AuditTail(ctx context.Context, n int) ([]index.AuditEntry, error) {
+	return e.p.DB.AuditTail(ctx, n)
+}

@@ -1,0 +1,242 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/queue"
+)
+
+// streams counts the open streams of each session and, when a session's
+// last stream closes, ends the session after a grace unless one comes back:
+// a daemon restart or a blip must not cost an agent its leases.
+type streams struct {
+	mu     sync.Mutex
+	open   map[int64]int
+	timers map[int64]*time.Timer
+}
+
+func newStreams() *streams {
+	return &streams{open: map[int64]int{}, timers: map[int64]*time.Timer{}}
+}
+
+func (s *streams) opened(id int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.open[id]++
+	if t, ok := s.timers[id]; ok {
+		t.Stop()
+		delete(s.timers, id)
+	}
+}
+
+// closed records that a stream ended; after grace with no stream back,
+// gone is called.
+func (s *streams) closed(id int64, grace time.Duration, gone func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open[id]--; s.open[id] > 0 {
+		return
+	}
+	delete(s.open, id)
+	s.arm(id, grace, gone)
+}
+
+// arm starts the grace for a session with no stream (as after a restart).
+func (s *streams) arm(id int64, grace time.Duration, gone func()) {
+	if _, ok := s.timers[id]; ok || s.open[id] > 0 {
+		return
+	}
+	s.timers[id] = time.AfterFunc(grace, func() {
+		s.mu.Lock()
+		_, still := s.timers[id]
+		delete(s.timers, id)
+		back := s.open[id] > 0
+		s.mu.Unlock()
+		if still && !back {
+			gone()
+		}
+	})
+}
+
+func (s *streams) armLocked(id int64, grace time.Duration, gone func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.arm(id, grace, gone)
+}
+
+// isOpen reports whether a session has a stream open.
+func (s *streams) isOpen(id int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.open[id] > 0
+}
+
+func (s *streams) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, t := range s.timers {
+		t.Stop()
+		delete(s.timers, id)
+	}
+}
+
+// sweep ends sessions whose process is gone, at start and every few
+// seconds: the pid with the start time it registered with, so a reused pid
+// is not taken for the agent. A session of another host or boot is never
+// swept, only shown.
+func (e *Engine) sweep(ctx context.Context) error {
+	t := time.NewTicker(e.opts.Sweep)
+	defer t.Stop()
+	for {
+		ss, err := e.p.DB.LiveSessions(ctx)
+		if err == nil {
+			for _, s := range ss {
+				if !alive(s) {
+					e.EndSession(s.ID, "process gone")
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// adoptSessions gives every session live in the database (from before a
+// restart) the grace to reconnect.
+func (e *Engine) adoptSessions(ctx context.Context) {
+	ss, err := e.p.DB.LiveSessions(ctx)
+	if err != nil {
+		e.log.Error("live sessions", "err", err)
+		return
+	}
+	for _, s := range ss {
+		id := s.ID
+		e.streams.armLocked(id, e.opts.Grace, func() { e.EndSession(id, "did not reconnect after a restart") })
+	}
+}
+
+// reconcile makes leases agree with the files, which win: a live lease on a
+// task whose file is no longer claimed or verifying ends (a person edited
+// it, or a crash came between the lease and the rename); a task whose file
+// says claimed or verifying with no live lease gets a detached lease in its
+// assignee's name, until that agent reconnects or a person releases it.
+// With ids nil it looks at every task. e.mu must be held.
+func (e *Engine) reconcile(ctx context.Context, ids []string) {
+	leases, err := e.p.DB.Leases(ctx)
+	if err != nil {
+		e.log.Error("reconcile", "err", err)
+		return
+	}
+	byTask := map[string]index.Lease{}
+	for _, l := range leases {
+		byTask[l.TaskID] = l
+	}
+	var rows []*index.Row
+	if ids == nil {
+		page, err := e.p.DB.List(ctx, index.Filter{Statuses: []queue.Status{queue.StatusClaimed, queue.StatusVerifying}, Limit: 1 << 30})
+		if err != nil {
+			e.log.Error("reconcile", "err", err)
+			return
+		}
+		rows = page.Rows
+		held := map[string]bool{}
+		for _, r := range rows {
+			held[r.ID] = true
+		}
+		for id := range byTask {
+			if !held[id] {
+				ids = append(ids, id)
+			}
+		}
+	}
+	for _, id := range ids {
+		it, err := e.p.DB.Get(ctx, queue.Ref{ID: id})
+		if err != nil {
+			continue // gone from the files (moved out, other branch): the lease stays
+		}
+		rows = append(rows, &it.Row)
+	}
+	var live []index.Session // read once, when a lease is to be re-derived
+	for _, r := range rows {
+		if r.State != index.StateOK || r.Stale {
+			continue
+		}
+		l, leased := byTask[r.ID]
+		holding := r.Status == queue.StatusClaimed || r.Status == queue.StatusVerifying
+		switch {
+		case leased && !holding:
+			why := fmt.Sprintf("the file says %s (edited by hand)", r.Status)
+			e.p.DB.Update(ctx, func(tx *index.Tx) error {
+				tx.End(r.ID, why)
+				return tx.Audit(index.AuditEntry{Actor: queue.Person, Action: "lease_end", TaskID: r.ID, Outcome: "ok",
+					Detail: l.Holder + ": " + why})
+			})
+			e.hub.Publish("lease", map[string]any{"task": r.Key, "ended": true, "reason": why})
+		case !leased && holding:
+			holder := r.Assignee
+			if holder == "" {
+				holder = "unknown"
+			}
+			// A live session of that name gets the lease back (a person
+			// saved from a buffer older than its release); otherwise it
+			// is detached until the agent reconnects under the name.
+			var sid int64
+			if live == nil {
+				live, _ = e.p.DB.LiveSessions(ctx)
+			}
+			for _, s := range live {
+				if s.Name == holder {
+					sid = s.ID
+				}
+			}
+			e.p.DB.Update(ctx, func(tx *index.Tx) error {
+				if _, err := tx.Grant(r.ID, sid, holder, sid == 0); err != nil {
+					return err
+				}
+				action, detail := "lease_detached", "the file says "+string(r.Status)+" with no live lease"
+				if sid != 0 {
+					action, detail = "lease_restored", "the file says "+string(r.Status)+" by "+holder+", who is connected"
+				}
+				return tx.Audit(index.AuditEntry{Actor: queue.System, Agent: holder, Action: action, TaskID: r.ID,
+					SessionID: sid, Outcome: "ok", Detail: detail})
+			})
+		}
+	}
+}
+
+// EndForPerson ends live session id for a person, by, with a reason (an
+// agent that is gone without saying so, or one to stop): its tasks go back
+// to the queue and the audit log says who. It returns the session's name
+// and how many tasks went back.
+func (e *Engine) EndForPerson(ctx context.Context, id int64, by, reason string) (string, int, error) {
+	s, err := e.p.DB.SessionByID(ctx, id)
+	if err != nil || !s.Ended.IsZero() {
+		return "", 0, refuse(ErrNotFound, "no_session", "no live session %d: snag agents lists the live ones", id)
+	}
+	held, _ := e.p.DB.LeasesOf(ctx, id)
+	if by == "" {
+		by = "person"
+	}
+	why := "ended by " + by
+	if reason != "" {
+		why += ": " + reason
+	}
+	e.Audit(ctx, index.AuditEntry{SessionID: id, Actor: queue.Person, Agent: by, Action: "session_end",
+		Outcome: "ok", Detail: fmt.Sprintf("%s (holding %d): %s", s.Name, len(held), why)})
+	e.EndSession(id, why)
+	return s.Name, len(held), nil
+}
+
+// count is how many sessions have a stream open.
+func (s *streams) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.open)
+}
