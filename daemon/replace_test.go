@@ -42,9 +42,10 @@ func snagCLI(t *testing.T) string {
 // its output and whether it exited 0.
 func (d *daemon) snag(args ...string) (string, bool) {
 	d.t.Helper()
+	bin := snagCLI(d.t) // built on first use: the minute below is the command's alone
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, snagCLI(d.t), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = d.root
 	cmd.Env = append(os.Environ(), "SNAG_HOME="+d.home, "SNAG_PORT="+strconv.Itoa(d.port), "SNAG_NO_AUTOSTART=1", "SNAG_AGENT=")
 	var out bytes.Buffer
