@@ -57,6 +57,9 @@ var forbidden = map[string][]string{
 	"version":    {module + "/"},
 	// The failpoints, in the build without their tag (the one people run).
 	"internal/failpoint": {module + "/"},
+	// The tests' harness runs snag as processes; importing any package of
+	// snag's would cycle with that package's own tests.
+	"internal/snagdtest": {module + "/"},
 	// snagd is the daemon alone: the command line is not linked into it.
 	"cmd/snagd": {module + "/cli"},
 	"token":     {module + "/"},
@@ -114,6 +117,16 @@ func banned(dep, ban string) bool {
 		return strings.HasPrefix(dep, ban)
 	}
 	return dep == ban || strings.HasPrefix(dep, ban+"/")
+}
+
+// TestOnlyTestsImportSnagdtest keeps the tests' harness out of every
+// binary: only _test.go files may import it.
+func TestOnlyTestsImportSnagdtest(t *testing.T) {
+	for _, p := range listPackages(t) {
+		if slices.Contains(p.Imports, module+"/internal/snagdtest") {
+			t.Errorf("%s imports internal/snagdtest outside its tests: only _test.go files may", p.ImportPath)
+		}
+	}
 }
 
 func TestOnlyMainsImportCLI(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/snagdev/snag/cli"
+	"github.com/snagdev/snag/internal/snagdtest"
 )
 
 // exitFileEnv names the file the snag command writes its exit code to, so
@@ -85,10 +85,7 @@ func TestScript(t *testing.T) { runScripts(t, filepath.Join("testdata", "script"
 func TestScriptConcurrent(t *testing.T) { runScripts(t, filepath.Join("testdata", "concurrent")) }
 
 func runScripts(t *testing.T, dir string) {
-	sample, err := filepath.Abs(filepath.Join("..", ".snag-example"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sample := snagdtest.SampleDir(t)
 	if _, err := os.Stat(filepath.Join(sample, "tasks")); err != nil {
 		t.Fatalf("the sample project: %v", err)
 	}
@@ -115,7 +112,7 @@ func runScripts(t *testing.T, dir string) {
 			// The first command that needs snagd starts one in the
 			// background, on a port of its own; the script's end stops
 			// every daemon it started.
-			port, err := freePort()
+			port, err := snagdtest.Port()
 			if err != nil {
 				return err
 			}
@@ -375,23 +372,11 @@ func selectJSON(v any, seg string) ([]any, error) {
 	return nil, fmt.Errorf("cannot select %q in %T", seg, v)
 }
 
-// freePort is a port the kernel says is free on 127.0.0.1, outside snagd's
-// default range so the tests never meet a developer's own daemon.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 func cmdNewPort(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 0 {
 		ts.Fatalf("usage: newport")
 	}
-	port, err := freePort()
-	ts.Check(err)
+	port := snagdtest.FreePort(ts)
 	ts.Setenv("SNAG_PORT", strconv.Itoa(port))
 }
 

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/snagdev/snag/client"
 	"github.com/snagdev/snag/daemon"
 	"github.com/snagdev/snag/internal/failpoint"
+	"github.com/snagdev/snag/internal/snagdtest"
 	"github.com/snagdev/snag/project"
 )
 
@@ -27,10 +27,7 @@ import (
 // the test ends.
 func serve(t *testing.T, root, home string) int {
 	t.Helper()
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	return serveOn(t, root, home, port)
+	return serveOn(t, root, home, snagdtest.FreePort(t))
 }
 
 // serveInRange runs the daemon on a free port of snagd's own range, where
@@ -231,29 +228,12 @@ func TestDialWaitsForASlowStartAsLongAsItAnswers(t *testing.T) {
 	t.Cleanup(func() { client.ReadyWait = old })
 	home := filepath.Join(t.TempDir(), "home")
 	root := newProject(t, t.TempDir())
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
 	bin := filepath.Join(t.TempDir(), "snagd")
-	if out, err := exec.Command("go", "build", "-tags", failpoint.Tag, "-o", bin, "github.com/snagdev/snag/cmd/snagd").CombinedOutput(); err != nil {
-		t.Fatalf("build snagd: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "--root", root, "--port", strconv.Itoa(port))
-	cmd.Env = append(os.Environ(), "SNAG_HOME="+home, daemon.FailpointEnv+"=start:opened=sleep:2s") // the first rescan starts 2 s late
-	var log strings.Builder
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
+	if err := snagdtest.Build(bin, snagdtest.Snagd, "-tags", failpoint.Tag); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		<-exited
-		if t.Failed() {
-			t.Logf("snagd log:\n%s", log.String())
-		}
-	})
+	p := snagdtest.Start(t, snagdtest.Options{Bin: bin, Root: root, Home: home, Port: snagdtest.FreePort(t),
+		Env: []string{daemon.FailpointEnv + "=start:opened=sleep:2s"}}) // the first rescan starts 2 s late
 	ctx := t.Context()
 	var c *client.Client
 	deadline := time.Now().Add(20 * time.Second)
@@ -273,9 +253,8 @@ func TestDialWaitsForASlowStartAsLongAsItAnswers(t *testing.T) {
 	if !c.Health().Ready {
 		t.Errorf("Dial returned a daemon that is not ready: %+v", c.Health())
 	}
-	cmd.Process.Signal(syscall.SIGTERM)
-	<-exited
-	if !strings.Contains(log.String(), "failpoint start:opened: sleeping") {
-		t.Errorf("snagd's start was not slowed by its failpoint: the test proved nothing\n%s", log.String())
+	p.Stop()
+	if !strings.Contains(p.Log.String(), "failpoint start:opened: sleeping") {
+		t.Errorf("snagd's start was not slowed by its failpoint: the test proved nothing\n%s", p.Log.String())
 	}
 }

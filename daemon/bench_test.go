@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -25,6 +24,7 @@ import (
 	"time"
 
 	snagd "github.com/snagdev/snag/daemon"
+	"github.com/snagdev/snag/internal/snagdtest"
 	"github.com/snagdev/snag/queue"
 	"github.com/snagdev/snag/taskgen"
 )
@@ -69,7 +69,6 @@ func sizes() benchSizes {
 
 var (
 	benchMu      sync.Mutex
-	benchBin     string             // snagd built without -race
 	benchFolders = map[int]string{} // generated projects by size, made once per process
 )
 
@@ -77,17 +76,10 @@ var (
 // to the race-built one (TestMain removes that folder).
 func benchSnagd(b *testing.B) string {
 	b.Helper()
-	benchMu.Lock()
-	defer benchMu.Unlock()
-	if benchBin != "" {
-		return benchBin
-	}
-	bin := filepath.Join(filepath.Dir(snagdBin), "snagd-bench")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/snagdev/snag/cmd/snagd").CombinedOutput()
+	bin, err := bins.Build("snagd-bench", snagdtest.Snagd)
 	if err != nil {
-		b.Fatalf("build snagd: %v\n%s", err, out)
+		b.Fatal(err)
 	}
-	benchBin = bin
 	return bin
 }
 
@@ -101,7 +93,7 @@ func generatedProject(b *testing.B, n int) string {
 	if root, ok := benchFolders[n]; ok {
 		return root
 	}
-	root := filepath.Join(filepath.Dir(snagdBin), fmt.Sprintf("project-%d", n))
+	root := filepath.Join(bins.Path, fmt.Sprintf("project-%d", n))
 	start := time.Now()
 	if err := taskgen.Write(filepath.Join(root, ".snag", "tasks"), n, 1); err != nil {
 		b.Fatal(err)
@@ -132,7 +124,7 @@ type benchDaemon struct {
 	port       int
 	token      string
 	cmd        *exec.Cmd
-	log        *syncBuffer
+	log        *snagdtest.Buffer
 	done       chan struct{}
 	cancel     context.CancelFunc // in-process only
 	client     *http.Client
@@ -145,13 +137,8 @@ func inProcess() bool { return os.Getenv("SNAG_BENCH_INPROC") != "" }
 // stopped when the benchmark ends, or earlier by stop.
 func startBench(b *testing.B, root string) *benchDaemon {
 	b.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	d := &benchDaemon{root: root, home: filepath.Join(b.TempDir(), "home"), port: port, log: &syncBuffer{},
+	port := snagdtest.FreePort(b)
+	d := &benchDaemon{root: root, home: filepath.Join(b.TempDir(), "home"), port: port, log: &snagdtest.Buffer{},
 		done: make(chan struct{}), client: newClient()}
 	start := time.Now()
 	if inProcess() {

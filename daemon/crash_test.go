@@ -30,28 +30,7 @@ var p5Crashes = flag.Int("p5-crashes", 0, "crashes TestP5_FailpointCrashes makes
 // failpoint), and waits until it is ready.
 func crSpawn(t *testing.T, root, home string, env ...string) *daemon {
 	t.Helper()
-	port := freePort(t)
-	cmd := exec.Command(snagdBin, "--root", root, "--log", "debug", "--port", strconv.Itoa(port))
-	cmd.Env = append(append(os.Environ(), "SNAG_HOME="+home), env...)
-	log := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	d := &daemon{t: t, root: root, home: home, cmd: cmd, port: port, log: log, done: make(chan struct{})}
-	go func() { d.err = cmd.Wait(); close(d.done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-d.done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-d.done
-		}
-		if t.Failed() {
-			t.Logf("snagd (%s) log:\n%s", strings.Join(env, " "), log.String())
-		}
-	})
+	d := spawnEnv(t, root, home, env, "--log", "debug")
 	d.waitReady()
 	return d
 }

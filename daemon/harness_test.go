@@ -7,19 +7,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/snagdev/snag/internal/failpoint"
+	"github.com/snagdev/snag/internal/snagdtest"
 )
 
 // snagdBin is the snagd binary the tests run as a real process. It is built
@@ -27,74 +24,48 @@ import (
 // unarmed, it is the snagd make build makes.
 var snagdBin string
 
+// bins holds the binaries the tests build, removed when they end.
+var bins *snagdtest.Dir
+
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "snagd-test-")
+	var err error
+	if bins, err = snagdtest.NewDir("snagd-test-"); err == nil {
+		snagdBin, err = bins.Build("snagd", snagdtest.Snagd, "-race", "-tags", failpoint.Tag)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	snagdBin = filepath.Join(dir, "snagd")
-	build := exec.Command("go", "build", "-race", "-tags", failpoint.Tag, "-o", snagdBin, "github.com/snagdev/snag/cmd/snagd")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build snagd:", err)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	bins.Remove()
 	os.Exit(code)
 }
 
 // daemon is a snagd process under test.
 type daemon struct {
 	t     *testing.T
+	p     *snagdtest.Process
 	root  string
 	home  string
 	cmd   *exec.Cmd
 	port  int
 	token string
-	log   *syncBuffer
+	log   *snagdtest.Buffer
 	done  chan struct{} // closed when the process has exited
 	err   error         // its exit error, once done is closed
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // sampleProject copies .snag-example into a fresh root.
 func sampleProject(t *testing.T) string {
 	t.Helper()
-	root := t.TempDir()
-	if err := os.CopyFS(filepath.Join(root, ".snag"), os.DirFS("../.snag-example")); err != nil {
-		t.Fatal(err)
-	}
-	return root
+	return snagdtest.Sample(t)
 }
 
 // freePort finds a port the kernel says is free on 127.0.0.1, outside the
 // default range so tests never meet a developer's own snagd.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return snagdtest.FreePort(t)
 }
 
 // startDaemon runs snagd on root with its own SNAG_HOME and waits until it
@@ -108,71 +79,36 @@ func startDaemon(t *testing.T, root, home string, extra ...string) *daemon {
 
 func spawn(t *testing.T, root, home string, extra ...string) *daemon {
 	t.Helper()
+	return spawnEnv(t, root, home, nil, append([]string{"--log", "debug"}, extra...)...)
+}
+
+// spawnEnv starts snagd on root with more environment and flags, on a free
+// port unless the flags name one, and returns at once.
+func spawnEnv(t *testing.T, root, home string, env []string, flags ...string) *daemon {
+	t.Helper()
 	if home == "" {
 		home = filepath.Join(t.TempDir(), "home")
 	}
-	args := append([]string{"--root", root, "--log", "debug"}, extra...)
 	hasPort := false
-	for _, a := range extra {
+	for _, a := range flags {
 		hasPort = hasPort || a == "--port"
 	}
 	port := 0
 	if !hasPort {
 		port = freePort(t)
-		args = append(args, "--port", strconv.Itoa(port))
 	}
-	cmd := exec.Command(snagdBin, args...)
-	cmd.Env = append(os.Environ(), "SNAG_HOME="+home)
-	log := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	d := &daemon{t: t, root: root, home: home, cmd: cmd, port: port, log: log, done: make(chan struct{})}
-	go func() { d.err = cmd.Wait(); close(d.done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-d.done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-		}
-		if t.Failed() {
-			t.Logf("snagd log:\n%s", log.String())
-		}
-	})
+	p := snagdtest.Start(t, snagdtest.Options{Bin: snagdBin, Root: root, Home: home, Port: port, Args: flags, Env: env})
+	d := &daemon{t: t, p: p, root: root, home: home, cmd: p.Cmd, port: port, log: p.Log, done: make(chan struct{})}
+	// done closes once err holds the exit error.
+	go func() { <-p.Done; d.err = p.Err; close(d.done) }()
 	return d
 }
 
 // waitReady waits for .snag/.port and a ready /health.
 func (d *daemon) waitReady() {
 	d.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-d.done:
-			d.t.Fatalf("snagd exited: %v\n%s", d.err, d.log.String())
-		default:
-		}
-		if b, err := os.ReadFile(filepath.Join(d.root, ".snag", ".port")); err == nil {
-			d.port, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-			var h map[string]any
-			if resp, err := http.Get(d.url("/health")); err == nil {
-				json.NewDecoder(resp.Body).Decode(&h)
-				resp.Body.Close()
-			}
-			if h["ready"] == true && h["pid"] == float64(d.cmd.Process.Pid) {
-				tok, err := os.ReadFile(filepath.Join(d.home, "token"))
-				if err != nil {
-					d.t.Fatal(err)
-				}
-				d.token = strings.TrimSpace(string(tok))
-				return
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	d.t.Fatalf("snagd not ready in time\n%s", d.log.String())
+	d.p.WaitReady(d.t, 20*time.Second)
+	d.port, d.token = d.p.Port, d.p.Token
 }
 
 func (d *daemon) url(path string) string { return fmt.Sprintf("http://127.0.0.1:%d%s", d.port, path) }

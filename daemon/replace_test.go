@@ -10,32 +10,21 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-)
 
-var (
-	snagCLIOnce sync.Once
-	snagCLIPath string
-	snagCLIErr  error
+	"github.com/snagdev/snag/internal/snagdtest"
 )
 
 // snagCLI builds the snag command once, for the tests that run it as a
 // person would, and returns its path.
 func snagCLI(t *testing.T) string {
 	t.Helper()
-	snagCLIOnce.Do(func() {
-		snagCLIPath = filepath.Join(filepath.Dir(snagdBin), "snag")
-		out, err := exec.Command("go", "build", "-o", snagCLIPath, "github.com/snagdev/snag/cmd/snag").CombinedOutput()
-		if err != nil {
-			snagCLIErr = fmt.Errorf("build snag: %v\n%s", err, out)
-		}
-	})
-	if snagCLIErr != nil {
-		t.Fatal(snagCLIErr)
+	bin, err := bins.Build("snag", snagdtest.Snag)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return snagCLIPath
+	return bin
 }
 
 // snag runs the snag command in the daemon's root against it, and returns

@@ -20,6 +20,7 @@ import (
 
 	daemonpkg "github.com/snagdev/snag/daemon"
 	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/internal/snagdtest"
 )
 
 // The test binary doubles as an outside process holding snag.db's write
@@ -213,9 +214,7 @@ func TestS9_DiskFullTmpfs(t *testing.T) {
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
 	root := filepath.Join(mnt, "p")
-	if err := os.CopyFS(filepath.Join(root, ".snag"), os.DirFS("../.snag-example")); err != nil {
-		t.Fatal(err)
-	}
+	snagdtest.CopySample(t, root)
 	d := startDaemon(t, root, filepath.Join(t.TempDir(), "home"))
 	a := startAgent(t, d, "")
 	raw := readSample(t, root)

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/internal/snagdtest"
 	"github.com/snagdev/snag/project"
 	"github.com/snagdev/snag/queue"
 )
@@ -21,10 +22,7 @@ import (
 func sample(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
-	err := os.CopyFS(filepath.Join(root, project.Folder), os.DirFS("../.snag-example"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	snagdtest.CopySample(t, root)
 	os.Remove(filepath.Join(root, project.Folder, project.PlanFile))
 	return root
 }

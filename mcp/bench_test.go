@@ -2,14 +2,12 @@ package mcp_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,12 +16,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/snagdev/snag/internal/snagdtest"
 	"github.com/snagdev/snag/taskgen"
 )
 
@@ -56,7 +54,6 @@ var (
 
 var (
 	benchMu       sync.Mutex
-	benchBin      string                // snag built without -race
 	benchProjects = map[string]string{} // generated projects, by kind and size, made once per process
 )
 
@@ -64,17 +61,10 @@ var (
 // to the race-built one (TestMain removes that folder).
 func benchSnag(tb testing.TB) string {
 	tb.Helper()
-	benchMu.Lock()
-	defer benchMu.Unlock()
-	if benchBin != "" {
-		return benchBin
-	}
-	bin := filepath.Join(filepath.Dir(snagBin), "snag-bench")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/snagdev/snag/cmd/snag").CombinedOutput()
+	bin, err := bins.Build("snag-bench", snagdtest.Snag)
 	if err != nil {
-		tb.Fatalf("build snag: %v\n%s", err, out)
+		tb.Fatal(err)
 	}
-	benchBin = bin
 	return bin
 }
 
@@ -87,7 +77,7 @@ func generated(tb testing.TB, name string, write func(tasks string) error) strin
 	if root, ok := benchProjects[name]; ok {
 		return root
 	}
-	root := filepath.Join(filepath.Dir(snagBin), name)
+	root := filepath.Join(bins.Path, name)
 	start := time.Now()
 	if err := write(filepath.Join(root, ".snag", "tasks")); err != nil {
 		tb.Fatal(err)
@@ -97,32 +87,13 @@ func generated(tb testing.TB, name string, write func(tasks string) error) strin
 	return root
 }
 
-// lockedBuffer is a log that a process writes while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // snagd is a daemon under measurement, a process of its own.
 type snagd struct {
 	root, home string
 	port, pid  int
 	token      string
-	cmd        *exec.Cmd
-	log        *lockedBuffer
-	done       chan struct{}
+	p          *snagdtest.Process
+	log        *snagdtest.Buffer
 	startup    time.Duration // from start to ready, with every task indexed
 }
 
@@ -131,40 +102,17 @@ type snagd struct {
 // the test or benchmark ends.
 func startSnagd(tb testing.TB, bin, root string, tasks int) *snagd {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	d := &snagd{root: root, home: filepath.Join(tb.TempDir(), "home"), port: port, log: &lockedBuffer{}, done: make(chan struct{})}
-	d.cmd = exec.Command(bin, "daemon", "--root", root, "--port", strconv.Itoa(port))
-	d.cmd.Env = d.environ()
-	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
+	d := &snagd{root: root, home: filepath.Join(tb.TempDir(), "home"), port: snagdtest.FreePort(tb)}
 	start := time.Now()
-	if err := d.cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	d.pid = d.cmd.Process.Pid
-	go func() { d.cmd.Wait(); close(d.done) }()
-	tb.Cleanup(d.stop)
-	deadline := time.Now().Add(15 * time.Minute) // a cold index of 100,000 files takes minutes on a busy machine
-	for {
-		select {
-		case <-d.done:
-			tb.Fatalf("snagd exited:\n%s", d.log.String())
-		default:
-		}
-		var h struct {
-			Ready  bool
-			PID    int
-			Counts struct{ Tasks int }
-		}
-		if resp, err := http.Get(d.url("/health")); err == nil {
-			json.NewDecoder(resp.Body).Decode(&h)
-			resp.Body.Close()
-		}
-		if h.Ready && h.PID == d.pid && (tasks == 0 || h.Counts.Tasks == tasks) {
+	d.p = snagdtest.Start(tb, snagdtest.Options{Bin: bin, Daemon: true, Root: root, Home: d.home, Port: d.port,
+		Env: []string{"SNAG_PORT=" + strconv.Itoa(d.port), "SNAG_NO_AUTOSTART=1", "SNAG_AGENT="}, StopWait: 30 * time.Second})
+	d.pid, d.log = d.p.Cmd.Process.Pid, d.p.Log
+	const within = 15 * time.Minute // a cold index of 100,000 files takes minutes on a busy machine
+	deadline := time.Now().Add(within)
+	d.p.WaitReady(tb, within)
+	for tasks != 0 {
+		h := d.p.Health()
+		if h.Counts.Tasks == tasks {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -173,11 +121,7 @@ func startSnagd(tb testing.TB, bin, root string, tasks int) *snagd {
 		time.Sleep(10 * time.Millisecond)
 	}
 	d.startup = time.Since(start)
-	tok, err := os.ReadFile(filepath.Join(d.home, "token"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	d.token = strings.TrimSpace(string(tok))
+	d.token = d.p.Token
 	return d
 }
 
@@ -190,15 +134,7 @@ func (d *snagd) environ() []string {
 func (d *snagd) url(path string) string { return "http://127.0.0.1:" + strconv.Itoa(d.port) + path }
 
 // stop ends snagd with SIGTERM and waits for it.
-func (d *snagd) stop() {
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.done:
-	case <-time.After(30 * time.Second):
-		d.cmd.Process.Kill()
-		<-d.done
-	}
-}
+func (d *snagd) stop() { d.p.Stop() }
 
 // get reads an API path with the token into out.
 func (d *snagd) get(path string, out any) error {
@@ -259,9 +195,7 @@ func (d *snagd) peakMB() float64 {
 func sampleProject(tb testing.TB) string {
 	tb.Helper()
 	root := filepath.Join(tb.TempDir(), "proj")
-	if err := os.CopyFS(filepath.Join(root, ".snag"), os.DirFS("../.snag-example")); err != nil {
-		tb.Fatal(err)
-	}
+	snagdtest.CopySample(tb, root)
 	os.Remove(filepath.Join(root, ".snag", "plan.json"))
 	return root
 }
@@ -269,8 +203,8 @@ func sampleProject(tb testing.TB) string {
 // bridge is one snag mcp process with the go-sdk client connected to it.
 type bridge struct {
 	cs    *sdk.ClientSession
-	log   *lockedBuffer // its stderr
-	close func()        // closes stdin and waits for the process; once
+	log   *snagdtest.Buffer // its stderr
+	close func()            // closes stdin and waits for the process; once
 }
 
 // connect spawns `bin mcp` in d's project and connects the SDK client. The
@@ -280,7 +214,7 @@ func connect(tb testing.TB, bin string, d *snagd) *bridge {
 	tb.Helper()
 	cmd := exec.Command(bin, "mcp")
 	cmd.Dir, cmd.Env = d.root, d.environ()
-	br := &bridge{log: &lockedBuffer{}}
+	br := &bridge{log: &snagdtest.Buffer{}}
 	cmd.Stderr = br.log
 	c := sdk.NewClient(&sdk.Implementation{Name: "go-bench", Version: "1.0"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -379,7 +313,7 @@ func spawn(bin string, d *snagd) (toInit, toExit time.Duration, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	var stderr lockedBuffer
+	var stderr snagdtest.Buffer
 	cmd.Stderr = &stderr
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -421,7 +355,7 @@ func sdkConnect(tb testing.TB, bin string, d *snagd) time.Duration {
 	tb.Helper()
 	cmd := exec.Command(bin, "mcp")
 	cmd.Dir, cmd.Env = d.root, d.environ()
-	var stderr lockedBuffer
+	var stderr snagdtest.Buffer
 	cmd.Stderr = &stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

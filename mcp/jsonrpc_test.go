@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/snagdev/snag/internal/snagdtest"
 )
 
 // tsFrame is a JSON-RPC message as snag mcp writes it.
@@ -37,7 +39,7 @@ func TestRawJSONRPC(t *testing.T) {
 
 	cmd := exec.Command(bin, "mcp", "--no-autostart")
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "SNAG_HOME="+home, "SNAG_PORT="+strconv.Itoa(tsFreePort(t)))
+	cmd.Env = append(os.Environ(), "SNAG_HOME="+home, "SNAG_PORT="+strconv.Itoa(snagdtest.FreePort(t)))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +48,7 @@ func TestRawJSONRPC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr := &tsBuffer{}
+	stderr := &snagdtest.Buffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

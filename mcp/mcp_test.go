@@ -6,18 +6,17 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/snagdev/snag/internal/snagdtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -25,34 +24,28 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // snagBin is the snag binary the tests run, built once with -race.
 var snagBin string
 
+// bins holds the binaries the tests build (and the projects the benchmarks
+// generate), removed when they end.
+var bins *snagdtest.Dir
+
 func TestMain(m *testing.M) {
 	flag.Parse()
-	dir, err := os.MkdirTemp("", "snag-mcp-test")
-	if err != nil {
-		panic(err)
+	var err error
+	if bins, err = snagdtest.NewDir("snag-mcp-test"); err == nil {
+		snagBin, err = bins.Build("snag", snagdtest.Snag, "-race")
 	}
-	snagBin = filepath.Join(dir, "snag")
-	// The stamp keeps the version in what a model reads (the golden
-	// files) the same in a git clone, where Go would record the commit.
-	build := exec.Command("go", "build", "-race", "-ldflags", "-X github.com/snagdev/snag/version.stamp=dev", "-o", snagBin, "github.com/snagdev/snag/cmd/snag")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build snag:", err)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	bins.Remove()
 	os.Exit(code)
 }
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return snagdtest.FreePort(t)
 }
 
 // env is one project: a temp copy of .snag-example, its SNAG_HOME, and the
@@ -66,9 +59,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	tmp := t.TempDir()
 	e := &env{root: filepath.Join(tmp, "proj"), home: filepath.Join(tmp, "home"), port: freePort(t)}
-	if err := os.CopyFS(filepath.Join(e.root, ".snag"), os.DirFS("../.snag-example")); err != nil {
-		t.Fatal(err)
-	}
+	snagdtest.CopySample(t, e.root)
 	os.Remove(filepath.Join(e.root, ".snag", "plan.json"))
 	return e
 }
@@ -85,47 +76,10 @@ func (e *env) daemon(t *testing.T) { e.startDaemon(t) }
 // test's end stops it too). Its log is shown when the test fails.
 func (e *env) startDaemon(t *testing.T, args ...string) (stop func()) {
 	t.Helper()
-	cmd := exec.Command(snagBin, append([]string{"daemon", "--root", e.root, "--port", fmt.Sprint(e.port)}, args...)...)
-	cmd.Env = e.environ()
-	log := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				cmd.Process.Kill()
-				<-done
-			}
-		})
-	}
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() {
-			t.Logf("snagd log:\n%s", log.String())
-		}
-	})
-	waitFor(t, 60*time.Second, func() bool { return readyAt(e.port) },
-		func() string { return "snagd did not become ready; its log:\n" + log.String() })
-	return stop
-}
-
-// readyAt reports whether the snagd on port answers /health as ready.
-func readyAt(port int) bool {
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/health", port))
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	var h struct{ Ready bool }
-	return json.NewDecoder(resp.Body).Decode(&h) == nil && h.Ready
+	p := snagdtest.Start(t, snagdtest.Options{Bin: snagBin, Daemon: true, Root: e.root, Home: e.home, Port: e.port, Args: args,
+		Env: []string{fmt.Sprintf("SNAG_PORT=%d", e.port), "SNAG_NO_AUTOSTART="}})
+	p.WaitReady(t, 60*time.Second)
+	return p.Stop
 }
 
 // waitFor polls cond until it holds; after within, the test fails with

@@ -5,109 +5,30 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/snagdev/snag/internal/snagdtest"
 )
 
 // tsProject copies .snag-example into a fresh project folder.
 func tsProject(t *testing.T) string {
 	t.Helper()
-	root := t.TempDir()
-	if err := os.CopyFS(filepath.Join(root, ".snag"), os.DirFS("../.snag-example")); err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
-
-// tsFreePort finds a port the kernel says is free, outside snagd's default
-// range so a test never meets a developer's own snagd.
-func tsFreePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-type tsBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *tsBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *tsBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	return snagdtest.Sample(t)
 }
 
 // tsDaemon runs `snag daemon` on root with SNAG_HOME home and waits until
 // it has written .snag/.port and its /health says ready. It returns the port.
 func tsDaemon(t *testing.T, bin, root, home string) int {
 	t.Helper()
-	port := tsFreePort(t)
-	cmd := exec.Command(bin, "daemon", "--root", root, "--port", strconv.Itoa(port))
-	cmd.Env = append(os.Environ(), "SNAG_HOME="+home)
-	log := &tsBuffer{}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("snagd log:\n%s", log.String())
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-done:
-			t.Fatalf("snagd exited: %v\n%s", waitErr, log.String())
-		default:
-		}
-		if b, err := os.ReadFile(filepath.Join(root, ".snag", ".port")); err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(port) {
-			var h struct {
-				Ready bool `json:"ready"`
-				PID   int  `json:"pid"`
-			}
-			if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/health", port)); err == nil {
-				json.NewDecoder(resp.Body).Decode(&h)
-				resp.Body.Close()
-			}
-			if h.Ready && h.PID == cmd.Process.Pid {
-				return port
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("snagd not ready in 30 s\n%s", log.String())
-	return 0
+	p := snagdtest.Start(t, snagdtest.Options{Bin: bin, Daemon: true, Root: root, Home: home, Port: snagdtest.FreePort(t)})
+	p.WaitReady(t, 30*time.Second)
+	return p.Port
 }
 
 // needTSClient returns the path of node once node and the official

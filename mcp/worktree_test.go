@@ -1,10 +1,6 @@
 package mcp_test
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/snagdev/snag/internal/snagdtest"
 )
 
 // wtGit runs git in dir, failing the test on an error.
@@ -43,32 +41,9 @@ func TestTwoWorktreesShareOneDaemon(t *testing.T) {
 
 	// The daemon takes the first free port of the default range, where a
 	// client in another worktree looks for it.
-	d := exec.Command(snagBin, "daemon", "--root", e.root)
-	d.Env = append(os.Environ(), "SNAG_HOME="+e.home, "SNAG_PORT=")
-	var logb bytes.Buffer
-	d.Stdout, d.Stderr = &logb, &logb
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Process.Signal(syscall.SIGTERM); d.Wait() })
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if b, err := os.ReadFile(filepath.Join(e.root, ".snag", ".port")); err == nil {
-			fmt.Sscan(string(b), &e.port)
-			var h struct{ Ready bool }
-			if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/health", e.port)); err == nil {
-				json.NewDecoder(resp.Body).Decode(&h)
-				resp.Body.Close()
-			}
-			if h.Ready {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("snagd did not become ready:\n%s", logb.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	p := snagdtest.Start(t, snagdtest.Options{Bin: snagBin, Daemon: true, Root: e.root, Home: e.home, Env: []string{"SNAG_PORT="}})
+	p.WaitReady(t, 60*time.Second)
+	e.port = p.Port
 
 	// The second worktree's bridge may not start a daemon of its own: it
 	// must find the first one.
@@ -93,7 +68,7 @@ func TestTwoWorktreesShareOneDaemon(t *testing.T) {
 	}
 
 	cmdA.Process.Signal(syscall.SIGKILL)
-	deadline = time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(5 * time.Second)
 	for {
 		_, _, sc := call(t, csB, "snag_get", map[string]any{"id": keyA})
 		if sc["task"].(map[string]any)["status"] == "open" {

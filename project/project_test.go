@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/snagdev/snag/internal/snagdtest"
 	"github.com/snagdev/snag/queue"
 )
 
@@ -21,10 +22,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 func sample(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
-	err := os.CopyFS(filepath.Join(root, Folder), os.DirFS("../.snag-example"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	snagdtest.CopySample(t, root)
 	os.Remove(filepath.Join(root, Folder, PlanFile))
 	return root
 }
