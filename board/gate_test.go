@@ -71,9 +71,9 @@ func startGated(t *testing.T) *gated {
 	return g
 }
 
-// browser is an HTTP client with a cookie jar that does not follow
+// jarClient is an HTTP client with a cookie jar that does not follow
 // redirects, so each answer is seen.
-func browser(t *testing.T) *http.Client {
+func jarClient(t *testing.T) *http.Client {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -100,7 +100,7 @@ func TestGateLoginCodeWorksOnce(t *testing.T) {
 	if !regexp.MustCompile(`^http://127\.0\.0\.1:`+strconv.Itoa(g.ts.Listener.Addr().(*net.TCPAddr).Port)+`/login\?code=[A-Za-z0-9_-]{43}$`).MatchString(link) || expires.IsZero() {
 		t.Fatalf("login link %q, expires %v", link, expires)
 	}
-	b := browser(t)
+	b := jarClient(t)
 	if resp, body := get(t, b, g.ts.URL+"/board/test/who"); resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "snag open") {
 		t.Fatalf("a page before logging in: %d %s; want 401 naming snag open", resp.StatusCode, body)
 	}
@@ -126,7 +126,7 @@ func TestGateLoginCodeWorksOnce(t *testing.T) {
 	}
 
 	// A second use of the link is refused, in another browser as in this one.
-	for _, c := range []*http.Client{browser(t), b} {
+	for _, c := range []*http.Client{jarClient(t), b} {
 		if resp, body := get(t, c, link); resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "does not work") || !strings.Contains(body, "snag open") {
 			t.Errorf("a used login link: %d %s; want 401 naming snag open", resp.StatusCode, body)
 		}
@@ -142,7 +142,7 @@ func TestGateLoginCodeWorksOnce(t *testing.T) {
 	if resp, _ := get(t, b, g.ts.URL+"/board/test/who"); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("a page after logging out: %d; want 401", resp.StatusCode)
 	}
-	if resp, _ := get(t, browser(t), g.ts.URL+"/events"); resp.StatusCode != http.StatusUnauthorized || g.events.Load() != 1 {
+	if resp, _ := get(t, jarClient(t), g.ts.URL+"/events"); resp.StatusCode != http.StatusUnauthorized || g.events.Load() != 1 {
 		t.Errorf("/events with no session: %d (%d sent to the guard's 401); want the guard's 401", resp.StatusCode, g.events.Load())
 	}
 }
@@ -163,7 +163,7 @@ func csrfOf(t *testing.T, g *gated, b *http.Client) string {
 func TestGateChecksEveryWrite(t *testing.T) {
 	g := startGated(t)
 	link, _ := g.srv.Gate().LoginURL("dana")
-	b := browser(t)
+	b := jarClient(t)
 	get(t, b, link)
 	tok := csrfOf(t, g, b)
 	for _, tc := range []struct {

@@ -471,6 +471,19 @@ func (d *daemon) taskIDFromFile(raw []byte) string {
 	return ""
 }
 
+// loginLink asks snagd for a one-time login link to the board, as snag
+// open does.
+func (d *daemon) loginLink() string {
+	d.t.Helper()
+	var out struct {
+		URL string `json:"url"`
+	}
+	if code := d.do(http.MethodPost, "/login-codes", map[string]any{"by": "dana"}, &out); code != http.StatusCreated {
+		d.t.Fatalf("POST /login-codes: %d", code)
+	}
+	return out.URL
+}
+
 // boardPage logs in to the board with a one-time link, as a browser does,
 // and returns the page at path.
 func (d *daemon) boardPage(path string) string {

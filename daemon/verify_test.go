@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/snagdev/snag/approval"
+	verifier "github.com/snagdev/snag/browser"
 	"github.com/snagdev/snag/queue"
 )
 
@@ -504,6 +505,21 @@ func TestVerifyRestartDuringARun(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(root, "pids")); len(strings.Fields(string(b))) != 2 {
 		t.Errorf("the command ran %d times, want twice (cut off, then again)", len(strings.Fields(string(b))))
 	}
+}
+
+// chromiumPath finds Chromium as the browser verifier does, or skips
+// (fails in CI, where .ci/run installs it).
+func chromiumPath(t testing.TB) string {
+	t.Helper()
+	p, err := verifier.Find("")
+	if err == nil {
+		return p
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("CI is set: the browser tests must run (.ci/run installs Debian's chromium): %v", err)
+	}
+	t.Skipf("no Chromium: %v", err)
+	return ""
 }
 
 // TestVerifyBrowser runs the browser verifier through snagd against pages

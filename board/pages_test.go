@@ -1,4 +1,4 @@
-package daemon_test
+package board_test
 
 import (
 	"context"
@@ -22,8 +22,10 @@ import (
 	verifier "github.com/snagdev/snag/browser"
 )
 
-// The board's tests drive snagd's web page in real headless Chromium. They
-// skip when no Chromium is installed, unless CI is set: there they fail.
+// These tests run a real snagd (as a process, see snagd_test.go) and drive
+// the board it serves in real headless Chromium, or read its pages over
+// HTTP. They skip when no Chromium is installed, unless CI is set: there
+// they fail.
 
 // chromiumPath finds Chromium as the browser verifier does, or skips
 // (fails in CI, where .ci/run installs it).
@@ -161,7 +163,7 @@ func readFile(t *testing.T, path string) string {
 var loginLine = regexp.MustCompile(`url="?(http://127\.0\.0\.1:[0-9]+/login\?code=[A-Za-z0-9_-]+)`)
 
 func TestBoardLogin(t *testing.T) {
-	d := startDaemon(t, sampleProject(t), "")
+	d := startDaemon(t, sampleProject(t))
 	b := newBrowser(t)
 
 	// No cookie: a page that says how to get in.
@@ -240,7 +242,7 @@ func TestBoardLogin(t *testing.T) {
 
 func TestBoardPromote(t *testing.T) {
 	root := sampleProject(t)
-	d := startDaemon(t, root, "")
+	d := startDaemon(t, root)
 	b := newBrowser(t)
 	b.login(d)
 	evalIn[chromedp.Void](b, `window.__kept = "same page"`)
@@ -335,7 +337,7 @@ func TestBoardPromote(t *testing.T) {
 
 func TestBoardFollowsFileEdits(t *testing.T) {
 	root := sampleProject(t)
-	d := startDaemon(t, root, "")
+	d := startDaemon(t, root)
 	b := newBrowser(t)
 	b.login(d)
 	b.waitFor("the live stream", `document.querySelector("#live").textContent === "live"`)
@@ -357,23 +359,7 @@ func TestBoardFollowsFileEdits(t *testing.T) {
 	}
 
 	// An agent's claim shows too.
-	var claim map[string]any
-	var sess struct {
-		ID int64 `json:"id"`
-	}
-	if code := d.do(http.MethodPost, "/sessions", map[string]any{"name": "VESPER", "client": "test"}, &sess); code >= 300 {
-		t.Fatalf("register: %d", code)
-	}
-	req, _ := http.NewRequest(http.MethodPost, d.url("/tasks/SNAG-1/claim"), strings.NewReader(`{}`))
-	req.Header.Set("Authorization", "Bearer "+d.token)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Snag-Session", fmt.Sprint(sess.ID))
-	resp := d.raw(req)
-	jsonDecode(resp, &claim)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("claim SNAG-1: %d %v", resp.StatusCode, claim)
-	}
+	d.claim(d.register(map[string]any{"name": "VESPER", "client": "test"}), "SNAG-1")
 	b.waitFor("SNAG-1 in the claimed column", `document.querySelector("section.col-claimed #card-SNAG-1") !== null`)
 }
 
@@ -404,7 +390,7 @@ A [real link](https://example.com/docs) stays a link.
 	if err := os.WriteFile(filepath.Join(root, ".snag", "tasks", "SNAG-40 - Hostile body.md"), []byte(hostile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, root, "")
+	d := startDaemon(t, root)
 	b := newBrowser(t)
 	b.login(d)
 	b.open(d.url("/task/SNAG-40"))
@@ -440,7 +426,7 @@ A [real link](https://example.com/docs) stays a link.
 
 func TestBoardRefusesCrossSiteForms(t *testing.T) {
 	root := sampleProject(t)
-	d := startDaemon(t, root, "")
+	d := startDaemon(t, root)
 	b := newBrowser(t)
 	b.login(d)
 	before := readFile(t, taskFile(t, root, "SNAG-18"))
@@ -520,7 +506,7 @@ func TestBoardRefusesCrossSiteForms(t *testing.T) {
 
 // axeFile is axe-core's browser script, installed from the committed
 // lockfile in board/testdata/axe (npm ci --prefix board/testdata/axe).
-var axeFile = filepath.Join("..", "board", "testdata", "axe", "node_modules", "axe-core", "axe.min.js")
+var axeFile = filepath.Join("testdata", "axe", "node_modules", "axe-core", "axe.min.js")
 
 // axeSource reads axe-core's script, or says why it cannot: the caller
 // skips (fails in CI, where .ci/run installs it).
@@ -602,25 +588,11 @@ func TestBoardAccessibility(t *testing.T) {
 	if err := os.WriteFile(taskFile(t, root, "SNAG-5"), []byte(dangling), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, root, "")
+	d := startDaemon(t, root)
 	// Some activity to show, and an agent holding a task.
 	d.do(http.MethodPost, "/tasks/SNAG-20/promote", map[string]any{"by": "dana"}, nil)
 	d.do(http.MethodPost, "/tasks/SNAG-19/reject", map[string]any{"by": "dana", "reason": "duplicate of SNAG-7"}, nil)
-	var sess struct {
-		ID int64 `json:"id"`
-	}
-	if code := d.do(http.MethodPost, "/sessions", map[string]any{"name": "WREN", "client": "claude-code", "client_version": "2.1"}, &sess); code != http.StatusCreated {
-		t.Fatalf("register: %d", code)
-	}
-	req, _ := http.NewRequest(http.MethodPost, d.url("/tasks/SNAG-8/claim"), strings.NewReader(`{}`))
-	req.Header.Set("Authorization", "Bearer "+d.token)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Snag-Session", fmt.Sprint(sess.ID))
-	resp := d.raw(req)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("claim SNAG-8: %d", resp.StatusCode)
-	}
+	d.claim(d.register(map[string]any{"name": "WREN", "client": "claude-code", "client_version": "2.1"}), "SNAG-8")
 
 	b := newBrowser(t)
 	b.login(d)
@@ -721,7 +693,7 @@ func TestBoardAccessibility(t *testing.T) {
 // gets a page saying so (or the login page, without a session); the CLI,
 // the MCP bridge and scripts, which ask for JSON, still get JSON.
 func TestBoardNotFoundPage(t *testing.T) {
-	d := startDaemon(t, sampleProject(t), "")
+	d := startDaemon(t, sampleProject(t))
 	const browserAccept = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 	for _, tc := range []struct {
 		path, accept string
@@ -773,7 +745,7 @@ const focusContrast = `(() => {
 // TestBoardKeyboard walks the board with Tab alone: the skip link comes
 // first, every card is reachable, and Enter opens it.
 func TestBoardKeyboard(t *testing.T) {
-	d := startDaemon(t, sampleProject(t), "")
+	d := startDaemon(t, sampleProject(t))
 	b := newBrowser(t)
 	b.login(d)
 	// In light and in dark: Tab from the top of the board to SNAG-1's card.
@@ -829,7 +801,7 @@ func TestBoardProblemsAndAgents(t *testing.T) {
 	if err := os.WriteFile(taskFile(t, root, "SNAG-5"), []byte(dangling), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, root, "")
+	d := startDaemon(t, root)
 	page := func(path string) string {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodGet, d.url(path), nil)
@@ -849,21 +821,7 @@ func TestBoardProblemsAndAgents(t *testing.T) {
 		}
 	}
 
-	var sess struct {
-		ID int64 `json:"id"`
-	}
-	if code := d.do(http.MethodPost, "/sessions", map[string]any{"name": "WREN", "client": "claude-code", "client_version": "2.1"}, &sess); code != http.StatusCreated {
-		t.Fatalf("register: %d", code)
-	}
-	req, _ := http.NewRequest(http.MethodPost, d.url("/tasks/SNAG-8/claim"), strings.NewReader(`{}`))
-	req.Header.Set("Authorization", "Bearer "+d.token)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Snag-Session", fmt.Sprint(sess.ID))
-	resp := d.raw(req)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("claim SNAG-8: %d", resp.StatusCode)
-	}
+	d.claim(d.register(map[string]any{"name": "WREN", "client": "claude-code", "client_version": "2.1"}), "SNAG-8")
 	got = page("/agents")
 	for _, want := range []string{"<h2>WREN</h2>", "claude-code 2.1", `href="/task/SNAG-8"`, "Quantity stepper buttons"} {
 		if !strings.Contains(got, want) {
@@ -877,27 +835,14 @@ func TestBoardProblemsAndAgents(t *testing.T) {
 // queue, the session is gone, and the audit log names the person.
 func TestBoardEndsAnAgent(t *testing.T) {
 	root := sampleProject(t)
-	d := startDaemon(t, root, "")
-	var sess struct {
-		ID int64 `json:"id"`
-	}
-	if code := d.do(http.MethodPost, "/sessions", map[string]any{"name": "WREN", "client": "inspector", "client_version": "0.17"}, &sess); code != http.StatusCreated {
-		t.Fatalf("register: %d", code)
-	}
-	req, _ := http.NewRequest(http.MethodPost, d.url("/tasks/SNAG-8/claim"), strings.NewReader(`{}`))
-	req.Header.Set("Authorization", "Bearer "+d.token)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Snag-Session", fmt.Sprint(sess.ID))
-	resp := d.raw(req)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("claim SNAG-8: %d", resp.StatusCode)
-	}
+	d := startDaemon(t, root)
+	sessID := d.register(map[string]any{"name": "WREN", "client": "inspector", "client_version": "0.17"})
+	d.claim(sessID, "SNAG-8")
 
 	b := newBrowser(t)
 	b.login(d)
 	b.open(d.url("/agents"))
-	form := fmt.Sprintf(`form[action="/board/sessions/%d/end"]`, sess.ID)
+	form := fmt.Sprintf(`form[action="/board/sessions/%d/end"]`, sessID)
 	b.waitFor("WREN's end button", `document.querySelector('`+form+` button') !== null`)
 	if got := b.text(form + " button"); !strings.Contains(got, "End WREN's session and release 1 task") {
 		t.Errorf("the end button says %q", got)
@@ -916,8 +861,8 @@ func TestBoardEndsAnAgent(t *testing.T) {
 	}
 	b.do(chromedp.Click(chromedp.CSS(form + " button")))
 	b.waitFor("WREN gone from the agents page", `location.pathname === "/agents" && document.querySelector('`+form+`') === null`)
-	if v := d.task("SNAG-8"); v.Row.Status != "open" || v.Row.Assignee != "" {
-		t.Errorf("SNAG-8 after its agent's session was ended: %+v", v.Row)
+	if v := d.task("SNAG-8"); v.Status != "open" || v.Assignee != "" {
+		t.Errorf("SNAG-8 after its agent's session was ended: %+v", v)
 	}
 	var live struct{ Sessions []struct{ Name string } }
 	d.get("/sessions", &live)
@@ -940,7 +885,7 @@ func TestBoardEndsAnAgent(t *testing.T) {
 // plain form post gets the same as a page.
 func TestBoardRefusedMoves(t *testing.T) {
 	root := sampleProject(t)
-	d := startDaemon(t, root, "")
+	d := startDaemon(t, root)
 	before := readFile(t, taskFile(t, root, "SNAG-1"))
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar}
