@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/engine"
@@ -35,6 +36,7 @@ type engineBackend struct {
 	version string
 	session index.Session
 	open    bool            // the session's stream is held open
+	touched time.Time       // when the session was last marked seen
 	closed  bool            // Close was called: no new session is registered
 	epochs  map[string]held // task id and key -> the lease held
 
@@ -194,6 +196,7 @@ func (b *engineBackend) call(ctx context.Context, method, path string, dryRun bo
 	if err != nil {
 		return b.mcpErr(err, path)
 	}
+	b.touch(ctx, s.ID)
 	err = f(s)
 	if tool := mcp.ToolOf(ctx); tool != "" {
 		status := http.StatusOK
@@ -205,6 +208,24 @@ func (b *engineBackend) call(ctx context.Context, method, path string, dryRun bo
 	}
 	return b.mcpErr(err, path)
 }
+
+// touch marks the session seen, as a session stream does every few
+// seconds: at most once per touchEvery, on a tool call.
+func (b *engineBackend) touch(ctx context.Context, id int64) {
+	b.mu.Lock()
+	due := time.Since(b.touched) >= touchEvery
+	if due {
+		b.touched = time.Now()
+	}
+	b.mu.Unlock()
+	if due {
+		b.e.Touch(ctx, id)
+	}
+}
+
+// touchEvery is how often a session of /mcp is marked seen while it calls
+// tools, as often as a session stream's keep-alive.
+const touchEvery = 5 * time.Second
 
 // mcpErr words an engine error as the API would answer it, with its code
 // (so the tools can tell a blocked task from a transition), and a missing
