@@ -121,7 +121,7 @@ func runScripts(t *testing.T, dir string) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"sample":       cmdSample(sample),
+			"sample":       cmdSample,
 			"exitcode":     cmdExitCode,
 			"maxwidth":     cmdMaxWidth,
 			"replace":      cmdReplace,
@@ -138,26 +138,24 @@ func runScripts(t *testing.T, dir string) {
 }
 
 // cmdSample copies the sample project's .snag folder into DIR/.snag.
-func cmdSample(sample string) func(ts *testscript.TestScript, neg bool, args []string) {
-	return func(ts *testscript.TestScript, neg bool, args []string) {
-		if neg || len(args) > 1 {
-			ts.Fatalf("usage: sample [DIR]")
-		}
-		dir := "shop"
-		if len(args) == 1 {
-			dir = args[0]
-		}
-		dst := filepath.Join(ts.MkAbs(dir), ".snag")
-		if _, err := os.Stat(dst); err == nil {
-			ts.Fatalf("sample: %s already exists", dst)
-		}
-		ts.Check(os.CopyFS(dst, os.DirFS(sample)))
-		// Should snag have been run in the sample folder, leave its index
-		// and port behind: every script starts from the files alone.
-		for _, f := range []string{"snag.db", "snag.db-wal", "snag.db-shm", ".port"} {
-			if err := os.Remove(filepath.Join(dst, f)); err != nil && !os.IsNotExist(err) {
-				ts.Fatalf("sample: %v", err)
-			}
+func cmdSample(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) > 1 {
+		ts.Fatalf("usage: sample [DIR]")
+	}
+	dir := "shop"
+	if len(args) == 1 {
+		dir = args[0]
+	}
+	dst := filepath.Join(ts.MkAbs(dir), ".snag")
+	if _, err := os.Stat(dst); err == nil {
+		ts.Fatalf("sample: %s already exists", dst)
+	}
+	snagdtest.CopySample(ts, ts.MkAbs(dir))
+	// Should snag have been run in the sample folder, leave its index
+	// and port behind: every script starts from the files alone.
+	for _, f := range []string{"snag.db", "snag.db-wal", "snag.db-shm", ".port"} {
+		if err := os.Remove(filepath.Join(dst, f)); err != nil && !os.IsNotExist(err) {
+			ts.Fatalf("sample: %v", err)
 		}
 	}
 }
