@@ -35,24 +35,18 @@ type engineBackend struct {
 	client  string
 	version string
 	session index.Session
-	open    bool            // the session's stream is held open
-	touched time.Time       // when the session was last marked seen
-	closed  bool            // Close was called: no new session is registered
-	epochs  map[string]held // task id and key -> the lease held
+	open    bool      // the session's stream is held open
+	touched time.Time // when the session was last marked seen
+	closed  bool      // Close was called: no new session is registered
+	leases  mcp.Leases
 
 	life    context.Context // ends at Close: Watch returns
 	endLife context.CancelFunc
 }
 
-// held is a lease the backend holds, found by its task's id or key.
-type held struct {
-	id, key string
-	epoch   int64
-}
-
 func newEngineBackend(d *Daemon) *engineBackend {
 	life, end := context.WithCancel(context.Background())
-	return &engineBackend{d: d, e: d.e, epochs: map[string]held{}, life: life, endLife: end}
+	return &engineBackend{d: d, e: d.e, life: life, endLife: end}
 }
 
 // Source is "daemon": the answers are snagd's.
@@ -86,7 +80,7 @@ func (b *engineBackend) sessionNow(ctx context.Context) (index.Session, error) {
 			b.open = false
 		}
 		b.session = index.Session{}
-		clear(b.epochs)
+		b.leases.Clear()
 	}
 	if b.closed {
 		return index.Session{}, &apiError{http.StatusGone, "session_ended", "this MCP session has ended: start a new one"}
@@ -126,33 +120,7 @@ func (b *engineBackend) Close() error {
 }
 
 // Holds reports whether the backend holds a lease on ref.
-func (b *engineBackend) Holds(ref string) bool { return b.epoch(ref) != 0 }
-
-func (b *engineBackend) epoch(ref string) int64 {
-	r, err := queue.ParseRef(ref)
-	if err != nil {
-		return 0
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if r.ID == "" {
-		return b.epochs[r.String()].epoch
-	}
-	return b.epochs[r.ID].epoch
-}
-
-// forget drops the lease held on a task, named by ref or key, under both
-// its names.
-func (b *engineBackend) forget(ref, key string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, name := range []string{ref, key} {
-		if h, ok := b.epochs[name]; ok {
-			delete(b.epochs, h.id)
-			delete(b.epochs, h.key)
-		}
-	}
-}
+func (b *engineBackend) Holds(ref string) bool { return b.leases.Epoch(ref) != 0 }
 
 // Watch calls on with the key of each task an event of the engine names,
 // or "" when many may have changed, until ctx ends or the backend closes.
@@ -369,25 +337,17 @@ func (b *engineBackend) Claim(ctx context.Context, ref string, force bool) (mcp.
 		}
 		row := rowOf(got.Task)
 		out.Task = &row
-		b.mu.Lock()
-		h := held{id: row.ID, key: row.Key, epoch: got.Epoch}
-		b.epochs[row.ID], b.epochs[row.Key] = h, h
-		b.mu.Unlock()
+		b.leases.Hold(row.ID, row.Key, got.Epoch)
 		return nil
 	})
 	return out, err
 }
 
-// errNotHeld says how to get a lease before writing.
-func errNotHeld(ref string) error {
-	return fmt.Errorf("you do not hold %s in this session: claim it first with snag_claim {\"id\": %q}", ref, ref)
-}
-
 // Release gives a held task back with a reason.
 func (b *engineBackend) Release(ctx context.Context, ref, reason string) (mcp.Moved, error) {
-	ep := b.epoch(ref)
+	ep := b.leases.Epoch(ref)
 	if ep == 0 {
-		return mcp.Moved{}, errNotHeld(ref)
+		return mcp.Moved{}, mcp.NotHeld(ref)
 	}
 	var out mcp.Moved
 	err := b.call(ctx, http.MethodPost, "/tasks/"+url.PathEscape(ref)+"/release", false, func(s index.Session) error {
@@ -403,7 +363,7 @@ func (b *engineBackend) Release(ctx context.Context, ref, reason string) (mcp.Mo
 		return nil
 	})
 	if err == nil {
-		b.forget(ref, out.Key)
+		b.leases.Forget(ref, out.Key)
 	}
 	return out, err
 }
@@ -413,9 +373,9 @@ func (b *engineBackend) Release(ctx context.Context, ref, reason string) (mcp.Mo
 // claimed; a missing browser (verify_unavailable) leaves it verifying and
 // is answered with the engine's message.
 func (b *engineBackend) Resolve(ctx context.Context, ref, commit, note string) (mcp.Moved, error) {
-	ep := b.epoch(ref)
+	ep := b.leases.Epoch(ref)
 	if ep == 0 {
-		return mcp.Moved{}, errNotHeld(ref)
+		return mcp.Moved{}, mcp.NotHeld(ref)
 	}
 	r, err := parseRef(ref)
 	if err != nil {
@@ -441,7 +401,7 @@ func (b *engineBackend) Resolve(ctx context.Context, ref, commit, note string) (
 		return mcp.Moved{}, err
 	}
 	if res.Status == queue.StatusResolved || res.Status == queue.StatusNeedsReview {
-		b.forget(ref, res.Key) // the lease ended with the move
+		b.leases.Forget(ref, res.Key) // the lease ended with the move
 	}
 	out := mcp.Moved{Key: res.Key, Status: string(res.Status), Code: res.Code, Message: res.Message, ETA: res.ETA}
 	if res.Code == engine.VerifyUnavailable {

@@ -34,8 +34,8 @@ type Daemon struct {
 	mu      sync.Mutex
 	reg     client.Registration
 	session client.Session
-	epochs  map[string]held // task id and key -> the lease held
-	opened  chan struct{}   // closed when the first stream opens
+	leases  mcp.Leases
+	opened  chan struct{} // closed when the first stream opens
 	cancel  context.CancelFunc
 	done    chan struct{}
 
@@ -49,7 +49,7 @@ func NewDaemon(cl *client.Client, log *slog.Logger) *Daemon {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	life, end := context.WithCancel(context.Background())
-	return &Daemon{cl: cl, log: log, epochs: map[string]held{}, opened: make(chan struct{}), life: life, endLife: end}
+	return &Daemon{cl: cl, log: log, opened: make(chan struct{}), life: life, endLife: end}
 }
 
 // SetRoot records the project root the bridge works in, for the session:
@@ -151,7 +151,7 @@ func (d *Daemon) hold(ctx context.Context) {
 		if client.SessionEnded(err) {
 			d.mu.Lock()
 			d.session = client.Session{}
-			clear(d.epochs)
+			d.leases.Clear()
 			d.mu.Unlock()
 			continue
 		}
@@ -237,7 +237,7 @@ func (d *Daemon) call(ctx context.Context, ref string, fn func(client.Caller) er
 		d.mu.Lock()
 		if d.session.ID == s.ID {
 			d.session = client.Session{}
-			clear(d.epochs)
+			d.leases.Clear()
 		}
 		d.mu.Unlock()
 		if s, err = d.Session(ctx); err != nil {
@@ -351,60 +351,18 @@ func (d *Daemon) Claim(ctx context.Context, ref string, force bool) (mcp.Claimed
 		return mcp.Claimed{Reason: got.Reason}, nil
 	}
 	r := rowOf(*got.Task)
-	d.mu.Lock()
-	h := held{id: r.ID, key: r.Key, epoch: got.Epoch}
-	d.epochs[r.ID], d.epochs[r.Key] = h, h
-	d.mu.Unlock()
+	d.leases.Hold(r.ID, r.Key, got.Epoch)
 	return mcp.Claimed{Task: &r}, nil
 }
 
 // Holds reports whether the bridge holds a lease on ref.
-func (d *Daemon) Holds(ref string) bool { return d.epoch(ref) != 0 }
-
-// epoch is the epoch of the lease held on ref, or 0.
-func (d *Daemon) epoch(ref string) int64 {
-	r, err := queue.ParseRef(ref)
-	if err != nil {
-		return 0
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if r.ID == "" {
-		return d.epochs[r.String()].epoch
-	}
-	return d.epochs[r.ID].epoch
-}
-
-// held is a lease the bridge holds, found by its task's id or key.
-type held struct {
-	id, key string
-	epoch   int64
-}
-
-// forget drops the lease held on a task, named by ref or key, under both
-// its names; the other leases stay (epochs count per task, so two tasks'
-// leases often share one).
-func (d *Daemon) forget(ref, key string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, name := range []string{ref, key} {
-		if h, ok := d.epochs[name]; ok {
-			delete(d.epochs, h.id)
-			delete(d.epochs, h.key)
-		}
-	}
-}
-
-// errNotHeld says how to get a lease before writing.
-func errNotHeld(ref string) error {
-	return fmt.Errorf("you do not hold %s in this session: claim it first with snag_claim {\"id\": %q}", ref, ref)
-}
+func (d *Daemon) Holds(ref string) bool { return d.leases.Epoch(ref) != 0 }
 
 // Release gives a held task back with a reason.
 func (d *Daemon) Release(ctx context.Context, ref, reason string) (mcp.Moved, error) {
-	ep := d.epoch(ref)
+	ep := d.leases.Epoch(ref)
 	if ep == 0 {
-		return mcp.Moved{}, errNotHeld(ref)
+		return mcp.Moved{}, mcp.NotHeld(ref)
 	}
 	var got api.Released
 	err := d.call(ctx, ref, func(k client.Caller) (err error) {
@@ -414,7 +372,7 @@ func (d *Daemon) Release(ctx context.Context, ref, reason string) (mcp.Moved, er
 	if err != nil {
 		return mcp.Moved{}, err
 	}
-	d.forget(ref, got.Key)
+	d.leases.Forget(ref, got.Key)
 	return mcp.Moved{Key: got.Key, Status: string(got.Status)}, nil
 }
 
@@ -423,9 +381,9 @@ func (d *Daemon) Release(ctx context.Context, ref, reason string) (mcp.Moved, er
 // claimed; a missing browser (verify_unavailable) leaves it verifying and
 // is answered with snagd's message.
 func (d *Daemon) Resolve(ctx context.Context, ref, commit, note string) (mcp.Moved, error) {
-	ep := d.epoch(ref)
+	ep := d.leases.Epoch(ref)
 	if ep == 0 {
-		return mcp.Moved{}, errNotHeld(ref)
+		return mcp.Moved{}, mcp.NotHeld(ref)
 	}
 	var plan api.VerifyPlan
 	err := d.call(ctx, ref, func(k client.Caller) (err error) {
@@ -456,7 +414,7 @@ func (d *Daemon) Resolve(ctx context.Context, ref, commit, note string) (mcp.Mov
 		return mcp.Moved{}, err
 	}
 	if got.Status == queue.StatusResolved || got.Status == queue.StatusNeedsReview {
-		d.forget(ref, got.Key) // the lease ended with the move
+		d.leases.Forget(ref, got.Key) // the lease ended with the move
 	}
 	m := mcp.Moved{Key: got.Key, Status: string(got.Status), Code: got.Code, Message: got.Message, ETA: got.ETASeconds}
 	if got.Verify != nil {
