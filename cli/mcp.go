@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"log/slog"
+	"os"
+	"runtime/debug"
 
 	"github.com/snagdev/snag/client"
 	"github.com/snagdev/snag/mcp"
@@ -38,6 +40,11 @@ func runMCP(ctx context.Context, c *call) error {
 	root, err := project.Find(c.Dir)
 	if err != nil {
 		return err
+	}
+	if os.Getenv("GOGC") == "" {
+		// The bridge's live heap is a few MB: the default collects every
+		// few calls (docs/decisions.md, MCP bridge).
+		debug.SetGCPercent(400)
 	}
 	log := slog.New(slog.NewTextHandler(c.Stderr, nil))
 	opts := client.Options{Home: project.Home(), Waiting: func(h client.Health) {

@@ -10,10 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/snagdev/snag/internal/snagdtest"
@@ -144,8 +146,57 @@ func call(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any)
 	if res.StructuredContent != nil {
 		b, _ := json.Marshal(res.StructuredContent)
 		json.Unmarshal(b, &sc)
+		if !res.IsError {
+			checkOutput(t, cs, name, b)
+		}
 	}
 	return res, txt, sc
+}
+
+// outputSchemas holds, for each session, the output schema of each tool as
+// tools/list declares it, resolved.
+var outputSchemas sync.Map // *sdk.ClientSession -> map[string]*jsonschema.Resolved
+
+// checkOutput fails the test when a tool's structuredContent does not
+// match the output schema the tool declares. The server does not check
+// its own results on every call (mcp/typed.go); every result a test reads
+// through call is checked here, as a client that validates would.
+func checkOutput(t *testing.T, cs *sdk.ClientSession, tool string, structured []byte) {
+	t.Helper()
+	v, ok := outputSchemas.Load(cs)
+	if !ok {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		list, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+		m := map[string]*jsonschema.Resolved{}
+		for _, tl := range list.Tools {
+			var sc jsonschema.Schema
+			b, _ := json.Marshal(tl.OutputSchema)
+			if err := json.Unmarshal(b, &sc); err != nil {
+				t.Fatalf("%s: output schema: %v", tl.Name, err)
+			}
+			r, err := sc.Resolve(nil)
+			if err != nil {
+				t.Fatalf("%s: output schema: %v", tl.Name, err)
+			}
+			m[tl.Name] = r
+		}
+		v, _ = outputSchemas.LoadOrStore(cs, m)
+	}
+	r := v.(map[string]*jsonschema.Resolved)[tool]
+	if r == nil {
+		t.Fatalf("%s: tools/list declares no output schema", tool)
+	}
+	var out any
+	if err := json.Unmarshal(structured, &out); err != nil {
+		t.Fatalf("%s: structuredContent: %v", tool, err)
+	}
+	if err := r.Validate(out); err != nil {
+		t.Fatalf("%s: structuredContent does not match its output schema: %v\n%s", tool, err, structured)
+	}
 }
 
 func mustOK(t *testing.T, name string, res *sdk.CallToolResult, txt string) {

@@ -202,18 +202,18 @@ func limit(p *jsonschema.Schema, def, maxv int) {
 }
 
 func (s *server) addTools(srv *sdk.Server) {
-	sdk.AddTool(srv, &sdk.Tool{Name: "snag_list", OutputSchema: outSchema[listOut](), Annotations: readOnly("List tasks"),
+	addTool(srv, &sdk.Tool{Name: "snag_list", OutputSchema: outSchema[listOut](), Annotations: readOnly("List tasks"),
 		InputSchema: schema[listIn](func(p map[string]*jsonschema.Schema) { limit(p["limit"], 20, 50) }),
 		Description: "List tasks in queue order: key, status, severity, kind, wave, title, trust; [BLOCKED] flags."}, s.list)
-	sdk.AddTool(srv, &sdk.Tool{Name: "snag_get", OutputSchema: outSchema[getOut](), Annotations: readOnly("Show a task"),
+	addTool(srv, &sdk.Tool{Name: "snag_get", OutputSchema: outSchema[getOut](), Annotations: readOnly("Show a task"),
 		Description: "One whole task: body, suspect files, capture, screenshots as links, verify state, next_actions."}, s.get)
-	sdk.AddTool(srv, &sdk.Tool{Name: "snag_claim", OutputSchema: outSchema[claimOut](), Annotations: writes("Claim a task", true),
+	addTool(srv, &sdk.Tool{Name: "snag_claim", OutputSchema: outSchema[claimOut](), Annotations: writes("Claim a task", true),
 		Description: "Lease a task to work on it. No id: the next ready one. Blocked tasks need force."}, s.claim)
-	sdk.AddTool(srv, &sdk.Tool{Name: "snag_release", OutputSchema: outSchema[moveOut](), Annotations: writes("Release a task", false),
+	addTool(srv, &sdk.Tool{Name: "snag_release", OutputSchema: outSchema[moveOut](), Annotations: writes("Release a task", false),
 		Description: "Give a task you hold back to the queue, saying why."}, s.release)
-	sdk.AddTool(srv, &sdk.Tool{Name: "snag_resolve", OutputSchema: outSchema[moveOut](), Annotations: writes("Resolve a task", false),
+	addTool(srv, &sdk.Tool{Name: "snag_resolve", OutputSchema: outSchema[moveOut](), Annotations: writes("Resolve a task", false),
 		Description: "Mark a task you hold done; verify then checks it (the task goes to verifying)."}, s.resolve)
-	sdk.AddTool(srv, &sdk.Tool{Name: "snag_add", OutputSchema: outSchema[addOut](), Annotations: writes("Add to the inbox", false),
+	addTool(srv, &sdk.Tool{Name: "snag_add", OutputSchema: outSchema[addOut](), Annotations: writes("Add to the inbox", false),
 		InputSchema: schema[addIn](func(p map[string]*jsonschema.Schema) {
 			p["kind"].Enum, p["kind"].Description = enum(queue.Kinds), ""
 			p["severity"].Enum, p["severity"].Description = enum(queue.Severities), ""
@@ -222,10 +222,10 @@ func (s *server) addTools(srv *sdk.Server) {
 			p["files"].Type, p["files"].Types = "array", nil
 		}),
 		Description: "File a finding, TODO or note into a person's inbox (unvetted until promoted)."}, s.add)
-	sdk.AddTool(srv, &sdk.Tool{Name: "snag_search", OutputSchema: outSchema[searchOut](), Annotations: readOnly("Search tasks"),
+	addTool(srv, &sdk.Tool{Name: "snag_search", OutputSchema: outSchema[searchOut](), Annotations: readOnly("Search tasks"),
 		InputSchema: schema[searchIn](func(p map[string]*jsonschema.Schema) { limit(p["limit"], 10, 30) }),
 		Description: "Full-text search over every task, inbox and closed ones included."}, s.search)
-	sdk.AddTool(srv, &sdk.Tool{Name: "snag_screenshot", OutputSchema: outSchema[shotOut](), Annotations: readOnly("Show a screenshot"),
+	addTool(srv, &sdk.Tool{Name: "snag_screenshot", OutputSchema: outSchema[shotOut](), Annotations: readOnly("Show a screenshot"),
 		InputSchema: schema[shotIn](func(p map[string]*jsonschema.Schema) {
 			zero := 0.0
 			p["index"].Default, p["index"].Minimum, p["index"].Description = json.RawMessage("0"), &zero, ""
