@@ -65,8 +65,8 @@ func (q ListQuery) Encode() string {
 
 // SearchQuery is the query of GET /search.
 type SearchQuery struct {
-	// Q is the words to look for (q=...), matched as prefixes in titles,
-	// bodies, console errors and suspect file paths.
+	// Q is the words to look for (q=...) in titles, bodies, console errors
+	// and suspect file paths: the last one as a prefix, the others whole.
 	Q string
 	// Limit is the most hits (limit=N), at most 100; 0: 20.
 	Limit int

@@ -104,8 +104,12 @@ func Open(ctx context.Context, path string) (*DB, error) {
 			// connection (2 MiB by default, allocated as used): eight of
 			// them stay within snagd's memory budget at 100,000 tasks, and
 			// the operating system's cache holds the rest of the file.
+			// temp.tasks_fts_terms lists the full-text index's words, for
+			// the prefix of a search's last word (see Search): a table of
+			// the connection's own, so snag.db's schema does not change.
 			for _, pragma := range []string{`PRAGMA foreign_keys = ON;`, `PRAGMA synchronous = NORMAL;`,
-				`PRAGMA temp_store = MEMORY;`, `PRAGMA cache_size = -4096;`} {
+				`PRAGMA temp_store = MEMORY;`, `PRAGMA cache_size = -4096;`,
+				`CREATE VIRTUAL TABLE IF NOT EXISTS temp.tasks_fts_terms USING fts5vocab(main, tasks_fts, instance);`} {
 				if err := sqlitex.ExecuteTransient(conn, pragma, nil); err != nil {
 					return err
 				}

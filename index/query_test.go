@@ -449,6 +449,177 @@ func testSearch(t *testing.T) {
 	}
 }
 
+// TestSearchRanksTitleMatchesFirst: tasks whose title holds the word come
+// before tasks that only mention it, however often and wherever else (body,
+// console errors, suspect files), whether the search ranks its matches or,
+// matching too many to rank, gives ranking up.
+func TestSearchRanksTitleMatchesFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		rankLimit int
+	}{{"ranked", 1000}, {"broad", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer index.SetRankLimit(tc.rankLimit)()
+			e := newEnv(t)
+			// The body-only ones get the lower numbers, so index order alone
+			// would put them first.
+			e.put(task(1, "Basket total is wrong", withBody("The wombat wombat wombat wombat page.\n")))
+			e.put(task(2, "Header overlaps the menu", withBody("A wombat.\n"), withConsole("TypeError: wombat is undefined"),
+				withFiles("web/wombat.ts")))
+			e.put(task(3, "Footer links go nowhere", withBody("Wombat wombat, said the wombat.\n")))
+			e.put(task(4, "Coupon field ignores Enter", withBody("Seen after the wombats left.\n")))
+			e.put(task(5, "Wombat page is slow", withBody("It takes seconds.\n")))
+			e.put(task(6, "The wombat icon is blurry", withBody("On retina screens.\n")))
+			e.put(task(7, "Sort the wombats by age", withBody("Oldest first.\n")))
+			e.scan()
+			for _, q := range []string{"wombat", "womb", "WOMBAT"} {
+				hits, err := e.db.Search(e.ctx, q, 50)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, h := range hits {
+					got = append(got, h.Key)
+				}
+				if len(got) != 7 {
+					t.Fatalf("Search(%q) = %v, want all 7 tasks", q, got)
+				}
+				title, body := got[:3], got[3:]
+				slices.Sort(title)
+				slices.Sort(body)
+				if diff := cmp.Diff([]string{"SNAG-5", "SNAG-6", "SNAG-7"}, title); diff != "" {
+					t.Errorf("Search(%q) = %v: the first three are not the title matches (-want +got):\n%s", q, got, diff)
+				}
+				if diff := cmp.Diff([]string{"SNAG-1", "SNAG-2", "SNAG-3", "SNAG-4"}, body); diff != "" {
+					t.Errorf("Search(%q) = %v: the body matches are not last (-want +got):\n%s", q, got, diff)
+				}
+			}
+		})
+	}
+}
+
+// TestSearchPrefixesTheLastWord: the last word of a search matches as a
+// prefix (it may be half typed); the words before it match whole.
+func TestSearchPrefixesTheLastWord(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		rankLimit int
+	}{{"ranked", 1000}, {"broad", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer index.SetRankLimit(tc.rankLimit)()
+			e := newEnv(t)
+			copySample(t, e)
+			e.scan()
+			for _, tt := range []struct {
+				query string
+				found bool // SNAG-1 (Checkout button does nothing on Safari) among the hits
+			}{
+				{"chec", true},
+				{"checkout safa", true},
+				{"safari chec", true},
+				{"Safari Checkout", true},
+				{"chec safari", false},      // chec is not a word of SNAG-1
+				{"checko safari", false},    // nor checko
+				{"checkout safarix", false}, // the prefix is all of the last word
+			} {
+				hits, err := e.db.Search(e.ctx, tt.query, 50)
+				if err != nil {
+					t.Fatal(err)
+				}
+				found := slices.ContainsFunc(hits, func(h index.Hit) bool { return h.Key == "SNAG-1" })
+				if found != tt.found {
+					t.Errorf("Search(%q) finds SNAG-1: %v, want %v", tt.query, found, tt.found)
+				}
+			}
+			// The last token of a path is the prefix; the ones before it are
+			// whole words of the path.
+			for _, tt := range []struct {
+				query string
+				found bool
+			}{
+				{"web/components/Basket", true},
+				{"BasketBadge.ts", true},
+				{"web/comp BasketBadge", false},
+			} {
+				hits, err := e.db.Search(e.ctx, tt.query, 50)
+				if err != nil {
+					t.Fatal(err)
+				}
+				found := slices.ContainsFunc(hits, func(h index.Hit) bool { return h.Key == "SNAG-4" })
+				if found != tt.found {
+					t.Errorf("Search(%q) finds SNAG-4: %v, want %v", tt.query, found, tt.found)
+				}
+			}
+		})
+	}
+}
+
+// TestSearchSpellsOutThePrefix: the last word's prefix, spelled out as the
+// words of the index it covers, matches exactly the rows FTS5's own prefix
+// query does; a prefix of more words than it is spelled out as, or a word
+// outside ASCII, is left to FTS5.
+func TestSearchSpellsOutThePrefix(t *testing.T) {
+	e := newEnv(t)
+	copySample(t, e)
+	var many []string
+	for i := range index.MaxPrefixTerms + 1 {
+		many = append(many, fmt.Sprintf("zq%03d", i))
+	}
+	e.put(task(40, "Many words", withBody(strings.Join(many, " ")+"\n")))
+	e.put(task(41, "Café au lait", withBody("Straße naïve façade.\n")))
+	e.scan()
+	conn := e.conn()
+	rows := func(match string) []int64 {
+		var ns []int64
+		if match == "" {
+			return ns
+		}
+		for _, r := range query(t, conn, `SELECT rowid FROM tasks_fts WHERE tasks_fts MATCH ? ORDER BY rowid`, match) {
+			ns = append(ns, r["rowid"].(int64))
+		}
+		return ns
+	}
+	for _, tt := range []struct {
+		query    string
+		spelled  bool // the prefix is spelled out (no FTS5 prefix query)
+		wantRows bool
+	}{
+		{"chec", true, true},
+		{"sa", true, true},
+		{"checkout sa", true, true},
+		{"Safari t", true, true},
+		{"web/components/Bas", true, true},
+		{"BasketBadge.", true, true},
+		{"Baske", true, true},
+		{"cart.it", true, true},
+		{"zq00", true, true},
+		{"zq", false, true},     // more words than it is spelled out as
+		{"caf", true, true},     // café is cafe in the index
+		{"straß", false, true},  // outside ASCII
+		{"€ chec", false, true}, // € is no word: checkout AND (...) would match nothing
+		{"Price €", false, true},
+		{"zzznothing", true, false},
+		{"checkout zzz", true, false},
+	} {
+		t.Run(tt.query, func(t *testing.T) {
+			match, err := index.FTSMatch(e.ctx, e.db, tt.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if spelled := !strings.Contains(match, "*"); spelled != tt.spelled {
+				t.Errorf("FTSMatch(%q) = %s, want the prefix spelled out: %v", tt.query, match, tt.spelled)
+			}
+			got, want := rows(match), rows(index.FTSQuery(tt.query))
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("FTSMatch(%q) = %s matches other rows than %s (-want +got):\n%s", tt.query, match, index.FTSQuery(tt.query), diff)
+			}
+			if (len(got) > 0) != tt.wantRows {
+				t.Errorf("FTSMatch(%q) matches %d rows, want some: %v", tt.query, len(got), tt.wantRows)
+			}
+		})
+	}
+}
+
 func TestNextKey(t *testing.T) {
 	e := newEnv(t)
 	e.put(task(4, "Four"))
