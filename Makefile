@@ -5,7 +5,7 @@ BIN     ?= bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS := -X github.com/snagdev/snag/version.stamp=$(VERSION)
 
-.PHONY: help build test lint race bench bench-short bench-daemon bench-cli fuzz demo clean
+.PHONY: help build test lint race bench bench-short bench-daemon bench-cli bench-peer fuzz demo clean
 
 help:
 	@echo "make build    build bin/snag and bin/snagd"
@@ -14,6 +14,7 @@ help:
 	@echo "make bench    the benchmarks, full size (minutes)"
 	@echo "make bench-daemon  snagd's benchmarks alone: edit to API, claims, list and memory at 100k, git checkouts"
 	@echo "make bench-cli  snag list and add as whole processes against snagd (hyperfine)"
+	@echo "make bench-peer  snag beside Backlog.md 1.52.0 (from npm) on the same tasks: list, show, search, add"
 	@echo "make fuzz     fuzz the task file codec for a while"
 	@echo "make lint     gofmt check and go vet"
 
@@ -44,6 +45,12 @@ bench-daemon: build
 
 bench-cli: build
 	scripts/bench-cli $(BIN)
+
+# N tasks (1,000) and RUNS paired runs (10); needs npm and node.
+PEER_N ?= 1000
+PEER_RUNS ?= 10
+bench-peer: build
+	scripts/bench-peer/run $(BIN) $(PEER_N) $(PEER_RUNS)
 
 bench-short:
 	$(GO) test -short -run '^$$' -bench . -benchtime 1x ./...

@@ -60,10 +60,16 @@ var forbidden = map[string][]string{
 	// The tests' harness runs snag as processes; importing any package of
 	// snag's would cycle with that package's own tests.
 	"internal/snagdtest": {module + "/"},
-	// snagd is the daemon alone: the command line is not linked into it.
-	"cmd/snagd": {module + "/cli"},
-	"token":     {module + "/"},
-	"gitdir":    {module + "/"},
+	// snag, the command a person runs all day, starts in milliseconds: it
+	// links the client side alone, never snagd, SQLite, the MCP SDK,
+	// chromedp or the file watcher. The commands that need those run
+	// snagd's program (cli.Full, package cli/full).
+	"cmd/snag": lean,
+	"cli":      lean,
+	// Where a project lives on disk, for the lean command line and project.
+	"layout": {module + "/"},
+	"token":  {module + "/"},
+	"gitdir": {module + "/"},
 	// The verifiers and the approvals are leaves: snagd and the CLI use
 	// them, they use nothing of snag's.
 	"approval": {module + "/"},
@@ -79,6 +85,13 @@ var forbidden = map[string][]string{
 	"project": {module + "/cli", module + "/watch", module + "/mcp", "github.com/fsnotify/", "github.com/modelcontextprotocol/", "net/http"},
 }
 
+// lean is what snag's own program must not link.
+var lean = []string{
+	module + "/daemon", module + "/engine", module + "/index", module + "/project", module + "/watch",
+	module + "/mcp", module + "/board", module + "/browser", module + "/cli/full",
+	"zombiezen.com/", "modernc.org/", "github.com/modelcontextprotocol/", "github.com/chromedp/", "github.com/fsnotify/",
+}
+
 // allowed names, per package, the packages of snag's its forbidden list
 // would catch but that it may use: the leaves under it.
 var allowed = map[string][]string{
@@ -89,7 +102,8 @@ var allowed = map[string][]string{
 	// snagd stores or serves them.
 	"api": {module + "/queue"},
 	// The board: the domain and the wire contract, for their types.
-	"board": {module + "/queue", module + "/api"},
+	"board":  {module + "/queue", module + "/api"},
+	"layout": {module + "/queue"},
 }
 
 func TestDependenciesPointInward(t *testing.T) {
@@ -129,24 +143,26 @@ func TestOnlyTestsImportSnagdtest(t *testing.T) {
 	}
 }
 
+// TestOnlyMainsImportCLI: cmd/* run the command line; cli/full is the
+// part of it that only snagd's program links.
 func TestOnlyMainsImportCLI(t *testing.T) {
 	for _, p := range listPackages(t) {
 		for _, imp := range p.Imports {
-			if imp == module+"/cli" && p.Name != "main" {
-				t.Errorf("%s imports cli: only cmd/* may", p.ImportPath)
+			if imp == module+"/cli" && p.Name != "main" && p.ImportPath != module+"/cli/full" {
+				t.Errorf("%s imports cli: only cmd/* and cli/full may", p.ImportPath)
 			}
 		}
 	}
 }
 
 // TestOnlyMainsAndCLIImportDaemon keeps snagd's wiring at the top: the
-// mains run it, and cli runs it for snag daemon; every other package
+// mains run it, and cli/full runs it for snag daemon; every other package
 // reaches the one writer through engine, or snagd through client.
 func TestOnlyMainsAndCLIImportDaemon(t *testing.T) {
 	for _, p := range listPackages(t) {
 		for _, imp := range p.Imports {
-			if imp == module+"/daemon" && p.Name != "main" && p.ImportPath != module+"/cli" {
-				t.Errorf("%s imports daemon: only cmd/* and cli (snag daemon) may", p.ImportPath)
+			if imp == module+"/daemon" && p.Name != "main" && p.ImportPath != module+"/cli/full" {
+				t.Errorf("%s imports daemon: only cmd/* and cli/full (snag daemon) may", p.ImportPath)
 			}
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/snagdev/snag/api"
-	"github.com/snagdev/snag/project"
 	"github.com/snagdev/snag/queue"
 )
 
@@ -71,16 +70,20 @@ func runReindex(ctx context.Context, c *call) error {
 		}
 		st.Files, st.Failed, st.MS = ri.Files, ri.Failed, ri.MS
 	} else {
-		p, err := project.Open(ctx, r.root)
+		f, err := c.full()
+		if err != nil {
+			return err
+		}
+		p, err := f.Open(ctx, r.root, false)
 		if err != nil {
 			return err
 		}
 		defer p.Close()
-		s, err := p.Rebuild(ctx)
+		ri, err := p.Rebuild(ctx)
 		if err != nil {
 			return err
 		}
-		st.Files, st.Failed, st.MS = s.Files, s.Failed, s.Duration.Milliseconds()
+		st.Files, st.Failed, st.MS = ri.Files, ri.Failed, ri.MS
 	}
 	if c.opt.json {
 		return writeJSON(c.Stdout, st)
@@ -96,11 +99,16 @@ func runDoctor(ctx context.Context, c *call) error {
 	if len(c.args) > 0 {
 		return usagef("doctor takes no arguments")
 	}
+	// The checks read the index in place.
+	f, err := c.full()
+	if err != nil {
+		return err
+	}
 	r, err := running(ctx, c)
 	if err != nil {
 		return err
 	}
-	p, err := project.Open(ctx, r.root)
+	p, err := f.Open(ctx, r.root, false)
 	if err != nil {
 		return err
 	}
@@ -111,7 +119,7 @@ func runDoctor(ctx context.Context, c *call) error {
 		if _, err := r.cl.Rescan(ctx); err != nil {
 			return said(err)
 		}
-	} else if _, err := p.Sync(ctx, false); err != nil {
+	} else if err := p.Sync(ctx); err != nil {
 		return err
 	}
 	if c.opt.fix {
@@ -129,7 +137,7 @@ func runDoctor(ctx context.Context, c *call) error {
 	}
 	if c.opt.json {
 		if found == nil {
-			found = []project.Finding{}
+			found = []Finding{}
 		}
 		if err := writeJSON(c.Stdout, map[string]any{"findings": found}); err != nil {
 			return err
@@ -150,7 +158,7 @@ func runDoctor(ctx context.Context, c *call) error {
 	return nil
 }
 
-func fixable(fs []project.Finding) bool {
+func fixable(fs []Finding) bool {
 	for _, f := range fs {
 		if f.Fixable {
 			return true

@@ -15,7 +15,7 @@ import (
 	"unicode"
 
 	"github.com/snagdev/snag/approval"
-	"github.com/snagdev/snag/project"
+	"github.com/snagdev/snag/layout"
 	"github.com/snagdev/snag/queue"
 	"github.com/snagdev/snag/verify"
 )
@@ -26,7 +26,7 @@ const hashShown = 12
 func init() {
 	register(&command{
 		name: "approve", args: "[SNAG-12 | --project] [--yes] | --check SNAG-12|--project | --list | --revoke HASH|SNAG-12|--project",
-		summary: "Approve a verify command, so snagd may run it: a task's verify.command, or config.json's with --project.\n\n" +
+		summary: "Approve a verify command, so snagd may run it: a task's verify.command, or config.json's with --layout.\n\n" +
 			"A verify command comes from files a git pull can change, so snagd runs one only after a\n" +
 			"person on this machine approved that exact command, for this project, with the shell on\n" +
 			"or off as config.json says (verify.shell). A changed command needs approving again.\n" +
@@ -82,7 +82,7 @@ func runApprove(ctx context.Context, c *call) error {
 	case !o.list && !o.project && len(c.args) == 0:
 		return usagef("approve: name the task whose verify command to approve (snag approve SNAG-12), or --project for config.json's")
 	}
-	store := approval.Open(filepath.Join(project.Home(), approval.Folder))
+	store := approval.Open(filepath.Join(layout.Home(), approval.Folder))
 	switch {
 	case o.list:
 		return listApprovals(c, store)
@@ -171,17 +171,17 @@ type verifyCommand struct {
 }
 
 // findVerify reads the verify command snag approve is about: the named
-// task's, or config.json's with --project. It reads the files directly: no
+// task's, or config.json's with --layout. It reads the files directly: no
 // daemon needed.
 func findVerify(c *call, o approveOptions) (*verifyCommand, error) {
-	root, err := project.Find(c.Dir)
+	root, err := layout.Find(c.Dir)
 	if err != nil {
 		return nil, err
 	}
-	cfgPath := filepath.Join(root, project.Folder, project.ConfigFile)
+	cfgPath := filepath.Join(root, layout.Folder, layout.ConfigFile)
 	cfg, err := queue.LoadConfig(cfgPath)
 	if err != nil {
-		return nil, fmt.Errorf("%w (fix it in .snag/%s; docs/format.md lists the keys)", err, project.ConfigFile)
+		return nil, fmt.Errorf("%w (fix it in .snag/%s; docs/format.md lists the keys)", err, layout.ConfigFile)
 	}
 	scope, err := approvalScope(root)
 	if err != nil {
@@ -189,7 +189,7 @@ func findVerify(c *call, o approveOptions) (*verifyCommand, error) {
 	}
 	v := &verifyCommand{root: root, scope: scope, shell: cfg.Verify.Shell}
 	if o.project {
-		v.source, v.file, v.arg, v.command = "config.json", project.Rel(project.ConfigFile), "--project", cfg.Verify.Command
+		v.source, v.file, v.arg, v.command = "config.json", layout.Rel(layout.ConfigFile), "--project", cfg.Verify.Command
 		if strings.TrimSpace(v.command) == "" {
 			return nil, errors.New(`.snag/config.json has no verify.command: set "verify": {"command": "go test ./..."} there first`)
 		}
@@ -202,7 +202,7 @@ func findVerify(c *call, o approveOptions) (*verifyCommand, error) {
 		if err != nil {
 			return nil, err
 		}
-		v.source, v.file, v.arg, v.trust = t.Key, project.Rel(filepath.Join("tasks", name)), t.Key, t.Trust
+		v.source, v.file, v.arg, v.trust = t.Key, layout.Rel(filepath.Join("tasks", name)), t.Key, t.Trust
 		if t.Verify != nil {
 			v.command = t.Verify.Command
 		}
@@ -227,7 +227,7 @@ func approvalScope(root string) (string, error) {
 
 // readTask reads the task ref names from .snag/tasks/, parsing the files.
 func readTask(root string, ref queue.Ref) (*queue.Task, string, error) {
-	d, err := queue.OpenDir(filepath.Join(root, project.Folder, "tasks"))
+	d, err := queue.OpenDir(filepath.Join(root, layout.Folder, "tasks"))
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: run snag init to create it", err)
 	}
@@ -248,7 +248,7 @@ func readTask(root string, ref queue.Ref) (*queue.Task, string, error) {
 		t, err := queue.Parse(raw)
 		if err != nil {
 			if ref.Num > 0 && strings.HasPrefix(strings.ToUpper(e.Name), strings.ToUpper(ref.String())+" ") {
-				bad = queue.WithPath(err, project.Rel(filepath.Join("tasks", e.Name)))
+				bad = queue.WithPath(err, layout.Rel(filepath.Join("tasks", e.Name)))
 			}
 			continue
 		}

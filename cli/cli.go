@@ -9,6 +9,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -28,12 +29,24 @@ type Env struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// Full is the part of snag only snagd's program links; nil in the snag
+	// program, whose commands that need it run snagd's (see [Full]).
+	Full Full
+	// out is Stdout unbuffered, for commands that stream (mcp, daemon).
+	out io.Writer
 }
 
 // Main runs the snag command line with args (without the program name) and
 // returns the process's exit code. Errors are printed to env.Stderr.
+//
+// Stdout is buffered and flushed before anything is printed to Stderr and
+// at the end, so a command's output is written in one go.
 func Main(ctx context.Context, args []string, env Env) int {
+	buf := bufio.NewWriterSize(env.Stdout, 32<<10)
+	env.out, env.Stdout = env.Stdout, buf
+	env.Stderr = flushFirst{buf, env.Stderr}
 	err := Run(ctx, args, env)
+	buf.Flush()
 	var ee *exitError
 	switch {
 	case err == nil:
@@ -47,6 +60,18 @@ func Main(ctx context.Context, args []string, env Env) int {
 		printError(env.Stderr, err.Error())
 		return 1
 	}
+}
+
+// flushFirst is stderr, written after what stdout holds in its buffer, so
+// that the two come out in the order they were printed.
+type flushFirst struct {
+	out *bufio.Writer
+	io.Writer
+}
+
+func (f flushFirst) Write(p []byte) (int, error) {
+	f.out.Flush()
+	return f.Writer.Write(p)
 }
 
 // printError prints each line of msg (several errors joined) as its own
@@ -91,6 +116,7 @@ type command struct {
 type call struct {
 	Env
 	cmd     *command
+	argv    []string // the command line as typed, without the program
 	fs      *flag.FlagSet
 	args    []string
 	rawArgs []string
@@ -166,6 +192,7 @@ func Run(ctx context.Context, args []string, env Env) error {
 		return usagef("unknown command %q: snag help lists the commands", name)
 	}
 	cl := newCall(c, env)
+	cl.argv = args
 	if c.raw {
 		cl.rawArgs = args[1:]
 		return c.run(ctx, cl)

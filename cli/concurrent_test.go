@@ -305,7 +305,7 @@ func waitOneDaemon(root string) []int {
 	}
 }
 
-// daemonsOf lists the live processes run as snag daemon --root root.
+// daemonsOf lists the live processes run as snagd --root root.
 func daemonsOf(root string) []int {
 	ents, _ := os.ReadDir("/proc")
 	var pids []int
@@ -319,7 +319,7 @@ func daemonsOf(root string) []int {
 			continue
 		}
 		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if len(args) < 4 || args[1] != "daemon" || args[2] != "--root" || args[3] != root || exited(pid) {
+		if len(args) < 3 || filepath.Base(args[0]) != "snagd" || args[1] != "--root" || args[2] != root || exited(pid) {
 			continue
 		}
 		if syscall.Kill(pid, 0) == nil {

@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
-
-	"github.com/snagdev/snag/daemon"
-	"github.com/snagdev/snag/version"
 )
 
 func init() {
@@ -27,7 +25,15 @@ func init() {
 
 func runDaemon(ctx context.Context, c *call) error {
 	if len(c.rawArgs) == 0 || c.rawArgs[0] == "" || c.rawArgs[0][0] == '-' {
-		return daemon.Command(ctx, c.rawArgs, version.String(), c.Stdout, c.Stderr)
+		if c.Full != nil {
+			return c.Full.Daemon(ctx, c.rawArgs, c.unbuffered(), c.Stderr)
+		}
+		// snag daemon is snagd: run it in place of this process.
+		exe, err := snagd()
+		if err != nil {
+			return fmt.Errorf("snag daemon runs snagd, which %w", err)
+		}
+		return c.exec(exe, append([]string{filepath.Base(exe)}, c.rawArgs...), nil)
 	}
 	if len(c.rawArgs) > 1 {
 		return usagef("daemon %s takes no arguments", c.rawArgs[0])

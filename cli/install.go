@@ -18,7 +18,7 @@ import (
 	"strings"
 
 	"github.com/snagdev/snag/atomicfile"
-	"github.com/snagdev/snag/project"
+	"github.com/snagdev/snag/layout"
 )
 
 func init() {
@@ -100,7 +100,7 @@ func customHome() string {
 	if abs, err := filepath.Abs(h); err == nil {
 		h = abs
 	}
-	if u, err := os.UserHomeDir(); err == nil && filepath.Clean(h) == filepath.Join(u, project.Folder) {
+	if u, err := os.UserHomeDir(); err == nil && filepath.Clean(h) == filepath.Join(u, layout.Folder) {
 		return ""
 	}
 	return h
@@ -124,7 +124,7 @@ func httpPort(c *call, root string) (int, bool) {
 	if p, err := strconv.Atoi(os.Getenv("SNAG_PORT")); err == nil && p > 0 {
 		return p, true
 	}
-	if b, err := os.ReadFile(filepath.Join(root, project.Folder, ".port")); err == nil {
+	if b, err := os.ReadFile(filepath.Join(root, layout.Folder, ".port")); err == nil {
 		if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && p > 0 {
 			return p, false
 		}
@@ -166,7 +166,7 @@ func runInstall(ctx context.Context, c *call) error {
 	if !slices.Contains(installClients, client) {
 		return usagef("install: unknown agent host %q: want one of %s", client, strings.Join(installClients, ", "))
 	}
-	root, err := project.Find(c.Dir)
+	root, err := layout.Find(c.Dir)
 	if err != nil {
 		return err
 	}

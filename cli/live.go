@@ -12,8 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/snagdev/snag/index"
-	"github.com/snagdev/snag/project"
+	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/layout"
 	"github.com/snagdev/snag/token"
 )
 
@@ -39,7 +39,7 @@ func runToken(ctx context.Context, c *call) error {
 	if len(c.args) != 1 || c.args[0] != "rotate" {
 		return usagef("token takes one argument: snag token rotate")
 	}
-	home := project.Home()
+	home := layout.Home()
 	if _, err := token.Rotate(home); err != nil {
 		return err
 	}
@@ -56,22 +56,26 @@ func runLog(ctx context.Context, c *call) error {
 	}
 	// The audit log lives in snag.db beside the index; reading it needs no
 	// daemon and no rescan.
-	root, err := project.Find(c.Dir)
+	root, err := layout.Find(c.Dir)
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(root, project.Folder, project.DBFile)); errors.Is(err, fs.ErrNotExist) && !c.opt.follow {
+	if _, err := os.Stat(filepath.Join(root, layout.Folder, layout.DBFile)); errors.Is(err, fs.ErrNotExist) && !c.opt.follow {
 		// No snagd has run here: nothing was logged, and a read creates
 		// no snag.db.
 		fmt.Fprintln(c.Stdout, "the audit log is empty: it records every change made through snag")
 		return nil
 	}
-	p, err := project.Open(ctx, root)
+	f, err := c.full()
+	if err != nil {
+		return err
+	}
+	p, err := f.Open(ctx, root, false)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	latest, err := p.DB.AuditTail(ctx, c.opt.limit)
+	latest, err := p.AuditTail(ctx, c.opt.limit)
 	if err != nil {
 		return err
 	}
@@ -80,7 +84,7 @@ func runLog(ctx context.Context, c *call) error {
 	// a long outcome or name is cut with an ellipsis instead of pushing the
 	// columns after it out of line; the detail takes what is left of Width.
 	type cells struct{ who, action, task, outcome, detail string }
-	cellsOf := func(e index.AuditEntry) cells {
+	cellsOf := func(e api.AuditEntry) cells {
 		who := e.Agent
 		if who == "" {
 			who = string(e.Actor)
@@ -104,7 +108,7 @@ func runLog(ctx context.Context, c *call) error {
 		s = clip(s, n)
 		return s + strings.Repeat(" ", n-utf8.RuneCountInString(s))
 	}
-	print := func(es []index.AuditEntry) error {
+	print := func(es []api.AuditEntry) error {
 		for _, e := range es {
 			last = e.ID
 			if c.opt.json {
@@ -131,12 +135,13 @@ func runLog(ctx context.Context, c *call) error {
 		return err
 	}
 	for c.opt.follow {
+		flush(c.Stdout)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(300 * time.Millisecond):
 		}
-		es, err := p.DB.AuditLog(ctx, last, 1000)
+		es, err := p.AuditLog(ctx, last, 1000)
 		if err != nil {
 			return err
 		}

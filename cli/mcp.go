@@ -2,17 +2,9 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"log/slog"
-	"os"
-	"runtime/debug"
 
-	"github.com/snagdev/snag/client"
-	"github.com/snagdev/snag/mcp"
-	mcpremote "github.com/snagdev/snag/mcp/remote"
-	"github.com/snagdev/snag/project"
-	"github.com/snagdev/snag/version"
+	"github.com/snagdev/snag/layout"
 )
 
 func init() {
@@ -37,48 +29,17 @@ func runMCP(ctx context.Context, c *call) error {
 	if ts := c.fs.Lookup("toolsets").Value.String(); ts != "queue" && ts != "" {
 		return usagef("--toolsets: unknown toolset %q: only queue exists", ts)
 	}
-	root, err := project.Find(c.Dir)
+	root, err := layout.Find(c.Dir)
 	if err != nil {
 		return err
 	}
-	if os.Getenv("GOGC") == "" {
-		// The bridge's live heap is a few MB: the default collects every
-		// few calls (docs/decisions.md, MCP bridge).
-		debug.SetGCPercent(400)
+	f, err := c.full()
+	if err != nil {
+		return err
 	}
-	log := slog.New(slog.NewTextHandler(c.Stderr, nil))
-	opts := client.Options{Home: project.Home(), Waiting: func(h client.Health) {
-		log.Info("waiting for snagd to finish reading the task files", "pid", h.PID, "root", h.Root)
-	}}
+	o := MCPOptions{Root: root, In: c.Stdin, Out: c.unbuffered(), Stderr: c.Stderr}
 	if !c.opt.noAutostart && !envSet(NoAutostartEnv) {
-		opts.Start = startDaemon
+		o.Start = startDaemon
 	}
-	mo := mcp.Options{Root: root, Version: version.String(), Log: log, In: c.Stdin, Out: c.Stdout,
-		Redial: func(ctx context.Context) (mcp.Live, error) {
-			cl, err := client.Dial(ctx, root, client.Options{Home: project.Home()})
-			if err != nil {
-				return nil, dialErr(err)
-			}
-			b := mcpremote.NewDaemon(cl, log)
-			b.SetRoot(root)
-			return b, nil
-		}}
-	if cl, err := client.Dial(ctx, root, opts); err != nil {
-		log.Warn("no snagd: reads come from the files; writes fail until one runs", "err", err)
-		mo.DialErr = dialErr(err)
-	} else {
-		b := mcpremote.NewDaemon(cl, log)
-		b.SetRoot(root)
-		mo.Daemon = b
-	}
-	return mcp.Run(ctx, mo)
-}
-
-// dialErr marks a discovery error whose cause is a snagd that proves
-// another token, for the MCP server to name that cause.
-func dialErr(err error) error {
-	if errors.Is(err, client.ErrTokenMismatch) {
-		return mcp.WrongToken(err)
-	}
-	return err
+	return f.MCP(ctx, o)
 }

@@ -7,15 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"time"
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/client"
-	"github.com/snagdev/snag/index"
-	"github.com/snagdev/snag/project"
+	"github.com/snagdev/snag/layout"
 	"github.com/snagdev/snag/queue"
 )
 
@@ -34,6 +30,7 @@ const (
 type remote struct {
 	root string
 	cl   *client.Client // nil: no daemon; read the files
+	c    *call
 }
 
 // connect finds the project and the snagd that serves it, starting one in
@@ -41,12 +38,12 @@ type remote struct {
 // the daemon: without one it fails naming the fix. A read falls back to the
 // files, with a note on stderr when a daemon could not be started.
 func connect(ctx context.Context, c *call, write bool) (*remote, error) {
-	root, err := project.Find(c.Dir)
+	root, err := layout.Find(c.Dir)
 	if err != nil {
 		return nil, err
 	}
-	r := &remote{root: root}
-	opts := client.Options{Home: project.Home()}
+	r := &remote{root: root, c: c}
+	opts := client.Options{Home: layout.Home()}
 	if isTerminal(c.Stderr) {
 		// A person waiting at a terminal is told why; a script's stderr
 		// stays for errors.
@@ -72,57 +69,42 @@ func connect(ctx context.Context, c *call, write bool) (*remote, error) {
 	case auto:
 		fmt.Fprintf(c.Stderr, "snag: note: %v%s\nsnag: note: read from the files; statuses may be stale\n", err, logTail(root))
 	}
+	// Reading the files opens an index: snag runs snagd's program for it,
+	// which, told that no snagd answered, starts none.
+	if _, err := c.full(NoAutostartEnv + "=1"); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
 // running finds the project and the snagd that serves it, if one does; it
 // starts none.
 func running(ctx context.Context, c *call) (*remote, error) {
-	root, err := project.Find(c.Dir)
+	root, err := layout.Find(c.Dir)
 	if err != nil {
 		return nil, err
 	}
-	r := &remote{root: root}
-	if cl, err := client.Dial(ctx, root, client.Options{Home: project.Home()}); err == nil {
+	r := &remote{root: root, c: c}
+	if cl, err := client.Dial(ctx, root, client.Options{Home: layout.Home()}); err == nil {
 		r.cl = cl
 	}
 	return r, nil
 }
 
-// AutostartIdle is how long a snagd the CLI started in the background stays
-// up with no agent connected and no request.
-var AutostartIdle = time.Hour
-
-// startDaemon starts snagd for root in the background: this same program
-// as "snag daemon", detached, logging to .snag/snagd.log.
+// startDaemon starts snagd for root in the background, detached, logging
+// to .snag/snagd.log.
 func startDaemon(ctx context.Context, root string) (<-chan struct{}, error) {
-	exe, err := self()
+	exe, err := snagd()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("snagd %w", err)
 	}
-	return client.StartDetached(exe, []string{"daemon", "--root", root, "--exit-idle", AutostartIdle.String()}, root)
-}
-
-// self is the path of the running snag program. It prefers the name it was
-// started by (found on PATH when it has no slash), so a program that
-// answers to several names is started under the same one.
-func self() (string, error) {
-	if name := os.Args[0]; name != "" {
-		if strings.ContainsRune(name, filepath.Separator) {
-			if abs, err := filepath.Abs(name); err == nil {
-				return abs, nil
-			}
-		} else if p, err := exec.LookPath(name); err == nil {
-			return filepath.Abs(p)
-		}
-	}
-	return os.Executable()
+	return client.StartDetached(exe, []string{"--root", root, "--exit-idle", AutostartIdle.String()}, root)
 }
 
 // logTail gives the last lines of .snag/snagd.log, which say why a daemon
 // started in the background did not come up.
 func logTail(root string) string {
-	b, err := os.ReadFile(filepath.Join(root, project.Folder, "snagd.log"))
+	b, err := os.ReadFile(filepath.Join(root, layout.Folder, "snagd.log"))
 	if err != nil || len(b) == 0 {
 		return ""
 	}
@@ -133,6 +115,9 @@ func logTail(root string) string {
 
 // isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
+	if ff, ok := w.(flushFirst); ok {
+		w = ff.Writer
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
@@ -166,9 +151,13 @@ func (r *remote) source() string {
 
 // local opens the project's files with a private index brought up to date
 // from them: the way to read when no daemon serves the project. It writes
-// nothing into the project (see [project.OpenReader]).
-func (r *remote) local(ctx context.Context) (*project.Project, error) {
-	return project.OpenReader(ctx, r.root)
+// nothing into the project (see [Full.Open]).
+func (r *remote) local(ctx context.Context) (Index, error) {
+	f, err := r.c.full()
+	if err != nil {
+		return nil, err
+	}
+	return f.Open(ctx, r.root, true)
 }
 
 // list lists tasks, and counts every task for the message of an empty list.
@@ -179,13 +168,7 @@ func (r *remote) list(ctx context.Context, q api.ListQuery) (api.TaskList, int, 
 			return api.TaskList{}, 0, err
 		}
 		defer p.Close()
-		page, err := p.DB.List(ctx, index.Filter{Statuses: q.Statuses, Wave: q.Wave, Kind: q.Kind, Plan: q.Plan,
-			All: q.All, Limit: q.Limit, Cursor: q.Cursor})
-		if err != nil {
-			return api.TaskList{}, 0, err
-		}
-		n, err := p.DB.Count(ctx)
-		return api.TaskList{Tasks: index.WireRows(page.Rows), Next: page.Next}, n.Tasks, err
+		return p.List(ctx, q)
 	}
 	page, err := r.cl.List(ctx, q)
 	if err != nil {
@@ -208,11 +191,7 @@ func (r *remote) get(ctx context.Context, arg string, ref queue.Ref) (api.TaskDe
 			return api.TaskDetail{}, err
 		}
 		defer p.Close()
-		it, err := p.DB.Get(ctx, ref)
-		if err != nil {
-			return api.TaskDetail{}, err
-		}
-		return it.Wire(project.Rel(it.Path)), nil
+		return p.Get(ctx, ref)
 	}
 	d, err := r.cl.Get(ctx, arg)
 	return d, said(err)
@@ -226,8 +205,7 @@ func (r *remote) search(ctx context.Context, query string, limit int) ([]api.Hit
 			return nil, err
 		}
 		defer p.Close()
-		hits, err := p.Search(ctx, query, limit)
-		return index.WireHits(hits), err
+		return p.Search(ctx, query, limit)
 	}
 	got, err := r.cl.Search(ctx, api.SearchQuery{Q: query, Limit: limit})
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/snagdev/snag/api"
-	"github.com/snagdev/snag/project"
+	"github.com/snagdev/snag/layout"
 	"github.com/snagdev/snag/queue"
 )
 
@@ -174,7 +174,7 @@ func writeShow(w io.Writer, d api.TaskDetail, v *verifyAnswer) {
 			kv("console", e)
 		}
 		for _, s := range c.Screenshots {
-			kv("shot", project.Rel(s))
+			kv("shot", layout.Rel(s))
 		}
 	}
 	if t.Verify != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/snagdev/snag/cli"
+	"github.com/snagdev/snag/cli/full"
 	"github.com/snagdev/snag/internal/snagdtest"
 )
 
@@ -33,19 +34,42 @@ var update = flag.Bool("update", false, "rewrite the expected files of failing c
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
+		// snag is the snag program, without the full part: its commands
+		// that need that part run snagd's program, as the real one does.
 		"snag": func() {
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			code := cli.Main(ctx, os.Args[1:], cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
-			if f := os.Getenv(exitFileEnv); f != "" {
-				if err := os.WriteFile(f, []byte(strconv.Itoa(code)), 0o644); err != nil {
-					fmt.Fprintln(os.Stderr, "snag test: write exit code:", err)
-					os.Exit(125)
-				}
+			exit(cli.Main(signalled(), os.Args[1:], cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}))
+		},
+		// snagd is snagd's program: the daemon, and with snag as its first
+		// argument, the full command line.
+		"snagd": func() {
+			ctx := signalled()
+			if len(os.Args) > 1 && os.Args[1] == cli.SnagdArg {
+				exit(cli.Main(ctx, os.Args[2:], cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Full: full.New()}))
 			}
-			os.Exit(code)
+			if err := full.New().Daemon(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+				fmt.Fprintln(os.Stderr, "snagd: "+err.Error())
+				os.Exit(1)
+			}
+			os.Exit(0)
 		},
 	})
+}
+
+// signalled is a context that ends on SIGINT or SIGTERM, as the programs'.
+func signalled() context.Context {
+	ctx, _ := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	return ctx
+}
+
+// exit ends a snag command with its code, written where exitcode reads it.
+func exit(code int) {
+	if f := os.Getenv(exitFileEnv); f != "" {
+		if err := os.WriteFile(f, []byte(strconv.Itoa(code)), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "snag test: write exit code:", err)
+			os.Exit(125)
+		}
+	}
+	os.Exit(code)
 }
 
 // TestScript runs the end-to-end scripts in testdata/script: each runs the

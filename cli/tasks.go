@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/snagdev/snag/api"
-	"github.com/snagdev/snag/project"
+	"github.com/snagdev/snag/layout"
 	"github.com/snagdev/snag/queue"
 )
 
@@ -81,7 +81,7 @@ func runInit(ctx context.Context, c *call) error {
 	if len(c.args) > 0 {
 		return usagef("init takes no arguments: run it in the project's root folder")
 	}
-	res, err := project.Init(c.Dir)
+	res, err := layout.Init(c.Dir)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,167 @@
+// Package full is the part of the snag command line that only snagd's
+// program links: snagd run in the foreground (snag daemon), the MCP bridge
+// (snag mcp) and the index opened in place or privately (snag doctor,
+// reindex and log, and reads without a daemon). It implements [cli.Full];
+// the snag program, which leaves it out to start in milliseconds, runs
+// "snagd snag ARGS" for the commands that need it.
+package full
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/debug"
+
+	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/cli"
+	"github.com/snagdev/snag/client"
+	"github.com/snagdev/snag/daemon"
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/layout"
+	"github.com/snagdev/snag/mcp"
+	mcpremote "github.com/snagdev/snag/mcp/remote"
+	"github.com/snagdev/snag/project"
+	"github.com/snagdev/snag/queue"
+	"github.com/snagdev/snag/version"
+)
+
+// Full is [cli.Full] over snag's packages.
+type Full struct{}
+
+// New gives the full part of the command line.
+func New() cli.Full { return Full{} }
+
+// Daemon runs snagd in the foreground.
+func (Full) Daemon(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return daemon.Command(ctx, args, version.String(), stdout, stderr)
+}
+
+// MCP serves the MCP bridge on o.In and o.Out, through the project's snagd
+// when one answers (or o.Start starts one), else from the files.
+func (Full) MCP(ctx context.Context, o cli.MCPOptions) error {
+	root := o.Root
+	if os.Getenv("GOGC") == "" {
+		// The bridge's live heap is a few MB: the default collects every
+		// few calls (docs/decisions.md, MCP bridge).
+		debug.SetGCPercent(400)
+	}
+	log := slog.New(slog.NewTextHandler(o.Stderr, nil))
+	opts := client.Options{Home: layout.Home(), Start: o.Start, Waiting: func(h client.Health) {
+		log.Info("waiting for snagd to finish reading the task files", "pid", h.PID, "root", h.Root)
+	}}
+	mo := mcp.Options{Root: root, Version: version.String(), Log: log, In: o.In, Out: o.Out,
+		Redial: func(ctx context.Context) (mcp.Live, error) {
+			cl, err := client.Dial(ctx, root, client.Options{Home: layout.Home()})
+			if err != nil {
+				return nil, dialErr(err)
+			}
+			b := mcpremote.NewDaemon(cl, log)
+			b.SetRoot(root)
+			return b, nil
+		}}
+	if cl, err := client.Dial(ctx, root, opts); err != nil {
+		log.Warn("no snagd: reads come from the files; writes fail until one runs", "err", err)
+		mo.DialErr = dialErr(err)
+	} else {
+		b := mcpremote.NewDaemon(cl, log)
+		b.SetRoot(root)
+		mo.Daemon = b
+	}
+	return mcp.Run(ctx, mo)
+}
+
+// dialErr marks a discovery error whose cause is a snagd that proves
+// another token, for the MCP server to name that cause.
+func dialErr(err error) error {
+	if errors.Is(err, client.ErrTokenMismatch) {
+		return mcp.WrongToken(err)
+	}
+	return err
+}
+
+// Open opens the project's index in place, or with reader a private one
+// brought up to date from the files (see [project.OpenReader]).
+func (Full) Open(ctx context.Context, root string, reader bool) (cli.Index, error) {
+	open := project.Open
+	if reader {
+		open = project.OpenReader
+	}
+	p, err := open(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	return opened{p}, nil
+}
+
+// opened is an open project as [cli.Index].
+type opened struct{ p *project.Project }
+
+func (o opened) List(ctx context.Context, q api.ListQuery) (api.TaskList, int, error) {
+	page, err := o.p.DB.List(ctx, index.Filter{Statuses: q.Statuses, Wave: q.Wave, Kind: q.Kind, Plan: q.Plan,
+		All: q.All, Limit: q.Limit, Cursor: q.Cursor})
+	if err != nil {
+		return api.TaskList{}, 0, err
+	}
+	n, err := o.p.DB.Count(ctx)
+	return api.TaskList{Tasks: index.WireRows(page.Rows), Next: page.Next}, n.Tasks, err
+}
+
+func (o opened) Get(ctx context.Context, ref queue.Ref) (api.TaskDetail, error) {
+	it, err := o.p.DB.Get(ctx, ref)
+	if err != nil {
+		return api.TaskDetail{}, err
+	}
+	return it.Wire(project.Rel(it.Path)), nil
+}
+
+func (o opened) Search(ctx context.Context, query string, limit int) ([]api.Hit, error) {
+	hits, err := o.p.Search(ctx, query, limit)
+	return index.WireHits(hits), err
+}
+
+func (o opened) Rebuild(ctx context.Context) (api.Reindexed, error) {
+	s, err := o.p.Rebuild(ctx)
+	return api.Reindexed{Files: s.Files, Failed: s.Failed, MS: s.Duration.Milliseconds()}, err
+}
+
+func (o opened) Sync(ctx context.Context) error {
+	_, err := o.p.Sync(ctx, false)
+	return err
+}
+
+func (o opened) Fix(ctx context.Context) ([]string, error) { return o.p.Fix(ctx) }
+
+func (o opened) Doctor(ctx context.Context) ([]cli.Finding, error) {
+	found, err := o.p.Doctor(ctx)
+	var out []cli.Finding
+	for _, f := range found {
+		out = append(out, cli.Finding(f))
+	}
+	return out, err
+}
+
+func (o opened) Rel(path string) string { return o.p.Rel(path) }
+
+func (o opened) AuditTail(ctx context.Context, n int) ([]api.AuditEntry, error) {
+	es, err := o.p.DB.AuditTail(ctx, n)
+	return wireAudit(es), err
+}
+
+func (o opened) AuditLog(ctx context.Context, after int64, n int) ([]api.AuditEntry, error) {
+	es, err := o.p.DB.AuditLog(ctx, after, n)
+	return wireAudit(es), err
+}
+
+func wireAudit(es []index.AuditEntry) []api.AuditEntry {
+	out := make([]api.AuditEntry, len(es))
+	for i, e := range es {
+		out[i] = api.AuditEntry(e)
+	}
+	return out
+}
+
+func (o opened) KeyOf(ctx context.Context, id string) string { return o.p.KeyOf(ctx, id) }
+
+func (o opened) Close() error { return o.p.Close() }
