@@ -43,7 +43,7 @@ func connect(ctx context.Context, c *call, write bool) (*remote, error) {
 		return nil, err
 	}
 	r := &remote{root: root, c: c}
-	opts := client.Options{Home: layout.Home()}
+	opts := client.Options{Home: layout.Home(), Quick: true}
 	if isTerminal(c.Stderr) {
 		// A person waiting at a terminal is told why; a script's stderr
 		// stays for errors.

@@ -91,6 +91,10 @@ type Client struct {
 	mismatch *mismatchError
 	health   Health
 	http     *http.Client
+	// quick is set while the client trusts the project's lock instead of
+	// a proof (Options.Quick): health holds only what the lock says.
+	quick   bool
+	waiting func(Health)
 }
 
 // Options tune discovery.
@@ -106,6 +110,11 @@ type Options struct {
 	// still reading the task files two seconds later (a big project's first
 	// read): the caller may say what it is waiting for.
 	Waiting func(Health)
+	// Quick skips the /health round trip when the project's files show a
+	// snagd of this user that serves it (see [Client.Quick]): the first
+	// request is the command's own. Health then knows only the pid, port
+	// and root until [Client.Fresh].
+	Quick bool
 }
 
 // Dial finds the daemon for the project at root.
@@ -124,8 +133,15 @@ func Dial(ctx context.Context, root string, opts Options) (*Client, error) {
 		opts.Home = home()
 	}
 	tok, tokErr := token.Read(opts.Home)
-	c := &Client{root: abs, home: opts.Home, tok: tok, http: &http.Client{Timeout: 30 * time.Second}}
+	c := &Client{root: abs, home: opts.Home, tok: tok, http: &http.Client{Timeout: 30 * time.Second}, waiting: opts.Waiting}
 	c.Caller = Caller{c: c}
+	if opts.Quick && tokErr == nil {
+		if h, ok := lockedBy(abs); ok {
+			c.use(h)
+			c.quick = true
+			return c, nil
+		}
+	}
 	found, notes := c.find(ctx, opts.Timeout) // without a token, nothing proves itself: a snagd that runs is named
 	if tokErr != nil && opts.Start == nil {
 		if c.mismatch != nil {
@@ -201,6 +217,54 @@ func (c *Client) awaitReady(ctx context.Context, waiting func(Health)) error {
 		}
 	}
 	return nil
+}
+
+// lockedBy gives what the project's lock says of the snagd that serves
+// root, when that is enough to send it the token without asking for a
+// proof first: the lock is held (a snagd of the project is alive; the
+// kernel drops the lock when it exits), its file names the pid and the
+// port that snagd bound before writing it (it holds that port until it
+// exits, so nothing else listens there), .port names the same port, and
+// the process is this user's (who can read the token anyway). Anything
+// else, or a system without /proc, is left to discovery and its proof.
+func lockedBy(root string) (*Health, bool) {
+	b, err := os.ReadFile(filepath.Join(root, ".snag", LockFile))
+	if err != nil {
+		return nil, false
+	}
+	pidText, portText, ok := strings.Cut(strings.TrimSpace(string(b)), " ")
+	pid, err1 := strconv.Atoi(pidText)
+	port, err2 := strconv.Atoi(portText)
+	if !ok || err1 != nil || err2 != nil || pid <= 0 || port <= 0 || port > 65535 {
+		return nil, false
+	}
+	if ports := portsOf(root); len(ports) == 0 || ports[0] != port {
+		return nil, false // .port is missing or names another port: not fresh
+	}
+	fi, err := os.Stat("/proc/" + pidText)
+	if err != nil {
+		return nil, false
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Getuid() {
+		return nil, false
+	}
+	if held, known := LockHeld(root); !held || !known {
+		return nil, false
+	}
+	return &Health{Service: "snagd", Root: root, PID: pid, Port: port}, true
+}
+
+// unquick leaves the trust of the lock for discovery and its proof, after
+// the daemon the lock named did not answer as one that is ready: it
+// refused the connection or the token, or is still starting. Nothing was
+// done by the request that found that out.
+func (c *Client) unquick(ctx context.Context) error {
+	c.quick = false
+	found, notes := c.find(ctx, 200*time.Millisecond)
+	if !found {
+		return discoveryError(c.root, c.mismatch, notes)
+	}
+	return c.awaitReady(ctx, c.waiting)
 }
 
 // gone is how long a starting daemon may leave /health unanswered before a
@@ -449,6 +513,13 @@ func (c *Client) Fresh(ctx context.Context) (Health, error) {
 	if err != nil {
 		return Health{}, err
 	}
+	if c.quick && (h.PID != c.health.PID || h.Root != c.root) {
+		if err := c.unquick(ctx); err != nil {
+			return Health{}, err
+		}
+		return c.health, nil
+	}
+	c.quick = false
 	return *h, nil
 }
 

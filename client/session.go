@@ -66,6 +66,17 @@ func (c *Client) send(ctx context.Context, session int64, tool, method, path str
 			}
 		}
 		resp, err := c.http.Do(req)
+		if c.quick && (err != nil || resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusServiceUnavailable) {
+			// The daemon the lock named is not one that serves yet: find
+			// it as discovery does, and send the request again.
+			if err == nil {
+				resp.Body.Close()
+			}
+			if err := c.unquick(ctx); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("snagd on :%d: %w", c.health.Port, err)
 		}

@@ -11,6 +11,7 @@ package snagdtest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -74,7 +75,8 @@ func NewDir(prefix string) (*Dir, error) {
 }
 
 // Build builds pkg with flags as the file name in the folder, the first
-// time it is asked for name, and returns its path. Later calls for the same
+// time it is asked for name, and returns its path. snag (the command [Snag])
+// is built into a folder of its own, with snagd beside it. Later calls for the same
 // name wait for that build and return its result.
 func (d *Dir) Build(name, pkg string, flags ...string) (string, error) {
 	d.mu.Lock()
@@ -85,7 +87,22 @@ func (d *Dir) Build(name, pkg string, flags ...string) (string, error) {
 	}
 	d.mu.Unlock()
 	out := filepath.Join(d.Path, name)
-	b.once.Do(func() { b.err = Build(out, pkg, flags...) })
+	if pkg != Snag {
+		b.once.Do(func() { b.err = Build(out, pkg, flags...) })
+		return out, b.err
+	}
+	// snag runs snagd for snag daemon, snag mcp and the commands that open
+	// the index: it gets a folder of its own with a snagd built with the
+	// same flags beside it, where it looks first.
+	out = filepath.Join(d.Path, name+".bin", name)
+	b.once.Do(func() {
+		if b.err = os.MkdirAll(filepath.Dir(out), 0o755); b.err != nil {
+			return
+		}
+		done := make(chan error, 1)
+		go func() { done <- Build(filepath.Join(filepath.Dir(out), "snagd"), Snagd, flags...) }()
+		b.err = errors.Join(Build(out, pkg, flags...), <-done)
+	})
 	return out, b.err
 }
 
