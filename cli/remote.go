@@ -5,9 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/client"
@@ -44,12 +44,15 @@ func connect(ctx context.Context, c *call, write bool) (*remote, error) {
 	}
 	r := &remote{root: root, c: c}
 	opts := client.Options{Home: layout.Home(), Quick: true}
-	if isTerminal(c.Stderr) {
-		// A person waiting at a terminal is told why; a script's stderr
-		// stays for errors.
-		opts.Waiting = func(h client.Health) {
-			fmt.Fprintf(c.Stderr, "snag: waiting for snagd (pid %d) to finish reading the task files of %s\n", h.PID, h.Root)
+	// A command that waits for a daemon still reading the task files (a
+	// big project's first start) says so once, after two seconds, and
+	// waits as long as the daemon lives.
+	opts.Waiting = func(h client.Health) {
+		what := "the task files"
+		if n := countFiles(filepath.Join(h.Root, layout.Folder, "tasks")); n > 0 {
+			what = fmt.Sprintf("%s task files", thousands(n))
 		}
+		fmt.Fprintf(c.Stderr, "snag: waiting for snagd (pid %d) to finish reading %s of %s\n", h.PID, what, h.Root)
 	}
 	auto := !c.opt.noAutostart && !envSet(NoAutostartEnv)
 	if auto {
@@ -113,17 +116,24 @@ func logTail(root string) string {
 	return "\nthe end of .snag/snagd.log:\n  " + string(bytes.Join(lines, []byte("\n  ")))
 }
 
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	if ff, ok := w.(flushFirst); ok {
-		w = ff.Writer
+// countFiles counts the names in dir, or gives 0.
+func countFiles(dir string) int {
+	f, err := os.Open(dir)
+	if err != nil {
+		return 0
 	}
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
+	defer f.Close()
+	names, _ := f.Readdirnames(-1)
+	return len(names)
+}
+
+// thousands writes n with commas: 100,000.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return s
 }
 
 func envSet(name string) bool {

@@ -162,8 +162,20 @@ func Dial(ctx context.Context, root string, opts Options) (*Client, error) {
 	// Several commands started at once each start a daemon; one takes the
 	// project's lock and the others exit at once. A command whose daemon
 	// exited waits for the one that holds the lock, as long as one does.
+	// The daemon it started may be slow to answer at all on a loaded
+	// machine: it is waited for past ReadyWait as long as it lives and
+	// holds the project's lock.
 	deadline := time.Now().Add(ReadyWait)
-	for time.Now().Before(deadline) {
+	alive := func() bool {
+		select {
+		case <-exited:
+			return false
+		default:
+		}
+		held, _ := LockHeld(abs)
+		return held
+	}
+	for time.Now().Before(deadline) || exited != nil && alive() {
 		if c.tok, err = token.Read(opts.Home); err == nil {
 			if found, notes = c.find(ctx, opts.Timeout); found {
 				return c, c.awaitReady(ctx, opts.Waiting)
@@ -188,19 +200,22 @@ func Dial(ctx context.Context, root string, opts Options) (*Client, error) {
 
 // awaitReady waits for a daemon that was found still reading the task
 // files at its start (it answers 503 until then). It waits as long as that
-// daemon is alive and answers /health, which it does from its first moment:
-// a big project's first read takes as long as it takes. waiting, when set,
-// is told once when the wait passes two seconds.
+// daemon is alive and answers /health, which it does from its first moment,
+// or holds the project's lock: a big project's first read takes as long as
+// it takes. waiting, when set, is told once when the wait passes
+// WaitingAfter.
 func (c *Client) awaitReady(ctx context.Context, waiting func(Health)) error {
 	start := time.Now()
 	lastAnswer := start
 	told := false
+	pause := 20 * time.Millisecond
 	for !c.health.Ready {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(pause):
 		}
+		pause = min(2*pause, 250*time.Millisecond)
 		h, err := c.probe(ctx, c.health.Port, time.Second)
 		switch {
 		case err == nil && h.PID == c.health.PID:
@@ -208,10 +223,10 @@ func (c *Client) awaitReady(ctx context.Context, waiting func(Health)) error {
 			lastAnswer = time.Now()
 		case err == nil:
 			return fmt.Errorf("snagd on :%d was replaced (pid %d, now %d) while it read the task files: run the command again", c.health.Port, c.health.PID, h.PID)
-		case time.Since(lastAnswer) > gone:
+		case time.Since(lastAnswer) > gone && !lockHeld(c.health.Root):
 			return fmt.Errorf("snagd on :%d (pid %d) stopped answering while it read the task files: see .snag/snagd.log, then start it with snag daemon --root %s", c.health.Port, c.health.PID, c.root)
 		}
-		if !told && waiting != nil && time.Since(start) > 2*time.Second && !c.health.Ready {
+		if !told && waiting != nil && time.Since(start) > WaitingAfter && !c.health.Ready {
 			told = true
 			waiting(c.health)
 		}
@@ -268,8 +283,19 @@ func (c *Client) unquick(ctx context.Context) error {
 }
 
 // gone is how long a starting daemon may leave /health unanswered before a
-// client stops waiting for it.
+// client stops waiting for it, unless it still holds the project's lock (a
+// daemon busy reading on a loaded machine answers late, but it lives).
 const gone = 5 * time.Second
+
+// lockHeld reports whether a snagd is known to hold root's lock.
+func lockHeld(root string) bool {
+	held, known := LockHeld(root)
+	return held && known
+}
+
+// WaitingAfter is how long a client waits for a daemon still reading the
+// task files before it calls Options.Waiting.
+var WaitingAfter = 2 * time.Second
 
 // ReadyWait is how long a client waits for a daemon it started to answer
 // at all, and how long it retries requests answered 503.

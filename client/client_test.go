@@ -258,3 +258,50 @@ func TestDialWaitsForASlowStartAsLongAsItAnswers(t *testing.T) {
 		t.Errorf("snagd's start was not slowed by its failpoint: the test proved nothing\n%s", p.Log.String())
 	}
 }
+
+// TestQuickDialTrustsOnlyAHeldLock: with Options.Quick, a client whose
+// project's lock is held by this user's snagd on the port .port names sends
+// the command's own request first, with no /health before it; a lock file
+// that names a squatter's port but is not held is not trusted, and the
+// squatter never sees the token (X6 with the lock's shortcut).
+func TestQuickDialTrustsOnlyAHeldLock(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	root := newProject(t, t.TempDir())
+	port := serve(t, root, home)
+	c, err := client.Dial(context.Background(), root, client.Options{Home: home, Quick: true})
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	if h := c.Health(); h.Port != port || h.PID != os.Getpid() || h.Ready || h.Proof != "" {
+		t.Errorf("Health after a quick Dial = %+v; want the lock's pid and port and nothing a /health says (no round trip)", h)
+	}
+	if _, err := c.List(context.Background(), api.ListQuery{}); err != nil {
+		t.Errorf("List through the lock's port: %v", err)
+	}
+	if h, err := c.Fresh(context.Background()); err != nil || !h.Ready || h.Proof == "" {
+		t.Errorf("Fresh = %+v, %v; want snagd's /health", h, err)
+	}
+
+	other := newProject(t, t.TempDir())
+	var sawAuth atomic.Bool
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	squat := ln.Addr().(*net.TCPAddr).Port
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			sawAuth.Store(true)
+		}
+		json.NewEncoder(w).Encode(map[string]any{"service": "snagd", "root": other, "pid": os.Getpid(), "port": squat, "ready": true})
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	// A lock file left behind (nothing holds it) naming this process and
+	// the squatter's port, and a .port that agrees.
+	os.WriteFile(filepath.Join(other, ".snag", client.LockFile), []byte(strconv.Itoa(os.Getpid())+" "+strconv.Itoa(squat)+"\n"), 0o644)
+	os.WriteFile(filepath.Join(other, ".snag", ".port"), []byte(strconv.Itoa(squat)+"\n"), 0o644)
+	if _, err := client.Dial(context.Background(), other, client.Options{Home: home, Quick: true}); !errors.Is(err, client.ErrNoDaemon) {
+		t.Errorf("quick Dial with a lock nothing holds: %v, want ErrNoDaemon", err)
+	}
+	if sawAuth.Load() {
+		t.Error("the squatter was sent the token")
+	}
+}
