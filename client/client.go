@@ -163,19 +163,20 @@ func Dial(ctx context.Context, root string, opts Options) (*Client, error) {
 	// project's lock and the others exit at once. A command whose daemon
 	// exited waits for the one that holds the lock, as long as one does.
 	// The daemon it started may be slow to answer at all on a loaded
-	// machine: it is waited for past ReadyWait as long as it lives and
-	// holds the project's lock.
+	// machine: it is waited for past ReadyWait as long as it lives, or
+	// another holds the project's lock.
 	deadline := time.Now().Add(ReadyWait)
 	alive := func() bool {
-		select {
-		case <-exited:
-			return false
-		default:
+		if exited != nil {
+			select {
+			case <-exited:
+			default:
+				return true
+			}
 		}
-		held, _ := LockHeld(abs)
-		return held
+		return lockHeld(abs)
 	}
-	for time.Now().Before(deadline) || exited != nil && alive() {
+	for time.Now().Before(deadline) || alive() {
 		if c.tok, err = token.Read(opts.Home); err == nil {
 			if found, notes = c.find(ctx, opts.Timeout); found {
 				return c, c.awaitReady(ctx, opts.Waiting)
