@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -45,8 +46,13 @@ func connect(ctx context.Context, c *call, write bool) (*remote, error) {
 	r := &remote{root: root, c: c}
 	opts := client.Options{Home: layout.Home(), Quick: true}
 	// A command that waits for a daemon still reading the task files (a
-	// big project's first start) says so once, after two seconds, and
-	// waits as long as the daemon lives.
+	// big project's first start) waits as long as the daemon lives, and
+	// says so once: after two seconds to a person at a terminal, after
+	// client.ReadyWait (when it used to give up) to a script, whose stderr
+	// is otherwise for errors.
+	if !isTerminal(c.Stderr) {
+		opts.WaitingAfter = client.ReadyWait
+	}
 	opts.Waiting = func(h client.Health) {
 		what := "the task files"
 		if n := countFiles(filepath.Join(h.Root, layout.Folder, "tasks")); n > 0 {
@@ -134,6 +140,19 @@ func thousands(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	if ff, ok := w.(flushFirst); ok {
+		w = ff.Writer
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 func envSet(name string) bool {

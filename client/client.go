@@ -93,8 +93,9 @@ type Client struct {
 	http     *http.Client
 	// quick is set while the client trusts the project's lock instead of
 	// a proof (Options.Quick): health holds only what the lock says.
-	quick   bool
-	waiting func(Health)
+	quick        bool
+	waiting      func(Health)
+	waitingAfter time.Duration
 }
 
 // Options tune discovery.
@@ -110,6 +111,9 @@ type Options struct {
 	// still reading the task files two seconds later (a big project's first
 	// read): the caller may say what it is waiting for.
 	Waiting func(Health)
+	// WaitingAfter is how long that wait lasts before Waiting is called
+	// (the package's WaitingAfter when 0).
+	WaitingAfter time.Duration
 	// Quick skips the /health round trip when the project's files show a
 	// snagd of this user that serves it (see [Client.Quick]): the first
 	// request is the command's own. Health then knows only the pid, port
@@ -133,7 +137,11 @@ func Dial(ctx context.Context, root string, opts Options) (*Client, error) {
 		opts.Home = home()
 	}
 	tok, tokErr := token.Read(opts.Home)
-	c := &Client{root: abs, home: opts.Home, tok: tok, http: &http.Client{Timeout: 30 * time.Second}, waiting: opts.Waiting}
+	c := &Client{root: abs, home: opts.Home, tok: tok, http: &http.Client{Timeout: 30 * time.Second},
+		waiting: opts.Waiting, waitingAfter: opts.WaitingAfter}
+	if c.waitingAfter == 0 {
+		c.waitingAfter = WaitingAfter
+	}
 	c.Caller = Caller{c: c}
 	if opts.Quick && tokErr == nil {
 		if h, ok := lockedBy(abs); ok {
@@ -227,7 +235,7 @@ func (c *Client) awaitReady(ctx context.Context, waiting func(Health)) error {
 		case time.Since(lastAnswer) > gone && !lockHeld(c.health.Root):
 			return fmt.Errorf("snagd on :%d (pid %d) stopped answering while it read the task files: see .snag/snagd.log, then start it with snag daemon --root %s", c.health.Port, c.health.PID, c.root)
 		}
-		if !told && waiting != nil && time.Since(start) > WaitingAfter && !c.health.Ready {
+		if !told && waiting != nil && time.Since(start) > c.waitingAfter && !c.health.Ready {
 			told = true
 			waiting(c.health)
 		}
@@ -295,7 +303,7 @@ func lockHeld(root string) bool {
 }
 
 // WaitingAfter is how long a client waits for a daemon still reading the
-// task files before it calls Options.Waiting.
+// task files before it calls Options.Waiting, unless Options say.
 var WaitingAfter = 2 * time.Second
 
 // ReadyWait is how long a client waits for a daemon it started to answer
