@@ -548,13 +548,16 @@ func (c *Client) Fresh(ctx context.Context) (Health, error) {
 	if err != nil {
 		return Health{}, err
 	}
-	if c.quick && (h.PID != c.health.PID || h.Root != c.root) {
-		if err := c.unquick(ctx); err != nil {
-			return Health{}, err
+	if c.quick {
+		// What the lock said is confirmed, or discovery starts over.
+		if h.PID != c.health.PID || h.Root != c.root {
+			if err := c.unquick(ctx); err != nil {
+				return Health{}, err
+			}
+			return c.health, nil
 		}
-		return c.health, nil
+		c.quick = false
 	}
-	c.quick = false
 	return *h, nil
 }
 
