@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"time"
 
 	"zombiezen.com/go/sqlite"
 )
@@ -47,3 +48,11 @@ func SetRankLimit(n int) (restore func()) {
 // MaxPrefixTerms is the most words of the index a search's last word is
 // spelled out as.
 const MaxPrefixTerms = maxPrefixTerms
+
+// SetStampMargin changes how long after a file's last change its stamp is
+// trusted (queue.StampMargin), and returns a function that puts it back.
+func SetStampMargin(d time.Duration) (restore func()) {
+	old := stampMargin
+	stampMargin = d
+	return func() { stampMargin = old }
+}

@@ -463,7 +463,11 @@ func (tx *Tx) Written(name string, data []byte, fi fs.FileInfo, t *queue.Task) e
 		return err
 	}
 	sum := sha256.Sum256(data)
-	r := &fileResult{name: name, size: fi.Size(), mtime: fi.ModTime().UnixNano(), sum: sum[:], task: t}
+	// The stamp is not trusted: the file was written a moment ago (and the
+	// swap that put it in place changed its change time since).
+	stamp := queue.StampOf(fi)
+	stamp.Change = 0
+	r := &fileResult{name: name, stamp: stamp, sum: sum[:], task: t}
 	if r.row, err = newTaskRow(t); err != nil {
 		r.task, r.err = nil, &queue.ParseError{Msg: err.Error()}
 	}
@@ -472,7 +476,7 @@ func (tx *Tx) Written(name string, data []byte, fi fs.FileInfo, t *queue.Task) e
 
 // rowInfo reads the facts of the row at p, if there is one.
 func (tx *Tx) rowInfo(p string) (old rowInfo, had bool, err error) {
-	err = sqlitex.Execute(tx.conn, `SELECT n, sha256, size, mtime FROM tasks WHERE path = :path`, &sqlitex.ExecOptions{
+	err = sqlitex.Execute(tx.conn, `SELECT `+rowInfoColumns+` FROM tasks WHERE path = :path`, &sqlitex.ExecOptions{
 		Named:      map[string]any{":path": p},
 		ResultFunc: func(s *sqlite.Stmt) error { had, old = true, scanRowInfo(s, 0); return nil },
 	})
@@ -497,7 +501,7 @@ func (tx *Tx) syncResult(p string, r *fileResult, old rowInfo, had bool) error {
 			return err
 		}
 		if same {
-			return exec(tx.conn, updateFactsSQL, append(append([]any{p, r.sum, r.size, r.mtime}, factsOf(r.row.args)...), old.n)...)
+			return exec(tx.conn, updateFactsSQL, append(append(append([]any{p, r.sum}, stampArgs(r.stamp)...), factsOf(r.row.args)...), old.n)...)
 		}
 	}
 	if _, err := w.apply(p, r, old, had); err != nil {
@@ -514,7 +518,7 @@ func (tx *Tx) syncResult(p string, r *fileResult, old rowInfo, had bool) error {
 // tokenise the body again and write a new full-text segment, and the
 // duplicate flags, which depend on ids and aliases alone, stay right.
 var updateFactsSQL = func() string {
-	cols := []string{"path", "sha256", "size", "mtime"}
+	cols := []string{"path", "sha256", "size", "mtime", "ino", "ctime"}
 	for i, c := range taskColumns {
 		if !textColumn(i) {
 			cols = append(cols, c)

@@ -37,12 +37,13 @@ func (db *DB) RowAt(ctx context.Context, path string) (*Row, error) {
 	return row, err
 }
 
-// Indexed is what the index knows of one file: its state and the size and
-// modification time it had when it was indexed.
+// Indexed is what the index knows of one file: its state and the size,
+// modification time and inode it had when it was indexed.
 type Indexed struct {
 	State string
 	Size  int64
-	MTime int64 // unix nanoseconds
+	MTime int64  // unix nanoseconds
+	Inode uint64 // 0 when unknown
 }
 
 // IndexedAt returns what the index knows of a file (relative to .snag/),
@@ -51,10 +52,11 @@ func (db *DB) IndexedAt(ctx context.Context, path string) (Indexed, bool, error)
 	var in Indexed
 	found := false
 	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
-		return sqlitex.Execute(conn, `SELECT state, size, mtime FROM tasks WHERE path = :path`, &sqlitex.ExecOptions{
+		return sqlitex.Execute(conn, `SELECT state, size, mtime, ino FROM tasks WHERE path = :path`, &sqlitex.ExecOptions{
 			Named: map[string]any{":path": path},
 			ResultFunc: func(s *sqlite.Stmt) error {
-				in, found = Indexed{State: s.ColumnText(0), Size: s.ColumnInt64(1), MTime: s.ColumnInt64(2)}, true
+				in, found = Indexed{State: s.ColumnText(0), Size: s.ColumnInt64(1), MTime: s.ColumnInt64(2),
+					Inode: uint64(s.ColumnInt64(3))}, true
 				return nil
 			},
 		})

@@ -61,8 +61,10 @@ func (s ScanStats) Changed() bool { return s.Added+s.Updated+s.Removed > 0 }
 
 // ScanOptions tune a scan.
 type ScanOptions struct {
-	// Hash reads and hashes every file. Without it, a file whose size and
-	// modification time match its row is taken as unchanged.
+	// Hash reads and hashes every file. Without it, a file whose stamp
+	// (size, modification time, inode and change time: queue.Stamp) is the
+	// one its row recorded, and was trusted then, is taken as unchanged
+	// without being read.
 	Hash bool
 }
 
@@ -70,20 +72,28 @@ type ScanOptions struct {
 // the reading goroutines, so that the writer only writes.
 type fileResult struct {
 	name    string
-	size    int64
-	mtime   int64
+	stamp   queue.Stamp // Change is 0 when the stamp is not to be trusted
 	sum     []byte
 	task    *queue.Task
 	row     *taskRow // the task's column values, when it parsed
 	err     error    // parse error: the file is invalid or conflicted
-	touched bool     // content unchanged; only size or mtime differ
+	touched bool     // content unchanged; only the stamp differs
 }
 
 type rowInfo struct {
 	n     int64
 	sum   []byte
-	size  int64
-	mtime int64
+	stamp queue.Stamp
+}
+
+// rowInfoColumns are the columns scanRowInfo reads, in its order.
+const rowInfoColumns = `n, sha256, size, mtime, ino, ctime`
+
+// unchanged reports whether a listed file is the one its row was made
+// from, by its stamp alone: the row's stamp was trusted when it was taken
+// (queue.Stamp.Trusted) and the file's is the same.
+func (old rowInfo) unchanged(e queue.Entry) bool {
+	return e.Problem == nil && old.stamp.Change != 0 && old.stamp == e.Stamp
 }
 
 // Scan brings the index in step with the task files in dir: it walks the
@@ -118,6 +128,9 @@ func (db *DB) Rebuild(ctx context.Context, dir *queue.Dir) (ScanStats, error) {
 // every statement: a cold index of 10,000 tasks took seconds.
 var bulkMin = 256 // a variable so tests can lower it
 
+// stampMargin is queue.StampMargin, a variable so tests can shorten it.
+var stampMargin = queue.StampMargin
+
 // scanWindow is how far file reading may run ahead of the writer in a bulk
 // load: it bounds the parsed tasks held in memory.
 const scanWindow = 1024
@@ -138,7 +151,7 @@ func (db *DB) scan(ctx context.Context, dir *queue.Dir, opts ScanOptions, rebuil
 	known := map[string]rowInfo{}
 	if !rebuild {
 		err = db.withConn(ctx, func(conn *sqlite.Conn) error {
-			return sqlitex.Execute(conn, `SELECT path, n, sha256, size, mtime FROM tasks`, &sqlitex.ExecOptions{
+			return sqlitex.Execute(conn, `SELECT path, `+rowInfoColumns+` FROM tasks`, &sqlitex.ExecOptions{
 				ResultFunc: func(s *sqlite.Stmt) error {
 					known[s.ColumnText(0)] = scanRowInfo(s, 1)
 					return nil
@@ -158,7 +171,7 @@ func (db *DB) scan(ctx context.Context, dir *queue.Dir, opts ScanOptions, rebuil
 		p := path.Join(TasksFolder, e.Name)
 		seen[p] = true
 		old, had := known[p]
-		if e.Problem == nil && had && !opts.Hash && old.size == e.Size && old.mtime == e.ModTime.UnixNano() {
+		if had && !opts.Hash && old.unchanged(e) {
 			continue
 		}
 		if !had {
@@ -244,7 +257,8 @@ func (db *DB) scan(ctx context.Context, dir *queue.Dir, opts ScanOptions, rebuil
 func scanRowInfo(s *sqlite.Stmt, col int) rowInfo {
 	sum := make([]byte, s.ColumnLen(col+1))
 	s.ColumnBytes(col+1, sum)
-	return rowInfo{n: s.ColumnInt64(col), sum: sum, size: s.ColumnInt64(col + 2), mtime: s.ColumnInt64(col + 3)}
+	return rowInfo{n: s.ColumnInt64(col), sum: sum, stamp: queue.Stamp{Size: s.ColumnInt64(col + 2),
+		ModTime: s.ColumnInt64(col + 3), Inode: uint64(s.ColumnInt64(col + 4)), Change: s.ColumnInt64(col + 5)}}
 }
 
 // reader reads and parses files on every CPU, in the background, and hands
@@ -358,7 +372,7 @@ func (db *DB) SyncFile(ctx context.Context, dir *queue.Dir, name string) (FileCh
 	var old rowInfo
 	var had bool
 	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
-		return sqlitex.Execute(conn, `SELECT n, sha256, size, mtime FROM tasks WHERE path = :path`, &sqlitex.ExecOptions{
+		return sqlitex.Execute(conn, `SELECT `+rowInfoColumns+` FROM tasks WHERE path = :path`, &sqlitex.ExecOptions{
 			Named: map[string]any{":path": p},
 			ResultFunc: func(s *sqlite.Stmt) error {
 				had = true
@@ -425,7 +439,7 @@ func dirEntry(dir *queue.Dir, name string) (*queue.Entry, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
 	case err == nil && fi.Mode().IsRegular():
-		return &queue.Entry{Name: name, Size: fi.Size(), ModTime: fi.ModTime()}, nil
+		return &queue.Entry{Name: name, Size: fi.Size(), ModTime: fi.ModTime(), Stamp: queue.StampOf(fi)}, nil
 	}
 	entries, err := dir.List()
 	if err != nil {
@@ -440,14 +454,18 @@ func dirEntry(dir *queue.Dir, name string) (*queue.Entry, error) {
 }
 
 // readFile reads, hashes and (when the content is new) parses one file,
-// and works out the values of its row.
+// and works out the values of its row. The stamp it records is the open
+// file's, taken before its bytes are read, and is marked not to be trusted
+// (Change 0) when the file changed too shortly before the read to tell.
 func readFile(dir *queue.Dir, e queue.Entry, old rowInfo, had bool) *fileResult {
-	r := &fileResult{name: e.Name, size: e.Size, mtime: e.ModTime.UnixNano()}
+	r := &fileResult{name: e.Name, stamp: e.Stamp}
+	r.stamp.Change = 0
 	if e.Problem != nil {
 		r.err = &queue.ParseError{Msg: e.Problem.Error()}
 		r.sum = []byte{}
 		return r
 	}
+	readAt := time.Now()
 	raw, fi, err := dir.Read(e.Name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -458,7 +476,9 @@ func readFile(dir *queue.Dir, e queue.Entry, old rowInfo, had bool) *fileResult 
 		r.sum = []byte{}
 		return r
 	}
-	r.size, r.mtime = fi.Size(), fi.ModTime().UnixNano()
+	if r.stamp = queue.StampOf(fi); !r.stamp.Trusted(readAt.Add(-stampMargin)) {
+		r.stamp.Change = 0
+	}
 	sum := sha256.Sum256(raw)
 	r.sum = sum[:]
 	if had && bytes.Equal(old.sum, r.sum) {
@@ -531,9 +551,9 @@ func newTaskRow(t *queue.Task) (*taskRow, error) {
 }
 
 var (
-	insertTaskSQL = `INSERT INTO tasks (path, sha256, size, mtime, ` + strings.Join(taskColumns, ", ") +
-		`) VALUES (?, ?, ?, ?` + strings.Repeat(", ?", len(taskColumns)) + `)`
-	updateTaskSQL = `UPDATE tasks SET path = ?, sha256 = ?, size = ?, mtime = ?, ` +
+	insertTaskSQL = `INSERT INTO tasks (path, sha256, size, mtime, ino, ctime, ` + strings.Join(taskColumns, ", ") +
+		`) VALUES (?, ?, ?, ?, ?, ?` + strings.Repeat(", ?", len(taskColumns)) + `)`
+	updateTaskSQL = `UPDATE tasks SET path = ?, sha256 = ?, size = ?, mtime = ?, ino = ?, ctime = ?, ` +
 		strings.Join(taskColumns, " = ?, ") + ` = ?, state = 'ok', error = '', error_line = 0, stale = 0 WHERE n = ?`
 )
 
@@ -622,9 +642,8 @@ func (w *writer) restoreCache() {
 // apply writes one file's result into its row.
 func (w *writer) apply(p string, r *fileResult, old rowInfo, had bool) (rowChange, error) {
 	if r.touched {
-		err := sqlitex.Execute(w.conn, `UPDATE tasks SET size = :size, mtime = :mtime WHERE n = :n`, &sqlitex.ExecOptions{
-			Named: map[string]any{":size": r.size, ":mtime": r.mtime, ":n": old.n},
-		})
+		err := exec(w.conn, `UPDATE tasks SET size = ?, mtime = ?, ino = ?, ctime = ? WHERE n = ?`,
+			append(stampArgs(r.stamp), old.n)...)
 		return rowChange{}, err
 	}
 	if r.err != nil {
@@ -640,7 +659,7 @@ func (w *writer) apply(p string, r *fileResult, old rowInfo, had bool) (rowChang
 	}
 	// A plain INSERT or UPDATE rather than an upsert: an upsert needs a
 	// statement journal, which costs more than the row itself.
-	args := append([]any{p, r.sum, r.size, r.mtime}, r.row.args...)
+	args := append(append([]any{p, r.sum}, stampArgs(r.stamp)...), r.row.args...)
 	var ch rowChange
 	var err error
 	n := old.n
@@ -699,19 +718,21 @@ func (w *writer) applyFailure(p string, r *fileResult, old rowInfo, had bool) (r
 	}
 	if had { // the text the full-text index holds does not change
 		err := sqlitex.Execute(w.conn, `UPDATE tasks SET sha256 = :sha256, size = :size, mtime = :mtime,
-				state = :state, error = :error, error_line = :line, stale = (id != '')
+				ino = :ino, ctime = :ctime, state = :state, error = :error, error_line = :line, stale = (id != '')
 			WHERE n = :n`, &sqlitex.ExecOptions{Named: map[string]any{
-			":sha256": r.sum, ":size": r.size, ":mtime": r.mtime, ":state": state, ":error": msg,
+			":sha256": r.sum, ":size": r.stamp.Size, ":mtime": r.stamp.ModTime, ":ino": int64(r.stamp.Inode),
+			":ctime": r.stamp.Change, ":state": state, ":error": msg,
 			":line": int64(line), ":n": old.n,
 		}})
 		return ch, err
 	}
 	title := path.Base(p)
 	err := sqlitex.Execute(w.conn, `
-		INSERT INTO tasks (path, sha256, size, mtime, key_num, title, state, error, error_line)
-		VALUES (:path, :sha256, :size, :mtime, :key_num, :title, :state, :error, :line)`,
+		INSERT INTO tasks (path, sha256, size, mtime, ino, ctime, key_num, title, state, error, error_line)
+		VALUES (:path, :sha256, :size, :mtime, :ino, :ctime, :key_num, :title, :state, :error, :line)`,
 		&sqlitex.ExecOptions{Named: map[string]any{
-			":path": p, ":sha256": r.sum, ":size": r.size, ":mtime": r.mtime, ":key_num": keyNumFromName(title),
+			":path": p, ":sha256": r.sum, ":size": r.stamp.Size, ":mtime": r.stamp.ModTime, ":ino": int64(r.stamp.Inode),
+			":ctime": r.stamp.Change, ":key_num": keyNumFromName(title),
 			":title": title, ":state": state, ":error": msg, ":line": int64(line),
 		}})
 	if err != nil {
@@ -803,7 +824,7 @@ func (w *writer) fileGone(n int64) (changed bool, err error) {
 		return false, nil
 	case leased:
 		return true, sqlitex.Execute(w.conn, `UPDATE tasks SET state = 'missing', error = :err, error_line = 0, stale = 0,
-			sha256 = x'', size = 0, mtime = 0 WHERE n = :n`, &sqlitex.ExecOptions{Named: map[string]any{":n": n, ":err": missingError}})
+			sha256 = x'', size = 0, mtime = 0, ino = 0, ctime = 0 WHERE n = :n`, &sqlitex.ExecOptions{Named: map[string]any{":n": n, ":err": missingError}})
 	}
 	return true, w.deleteRow(n)
 }
@@ -911,6 +932,11 @@ func exec(conn *sqlite.Conn, query string, args ...any) error {
 			return stmt.Reset()
 		}
 	}
+}
+
+// stampArgs are a stamp's columns size, mtime, ino and ctime, for exec.
+func stampArgs(s queue.Stamp) []any {
+	return []any{s.Size, s.ModTime, int64(s.Inode), s.Change}
 }
 
 func unixNano(t time.Time) int64 {

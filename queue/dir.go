@@ -185,6 +185,8 @@ type Entry struct {
 	Name    string
 	Size    int64
 	ModTime time.Time
+	// Stamp is the file's size, times and inode as the listing found them.
+	Stamp Stamp
 	// Problem is set when the entry is named like a task file but cannot be
 	// one: a symbolic link, or a folder.
 	Problem error
@@ -224,7 +226,7 @@ func (d *Dir) List() ([]Entry, error) {
 			if err != nil {
 				e.Problem = err
 			} else {
-				e.Size, e.ModTime = fi.Size(), fi.ModTime()
+				e.Size, e.ModTime, e.Stamp = fi.Size(), fi.ModTime(), StampOf(fi)
 			}
 		}
 		out = append(out, e)
