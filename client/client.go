@@ -31,6 +31,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -93,7 +94,10 @@ type Client struct {
 	http     *http.Client
 	// quick is set while the client trusts the project's lock instead of
 	// a proof (Options.Quick): health holds only what the lock says.
-	quick        bool
+	quick bool
+	// mu guards health, base and quick, which a rediscovery changes while
+	// other calls read them; findMu lets one rediscovery run at a time.
+	mu, findMu   sync.Mutex
 	waiting      func(Health)
 	waitingAfter time.Duration
 }
@@ -146,7 +150,7 @@ func Dial(ctx context.Context, root string, opts Options) (*Client, error) {
 	if opts.Quick && tokErr == nil {
 		if h, ok := lockedBy(abs); ok {
 			c.use(h)
-			c.quick = true
+			c.quick = true // before any other goroutine sees c
 			return c, nil
 		}
 	}
@@ -218,26 +222,26 @@ func (c *Client) awaitReady(ctx context.Context, waiting func(Health)) error {
 	lastAnswer := start
 	told := false
 	pause := 20 * time.Millisecond
-	for !c.health.Ready {
+	for h0 := c.Health(); !h0.Ready; h0 = c.Health() {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(pause):
 		}
 		pause = min(2*pause, 250*time.Millisecond)
-		h, err := c.probe(ctx, c.health.Port, time.Second)
+		h, err := c.probe(ctx, h0.Port, time.Second)
 		switch {
-		case err == nil && h.PID == c.health.PID:
-			c.health = *h
+		case err == nil && h.PID == h0.PID:
+			c.use(h)
 			lastAnswer = time.Now()
 		case err == nil:
-			return fmt.Errorf("snagd on :%d was replaced (pid %d, now %d) while it read the task files: run the command again", c.health.Port, c.health.PID, h.PID)
-		case time.Since(lastAnswer) > gone && !lockHeld(c.health.Root):
-			return fmt.Errorf("snagd on :%d (pid %d) stopped answering while it read the task files: see .snag/snagd.log, then start it with snag daemon --root %s", c.health.Port, c.health.PID, c.root)
+			return fmt.Errorf("snagd on :%d was replaced (pid %d, now %d) while it read the task files: run the command again", h0.Port, h0.PID, h.PID)
+		case time.Since(lastAnswer) > gone && !lockHeld(h0.Root):
+			return fmt.Errorf("snagd on :%d (pid %d) stopped answering while it read the task files: see .snag/snagd.log, then start it with snag daemon --root %s", h0.Port, h0.PID, c.root)
 		}
-		if !told && waiting != nil && time.Since(start) > c.waitingAfter && !c.health.Ready {
+		if h := c.Health(); !told && waiting != nil && time.Since(start) > c.waitingAfter && !h.Ready {
 			told = true
-			waiting(c.health)
+			waiting(h)
 		}
 	}
 	return nil
@@ -283,7 +287,15 @@ func lockedBy(root string) (*Health, bool) {
 // refused the connection or the token, or is still starting. Nothing was
 // done by the request that found that out.
 func (c *Client) unquick(ctx context.Context) error {
+	c.findMu.Lock()
+	defer c.findMu.Unlock()
+	c.mu.Lock()
+	was := c.quick
 	c.quick = false
+	c.mu.Unlock()
+	if !was {
+		return nil // another call did it meanwhile
+	}
 	found, notes := c.find(ctx, 200*time.Millisecond)
 	if !found {
 		return discoveryError(c.root, c.mismatch, notes)
@@ -499,8 +511,18 @@ func (c *Client) find(ctx context.Context, timeout time.Duration) (bool, []strin
 }
 
 func (c *Client) use(h *Health) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.health = *h
 	c.base = "http://127.0.0.1:" + strconv.Itoa(h.Port)
+}
+
+// state is what the client knows of its daemon now: what it said, its
+// address, and whether it is trusted by the lock alone.
+func (c *Client) state() (h Health, base string, quick bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.health, c.base, c.quick
 }
 
 var errNoAnswer = errors.New("no answer")
@@ -540,23 +562,29 @@ func (c *Client) probe(ctx context.Context, port int, timeout time.Duration) (*H
 }
 
 // Health is what the daemon said when it was found.
-func (c *Client) Health() Health { return c.health }
+func (c *Client) Health() Health {
+	h, _, _ := c.state()
+	return h
+}
 
 // Fresh asks the daemon's /health again and returns it.
 func (c *Client) Fresh(ctx context.Context) (Health, error) {
-	h, err := c.probe(ctx, c.health.Port, time.Second)
+	was, _, quick := c.state()
+	h, err := c.probe(ctx, was.Port, time.Second)
 	if err != nil {
 		return Health{}, err
 	}
-	if c.quick {
+	if quick {
 		// What the lock said is confirmed, or discovery starts over.
-		if h.PID != c.health.PID || h.Root != c.root {
+		if h.PID != was.PID || h.Root != c.root {
 			if err := c.unquick(ctx); err != nil {
 				return Health{}, err
 			}
-			return c.health, nil
+			return c.Health(), nil
 		}
+		c.mu.Lock()
 		c.quick = false
+		c.mu.Unlock()
 	}
 	return *h, nil
 }
@@ -565,10 +593,13 @@ func (c *Client) Fresh(ctx context.Context) (Health, error) {
 // write; when the daemon changed (restarted, or a different one answers),
 // it discovers again.
 func (c *Client) Recheck(ctx context.Context) error {
-	h, err := c.probe(ctx, c.health.Port, time.Second)
-	if err == nil && h.PID == c.health.PID && h.Root == c.health.Root {
+	was := c.Health()
+	h, err := c.probe(ctx, was.Port, time.Second)
+	if err == nil && h.PID == was.PID && h.Root == was.Root {
 		return nil
 	}
+	c.findMu.Lock()
+	defer c.findMu.Unlock()
 	if found, notes := c.find(ctx, 200*time.Millisecond); !found {
 		return discoveryError(c.root, c.mismatch, notes)
 	}

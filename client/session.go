@@ -51,7 +51,8 @@ func (c *Client) send(ctx context.Context, session int64, tool, method, path str
 		if raw != nil {
 			body = bytes.NewReader(raw)
 		}
-		req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+		h, base, quick := c.state()
+		req, err := http.NewRequestWithContext(ctx, method, base+path, body)
 		if err != nil {
 			return err
 		}
@@ -66,7 +67,7 @@ func (c *Client) send(ctx context.Context, session int64, tool, method, path str
 			}
 		}
 		resp, err := c.http.Do(req)
-		if c.quick && (err != nil || resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusServiceUnavailable) {
+		if quick && (err != nil || resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusServiceUnavailable) {
 			// The daemon the lock named is not one that serves yet: find
 			// it as discovery does, and send the request again.
 			if err == nil {
@@ -78,7 +79,7 @@ func (c *Client) send(ctx context.Context, session int64, tool, method, path str
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("snagd on :%d: %w", c.health.Port, err)
+			return fmt.Errorf("snagd on :%d: %w", h.Port, err)
 		}
 		wait := retryAfter(resp)
 		if retryLater(resp) && !time.Now().Add(wait).After(deadline) {
@@ -174,14 +175,15 @@ func (c *Client) Events(ctx context.Context, on func(Event)) error {
 // timeout. It returns the response to read from, or snagd's error when the
 // stream was refused; the caller closes the body.
 func (c *Client) openStream(ctx context.Context, path string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	h, base, _ := c.state()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.tok.String())
 	resp, err := http.DefaultClient.Do(req) // no timeout: the stream lasts
 	if err != nil {
-		return nil, fmt.Errorf("snagd on :%d: %w", c.health.Port, err)
+		return nil, fmt.Errorf("snagd on :%d: %w", h.Port, err)
 	}
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
