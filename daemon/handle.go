@@ -103,7 +103,7 @@ func handle[T any](d *Daemon, rt route, h func(ctx context.Context, c *call[T]) 
 			if err != nil {
 				status = answerOf(err).Status
 			}
-			d.auditTool(r.Context(), *c.session, tool, r.Method+" "+r.URL.Path, status, c.dryRun)
+			d.auditTool(*c.session, tool, r.Method+" "+r.URL.Path, status, c.dryRun)
 		}
 		if err != nil {
 			d.fail(w, err)
@@ -202,8 +202,9 @@ func answerOf(err error) *apiError {
 
 // auditTool records an agent's tool call in the audit log: the session it
 // came in, the tool, the API route that served it, and how it ended (a
-// dry run changed nothing: it is not to be read as the check itself).
-func (d *Daemon) auditTool(ctx context.Context, s index.Session, tool, route string, status int, dryRun bool) {
+// dry run changed nothing: it is not to be read as the check itself). The
+// line is written after the answer has gone (engine.AuditCall).
+func (d *Daemon) auditTool(s index.Session, tool, route string, status int, dryRun bool) {
 	d.calls.Store(s.ID, time.Now())
 	if len(tool) > 64 {
 		tool = tool[:64]
@@ -215,6 +216,6 @@ func (d *Daemon) auditTool(ctx context.Context, s index.Session, tool, route str
 	case dryRun:
 		outcome = "dry-run"
 	}
-	d.e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "tool",
+	d.e.AuditCall(index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "tool",
 		Outcome: outcome, Detail: tool + " " + route})
 }

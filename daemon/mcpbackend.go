@@ -172,7 +172,7 @@ func (b *engineBackend) call(ctx context.Context, method, path string, dryRun bo
 			status = answerOf(err).Status
 		}
 		route, _, _ := strings.Cut(path, "?")
-		b.d.auditTool(ctx, s, tool, method+" "+route, status, dryRun)
+		b.d.auditTool(s, tool, method+" "+route, status, dryRun)
 	}
 	return b.mcpErr(err, path)
 }

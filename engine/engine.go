@@ -322,3 +322,9 @@ func (e *Engine) Audit(ctx context.Context, a index.AuditEntry) {
 		e.log.Warn("audit", "err", err)
 	}
 }
+
+// AuditCall queues the entry of an agent's tool call, to be written after
+// the answer has gone ([index.DB.AuditLater]): with the next write, or
+// within index.AuditDelay. The call's own changes are audited in their
+// transactions; this line records the call.
+func (e *Engine) AuditCall(a index.AuditEntry) { e.p.DB.AuditLater(a) }

@@ -59,6 +59,8 @@ type DB struct {
 	pool *sqlitemigration.Pool
 	path string
 	step func(ctx context.Context, step string) error
+
+	audits auditQueue // entries of AuditLater, not written yet
 }
 
 // The steps of a write transaction, as [DB.OnStep] names them.
@@ -290,7 +292,13 @@ func (db *DB) Fence(ctx context.Context, floor int64) error {
 }
 
 // Close closes every connection.
-func (db *DB) Close() error { return db.pool.Close() }
+func (db *DB) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	db.FlushAudit(ctx)
+	db.audits.close()
+	return db.pool.Close()
+}
 
 // Path is the database file's path.
 func (db *DB) Path() string { return db.path }
@@ -343,6 +351,16 @@ func (db *DB) write(ctx context.Context, f func(conn *sqlite.Conn) error) error 
 		// interrupt in the middle would fail the rollback too. Long writes
 		// (a scan) watch ctx themselves and return its error.
 		conn.SetInterrupt(nil)
+		queued, dropped := db.audits.take()
+		defer func() {
+			if err != nil {
+				db.audits.put(db, queued, dropped)
+			}
+		}()
+		if err = writeQueued(&Tx{conn: conn}, queued, dropped); err != nil {
+			end(&err)
+			return err
+		}
 		if db.step == nil {
 			defer end(&err)
 			return f(conn)

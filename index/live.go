@@ -410,10 +410,13 @@ func (tx *Tx) Audit(e AuditEntry) error {
 }
 
 // AuditLog returns audit entries after id (0: from the start), oldest
-// first, at most limit.
+// first, at most limit, with those AuditLater queued written first.
 func (db *DB) AuditLog(ctx context.Context, after int64, limit int) ([]AuditEntry, error) {
 	if limit <= 0 {
 		limit = 100
+	}
+	if err := db.FlushAudit(ctx); err != nil {
+		return nil, err
 	}
 	var out []AuditEntry
 	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
@@ -577,6 +580,9 @@ func (tx *Tx) sameText(n int64, r *fileResult) (bool, error) {
 
 // AuditTail returns the latest n audit entries, oldest first.
 func (db *DB) AuditTail(ctx context.Context, n int) ([]AuditEntry, error) {
+	if err := db.FlushAudit(ctx); err != nil {
+		return nil, err
+	}
 	var last int64
 	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
 		return sqlitex.Execute(conn, `SELECT coalesce(max(id), 0) FROM audit`, &sqlitex.ExecOptions{
