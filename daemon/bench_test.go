@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -424,6 +425,14 @@ func BenchmarkEditVisible(b *testing.B) {
 	b.ReportMetric(percentile(lat, 0.50), "p50-ms")
 	b.ReportMetric(percentile(lat, 0.99), "p99-ms")
 	b.ReportMetric(float64(len(lat)), "edits")
+	slow := make([]int, len(lat))
+	for i := range slow {
+		slow[i] = i
+	}
+	slices.SortFunc(slow, func(x, y int) int { return cmp.Compare(lat[y], lat[x]) })
+	for _, i := range slow[:min(5, len(slow))] {
+		b.Logf("edit %d of %d took %v", i+1, len(lat), lat[i].Round(time.Millisecond))
+	}
 }
 
 // claimer is one simulated agent: its own connections, its own session,

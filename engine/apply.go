@@ -360,7 +360,10 @@ func (e *Engine) stopSettling() {
 }
 
 // writePlan asks for plan.json to be regenerated. Requests are debounced:
-// one write follows a burst of changes, PlanDelay after the first.
+// one write follows a burst of changes, PlanDelay after the first. It never
+// waits for a write under way (which can take a second on a loaded machine
+// at 10,000 tasks, while the caller holds mu): a request made meanwhile
+// arms the next write.
 func (e *Engine) writePlan(ctx context.Context) {
 	e.planMu.Lock()
 	defer e.planMu.Unlock()
@@ -372,13 +375,16 @@ func (e *Engine) writePlan(ctx context.Context) {
 }
 
 // flushPlan writes plan.json from the index as it is now. It reads one
-// consistent snapshot and needs no write lock; planMu keeps two flushes
+// consistent snapshot and needs no write lock; planWrite keeps two flushes
 // from racing to the rename.
 func (e *Engine) flushPlan() {
+	e.planWrite.Lock()
+	defer e.planWrite.Unlock()
 	e.planMu.Lock()
-	defer e.planMu.Unlock()
-	e.planTimer = nil
-	if e.planStopped {
+	e.planTimer = nil // a change from here on arms the next write
+	stopped := e.planStopped
+	e.planMu.Unlock()
+	if stopped {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -387,18 +393,29 @@ func (e *Engine) flushPlan() {
 	if err := e.p.WritePlan(ctx); err != nil {
 		e.log.Warn("plan.json not written", "err", err)
 	}
+	e.planMu.Lock()
 	e.planTook = time.Since(start)
+	e.planMu.Unlock()
 }
 
-// stopPlan writes a pending plan.json now and stops further writes.
+// stopPlan writes a pending plan.json now, waits for a write under way,
+// and stops further writes. The caller holds mu, so no change asks for
+// another meanwhile.
 func (e *Engine) stopPlan() {
 	e.planMu.Lock()
-	pending := e.planTimer != nil && e.planTimer.Stop()
+	// Armed, and its write not begun (a write clears the timer first):
+	// the timer may have fired already, its write waiting for planWrite.
+	pending := e.planTimer != nil
+	if pending {
+		e.planTimer.Stop()
+	}
 	e.planTimer = nil
 	e.planMu.Unlock()
 	if pending {
 		e.flushPlan()
 	}
+	e.planWrite.Lock()
+	defer e.planWrite.Unlock()
 	e.planMu.Lock()
 	e.planStopped = true
 	e.planMu.Unlock()

@@ -99,10 +99,15 @@ type Engine struct {
 	// a verifier); apply stores it when config.json changes.
 	cfg atomic.Pointer[queue.Config]
 
+	// planMu guards the timer and its state, and is held for no longer;
+	// planWrite is held for a whole write of plan.json, so two never race
+	// to the rename, and a request for the next one (under mu) never
+	// waits for the write under way.
 	planMu      sync.Mutex
 	planTimer   *time.Timer
 	planTook    time.Duration // how long the last plan.json write took
 	planStopped bool
+	planWrite   sync.Mutex
 
 	closeOnce sync.Once
 }
