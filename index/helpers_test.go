@@ -214,13 +214,14 @@ func exec(t testing.TB, conn *sqlite.Conn, q string, args ...any) {
 	}
 }
 
-// indexDump is everything the index tables hold, independent of row
-// numbers: every column of every task row but n and ctime, the dependencies by task
+// indexDump is the schema and everything the index tables hold,
+// independent of row numbers: every column of every task row but n and ctime, the dependencies by task
 // file, and whether the full-text index agrees with the rows.
 type indexDump struct {
-	Tasks []record
-	Deps  []record
-	FTS   string
+	Schema []record
+	Tasks  []record
+	Deps   []record
+	FTS    string
 }
 
 func dumpIndex(t testing.TB, path string) indexDump {
@@ -228,9 +229,10 @@ func dumpIndex(t testing.TB, path string) indexDump {
 	conn := rawConn(t, path)
 	defer conn.Close()
 	d := indexDump{
-		Tasks: query(t, conn, `SELECT * FROM tasks ORDER BY path`),
-		Deps:  query(t, conn, `SELECT t.path, d.ref FROM deps d JOIN tasks t ON t.n = d.task_n ORDER BY 1, 2`),
-		FTS:   "ok",
+		Schema: query(t, conn, `SELECT type, name, sql FROM sqlite_schema ORDER BY name`),
+		Tasks:  query(t, conn, `SELECT * FROM tasks ORDER BY path`),
+		Deps:   query(t, conn, `SELECT t.path, d.ref FROM deps d JOIN tasks t ON t.n = d.task_n ORDER BY 1, 2`),
+		FTS:    "ok",
 	}
 	for _, r := range d.Tasks {
 		// ctime is 0 for a stamp not to be trusted, which depends on how

@@ -562,6 +562,7 @@ var (
 type writer struct {
 	conn      *sqlite.Conn
 	bulk      bool
+	fresh     bool     // the tables were empty: no secondary indexes until the end, and no missing rows
 	keys      []string // ids and aliases whose duplicate flags need a look
 	cacheSize int64    // the page cache size before a bulk load
 }
@@ -586,9 +587,10 @@ func countChange(st *ScanStats, r *fileResult, ch rowChange) {
 // beginBulk prepares the transaction for a bulk load: a bigger page cache
 // (see restoreCache), a bigger full-text buffer (FTS5's hashsize, which is
 // kept: it only matters to large transactions), no full-text triggers, and,
-// for a rebuild, empty index tables. The function it returns puts the
-// triggers back (from their own definitions) and marks duplicates; it must
-// run in the same transaction.
+// for a rebuild, empty index tables; into empty tables, no secondary
+// indexes either. The function it returns puts the triggers and indexes
+// back (from their own definitions) and marks duplicates; it must run in
+// the same transaction.
 func (w *writer) beginBulk(rebuild bool) (end func() error, err error) {
 	w.bulk = true
 	conn := w.conn
@@ -610,12 +612,40 @@ func (w *writer) beginBulk(rebuild bool) (end func() error, err error) {
 	if err != nil {
 		return nil, err
 	}
-	script := append([]string{`PRAGMA cache_size = -65536`, // 64 MiB
-		`INSERT INTO tasks_fts (tasks_fts, rank) VALUES ('hashsize', 67108864)`}, drop...) // 64 MiB
+	w.fresh = rebuild
+	if !rebuild {
+		err = sqlitex.ExecuteTransient(conn, `SELECT NOT EXISTS (SELECT 1 FROM tasks)`, &sqlitex.ExecOptions{
+			ResultFunc: func(s *sqlite.Stmt) error { w.fresh = s.ColumnBool(0); return nil },
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if w.fresh {
+		// Into empty tables (a rebuild, a first start), the rows go in
+		// without their secondary indexes, which are made at the end from
+		// the sorted keys: an index of random keys (ids) kept up row by row
+		// splits a page every few inserts, and the allocator maps and
+		// unmaps memory for each split.
+		err = sqlitex.ExecuteTransient(conn, `SELECT name, sql FROM sqlite_schema
+			WHERE type = 'index' AND tbl_name IN ('tasks', 'deps') AND sql IS NOT NULL ORDER BY name`, &sqlitex.ExecOptions{
+			ResultFunc: func(s *sqlite.Stmt) error {
+				drop = append(drop, `DROP INDEX "`+s.ColumnText(0)+`"`)
+				recreate = append(recreate, s.ColumnText(1))
+				return nil
+			},
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	script := []string{`PRAGMA cache_size = -65536`, // 64 MiB
+		`INSERT INTO tasks_fts (tasks_fts, rank) VALUES ('hashsize', 67108864)`} // 64 MiB
 	if rebuild {
 		script = append(script, `DELETE FROM deps`, `DELETE FROM tasks`,
 			`INSERT INTO tasks_fts (tasks_fts) VALUES ('delete-all')`)
 	}
+	script = append(script, drop...)
 	for _, q := range script {
 		if err := sqlitex.ExecuteTransient(conn, q, nil); err != nil {
 			return nil, err
@@ -672,8 +702,10 @@ func (w *writer) apply(p string, r *fileResult, old rowInfo, had bool) (rowChang
 	} else {
 		// The file of a missing task is back under another name: the
 		// task's row is this one now.
-		if err := w.dropMissing(r.task.ID); err != nil {
-			return ch, err
+		if !w.fresh { // a rebuild emptied the table: nothing is missing
+			if err := w.dropMissing(r.task.ID); err != nil {
+				return ch, err
+			}
 		}
 		err = exec(w.conn, insertTaskSQL, args...)
 		n = w.conn.LastInsertRowID()
