@@ -123,26 +123,49 @@ type Claimed struct {
 func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, force bool) (Claimed, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if ref == nil {
-		id, err := e.p.DB.NextReady(ctx)
-		if err != nil {
-			return Claimed{}, err
-		}
-		if id == "" { // nothing is ready: Next says why
-			row, rd, err := e.p.DB.Next(ctx)
+	// The choice and the checks read on the writer's connection, whose
+	// cache the claims before this one kept warm (index.DB.Read).
+	var (
+		it     *index.Item
+		reason string
+		own    index.Lease
+		ownErr error
+		held   []index.Lease
+	)
+	err := e.p.DB.Read(ctx, func(tx *index.Tx) error {
+		if ref == nil {
+			id, err := tx.NextReady(nil)
 			if err != nil {
-				return Claimed{}, err
+				return err
 			}
-			if row == nil {
-				return Claimed{Reason: rd.String()}, nil
+			if id == "" { // nothing is ready: Next says why
+				row, rd, err := tx.Next()
+				if err != nil {
+					return err
+				}
+				if row == nil {
+					reason = rd.String()
+					return nil
+				}
+				id = row.ID
 			}
-			id = row.ID
+			ref = &queue.Ref{ID: id}
 		}
-		ref = &queue.Ref{ID: id}
-	}
-	it, err := e.p.DB.Get(ctx, *ref)
+		var err error
+		if it, err = tx.Get(*ref); err != nil {
+			return err
+		}
+		own, ownErr = tx.LeaseOf(it.ID)
+		if e.p.Config.MaxPerSession() > 0 {
+			held, _ = tx.LeasesOf(s.ID) // a failed count leaves the claim to the grant's own checks
+		}
+		return nil
+	})
 	if err != nil {
 		return Claimed{}, err
+	}
+	if it == nil {
+		return Claimed{Reason: reason}, nil
 	}
 	if it.State == index.StateMissing {
 		return Claimed{}, refuse(ErrMissing, "missing", "%s is missing and cannot be claimed: %s; claim another task", it.Key, it.Error)
@@ -151,14 +174,14 @@ func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 		return Claimed{}, refuse(ErrBlocked, "blocked", "%s is blocked by %s: claim it with force, or claim another",
 			it.Key, strings.Join(it.BlockedBy, ", "))
 	}
-	if l, err := e.p.DB.LeaseOf(ctx, it.ID); err == nil && l.SessionID == s.ID {
+	if ownErr == nil && own.SessionID == s.ID {
 		// The holder claims its own task again (a retry, or a lease given
 		// back to it by a person's save): it gets its lease, as it is.
 		e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
-			TaskID: it.ID, Outcome: "ok", Detail: fmt.Sprintf("already held, epoch %d", l.Epoch)})
-		return Claimed{Task: &it.Row, Epoch: l.Epoch}, nil
+			TaskID: it.ID, Outcome: "ok", Detail: fmt.Sprintf("already held, epoch %d", own.Epoch)})
+		return Claimed{Task: &it.Row, Epoch: own.Epoch}, nil
 	}
-	if err := e.atLimit(ctx, s); err != nil {
+	if err := e.atLimit(ctx, held); err != nil {
 		e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
 			TaskID: it.ID, Outcome: "refused", Detail: err.Message})
 		return Claimed{}, err
@@ -192,18 +215,15 @@ func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 	return Claimed{Task: &row, Epoch: lease.Epoch}, nil
 }
 
-// atLimit refuses a claim by a session that holds as many tasks as the
-// project allows one session (claim.max_per_session, 1 unless set), naming
-// what it holds and the calls that free it. e.mu must be held: every grant
-// is made under it, so the count cannot change before the claim's own.
-func (e *Engine) atLimit(ctx context.Context, s index.Session) *Error {
+// atLimit refuses a claim by a session that holds the leases held, as many
+// tasks as the project allows one session (claim.max_per_session, 1 unless
+// set), naming what it holds and the calls that free it. e.mu must be
+// held: every grant is made under it, so the count cannot change before
+// the claim's own.
+func (e *Engine) atLimit(ctx context.Context, held []index.Lease) *Error {
 	limit := e.p.Config.MaxPerSession()
-	if limit == 0 {
+	if limit == 0 || len(held) < limit {
 		return nil
-	}
-	held, err := e.p.DB.LeasesOf(ctx, s.ID)
-	if err != nil || len(held) < limit {
-		return nil // a failed count leaves the claim to the grant's own checks
 	}
 	var names []string
 	first, title := "", ""
@@ -256,7 +276,7 @@ func (e *Engine) Release(ctx context.Context, s index.Session, ref queue.Ref, ep
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	it, err := e.p.DB.Get(ctx, ref)
+	it, err := e.item(ctx, ref)
 	if err != nil {
 		return Released{}, err
 	}
@@ -323,7 +343,7 @@ func (e *Engine) PersonRelease(ctx context.Context, ref queue.Ref, by, reason st
 // releaseLocked gives a task back to the queue on behalf of snag or a
 // person: whatever lease is live ends. e.mu must be held.
 func (e *Engine) releaseLocked(ctx context.Context, taskID string, actor queue.Actor, who, why string) error {
-	it, err := e.p.DB.Get(ctx, queue.Ref{ID: taskID})
+	it, err := e.item(ctx, queue.Ref{ID: taskID})
 	if errors.Is(err, index.ErrNotFound) || err == nil && it.State == index.StateMissing {
 		// The file is gone (moved out, or on another branch): end the lease
 		// alone, the file has nothing to change; the missing row goes with it.
@@ -354,6 +374,16 @@ func (e *Engine) releaseLocked(ctx context.Context, taskID string, actor queue.A
 		}
 		return tx.Audit(index.AuditEntry{Actor: actor, Agent: who, Action: "release", TaskID: taskID, Outcome: "ok", Detail: why})
 	})
+}
+
+// item reads a task on the writer's connection, for a write about to be
+// made on it (index.DB.Read). e.mu must be held.
+func (e *Engine) item(ctx context.Context, ref queue.Ref) (it *index.Item, err error) {
+	err = e.p.DB.Read(ctx, func(tx *index.Tx) error {
+		it, err = tx.Get(ref)
+		return err
+	})
+	return it, err
 }
 
 // procStart reads a process's start time (clock ticks since boot) from

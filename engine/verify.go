@@ -290,7 +290,17 @@ func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, er
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	it, err := e.p.DB.Get(ctx, req.Ref)
+	var it *index.Item
+	var lease index.Lease
+	err := e.p.DB.Read(ctx, func(tx *index.Tx) (err error) {
+		if it, err = tx.Get(req.Ref); err != nil {
+			return err
+		}
+		if l, err := tx.LeaseOf(it.ID); err == nil {
+			lease = l
+		}
+		return nil
+	})
 	if err != nil {
 		return Resolution{}, err
 	}
@@ -301,10 +311,6 @@ func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, er
 		return Resolution{}, err
 	}
 	// Who may ask: the holder (by its epoch), or a person.
-	var lease index.Lease
-	if l, err := e.p.DB.LeaseOf(ctx, it.ID); err == nil {
-		lease = l
-	}
 	if agent {
 		switch {
 		case req.Epoch != 0 && req.Epoch != lease.Epoch:

@@ -61,6 +61,16 @@ type DB struct {
 	step func(ctx context.Context, step string) error
 
 	audits auditQueue // entries of AuditLater, not written yet
+	// writer is the connection every write transaction of this DB runs on,
+	// taken from the pool at Open and held until Close; a write waits for
+	// its turn at wturn (a one-slot semaphore) instead of at SQLite's lock.
+	// In WAL mode a connection drops its whole page cache when it starts a
+	// read after another connection wrote: with every write made on the
+	// one connection, that connection's cache stays warm, and the reads a
+	// write makes (a claim's choice of task, its checks) find their pages
+	// there instead of reading them again. See [DB.Update].
+	writer *sqlite.Conn
+	wturn  chan struct{}
 }
 
 // The steps of a write transaction, as [DB.OnStep] names them.
@@ -119,7 +129,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 			return nil
 		},
 	})
-	db := &DB{pool: pool, path: path}
+	db := &DB{pool: pool, path: path, wturn: make(chan struct{}, 1)}
 	conn, err := db.take(ctx)
 	if err != nil {
 		pool.Close()
@@ -128,7 +138,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		}
 		return nil, err
 	}
-	db.put(conn)
+	db.writer = conn
 	return db, nil
 }
 
@@ -297,6 +307,10 @@ func (db *DB) Close() error {
 	defer cancel()
 	db.FlushAudit(ctx)
 	db.audits.close()
+	if db.writer != nil {
+		db.pool.Put(db.writer)
+		db.writer = nil
+	}
 	return db.pool.Close()
 }
 
@@ -335,11 +349,33 @@ func (db *DB) withConn(ctx context.Context, f func(conn *sqlite.Conn) error) err
 	return f(conn)
 }
 
-// write runs f in an immediate transaction, so a write that follows a read
-// never meets a lock upgrade failure. A lock another process held for
-// longer than BusyTimeout (or than ctx allows) fails it with ErrBusy.
+// writeConn runs f on the writer connection once it is this write's turn,
+// waiting at most BusyTimeout (or as long as ctx allows): a turn not had
+// by then fails with ErrBusy, as a lock held too long by another process
+// does.
+func (db *DB) writeConn(ctx context.Context, f func(conn *sqlite.Conn) error) error {
+	wait := time.NewTimer(BusyTimeout)
+	defer wait.Stop()
+	select {
+	case db.wturn <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("index: begin: %w (%w)", ErrBusy, ctx.Err())
+	case <-wait.C:
+		return fmt.Errorf("index: begin: %w (another write of this process held snag.db for %v)", ErrBusy, BusyTimeout)
+	}
+	defer func() { <-db.wturn }()
+	conn := db.writer
+	old := conn.SetInterrupt(ctx.Done())
+	defer conn.SetInterrupt(old)
+	return f(conn)
+}
+
+// write runs f in an immediate transaction on the writer connection, so a
+// write that follows a read never meets a lock upgrade failure. A lock
+// another process held for longer than BusyTimeout (or than ctx allows)
+// fails it with ErrBusy.
 func (db *DB) write(ctx context.Context, f func(conn *sqlite.Conn) error) error {
-	return db.withConn(ctx, func(conn *sqlite.Conn) (err error) {
+	return db.writeConn(ctx, func(conn *sqlite.Conn) (err error) {
 		end, err := sqlitex.ImmediateTransaction(conn)
 		if err != nil {
 			if Busy(err) || errors.Is(ctx.Err(), context.DeadlineExceeded) {

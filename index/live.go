@@ -239,12 +239,19 @@ func leasesWhere(conn *sqlite.Conn, where string, args map[string]any) ([]Lease,
 }
 
 // LeaseOf returns a task's live lease, or ErrNoLease.
-func (db *DB) LeaseOf(ctx context.Context, taskID string) (Lease, error) {
-	var ls []Lease
-	err := db.withConn(ctx, func(conn *sqlite.Conn) (err error) {
-		ls, err = leasesWhere(conn, `task_id = :t`, map[string]any{":t": taskID})
+func (db *DB) LeaseOf(ctx context.Context, taskID string) (l Lease, err error) {
+	err = db.withConn(ctx, func(conn *sqlite.Conn) (err error) {
+		l, err = leaseOf(conn, taskID)
 		return err
 	})
+	return l, err
+}
+
+// LeaseOf is [DB.LeaseOf] inside the transaction.
+func (tx *Tx) LeaseOf(taskID string) (Lease, error) { return leaseOf(tx.conn, taskID) }
+
+func leaseOf(conn *sqlite.Conn, taskID string) (Lease, error) {
+	ls, err := leasesWhere(conn, `task_id = :t`, map[string]any{":t": taskID})
 	if err != nil {
 		return Lease{}, err
 	}
@@ -262,6 +269,11 @@ func (db *DB) LeasesOf(ctx context.Context, sessionID int64) ([]Lease, error) {
 		return err
 	})
 	return ls, err
+}
+
+// LeasesOf is [DB.LeasesOf] inside the transaction.
+func (tx *Tx) LeasesOf(sessionID int64) ([]Lease, error) {
+	return leasesWhere(tx.conn, `session_id = :s`, map[string]any{":s": sessionID})
 }
 
 // Leases lists every live lease.
@@ -284,11 +296,27 @@ func (db *DB) NextReady(ctx context.Context) (string, error) {
 	var id string
 	err := db.withConn(ctx, func(conn *sqlite.Conn) (err error) {
 		defer sqlitex.Transaction(conn)(&err) // candidates and checks from one snapshot
-		err = sqlitex.Execute(conn, `SELECT n, id FROM tasks WHERE status = 'open' AND NOT EXISTS (
+		id, err = nextReady(conn, nil)
+		return err
+	})
+	return id, err
+}
+
+// NextReady is [DB.NextReady] inside the transaction, passing over the
+// tasks skip says are taken (claims of them are under way).
+func (tx *Tx) NextReady(skip func(id string) bool) (string, error) { return nextReady(tx.conn, skip) }
+
+func nextReady(conn *sqlite.Conn, skip func(id string) bool) (string, error) {
+	var id string
+	err := func() error {
+		err := sqlitex.Execute(conn, `SELECT n, id FROM tasks WHERE status = 'open' AND NOT EXISTS (
 				SELECT 1 FROM deps d WHERE d.task_n = tasks.n AND NOT `+depResolved+`)
 			ORDER BY wave, sev_rank, created, id`, &sqlitex.ExecOptions{
 			ResultFunc: func(s *sqlite.Stmt) error {
 				n, cand := s.ColumnInt64(0), s.ColumnText(1)
+				if skip != nil && skip(cand) {
+					return nil
+				}
 				clean := false
 				err := sqlitex.Execute(conn, `SELECT 1 FROM tasks WHERE n = :n AND state = 'ok' AND dup = 0`, &sqlitex.ExecOptions{
 					Named:      map[string]any{":n": n},
@@ -305,7 +333,7 @@ func (db *DB) NextReady(ctx context.Context) (string, error) {
 			err = nil
 		}
 		return err
-	})
+	}()
 	if err != nil {
 		return "", fmt.Errorf("next: %w", err)
 	}
@@ -322,9 +350,23 @@ type Tx struct {
 	conn *sqlite.Conn
 }
 
-// Update runs f in one immediate transaction.
+// Update runs f in one immediate transaction, on the connection every
+// write of this DB is made on (see [DB.Read]).
 func (db *DB) Update(ctx context.Context, f func(tx *Tx) error) error {
 	return db.write(ctx, func(conn *sqlite.Conn) error { return f(&Tx{conn: conn}) })
+}
+
+// Read runs f in one read transaction on the writer's connection, waiting
+// for its turn as a write does. It is for the reads of the one writer just
+// before its write (a claim choosing its task and checking it): the pages
+// they need are in the writer's cache, which no other connection's write
+// has dropped. f must not write; readers that are not about to write use
+// the DB's own methods, which read on the other connections.
+func (db *DB) Read(ctx context.Context, f func(tx *Tx) error) error {
+	return db.writeConn(ctx, func(conn *sqlite.Conn) (err error) {
+		defer sqlitex.Transaction(conn)(&err)
+		return f(&Tx{conn: conn})
+	})
 }
 
 // Grant gives a task a new live lease for a session and returns it, with

@@ -307,8 +307,20 @@ type Item struct {
 // Get finds a task by id or alias. A reference that two files answer to
 // fails with [ErrAmbiguous], naming both.
 func (db *DB) Get(ctx context.Context, ref queue.Ref) (*Item, error) {
+	var it *Item
+	err := db.withConn(ctx, func(conn *sqlite.Conn) (err error) {
+		it, err = get(conn, ref)
+		return err
+	})
+	return it, err
+}
+
+// Get is [DB.Get] inside the transaction.
+func (tx *Tx) Get(ref queue.Ref) (*Item, error) { return get(tx.conn, ref) }
+
+func get(conn *sqlite.Conn, ref queue.Ref) (*Item, error) {
 	var items []*Item
-	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
+	err := func() error {
 		q := `SELECT ` + rowColumns + `, data, body, sha256 FROM tasks WHERE id = :ref ORDER BY path`
 		args := map[string]any{":ref": ref.ID}
 		if ref.ID == "" {
@@ -342,7 +354,7 @@ func (db *DB) Get(ctx context.Context, ref queue.Ref) (*Item, error) {
 			rows[i] = &it.Row
 		}
 		return blockers(conn, rows)
-	})
+	}()
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", ref, err)
 	}
@@ -392,39 +404,54 @@ func (db *DB) Next(ctx context.Context) (*Row, Readiness, error) {
 	var rd Readiness
 	err := db.withConn(ctx, func(conn *sqlite.Conn) (err error) {
 		defer sqlitex.Transaction(conn)(&err) // the counts agree with each other
-		err = sqlitex.Execute(conn, `SELECT `+rowColumns+` FROM tasks WHERE `+readyWhere+`
-			ORDER BY wave, sev_rank, created, id LIMIT 1`, &sqlitex.ExecOptions{
-			ResultFunc: func(s *sqlite.Stmt) error { row = scanRow(s); return nil },
-		})
-		if err != nil || row != nil {
-			return err
-		}
-		err = sqlitex.Execute(conn, `SELECT count(*) FROM tasks WHERE status = 'open'`, &sqlitex.ExecOptions{
-			ResultFunc: func(s *sqlite.Stmt) error { rd.Open = s.ColumnInt(0); return nil },
-		})
-		if err != nil {
-			return err
-		}
-		err = sqlitex.Execute(conn, `
-			SELECT d.ref, count(DISTINCT t.n) FROM tasks t JOIN deps d ON d.task_n = t.n
-			WHERE t.status = 'open' AND NOT `+depResolved+`
-			GROUP BY d.ref ORDER BY 2 DESC, 1 LIMIT 3`, &sqlitex.ExecOptions{
-			ResultFunc: func(s *sqlite.Stmt) error {
-				rd.Blockers = append(rd.Blockers, s.ColumnText(0))
-				return nil
-			},
-		})
-		if err != nil {
-			return err
-		}
-		return sqlitex.Execute(conn, `SELECT count(DISTINCT t.n) FROM tasks t JOIN deps d ON d.task_n = t.n
-			WHERE t.status = 'open' AND NOT `+depResolved,
-			&sqlitex.ExecOptions{ResultFunc: func(s *sqlite.Stmt) error { rd.Blocked = s.ColumnInt(0); return nil }})
+		row, rd, err = next(conn)
+		return err
 	})
 	if err != nil {
 		return nil, rd, fmt.Errorf("next: %w", err)
 	}
 	return row, rd, nil
+}
+
+// Next is [DB.Next] inside the transaction.
+func (tx *Tx) Next() (*Row, Readiness, error) {
+	row, rd, err := next(tx.conn)
+	if err != nil {
+		return nil, rd, fmt.Errorf("next: %w", err)
+	}
+	return row, rd, nil
+}
+
+func next(conn *sqlite.Conn) (row *Row, rd Readiness, err error) {
+	err = sqlitex.Execute(conn, `SELECT `+rowColumns+` FROM tasks WHERE `+readyWhere+`
+		ORDER BY wave, sev_rank, created, id LIMIT 1`, &sqlitex.ExecOptions{
+		ResultFunc: func(s *sqlite.Stmt) error { row = scanRow(s); return nil },
+	})
+	if err != nil || row != nil {
+		return row, rd, err
+	}
+	err = sqlitex.Execute(conn, `SELECT count(*) FROM tasks WHERE status = 'open'`, &sqlitex.ExecOptions{
+		ResultFunc: func(s *sqlite.Stmt) error { rd.Open = s.ColumnInt(0); return nil },
+	})
+	if err != nil {
+		return row, rd, err
+	}
+	err = sqlitex.Execute(conn, `
+		SELECT d.ref, count(DISTINCT t.n) FROM tasks t JOIN deps d ON d.task_n = t.n
+		WHERE t.status = 'open' AND NOT `+depResolved+`
+		GROUP BY d.ref ORDER BY 2 DESC, 1 LIMIT 3`, &sqlitex.ExecOptions{
+		ResultFunc: func(s *sqlite.Stmt) error {
+			rd.Blockers = append(rd.Blockers, s.ColumnText(0))
+			return nil
+		},
+	})
+	if err != nil {
+		return row, rd, err
+	}
+	err = sqlitex.Execute(conn, `SELECT count(DISTINCT t.n) FROM tasks t JOIN deps d ON d.task_n = t.n
+		WHERE t.status = 'open' AND NOT `+depResolved,
+		&sqlitex.ExecOptions{ResultFunc: func(s *sqlite.Stmt) error { rd.Blocked = s.ColumnInt(0); return nil }})
+	return row, rd, err
 }
 
 // Hit is one search result.
