@@ -105,7 +105,7 @@ func (e *Engine) apply(ctx context.Context, b watch.Batch, polling bool) {
 			changed = true
 		}
 	}
-	if changed {
+	if changed || b.PlanGone {
 		e.writePlan(ctx)
 	}
 }

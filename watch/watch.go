@@ -42,6 +42,9 @@ import (
 // configName is the project settings file in .snag/.
 const configName = "config.json"
 
+// planName is the queue as a file, in .snag/.
+const planName = "plan.json"
+
 // RescanEnv names the environment variable that, holding a Go duration,
 // sets the period of the full rescan when [Options.Rescan] is zero.
 const RescanEnv = "SNAG_RESCAN"
@@ -85,10 +88,13 @@ type Batch struct {
 	Reasons []string
 	// Config is set when .snag/config.json changed.
 	Config bool
+	// PlanGone is set when .snag/plan.json was removed or moved away, so
+	// it is written again.
+	PlanGone bool
 }
 
 // Empty reports whether the batch asks for nothing.
-func (b Batch) Empty() bool { return len(b.Files) == 0 && !b.Rescan && !b.Config }
+func (b Batch) Empty() bool { return len(b.Files) == 0 && !b.Rescan && !b.Config && !b.PlanGone }
 
 // Watcher watches one project's .snag/ folder. Create it with [New], then
 // call [Watcher.Run] once.
@@ -342,6 +348,10 @@ func (w *Watcher) event(ev fsnotify.Event) {
 		w.add(func(b *Batch) { b.Rescan, b.Reasons = true, appendOnce(b.Reasons, name+" replaced") })
 	case dir == w.snag && name == configName:
 		w.add(func(b *Batch) { b.Config = true })
+	case dir == w.snag && name == planName && ev.Op&(fsnotify.Remove|fsnotify.Rename) != 0:
+		// snag replaces plan.json by renaming a temp file over it, which
+		// is a create of plan.json: only someone else removes it.
+		w.add(func(b *Batch) { b.PlanGone = true })
 	}
 }
 

@@ -337,6 +337,20 @@ func TestConfigChange(t *testing.T) {
 	r.waitFor(t, "config", func(b Batch) bool { return b.Config })
 }
 
+// TestPlanRemoved: a plan.json someone removes is asked for again.
+func TestPlanRemoved(t *testing.T) {
+	r := start(t, Options{})
+	plan := filepath.Join(r.root, ".snag", "plan.json")
+	write(t, plan+".tmp", `{"version": 1}`)
+	if err := os.Rename(plan+".tmp", plan); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(plan); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(t, "plan.json gone", func(b Batch) bool { return b.PlanGone })
+}
+
 func TestPeriodicRescan(t *testing.T) {
 	r := start(t, Options{Rescan: 100 * time.Millisecond})
 	r.waitFor(t, "a timer rescan", func(b Batch) bool { return b.Rescan && slices.Contains(b.Reasons, "timer") })
