@@ -108,3 +108,42 @@ func TestAuditLater(t *testing.T) {
 		})
 	}
 }
+
+// Close waits for the write under way before it gives the writer
+// connection back, and a write that comes after it is refused, not run on
+// a connection the pool has taken back (the audit timer's flush can be
+// such a write).
+func TestCloseWaitsForTheWrite(t *testing.T) {
+	ctx := context.Background()
+	db, err := index.Open(ctx, filepath.Join(t.TempDir(), "snag.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inside, release := make(chan struct{}), make(chan struct{})
+	wrote := make(chan error, 1)
+	go func() {
+		wrote <- db.Update(ctx, func(tx *index.Tx) error {
+			close(inside)
+			<-release
+			return tx.Audit(call("claim"))
+		})
+	}()
+	<-inside
+	closed := make(chan error, 1)
+	go func() { closed <- db.Close() }()
+	select {
+	case err := <-closed:
+		t.Fatalf("close returned (%v) while a write was under way", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	if err := <-wrote; err != nil {
+		t.Fatalf("the write under way: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Audit(ctx, call("late")); err == nil {
+		t.Fatal("a write after close succeeded")
+	}
+}

@@ -307,9 +307,14 @@ func (db *DB) Close() error {
 	defer cancel()
 	db.FlushAudit(ctx)
 	db.audits.close()
-	if db.writer != nil {
-		db.pool.Put(db.writer)
-		db.writer = nil
+	// The writer is given back once the write under way (or a flush the
+	// audit timer began) has ended; a write that comes later finds none.
+	db.wturn <- struct{}{}
+	w := db.writer
+	db.writer = nil
+	<-db.wturn
+	if w != nil {
+		db.pool.Put(w)
 	}
 	return db.pool.Close()
 }
@@ -365,6 +370,9 @@ func (db *DB) writeConn(ctx context.Context, f func(conn *sqlite.Conn) error) er
 	}
 	defer func() { <-db.wturn }()
 	conn := db.writer
+	if conn == nil {
+		return fmt.Errorf("index %s: closed (snagd is stopping; run the command again once it has)", db.path)
+	}
 	old := conn.SetInterrupt(ctx.Done())
 	defer conn.SetInterrupt(old)
 	return f(conn)
