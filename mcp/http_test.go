@@ -247,6 +247,15 @@ func TestHTTPRefused(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "snag_claim") {
 		t.Errorf("tools/list: %d: %.300s", resp.StatusCode, body)
 	}
+	// Arguments that are not an object are a tool error, and snagd, which
+	// serves every agent, goes on serving (a null once took it down).
+	for i, args := range []string{`null`, `[1]`, `"x"`, `{"limit":"x"}`} {
+		call := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"snag_list","arguments":%s}}`, 10+i, args)
+		resp, body = hDo(t, e, http.MethodPost, call, withID)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"isError":true`) && !strings.Contains(body, `"tasks"`) {
+			t.Errorf("snag_list with arguments %s: %d: %.300s", args, resp.StatusCode, body)
+		}
+	}
 	resp, body = hDo(t, e, http.MethodDelete, "", withID)
 	if resp.StatusCode != http.StatusNoContent {
 		t.Errorf("DELETE: %d: %s", resp.StatusCode, body)

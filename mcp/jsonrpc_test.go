@@ -183,6 +183,18 @@ func TestRawJSONRPC(t *testing.T) {
 		result("a ping after "+what, id)
 	}
 
+	// Arguments a hostile or careless client sends: each gets an answer
+	// (a tool error or a result), and the server keeps serving.
+	for i, args := range []string{`null`, `[1]`, `"x"`, `7`, `{"limit":"x"}`, `{"limit":null}`, `{"nope":1}`} {
+		id := strconv.Itoa(20 + i)
+		send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"snag_list","arguments":` + args + `}}`)
+		if f := next("snag_list with arguments " + args); string(f.ID) != id || (f.Error == nil && f.Result == nil) {
+			t.Fatalf("snag_list with arguments %s: answer with id %s, error %v, result %s", args, f.ID, f.Error, f.Result)
+		}
+		send(`{"jsonrpc":"2.0","id":` + id + `0,"method":"ping"}`)
+		result("a ping after snag_list with arguments "+args, id+"0")
+	}
+
 	// The end of its input ends the server cleanly, with nothing more on stdout.
 	stdin.Close()
 	for {

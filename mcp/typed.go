@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"runtime/debug"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -37,7 +39,16 @@ func addTool[In, Out any](srv *sdk.Server, t *sdk.Tool, h sdk.ToolHandlerFor[In,
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
 	}
-	srv.AddTool(t, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	srv.AddTool(t, func(ctx context.Context, req *sdk.CallToolRequest) (res *sdk.CallToolResult, err error) {
+		// A bug in a tool must not take down the process that serves every
+		// agent (snagd, for /mcp): like net/http's handlers, the call
+		// fails, and the stack goes to stderr (snagd.log).
+		defer func() {
+			if p := recover(); p != nil {
+				fmt.Fprintf(os.Stderr, "snag: panic in tool %s: %v\n%s", t.Name, p, debug.Stack())
+				res, err = toolError(fmt.Errorf("internal error in %s (a bug: the stack is in snag's log; please report it)", t.Name)), nil
+			}
+		}()
 		args, err := arguments[In](req.Params.Arguments, resolved)
 		if err != nil {
 			return toolError(fmt.Errorf("validating \"arguments\": %v", err)), nil
@@ -65,14 +76,18 @@ func addTool[In, Out any](srv *sdk.Server, t *sdk.Tool, h sdk.ToolHandlerFor[In,
 }
 
 // arguments decodes a tool call's arguments into In after checking them
-// against the input schema and applying its defaults. No arguments are {}.
+// against the input schema and applying its defaults. No arguments, or
+// null, are {}; anything but an object is refused.
 func arguments[In any](raw json.RawMessage, resolved *jsonschema.Resolved) (In, error) {
 	var in In
-	m := map[string]any{}
+	var m map[string]any
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &m); err != nil {
-			return in, fmt.Errorf("unmarshaling arguments: %w", err)
+			return in, fmt.Errorf("arguments must be a JSON object: %w", err)
 		}
+	}
+	if m == nil {
+		m = map[string]any{}
 	}
 	if err := resolved.ApplyDefaults(&m); err != nil {
 		return in, fmt.Errorf("applying schema defaults:\n%w", err)
