@@ -79,6 +79,26 @@ func (e *Engine) Add(ctx context.Context, nt NewTask, actor queue.Actor, who str
 	return t, path, nil
 }
 
+// badValue is the refusal of a new task whose values its file cannot hold
+// (a negative wave, a suspect file outside the repository), named by the
+// field as the caller gave it, not by a line of a file it never saw.
+func badValue(err error) error {
+	var pe *queue.ParseError
+	if !errors.As(err, &pe) || pe.Field == "" {
+		return fmt.Errorf("add: %w", err)
+	}
+	code := "bad_json"
+	switch pe.Field {
+	case "wave":
+		code = "bad_wave"
+	case "suspect_files":
+		code = "bad_file"
+	case "depends_on":
+		code = "bad_ref"
+	}
+	return refuse(ErrInvalid, code, "add: %s: %s", pe.Field, pe.Msg)
+}
+
 // keyTries is how many fresh keys [Engine.Add] tries before it gives up:
 // each try loses only to a person writing a file with that very key in the
 // same instant.
@@ -98,7 +118,7 @@ func (e *Engine) createKeyed(ctx context.Context, t *queue.Task) (string, error)
 		t.Key = queue.Alias(n)
 		data := queue.Format(t)
 		if _, err := queue.Parse(data); err != nil {
-			return "", fmt.Errorf("add: %w", err)
+			return "", badValue(err)
 		}
 		name := queue.FileName(t.Key, t.Title)
 		if err := e.p.Tasks.Create(name, data); err != nil {

@@ -100,6 +100,22 @@ func TestAddByPersonAndByAgent(t *testing.T) {
 			t.Errorf("Add(%q) succeeded; want an error", bad)
 		}
 	}
+	// Values a task file cannot hold are the caller's mistake, named by
+	// the field and its code, not a line of a file the caller never saw.
+	for _, c := range []struct {
+		nt   NewTask
+		code string
+	}{
+		{NewTask{Title: "x", Wave: -1}, "bad_wave"},
+		{NewTask{Title: "x", Files: []queue.FileRef{{Path: "../../etc/passwd"}}}, "bad_file"},
+		{NewTask{Title: "x", Files: []queue.FileRef{{Path: "/etc/passwd"}}}, "bad_file"},
+	} {
+		_, _, err := e.Add(ctx, c.nt, queue.Person, "dana")
+		var ee *Error
+		if !errors.As(err, &ee) || !errors.Is(err, ErrInvalid) || ee.Code != c.code || strings.Contains(ee.Message, "line ") {
+			t.Errorf("Add(%+v): %v, want %s without a line", c.nt, err, c.code)
+		}
+	}
 }
 
 // TestX7_HostileTitlesStayInTasks adds tasks whose titles try to name other
