@@ -47,7 +47,7 @@ var forbidden = map[string][]string{
 	"index":  {module + "/project", module + "/cli", module + "/watch", module + "/mcp", "github.com/fsnotify/", "github.com/modelcontextprotocol/", "net/http"},
 	"watch":  {module + "/index", module + "/project", module + "/cli", module + "/mcp", "zombiezen.com/", "modernc.org/", "github.com/modelcontextprotocol/"},
 	"mcp":    {module + "/index", module + "/project", module + "/cli", module + "/watch", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/"},
-	"client": {module + "/index", module + "/project", module + "/daemon", module + "/cli", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/"},
+	"client": {module + "/index", module + "/project", module + "/daemon", module + "/cli", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/", "net/http", "crypto/tls"},
 	// The bridge reads snagd's answers in the API's types, never the
 	// index's.
 	"mcp/remote": {module + "/index", module + "/project", module + "/daemon", module + "/cli", module + "/watch", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/"},
@@ -85,11 +85,15 @@ var forbidden = map[string][]string{
 	"project": {module + "/cli", module + "/watch", module + "/mcp", "github.com/fsnotify/", "github.com/modelcontextprotocol/", "net/http"},
 }
 
-// lean is what snag's own program must not link.
+// lean is what snag's own program must not link: every linked package's
+// init runs on every command, and its pages are faulted in.
 var lean = []string{
 	module + "/daemon", module + "/engine", module + "/index", module + "/project", module + "/watch",
 	module + "/mcp", module + "/board", module + "/browser", module + "/cli/full",
 	"zombiezen.com/", "modernc.org/", "github.com/modelcontextprotocol/", "github.com/chromedp/", "github.com/fsnotify/",
+	// A loopback request to our own daemon needs no HTTP/2, TLS, x509 or
+	// gzip (client/wire.go).
+	"net/http", "crypto/tls", "crypto/x509", "compress/",
 }
 
 // allowed names, per package, the packages of snag's its forbidden list

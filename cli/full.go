@@ -136,7 +136,7 @@ func flush(w io.Writer) error {
 }
 
 // errNoSnagd is the end of the sentence when snagd's program is not found.
-var errNoSnagd = errors.New("was found neither beside snag nor on PATH: go install ./cmd/... (or make build) installs both, snag and snagd")
+var errNoSnagd = errors.New("was found neither beside snag nor on PATH: CGO_ENABLED=0 go install ./cmd/... (or make build) installs both, snag and snagd")
 
 // snagd finds snagd's program: $SNAGD, then beside this program (under the
 // name it was started by, then its resolved path), then on PATH.

@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"errors"
-	"net/http"
 	"net/url"
 	"strconv"
 
@@ -35,14 +34,14 @@ func (k Caller) do(ctx context.Context, method, path string, in, out any) error 
 // (a task, most often) does not exist.
 func NotFound(err error) bool {
 	var e *Error
-	return errors.As(err, &e) && e.Status == http.StatusNotFound
+	return errors.As(err, &e) && e.Status == statusNotFound
 }
 
 // SessionEnded reports whether err is snagd's answer that the agent's
 // session has ended (its leases were released): the agent registers again.
 func SessionEnded(err error) bool {
 	var e *Error
-	return errors.As(err, &e) && e.Status == http.StatusGone
+	return errors.As(err, &e) && e.Status == statusGone
 }
 
 // task is the path of a task route: /tasks/{ref} and what follows.
@@ -61,21 +60,21 @@ func (k Caller) List(ctx context.Context, q api.ListQuery) (api.TaskList, error)
 	if s := q.Encode(); s != "" {
 		path += "?" + s
 	}
-	err := k.do(ctx, http.MethodGet, path, nil, &out)
+	err := k.do(ctx, "GET", path, nil, &out)
 	return out, err
 }
 
 // Get reads one task by id or alias (GET /tasks/{ref}).
 func (k Caller) Get(ctx context.Context, ref string) (api.TaskDetail, error) {
 	var out api.TaskDetail
-	err := k.do(ctx, http.MethodGet, task(ref), nil, &out)
+	err := k.do(ctx, "GET", task(ref), nil, &out)
 	return out, err
 }
 
 // Search runs a full-text query (GET /search).
 func (k Caller) Search(ctx context.Context, q api.SearchQuery) (api.SearchResult, error) {
 	var out api.SearchResult
-	err := k.do(ctx, http.MethodGet, "/search?"+q.Encode(), nil, &out)
+	err := k.do(ctx, "GET", "/search?"+q.Encode(), nil, &out)
 	return out, err
 }
 
@@ -83,7 +82,7 @@ func (k Caller) Search(ctx context.Context, q api.SearchQuery) (api.SearchResult
 // the inbox.
 func (k Caller) Add(ctx context.Context, req api.AddRequest) (api.Added, error) {
 	var out api.Added
-	err := k.do(ctx, http.MethodPost, "/tasks", req, &out)
+	err := k.do(ctx, "POST", "/tasks", req, &out)
 	return out, err
 }
 
@@ -95,7 +94,7 @@ func (k Caller) Claim(ctx context.Context, ref string, req api.ClaimRequest) (ap
 		path = task(ref, "claim")
 	}
 	var out api.Claim
-	err := k.do(ctx, http.MethodPost, path, req, &out)
+	err := k.do(ctx, "POST", path, req, &out)
 	return out, err
 }
 
@@ -103,7 +102,7 @@ func (k Caller) Claim(ctx context.Context, ref string, req api.ClaimRequest) (ap
 // epoch (POST /tasks/{ref}/release with the session).
 func (k Caller) Release(ctx context.Context, ref string, req api.LeaseRequest) (api.Released, error) {
 	var out api.Released
-	err := k.do(ctx, http.MethodPost, task(ref, "release"), req, &out)
+	err := k.do(ctx, "POST", task(ref, "release"), req, &out)
 	return out, err
 }
 
@@ -111,7 +110,7 @@ func (k Caller) Release(ctx context.Context, ref string, req api.LeaseRequest) (
 // whoever holds it (POST /tasks/{ref}/release without a session).
 func (k Caller) TakeBack(ctx context.Context, ref string, req api.MoveRequest) (api.Released, error) {
 	var out api.Released
-	err := k.do(ctx, http.MethodPost, task(ref, "release"), req, &out)
+	err := k.do(ctx, "POST", task(ref, "release"), req, &out)
 	return out, err
 }
 
@@ -120,7 +119,7 @@ func (k Caller) TakeBack(ctx context.Context, ref string, req api.MoveRequest) (
 func (k Caller) Resolve(ctx context.Context, ref string, req api.VerifyRequest) (api.Resolved, error) {
 	req.DryRun = false
 	var out api.Resolved
-	err := k.do(ctx, http.MethodPost, task(ref, "resolve"), req, &out)
+	err := k.do(ctx, "POST", task(ref, "resolve"), req, &out)
 	return out, err
 }
 
@@ -128,7 +127,7 @@ func (k Caller) Resolve(ctx context.Context, ref string, req api.VerifyRequest) 
 // accept (POST /tasks/{ref}/{action}).
 func (k Caller) Move(ctx context.Context, ref, action string, req api.MoveRequest) (api.Moved, error) {
 	var out api.Moved
-	err := k.do(ctx, http.MethodPost, task(ref, url.PathEscape(action)), req, &out)
+	err := k.do(ctx, "POST", task(ref, url.PathEscape(action)), req, &out)
 	return out, err
 }
 
@@ -138,7 +137,7 @@ func (k Caller) Move(ctx context.Context, ref, action string, req api.MoveReques
 func (k Caller) VerifyPlan(ctx context.Context, ref string, req api.VerifyRequest) (api.VerifyPlan, error) {
 	req.DryRun = true
 	var out api.VerifyPlan
-	err := k.do(ctx, http.MethodPost, "/verify/"+url.PathEscape(ref), req, &out)
+	err := k.do(ctx, "POST", "/verify/"+url.PathEscape(ref), req, &out)
 	return out, err
 }
 
@@ -146,21 +145,21 @@ func (k Caller) VerifyPlan(ctx context.Context, ref string, req api.VerifyReques
 func (k Caller) Verify(ctx context.Context, ref string, req api.VerifyRequest) (api.Resolved, error) {
 	req.DryRun = false
 	var out api.Resolved
-	err := k.do(ctx, http.MethodPost, "/verify/"+url.PathEscape(ref), req, &out)
+	err := k.do(ctx, "POST", "/verify/"+url.PathEscape(ref), req, &out)
 	return out, err
 }
 
 // VerifyState says where verify of a task stands (GET /verify/{ref}).
 func (k Caller) VerifyState(ctx context.Context, ref string) (api.VerifyState, error) {
 	var out api.VerifyState
-	err := k.do(ctx, http.MethodGet, "/verify/"+url.PathEscape(ref), nil, &out)
+	err := k.do(ctx, "GET", "/verify/"+url.PathEscape(ref), nil, &out)
 	return out, err
 }
 
 // Sessions lists the live sessions and leases (GET /sessions).
 func (k Caller) Sessions(ctx context.Context) (api.Sessions, error) {
 	var out api.Sessions
-	err := k.do(ctx, http.MethodGet, "/sessions", nil, &out)
+	err := k.do(ctx, "GET", "/sessions", nil, &out)
 	return out, err
 }
 
@@ -168,7 +167,7 @@ func (k Caller) Sessions(ctx context.Context) (api.Sessions, error) {
 // /sessions/{id}/end).
 func (k Caller) EndSession(ctx context.Context, id int64, req api.EndRequest) (api.Ended, error) {
 	var out api.Ended
-	err := k.do(ctx, http.MethodPost, "/sessions/"+strconv.FormatInt(id, 10)+"/end", req, &out)
+	err := k.do(ctx, "POST", "/sessions/"+strconv.FormatInt(id, 10)+"/end", req, &out)
 	return out, err
 }
 
@@ -179,27 +178,27 @@ func (k Caller) Audit(ctx context.Context, q api.AuditQuery) (api.AuditLog, erro
 	if s := q.Encode(); s != "" {
 		path += "?" + s
 	}
-	err := k.do(ctx, http.MethodGet, path, nil, &out)
+	err := k.do(ctx, "GET", path, nil, &out)
 	return out, err
 }
 
 // Reindex rebuilds the index from the task files (POST /reindex).
 func (k Caller) Reindex(ctx context.Context, req api.MoveRequest) (api.Reindexed, error) {
 	var out api.Reindexed
-	err := k.do(ctx, http.MethodPost, "/reindex", req, &out)
+	err := k.do(ctx, "POST", "/reindex", req, &out)
 	return out, err
 }
 
 // Rescan reads every task file again now (POST /rescan).
 func (k Caller) Rescan(ctx context.Context) (api.Rescanned, error) {
 	var out api.Rescanned
-	err := k.do(ctx, http.MethodPost, "/rescan", struct{}{}, &out)
+	err := k.do(ctx, "POST", "/rescan", struct{}{}, &out)
 	return out, err
 }
 
 // LoginCode mints a one-time link to the board (POST /login-codes).
 func (k Caller) LoginCode(ctx context.Context, req api.MoveRequest) (api.LoginCode, error) {
 	var out api.LoginCode
-	err := k.do(ctx, http.MethodPost, "/login-codes", req, &out)
+	err := k.do(ctx, "POST", "/login-codes", req, &out)
 	return out, err
 }

@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,16 +85,15 @@ type Client struct {
 	root string // the project root, symlinks resolved
 	home string
 	tok  token.Token
-	base string // http://127.0.0.1:PORT
 	// mismatch is, after find, a snagd of the project whose proof did not
 	// match the token, or nil.
 	mismatch *mismatchError
 	health   Health
-	http     *http.Client
+	wire     transport
 	// quick is set while the client trusts the project's lock instead of
 	// a proof (Options.Quick): health holds only what the lock says.
 	quick bool
-	// mu guards health, base and quick, which a rediscovery changes while
+	// mu guards health and quick, which a rediscovery changes while
 	// other calls read them; findMu lets one rediscovery run at a time.
 	mu, findMu   sync.Mutex
 	waiting      func(Health)
@@ -141,7 +139,7 @@ func Dial(ctx context.Context, root string, opts Options) (*Client, error) {
 		opts.Home = home()
 	}
 	tok, tokErr := token.Read(opts.Home)
-	c := &Client{root: abs, home: opts.Home, tok: tok, http: &http.Client{Timeout: 30 * time.Second},
+	c := &Client{root: abs, home: opts.Home, tok: tok,
 		waiting: opts.Waiting, waitingAfter: opts.WaitingAfter}
 	if c.waitingAfter == 0 {
 		c.waitingAfter = WaitingAfter
@@ -514,15 +512,14 @@ func (c *Client) use(h *Health) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.health = *h
-	c.base = "http://127.0.0.1:" + strconv.Itoa(h.Port)
 }
 
-// state is what the client knows of its daemon now: what it said, its
-// address, and whether it is trusted by the lock alone.
-func (c *Client) state() (h Health, base string, quick bool) {
+// state is what the client knows of its daemon now: what it said (its
+// port among it), and whether it is trusted by the lock alone.
+func (c *Client) state() (h Health, quick bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.health, c.base, c.quick
+	return c.health, c.quick
 }
 
 var errNoAnswer = errors.New("no answer")
@@ -534,9 +531,7 @@ func (c *Client) probe(ctx context.Context, port int, timeout time.Duration) (*H
 	nonce := hex.EncodeToString(n[:])
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	url := fmt.Sprintf("http://127.0.0.1:%d/health?nonce=%s", port, nonce)
-	req, _ := http.NewRequestWithContext(pctx, http.MethodGet, url, nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.wire.roundTrip(pctx, port, &request{method: "GET", path: "/health?nonce=" + nonce})
 	if err != nil {
 		return nil, errNoAnswer
 	}
@@ -563,13 +558,13 @@ func (c *Client) probe(ctx context.Context, port int, timeout time.Duration) (*H
 
 // Health is what the daemon said when it was found.
 func (c *Client) Health() Health {
-	h, _, _ := c.state()
+	h, _ := c.state()
 	return h
 }
 
 // Fresh asks the daemon's /health again and returns it.
 func (c *Client) Fresh(ctx context.Context) (Health, error) {
-	was, _, quick := c.state()
+	was, quick := c.state()
 	h, err := c.probe(ctx, was.Port, time.Second)
 	if err != nil {
 		return Health{}, err
@@ -622,14 +617,14 @@ func (e *Error) ErrorCode() string { return e.Code }
 
 // retryLater reports whether an answer asks to be sent again in a moment:
 // a 503 with Retry-After.
-func retryLater(resp *http.Response) bool {
-	return resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != ""
+func retryLater(resp *response) bool {
+	return resp.StatusCode == statusUnavailable && resp.Header("Retry-After") != ""
 }
 
 // retryAfter is how long a 503 answer asks the client to wait, at least
 // 50 ms and at most 2 s.
-func retryAfter(resp *http.Response) time.Duration {
-	secs, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+func retryAfter(resp *response) time.Duration {
+	secs, err := strconv.Atoi(resp.Header("Retry-After"))
 	if err != nil || secs <= 0 {
 		return 100 * time.Millisecond
 	}

@@ -2,12 +2,10 @@ package client
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +22,7 @@ type Registration = api.Registration
 // Register registers an agent session (POST /sessions).
 func (c *Client) Register(ctx context.Context, r Registration) (Session, error) {
 	var s Session
-	err := c.send(ctx, 0, "", http.MethodPost, "/sessions", r, &s)
+	err := c.send(ctx, 0, "", "POST", "/sessions", r, &s)
 	return s, err
 }
 
@@ -47,27 +45,20 @@ func (c *Client) send(ctx context.Context, session int64, tool, method, path str
 	}
 	deadline := time.Now().Add(ReadyWait)
 	for {
-		var body io.Reader
+		h, quick := c.state()
+		req := &request{method: method, path: path, body: raw, timeout: requestTimeout,
+			header: []string{"Authorization", "Bearer " + c.tok.String()}}
 		if raw != nil {
-			body = bytes.NewReader(raw)
-		}
-		h, base, quick := c.state()
-		req, err := http.NewRequestWithContext(ctx, method, base+path, body)
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Authorization", "Bearer "+c.tok.String())
-		if raw != nil {
-			req.Header.Set("Content-Type", "application/json")
+			req.header = append(req.header, "Content-Type", "application/json")
 		}
 		if session != 0 {
-			req.Header.Set(api.SessionHeader, strconv.FormatInt(session, 10))
+			req.header = append(req.header, api.SessionHeader, strconv.FormatInt(session, 10))
 			if tool != "" {
-				req.Header.Set(api.ToolHeader, tool)
+				req.header = append(req.header, api.ToolHeader, tool)
 			}
 		}
-		resp, err := c.http.Do(req)
-		if quick && (err != nil || resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusServiceUnavailable) {
+		resp, err := c.wire.roundTrip(ctx, h.Port, req)
+		if quick && ctx.Err() == nil && (err != nil || resp.StatusCode == statusUnauthorized || resp.StatusCode == statusUnavailable) {
 			// The daemon the lock named is not one that serves yet: find
 			// it as discovery does, and send the request again.
 			if err == nil {
@@ -174,14 +165,10 @@ func (c *Client) Events(ctx context.Context, on func(Event)) error {
 // openStream opens one of snagd's long-lived GET streams at path, with no
 // timeout. It returns the response to read from, or snagd's error when the
 // stream was refused; the caller closes the body.
-func (c *Client) openStream(ctx context.Context, path string) (*http.Response, error) {
-	h, base, _ := c.state()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.tok.String())
-	resp, err := http.DefaultClient.Do(req) // no timeout: the stream lasts
+func (c *Client) openStream(ctx context.Context, path string) (*response, error) {
+	h, _ := c.state()
+	req := &request{method: "GET", path: path, header: []string{"Authorization", "Bearer " + c.tok.String()}} // no timeout: the stream lasts
+	resp, err := c.wire.roundTrip(ctx, h.Port, req)
 	if err != nil {
 		return nil, fmt.Errorf("snagd on :%d: %w", h.Port, err)
 	}
@@ -193,7 +180,7 @@ func (c *Client) openStream(ctx context.Context, path string) (*http.Response, e
 }
 
 // errorOf reads a non-2xx answer's body (an api.Error) as an *Error.
-func errorOf(resp *http.Response) *Error {
+func errorOf(resp *response) *Error {
 	var body api.Error
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body); err != nil || body.Message == "" {
 		body.Message = fmt.Sprintf("snagd answered %s", resp.Status)
