@@ -2,12 +2,11 @@ package queue
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/oklog/ulid/v2"
 )
 
 // IDPrefix starts every canonical task id; AliasPrefix starts every alias.
@@ -19,17 +18,55 @@ const (
 // NewID returns a fresh canonical task id: tsk_ and a ULID whose time part
 // is now, so ids sort by creation.
 func NewID(now time.Time) string {
-	return IDPrefix + ulid.MustNew(ulid.Timestamp(now), rand.Reader).String()
+	var entropy [10]byte
+	rand.Read(entropy[:])
+	return IDPrefix + ulid(uint64(now.UnixMilli()), entropy)
 }
 
 // IsID reports whether s has the form of a canonical task id (tsk_ and 26
 // characters of Crockford base32), in any case.
 func IsID(s string) bool {
-	if len(s) != len(IDPrefix)+ulid.EncodedSize || !strings.EqualFold(s[:len(IDPrefix)], IDPrefix) {
+	if len(s) != len(IDPrefix)+ulidSize || !strings.EqualFold(s[:len(IDPrefix)], IDPrefix) {
 		return false
 	}
-	_, err := ulid.ParseStrict(strings.ToUpper(s[len(IDPrefix):]))
-	return err == nil
+	return isULID(strings.ToUpper(s[len(IDPrefix):]))
+}
+
+// A ULID (https://github.com/ulid/spec) is 48 bits of milliseconds since
+// 1970 and 80 random bits, written as 26 characters of Crockford's base32.
+// It is written here rather than by a library, whose init seeds a random
+// source on every start of every command.
+const (
+	ulidSize  = 26
+	crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+)
+
+// ulid writes the ULID of the time ms (its low 48 bits) and entropy.
+func ulid(ms uint64, entropy [10]byte) string {
+	hi := ms<<16 | uint64(binary.BigEndian.Uint16(entropy[:2]))
+	lo := binary.BigEndian.Uint64(entropy[2:])
+	var out [ulidSize]byte
+	for i := ulidSize - 1; i >= 0; i-- {
+		out[i] = crockford[lo&31]
+		lo = lo>>5 | hi<<59
+		hi >>= 5
+	}
+	return string(out[:])
+}
+
+// isULID reports whether s is a ULID in upper case: 26 characters of the
+// alphabet whose first is at most 7 (128 bits fill 26 characters but for
+// two bits).
+func isULID(s string) bool {
+	if len(s) != ulidSize || s[0] > '7' {
+		return false
+	}
+	for i := range len(s) {
+		if strings.IndexByte(crockford, s[i]) < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Alias formats the human alias for n: SNAG-12.
