@@ -32,6 +32,14 @@ type Env struct {
 	// Full is the part of snag only snagd's program links; nil in the snag
 	// program, whose commands that need it run snagd's (see [Full]).
 	Full Full
+	// Interrupt, when set, gives a context that ends on SIGINT or SIGTERM
+	// too: the snag program passes one that no signal ends, and this,
+	// which a command calls only before it waits (for snagd to stop, for
+	// a verify's outcome) to return cleanly when interrupted. Signal
+	// handling starts a goroutine and a thread that a command answered
+	// at once does without; such a command is ended by a signal as the
+	// system ends a program.
+	Interrupt func(context.Context) (context.Context, context.CancelFunc)
 	// out is Stdout unbuffered, for commands that stream (mcp, daemon).
 	out io.Writer
 }
@@ -60,6 +68,15 @@ func Main(ctx context.Context, args []string, env Env) int {
 		printError(env.Stderr, err.Error())
 		return 1
 	}
+}
+
+// interruptible gives ctx, ending on SIGINT or SIGTERM too, for a command
+// about to wait (see Env.Interrupt); cancel releases it.
+func (e Env) interruptible(ctx context.Context) (_ context.Context, cancel context.CancelFunc) {
+	if e.Interrupt == nil {
+		return ctx, func() {}
+	}
+	return e.Interrupt(ctx)
 }
 
 // flushFirst is stderr, written after what stdout holds in its buffer, so

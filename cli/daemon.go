@@ -90,6 +90,8 @@ func daemonStop(ctx context.Context, c *call) error {
 	if err := syscall.Kill(h.PID, syscall.SIGTERM); err != nil {
 		return fmt.Errorf("stop snagd (pid %d): %w", h.PID, err)
 	}
+	ctx, cancel := c.interruptible(ctx)
+	defer cancel()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		if gone(h.PID) {

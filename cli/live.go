@@ -134,6 +134,8 @@ func runLog(ctx context.Context, c *call) error {
 	if err := print(latest); err != nil {
 		return err
 	}
+	ctx, cancel := c.interruptible(ctx)
+	defer cancel()
 	for c.opt.follow {
 		flush(c.Stdout)
 		select {

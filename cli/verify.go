@@ -141,6 +141,8 @@ func runVerify(ctx context.Context, c *call) error {
 		// runs, so the wait is not a silent one.
 		fmt.Fprintf(c.Stdout, "%s is verifying: %s\n", ans.Key, waitingFor(ans))
 	}
+	ctx, cancel := c.interruptible(ctx)
+	defer cancel()
 	for {
 		st, err := r.cl.VerifyState(ctx, ref)
 		if err != nil {

@@ -15,9 +15,13 @@ import (
 	"github.com/snagdev/snag/cli"
 )
 
+// main gives the command line a context that no signal ends, and the way
+// to one that SIGINT and SIGTERM end, which a command asks for only before
+// it waits: a command answered at once starts no signal handling.
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Main(ctx, os.Args[1:], cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
-	stop()
+	code := cli.Main(context.Background(), os.Args[1:], cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		Interrupt: func(ctx context.Context) (context.Context, context.CancelFunc) {
+			return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		}})
 	os.Exit(code)
 }
