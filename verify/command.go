@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -63,9 +62,23 @@ func (r CommandResult) Passed() bool { return r.ExitCode == 0 && !r.TimedOut }
 // shellOnly are the characters a shell would interpret when unquoted.
 const shellOnly = "|&;<>()$`*?[]{}~\n"
 
-// assignment matches a leading NAME=, which a shell takes for a variable
-// assignment rather than the command's name.
-var assignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+// assignment gives a leading NAME= of word (NAME a letter or _, then
+// letters, digits and _), which a shell takes for a variable assignment
+// rather than the command's name, or "". (Not a regexp: this package is
+// in the snag program, which would compile it on every start.)
+func assignment(word string) string {
+	for i := range len(word) {
+		c := word[i]
+		switch {
+		case c == '=' && i > 0:
+			return word[:i+1]
+		case c == '_' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || i > 0 && '0' <= c && c <= '9':
+		default:
+			return ""
+		}
+	}
+	return ""
+}
 
 // Split splits a command line into words the way a POSIX shell does, with
 // single quotes, double quotes and backslash escapes, but interprets
@@ -165,8 +178,8 @@ func Split(line string) ([]string, error) {
 	if len(words) == 0 {
 		return nil, errors.New(`verify: the command is empty: write one in "verify": {"command": "..."}, or remove the key`)
 	}
-	if first := strings.TrimLeft(line[:firstEnd], " \t"); assignment.MatchString(first) {
-		return nil, needsShell(line, "variable assignment "+assignment.FindString(first)+" (or quote it)")
+	if a := assignment(strings.TrimLeft(line[:firstEnd], " \t")); a != "" {
+		return nil, needsShell(line, "variable assignment "+a+" (or quote it)")
 	}
 	return words, nil
 }
