@@ -174,12 +174,22 @@ func TestWireKeepsConnections(t *testing.T) {
 
 	// A server whose idle connections close at once: every request finds
 	// its kept connection closed, and makes a new one without an error.
+	var closed atomic.Int32
 	port, conns = serveHTTP(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") },
-		func(s *http.Server) { s.IdleTimeout = time.Millisecond })
+		func(s *http.Server) {
+			s.IdleTimeout = time.Millisecond
+			counted := s.ConnState
+			s.ConnState = func(c net.Conn, st http.ConnState) {
+				counted(c, st)
+				if st == http.StateClosed {
+					closed.Add(1)
+				}
+			}
+		})
 	tr = transport{}
 	for i := range 3 {
-		if i > 0 {
-			time.Sleep(50 * time.Millisecond)
+		for deadline := time.Now().Add(10 * time.Second); closed.Load() < int32(i) && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond) // until the server closed the idle connection
 		}
 		if _, b, err := get(t, &tr, port, &request{method: "POST", path: "/", body: []byte("x")}); err != nil || string(b) != "ok" {
 			t.Fatalf("request %d after the server closed the idle connection: %v %q", i, err, b)
