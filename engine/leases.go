@@ -121,6 +121,55 @@ type Claimed struct {
 // blocked task. A holder that claims its own task again gets its lease as
 // it is.
 func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, force bool) (Claimed, error) {
+	it, got, err := e.chooseClaim(ctx, s, ref, force)
+	if it == nil || err != nil {
+		return got, err
+	}
+	defer e.claimDone(it.ID)
+	refused := func(err error) (Claimed, error) {
+		if !index.Busy(err) { // a busy index would keep the audit waiting too
+			e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
+				TaskID: it.ID, Outcome: "refused", Detail: err.Error()})
+		}
+		return Claimed{}, err
+	}
+	// The new bytes are written and synced with no lock held; the grant,
+	// the swap and the rows are made in the next batch (commit.go).
+	m, err := e.prepareMove(it, s.Name, Step{queue.ActClaim, queue.Agent})
+	if err != nil {
+		return refused(err)
+	}
+	var lease index.Lease
+	var moved *queue.Task
+	err = e.commit(ctx, []*move{m}, func(tx *index.Tx) (err error) {
+		if lease, err = tx.Grant(it.ID, s.ID, s.Name, false); err != nil {
+			return err
+		}
+		if moved, err = m.put(tx, e.p.Tasks); err != nil {
+			return err
+		}
+		return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
+			TaskID: it.ID, Outcome: "ok", Detail: fmt.Sprintf("epoch %d", lease.Epoch)})
+	}, nil)
+	if err != nil {
+		return refused(err)
+	}
+	e.hub.Publish("lease", map[string]any{"task": it.Key, "holder": s.Name, "epoch": lease.Epoch})
+	e.writePlan(ctx)
+	// A claim changes the file's status and assignee alone, and the row
+	// was brought in step with the file in the transaction: the row as it
+	// was, with those two, is the row as it is, without another read.
+	row := it.Row
+	row.Status, row.Assignee = moved.Status, moved.Assignee
+	return Claimed{Task: &row, Epoch: lease.Epoch}, nil
+}
+
+// chooseClaim is the part of a claim made under e.mu: it finds the task
+// (the next ready one that no claim under way has chosen, when ref is nil),
+// checks that s may claim it, and marks it chosen until claimDone. With
+// no task to claim it returns none, and the answer (nothing ready, or the
+// holder's own lease) or the refusal.
+func (e *Engine) chooseClaim(ctx context.Context, s index.Session, ref *queue.Ref, force bool) (*index.Item, Claimed, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	// The choice and the checks read on the writer's connection, whose
@@ -134,7 +183,7 @@ func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 	)
 	err := e.p.DB.Read(ctx, func(tx *index.Tx) error {
 		if ref == nil {
-			id, err := tx.NextReady(nil)
+			id, err := tx.NextReady(e.chosen)
 			if err != nil {
 				return err
 			}
@@ -143,8 +192,11 @@ func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 				if err != nil {
 					return err
 				}
-				if row == nil {
+				if row == nil || e.chosen(row.ID) {
 					reason = rd.String()
+					if row != nil {
+						reason = "nothing is ready: the ready tasks are being claimed by others"
+					}
 					return nil
 				}
 				id = row.ID
@@ -162,16 +214,16 @@ func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 		return nil
 	})
 	if err != nil {
-		return Claimed{}, err
+		return nil, Claimed{}, err
 	}
 	if it == nil {
-		return Claimed{Reason: reason}, nil
+		return nil, Claimed{Reason: reason}, nil
 	}
 	if it.State == index.StateMissing {
-		return Claimed{}, refuse(ErrMissing, "missing", "%s is missing and cannot be claimed: %s; claim another task", it.Key, it.Error)
+		return nil, Claimed{}, refuse(ErrMissing, "missing", "%s is missing and cannot be claimed: %s; claim another task", it.Key, it.Error)
 	}
 	if len(it.BlockedBy) > 0 && !force {
-		return Claimed{}, refuse(ErrBlocked, "blocked", "%s is blocked by %s: claim it with force, or claim another",
+		return nil, Claimed{}, refuse(ErrBlocked, "blocked", "%s is blocked by %s: claim it with force, or claim another",
 			it.Key, strings.Join(it.BlockedBy, ", "))
 	}
 	if ownErr == nil && own.SessionID == s.ID {
@@ -179,40 +231,48 @@ func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 		// back to it by a person's save): it gets its lease, as it is.
 		e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
 			TaskID: it.ID, Outcome: "ok", Detail: fmt.Sprintf("already held, epoch %d", own.Epoch)})
-		return Claimed{Task: &it.Row, Epoch: own.Epoch}, nil
+		return nil, Claimed{Task: &it.Row, Epoch: own.Epoch}, nil
 	}
-	if err := e.atLimit(ctx, held); err != nil {
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock()
+	refusal := e.atLimit(ctx, held)
+	if limit, under := e.p.Config.MaxPerSession(), e.claimingBy(s.ID); refusal == nil && limit > 0 && under > 0 && len(held)+under >= limit {
+		refusal = refuse(ErrHolding, "holding", "your claim of another task is still being made, and this project lets an agent hold %d at once: wait for its answer", limit)
+	}
+	if refusal != nil {
 		e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
-			TaskID: it.ID, Outcome: "refused", Detail: err.Message})
-		return Claimed{}, err
+			TaskID: it.ID, Outcome: "refused", Detail: refusal.Message})
+		return nil, Claimed{}, refusal
 	}
-	var lease index.Lease
-	var moved *queue.Task
-	err = e.p.DB.Update(ctx, func(tx *index.Tx) error {
-		if lease, err = tx.Grant(it.ID, s.ID, s.Name, false); err != nil {
-			return err
+	e.claiming[it.ID] = s.ID
+	return it, Claimed{}, nil
+}
+
+// chosen reports whether a claim under way has chosen task id.
+func (e *Engine) chosen(id string) bool {
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock()
+	_, ok := e.claiming[id]
+	return ok
+}
+
+// claimingBy counts the claims session id has under way. e.claimMu must
+// be held.
+func (e *Engine) claimingBy(id int64) int {
+	n := 0
+	for _, sid := range e.claiming {
+		if sid == id {
+			n++
 		}
-		if moved, err = e.moveFile(tx, it, queue.ActClaim, queue.Agent, s.Name); err != nil {
-			return err
-		}
-		return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
-			TaskID: it.ID, Outcome: "ok", Detail: fmt.Sprintf("epoch %d", lease.Epoch)})
-	})
-	if err != nil && !index.Busy(err) { // a busy index would keep the audit waiting too
-		e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
-			TaskID: it.ID, Outcome: "refused", Detail: err.Error()})
 	}
-	if err != nil {
-		return Claimed{}, err
-	}
-	e.hub.Publish("lease", map[string]any{"task": it.Key, "holder": s.Name, "epoch": lease.Epoch})
-	e.writePlan(ctx)
-	// A claim changes the file's status and assignee alone, and the row
-	// was brought in step with the file in the transaction: the row as it
-	// was, with those two, is the row as it is, without another read.
-	row := it.Row
-	row.Status, row.Assignee = moved.Status, moved.Assignee
-	return Claimed{Task: &row, Epoch: lease.Epoch}, nil
+	return n
+}
+
+// claimDone ends the claim under way of task id, made or refused.
+func (e *Engine) claimDone(id string) {
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock()
+	delete(e.claiming, id)
 }
 
 // atLimit refuses a claim by a session that holds the leases held, as many
@@ -274,14 +334,7 @@ func (e *Engine) Release(ctx context.Context, s index.Session, ref queue.Ref, ep
 	if strings.TrimSpace(reason) == "" {
 		return Released{}, refuse(ErrInvalid, "no_reason", "release needs a reason: say why the task goes back (blocked, out of scope, ...)")
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	it, err := e.item(ctx, ref)
-	if err != nil {
-		return Released{}, err
-	}
-	var status queue.Status
-	err = e.p.DB.Update(ctx, func(tx *index.Tx) error {
+	held := func(tx *index.Tx, it *index.Item) error {
 		l, err := tx.Check(it.ID, epoch)
 		if err != nil {
 			return err
@@ -289,23 +342,54 @@ func (e *Engine) Release(ctx context.Context, s index.Session, ref queue.Ref, ep
 		if l.SessionID != s.ID {
 			return fmt.Errorf("%w: %s holds %s, not %s", index.ErrHeld, l.Holder, it.Key, s.Name)
 		}
+		return nil
+	}
+	// The lease is checked first, under e.mu, so that a stale or foreign
+	// release is refused as such; the new bytes are then written with no
+	// lock held, and the check, the swap and the rows made in a batch.
+	var it *index.Item
+	err := func() error {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.p.DB.Read(ctx, func(tx *index.Tx) (err error) {
+			if it, err = tx.Get(ref); err != nil {
+				return err
+			}
+			return held(tx, it)
+		})
+	}()
+	refused := func(err error) (Released, error) {
+		if it != nil && !index.Busy(err) {
+			e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: string(queue.ActRelease),
+				TaskID: it.ID, Outcome: "refused", Detail: err.Error()})
+		}
+		return Released{}, err
+	}
+	if err != nil {
+		return refused(err)
+	}
+	m, err := e.prepareMove(it, s.Name, Step{queue.ActRelease, queue.Agent})
+	if err != nil {
+		return refused(err)
+	}
+	var status queue.Status
+	err = e.commit(ctx, []*move{m}, func(tx *index.Tx) error {
+		if err := held(tx, it); err != nil {
+			return err
+		}
 		if _, _, err := tx.End(it.ID, string(queue.ActRelease)+": "+reason); err != nil {
 			return err
 		}
-		t, err := e.moveFile(tx, it, queue.ActRelease, queue.Agent, s.Name)
+		t, err := m.put(tx, e.p.Tasks)
 		if err != nil {
 			return err
 		}
 		status = t.Status
 		return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: string(queue.ActRelease),
 			TaskID: it.ID, Outcome: "ok", Detail: reason})
-	})
-	if err != nil && !index.Busy(err) {
-		e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: string(queue.ActRelease),
-			TaskID: it.ID, Outcome: "refused", Detail: err.Error()})
-	}
+	}, nil)
 	if err != nil {
-		return Released{}, err
+		return refused(err)
 	}
 	e.hub.Publish("lease", map[string]any{"task": it.Key, "action": queue.ActRelease, "status": status})
 	e.writePlan(ctx)

@@ -172,60 +172,22 @@ func (e *Engine) moveFile(tx *index.Tx, item *index.Item, action queue.Action, a
 	return e.moveSteps(tx, item, who, Step{action, actor})
 }
 
-// moveSteps makes several moves of the status machine, each allowed from
-// where the one before left the task, in one write of the file, inside tx:
-// a resolve that the project's config turns straight into resolved is one
-// rename and one fsync, not two. It checks the moves against the file's
-// current bytes (a person may have saved since it was indexed), rewrites
-// only the lines that change, and indexes the bytes it wrote without
+// moveSteps makes several moves of the status machine in one write of the
+// file, inside tx (see prepareMove), and indexes the bytes it wrote without
 // reading them back: each version of the file is parsed once. It returns
-// the task as the file now holds it.
+// the task as the file now holds it. Its temp file is written and synced
+// inside tx; the writes that can wait for a batch go through commit.
 func (e *Engine) moveSteps(tx *index.Tx, item *index.Item, who string, steps ...Step) (*queue.Task, error) {
-	if len(steps) == 0 {
-		return nil, errors.New("move: no steps")
-	}
-	action := steps[0].Action
-	ref := item.Key
-	if ref == "" {
-		ref = project.Rel(item.Path)
-	}
-	if err := clean(item); err != nil {
-		return nil, fmt.Errorf("%s %s: %w", action, ref, err)
-	}
-	var moved *queue.Task
-	name := project.Name(item)
-	w, err := e.p.Tasks.Rewrite(name, func(cur []byte) ([]byte, error) {
-		t, err := queue.Parse(cur)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrNotClean, queue.WithPath(err, item.Path))
-		}
-		if t.ID != item.Task.ID {
-			return nil, fmt.Errorf("%s %s: %s now holds %s: run snag reindex and try again", action, ref, item.Path, t.ID)
-		}
-		var fields []queue.Field
-		at := t.Status
-		for _, st := range steps {
-			to, err := queue.Transition(at, st.Action, st.Actor)
-			if err != nil {
-				return nil, fmt.Errorf("%s %s: %w", st.Action, t.Key, err)
-			}
-			fields = append(fields, changes(t, st.Action, to, who)...)
-			at = to
-		}
-		out, err := queue.Edit(cur, lastOfEach(fields)...)
-		if err != nil {
-			return nil, err
-		}
-		moved, err = queue.Parse(out)
-		return out, err
-	})
+	m, err := e.prepareMove(item, who, steps...)
 	if err != nil {
 		return nil, err
 	}
-	if w.Info == nil { // nothing written: the row is brought in step as it is
-		return moved, tx.SyncFile(e.p.Tasks, name)
+	defer m.prep.Abandon()
+	t, err := m.put(tx, e.p.Tasks)
+	if m.placed && err == nil {
+		err = e.p.Tasks.Sync(m.prep)
 	}
-	return moved, tx.Written(name, w.New, w.Info, moved)
+	return t, err
 }
 
 // lastOfEach keeps one change per key, the last given, where the key was

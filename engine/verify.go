@@ -289,7 +289,12 @@ func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, er
 		dir = s.Root
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
+	locked := true
+	defer func() {
+		if locked {
+			e.mu.Unlock()
+		}
+	}()
 	var it *index.Item
 	var lease index.Lease
 	err := e.p.DB.Read(ctx, func(tx *index.Tx) (err error) {
@@ -349,12 +354,29 @@ func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, er
 	case VerifyNoCaptureURL:
 		return refused(refuse(ErrCannotVerify, VerifyNoCaptureURL, "%s", p.Message))
 	case VerifyDisabled:
-		err = e.p.DB.Update(ctx, func(tx *index.Tx) error {
-			steps := []Step{{Action: queue.ActSkipVerify, Actor: queue.System}}
-			if it.Status != queue.StatusVerifying {
-				steps = append([]Step{{Action: queue.ActResolve, Actor: actor}}, steps...)
+		// Nothing waits on a check: the write is made as a claim is
+		// (commit.go), its checks made again in its batch.
+		e.mu.Unlock()
+		locked = false
+		steps := []Step{{Action: queue.ActSkipVerify, Actor: queue.System}}
+		if it.Status != queue.StatusVerifying {
+			steps = append([]Step{{Action: queue.ActResolve, Actor: actor}}, steps...)
+		}
+		m, err := e.prepareMove(it, who, steps...)
+		if err != nil {
+			return Resolution{}, err
+		}
+		err = e.commit(ctx, []*move{m}, func(tx *index.Tx) error {
+			if agent {
+				l, err := tx.Check(it.ID, lease.Epoch)
+				if err != nil {
+					return err
+				}
+				if l.SessionID != s.ID {
+					return fmt.Errorf("%w: %s holds %s, not %s", index.ErrHeld, l.Holder, it.Key, s.Name)
+				}
 			}
-			if _, err := e.moveSteps(tx, it, who, steps...); err != nil {
+			if _, err := m.put(tx, e.p.Tasks); err != nil {
 				return err
 			}
 			if _, _, err := tx.End(it.ID, "resolved: "+detail); err != nil {
@@ -362,7 +384,7 @@ func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, er
 			}
 			return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: "resolve", TaskID: it.ID,
 				Outcome: "ok", Detail: strings.TrimSpace("verify disabled: resolved, not verified " + detail)})
-		})
+		}, nil)
 		if err != nil {
 			return Resolution{}, err
 		}

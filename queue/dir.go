@@ -11,6 +11,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -368,54 +369,133 @@ type Rewritten struct {
 
 // Rewrite is [Dir.Update], and says also what the written file's size and
 // modification time are, so the caller can index the bytes it wrote
-// without reading them back.
+// without reading them back. It is [Dir.Prepare], [Prepared.Put] and
+// [Dir.Sync] in one call.
 func (d *Dir) Rewrite(name string, edit func(cur []byte) ([]byte, error)) (Rewritten, error) {
+	p, err := d.Prepare(name, edit)
+	if err != nil {
+		return p.old(), err
+	}
+	w, err := p.Put()
+	if err != nil || w.Info == nil {
+		return w, err
+	}
+	return w, d.Sync(p)
+}
+
+// Prepared is a rewrite of one file made ready: the edit applied to the
+// file's bytes and the new bytes written to a temp file beside it and
+// synced, nothing in place yet. [Dir.Prepare] makes it without holding
+// anything, so that writers of different files can write and sync their
+// temp files side by side; [Prepared.Put] then checks the file and swaps
+// the new bytes in (callers serialise that step, as they serialise writes
+// to one file), and [Dir.Sync] makes the swaps of a batch durable with one
+// sync of the folder. A Prepared not put must be dropped with
+// [Prepared.Abandon].
+type Prepared struct {
+	d    *Dir
+	root *os.Root
+	name string
+	edit func(cur []byte) ([]byte, error)
+	base []byte      // what the file held when the edit was made
+	fi   fs.FileInfo // its info then
+	next []byte      // the edit's bytes (base itself when it changed nothing)
+	tmp  string      // the temp file holding next, "" when none is written
+	wfi  fs.FileInfo // the temp file's info
+}
+
+// Prepare reads the file, applies edit to its bytes and writes the result
+// to a synced temp file in the folder. When edit returns its input
+// unchanged nothing is written and Put will do nothing. On an error of
+// edit the Prepared it returns still says what the file held.
+func (d *Dir) Prepare(name string, edit func(cur []byte) ([]byte, error)) (*Prepared, error) {
 	root, err := d.fresh()
 	if err != nil {
-		return Rewritten{}, fmt.Errorf("update %s: %w", name, err)
+		return nil, fmt.Errorf("update %s: %w", name, err)
 	}
-	base, fi, err := d.read(root, name)
+	p := &Prepared{d: d, root: root, name: name, edit: edit}
+	if p.base, p.fi, err = d.read(root, name); err != nil {
+		return nil, err
+	}
+	return p, p.write()
+}
+
+// write applies the edit to base and writes a temp file of its bytes.
+func (p *Prepared) write() error {
+	next, err := p.edit(p.base)
 	if err != nil {
-		return Rewritten{}, err
+		return err
 	}
-	// base is what the edit applies to, and what the file must hold just
-	// before the new bytes go in. A file that changes under the write is
-	// tried again from its new bytes, after a short random pause, so that
-	// a program writing it every few milliseconds does not meet every try.
+	p.next = next
+	if bytes.Equal(next, p.base) {
+		return nil
+	}
+	p.tmp, p.wfi, err = p.d.writeTemp(p.root, p.name, next, p.fi.Mode().Perm())
+	return err
+}
+
+// old is what a failed rewrite reports: the bytes the edit was applied to.
+func (p *Prepared) old() Rewritten {
+	if p == nil {
+		return Rewritten{}
+	}
+	return Rewritten{Old: p.base}
+}
+
+// Abandon removes the temp file of a rewrite that will not be put.
+func (p *Prepared) Abandon() {
+	if p != nil && p.tmp != "" {
+		p.root.Remove(p.tmp)
+		p.tmp = ""
+	}
+}
+
+// Put puts the prepared bytes in place of the file. Just before, it checks
+// that the file still holds the bytes the edit was made on; when a person
+// saved meanwhile, it applies the edit again to their bytes (and writes
+// and syncs a new temp file), so their edit is never overwritten. The new
+// bytes go in by an atomic swap with the file (on Linux), which hands back
+// what was there at that instant: a save that slipped in between the check
+// and the swap is caught too, and the edit is applied to it. It does not
+// sync the folder: [Dir.Sync] does, once for a batch of Puts, before any
+// of them is reported done.
+func (p *Prepared) Put() (Rewritten, error) {
+	d, root, name := p.d, p.root, p.name
+	// A file that changes under the write is tried again from its new
+	// bytes, after a short random pause, so that a program writing it every
+	// few milliseconds does not meet every try.
 	for try := range updateTries {
 		if try > 0 {
 			time.Sleep(time.Duration(mrand.Int64N(int64(time.Millisecond) << min(try, 3))))
+			if err := p.write(); err != nil {
+				p.Abandon()
+				return Rewritten{Old: p.base}, err
+			}
 		}
-		next, err := edit(base)
-		if err != nil {
-			return Rewritten{Old: base}, err
-		}
-		if bytes.Equal(next, base) {
+		base, next, tmp, wfi := p.base, p.next, p.tmp, p.wfi
+		if tmp == "" { // the edit changed nothing
 			return Rewritten{Old: base, New: base}, nil
-		}
-		tmp, wfi, err := d.writeTemp(root, name, next, fi.Mode().Perm())
-		if err != nil {
-			return Rewritten{Old: base}, err
 		}
 		again, fi2, err := d.read(root, name)
 		if err != nil {
-			root.Remove(tmp)
+			p.Abandon()
 			return Rewritten{Old: base}, err
 		}
 		if !bytes.Equal(again, base) {
-			root.Remove(tmp)
-			base, fi = again, fi2
+			p.Abandon()
+			p.base, p.fi = again, fi2
 			continue
 		}
 		if err := d.at(StepChecked); err != nil {
-			root.Remove(tmp)
+			p.Abandon()
 			return Rewritten{Old: base}, fmt.Errorf("update %s: %w", name, err)
 		}
 		exchanged, err := swap(root, tmp, name)
 		if err != nil {
-			root.Remove(tmp)
+			p.Abandon()
 			return Rewritten{Old: base}, fmt.Errorf("update %s: %w", name, err)
 		}
+		p.tmp = "" // in place; under tmp is now the displaced file, or nothing
 		if err := d.at(StepRenamed); err != nil {
 			return Rewritten{Old: base, New: next, Info: wfi}, fmt.Errorf("update %s: %w", name, err)
 		}
@@ -426,9 +506,8 @@ func (d *Dir) Rewrite(name string, edit func(cur []byte) ([]byte, error)) (Rewri
 			// is where they left it, and start again from their bytes.
 			if displaced, err := readTemp(root, tmp); err == nil && !bytes.Equal(displaced, base) {
 				swapBack(root, tmp, name, next)
-				base, fi, err = d.read(root, name)
-				if err != nil {
-					return Rewritten{Old: base}, err
+				if p.base, p.fi, err = d.read(root, name); err != nil {
+					return Rewritten{Old: p.base}, err
 				}
 				continue
 			}
@@ -438,9 +517,26 @@ func (d *Dir) Rewrite(name string, edit func(cur []byte) ([]byte, error)) (Rewri
 				root.Remove(tmp)
 			}
 		}
-		return Rewritten{Old: base, New: next, Info: wfi}, d.syncDir(root)
+		return Rewritten{Old: base, New: next, Info: wfi}, nil
 	}
-	return Rewritten{Old: base}, fmt.Errorf("update %s: %w", name, ErrChanged)
+	return Rewritten{Old: p.base}, fmt.Errorf("update %s: %w", name, ErrChanged)
+}
+
+// Sync makes the swaps of the rewrites ps durable: one sync of each folder
+// they were put in (the folder this Dir has open, unless it was replaced
+// meanwhile).
+func (d *Dir) Sync(ps ...*Prepared) error {
+	var done []*os.Root
+	for _, p := range ps {
+		if p == nil || slices.Contains(done, p.root) {
+			continue
+		}
+		done = append(done, p.root)
+		if err := d.syncDir(p.root); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // updateTries is how often Update writes a file that keeps changing

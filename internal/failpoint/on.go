@@ -176,8 +176,11 @@ func TxStep(ctx context.Context, step string) error {
 }
 
 // FileStep is the task folder's step hook (queue.Dir.OnStep). A write
-// outside a transaction (a person's add or move) belongs to the operation of
-// that kind being served.
+// outside a transaction (a person's add or move, or the temp file of a
+// claim, release or resolve, written before its batch's transaction) belongs
+// to the operation of that kind being served; one inside a transaction that
+// no request opened (the watcher's, a session's keep-alive) too, when one
+// is.
 func FileStep(step string) error {
 	s := armed.Load()
 	if s == nil {
@@ -185,9 +188,9 @@ func FileStep(step string) error {
 	}
 	s.mu.Lock()
 	op := s.txOp
-	if op == "" {
+	if op == "" || op == "other" {
 		op = "other"
-		for _, o := range []string{"add", "promote", "reject", "cancel", "reopen"} {
+		for _, o := range []string{"add", "promote", "reject", "cancel", "reopen", "claim", "resolve", "release"} {
 			if s.inflight[o] > 0 {
 				op = o
 				break

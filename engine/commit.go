@@ -1,0 +1,219 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/project"
+	"github.com/snagdev/snag/queue"
+)
+
+// Group commit. A claim, a holder's release and a resolve that verify does
+// not hold up each write one task file and a few rows. What costs is the
+// durability: the temp file's fsync, the folder's fsync, the commit. So
+// such a write is made in three parts:
+//
+//  1. under e.mu, briefly: read and check (which task, who holds it);
+//  2. with no lock: the file's new bytes are made and written to a temp
+//     file beside it, and synced (prepareMove), side by side with other
+//     writers' temp files;
+//  3. in a batch (commit): the writes waiting when the writer is free are
+//     made in one transaction under e.mu, each inside its own savepoint:
+//     its checks again (the lease, and the file still holding the bytes
+//     its edit was made on, else the edit is made again on the new bytes),
+//     the swap of its file, its rows. Then one fsync of the folder makes
+//     every swap of the batch durable, the transaction commits, and only
+//     then is any of them answered.
+//
+// What stays serialised is what decides: the checks, the swaps, the folder
+// sync and the commit all happen under e.mu, one batch at a time. A task
+// is handed out once because its claim is granted only inside the batch's
+// transaction, where the lease table says whether it is held and the
+// file's bytes whether it is open, after every write before it in the
+// batch. A crash keeps the order of a single write: before a swap nothing
+// changed but a temp file (swept at start); after it the file wins (the
+// reconcile at start re-derives the lease from it); a write is answered
+// only after its file and its rows are durable.
+
+// write is one change of a batch.
+type write struct {
+	ctx   context.Context
+	moves []*move                  // the files it rewrites, prepared
+	run   func(tx *index.Tx) error // its checks and rows, inside the batch's transaction
+	after func()                   // once the batch has committed, with e.mu held; may be nil
+	err   error
+	done  chan struct{} // closed when the batch of the write has committed or failed
+	lead  chan struct{} // closed when the write is to make the next batch
+}
+
+// commit makes w part of a batch and returns when that batch has committed
+// (nil) or failed (its error, or the error of w's own part). The write
+// whose turn it is makes the batch of every write waiting then, and hands
+// the next batch to the first write that arrived meanwhile.
+func (e *Engine) commit(ctx context.Context, moves []*move, run func(tx *index.Tx) error, after func()) error {
+	w := &write{ctx: ctx, moves: moves, run: run, after: after, done: make(chan struct{}), lead: make(chan struct{})}
+	e.batchMu.Lock()
+	if e.batching {
+		e.waiting = append(e.waiting, w)
+		e.batchMu.Unlock()
+		select {
+		case <-w.done:
+			return w.err
+		case <-w.lead:
+		}
+		e.batchMu.Lock()
+	} else {
+		e.batching = true
+	}
+	batch := append([]*write{w}, e.waiting...)
+	e.waiting = nil
+	e.batchMu.Unlock()
+
+	e.runBatch(batch)
+
+	e.batchMu.Lock()
+	if len(e.waiting) > 0 {
+		next := e.waiting[0]
+		e.waiting = e.waiting[1:]
+		close(next.lead)
+	} else {
+		e.batching = false
+	}
+	e.batchMu.Unlock()
+	return w.err
+}
+
+// errClosed answers writes that reach a batch after the engine stopped.
+var errClosed = errors.New("snagd is stopping: try again when it is back")
+
+// runBatch makes the writes of a batch in one transaction (see commit).
+func (e *Engine) runBatch(batch []*write) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	defer func() {
+		for _, w := range batch {
+			for _, m := range w.moves {
+				m.prep.Abandon() // a move not put leaves no temp file
+			}
+			close(w.done)
+		}
+	}()
+	if e.p == nil {
+		for _, w := range batch {
+			w.err = errClosed
+		}
+		return
+	}
+	// The batch's transaction runs to its end whoever asked first; it
+	// carries the first write's values (its operation, for failpoints).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), 30*time.Second)
+	defer cancel()
+	var placed []*queue.Prepared
+	err := e.p.DB.Update(ctx, func(tx *index.Tx) error {
+		for _, w := range batch {
+			if w.err = w.ctx.Err(); w.err != nil {
+				continue // its caller is gone; nothing of it was done
+			}
+			w.err = tx.Savepoint(func() error { return w.run(tx) })
+			for _, m := range w.moves {
+				if m.placed {
+					placed = append(placed, m.prep)
+				}
+			}
+		}
+		return e.p.Tasks.Sync(placed...)
+	})
+	for _, w := range batch {
+		switch {
+		case w.err != nil:
+		case err != nil:
+			w.err = err
+		case w.after != nil:
+			w.after()
+		}
+	}
+}
+
+// move is one rewrite of a task file by the status machine: prepared (the
+// new bytes made from the file's and written to a synced temp file) with
+// no lock held, then put in place and indexed inside a transaction.
+type move struct {
+	item   *index.Item
+	name   string
+	prep   *queue.Prepared
+	moved  *queue.Task // the task as the new bytes hold it
+	placed bool        // the new bytes are in place
+}
+
+// prepareMove prepares a move of item's file through steps, each allowed
+// from where the one before left the task, in one write: a resolve that
+// the project's config turns straight into resolved is one rename and one
+// fsync, not two. The steps are checked against the file's current bytes
+// (a person may have saved since it was indexed), and again against the
+// bytes the file holds when it is put, and only the lines that change are
+// rewritten.
+func (e *Engine) prepareMove(item *index.Item, who string, steps ...Step) (*move, error) {
+	if len(steps) == 0 {
+		return nil, errors.New("move: no steps")
+	}
+	action := steps[0].Action
+	ref := item.Key
+	if ref == "" {
+		ref = project.Rel(item.Path)
+	}
+	if err := clean(item); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", action, ref, err)
+	}
+	m := &move{item: item, name: project.Name(item)}
+	var err error
+	m.prep, err = e.p.Tasks.Prepare(m.name, func(cur []byte) ([]byte, error) {
+		t, err := queue.Parse(cur)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrNotClean, queue.WithPath(err, item.Path))
+		}
+		if t.ID != item.Task.ID {
+			return nil, fmt.Errorf("%s %s: %s now holds %s: run snag reindex and try again", action, ref, item.Path, t.ID)
+		}
+		var fields []queue.Field
+		at := t.Status
+		for _, st := range steps {
+			to, err := queue.Transition(at, st.Action, st.Actor)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", st.Action, t.Key, err)
+			}
+			fields = append(fields, changes(t, st.Action, to, who)...)
+			at = to
+		}
+		out, err := queue.Edit(cur, lastOfEach(fields)...)
+		if err != nil {
+			return nil, err
+		}
+		m.moved, err = queue.Parse(out)
+		return out, err
+	})
+	if err != nil {
+		m.prep.Abandon()
+		return nil, err
+	}
+	return m, nil
+}
+
+// put puts the move's bytes in place and indexes them without reading them
+// back, inside tx. The folder is synced by whoever commits tx, before it
+// does (commit, or moveSteps).
+func (m *move) put(tx *index.Tx, tasks *queue.Dir) (*queue.Task, error) {
+	w, err := m.prep.Put()
+	if w.Info != nil {
+		m.placed = true
+	}
+	if err != nil {
+		return nil, err
+	}
+	if w.Info == nil { // nothing written: the row is brought in step as it is
+		return m.moved, tx.SyncFile(tasks, m.name)
+	}
+	return m.moved, tx.Written(m.name, w.New, w.Info, m.moved)
+}
