@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +22,71 @@ import (
 // project lets a session hold any number). It reports the wall time and
 // the process's CPU time per claim.
 func BenchmarkClaim(b *testing.B) {
+	e, ctx := benchEngine(b)
+	s, err := e.Register(ctx, index.Session{Name: "BENCH", Client: "bench", PID: os.Getpid()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cpu0 := cpuTime()
+	start := time.Now()
+	claims := 0
+	for b.Loop() {
+		got, err := e.Claim(ctx, s, nil, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got.Task == nil {
+			b.Fatalf("nothing ready after %d claims: %s", claims, got.Reason)
+		}
+		claims++
+	}
+	took, cpu := time.Since(start), cpuTime()-cpu0
+	b.ReportMetric(float64(cpu)/float64(time.Millisecond)/float64(claims), "cpu-ms/claim")
+	b.ReportMetric(float64(claims)/took.Seconds(), "claims/s")
+}
+
+// BenchmarkClaimParallel is BenchmarkClaim with 16 agents claiming at
+// once, each with its own session, as snagd's clients do: the claims'
+// temp files are written side by side and their swaps and rows committed
+// in batches (commit.go). It reports the claims per second, the CPU time
+// per claim and the claims per batch's commit.
+func BenchmarkClaimParallel(b *testing.B) {
+	e, ctx := benchEngine(b)
+	const agents = 16
+	var ss []index.Session
+	for i := range agents {
+		s, err := e.Register(ctx, index.Session{Name: fmt.Sprintf("BENCH-%d", i), Client: "bench", PID: os.Getpid()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ss = append(ss, s)
+	}
+	cpu0 := cpuTime()
+	start := time.Now()
+	claims := 0
+	for b.Loop() {
+		var wg sync.WaitGroup
+		for _, s := range ss {
+			wg.Go(func() {
+				got, err := e.Claim(ctx, s, nil, false)
+				if err != nil {
+					b.Error(err)
+				} else if got.Task == nil {
+					b.Errorf("nothing ready: %s", got.Reason)
+				}
+			})
+		}
+		wg.Wait()
+		claims += agents
+	}
+	took, cpu := time.Since(start), cpuTime()-cpu0
+	b.ReportMetric(float64(cpu)/float64(time.Millisecond)/float64(claims), "cpu-ms/claim")
+	b.ReportMetric(float64(claims)/took.Seconds(), "claims/s")
+}
+
+// benchEngine opens an engine on 10,000 generated tasks (1,000 with
+// -short) whose project lets a session hold any number of them.
+func benchEngine(b *testing.B) (*Engine, context.Context) {
 	n := 10_000
 	if testing.Short() {
 		n = 1000
@@ -41,28 +108,9 @@ func BenchmarkClaim(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer e.Close()
+	b.Cleanup(func() { e.Close() })
 	e.Rescan(ctx)
-	s, err := e.Register(ctx, index.Session{Name: "BENCH", Client: "bench", PID: os.Getpid()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	cpu0 := cpuTime()
-	start := time.Now()
-	claims := 0
-	for b.Loop() {
-		got, err := e.Claim(ctx, s, nil, false)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if got.Task == nil {
-			b.Fatalf("nothing ready after %d claims: %s", claims, got.Reason)
-		}
-		claims++
-	}
-	took, cpu := time.Since(start), cpuTime()-cpu0
-	b.ReportMetric(float64(cpu)/float64(time.Millisecond)/float64(claims), "cpu-ms/claim")
-	b.ReportMetric(float64(claims)/took.Seconds(), "claims/s")
+	return e, ctx
 }
 
 // cpuTime is the process's user and system time so far.
