@@ -86,8 +86,10 @@ func (e *Engine) commit(ctx context.Context, moves []*move, run func(tx *index.T
 	return w.err
 }
 
-// errClosed answers writes that reach a batch after the engine stopped.
-var errClosed = errors.New("snagd is stopping: try again when it is back")
+// errClosed answers writes that reach a batch after the engine stopped:
+// nothing of them was done, and like a busy index they may be tried again
+// (snagd answers 503), against the daemon that comes back.
+var errClosed = fmt.Errorf("snagd is stopping: %w", index.ErrBusy)
 
 // runBatch makes the writes of a batch in one transaction (see commit).
 func (e *Engine) runBatch(batch []*write) {
@@ -169,7 +171,7 @@ func (e *Engine) prepareMove(item *index.Item, who string, steps ...Step) (*move
 	}
 	m := &move{item: item, name: project.Name(item)}
 	var err error
-	m.prep, err = e.p.Tasks.Prepare(m.name, func(cur []byte) ([]byte, error) {
+	m.prep, err = e.tasks.Prepare(m.name, func(cur []byte) ([]byte, error) {
 		t, err := queue.Parse(cur)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrNotClean, queue.WithPath(err, item.Path))

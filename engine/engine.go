@@ -70,6 +70,9 @@ type Engine struct {
 	gitCommon string
 	hub       *Hub
 	streams   *streams
+	// tasks is p.Tasks, for the writes that prepare their files with no
+	// lock held (commit.go): it stays set when Close lets p go.
+	tasks *queue.Dir
 
 	// mu serialises every write.
 	mu sync.Mutex
@@ -161,6 +164,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.p.Tasks.OnDisplaced(e.displaced)
+	e.tasks = e.p.Tasks
 	cfg := e.p.Config
 	e.cfg.Store(&cfg)
 	e.verify = newVerifier(cfg.Verify.MaxConcurrent)

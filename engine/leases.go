@@ -127,7 +127,7 @@ func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 	}
 	defer e.claimDone(it.ID)
 	refused := func(err error) (Claimed, error) {
-		if !index.Busy(err) { // a busy index would keep the audit waiting too
+		if !index.Busy(err) && !errors.Is(err, errClosed) { // a busy index would keep the audit waiting too
 			e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
 				TaskID: it.ID, Outcome: "refused", Detail: err.Error()})
 		}
@@ -359,7 +359,7 @@ func (e *Engine) Release(ctx context.Context, s index.Session, ref queue.Ref, ep
 		})
 	}()
 	refused := func(err error) (Released, error) {
-		if it != nil && !index.Busy(err) {
+		if it != nil && !index.Busy(err) && !errors.Is(err, errClosed) {
 			e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: string(queue.ActRelease),
 				TaskID: it.ID, Outcome: "refused", Detail: err.Error()})
 		}
