@@ -233,6 +233,14 @@ func (e *Engine) chooseClaim(ctx context.Context, s index.Session, ref *queue.Re
 			TaskID: it.ID, Outcome: "ok", Detail: fmt.Sprintf("already held, epoch %d", own.Epoch)})
 		return nil, Claimed{Task: &it.Row, Epoch: own.Epoch}, nil
 	}
+	if ownErr == nil {
+		// Another holds it: refused as the grant would refuse it, before
+		// a temp file is written for nothing.
+		err := fmt.Errorf("%w: %s holds it", index.ErrHeld, own.Holder)
+		e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
+			TaskID: it.ID, Outcome: "refused", Detail: err.Error()})
+		return nil, Claimed{}, err
+	}
 	e.claimMu.Lock()
 	defer e.claimMu.Unlock()
 	refusal := e.atLimit(ctx, held)
