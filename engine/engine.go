@@ -82,10 +82,10 @@ type Engine struct {
 	batchMu  sync.Mutex
 	batching bool
 	waiting  []*write
-	// claiming are the tasks whose claims are under way, by the session
-	// claiming each, between their choice and their batch (under claimMu).
+	// claiming are the tasks whose claims are under way, with how many
+	// are, between their choice and their batch (under claimMu).
 	claimMu  sync.Mutex
-	claiming map[string]int64
+	claiming map[string]int
 	// ready is set once the first full rescan is done.
 	ready atomic.Bool
 	// polling is set while the watcher polls, having no filesystem watches.
@@ -156,7 +156,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("root %s: %w", opts.Root, err)
 	}
 	e := &Engine{opts: opts, log: opts.Log, root: root, hub: newHub(4096), streams: newStreams(),
-		settling: map[string]*time.Timer{}, claiming: map[string]int64{}}
+		settling: map[string]*time.Timer{}, claiming: map[string]int{}}
 	e.gitCommon = gitdir.Common(root)
 	e.runCtx, e.stop = context.WithCancel(context.Background())
 	if err := e.openProject(ctx); err != nil {

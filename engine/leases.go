@@ -137,11 +137,39 @@ func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 	// the swap and the rows are made in the next batch (commit.go).
 	m, err := e.prepareMove(it, s.Name, Step{queue.ActClaim, queue.Agent})
 	if err != nil {
+		// Another's grant may have committed after this claim chose the
+		// task: the file then holds its claim. The claim is answered as it
+		// would have been had it come after.
+		if got, held, ok := e.claimedMeanwhile(ctx, s, it.ID); ok {
+			if held != nil {
+				return refused(held)
+			}
+			return got, nil
+		}
 		return refused(err)
 	}
 	var lease index.Lease
 	var moved *queue.Task
+	again := false
 	err = e.commit(ctx, []*move{m}, func(tx *index.Tx) (err error) {
+		if l, err := tx.LeaseOf(it.ID); err == nil && l.SessionID == s.ID {
+			// Its own claim of the task, under way beside this one, was
+			// granted first: this one gets that lease, as it is.
+			lease, moved, again = l, m.moved, true
+			return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
+				TaskID: it.ID, Outcome: "ok", Detail: fmt.Sprintf("already held, epoch %d", l.Epoch)})
+		}
+		// The session's count is made here, after every grant before this
+		// one: its other claims under way may each be refused or granted.
+		if limit := e.p.Config.MaxPerSession(); limit > 0 {
+			held, err := tx.LeasesOf(s.ID)
+			if err != nil {
+				return err
+			}
+			if refusal := e.atLimit(tx.Get, held); refusal != nil {
+				return refusal
+			}
+		}
 		if lease, err = tx.Grant(it.ID, s.ID, s.Name, false); err != nil {
 			return err
 		}
@@ -154,8 +182,10 @@ func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 	if err != nil {
 		return refused(err)
 	}
-	e.hub.Publish("lease", map[string]any{"task": it.Key, "holder": s.Name, "epoch": lease.Epoch})
-	e.writePlan(ctx)
+	if !again {
+		e.hub.Publish("lease", map[string]any{"task": it.Key, "holder": s.Name, "epoch": lease.Epoch})
+		e.writePlan(ctx)
+	}
 	// A claim changes the file's status and assignee alone, and the row
 	// was brought in step with the file in the transaction: the row as it
 	// was, with those two, is the row as it is, without another read.
@@ -233,9 +263,16 @@ func (e *Engine) chooseClaim(ctx context.Context, s index.Session, ref *queue.Re
 			TaskID: it.ID, Outcome: "ok", Detail: fmt.Sprintf("already held, epoch %d", own.Epoch)})
 		return nil, Claimed{Task: &it.Row, Epoch: own.Epoch}, nil
 	}
+	// The checks of the grant, in its order, before a temp file is
+	// written for nothing: the session's count of the leases it holds now
+	// (its claims under way are counted again in the batch, commit.go),
+	// then whether another holds the task.
+	if refusal := e.atLimit(func(ref queue.Ref) (*index.Item, error) { return e.p.DB.Get(ctx, ref) }, held); refusal != nil {
+		e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
+			TaskID: it.ID, Outcome: "refused", Detail: refusal.Message})
+		return nil, Claimed{}, refusal
+	}
 	if ownErr == nil {
-		// Another holds it: refused as the grant would refuse it, before
-		// a temp file is written for nothing.
 		err := fmt.Errorf("%w: %s holds it", index.ErrHeld, own.Holder)
 		e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
 			TaskID: it.ID, Outcome: "refused", Detail: err.Error()})
@@ -243,17 +280,38 @@ func (e *Engine) chooseClaim(ctx context.Context, s index.Session, ref *queue.Re
 	}
 	e.claimMu.Lock()
 	defer e.claimMu.Unlock()
-	refusal := e.atLimit(ctx, held)
-	if limit, under := e.p.Config.MaxPerSession(), e.claimingBy(s.ID); refusal == nil && limit > 0 && under > 0 && len(held)+under >= limit {
-		refusal = refuse(ErrHolding, "holding", "your claim of another task is still being made, and this project lets an agent hold %d at once: wait for its answer", limit)
-	}
-	if refusal != nil {
-		e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
-			TaskID: it.ID, Outcome: "refused", Detail: refusal.Message})
-		return nil, Claimed{}, refusal
-	}
-	e.claiming[it.ID] = s.ID
+	e.claiming[it.ID]++
 	return it, Claimed{}, nil
+}
+
+// claimedMeanwhile looks the lease of task id up again for a claim by s
+// whose file could not be prepared. When the task is held now, ok is true
+// and the claim's answer is the holder's own lease (got) or a refusal as
+// held naming the holder (held); otherwise the claim's own error stands.
+func (e *Engine) claimedMeanwhile(ctx context.Context, s index.Session, id string) (got Claimed, held error, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.p == nil {
+		return Claimed{}, nil, false
+	}
+	var l index.Lease
+	var it *index.Item
+	err := e.p.DB.Read(ctx, func(tx *index.Tx) (err error) {
+		if l, err = tx.LeaseOf(id); err != nil {
+			return err
+		}
+		it, err = tx.Get(queue.Ref{ID: id})
+		return err
+	})
+	if err != nil {
+		return Claimed{}, nil, false
+	}
+	if l.SessionID != s.ID {
+		return Claimed{}, fmt.Errorf("%w: %s holds it", index.ErrHeld, l.Holder), true
+	}
+	e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
+		TaskID: id, Outcome: "ok", Detail: fmt.Sprintf("already held, epoch %d", l.Epoch)})
+	return Claimed{Task: &it.Row, Epoch: l.Epoch}, nil, true
 }
 
 // chosen reports whether a claim under way has chosen task id.
@@ -264,31 +322,21 @@ func (e *Engine) chosen(id string) bool {
 	return ok
 }
 
-// claimingBy counts the claims session id has under way. e.claimMu must
-// be held.
-func (e *Engine) claimingBy(id int64) int {
-	n := 0
-	for _, sid := range e.claiming {
-		if sid == id {
-			n++
-		}
-	}
-	return n
-}
-
 // claimDone ends the claim under way of task id, made or refused.
 func (e *Engine) claimDone(id string) {
 	e.claimMu.Lock()
 	defer e.claimMu.Unlock()
-	delete(e.claiming, id)
+	if e.claiming[id]--; e.claiming[id] <= 0 {
+		delete(e.claiming, id)
+	}
 }
 
 // atLimit refuses a claim by a session that holds the leases held, as many
 // tasks as the project allows one session (claim.max_per_session, 1 unless
-// set), naming what it holds and the calls that free it. e.mu must be
-// held: every grant is made under it, so the count cannot change before
-// the claim's own.
-func (e *Engine) atLimit(ctx context.Context, held []index.Lease) *Error {
+// set), naming what it holds (read through get) and the calls that free
+// it. The count that decides is made in the claim's batch, after every
+// grant before it (Claim).
+func (e *Engine) atLimit(get func(queue.Ref) (*index.Item, error), held []index.Lease) *Error {
 	limit := e.p.Config.MaxPerSession()
 	if limit == 0 || len(held) < limit {
 		return nil
@@ -298,7 +346,7 @@ func (e *Engine) atLimit(ctx context.Context, held []index.Lease) *Error {
 	verifying := 0
 	for _, l := range held {
 		name := l.TaskID
-		if it, err := e.p.DB.Get(ctx, queue.Ref{ID: l.TaskID}); err == nil {
+		if it, err := get(queue.Ref{ID: l.TaskID}); err == nil {
 			name = it.Key
 			if first == "" {
 				first, title = it.Key, it.Title
