@@ -155,7 +155,7 @@ func TestS8_OutsideWriteLock(t *testing.T) {
 	crCheck(t, d)
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	<-d.done
-	if err := index.Check(t.Context(), filepath.Join(root, ".snag", "snag.db")); err != nil {
+	if err := index.Check(t.Context(), filepath.Join(root, ".snag", "snag.db"), true); err != nil {
 		t.Errorf("snag.db after the locks: %v", err)
 	}
 }
@@ -439,4 +439,34 @@ func TestS3_503WhileRebuilding(t *testing.T) {
 	if s.unavailable == 0 {
 		t.Error("no 503 while snagd rebuilt its index for 2 s")
 	}
+}
+
+// TestS3_QuickCheckUnlessUntouched: snagd runs SQLite's quick check of
+// snag.db at start unless the file and its WAL are as the last clean stop
+// left them. A first start has no record of a clean stop and checks; the
+// start after a clean stop does not; a touch that puts the modification
+// time back (only the change time moves) makes the next start check again.
+func TestS3_QuickCheckUnlessUntouched(t *testing.T) {
+	root, home := sampleProject(t), filepath.Join(t.TempDir(), "home")
+	db := filepath.Join(root, ".snag", "snag.db")
+	run := func(want bool, stop os.Signal) {
+		t.Helper()
+		d := startDaemon(t, root, home)
+		if got := strings.Contains(d.log.String(), "quick_check="+strconv.FormatBool(want)); !got {
+			t.Errorf("want quick_check=%v at this start\n%s", want, d.log.String())
+		}
+		d.cmd.Process.Signal(stop)
+		<-d.done
+	}
+	run(true, syscall.SIGTERM) // no record yet
+	run(false, syscall.SIGTERM)
+	fi, err := os.Stat(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(db, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	run(true, syscall.SIGTERM) // touched: its change time moved
+	run(false, syscall.SIGTERM)
 }

@@ -117,7 +117,7 @@ func TestS3_CheckFindsDamage(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			path := healthyDB(t)
 			c.damage(t, path)
-			err := index.Check(ctx, path)
+			err := index.Check(ctx, path, true)
 			switch {
 			case c.want == "" && err != nil:
 				t.Fatalf("Check: %v; want no problem", err)
@@ -213,4 +213,97 @@ func TestTxSteps(t *testing.T) {
 			t.Error("the rolled-back session is live")
 		}
 	}
+}
+
+// TestS3_QuickCheckSkippedOnlyForAnUntouchedFile: a snag.db no one has
+// written since a clean Close is untouched, and Check without the quick
+// check passes it; any write since (a page patched in place with its size
+// and modification time put back, a write by another program, a process
+// that wrote and never closed) makes it touched, so the start runs the
+// whole quick check, which finds the patched page.
+func TestS3_QuickCheckSkippedOnlyForAnUntouchedFile(t *testing.T) {
+	ctx := context.Background()
+	closed := func(t *testing.T) string {
+		t.Helper()
+		path := healthyDB(t)
+		db, err := index.Open(ctx, path) // a read, then a clean close
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Problems(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !index.Untouched(path) {
+			t.Fatal("a snag.db just closed cleanly is not untouched")
+		}
+		if err := index.Check(ctx, path, false); err != nil {
+			t.Fatalf("Check of a sound file: %v", err)
+		}
+		return path
+	}
+
+	t.Run("patched in place, times put back", func(t *testing.T) {
+		path := closed(t)
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps := pageSize(t, path)
+		b := make([]byte, ps)
+		for i := range b {
+			b[i] = 0xa5
+		}
+		patch(t, path, ps, b) // page 2: the root of the first table
+		if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+		if fi2, _ := os.Stat(path); fi2.Size() != fi.Size() || !fi2.ModTime().Equal(fi.ModTime()) {
+			t.Fatalf("size or mtime changed: %v %v -> %v %v", fi.Size(), fi.ModTime(), fi2.Size(), fi2.ModTime())
+		}
+		if index.Untouched(path) {
+			t.Fatal("a file patched since its close is untouched")
+		}
+		if err := index.Check(ctx, path, true); !errors.Is(err, index.ErrCorrupt) || !strings.Contains(err.Error(), "quick check") {
+			t.Fatalf("Check: %v; want the quick check to find the patched page", err)
+		}
+	})
+	t.Run("written by another program", func(t *testing.T) {
+		path := closed(t)
+		conn, err := sqlite.OpenConn(path, sqlite.OpenReadWrite)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = sqlitex.ExecuteTransient(conn, `INSERT INTO meta (k, v) VALUES ('other', 'program')`, nil)
+		conn.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if index.Untouched(path) {
+			t.Fatal("a file another program wrote is untouched")
+		}
+	})
+	t.Run("written and never closed", func(t *testing.T) {
+		path := closed(t)
+		db, err := index.Open(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Register(ctx, index.Session{Name: "VESPER"}); err != nil {
+			t.Fatal(err)
+		}
+		if index.Untouched(path) {
+			t.Fatal("a file written by a DB still open is untouched")
+		}
+	})
+	t.Run("no record", func(t *testing.T) {
+		path := closed(t)
+		os.Remove(path + index.ClosedSuffix)
+		if index.Untouched(path) {
+			t.Fatal("a file with no record of its close is untouched")
+		}
+	})
 }

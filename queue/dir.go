@@ -201,9 +201,25 @@ func (d *Dir) List() ([]Entry, error) {
 		return nil, err
 	}
 	defer f.Close()
-	des, err := f.ReadDir(-1)
+	out, err := listStat(f)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", d.path, err)
+	}
+	return out, nil
+}
+
+// The problems of entries named like task files that cannot be one.
+var (
+	errFolder     = errors.New("is a folder: task files live flat in .snag/tasks/; move its files up and remove it")
+	errNotRegular = errors.New("is not a regular file")
+)
+
+// listInfo lists the task files of the open folder f through
+// os.File.ReadDir and the info of each entry.
+func listInfo(f *os.File) ([]Entry, error) {
+	des, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]Entry, 0, len(des))
 	for _, de := range des {
@@ -216,9 +232,9 @@ func (d *Dir) List() ([]Entry, error) {
 		case de.Type()&fs.ModeSymlink != 0:
 			e.Problem = ErrSymlink
 		case de.IsDir():
-			e.Problem = errors.New("is a folder: task files live flat in .snag/tasks/; move its files up and remove it")
+			e.Problem = errFolder
 		case !de.Type().IsRegular():
-			e.Problem = errors.New("is not a regular file")
+			e.Problem = errNotRegular
 		default:
 			fi, err := de.Info()
 			if errors.Is(err, fs.ErrNotExist) {
