@@ -140,16 +140,15 @@ func (e *Engine) reconcile(ctx context.Context, ids []string) {
 	}
 	var rows []*index.Row
 	if ids == nil {
-		page, err := e.p.DB.List(ctx, index.Filter{Statuses: []queue.Status{queue.StatusClaimed, queue.StatusVerifying}, Limit: 1 << 30})
+		// The rows whose files say held with no live lease, and the ids
+		// of the ones held: a lease whose task is not among them is read
+		// below. Rows that agree with their lease are not read at all.
+		held, unleased, err := e.p.DB.Holding(ctx)
 		if err != nil {
 			e.log.Error("reconcile", "err", err)
 			return
 		}
-		rows = page.Rows
-		held := map[string]bool{}
-		for _, r := range rows {
-			held[r.ID] = true
-		}
+		rows = unleased
 		for id := range byTask {
 			if !held[id] {
 				ids = append(ids, id)
