@@ -31,8 +31,8 @@ const (
 	CodeBadContentType = "bad_content_type"
 	// CodeTooLarge (413): a request body over 1 MiB.
 	CodeTooLarge = "too_large"
-	// CodeBadJSON (400): a body that does not decode, or has an unknown
-	// field.
+	// CodeBadJSON (400): a body that does not decode, has an unknown
+	// field, or a value a task file cannot hold.
 	CodeBadJSON = "bad_json"
 	// CodeBadQuery (400): an unknown query parameter, one given twice, or
 	// a search query with no word.
@@ -41,7 +41,8 @@ const (
 	CodeBadStatus = "bad_status"
 	// CodeBadKind (400): an unknown kind.
 	CodeBadKind = "bad_kind"
-	// CodeBadWave (400): ?wave= is not a whole number.
+	// CodeBadWave (400): ?wave=, or a new task's wave, is not a whole
+	// number from 0.
 	CodeBadWave = "bad_wave"
 	// CodeBadLimit (400): ?limit= is not a whole number in range.
 	CodeBadLimit = "bad_limit"
@@ -54,7 +55,7 @@ const (
 	// CodeBadSeverity (400): an unknown severity.
 	CodeBadSeverity = "bad_severity"
 	// CodeBadFile (400): a suspect file that is not path or
-	// path:line-line.
+	// path:line-line, or leaves the repository.
 	CodeBadFile = "bad_file"
 	// CodeBadRef (400): not a task reference (an id or SNAG-12).
 	CodeBadRef = "bad_ref"
