@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -186,6 +187,13 @@ func (db *DB) scan(ctx context.Context, dir *queue.Dir, opts ScanOptions, rebuil
 		}
 	}
 	bulk := rebuild || len(todo)+removed >= bulkMin
+	if bulk {
+		// In the order of their paths, the rows go into the unique index
+		// of paths at its end, where a full page is left as it is, instead
+		// of splitting pages all over it (the listing is in the folder's
+		// hash order); the page cache then only needs the right edge.
+		slices.SortFunc(todo, func(a, b queue.Entry) int { return strings.Compare(a.Name, b.Name) })
+	}
 
 	// A bulk load reads while it writes; an incremental scan reads first, so
 	// the write lock is held only for the writing.
@@ -588,7 +596,7 @@ func countChange(st *ScanStats, r *fileResult, ch rowChange) {
 // (see restoreCache), a bigger full-text buffer (FTS5's hashsize, which is
 // kept: it only matters to large transactions), no full-text triggers, and,
 // for a rebuild, empty index tables; into empty tables, no secondary
-// indexes either. The function it returns puts the triggers and indexes
+// indexes but those that start with the path. The function it returns puts the triggers and indexes
 // back (from their own definitions) and marks duplicates; it must run in
 // the same transaction.
 func (w *writer) beginBulk(rebuild bool) (end func() error, err error) {
@@ -626,9 +634,14 @@ func (w *writer) beginBulk(rebuild bool) (end func() error, err error) {
 		// without their secondary indexes, which are made at the end from
 		// the sorted keys: an index of random keys (ids) kept up row by row
 		// splits a page every few inserts, and the allocator maps and
-		// unmaps memory for each split.
-		err = sqlitex.ExecuteTransient(conn, `SELECT name, sql FROM sqlite_schema
-			WHERE type = 'index' AND tbl_name IN ('tasks', 'deps') AND sql IS NOT NULL ORDER BY name`, &sqlitex.ExecOptions{
+		// unmaps memory for each split. An index that starts with the path
+		// stays: the rows come in the order of their paths, so its entries
+		// go in at its end, and making it again would read every row once
+		// more (from the log, a read call a page).
+		err = sqlitex.ExecuteTransient(conn, `SELECT name, sql FROM sqlite_schema AS s
+			WHERE type = 'index' AND tbl_name IN ('tasks', 'deps') AND sql IS NOT NULL
+				AND (SELECT name FROM pragma_index_info(s.name) WHERE seqno = 0) IS NOT 'path'
+			ORDER BY name`, &sqlitex.ExecOptions{
 			ResultFunc: func(s *sqlite.Stmt) error {
 				drop = append(drop, `DROP INDEX "`+s.ColumnText(0)+`"`)
 				recreate = append(recreate, s.ColumnText(1))
@@ -639,8 +652,16 @@ func (w *writer) beginBulk(rebuild bool) (end func() error, err error) {
 			return nil, err
 		}
 	}
-	script := []string{`PRAGMA cache_size = -65536`, // 64 MiB
-		`INSERT INTO tasks_fts (tasks_fts, rank) VALUES ('hashsize', 67108864)`} // 64 MiB
+	// The page cache of a bulk load needs the right edges of the table and
+	// of the indexes kept (the rows come in path order) and FTS5's pages:
+	// 8 MiB. A bigger one only held more pages that were later freed one by
+	// one (a munmap each under modernc's allocator, which also gives each
+	// 4.3 KB page an 8 KiB slot): at 64 MiB they were 10% of a rebuild's
+	// samples and most of a cold start's peak memory. FTS5's buffer of
+	// terms is flushed to a segment at 16 MiB: 64 MiB gained no time at
+	// 100,000 tasks and cost about 150 MB of peak memory.
+	script := []string{`PRAGMA cache_size = -8192`, // KiB
+		`INSERT INTO tasks_fts (tasks_fts, rank) VALUES ('hashsize', 16777216)`}
 	if rebuild {
 		script = append(script, `DELETE FROM deps`, `DELETE FROM tasks`,
 			`INSERT INTO tasks_fts (tasks_fts) VALUES ('delete-all')`)
