@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -163,6 +164,12 @@ func (e *Engine) reconcile(ctx context.Context, ids []string) {
 		rows = append(rows, &it.Row)
 	}
 	var live []index.Session // read once, when a lease is to be re-derived
+	type grant struct {
+		r      *index.Row
+		holder string
+		sid    int64
+	}
+	var grants []grant
 	for _, r := range rows {
 		if r.State != index.StateOK || r.Stale {
 			continue
@@ -195,18 +202,37 @@ func (e *Engine) reconcile(ctx context.Context, ids []string) {
 					sid = s.ID
 				}
 			}
-			e.p.DB.Update(ctx, func(tx *index.Tx) error {
-				if _, err := tx.Grant(r.ID, sid, holder, sid == 0); err != nil {
-					return err
-				}
-				action, detail := "lease_detached", "the file says "+string(r.Status)+" with no live lease"
-				if sid != 0 {
-					action, detail = "lease_restored", "the file says "+string(r.Status)+" by "+holder+", who is connected"
-				}
-				return tx.Audit(index.AuditEntry{Actor: queue.System, Agent: holder, Action: action, TaskID: r.ID,
-					SessionID: sid, Outcome: "ok", Detail: detail})
-			})
+			grants = append(grants, grant{r, holder, sid})
 		}
+	}
+	if len(grants) == 0 {
+		return
+	}
+	// The leases re-derived from the files go in one transaction: after a
+	// rebuild or a first start they are every claimed task's (a quarter of
+	// 100,000, which took a commit each). A task whose lease a row before
+	// it granted (two files with its id) is skipped, as it was refused.
+	err = e.p.DB.Update(ctx, func(tx *index.Tx) error {
+		for _, g := range grants {
+			if _, err := tx.Grant(g.r.ID, g.sid, g.holder, g.sid == 0); errors.Is(err, index.ErrHeld) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			action, detail := "lease_detached", "the file says "+string(g.r.Status)+" with no live lease"
+			if g.sid != 0 {
+				action, detail = "lease_restored", "the file says "+string(g.r.Status)+" by "+g.holder+", who is connected"
+			}
+			err := tx.Audit(index.AuditEntry{Actor: queue.System, Agent: g.holder, Action: action, TaskID: g.r.ID,
+				SessionID: g.sid, Outcome: "ok", Detail: detail})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		e.log.Error("reconcile: re-derive leases from the files", "leases", len(grants), "err", err)
 	}
 }
 
