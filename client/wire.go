@@ -71,6 +71,10 @@ type response struct {
 	Status     string
 	header     []string // name, value pairs as received
 	Body       io.ReadCloser
+	// The body's framing, from the head: chunked, or n bytes, or (n -1)
+	// to the end of the connection.
+	n       int64
+	chunked bool
 }
 
 // Header gives the value of the answer's first header of that name (any
@@ -215,12 +219,12 @@ func (t *transport) exchange(ctx context.Context, c *wireConn, port int, req *re
 		return fail(err, resp != nil)
 	}
 	b := &body{ctx: ctx, t: t, c: c, port: port, keep: keep, stop: stop}
-	switch n, chunked := resp.length(); {
-	case chunked:
+	switch {
+	case resp.chunked:
 		b.r = &chunkedReader{r: c.br}
-	case n >= 0:
-		b.r = &fixedReader{r: c.br, n: n}
-		b.eof = n == 0
+	case resp.n >= 0:
+		b.r = &fixedReader{r: c.br, n: resp.n}
+		b.eof = resp.n == 0
 	default:
 		b.r = c.br // to the end of the connection
 		b.keep = false
@@ -292,27 +296,21 @@ func readHead(br *bufio.Reader, method string) (resp *response, keep bool, err e
 			break
 		}
 	}
-	if _, _, err := resp.checkLength(); err != nil {
+	if resp.n, resp.chunked, err = resp.framing(); err != nil {
 		return resp, false, err
 	}
 	if method == "HEAD" || resp.StatusCode == 204 || resp.StatusCode == 304 {
-		resp.header = append(resp.header, "Content-Length", "0")
+		resp.n, resp.chunked = 0, false // no body, whatever the head says
 	}
 	keep = !hasToken(resp.Header("Connection"), "close") && resp.StatusCode != 101
 	return resp, keep, nil
 }
 
-// length gives the body's length, or chunked, or -1: to the connection's
-// end.
-func (r *response) length() (n int64, chunked bool) {
-	n, chunked, _ = r.checkLength()
-	return n, chunked
-}
-
-// checkLength reads Transfer-Encoding and Content-Length; an answer
-// with another coding, or a Content-Length that is not one number, is
-// refused (RFC 9112 section 6.3).
-func (r *response) checkLength() (n int64, chunked bool, err error) {
+// framing reads the body's length, or chunked, or -1 (to the connection's
+// end) from Transfer-Encoding and Content-Length; an answer with another
+// coding, or a Content-Length that is not one number, is refused (RFC 9112
+// section 6.3).
+func (r *response) framing() (n int64, chunked bool, err error) {
 	if te := r.Header("Transfer-Encoding"); te != "" {
 		if !strings.EqualFold(strings.TrimSpace(te), "chunked") {
 			return 0, false, fmt.Errorf("the answer's Transfer-Encoding %q is not chunked", te)

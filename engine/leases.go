@@ -128,8 +128,7 @@ func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 	defer e.claimDone(it.ID)
 	refused := func(err error) (Claimed, error) {
 		if !index.Busy(err) && !errors.Is(err, errClosed) { // a busy index would keep the audit waiting too
-			e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
-				TaskID: it.ID, Outcome: "refused", Detail: err.Error()})
+			e.Audit(ctx, claimEntry(s, it.ID, "refused", err.Error()))
 		}
 		return Claimed{}, err
 	}
@@ -156,8 +155,7 @@ func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 			// Its own claim of the task, under way beside this one, was
 			// granted first: this one gets that lease, as it is.
 			lease, moved, again = l, m.moved, true
-			return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
-				TaskID: it.ID, Outcome: "ok", Detail: fmt.Sprintf("already held, epoch %d", l.Epoch)})
+			return tx.Audit(claimEntry(s, it.ID, "ok", fmt.Sprintf("already held, epoch %d", l.Epoch)))
 		}
 		// The session's count is made here, after every grant before this
 		// one: its other claims under way may each be refused or granted.
@@ -176,8 +174,7 @@ func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 		if moved, err = m.put(tx, e.p.Tasks); err != nil {
 			return err
 		}
-		return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
-			TaskID: it.ID, Outcome: "ok", Detail: fmt.Sprintf("epoch %d", lease.Epoch)})
+		return tx.Audit(claimEntry(s, it.ID, "ok", fmt.Sprintf("epoch %d", lease.Epoch)))
 	}, nil)
 	if err != nil {
 		return refused(err)
@@ -259,8 +256,7 @@ func (e *Engine) chooseClaim(ctx context.Context, s index.Session, ref *queue.Re
 	if ownErr == nil && own.SessionID == s.ID {
 		// The holder claims its own task again (a retry, or a lease given
 		// back to it by a person's save): it gets its lease, as it is.
-		e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
-			TaskID: it.ID, Outcome: "ok", Detail: fmt.Sprintf("already held, epoch %d", own.Epoch)})
+		e.Audit(ctx, claimEntry(s, it.ID, "ok", fmt.Sprintf("already held, epoch %d", own.Epoch)))
 		return nil, Claimed{Task: &it.Row, Epoch: own.Epoch}, nil
 	}
 	// The checks of the grant, in its order, before a temp file is
@@ -268,20 +264,24 @@ func (e *Engine) chooseClaim(ctx context.Context, s index.Session, ref *queue.Re
 	// (its claims under way are counted again in the batch, commit.go),
 	// then whether another holds the task.
 	if refusal := e.atLimit(func(ref queue.Ref) (*index.Item, error) { return e.p.DB.Get(ctx, ref) }, held); refusal != nil {
-		e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
-			TaskID: it.ID, Outcome: "refused", Detail: refusal.Message})
+		e.Audit(ctx, claimEntry(s, it.ID, "refused", refusal.Message))
 		return nil, Claimed{}, refusal
 	}
 	if ownErr == nil {
 		err := fmt.Errorf("%w: %s holds it", index.ErrHeld, own.Holder)
-		e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
-			TaskID: it.ID, Outcome: "refused", Detail: err.Error()})
+		e.Audit(ctx, claimEntry(s, it.ID, "refused", err.Error()))
 		return nil, Claimed{}, err
 	}
 	e.claimMu.Lock()
 	defer e.claimMu.Unlock()
 	e.claiming[it.ID]++
 	return it, Claimed{}, nil
+}
+
+// claimEntry is the audit entry of a claim by s of task id.
+func claimEntry(s index.Session, id, outcome, detail string) index.AuditEntry {
+	return index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
+		TaskID: id, Outcome: outcome, Detail: detail}
 }
 
 // claimedMeanwhile looks the lease of task id up again for a claim by s
@@ -309,8 +309,7 @@ func (e *Engine) claimedMeanwhile(ctx context.Context, s index.Session, id strin
 	if l.SessionID != s.ID {
 		return Claimed{}, fmt.Errorf("%w: %s holds it", index.ErrHeld, l.Holder), true
 	}
-	e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
-		TaskID: id, Outcome: "ok", Detail: fmt.Sprintf("already held, epoch %d", l.Epoch)})
+	e.Audit(ctx, claimEntry(s, id, "ok", fmt.Sprintf("already held, epoch %d", l.Epoch)))
 	return Claimed{Task: &it.Row, Epoch: l.Epoch}, nil, true
 }
 
@@ -384,21 +383,24 @@ type Released struct {
 	Status queue.Status
 }
 
+// holds checks, inside tx, that s holds it under a live lease of epoch
+// (0: whichever is live).
+func holds(tx *index.Tx, it *index.Item, s index.Session, epoch int64) error {
+	l, err := tx.Check(it.ID, epoch)
+	if err != nil {
+		return err
+	}
+	if l.SessionID != s.ID {
+		return fmt.Errorf("%w: %s holds %s, not %s", index.ErrHeld, l.Holder, it.Key, s.Name)
+	}
+	return nil
+}
+
 // Release gives a task back to the queue for the session that holds it,
 // fenced by its epoch (0: its live lease), with a reason it must give.
 func (e *Engine) Release(ctx context.Context, s index.Session, ref queue.Ref, epoch int64, reason string) (Released, error) {
 	if strings.TrimSpace(reason) == "" {
 		return Released{}, refuse(ErrInvalid, "no_reason", "release needs a reason: say why the task goes back (blocked, out of scope, ...)")
-	}
-	held := func(tx *index.Tx, it *index.Item) error {
-		l, err := tx.Check(it.ID, epoch)
-		if err != nil {
-			return err
-		}
-		if l.SessionID != s.ID {
-			return fmt.Errorf("%w: %s holds %s, not %s", index.ErrHeld, l.Holder, it.Key, s.Name)
-		}
-		return nil
 	}
 	// The lease is checked first, under e.mu, so that a stale or foreign
 	// release is refused as such; the new bytes are then written with no
@@ -411,7 +413,7 @@ func (e *Engine) Release(ctx context.Context, s index.Session, ref queue.Ref, ep
 			if it, err = tx.Get(ref); err != nil {
 				return err
 			}
-			return held(tx, it)
+			return holds(tx, it, s, epoch)
 		})
 	}()
 	refused := func(err error) (Released, error) {
@@ -430,7 +432,7 @@ func (e *Engine) Release(ctx context.Context, s index.Session, ref queue.Ref, ep
 	}
 	var status queue.Status
 	err = e.commit(ctx, []*move{m}, func(tx *index.Tx) error {
-		if err := held(tx, it); err != nil {
+		if err := holds(tx, it, s, epoch); err != nil {
 			return err
 		}
 		if _, _, err := tx.End(it.ID, string(queue.ActRelease)+": "+reason); err != nil {

@@ -368,12 +368,8 @@ func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, er
 		}
 		err = e.commit(ctx, []*move{m}, func(tx *index.Tx) error {
 			if agent {
-				l, err := tx.Check(it.ID, lease.Epoch)
-				if err != nil {
+				if err := holds(tx, it, s, lease.Epoch); err != nil {
 					return err
-				}
-				if l.SessionID != s.ID {
-					return fmt.Errorf("%w: %s holds %s, not %s", index.ErrHeld, l.Holder, it.Key, s.Name)
 				}
 			}
 			if _, err := m.put(tx, e.p.Tasks); err != nil {
