@@ -895,7 +895,7 @@ func TestS4_ChangesWhileDownAreSeenBeforeTheFirstClaim(t *testing.T) {
 // a task's body at random moments, saving the whole file as an editor
 // would (mostly temp file and rename, sometimes in place), while two agent
 // processes claim and release the same task over and over. Every line the
-// person added is in the file at the end, and the file parses.
+// person added is in the file once snagd has stopped, and the file parses.
 // SNAG_S7_FLIPS sets the number of status changes.
 func TestS7_PersonsLinesSurviveStatusFlips(t *testing.T) {
 	flips := scaled(t, 1000, 200, "SNAG_S7_FLIPS")
@@ -949,7 +949,7 @@ func TestS7_PersonsLinesSurviveStatusFlips(t *testing.T) {
 	var changes atomic.Int64
 	var mu sync.Mutex
 	refusals := map[string]int{}
-	var lastRefusal string
+	var lastRefusal, internal string
 	refuse := func(ans string) {
 		kind := ans
 		if i := strings.Index(ans, `"error":"`); i >= 0 {
@@ -958,6 +958,9 @@ func TestS7_PersonsLinesSurviveStatusFlips(t *testing.T) {
 		mu.Lock()
 		refusals[kind]++
 		lastRefusal = ans
+		if kind == "internal" {
+			internal = ans
+		}
 		mu.Unlock()
 	}
 	c := newAPIClient(t, d, 4)
@@ -1026,6 +1029,13 @@ func TestS7_PersonsLinesSurviveStatusFlips(t *testing.T) {
 	t.Logf("%d status changes and %d person's saves in %s; refusals by kind: %v; detached leases a person released: %d",
 		changes.Load(), len(lines), time.Since(start).Round(time.Millisecond), refusals, forced.Load())
 
+	if internal != "" {
+		t.Errorf("%d refusals were snagd's own failure; the last: %s", refusals["internal"], internal)
+	}
+	// A save that landed in a file snagd had just swapped out is merged
+	// back once nothing writes into it; a stop settles every such file.
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	<-d.done
 	final, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -1044,5 +1054,12 @@ func TestS7_PersonsLinesSurviveStatusFlips(t *testing.T) {
 	}
 	if lost > 0 {
 		t.Errorf("%d of %d lines the person added are not in the file", lost, len(lines))
+		kept, _ := filepath.Glob(filepath.Join(root, ".snag", "recovered", "*"))
+		t.Logf("files kept in .snag/recovered/: %q", kept)
+		for _, l := range strings.Split(d.log.String(), "\n") {
+			if strings.Contains(l, "save in place") || strings.Contains(l, "level=ERROR") {
+				t.Logf("snagd: %s", l)
+			}
+		}
 	}
 }

@@ -27,7 +27,10 @@ import (
 // snag's edit is made again on the person's bytes: a three-way merge
 // (queue.Merge) of the bytes snag edited, the file at the path now and the
 // displaced file, written through the one writer like any move, and in
-// the audit log. When the two cannot be merged, the file at the path is
+// the audit log; while the file keeps changing under that write (a person
+// still saving), it is tried again every displacedEvery for up to
+// displacedMerge, a few tries at a time so that other writers are not
+// held up. When the two cannot be merged, the file at the path is
 // kept and the displaced bytes are saved in .snag/recovered/, and the
 // audit log names that file: no one's bytes are dropped.
 const (
@@ -35,6 +38,10 @@ const (
 	displacedEvery = 200 * time.Millisecond // the longest wait between looks
 	displacedQuiet = time.Second            // unchanged this long: settled, where leases cannot tell
 	displacedMost  = 30 * time.Second       // a file still open for writing after this is taken as it is
+	displacedMerge = 10 * time.Minute       // how long a merge is tried again while the file keeps changing
+	mergeTries     = 3                      // the tries of one merge, under the write lock
+	mergeHold      = 2 * time.Second        // how long a merge is kept in the file against saves made before it
+	mergeLook      = 50 * time.Millisecond  // how often the file is looked at meanwhile
 )
 
 // RecoveredFolder, in .snag/, keeps the bytes of a save that could not be
@@ -99,18 +106,79 @@ func (e *Engine) settleDisplaced(x *queue.Displaced) {
 		dir.Discard(x)
 		return
 	}
+	// A file the person keeps saving is merged into once they pause: the
+	// merge is tried again rather than its bytes kept aside.
+	for since := time.Now(); ; {
+		last := e.runCtx.Err() != nil || time.Since(since) >= displacedMerge
+		switch e.mergeBack(x, theirs, last) {
+		case merged:
+			e.holdMerge(x, theirs)
+			return
+		case keptAside:
+			return
+		}
+		select {
+		case <-e.runCtx.Done():
+		case <-time.After(displacedEvery):
+		}
+	}
+}
+
+// holdMerge keeps a merge in the file for mergeHold after it lands. The
+// displaced bytes were out of sight until then, so a save made from a
+// read just before the merge (an editor's read, change and write; a
+// script's) lacks the lines they added and takes them out again: when
+// the file lacks any of them, the merge is made again on it.
+func (e *Engine) holdMerge(x *queue.Displaced, theirs []byte) {
+	for until := time.Now().Add(mergeHold); time.Now().Before(until); {
+		select {
+		case <-e.runCtx.Done():
+			return
+		case <-time.After(mergeLook):
+		}
+		cur, _, err := e.p.Tasks.Read(x.Name)
+		if err != nil {
+			return // gone: a person moved or removed it
+		}
+		if !queue.Lacks(cur, x.Base, theirs) {
+			continue
+		}
+		switch e.mergeBack(x, theirs, false) {
+		case merged:
+			until = time.Now().Add(mergeHold)
+		case keptAside:
+			return
+		}
+	}
+}
+
+// A merge's outcome: made, kept aside in .snag/recovered/, or to be tried
+// again as the file kept changing.
+type mergeOutcome int
+
+const (
+	mergeAgain mergeOutcome = iota
+	merged
+	keptAside
+)
+
+// mergeBack is bringBack under the write lock.
+func (e *Engine) mergeBack(x *queue.Displaced, theirs []byte, last bool) mergeOutcome {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	e.bringBack(ctx, x, theirs)
-	dir.Discard(x)
+	return e.bringBack(ctx, x, theirs, last)
 }
 
 // bringBack puts a save that landed in a displaced file back into the task
 // file, merged with what the file holds now, or keeps it in
-// .snag/recovered/ when it cannot be merged. It holds the write lock.
-func (e *Engine) bringBack(ctx context.Context, x *queue.Displaced, theirs []byte) {
+// .snag/recovered/ when it cannot be merged, and then removes the
+// displaced file (unless its bytes could not be kept aside either). It
+// holds the write lock. When the file keeps changing under the merge it
+// does nothing and reports mergeAgain, unless this is the last try: the
+// caller tries again in a moment.
+func (e *Engine) bringBack(ctx context.Context, x *queue.Displaced, theirs []byte, last bool) mergeOutcome {
 	p := path.Join(index.TasksFolder, x.Name)
 	id := ""
 	for _, b := range [][]byte{theirs, x.Base} {
@@ -121,7 +189,12 @@ func (e *Engine) bringBack(ctx context.Context, x *queue.Displaced, theirs []byt
 	}
 	var mergeErr error
 	err := e.p.DB.Update(ctx, func(tx *index.Tx) error {
-		_, _, err := e.p.Tasks.Update(x.Name, func(cur []byte) ([]byte, error) {
+		_, err := e.p.Tasks.RewriteWithin(x.Name, func(cur []byte) ([]byte, error) {
+			if _, err := queue.Parse(cur); err != nil {
+				// Caught mid-save (an editor writing in place truncates
+				// first), or left broken for now: merged into later.
+				return nil, fmt.Errorf("%w: %w", queue.ErrChanged, err)
+			}
 			merged, err := queue.Merge(x.Base, cur, theirs)
 			if err == nil {
 				_, err = queue.Parse(merged)
@@ -131,7 +204,7 @@ func (e *Engine) bringBack(ctx context.Context, x *queue.Displaced, theirs []byt
 				return nil, err
 			}
 			return merged, nil
-		})
+		}, mergeTries)
 		if err != nil {
 			return err
 		}
@@ -145,7 +218,11 @@ func (e *Engine) bringBack(ctx context.Context, x *queue.Displaced, theirs []byt
 		e.log.Info("a save in place landed in the file snag replaced: merged", "file", p)
 		e.hub.Publish("task", map[string]any{"path": p, "added": false, "removed": false})
 		e.writePlan(ctx)
-		return
+		e.p.Tasks.Discard(x)
+		return merged
+	}
+	if errors.Is(err, queue.ErrChanged) && !last {
+		return mergeAgain
 	}
 	why := err.Error()
 	if mergeErr == nil && !errors.Is(err, fs.ErrNotExist) {
@@ -154,13 +231,15 @@ func (e *Engine) bringBack(ctx context.Context, x *queue.Displaced, theirs []byt
 	saved, serr := e.recover(x.Name, theirs)
 	if serr != nil {
 		e.log.Error("a save in place could not be merged, nor kept aside: it is still in the hidden file", "file", p, "displaced", x.Temp, "err", serr)
-		return
+		return keptAside
 	}
 	e.log.Warn("a save in place landed in the file snag replaced and could not be merged: its bytes are kept aside",
 		"file", p, "kept", saved, "why", why)
 	e.Audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: "the file", Action: "edit", TaskID: id, Outcome: "recovered",
 		Detail: fmt.Sprintf("a save in place landed in the file snag had just replaced and could not be merged (%s): its bytes are in %s; compare it with %s and merge by hand",
 			why, project.Rel(saved), project.Rel(p))})
+	e.p.Tasks.Discard(x)
+	return keptAside
 }
 
 // recover writes the bytes of a save that could not be merged into

@@ -296,6 +296,26 @@ func (d *Dir) read(root *os.Root, name string) ([]byte, fs.FileInfo, error) {
 	if err := checkFlat(name); err != nil {
 		return nil, nil, err
 	}
+	// A save that replaces the file between the look at the name and the
+	// open is read again: the name is looked at first so that a link is
+	// never followed, nor a FIFO waited on.
+	for range readTries {
+		data, fi, err := readOnce(root, name)
+		if !errors.Is(err, errReplaced) {
+			return data, fi, err
+		}
+	}
+	return nil, nil, fmt.Errorf("read %s: %w", name, ErrChanged)
+}
+
+// readTries is how often read looks again at a file replaced while it
+// was being opened.
+const readTries = 10
+
+// errReplaced says the file at the name was replaced while being opened.
+var errReplaced = errors.New("replaced while opening")
+
+func readOnce(root *os.Root, name string) ([]byte, fs.FileInfo, error) {
 	lfi, err := root.Lstat(name)
 	if err != nil {
 		return nil, nil, err
@@ -308,6 +328,9 @@ func (d *Dir) read(root *os.Root, name string) ([]byte, fs.FileInfo, error) {
 	}
 	f, err := root.Open(name)
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, errReplaced // removed meanwhile: look again
+		}
 		return nil, nil, err
 	}
 	defer f.Close()
@@ -316,7 +339,7 @@ func (d *Dir) read(root *os.Root, name string) ([]byte, fs.FileInfo, error) {
 		return nil, nil, err
 	}
 	if !os.SameFile(lfi, fi) {
-		return nil, nil, fmt.Errorf("read %s: replaced while opening: try again", name)
+		return nil, nil, errReplaced
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
@@ -388,11 +411,19 @@ type Rewritten struct {
 // without reading them back. It is [Dir.Prepare], [Prepared.Put] and
 // [Dir.Sync] in one call.
 func (d *Dir) Rewrite(name string, edit func(cur []byte) ([]byte, error)) (Rewritten, error) {
+	return d.RewriteWithin(name, edit, updateTries)
+}
+
+// RewriteWithin is [Dir.Rewrite] that meets the file changing under it
+// at most tries times before it gives up with [ErrChanged] (Rewrite gives
+// it 20). A caller that will try again later itself, and holds others up
+// while it tries, gives it few.
+func (d *Dir) RewriteWithin(name string, edit func(cur []byte) ([]byte, error), tries int) (Rewritten, error) {
 	p, err := d.Prepare(name, edit)
 	if err != nil {
 		return p.old(), err
 	}
-	w, err := p.Put()
+	w, err := p.put(tries)
 	if err != nil || w.Info == nil {
 		return w, err
 	}
@@ -430,11 +461,30 @@ func (d *Dir) Prepare(name string, edit func(cur []byte) ([]byte, error)) (*Prep
 		return nil, fmt.Errorf("update %s: %w", name, err)
 	}
 	p := &Prepared{d: d, root: root, name: name, edit: edit}
-	if p.base, p.fi, err = d.read(root, name); err != nil {
+	if p.base, p.fi, err = d.readWhole(root, name); err != nil {
 		return nil, err
 	}
 	return p, p.write()
 }
+
+// readWhole reads a file that is to be rewritten. An editor saving in
+// place truncates the file and then writes it: a file found empty is
+// read again after a moment, a few times, before it is taken to be empty,
+// so that the edit is made on the person's bytes and not on the instant
+// between their truncate and their write.
+func (d *Dir) readWhole(root *os.Root, name string) ([]byte, fs.FileInfo, error) {
+	for try := 0; ; try++ {
+		data, fi, err := d.read(root, name)
+		if err != nil || len(data) > 0 || try == emptyTries {
+			return data, fi, err
+		}
+		time.Sleep(time.Millisecond << try)
+	}
+}
+
+// emptyTries is how often readWhole reads an empty file again (waiting
+// 1, 2, 4, 8 and 16 ms).
+const emptyTries = 5
 
 // write applies the edit to base and writes a temp file of its bytes.
 func (p *Prepared) write() error {
@@ -475,14 +525,20 @@ func (p *Prepared) Abandon() {
 // and the swap is caught too, and the edit is applied to it. It does not
 // sync the folder: [Dir.Sync] does, once for a batch of Puts, before any
 // of them is reported done.
-func (p *Prepared) Put() (Rewritten, error) {
+func (p *Prepared) Put() (Rewritten, error) { return p.put(updateTries) }
+
+func (p *Prepared) put(tries int) (Rewritten, error) {
 	d, root, name := p.d, p.root, p.name
 	// A file that changes under the write is tried again from its new
-	// bytes, after a short random pause, so that a program writing it every
-	// few milliseconds does not meet every try.
-	for try := range updateTries {
+	// bytes, read after a short random pause, so that a program writing it
+	// every few milliseconds does not meet every try.
+	for try := range tries {
 		if try > 0 {
 			time.Sleep(time.Duration(mrand.Int64N(int64(time.Millisecond) << min(try, 3))))
+			var err error
+			if p.base, p.fi, err = d.readWhole(root, name); err != nil {
+				return Rewritten{Old: p.base}, err
+			}
 			if err := p.write(); err != nil {
 				p.Abandon()
 				return Rewritten{Old: p.base}, err
@@ -492,14 +548,13 @@ func (p *Prepared) Put() (Rewritten, error) {
 		if tmp == "" { // the edit changed nothing
 			return Rewritten{Old: base, New: base}, nil
 		}
-		again, fi2, err := d.read(root, name)
+		again, _, err := d.read(root, name)
 		if err != nil {
 			p.Abandon()
 			return Rewritten{Old: base}, err
 		}
 		if !bytes.Equal(again, base) {
 			p.Abandon()
-			p.base, p.fi = again, fi2
 			continue
 		}
 		if err := d.at(StepChecked); err != nil {
@@ -521,10 +576,7 @@ func (p *Prepared) Put() (Rewritten, error) {
 			// it in place right now): swap it straight back, so their file
 			// is where they left it, and start again from their bytes.
 			if displaced, err := readTemp(root, tmp); err == nil && !bytes.Equal(displaced, base) {
-				swapBack(root, tmp, name, next)
-				if p.base, p.fi, err = d.read(root, name); err != nil {
-					return Rewritten{Old: p.base}, err
-				}
+				d.swapBack(root, tmp, name, base, next)
 				continue
 			}
 			if d.displaced != nil {
@@ -629,22 +681,32 @@ func swap(root *os.Root, tmp, name string) (exchanged bool, err error) {
 	return false, root.Rename(tmp, name)
 }
 
-// swapBack undoes a swap that displaced a file snag had not seen: it
-// exchanges tmp and name again, so the displaced file is back at name, and
-// removes tmp once it holds snag's own bytes (mine). Should a third save
-// have landed at name meanwhile, that newest file is put back instead.
-func swapBack(root *os.Root, tmp, name string, mine []byte) {
-	f, err := root.Open(".")
-	if err != nil {
+// swapBack undoes a swap that displaced a file snag had not seen (a save
+// made on base): it exchanges tmp and name again, so that the displaced
+// file is back at name and tmp holds what the swap had put there, snag's
+// own bytes (mine). Should a newer save have landed at name meanwhile,
+// that newest file goes back in place instead, and the one it displaced,
+// the save made on base, is what tmp holds. Either way the file left
+// under tmp is handed over as displaced (when [Dir.OnDisplaced] is set)
+// rather than removed: a program may still be writing into snag's bytes,
+// and the save made on base may hold lines the newest one, made from
+// snag's bytes, lacks. The caller merges them in.
+func (d *Dir) swapBack(root *os.Root, tmp, name string, base, mine []byte) {
+	left := base // until the swap back, tmp holds the save made on base
+	if f, err := root.Open("."); err == nil {
+		if exchange(f, tmp, name) == nil {
+			left = mine
+			if b, err := readTemp(root, tmp); err == nil && !bytes.Equal(b, mine) && exchange(f, tmp, name) == nil {
+				left = base // the newest save is back in place
+			}
+		}
+		f.Close()
+	}
+	if d.displaced == nil {
+		root.Remove(tmp)
 		return
 	}
-	defer f.Close()
-	if exchange(f, tmp, name) == nil {
-		if b, err := readTemp(root, tmp); err == nil && !bytes.Equal(b, mine) {
-			exchange(f, tmp, name) // the newest save goes back in place
-		}
-	}
-	root.Remove(tmp)
+	d.displaced(&Displaced{Name: name, Temp: tmp, Base: left, Wrote: mine, root: root})
 }
 
 // readTemp reads one of snag's temp files, whatever its size.

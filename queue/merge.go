@@ -23,11 +23,13 @@ const maxEdits = 1000
 // person's save). Lines only one side changed take that side, except that
 // lines of the body that the person's side lacks are kept (after theirs):
 // a save made from a stale read never takes lines out. Where both
-// inserted lines at the same place, theirs come first, then ours: no line
-// either side added is dropped. Where both changed the same lines of
-// snag's own scalars (status, assignee, updated, verified, trust), the
-// person's lines win. Any other overlap fails with ErrMerge, and the caller
-// must keep both files.
+// inserted lines at the same place, theirs come first, then ours (or the
+// longer alone, when it starts or ends with the other's, as a save made
+// from a file that already held the other side's lines does): no line
+// either side added is dropped, nor doubled. Where both changed the same
+// lines of snag's own scalars (status, assignee, updated, verified,
+// trust), the person's lines win. Any other overlap fails with ErrMerge,
+// and the caller must keep both files.
 func Merge(base, ours, theirs []byte) ([]byte, error) {
 	b, o, t := splitLines(base), splitLines(ours), splitLines(theirs)
 	mo, ok := matchLines(b, o)
@@ -71,6 +73,10 @@ func Merge(base, ours, theirs []byte) ([]byte, error) {
 			writeLines(&out, tc)
 		case !theirsChanged, sameLines(oc, tc):
 			writeLines(&out, oc)
+		case len(bc) == 0 && holdsAtAnEnd(oc, tc):
+			writeLines(&out, oc)
+		case len(bc) == 0 && holdsAtAnEnd(tc, oc):
+			writeLines(&out, tc)
 		case len(bc) == 0:
 			writeLines(&out, tc)
 			writeLines(&out, oc)
@@ -99,6 +105,31 @@ func Merge(base, ours, theirs []byte) ([]byte, error) {
 		out.Write(b[s])
 		i, j, k = s+1, oj+1, tk+1
 	}
+}
+
+// Lacks reports whether cur lacks a line that theirs added to base (by
+// count: a line theirs holds more often than base must be that often in
+// cur too).
+func Lacks(cur, base, theirs []byte) bool {
+	count := func(data []byte) map[string]int {
+		n := map[string]int{}
+		for _, l := range splitLines(data) {
+			n[string(l)]++
+		}
+		return n
+	}
+	b, c := count(base), count(cur)
+	for l, n := range count(theirs) {
+		if n > b[l] && c[l] < n {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsAtAnEnd reports whether a starts or ends with the lines of b.
+func holdsAtAnEnd(a, b [][]byte) bool {
+	return len(b) <= len(a) && (sameLines(a[:len(b)], b) || sameLines(a[len(a)-len(b):], b))
 }
 
 // missingFrom returns the lines of a that b does not have.

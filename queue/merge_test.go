@@ -23,6 +23,14 @@ func TestMerge(t *testing.T) {
 			"---\nid: x\nstatus: claimed\ntitle: T\n---\nBody.\nline 2\n",
 			base + "line 1\n",
 			"---\nid: x\nstatus: claimed\ntitle: T\n---\nBody.\nline 1\nline 2\n", nil},
+		{"both appended, one side's lines first: taken once",
+			"---\nid: x\nstatus: claimed\ntitle: T\n---\nBody.\nline 1\nline 2\n",
+			base + "line 1\n",
+			"---\nid: x\nstatus: claimed\ntitle: T\n---\nBody.\nline 1\nline 2\n", nil},
+		{"both appended, one side's lines last: taken once",
+			"---\nid: x\nstatus: claimed\ntitle: T\n---\nBody.\nline 2\n",
+			base + "line 1\nline 2\n",
+			"---\nid: x\nstatus: claimed\ntitle: T\n---\nBody.\nline 1\nline 2\n", nil},
 		{"the person's status wins",
 			"---\nid: x\nstatus: claimed\ntitle: T\n---\nBody.\n",
 			"---\nid: x\nstatus: cancelled\ntitle: T\n---\nBody.\n",
@@ -98,5 +106,29 @@ func TestMergeKeepsLinesAStaleSaveLacks(t *testing.T) {
 	want := "---\nid: x\nstatus: claimed\ntitle: New\n---\none\nthree\ntwo\n"
 	if string(got) != want {
 		t.Errorf("merged\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestLacks(t *testing.T) {
+	base := "---\nid: x\n---\nBody.\n"
+	theirs := base + "line 1\nBody.\n"
+	for _, tc := range []struct {
+		name, cur string
+		want      bool
+	}{
+		{"has them", "---\nid: x\nstatus: claimed\n---\nBody.\nline 1\nBody.\nline 2\n", false},
+		{"lacks a new line", base + "line 2\n", true},
+		{"lacks a repeat of a base line", base + "line 1\n", true},
+		{"theirs is base", base, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, th := []byte(base), []byte(theirs)
+			if tc.name == "theirs is base" {
+				th = b
+			}
+			if got := queue.Lacks([]byte(tc.cur), b, th); got != tc.want {
+				t.Errorf("Lacks = %v; want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/project"
+	"github.com/snagdev/snag/queue"
+)
+
+// S7: two saves race a claim's swap. An editor saving in place writes
+// into the file the swap displaces; a second save, made from the bytes
+// before the claim, lands at the path before snag swaps the first back.
+// The second stays in place, claimed. The first changed the line the
+// second changed, so it cannot be merged: its bytes are kept in
+// .snag/recovered/, whole, and the audit log names that file.
+func TestS7_ASaveThatCannotBeMergedIsKeptAside(t *testing.T) {
+	root := sample(t)
+	e := open(t, root)
+	ref, _ := queue.ParseRef("SNAG-11")
+	it, err := e.Get(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.p.Abs(it.Path)
+	orig := readTask(t, e, ref)
+	lines := bytes.SplitAfter(orig, []byte("\n"))
+	last := lines[len(lines)-2] // the body's last line
+	// The editor opened the file before the claim and writes after it:
+	// its bytes land in the file the claim displaced.
+	editor, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs := bytes.Replace(orig, last, []byte("The editor's own ending.\n"), 1)
+	var ours []byte
+	written := false
+	e.p.Tasks.OnStep(func(step string) error {
+		if step != queue.StepRenamed || written {
+			return nil
+		}
+		written = true
+		if err := editor.Truncate(0); err != nil {
+			return err
+		}
+		if _, err := editor.WriteAt(theirs, 0); err != nil {
+			return err
+		}
+		if err := editor.Close(); err != nil {
+			return err
+		}
+		// Meanwhile another save changed that line at the path too.
+		ours = bytes.Replace(orig, last, []byte("Another ending, saved at the path.\n"), 1)
+		tmp := filepath.Join(filepath.Dir(p), ".other-save")
+		if err := os.WriteFile(tmp, ours, 0o644); err != nil {
+			return err
+		}
+		return os.Rename(tmp, p)
+	})
+	if _, err := agentMove(e, ref, queue.ActClaim); err != nil {
+		t.Fatal(err)
+	}
+	e.p.Tasks.OnStep(nil)
+	if !written {
+		t.Fatal("the claim did not swap the file")
+	}
+
+	folder := filepath.Join(root, project.Folder, RecoveredFolder)
+	var kept []string
+	for deadline := time.Now().Add(20 * time.Second); len(kept) == 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		kept, _ = filepath.Glob(filepath.Join(folder, "*"))
+	}
+	if len(kept) != 1 {
+		t.Fatalf("files kept in .snag/recovered/: %q; want the editor's save", kept)
+	}
+	if b, _ := os.ReadFile(kept[0]); !bytes.Equal(b, theirs) {
+		t.Errorf("kept aside:\n%s\nwant the editor's save:\n%s", b, theirs)
+	}
+	now, _ := os.ReadFile(p)
+	if !bytes.Contains(now, []byte("Another ending, saved at the path.\n")) || !bytes.Contains(now, []byte("assignee: VESPER")) {
+		t.Errorf("the task file holds:\n%s\nwant the save at the path, claimed:\n%s", now, ours)
+	}
+	entries, err := e.AuditTail(context.Background(), 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(entries, func(a index.AuditEntry) bool {
+		return a.Outcome == "recovered" && bytes.Contains([]byte(a.Detail), []byte(filepath.Base(kept[0])))
+	}) {
+		t.Errorf("no audit entry names the kept file %s: %+v", filepath.Base(kept[0]), entries)
+	}
+}
