@@ -106,48 +106,41 @@ func (e *Engine) settleDisplaced(x *queue.Displaced) {
 		dir.Discard(x)
 		return
 	}
-	// A file the person keeps saving is merged into once they pause: the
-	// merge is tried again rather than its bytes kept aside.
-	for since := time.Now(); ; {
-		last := e.runCtx.Err() != nil || time.Since(since) >= displacedMerge
-		switch e.mergeBack(x, theirs, last) {
-		case merged:
-			e.holdMerge(x, theirs)
-			return
-		case keptAside:
-			return
-		}
-		select {
-		case <-e.runCtx.Done():
-		case <-time.After(displacedEvery):
-		}
-	}
+	e.keepMerged(x, theirs)
 }
 
-// holdMerge keeps a merge in the file for mergeHold after it lands. The
-// displaced bytes were out of sight until then, so a save made from a
-// read just before the merge (an editor's read, change and write; a
-// script's) lacks the lines they added and takes them out again: when
-// the file lacks any of them, the merge is made again on it.
-func (e *Engine) holdMerge(x *queue.Displaced, theirs []byte) {
-	for until := time.Now().Add(mergeHold); time.Now().Before(until); {
+// keepMerged merges the displaced bytes theirs into the file and keeps
+// them there. A file the person keeps saving is merged into once they
+// pause: the merge is tried again rather than its bytes kept aside. And
+// as the displaced bytes were out of sight until the merge landed, a save
+// made from a read just before it (an editor's or a script's read, change
+// and write) lacks their lines and takes them out again: the merge is
+// held until the file has kept every line they added for mergeHold, and
+// made again whenever it lacks one. After displacedMerge of this, or when
+// snagd stops, a last try merges or keeps the bytes aside.
+func (e *Engine) keepMerged(x *queue.Displaced, theirs []byte) {
+	var held time.Time // since when the file has held the merge; zero when it does not
+	for since := time.Now(); ; {
+		stopping := e.runCtx.Err() != nil
+		wait := mergeLook
+		if cur, _, err := e.p.Tasks.Read(x.Name); err == nil && !held.IsZero() && !queue.Lacks(cur, x.Base, theirs) {
+			if stopping || time.Since(held) >= mergeHold {
+				return
+			}
+		} else {
+			held = time.Time{}
+			switch e.mergeBack(x, theirs, stopping || time.Since(since) >= displacedMerge) {
+			case merged:
+				held = time.Now()
+			case keptAside:
+				return
+			case mergeAgain:
+				wait = displacedEvery
+			}
+		}
 		select {
 		case <-e.runCtx.Done():
-			return
-		case <-time.After(mergeLook):
-		}
-		cur, _, err := e.p.Tasks.Read(x.Name)
-		if err != nil {
-			return // gone: a person moved or removed it
-		}
-		if !queue.Lacks(cur, x.Base, theirs) {
-			continue
-		}
-		switch e.mergeBack(x, theirs, false) {
-		case merged:
-			until = time.Now().Add(mergeHold)
-		case keptAside:
-			return
+		case <-time.After(wait):
 		}
 	}
 }
