@@ -86,6 +86,48 @@ func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
 
 func (b *browser) open(u string) { b.t.Helper(); b.do(chromedp.Navigate(u)) }
 
+// replaced says a step failed because the node it had found is gone: a
+// live page (the agents page, on an agent's event) replaced it.
+func replaced(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "Could not find node with given id")
+}
+
+// typeInto types text into the field sel selects, as a person does. A
+// live page may re-render the field under the keys (keeping what was
+// typed): the field is then found again, emptied, and typed into again.
+func (b *browser) typeInto(sel, text string) {
+	b.t.Helper()
+	for try := 0; ; try++ {
+		ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+		err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(sel), text))
+		cancel()
+		if !replaced(err) || try == 4 {
+			if err != nil {
+				b.t.Fatal(err)
+			}
+			return
+		}
+		evalIn[bool](b, fmt.Sprintf(`(document.querySelector(%q).value = "") === ""`, sel))
+	}
+}
+
+// click clicks the element sel selects, finding it again when a live
+// page replaced it before the click.
+func (b *browser) click(sel string) {
+	b.t.Helper()
+	for try := 0; ; try++ {
+		ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel)))
+		cancel()
+		if !replaced(err) || try == 4 {
+			if err != nil {
+				b.t.Fatal(err)
+			}
+			return
+		}
+	}
+}
+
 func evalIn[T any](b *browser, expr string) T {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
@@ -850,7 +892,7 @@ func TestBoardEndsAnAgent(t *testing.T) {
 	if got := b.text(".agent .note"); !strings.Contains(got, "holds no stream") {
 		t.Errorf("the agent's activity says %q", got)
 	}
-	b.do(chromedp.SendKeys(chromedp.CSS(form+` input[name="reason"]`), "the inspector was closed"))
+	b.typeInto(form+` input[name="reason"]`, "the inspector was closed")
 	// Another agent connects: the page shows it live and keeps what was typed.
 	if code := d.do(http.MethodPost, "/sessions", map[string]any{"name": "IBIS", "client": "test"}, nil); code != http.StatusCreated {
 		t.Fatalf("register IBIS: %d", code)
@@ -859,7 +901,15 @@ func TestBoardEndsAnAgent(t *testing.T) {
 	if got := evalIn[string](b, `document.querySelector('`+form+` input[name="reason"]').value`); got != "the inspector was closed" {
 		t.Errorf("the reason typed before the page refreshed is now %q", got)
 	}
-	b.do(chromedp.Click(chromedp.CSS(form + " button")))
+	// The field kept the focus and the caret: typing on adds to the end.
+	if got := evalIn[string](b, `document.activeElement.name`); got != "reason" {
+		t.Errorf("after the refresh the focus is on %q; want the reason field", got)
+	}
+	b.do(chromedp.KeyEvent(" for good"))
+	if got := evalIn[string](b, `document.querySelector('`+form+` input[name="reason"]').value`); got != "the inspector was closed for good" {
+		t.Errorf("typing on after the refresh made the reason %q", got)
+	}
+	b.click(form + " button")
 	b.waitFor("WREN gone from the agents page", `location.pathname === "/agents" && document.querySelector('`+form+`') === null`)
 	if v := d.task("SNAG-8"); v.Status != "open" || v.Assignee != "" {
 		t.Errorf("SNAG-8 after its agent's session was ended: %+v", v)
@@ -869,7 +919,7 @@ func TestBoardEndsAnAgent(t *testing.T) {
 	if len(live.Sessions) != 1 || live.Sessions[0].Name != "IBIS" {
 		t.Errorf("sessions after the end: %+v", live.Sessions)
 	}
-	if !d.auditHas("session_end", "WREN (holding 1): ended by dana: the inspector was closed") {
+	if !d.auditHas("session_end", "WREN (holding 1): ended by dana: the inspector was closed for good") {
 		var log struct {
 			Entries []struct{ Action, Agent, Detail string }
 		}
