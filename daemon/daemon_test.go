@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -341,7 +342,8 @@ func TestW4_VSCodeTornWrite(t *testing.T) {
 
 	stop := make(chan struct{})
 	bad := make(chan string, 1)
-	go func() {
+	var looking sync.WaitGroup // done before the test ends and snagd is stopped
+	looking.Go(func() {
 		for {
 			select {
 			case <-stop:
@@ -360,7 +362,7 @@ func TestW4_VSCodeTornWrite(t *testing.T) {
 			}
 			time.Sleep(time.Millisecond)
 		}
-	}()
+	})
 	for range 3 {
 		f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
 		if err != nil {
@@ -383,6 +385,7 @@ func TestW4_VSCodeTornWrite(t *testing.T) {
 		next, raw = raw, next
 	}
 	close(stop)
+	looking.Wait()
 	select {
 	case b := <-bad:
 		t.Errorf("the API showed the task broken during a torn write: %s", b)
