@@ -130,14 +130,29 @@ func (e *Engine) adoptSessions(ctx context.Context) {
 // assignee's name, until that agent reconnects or a person releases it.
 // With ids nil it looks at every task. e.mu must be held.
 func (e *Engine) reconcile(ctx context.Context, ids []string) {
-	leases, err := e.p.DB.Leases(ctx)
-	if err != nil {
-		e.log.Error("reconcile", "err", err)
-		return
-	}
 	byTask := map[string]index.Lease{}
-	for _, l := range leases {
-		byTask[l.TaskID] = l
+	if ids != nil {
+		// The tasks named alone (a file's edit): their own leases, not
+		// every live one.
+		for _, id := range ids {
+			l, err := e.p.DB.LeaseOf(ctx, id)
+			switch {
+			case err == nil:
+				byTask[id] = l
+			case !errors.Is(err, index.ErrNoLease):
+				e.log.Error("reconcile", "err", err)
+				return
+			}
+		}
+	} else {
+		leases, err := e.p.DB.Leases(ctx)
+		if err != nil {
+			e.log.Error("reconcile", "err", err)
+			return
+		}
+		for _, l := range leases {
+			byTask[l.TaskID] = l
+		}
 	}
 	var rows []*index.Row
 	if ids == nil {
