@@ -47,6 +47,8 @@ type write struct {
 	err   error
 	done  chan struct{} // closed when the batch of the write has committed or failed
 	lead  chan struct{} // closed when the write is to make the next batch
+	// claim: the write is a claim, which makes no task ready (nextMark).
+	claim bool
 }
 
 // commit makes w part of a batch and returns when that batch has committed
@@ -54,7 +56,12 @@ type write struct {
 // whose turn it is makes the batch of every write waiting then, and hands
 // the next batch to the first write that arrived meanwhile.
 func (e *Engine) commit(ctx context.Context, moves []*move, run func(tx *index.Tx) error, after func()) error {
-	w := &write{ctx: ctx, moves: moves, run: run, after: after, done: make(chan struct{}), lead: make(chan struct{})}
+	return e.commitWrite(&write{ctx: ctx, moves: moves, run: run, after: after})
+}
+
+// commitWrite is commit of the write w.
+func (e *Engine) commitWrite(w *write) error {
+	w.done, w.lead = make(chan struct{}), make(chan struct{})
 	e.batchMu.Lock()
 	if e.batching {
 		e.waiting = append(e.waiting, w)
@@ -114,8 +121,12 @@ func (e *Engine) runBatch(batch []*write) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), 30*time.Second)
 	defer cancel()
 	var placed []*queue.Prepared
+	var before uint64 // the writes committed before the batch's
+	claims := true
 	err := e.p.DB.Update(ctx, func(tx *index.Tx) error {
+		before = e.p.DB.Writes()
 		for _, w := range batch {
+			claims = claims && w.claim
 			if w.err = w.ctx.Err(); w.err != nil {
 				continue // its caller is gone; nothing of it was done
 			}
@@ -128,6 +139,11 @@ func (e *Engine) runBatch(batch []*write) {
 		}
 		return e.p.Tasks.Sync(placed...)
 	})
+	if err == nil && claims && e.nextMark.writes == before {
+		// Claims make no task ready: the walk of the next claim-next may
+		// start where the last one found its task.
+		e.nextMark.writes = before + 1
+	}
 	for _, w := range batch {
 		switch {
 		case w.err != nil:

@@ -86,6 +86,7 @@ type Engine struct {
 	// are, between their choice and their batch (under claimMu).
 	claimMu  sync.Mutex
 	claiming map[string]int
+	nextMark nextMark // where claim-next's walk may start (under mu)
 	// ready is set once the first full rescan is done.
 	ready atomic.Bool
 	// polling is set while the watcher polls, having no filesystem watches.

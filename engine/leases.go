@@ -150,7 +150,7 @@ func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 	var lease index.Lease
 	var moved *queue.Task
 	again := false
-	err = e.commit(ctx, []*move{m}, func(tx *index.Tx) (err error) {
+	err = e.commitWrite(&write{ctx: ctx, moves: []*move{m}, claim: true, run: func(tx *index.Tx) (err error) {
 		if l, err := tx.LeaseOf(it.ID); err == nil && l.SessionID == s.ID {
 			// Its own claim of the task, under way beside this one, was
 			// granted first: this one gets that lease, as it is.
@@ -175,7 +175,7 @@ func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 			return err
 		}
 		return tx.Audit(claimEntry(s, it.ID, "ok", fmt.Sprintf("epoch %d", lease.Epoch)))
-	}, nil)
+	}})
 	if err != nil {
 		return refused(err)
 	}
@@ -210,7 +210,7 @@ func (e *Engine) chooseClaim(ctx context.Context, s index.Session, ref *queue.Re
 	)
 	err := e.p.DB.Read(ctx, func(tx *index.Tx) error {
 		if ref == nil {
-			id, err := tx.NextReady(e.chosen)
+			id, err := e.nextReady(tx)
 			if err != nil {
 				return err
 			}
@@ -311,6 +311,43 @@ func (e *Engine) claimedMeanwhile(ctx context.Context, s index.Session, id strin
 	}
 	e.Audit(ctx, claimEntry(s, id, "ok", fmt.Sprintf("already held, epoch %d", l.Epoch)))
 	return Claimed{Task: &it.Row, Epoch: l.Epoch}, nil, true
+}
+
+// nextMark is where the last claim-next's walk of the queue found its
+// task (index.Mark), with the DB's count of writes and the data version
+// then: while those are the same, or only claims were written since
+// (runBatch), no task before the mark has become ready. e.mu guards it.
+type nextMark struct {
+	mark    index.Mark
+	writes  uint64
+	version int64
+}
+
+// nextReady finds the task claim-next hands out (index.Tx.NextReadyFrom),
+// walking from where the last claim-next found its task when nothing but
+// claims was written since; e.mu must be held, and tx be a DB.Read.
+func (e *Engine) nextReady(tx *index.Tx) (string, error) {
+	writes := e.p.DB.Writes()
+	version, err := tx.DataVersion()
+	if err != nil {
+		return "", err
+	}
+	from := index.Mark{}
+	if e.nextMark.writes == writes && e.nextMark.version == version {
+		from = e.nextMark.mark
+	}
+	id, mark, err := tx.NextReadyFrom(from, e.chosen)
+	if err == nil && id == "" && from != (index.Mark{}) {
+		// Nothing from the mark on: the whole queue is walked before
+		// saying so.
+		id, mark, err = tx.NextReadyFrom(index.Mark{}, e.chosen)
+	}
+	if err != nil {
+		e.nextMark = nextMark{}
+		return "", err
+	}
+	e.nextMark = nextMark{mark: mark, writes: writes, version: version}
+	return id, nil
 }
 
 // chosen reports whether a claim under way has chosen task id.

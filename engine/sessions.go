@@ -227,7 +227,7 @@ func (e *Engine) reconcile(ctx context.Context, ids []string) {
 	// rebuild or a first start they are every claimed task's (a quarter of
 	// 100,000, which took a commit each). A task whose lease a row before
 	// it granted (two files with its id) is skipped, as it was refused.
-	err = e.p.DB.Update(ctx, func(tx *index.Tx) error {
+	err := e.p.DB.Update(ctx, func(tx *index.Tx) error {
 		for _, g := range grants {
 			if _, err := tx.Grant(g.r.ID, g.sid, g.holder, g.sid == 0); errors.Is(err, index.ErrHeld) {
 				continue

@@ -26,6 +26,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"zombiezen.com/go/sqlite"
@@ -71,6 +72,9 @@ type DB struct {
 	// there instead of reading them again. See [DB.Update].
 	writer *sqlite.Conn
 	wturn  chan struct{}
+	// writes counts the write transactions committed on writer (see
+	// [Tx.Writes]).
+	writes atomic.Uint64
 }
 
 // The steps of a write transaction, as [DB.OnStep] names them.
@@ -414,6 +418,11 @@ func (db *DB) write(ctx context.Context, f func(conn *sqlite.Conn) error) error 
 			end(&err)
 			return err
 		}
+		defer func() {
+			if err == nil {
+				db.writes.Add(1)
+			}
+		}()
 		if db.step == nil {
 			defer end(&err)
 			return f(conn)

@@ -296,7 +296,7 @@ func (db *DB) NextReady(ctx context.Context) (string, error) {
 	var id string
 	err := db.withConn(ctx, func(conn *sqlite.Conn) (err error) {
 		defer sqlitex.Transaction(conn)(&err) // candidates and checks from one snapshot
-		id, err = nextReady(conn, nil)
+		id, _, err = nextReady(conn, Mark{}, nil)
 		return err
 	})
 	return id, err
@@ -304,17 +304,69 @@ func (db *DB) NextReady(ctx context.Context) (string, error) {
 
 // NextReady is [DB.NextReady] inside the transaction, passing over the
 // tasks skip says are taken (claims of them are under way).
-func (tx *Tx) NextReady(skip func(id string) bool) (string, error) { return nextReady(tx.conn, skip) }
+func (tx *Tx) NextReady(skip func(id string) bool) (string, error) {
+	id, _, err := nextReady(tx.conn, Mark{}, skip)
+	return id, err
+}
 
-func nextReady(conn *sqlite.Conn, skip func(id string) bool) (string, error) {
+// Mark is a place in claim-next's order (wave, severity, creation, id):
+// every open task before it was found not ready (blocked, or not clean).
+// The zero Mark is the start of the queue.
+type Mark struct {
+	set     bool
+	wave    int64
+	sevRank int64
+	created int64
+	id      string
+}
+
+// NextReadyFrom is [Tx.NextReady] starting its walk at from, a Mark an
+// earlier walk returned, instead of at the start of the queue: the open
+// tasks before it, blocked ones most of all, are not looked at again. It
+// returns the Mark of this walk: the first task it handed out or passed
+// over for skip (the zero Mark when it found none). from is only right
+// while nothing that could make a task before it ready has been written
+// since (see [DB.Writes]): a resolve, a release, an edit, a rescan.
+func (tx *Tx) NextReadyFrom(from Mark, skip func(id string) bool) (string, Mark, error) {
+	return nextReady(tx.conn, from, skip)
+}
+
+// Writes is how many write transactions this DB has committed. Read
+// inside a [DB.Read] or [DB.Update] (which hold the writer's turn) it is
+// exact: no write of this DB commits meanwhile. With [Tx.DataVersion] it
+// tells whether anything was written between two reads of it.
+func (db *DB) Writes() uint64 { return db.writes.Load() }
+
+// DataVersion is SQLite's data version of the connection tx runs on: it
+// changes when another connection (another process) commits a write.
+func (tx *Tx) DataVersion() (int64, error) {
+	var v int64
+	err := sqlitex.ExecuteTransient(tx.conn, `PRAGMA data_version`, &sqlitex.ExecOptions{
+		ResultFunc: func(s *sqlite.Stmt) error { v = s.ColumnInt64(0); return nil },
+	})
+	return v, err
+}
+
+func nextReady(conn *sqlite.Conn, from Mark, skip func(id string) bool) (string, Mark, error) {
 	var id string
+	var mark Mark
+	where, args := ``, map[string]any{}
+	if from.set {
+		where = ` AND (wave, sev_rank, created, id) >= (:w, :s, :c, :i)`
+		args = map[string]any{":w": from.wave, ":s": from.sevRank, ":c": from.created, ":i": from.id}
+	}
 	err := func() error {
-		err := sqlitex.Execute(conn, `SELECT n, id FROM tasks WHERE status = 'open' AND NOT EXISTS (
+		err := sqlitex.Execute(conn, `SELECT n, id, wave, sev_rank, created FROM tasks WHERE status = 'open'`+where+` AND NOT EXISTS (
 				SELECT 1 FROM deps d WHERE d.task_n = tasks.n AND NOT `+depResolved+`)
 			ORDER BY wave, sev_rank, created, id`, &sqlitex.ExecOptions{
+			Named: args,
 			ResultFunc: func(s *sqlite.Stmt) error {
 				n, cand := s.ColumnInt64(0), s.ColumnText(1)
+				here := Mark{set: true, wave: s.ColumnInt64(2), sevRank: s.ColumnInt64(3), created: s.ColumnInt64(4), id: cand}
 				if skip != nil && skip(cand) {
+					if !mark.set {
+						mark = here
+					}
 					return nil
 				}
 				clean := false
@@ -326,6 +378,9 @@ func nextReady(conn *sqlite.Conn, skip func(id string) bool) (string, error) {
 					return err
 				}
 				id = cand
+				if !mark.set {
+					mark = here
+				}
 				return errFound
 			},
 		})
@@ -335,9 +390,12 @@ func nextReady(conn *sqlite.Conn, skip func(id string) bool) (string, error) {
 		return err
 	}()
 	if err != nil {
-		return "", fmt.Errorf("next: %w", err)
+		return "", Mark{}, fmt.Errorf("next: %w", err)
 	}
-	return id, nil
+	if id == "" {
+		mark = Mark{} // nothing ready: the next walk starts at the start
+	}
+	return id, mark, nil
 }
 
 // errFound ends a walk of rows early: what was looked for is found.

@@ -95,7 +95,9 @@ func TestTxSyncFileMatchesARebuild(t *testing.T) {
 
 // TestNextReadyAgreesWithNext drains a queue with every kind of task that
 // claim-next must skip (blocked, invalid, duplicated, not open) and checks that
-// NextReady picks what Next picks, every time, down to nothing.
+// NextReady picks what Next picks, every time, down to nothing, and so does
+// NextReadyFrom walking from the Mark of the walk before (only claims were
+// written in between), and passing over a task taken.
 func TestNextReadyAgreesWithNext(t *testing.T) {
 	e := newEnv(t)
 	e.put(task(1, "Wave two, low", withWave(2), withSeverity(queue.SeverityLow)))
@@ -112,10 +114,45 @@ func TestNextReadyAgreesWithNext(t *testing.T) {
 	e.rebuild()
 
 	var order []string
+	var mark index.Mark
 	for range 20 {
 		id, err := e.db.NextReady(e.ctx)
 		if err != nil {
 			t.Fatal(err)
+		}
+		var fromMark, skipping string
+		err = e.db.Read(e.ctx, func(tx *index.Tx) (err error) {
+			fromMark, mark, err = tx.NextReadyFrom(mark, nil)
+			if err != nil || fromMark == "" {
+				return err
+			}
+			// The mark holds the task found: a walk from it before the
+			// claim finds it again.
+			again, _, err := tx.NextReadyFrom(mark, nil)
+			if err != nil {
+				return err
+			}
+			if again != fromMark {
+				t.Errorf("from its own mark the walk finds %q, not %q", again, fromMark)
+			}
+			// With the task found taken, the walk from the same mark
+			// finds the one after it, as from the start.
+			taken := func(id string) bool { return id == fromMark }
+			after, _, err := tx.NextReadyFrom(index.Mark{}, taken)
+			if err != nil {
+				return err
+			}
+			skipping, _, err = tx.NextReadyFrom(mark, taken)
+			if err == nil && skipping != after {
+				t.Errorf("from the mark, passing over %s: %q; from the start: %q", fromMark, skipping, after)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fromMark != id {
+			t.Fatalf("NextReadyFrom the last mark = %q, NextReady = %q", fromMark, id)
 		}
 		row, _, err := e.db.Next(e.ctx)
 		if err != nil {
