@@ -37,6 +37,24 @@ func (e *Engine) apply(ctx context.Context, b watch.Batch, polling bool) {
 	}
 	changed := false
 	if len(b.Files) > stormFiles && !b.Rescan {
+		// snag's own writes are no storm: claims at a hundred a second
+		// leave the watcher no quiet, and its batch, sent at MaxDelay,
+		// names a hundred files that are as their writes indexed them.
+		// Those are left out (syncOne would pass over them too) before
+		// the files left are counted; a checkout's are soon too many.
+		var others []string
+		for _, name := range b.Files {
+			if !e.unchanged(ctx, name, path.Join(index.TasksFolder, name)) {
+				if others = append(others, name); len(others) > stormFiles {
+					break
+				}
+			}
+		}
+		if len(others) <= stormFiles {
+			b.Files = others
+		}
+	}
+	if len(b.Files) > stormFiles && !b.Rescan {
 		// A storm (a git checkout, a script): one rescan reads the files in
 		// parallel and writes them in one transaction, where a transaction
 		// per file would take seconds. The names it covers need no settling.
