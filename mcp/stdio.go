@@ -111,9 +111,8 @@ func (f *frameWriter) Write(p []byte) (int, error) {
 	f.buf = append(f.buf, p...)
 	if i := bytes.LastIndexByte(f.buf, '\n'); i >= 0 {
 		for _, l := range bytes.Split(f.buf[:i], []byte("\n")) {
-			var m idOnly
-			if json.Unmarshal(l, &m) == nil && m.Method == "" && len(m.ID) > 0 && f.pending[string(m.ID)] {
-				delete(f.pending, string(m.ID))
+			if id, ok := answerID(l); ok && f.pending[string(id)] {
+				delete(f.pending, string(id))
 				if len(f.pending) == 0 {
 					select {
 					case f.idle <- struct{}{}:
@@ -132,6 +131,42 @@ func (f *frameWriter) Write(p []byte) (int, error) {
 }
 
 func (f *frameWriter) Close() error { return nil }
+
+// answerID gives the id of a line the SDK writes when it is an answer (it
+// has an id and a result or an error, and no method). It reads the line's
+// keys only as far as it must: the SDK writes jsonrpc, id, then the result
+// (a whole page of tasks for snag_list), which is not read at all, where a
+// decoding of the line would read it all.
+func answerID(line []byte) (id json.RawMessage, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
+	}
+	answer := false
+	for dec.More() && (id == nil || !answer) {
+		key, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		switch key {
+		case "method":
+			return nil, false // a request or a notification
+		case "result", "error":
+			answer = true
+			if id != nil {
+				return id, true
+			}
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, false
+		}
+		if key == "id" {
+			id = v
+		}
+	}
+	return id, id != nil && answer
+}
 
 func (f *frameWriter) reject(code int, id json.RawMessage) {
 	msg := "Parse error: each line must be one JSON-RPC 2.0 message"
