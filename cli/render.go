@@ -109,8 +109,15 @@ func clip(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s { // as string([]rune(s)[:n-1]), without the runes' copy
+		if n--; n == 0 {
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String() + "…"
 }
 
 // writeShow prints one task in full.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/snagdev/snag/api"
@@ -89,7 +90,39 @@ func (c *Client) send(ctx context.Context, session int64, tool, method, path str
 		if out == nil {
 			return nil
 		}
-		return json.NewDecoder(resp.Body).Decode(out)
+		buf := bodies.Get().(*[]byte)
+		defer bodies.Put(buf)
+		b, err := readBody(resp.Body, (*buf)[:0])
+		if cap(b) <= 1<<20 {
+			*buf = b // the next answer reads into it (Unmarshal copies what it keeps)
+		}
+		if err != nil {
+			return fmt.Errorf("snagd on :%d: read the answer: %w", h.Port, err)
+		}
+		return json.Unmarshal(b, out)
+	}
+}
+
+// bodies are the buffers answers are read into, 64 KiB at first: a
+// json.Decoder grows its own from 512 bytes, copying as it goes, which for
+// a page of tasks was an eighth of the page faults of a snag list; the
+// bridge reuses them.
+var bodies = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// readBody reads a whole answer, appending to b.
+func readBody(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
 	}
 }
 
