@@ -135,7 +135,7 @@ func Run(ctx context.Context, opts Options) error {
 	if out == nil {
 		out = os.Stdout
 	}
-	err := NewServer(opts).Run(ctx, lineTransport(pollable(in), out))
+	err := NewServer(opts).Run(ctx, lineTransport(in, out))
 	if opts.Daemon != nil {
 		opts.Daemon.Close()
 	}
