@@ -152,7 +152,13 @@ func Dial(ctx context.Context, root string, opts Options) (*Client, error) {
 			return c, nil
 		}
 	}
-	found, notes := c.find(ctx, opts.Timeout) // without a token, nothing proves itself: a snagd that runs is named
+	// Without a token nothing proves itself: a snagd that runs is named.
+	found, notes := false, []string(nil)
+	if tokErr == nil {
+		found, notes = c.findLive(ctx, opts.Timeout)
+	} else {
+		found, notes = c.find(ctx, opts.Timeout)
+	}
 	if tokErr != nil && opts.Start == nil {
 		if c.mismatch != nil {
 			return nil, discoveryError(abs, c.mismatch, notes)
@@ -294,11 +300,39 @@ func (c *Client) unquick(ctx context.Context) error {
 	if !was {
 		return nil // another call did it meanwhile
 	}
-	found, notes := c.find(ctx, 200*time.Millisecond)
+	found, notes := c.findLive(ctx, 200*time.Millisecond)
 	if !found {
 		return discoveryError(c.root, c.mismatch, notes)
 	}
 	return c.awaitReady(ctx, c.waiting)
+}
+
+// findLive finds the project's daemon as find does and, while a snagd holds
+// the project's lock, looks again until it answers: a snagd that has bound
+// its port and taken the lock may not answer for seconds on a loaded
+// machine, and it is the one that will serve (another cannot start). It
+// looks for ReadyWait at most: a snagd that holds the lock and answers
+// nothing for that long is named in the notes. findMu must be held, and a
+// token read.
+func (c *Client) findLive(ctx context.Context, timeout time.Duration) (bool, []string) {
+	pause := 20 * time.Millisecond
+	deadline := time.Now().Add(ReadyWait)
+	for {
+		found, notes := c.find(ctx, timeout)
+		if found || c.mismatch != nil || !lockHeld(c.root) {
+			return found, notes
+		}
+		if time.Now().After(deadline) {
+			return false, append(notes, fmt.Sprintf("a snagd holds %s but has answered nothing for %s: see .snag/snagd.log, or stop the process that holds the lock (fuser %[1]s) and run the command again",
+				filepath.Join(c.root, ".snag", LockFile), ReadyWait))
+		}
+		select {
+		case <-ctx.Done():
+			return false, notes
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 250*time.Millisecond)
+	}
 }
 
 // gone is how long a starting daemon may leave /health unanswered before a
@@ -595,7 +629,7 @@ func (c *Client) Recheck(ctx context.Context) error {
 	}
 	c.findMu.Lock()
 	defer c.findMu.Unlock()
-	if found, notes := c.find(ctx, 200*time.Millisecond); !found {
+	if found, notes := c.findLive(ctx, 200*time.Millisecond); !found {
 		return discoveryError(c.root, c.mismatch, notes)
 	}
 	return nil

@@ -259,6 +259,50 @@ func TestDialWaitsForASlowStartAsLongAsItAnswers(t *testing.T) {
 	}
 }
 
+// TestDialWaitsForADaemonThatHoldsTheLockBeforeItAnswers: a snagd that has
+// bound its port and taken the project's lock, and then answers nothing for
+// seconds (a loaded machine, many commands starting at once), is the one
+// that will serve: a command waits for it, with the lock's shortcut or
+// without, instead of saying no snagd serves the project.
+func TestDialWaitsForADaemonThatHoldsTheLockBeforeItAnswers(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	root := newProject(t, t.TempDir())
+	bin := filepath.Join(t.TempDir(), "snagd")
+	if err := snagdtest.Build(bin, snagdtest.Snagd, "-tags", failpoint.Tag); err != nil {
+		t.Fatal(err)
+	}
+	p := snagdtest.Start(t, snagdtest.Options{Bin: bin, Root: root, Home: home, Port: snagdtest.FreePort(t),
+		Env: []string{daemon.FailpointEnv + "=start:" + daemon.StepListening + "=sleep:4s"}})
+	// The lock is held, and its file names the port snagd has bound.
+	listening := func() bool {
+		held, _ := client.LockHeld(root)
+		b, _ := os.ReadFile(filepath.Join(root, ".snag", client.LockFile))
+		return held && len(strings.Fields(string(b))) == 2
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !listening() {
+		if time.Now().After(deadline) {
+			t.Fatalf("snagd never took the project's lock and named its port\n%s", p.Log.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ctx := t.Context()
+	// Discovery first, while snagd answers nothing; then the lock's shortcut.
+	for _, quick := range []bool{false, true} {
+		c, err := client.Dial(ctx, root, client.Options{Home: home, Quick: quick})
+		if err != nil {
+			t.Fatalf("Dial (quick %v) while snagd holds the lock and answers nothing yet: %v", quick, err)
+		}
+		if _, err := c.List(ctx, api.ListQuery{}); err != nil {
+			t.Errorf("List (quick %v): %v", quick, err)
+		}
+	}
+	p.Stop()
+	if !strings.Contains(p.Log.String(), "failpoint start:listening: sleeping") {
+		t.Errorf("snagd's start was not held by its failpoint: the test proved nothing\n%s", p.Log.String())
+	}
+}
+
 // TestQuickDialTrustsOnlyAHeldLock: with Options.Quick, a client whose
 // project's lock is held by this user's snagd on the port .port names sends
 // the command's own request first, with no /health before it; a lock file

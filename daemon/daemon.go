@@ -157,6 +157,7 @@ func Run(ctx context.Context, opts Options) error {
 		ln.Close()
 		return fmt.Errorf("snagd: %w", err)
 	}
+	failpoint.Hit("start", StepListening)
 
 	// The server answers from the start: until the index is open and the
 	// first rescan is done (a damaged snag.db may be rebuilding), every

@@ -13,6 +13,11 @@ import (
 // ignores it. See package internal/failpoint for its values.
 const FailpointEnv = failpoint.Env
 
+// StepListening is the start's step after snagd has bound its port and
+// written the project's lock, before it answers anything: a failpoint
+// that sleeps there is a snagd a loaded machine keeps from answering.
+const StepListening = "listening"
+
 // installFailpoints hooks the armed failpoints into the project's task
 // folder and index; with none armed it installs nothing.
 func installFailpoints(p *project.Project) {

@@ -19,7 +19,7 @@
 //   - STEP is a step of a file write (queue's Step constants: temp-created,
 //     temp-written, temp-synced, checked, renamed, linked, temp-removed,
 //     dir-synced), of a database transaction (index's: begun, committing,
-//     committed, rolled-back), of the start (rebuilding, rebuilt, opened),
+//     committed, rolled-back), of the start (listening, rebuilding, rebuilt, opened),
 //     of a verify run (started, checked), or * for any.
 //   - N fires on the Nth hit of that failpoint only (default 1).
 //   - ACTION is kill (the default: SIGKILL at once, no cleanup), eio or
