@@ -243,6 +243,9 @@ func TestS1_ClaimFailpoints(t *testing.T) {
 			case c.claimed && l.Detached:
 				t.Errorf("SNAG-11's lease is detached though its agent %s is connected (re-derived: %v)", a.Name, c.detached)
 			}
+			if kept, _ := filepath.Glob(filepath.Join(root, ".snag", "recovered", "*")); len(kept) > 0 {
+				t.Errorf("files kept in .snag/recovered/ though no person saved: %q", kept)
+			}
 			a.claim("SNAG-11") // the agent goes on working with the restarted snagd
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	daemonpkg "github.com/snagdev/snag/daemon"
 	"github.com/snagdev/snag/queue"
 )
 
@@ -136,5 +137,57 @@ func TestS7_InPlaceAppendsSurviveClaims(t *testing.T) {
 	recovered, _ := os.ReadDir(filepath.Join(root, ".snag", "recovered"))
 	if len(recovered) > 0 {
 		t.Errorf("%d saves kept aside in .snag/recovered; want every one merged", len(recovered))
+	}
+}
+
+// TestS7_ASaveInTheDisplacedFileSurvivesACrash: snagd is killed right after
+// a claim's swap, while the file it displaced waits under a hidden temp
+// name to be looked at, and a person's save lands in that file (an editor
+// that had it open saves in place). The restarted snagd does not sweep
+// the save away with snag's own temp files: its bytes are kept in
+// .snag/recovered/, the audit log names that file, and nothing else is
+// kept there. A displaced file that holds only snag's bytes (the claim
+// failpoints' case) is removed as before.
+func TestS7_ASaveInTheDisplacedFileSurvivesACrash(t *testing.T) {
+	root, home := sampleProject(t), filepath.Join(t.TempDir(), "home")
+	d := crSpawn(t, root, home, daemonpkg.FailpointEnv+"=claim:renamed")
+	a := startAgent(t, d, "")
+	if ans := a.do("claim SNAG-11"); strings.HasPrefix(ans, "ok ") {
+		t.Fatalf("the claim was acknowledged though snagd died: %s", ans)
+	}
+	crKilled(t, d, "claim:renamed")
+
+	temps, _ := filepath.Glob(filepath.Join(root, ".snag", "tasks", ".*"+queue.TempSuffix))
+	if len(temps) != 1 {
+		t.Fatalf("temp files after the kill: %q; want the one the swap displaced", temps)
+	}
+	displaced, err := os.ReadFile(temps[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk, err := queue.Parse(displaced); err != nil || tk.Status != queue.StatusOpen {
+		t.Fatalf("the displaced file is not the open task the claim swapped out (%v):\n%s", err, displaced)
+	}
+	const line = "A line the person saved into the file they had open.\n"
+	f, err := os.OpenFile(temps[0], os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(line); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	d2 := startDaemon(t, root, home)
+	crCheck(t, d2) // every file whole, no temp file left, the index agrees
+	kept, _ := filepath.Glob(filepath.Join(root, ".snag", "recovered", "*"))
+	if len(kept) != 1 {
+		t.Fatalf("files kept in .snag/recovered/: %q; want the person's save", kept)
+	}
+	if b, _ := os.ReadFile(kept[0]); !bytes.Equal(b, append(displaced, line...)) {
+		t.Errorf("%s holds:\n%s\nwant the displaced file with the person's line", kept[0], b)
+	}
+	if !d2.auditHas("edit", filepath.Base(kept[0])) {
+		t.Errorf("the audit log does not name %s", filepath.Base(kept[0]))
 	}
 }

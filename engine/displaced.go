@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"time"
 
 	"github.com/snagdev/snag/index"
@@ -32,7 +30,9 @@ import (
 // displacedMerge, a few tries at a time so that other writers are not
 // held up. When the two cannot be merged, the file at the path is
 // kept and the displaced bytes are saved in .snag/recovered/, and the
-// audit log names that file: no one's bytes are dropped.
+// audit log names that file: no one's bytes are dropped. A displaced file
+// snagd had not looked at when it died is found by the next start's sweep
+// of temp files (queue.Leftover), and kept the same way (keepLeftover).
 const (
 	displacedFirst = 20 * time.Millisecond  // the first look
 	displacedEvery = 200 * time.Millisecond // the longest wait between looks
@@ -43,10 +43,6 @@ const (
 	mergeHold      = 2 * time.Second        // how long a merge is kept in the file against saves made before it
 	mergeLook      = 50 * time.Millisecond  // how often the file is looked at meanwhile
 )
-
-// RecoveredFolder, in .snag/, keeps the bytes of a save that could not be
-// merged with snag's write.
-const RecoveredFolder = "recovered"
 
 // displaced takes a file Update swapped out of place. It is called with the
 // write lock held, so it only starts the look.
@@ -221,7 +217,7 @@ func (e *Engine) bringBack(ctx context.Context, x *queue.Displaced, theirs []byt
 	if mergeErr == nil && !errors.Is(err, fs.ErrNotExist) {
 		e.log.Error("a save in place landed in the file snag replaced; writing it back failed", "file", p, "err", err)
 	}
-	saved, serr := e.recover(x.Name, theirs)
+	saved, serr := e.p.KeepAside(x.Name, theirs)
 	if serr != nil {
 		e.log.Error("a save in place could not be merged, nor kept aside: it is still in the hidden file", "file", p, "displaced", x.Temp, "err", serr)
 		return keptAside
@@ -235,22 +231,24 @@ func (e *Engine) bringBack(ctx context.Context, x *queue.Displaced, theirs []byt
 	return keptAside
 }
 
-// recover writes the bytes of a save that could not be merged into
-// .snag/recovered/ and returns the path there, relative to .snag/.
-func (e *Engine) recover(name string, data []byte) (string, error) {
-	folder := filepath.Join(e.root, project.Folder, RecoveredFolder)
-	if err := os.MkdirAll(folder, 0o755); err != nil {
-		return "", err
-	}
-	dir, err := queue.OpenDir(folder)
+// keepLeftover keeps in .snag/recovered/ a person's save that a crash of
+// snagd left in a hidden temp file (a save in place that landed in the file
+// a rewrite displaced, before it was merged back: queue.Leftover), and says
+// so in the log and the audit log. Without the bytes the rewrite was made
+// on there is nothing to merge with: a person compares the two.
+func (e *Engine) keepLeftover(l queue.Leftover) error {
+	saved, err := e.p.KeepAside(l.Name, l.Data)
 	if err != nil {
-		return "", err
+		e.log.Error("a save in place that a crash left in a hidden file could not be kept aside: it stays there", "file", l.Temp, "err", err)
+		return err
 	}
-	defer dir.Close()
-	stamp := time.Now().UTC().Format("20060102T150405.000000Z")
-	saved := stamp + " " + name
-	if err := dir.Create(saved, data); err != nil {
-		return "", err
+	var id string
+	if t, err := queue.Parse(l.Data); err == nil {
+		id = t.ID
 	}
-	return path.Join(RecoveredFolder, saved), nil
+	e.log.Warn("a save in place that snagd had not merged back before it stopped was kept aside", "task file", l.Name, "kept", saved)
+	e.Audit(e.runCtx, index.AuditEntry{Actor: queue.Person, Agent: "the file", Action: "edit", TaskID: id, Outcome: "recovered",
+		Detail: fmt.Sprintf("a save in place landed in the file snag had just replaced, and snagd stopped before merging it back: its bytes are in %s; compare it with %s and merge by hand",
+			project.Rel(saved), project.Rel(path.Join(index.TasksFolder, l.Name)))})
+	return nil
 }

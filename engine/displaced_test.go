@@ -71,7 +71,7 @@ func TestS7_ASaveThatCannotBeMergedIsKeptAside(t *testing.T) {
 		t.Fatal("the claim did not swap the file")
 	}
 
-	folder := filepath.Join(root, project.Folder, RecoveredFolder)
+	folder := filepath.Join(root, project.Folder, project.RecoveredFolder)
 	var kept []string
 	for deadline := time.Now().Add(20 * time.Second); len(kept) == 0 && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)

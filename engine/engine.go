@@ -172,7 +172,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	// The engine is the project's one writer: a temp file there now was
 	// left by a crash, whatever its age.
 	for _, dir := range []*queue.Dir{e.p.Tasks, e.p.Snag} {
-		if n, err := dir.SweepTemps(0); err == nil && n > 0 {
+		if n, err := dir.SweepTemps(0, e.keepLeftover); err == nil && n > 0 {
 			e.log.Info("swept temp files left by a crash", "folder", dir.Path(), "count", n)
 		}
 	}

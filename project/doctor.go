@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -188,8 +189,9 @@ const tempAge = time.Minute
 func staleTemps(d *queue.Dir) ([]string, error) { return d.Temps(tempAge) }
 
 // Fix repairs what doctor can repair by itself: it gives task files that
-// lack an id or key fresh ones, and removes old temp files. It returns what
-// it did, one line each.
+// lack an id or key fresh ones, and removes old temp files, keeping in
+// .snag/recovered/ any that holds a person's save. It returns what it did,
+// one line each.
 func (p *Project) Fix(ctx context.Context) ([]string, error) {
 	var done []string
 	probs, err := p.DB.Problems(ctx)
@@ -231,8 +233,16 @@ func (p *Project) Fix(ctx context.Context) ([]string, error) {
 		}
 		done = append(done, msg)
 	}
+	keep := func(l queue.Leftover) error {
+		saved, err := p.KeepAside(l.Name, l.Data)
+		if err == nil {
+			done = append(done, fmt.Sprintf("kept a save of %s that a crash left in a hidden temp file: it is in %s; compare it with the task file and merge by hand",
+				Rel(path.Join(index.TasksFolder, l.Name)), Rel(saved)))
+		}
+		return err
+	}
 	for _, d := range []*queue.Dir{p.Tasks, p.Snag} {
-		n, err := d.SweepTemps(tempAge)
+		n, err := d.SweepTemps(tempAge, keep)
 		if err != nil {
 			return done, err
 		}

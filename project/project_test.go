@@ -7,8 +7,10 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -146,5 +148,60 @@ func TestDoctorFindsAndFixes(t *testing.T) {
 	}
 	if tk.Key != "SNAG-33" || !strings.HasSuffix(string(raw), "---\nNo id, no key.\n") {
 		t.Errorf("fixed file: key %s:\n%s", tk.Key, raw)
+	}
+}
+
+// TestFixKeepsASaveLeftInATempFile: doctor --fix removes old temp files,
+// but one that holds a person's save (it landed in the file a rewrite
+// displaced, and snagd died before merging it back) is kept in
+// .snag/recovered/, and Fix says where.
+func TestFixKeepsASaveLeftInATempFile(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("a swap displaces the file only where it is an atomic exchange (Linux)")
+	}
+	root := sample(t)
+	p := open(t, root)
+	const name = "SNAG-11 - Login form clears the email after a wrong password.md"
+	crash := errors.New("crash")
+	p.Tasks.OnStep(func(step string) error {
+		if step == queue.StepRenamed {
+			return crash // as a SIGKILL right after the swap
+		}
+		return nil
+	})
+	if _, _, err := p.Tasks.Update(name, func(b []byte) ([]byte, error) { return append(b, "snag's line\n"...), nil }); !errors.Is(err, crash) {
+		t.Fatalf("Update: %v; want the step's error", err)
+	}
+	p.Tasks.OnStep(nil)
+	temps, _ := filepath.Glob(filepath.Join(root, Folder, "tasks", ".*"+queue.TempSuffix))
+	if len(temps) != 1 {
+		t.Fatalf("temp files: %q; want the displaced one", temps)
+	}
+	f, err := os.OpenFile(temps[0], os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("a person's line\n")
+	f.Close()
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(temps[0], old, old)
+	want, _ := os.ReadFile(temps[0])
+
+	done, err := p.Fix(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, _ := filepath.Glob(filepath.Join(root, Folder, RecoveredFolder, "*"))
+	if len(kept) != 1 {
+		t.Fatalf("kept in .snag/recovered/: %q; want the person's save (Fix said %q)", kept, done)
+	}
+	if b, _ := os.ReadFile(kept[0]); !bytes.Equal(b, want) {
+		t.Errorf("%s holds %q; want the displaced file with the person's line", kept[0], b)
+	}
+	if len(done) != 1 || !strings.Contains(done[0], filepath.Base(kept[0])) {
+		t.Errorf("Fix said %q; want one line naming the kept file", done)
+	}
+	if _, err := os.Stat(temps[0]); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the temp file is still there: %v", err)
 	}
 }

@@ -3,9 +3,11 @@ package queue
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc64"
 	"io"
 	"io/fs"
 	mrand "math/rand/v2"
@@ -355,7 +357,7 @@ func (d *Dir) Create(name string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("create %s: %w", name, err)
 	}
-	tmp, _, err := d.writeTemp(root, name, data, 0o644)
+	tmp, _, err := d.writeTemp(root, name, "", data, 0o644)
 	if err != nil {
 		return err
 	}
@@ -496,7 +498,7 @@ func (p *Prepared) write() error {
 	if bytes.Equal(next, p.base) {
 		return nil
 	}
-	p.tmp, p.wfi, err = p.d.writeTemp(p.root, p.name, next, p.fi.Mode().Perm())
+	p.tmp, p.wfi, err = p.d.writeTemp(p.root, p.name, tempMark(p.base, next), next, p.fi.Mode().Perm())
 	return err
 }
 
@@ -726,7 +728,7 @@ func (d *Dir) Write(name string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
-	tmp, _, err := d.writeTemp(root, name, data, 0o644)
+	tmp, _, err := d.writeTemp(root, name, "", data, 0o644)
 	if err != nil {
 		return err
 	}
@@ -744,9 +746,68 @@ func (d *Dir) Write(name string, data []byte) error {
 // task files.
 func (d *Dir) Remove(name string) error { return d.root.Load().Remove(name) }
 
+// tempStem is the part of a task file's name its temp files start with.
+func tempStem(name string) string {
+	if len(name) > 100 {
+		return name[:100]
+	}
+	return name
+}
+
+// crcTable is the table of tempMark's checksums.
+var crcTable = crc64.MakeTable(crc64.ECMA)
+
+// tempMark names a rewrite's two sets of bytes in the name of the temp
+// file it writes: the bytes the edit was made on (base) and the bytes it
+// writes (next), a 64-bit CRC of each in hex. The swap moves the file it
+// displaced under that name, and snagd looks at it there (Displaced); a
+// crash before it has, leaves a temp file that holds base or next (snag's
+// own bytes, or a file that never went in place), or neither: a person's
+// save landed in the displaced file, and [Dir.SweepTemps] keeps it.
+func tempMark(base, next []byte) string {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], crc64.Checksum(base, crcTable))
+	binary.BigEndian.PutUint64(b[8:], crc64.Checksum(next, crcTable))
+	return hex.EncodeToString(b[:])
+}
+
+// markOf gives the task file a rewrite's temp file named tmp was written
+// for, and the two checksums of its mark (tempMark); ok is false for a
+// temp file without one (a new file's, or a whole write's, which displaces
+// nothing).
+func markOf(tmp string) (name string, base, next uint64, ok bool) {
+	rest, _ := strings.CutSuffix(tmp, TempSuffix)
+	i := strings.LastIndexByte(rest, '.')
+	if i < 0 {
+		return "", 0, 0, false
+	}
+	mark, err := hex.DecodeString(rest[i+1:])
+	if err != nil || len(mark) != 16 {
+		return "", 0, 0, false
+	}
+	rest = rest[:i] // "." + the name + "." + the random part
+	j := strings.LastIndexByte(rest, '.')
+	if j < 1 {
+		return "", 0, 0, false
+	}
+	return rest[1:j], binary.BigEndian.Uint64(mark[:8]), binary.BigEndian.Uint64(mark[8:]), true
+}
+
+// Leftover is a temp file a crash left behind that holds bytes snag did
+// not write: a person's save in place that landed in a file a rewrite
+// had just displaced, before snagd could merge it back.
+type Leftover struct {
+	Name string // the task file it was displaced from (the first 100 bytes of its name)
+	Temp string // the temp file's name, in the same folder
+	Data []byte // what it holds
+}
+
 // SweepTemps removes snag's temp files older than age, left behind by a
-// crash, and reports how many it removed.
-func (d *Dir) SweepTemps(age time.Duration) (int, error) {
+// crash, and reports how many it removed. A temp file that holds a
+// person's bytes (a [Leftover]) is handed to keep instead, and removed
+// (not counted) only once keep returns nil; with keep nil it is left where
+// it is.
+func (d *Dir) SweepTemps(age time.Duration, keep func(Leftover) error) (int, error) {
 	root, err := d.fresh()
 	if err != nil {
 		return 0, err
@@ -771,6 +832,20 @@ func (d *Dir) SweepTemps(age time.Duration) (int, error) {
 		if err != nil || !fi.Mode().IsRegular() || time.Since(fi.ModTime()) < age {
 			continue
 		}
+		if task, base, next, ok := markOf(name); ok {
+			// A rewrite's: the file it displaced may be under its name.
+			data, err := readTemp(root, name)
+			if err != nil {
+				continue
+			}
+			sum := crc64.Checksum(data, crcTable)
+			if len(data) > 0 && sum != base && sum != next {
+				if keep != nil && keep(Leftover{Name: task, Temp: name, Data: data}) == nil {
+					root.Remove(name)
+				}
+				continue
+			}
+		}
 		if root.Remove(name) == nil {
 			n++
 		}
@@ -778,17 +853,19 @@ func (d *Dir) SweepTemps(age time.Duration) (int, error) {
 	return n, nil
 }
 
-func (d *Dir) writeTemp(root *os.Root, name string, data []byte, perm fs.FileMode) (string, fs.FileInfo, error) {
+// writeTemp writes data to a new synced temp file beside name, whose name
+// carries mark when it is not empty (see tempMark).
+func (d *Dir) writeTemp(root *os.Root, name, mark string, data []byte, perm fs.FileMode) (string, fs.FileInfo, error) {
 	if err := checkFlat(name); err != nil {
 		return "", nil, err
 	}
 	var rnd [6]byte
 	rand.Read(rnd[:])
-	base := name
-	if len(base) > 100 {
-		base = base[:100]
+	tmp := "." + tempStem(name) + "." + hex.EncodeToString(rnd[:])
+	if mark != "" {
+		tmp += "." + mark
 	}
-	tmp := "." + base + "." + hex.EncodeToString(rnd[:]) + TempSuffix
+	tmp += TempSuffix
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return "", nil, fmt.Errorf("write %s: %w", name, err)

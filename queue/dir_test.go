@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -488,7 +489,7 @@ func TestDir_SweepTemps(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	n, err := d.SweepTemps(time.Hour)
+	n, err := d.SweepTemps(time.Hour, nil)
 	if err != nil || n != 1 {
 		t.Errorf("SweepTemps = %d, %v; want 1", n, err)
 	}
@@ -564,5 +565,87 @@ func TestDirFollowsAReplacedFolder(t *testing.T) {
 				t.Errorf("Reopens() = %d; want 1", d.Reopens())
 			}
 		})
+	}
+}
+
+// TestS7_TheSweepKeepsASaveInADisplacedFile: a crash right after a
+// rewrite's swap leaves the file it displaced under the temp's name. The
+// sweep at the next start removes it when it holds snag's bytes (the file
+// before the rewrite, or the rewrite's own) or nothing, and hands it to
+// keep when a person's save landed in it; it is removed (and not counted)
+// only once keep has taken it.
+func TestS7_TheSweepKeepsASaveInADisplacedFile(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("a swap displaces the file only where it is an atomic exchange (Linux)")
+	}
+	d, _ := project(t)
+	const name = "SNAG-1 - a.md"
+	path := filepath.Join(d.Path(), name)
+	crash := errors.New("crash")
+	// displace rewrites the file and stops right after its swap, as a
+	// SIGKILL would, and returns the temp file left: the displaced file.
+	displace := func(next string) string {
+		t.Helper()
+		d.OnStep(func(step string) error {
+			if step == queue.StepRenamed {
+				return crash
+			}
+			return nil
+		})
+		defer d.OnStep(nil)
+		if _, _, err := d.Update(name, func([]byte) ([]byte, error) { return []byte(next), nil }); !errors.Is(err, crash) {
+			t.Fatalf("Update: %v; want the step's error", err)
+		}
+		temps, _ := filepath.Glob(filepath.Join(d.Path(), ".*"+queue.TempSuffix))
+		if len(temps) != 1 {
+			t.Fatalf("temp files after the swap: %q; want the displaced one", temps)
+		}
+		return temps[0]
+	}
+	var kept []queue.Leftover
+	keep := func(l queue.Leftover) error { kept = append(kept, l); return nil }
+	sweep := func(keep func(queue.Leftover) error, want int) {
+		t.Helper()
+		if n, err := d.SweepTemps(0, keep); err != nil || n != want {
+			t.Errorf("SweepTemps = %d, %v; want %d removed", n, err, want)
+		}
+	}
+
+	write(t, path, []byte("v1\n"))
+	displace("v2\n") // holds v1, the bytes the rewrite was made on
+	sweep(keep, 1)
+
+	tmp := displace("v3\n")
+	write(t, tmp, []byte("v3\n")) // the rewrite's own bytes
+	sweep(keep, 1)
+
+	tmp = displace("v4\n")
+	write(t, tmp, nil) // a crash before anything was written
+	sweep(keep, 1)
+	if len(kept) > 0 {
+		t.Fatalf("kept %+v; want nothing kept of snag's own bytes", kept)
+	}
+
+	tmp = displace("v5\n")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("a person's line\n") // a save in place into the file they had open
+	f.Close()
+	sweep(func(queue.Leftover) error { return crash }, 0)
+	if _, err := os.Stat(tmp); err != nil {
+		t.Fatalf("the save was removed though keep failed: %v", err)
+	}
+	sweep(keep, 0)
+	if _, err := os.Stat(tmp); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the save is still in the temp file after keep took it: %v", err)
+	}
+	want := []queue.Leftover{{Name: name, Temp: filepath.Base(tmp), Data: []byte("v4\na person's line\n")}}
+	if diff := cmp.Diff(want, kept); diff != "" {
+		t.Errorf("kept (-want +got):\n%s", diff)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "v5\n" {
+		t.Errorf("the task file holds %q; want the rewrite's v5", b)
 	}
 }
