@@ -180,7 +180,7 @@ func TestS7_ASaveInTheDisplacedFileSurvivesACrash(t *testing.T) {
 
 	d2 := startDaemon(t, root, home)
 	crCheck(t, d2) // every file whole, no temp file left, the index agrees
-	kept, _ := filepath.Glob(filepath.Join(root, ".snag", "recovered", "*"))
+	kept, _ := filepath.Glob(filepath.Join(root, ".snag", "recovered", "[^.]*"))
 	if len(kept) != 1 {
 		t.Fatalf("files kept in .snag/recovered/: %q; want the person's save", kept)
 	}

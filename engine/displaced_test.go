@@ -75,7 +75,7 @@ func TestS7_ASaveThatCannotBeMergedIsKeptAside(t *testing.T) {
 	var kept []string
 	for deadline := time.Now().Add(20 * time.Second); len(kept) == 0 && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
-		kept, _ = filepath.Glob(filepath.Join(folder, "*"))
+		kept, _ = filepath.Glob(filepath.Join(folder, "[^.]*")) // not a temp file of one being written
 	}
 	if len(kept) != 1 {
 		t.Fatalf("files kept in .snag/recovered/: %q; want the editor's save", kept)

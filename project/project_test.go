@@ -191,7 +191,7 @@ func TestFixKeepsASaveLeftInATempFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept, _ := filepath.Glob(filepath.Join(root, Folder, RecoveredFolder, "*"))
+	kept, _ := filepath.Glob(filepath.Join(root, Folder, RecoveredFolder, "[^.]*"))
 	if len(kept) != 1 {
 		t.Fatalf("kept in .snag/recovered/: %q; want the person's save (Fix said %q)", kept, done)
 	}
