@@ -338,7 +338,11 @@ func TestW16_DroppedEventCaughtByRescan(t *testing.T) {
 	if evs := events.all(about("tasks/" + sampleName)); len(evs) > 0 {
 		t.Errorf("the change was seen as an event, so nothing was dropped: %+v", evs)
 	}
-	rescans := events.all(func(e event) bool { return e.Type == "rescan" })
+	// The rescan's event follows its commit: the API may show the change
+	// before the event arrives.
+	isRescan := func(e event) bool { return e.Type == "rescan" }
+	eventually(t, "the rescan's event", func() bool { return len(events.all(isRescan)) > 0 })
+	rescans := events.all(isRescan)
 	if len(rescans) != 1 || fmt.Sprint(rescans[0].Data["reasons"]) != "[timer]" || rescans[0].Data["updated"] != float64(1) {
 		t.Errorf("rescans: %+v; want one timer rescan that updated one file", rescans)
 	}
