@@ -169,7 +169,13 @@ type document struct {
 	lineOff int        // add to a YAML line number to get the file's line number
 }
 
-// decode splits raw and decodes its frontmatter under the codec's rules.
+// noFastFrontmatter turns fastFrontmatter off, for tests that compare the
+// two ways of reading.
+var noFastFrontmatter = false
+
+// decode splits raw and decodes its frontmatter under the codec's rules:
+// the shapes snag writes through fastFrontmatter, anything else through
+// the YAML library.
 func decode(raw []byte) (doc document, err error) {
 	if err := checkBytes(raw); err != nil {
 		return doc, err
@@ -182,16 +188,19 @@ func decode(raw []byte) (doc document, err error) {
 	if err := checkBreaks(text, doc.lineOff); err != nil {
 		return doc, err
 	}
-	var n yaml.Node
-	if err := safeUnmarshal(text, &n); err != nil {
-		return doc, yamlError(err, doc.lineOff)
-	}
-	if n.Kind == 0 || (n.Kind == yaml.DocumentNode && len(n.Content) == 0) {
-		return doc, nil
-	}
-	root := &n
-	if root.Kind == yaml.DocumentNode {
-		root = root.Content[0]
+	root, fast := fastFrontmatter(text)
+	if !fast || noFastFrontmatter {
+		var n yaml.Node
+		if err := safeUnmarshal(text, &n); err != nil {
+			return doc, yamlError(err, doc.lineOff)
+		}
+		if n.Kind == 0 || (n.Kind == yaml.DocumentNode && len(n.Content) == 0) {
+			return doc, nil
+		}
+		root = &n
+		if root.Kind == yaml.DocumentNode {
+			root = root.Content[0]
+		}
 	}
 	if err := doc.check(root, 1); err != nil {
 		return doc, err
