@@ -58,6 +58,17 @@ type Dir struct {
 	mu      sync.Mutex // serialises reopening
 	retired *os.Root   // the folder opened before the current one, closed at the next reopen
 	reopens atomic.Int64
+	// folders holds, per *os.Root, the folder opened as an *os.File for its
+	// descriptor (reads on Linux); it is closed with its root.
+	folders sync.Map
+}
+
+// closeRoot closes a folder and the file of it that reads use.
+func (d *Dir) closeRoot(root *os.Root) error {
+	if f, ok := d.folders.LoadAndDelete(root); ok {
+		f.(*os.File).Close()
+	}
+	return root.Close()
 }
 
 // ErrFolderGone is wrapped by the errors of a Dir whose path no longer
@@ -119,10 +130,10 @@ func (d *Dir) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.retired != nil {
-		d.retired.Close()
+		d.closeRoot(d.retired)
 		d.retired = nil
 	}
-	return d.root.Load().Close()
+	return d.closeRoot(d.root.Load())
 }
 
 // Reopens counts the times the Dir found its folder replaced and opened
@@ -164,7 +175,7 @@ func (d *Dir) Fresh() (reopened bool, err error) {
 	// The folder opened before is kept until the next reopen: a write that
 	// began on it a moment ago still finishes there, and fails cleanly.
 	if d.retired != nil {
-		d.retired.Close()
+		d.closeRoot(d.retired)
 	}
 	d.retired = d.root.Swap(root)
 	d.reopens.Add(1)
@@ -275,7 +286,7 @@ func (d *Dir) Read(name string) ([]byte, fs.FileInfo, error) {
 	if err == nil {
 		// The file read is the one at the path, unless the folder was
 		// replaced by one that has the name too (a swap by two renames).
-		if pfi, perr := os.Lstat(filepath.Join(d.path, name)); perr != nil || os.SameFile(pfi, fi) {
+		if pfi, perr := os.Lstat(filepath.Join(d.path, name)); perr != nil || sameFile(pfi, fi) {
 			return data, fi, nil
 		}
 	}
@@ -302,7 +313,7 @@ func (d *Dir) read(root *os.Root, name string) ([]byte, fs.FileInfo, error) {
 	// open is read again: the name is looked at first so that a link is
 	// never followed, nor a FIFO waited on.
 	for range readTries {
-		data, fi, err := readOnce(root, name)
+		data, fi, err := d.readOnce(root, name)
 		if !errors.Is(err, errReplaced) {
 			return data, fi, err
 		}
@@ -316,39 +327,6 @@ const readTries = 10
 
 // errReplaced says the file at the name was replaced while being opened.
 var errReplaced = errors.New("replaced while opening")
-
-func readOnce(root *os.Root, name string) ([]byte, fs.FileInfo, error) {
-	lfi, err := root.Lstat(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	if lfi.Mode()&fs.ModeSymlink != 0 {
-		return nil, nil, fmt.Errorf("read %s: %w", name, ErrSymlink)
-	}
-	if !lfi.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("read %s: not a regular file", name)
-	}
-	f, err := root.Open(name)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, errReplaced // removed meanwhile: look again
-		}
-		return nil, nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, err
-	}
-	if !os.SameFile(lfi, fi) {
-		return nil, nil, errReplaced
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", name, err)
-	}
-	return data, fi, nil
-}
 
 // Create writes a new file. It never overwrites: when name exists it fails
 // with an error wrapping [fs.ErrExist]. The file appears whole or not at all.
