@@ -307,3 +307,52 @@ func TestS3_QuickCheckSkippedOnlyForAnUntouchedFile(t *testing.T) {
 		}
 	})
 }
+
+// TestNewIndexPageSize: a snag.db Open creates has 8 KiB pages and is in
+// WAL mode; a file made with 4 KiB pages keeps them, and opens and
+// rebuilds as before.
+func TestNewIndexPageSize(t *testing.T) {
+	e := newEnv(t)
+	for i := 1; i <= 5; i++ {
+		e.put(task(i, "word"))
+	}
+	fresh := healthyDB(t)
+	if ps := pageSize(t, fresh); ps != 8192 {
+		t.Errorf("new snag.db has pages of %d bytes, want 8192", ps)
+	}
+	old := filepath.Join(t.TempDir(), "snag.db")
+	conn, err := sqlite.OpenConn(old, sqlite.OpenReadWrite|sqlite.OpenCreate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`PRAGMA page_size = 4096`, `PRAGMA journal_mode = wal`} {
+		if err := sqlitex.ExecuteTransient(conn, q, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Close()
+	db, err := index.Open(e.ctx, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if st, err := db.Rebuild(e.ctx, e.dir); err != nil || st.Parsed != 5 {
+		t.Fatalf("rebuild of a 4 KiB snag.db: %+v, %v", st, err)
+	}
+	if ps := pageSize(t, old); ps != 4096 {
+		t.Errorf("an old snag.db has pages of %d bytes now, want its 4096", ps)
+	}
+	newer := filepath.Join(t.TempDir(), "snag.db")
+	db2, err := index.Open(e.ctx, newer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	b, err := os.ReadFile(newer)
+	if err != nil || len(b) < 100 {
+		t.Fatalf("read %s: %v", newer, err)
+	}
+	if b[18] != 2 || b[19] != 2 {
+		t.Errorf("new snag.db's header says versions %d/%d, want 2/2 (WAL)", b[18], b[19])
+	}
+}
