@@ -63,6 +63,7 @@ FUZZTIME ?= 60s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./queue/
 	$(GO) test -run '^$$' -fuzz '^FuzzEdit$$' -fuzztime $(FUZZTIME) ./queue/
+	$(GO) test -run '^$$' -fuzz '^FuzzFastFrontmatter$$' -fuzztime $(FUZZTIME) ./queue/
 
 demo: build
 	@scripts/demo "$(BIN)/snag"
