@@ -150,12 +150,17 @@ func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 	var lease index.Lease
 	var moved *queue.Task
 	again := false
-	err = e.commitWrite(&write{ctx: ctx, moves: []*move{m}, claim: true, run: func(tx *index.Tx) (err error) {
-		if l, err := tx.LeaseOf(it.ID); err == nil && l.SessionID == s.ID {
+	err = e.commitWrite(&write{ctx: ctx, moves: []*move{m}, claim: true, check: func(tx *index.Tx) error {
+		again = false
+		l, err := tx.LeaseOf(it.ID)
+		switch {
+		case err == nil && l.SessionID == s.ID:
 			// Its own claim of the task, under way beside this one, was
 			// granted first: this one gets that lease, as it is.
-			lease, moved, again = l, m.moved, true
-			return tx.Audit(claimEntry(s, it.ID, "ok", fmt.Sprintf("already held, epoch %d", l.Epoch)))
+			lease, again = l, true
+			return nil
+		case err != nil && !errors.Is(err, index.ErrNoLease):
+			return err
 		}
 		// The session's count is made here, after every grant before this
 		// one: its other claims under way may each be refused or granted.
@@ -168,10 +173,19 @@ func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 				return refusal
 			}
 		}
+		if err == nil {
+			return fmt.Errorf("%w: %s holds it", index.ErrHeld, l.Holder)
+		}
+		return m.swap()
+	}, rows: func(tx *index.Tx) (err error) {
+		if again {
+			moved = m.moved
+			return tx.Audit(claimEntry(s, it.ID, "ok", fmt.Sprintf("already held, epoch %d", lease.Epoch)))
+		}
 		if lease, err = tx.Grant(it.ID, s.ID, s.Name, false); err != nil {
 			return err
 		}
-		if moved, err = m.put(tx, e.p.Tasks); err != nil {
+		if moved, err = m.written(tx, e.p.Tasks); err != nil {
 			return err
 		}
 		return tx.Audit(claimEntry(s, it.ID, "ok", fmt.Sprintf("epoch %d", lease.Epoch)))
@@ -472,10 +486,12 @@ func (e *Engine) Release(ctx context.Context, s index.Session, ref queue.Ref, ep
 		if err := holds(tx, it, s, epoch); err != nil {
 			return err
 		}
+		return m.swap()
+	}, func(tx *index.Tx) error {
 		if _, _, err := tx.End(it.ID, string(queue.ActRelease)+": "+reason); err != nil {
 			return err
 		}
-		t, err := m.put(tx, e.p.Tasks)
+		t, err := m.written(tx, e.p.Tasks)
 		if err != nil {
 			return err
 		}

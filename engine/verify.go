@@ -372,7 +372,9 @@ func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, er
 					return err
 				}
 			}
-			if _, err := m.put(tx, e.p.Tasks); err != nil {
+			return m.swap()
+		}, func(tx *index.Tx) error {
+			if _, err := m.written(tx, e.p.Tasks); err != nil {
 				return err
 			}
 			if _, _, err := tx.End(it.ID, "resolved: "+detail); err != nil {

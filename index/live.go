@@ -694,11 +694,3 @@ func (db *DB) AuditTail(ctx context.Context, n int) ([]AuditEntry, error) {
 	}
 	return db.AuditLog(ctx, max(last-int64(n), 0), n)
 }
-
-// Savepoint runs f inside the transaction so that when f fails what it
-// wrote is undone and the rest of the transaction stands: the writes of a
-// batch that one commit makes durable together fail one by one.
-func (tx *Tx) Savepoint(f func() error) (err error) {
-	defer sqlitex.Save(tx.conn)(&err)
-	return f()
-}
