@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,6 +50,10 @@ import (
 //
 //	SNAG_BENCH_INPROC=1 go test -run '^$' -bench ClaimNext -cpuprofile cpu.out ./daemon/
 //	go tool pprof -top daemon.test cpu.out
+//
+// That profile holds the project's generation and snagd's start too. With
+// SNAG_BENCH_CPUPROFILE=FILE as well, BenchmarkClaimNext profiles its
+// claims alone into FILE.
 
 // benchSizes are the sizes of one run: full, or shrunk by -short.
 type benchSizes struct {
@@ -533,6 +538,7 @@ func BenchmarkClaimNext(b *testing.B) {
 		b.Fatalf("only %d ready tasks for %d claims per iteration", ready, sz.claims)
 	}
 	b.Logf("%d tasks, %d ready, %d clients", sz.claimTasks, ready, sz.claimClients)
+	defer profileClaims(b)()
 	for b.Loop() {
 		if ready < sz.claims {
 			b.StopTimer()
@@ -593,6 +599,29 @@ func BenchmarkClaimNext(b *testing.B) {
 	b.ReportMetric(percentile(lat, 0.99), "p99-ms")
 	b.ReportMetric(float64(errs.Load()), "errors")
 	b.ReportMetric(float64(cpu)/float64(time.Millisecond)/float64(max(len(lat), 1)), "cpu-ms/claim")
+}
+
+// profileClaims starts a CPU profile into the file SNAG_BENCH_CPUPROFILE
+// names, when it is set and snagd runs in the test process, and returns
+// the function that stops it.
+func profileClaims(b *testing.B) func() {
+	name := os.Getenv("SNAG_BENCH_CPUPROFILE")
+	if name == "" || !inProcess() {
+		return func() {}
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatalf("%v (leave -cpuprofile out with SNAG_BENCH_CPUPROFILE)", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Error(err)
+		}
+	}
 }
 
 // BenchmarkLargeQueue starts snagd on the largest generated project (100,000
