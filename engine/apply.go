@@ -36,21 +36,14 @@ func (e *Engine) apply(ctx context.Context, b watch.Batch, polling bool) {
 		}
 	}
 	changed := false
-	if len(b.Files) > stormFiles && !b.Rescan {
-		// snag's own writes are no storm: claims at a hundred a second
-		// leave the watcher no quiet, and its batch, sent at MaxDelay,
-		// names a hundred files that are as their writes indexed them.
-		// Those are left out (syncOne would pass over them too) before
-		// the files left are counted; a checkout's are soon too many.
-		var others []string
-		for _, name := range b.Files {
-			if !e.unchanged(ctx, name, path.Join(index.TasksFolder, name)) {
-				if others = append(others, name); len(others) > stormFiles {
-					break
-				}
-			}
-		}
-		if len(others) <= stormFiles {
+	if len(b.Files) > 0 && !b.Rescan {
+		// snag's own writes are no storm, nor anything to read again:
+		// claims at a hundred a second leave the watcher no quiet, and its
+		// batch, sent at MaxDelay, names a hundred files that are as their
+		// writes indexed them. Those are left out (syncOne would pass over
+		// them too) before the files left are counted; a checkout's are
+		// soon too many.
+		if others, ok := e.othersOf(ctx, b.Files); ok {
 			b.Files = others
 		}
 	}
@@ -236,15 +229,43 @@ func (e *Engine) syncOne(ctx context.Context, name string, settled bool) bool {
 // next rescan: snag's own writes are indexed with stamps it does not trust.
 func (e *Engine) unchanged(ctx context.Context, name, p string) bool {
 	in, found, err := e.p.DB.IndexedAt(ctx, p)
-	if err != nil || !found {
-		return false
-	}
+	return err == nil && found && e.stampIs(name, in)
+}
+
+// stampIs reports whether the file name has the stamp the index holds of
+// it, in (see unchanged).
+func (e *Engine) stampIs(name string, in index.Indexed) bool {
 	fi, err := os.Lstat(filepath.Join(e.p.Tasks.Path(), name))
 	if err != nil || !fi.Mode().IsRegular() {
 		return false
 	}
 	s := queue.StampOf(fi)
 	return s.Size == in.Size && s.ModTime == in.MTime && (in.Inode == 0 || s.Inode == in.Inode)
+}
+
+// othersOf returns the files of names that are not as the index has them
+// (unchanged), with ok true, or ok false once it has found more than
+// stormFiles of them. It reads in one transaction on the writer's
+// connection (e.mu is held): the writes that made these files keep that
+// connection's cache warm, where a pooled connection drops its whole cache
+// at its first read after each write, and frees it page by page.
+func (e *Engine) othersOf(ctx context.Context, names []string) (others []string, ok bool) {
+	err := e.p.DB.Read(ctx, func(tx *index.Tx) error {
+		for _, name := range names {
+			in, found, err := tx.IndexedAt(path.Join(index.TasksFolder, name))
+			if err != nil {
+				return err
+			}
+			if found && e.stampIs(name, in) {
+				continue
+			}
+			if others = append(others, name); len(others) > stormFiles {
+				return nil
+			}
+		}
+		return nil
+	})
+	return others, err == nil && len(others) <= stormFiles
 }
 
 // looksWorse reports whether the file now reads as gone or broken while its

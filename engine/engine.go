@@ -70,6 +70,7 @@ type Engine struct {
 	gitCommon string
 	hub       *Hub
 	streams   *streams
+	live      liveSessions
 	// tasks is p.Tasks, for the writes that prepare their files with no
 	// lock held (commit.go): it stays set when Close lets p go.
 	tasks *queue.Dir

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/snagdev/snag/index"
@@ -38,14 +39,63 @@ func (e *Engine) Register(ctx context.Context, s index.Session) (index.Session, 
 	return s, nil
 }
 
-// Session returns live session id, or an ErrSessionEnded refusal.
+// Session returns live session id, or an ErrSessionEnded refusal. Its
+// LastSeen is when it was first looked up.
 func (e *Engine) Session(ctx context.Context, id int64) (index.Session, error) {
+	s, ok, gen := e.live.lookup(id)
+	if ok {
+		return s, nil
+	}
 	s, err := e.p.DB.SessionByID(ctx, id)
 	if err != nil || !s.Ended.IsZero() {
 		return index.Session{}, refuse(ErrSessionEnded, "session_ended",
 			"session %d has ended (its leases were released): register again", id)
 	}
+	e.live.keep(s, gen)
 	return s, nil
+}
+
+// liveSessions keeps the live sessions that requests named, so that a
+// request's check of its session reads no row: a read on a pooled
+// connection after any write drops that connection's whole page cache.
+// A session ends only through EndSession, which lets it go here once
+// snag.db says so, and never lives again (a session that registers
+// again gets a new id).
+type liveSessions struct {
+	mu   sync.Mutex
+	m    map[int64]index.Session
+	ends uint64 // how many sessions have ended: a read from before an end is not kept
+}
+
+// lookup returns session id when it is kept, and otherwise the count of
+// ends to pass to keep.
+func (l *liveSessions) lookup(id int64) (index.Session, bool, uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s, ok := l.m[id]
+	return s, ok, l.ends
+}
+
+// keep keeps live session s, read after lookup returned ends, unless a
+// session has ended since.
+func (l *liveSessions) keep(s index.Session, ends uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ends != ends {
+		return
+	}
+	if l.m == nil {
+		l.m = map[int64]index.Session{}
+	}
+	l.m[s.ID] = s
+}
+
+// ended lets session id go, once snag.db records its end.
+func (l *liveSessions) ended(id int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.m, id)
+	l.ends++
 }
 
 // StreamOpened records that a client holds a stream of session id open:
@@ -78,6 +128,7 @@ func (e *Engine) EndSession(id int64, why string) {
 		return
 	}
 	held, err := e.p.DB.EndSession(ctx, id, why)
+	e.live.ended(id) // when the end failed too: the next request reads the row
 	if err != nil {
 		e.log.Error("end session", "id", id, "err", err)
 		return

@@ -48,18 +48,27 @@ type Indexed struct {
 
 // IndexedAt returns what the index knows of a file (relative to .snag/),
 // and whether it has a row.
-func (db *DB) IndexedAt(ctx context.Context, path string) (Indexed, bool, error) {
+func (db *DB) IndexedAt(ctx context.Context, path string) (in Indexed, found bool, err error) {
+	err = db.withConn(ctx, func(conn *sqlite.Conn) (err error) {
+		in, found, err = indexedAt(conn, path)
+		return err
+	})
+	return in, found, err
+}
+
+// IndexedAt is [DB.IndexedAt] inside the transaction.
+func (tx *Tx) IndexedAt(path string) (Indexed, bool, error) { return indexedAt(tx.conn, path) }
+
+func indexedAt(conn *sqlite.Conn, path string) (Indexed, bool, error) {
 	var in Indexed
 	found := false
-	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
-		return sqlitex.Execute(conn, `SELECT state, size, mtime, ino FROM tasks WHERE path = :path`, &sqlitex.ExecOptions{
-			Named: map[string]any{":path": path},
-			ResultFunc: func(s *sqlite.Stmt) error {
-				in, found = Indexed{State: s.ColumnText(0), Size: s.ColumnInt64(1), MTime: s.ColumnInt64(2),
-					Inode: uint64(s.ColumnInt64(3))}, true
-				return nil
-			},
-		})
+	err := sqlitex.Execute(conn, `SELECT state, size, mtime, ino FROM tasks WHERE path = :path`, &sqlitex.ExecOptions{
+		Named: map[string]any{":path": path},
+		ResultFunc: func(s *sqlite.Stmt) error {
+			in, found = Indexed{State: s.ColumnText(0), Size: s.ColumnInt64(1), MTime: s.ColumnInt64(2),
+				Inode: uint64(s.ColumnInt64(3))}, true
+			return nil
+		},
 	})
 	return in, found, err
 }
