@@ -438,12 +438,18 @@ func (tx *Tx) Grant(taskID string, sessionID int64, holder string, detached bool
 	if len(held) > 0 {
 		return held[0], fmt.Errorf("%w: %s holds it", ErrHeld, held[0].Holder)
 	}
+	// The epoch is read after the upsert, not with RETURNING: SQLite keeps
+	// what a RETURNING returns in a temporary b-tree, whose page cache
+	// modernc's allocator unmaps when the statement ends.
 	var epoch int64
 	err = sqlitex.Execute(tx.conn, `INSERT INTO epochs (task_id, epoch) VALUES (:t, 1)
-		ON CONFLICT (task_id) DO UPDATE SET epoch = epoch + 1 RETURNING epoch`, &sqlitex.ExecOptions{
-		Named:      map[string]any{":t": taskID},
-		ResultFunc: func(st *sqlite.Stmt) error { epoch = st.ColumnInt64(0); return nil },
-	})
+		ON CONFLICT (task_id) DO UPDATE SET epoch = epoch + 1`, &sqlitex.ExecOptions{Named: map[string]any{":t": taskID}})
+	if err == nil {
+		err = sqlitex.Execute(tx.conn, `SELECT epoch FROM epochs WHERE task_id = :t`, &sqlitex.ExecOptions{
+			Named:      map[string]any{":t": taskID},
+			ResultFunc: func(st *sqlite.Stmt) error { epoch = st.ColumnInt64(0); return nil },
+		})
+	}
 	if err != nil {
 		return Lease{}, err
 	}

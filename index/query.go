@@ -1,6 +1,7 @@
 package index
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -321,11 +322,14 @@ func (tx *Tx) Get(ref queue.Ref) (*Item, error) { return get(tx.conn, ref) }
 func get(conn *sqlite.Conn, ref queue.Ref) (*Item, error) {
 	var items []*Item
 	err := func() error {
-		q := `SELECT ` + rowColumns + `, data, body, sha256 FROM tasks WHERE id = :ref ORDER BY path`
+		// The rows are put in order here, not by SQLite: an ORDER BY copies
+		// each row, body and all, into a sorter's record, whose memory
+		// modernc's allocator maps and unmaps for every claim's lookup.
+		q := `SELECT ` + rowColumns + `, data, body, sha256 FROM tasks WHERE id = :ref`
 		args := map[string]any{":ref": ref.ID}
 		if ref.ID == "" {
 			q = `SELECT ` + rowColumns + `, data, body, sha256 FROM tasks
-				WHERE key = :ref OR (key = '' AND key_num = :num) ORDER BY id = '', path`
+				WHERE key = :ref OR (key = '' AND key_num = :num)`
 			args = map[string]any{":ref": ref.String(), ":num": int64(ref.Num)}
 		}
 		err := sqlitex.Execute(conn, q, &sqlitex.ExecOptions{
@@ -349,6 +353,11 @@ func get(conn *sqlite.Conn, ref queue.Ref) (*Item, error) {
 		if err != nil {
 			return err
 		}
+		// Rows with an id first (a key's lookup may find files without
+		// one), then by path.
+		slices.SortFunc(items, func(a, b *Item) int {
+			return cmp.Or(cmp.Compare(boolInt(a.ID == ""), boolInt(b.ID == "")), strings.Compare(a.Path, b.Path))
+		})
 		rows := make([]*Row, len(items))
 		for i, it := range items {
 			rows[i] = &it.Row
