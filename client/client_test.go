@@ -63,6 +63,17 @@ func serveOn(t *testing.T, root, home string, port int) int {
 	return port
 }
 
+// failpointSnagd builds snagd with its failpoints compiled in, for a test
+// that slows its start, and returns the binary's path.
+func failpointSnagd(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "snagd")
+	if err := snagdtest.Build(bin, snagdtest.Snagd, "-tags", failpoint.Tag); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
 func newProject(t *testing.T, dir string) string {
 	t.Helper()
 	if _, err := project.Init(dir); err != nil {
@@ -228,11 +239,7 @@ func TestDialWaitsForASlowStartAsLongAsItAnswers(t *testing.T) {
 	t.Cleanup(func() { client.ReadyWait = old })
 	home := filepath.Join(t.TempDir(), "home")
 	root := newProject(t, t.TempDir())
-	bin := filepath.Join(t.TempDir(), "snagd")
-	if err := snagdtest.Build(bin, snagdtest.Snagd, "-tags", failpoint.Tag); err != nil {
-		t.Fatal(err)
-	}
-	p := snagdtest.Start(t, snagdtest.Options{Bin: bin, Root: root, Home: home, Port: snagdtest.FreePort(t),
+	p := snagdtest.Start(t, snagdtest.Options{Bin: failpointSnagd(t), Root: root, Home: home, Port: snagdtest.FreePort(t),
 		Env: []string{daemon.FailpointEnv + "=start:opened=sleep:2s"}}) // the first rescan starts 2 s late
 	ctx := t.Context()
 	var c *client.Client
@@ -267,11 +274,7 @@ func TestDialWaitsForASlowStartAsLongAsItAnswers(t *testing.T) {
 func TestDialWaitsForADaemonThatHoldsTheLockBeforeItAnswers(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "home")
 	root := newProject(t, t.TempDir())
-	bin := filepath.Join(t.TempDir(), "snagd")
-	if err := snagdtest.Build(bin, snagdtest.Snagd, "-tags", failpoint.Tag); err != nil {
-		t.Fatal(err)
-	}
-	p := snagdtest.Start(t, snagdtest.Options{Bin: bin, Root: root, Home: home, Port: snagdtest.FreePort(t),
+	p := snagdtest.Start(t, snagdtest.Options{Bin: failpointSnagd(t), Root: root, Home: home, Port: snagdtest.FreePort(t),
 		Env: []string{daemon.FailpointEnv + "=start:" + daemon.StepListening + "=sleep:4s"}})
 	// The lock is held, and its file names the port snagd has bound.
 	listening := func() bool {

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -575,9 +574,7 @@ func TestDirFollowsAReplacedFolder(t *testing.T) {
 // keep when a person's save landed in it; it is removed (and not counted)
 // only once keep has taken it.
 func TestS7_TheSweepKeepsASaveInADisplacedFile(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("a swap displaces the file only where it is an atomic exchange (Linux)")
-	}
+	queue.NeedExchange(t)
 	d, _ := project(t)
 	const name = "SNAG-1 - a.md"
 	path := filepath.Join(d.Path(), name)

@@ -226,19 +226,29 @@ func (s *fastScanner) flowSeq(line string, i, n int) (*yaml.Node, int) {
 			return nil, 0
 		}
 		seq.Content = append(seq.Content, v)
-		i = skipSpaces(line, i)
-		switch {
-		case i < len(line) && line[i] == ']':
-			return seq, i + 1
-		case i < len(line) && line[i] == ',':
-			i = skipSpaces(line, i+1)
-			if i < len(line) && line[i] == ']' {
-				return nil, 0 // a trailing comma
-			}
-		default:
+		var done, ok bool
+		if i, done, ok = flowNext(line, i, ']'); !ok {
 			return nil, 0
+		} else if done {
+			return seq, i
 		}
 	}
+}
+
+// flowNext reads what follows an item of a flow collection that end
+// closes, at byte i: the end (done, and i after it), or a comma and the
+// start of the next item. ok is false for anything else, a trailing comma
+// included.
+func flowNext(line string, i int, end byte) (next int, done, ok bool) {
+	i = skipSpaces(line, i)
+	switch {
+	case i < len(line) && line[i] == end:
+		return i + 1, true, true
+	case i < len(line) && line[i] == ',':
+		i = skipSpaces(line, i+1)
+		return i, false, i >= len(line) || line[i] != end
+	}
+	return 0, false, false
 }
 
 // flowMap reads {k: v, k: [a, b]} at byte i.
@@ -271,17 +281,11 @@ func (s *fastScanner) flowMap(line string, i, n int) (*yaml.Node, int) {
 			return nil, 0
 		}
 		m.Content = append(m.Content, v)
-		i = skipSpaces(line, i)
-		switch {
-		case i < len(line) && line[i] == '}':
-			return m, i + 1
-		case i < len(line) && line[i] == ',':
-			i = skipSpaces(line, i+1)
-			if i < len(line) && line[i] == '}' {
-				return nil, 0
-			}
-		default:
+		var done, ok bool
+		if i, done, ok = flowNext(line, i, '}'); !ok {
 			return nil, 0
+		} else if done {
+			return m, i
 		}
 	}
 }

@@ -10,24 +10,50 @@ import (
 	"time"
 )
 
-// A person's save that lands after Update checked the file and before it
-// swapped the new bytes in is not lost: the swap hands it back, and the
-// edit is applied to it.
-func TestUpdateKeepsASaveThatLandsJustBeforeTheSwap(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the atomic swap is Linux's renameat2; elsewhere Update renames")
-	}
-	dir := t.TempDir()
-	name := "SNAG-1 - A task.md"
-	orig := []byte("---\nid: tsk_01JD6Z3Q8R6V2X4N0H5K7M9P1C\nkey: SNAG-1\ntitle: A task\nstatus: open\n---\nBody.\n")
-	if err := os.WriteFile(filepath.Join(dir, name), orig, 0o644); err != nil {
+// swapTask is the task file the swap tests race saves on, and swapOrig
+// the bytes it starts with.
+const swapTask = "SNAG-1 - A task.md"
+
+var swapOrig = []byte("---\nid: tsk_01JD6Z3Q8R6V2X4N0H5K7M9P1C\nkey: SNAG-1\ntitle: A task\nstatus: open\n---\nBody.\n")
+
+// swapDir makes a folder holding swapTask with data and opens it: the
+// Dir (closed at the test's end), the folder, and the file's path.
+func swapDir(t *testing.T, data []byte) (d *Dir, dir, p string) {
+	t.Helper()
+	dir = t.TempDir()
+	p = filepath.Join(dir, swapTask)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	d, err := OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	t.Cleanup(func() { d.Close() })
+	return d, dir, p
+}
+
+// needExchange skips a test of what an atomic exchange displaces where a
+// swap is none (off Linux, Update renames), and fails it in CI, which
+// runs on Linux: there it must run.
+func needExchange(t testing.TB) {
+	t.Helper()
+	if runtime.GOOS == "linux" {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("CI runs on Linux, where a swap is an atomic exchange; this is %s", runtime.GOOS)
+	}
+	t.Skip("a swap displaces the file only where it is an atomic exchange (Linux's renameat2); elsewhere Update renames")
+}
+
+// A person's save that lands after Update checked the file and before it
+// swapped the new bytes in is not lost: the swap hands it back, and the
+// edit is applied to it.
+func TestUpdateKeepsASaveThatLandsJustBeforeTheSwap(t *testing.T) {
+	needExchange(t)
+	name, orig := swapTask, swapOrig
+	d, dir, _ := swapDir(t, orig)
 	saved := append(bytes.Clone(orig), "A line the person added.\n"...)
 	saves := 0
 	d.OnStep(func(step string) error {
@@ -70,21 +96,9 @@ func TestUpdateKeepsASaveThatLandsJustBeforeTheSwap(t *testing.T) {
 // with the edit applied to it, and the first is handed over as displaced,
 // with the bytes it was made on, for the caller to merge.
 func TestS7_SavesEitherSideOfTheSwapAreBothKept(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the atomic swap is Linux's renameat2; elsewhere Update renames")
-	}
-	dir := t.TempDir()
-	name := "SNAG-1 - A task.md"
-	p := filepath.Join(dir, name)
-	orig := []byte("---\nid: tsk_01JD6Z3Q8R6V2X4N0H5K7M9P1C\nkey: SNAG-1\ntitle: A task\nstatus: open\n---\nBody.\n")
-	if err := os.WriteFile(p, orig, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d, err := OpenDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	needExchange(t)
+	name, orig := swapTask, swapOrig
+	d, dir, p := swapDir(t, orig)
 	save := func(line string) []byte {
 		cur, err := os.ReadFile(p)
 		if err != nil {
@@ -162,18 +176,8 @@ func TestS7_SavesEitherSideOfTheSwapAreBothKept(t *testing.T) {
 // rename, is always read whole: a save landing while snag opens the file
 // is read again, never an error the caller has to make sense of.
 func TestS7_ReadWhileSavesReplaceTheFile(t *testing.T) {
-	dir := t.TempDir()
-	name := "SNAG-1 - A task.md"
-	p := filepath.Join(dir, name)
-	body := []byte("---\nid: tsk_01JD6Z3Q8R6V2X4N0H5K7M9P1C\nkey: SNAG-1\ntitle: A task\nstatus: open\n---\nBody.\n")
-	if err := os.WriteFile(p, body, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d, err := OpenDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	name, body := swapTask, swapOrig
+	d, dir, p := swapDir(t, body)
 	stop := make(chan struct{})
 	saved := make(chan error, 1)
 	go func() {
@@ -217,18 +221,9 @@ func TestS7_ReadWhileSavesReplaceTheFile(t *testing.T) {
 // rewrite that starts in between waits for the person's bytes and makes
 // its edit on them, instead of on an empty file.
 func TestS7_UpdateWaitsOutATruncatingSave(t *testing.T) {
-	dir := t.TempDir()
-	name := "SNAG-1 - A task.md"
-	p := filepath.Join(dir, name)
-	body := []byte("---\nid: tsk_01JD6Z3Q8R6V2X4N0H5K7M9P1C\nkey: SNAG-1\ntitle: A task\nstatus: open\n---\nBody.\nA line the person added.\n")
-	if err := os.WriteFile(p, nil, 0o644); err != nil { // truncated, not yet written
-		t.Fatal(err)
-	}
-	d, err := OpenDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	name := swapTask
+	body := append(bytes.Clone(swapOrig), "A line the person added.\n"...)
+	d, _, p := swapDir(t, nil) // truncated, not yet written
 	f, err := os.OpenFile(p, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)

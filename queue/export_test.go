@@ -1,0 +1,4 @@
+package queue
+
+// NeedExchange is needExchange, for the tests of package queue_test.
+var NeedExchange = needExchange
