@@ -475,12 +475,12 @@ func (c *Client) find(ctx context.Context, timeout time.Duration) (bool, []strin
 	var notes []string
 	var sibling *Health
 	tried := map[int]bool{}
-	try := func(p int) bool {
-		if tried[p] {
-			return false
-		}
-		tried[p] = true
+	var slow []int // this project's ports where something took too long
+	ask := func(p int, timeout time.Duration) bool {
 		h, err := c.probe(ctx, p, timeout)
+		if errors.Is(err, errSlow) {
+			slow = append(slow, p)
+		}
 		if err != nil {
 			var me *mismatchError
 			if errors.As(err, &me) && c.mismatch == nil && (me.root == c.root || myCommon != "" && me.common == myCommon) {
@@ -504,6 +504,13 @@ func (c *Client) find(ctx context.Context, timeout time.Duration) (bool, []strin
 		}
 		return false
 	}
+	try := func(p int) bool {
+		if tried[p] {
+			return false
+		}
+		tried[p] = true
+		return ask(p, timeout)
+	}
 	own := portsOf(c.root)
 	for _, p := range own {
 		if try(p) {
@@ -511,14 +518,17 @@ func (c *Client) find(ctx context.Context, timeout time.Duration) (bool, []strin
 		}
 	}
 	held, known := LockHeld(c.root)
+	// A port this project's files name is asked again, with more patience,
+	// when a daemon runs (a loaded machine answers late) or when something
+	// there took too long: it is named if it is another project's snagd.
+	again := slow
 	if held {
-		// A daemon runs: one slow to answer (a loaded machine) is asked
-		// again, with more patience.
-		for _, p := range own {
-			if h, err := c.probe(ctx, p, max(timeout, 2*time.Second)); err == nil && h.Root == c.root {
-				c.use(h)
-				return true, nil
-			}
+		again = own
+	}
+	slow = nil
+	for _, p := range again {
+		if ask(p, max(timeout, 2*time.Second)) {
+			return true, nil
 		}
 	}
 	if held || !known {
@@ -558,6 +568,10 @@ func (c *Client) state() (h Health, quick bool) {
 
 var errNoAnswer = errors.New("no answer")
 
+// errSlow is a probe's timeout: something holds the port, and may be a
+// snagd on a loaded machine.
+var errSlow = fmt.Errorf("%w in time", errNoAnswer)
+
 // probe asks one port for /health with a fresh nonce and checks the proof.
 func (c *Client) probe(ctx context.Context, port int, timeout time.Duration) (*Health, error) {
 	var n [16]byte
@@ -567,6 +581,9 @@ func (c *Client) probe(ctx context.Context, port int, timeout time.Duration) (*H
 	defer cancel()
 	resp, err := c.wire.roundTrip(pctx, port, &request{method: "GET", path: "/health?nonce=" + nonce})
 	if err != nil {
+		if pctx.Err() != nil && ctx.Err() == nil {
+			return nil, errSlow
+		}
 		return nil, errNoAnswer
 	}
 	defer resp.Body.Close()

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -118,6 +119,31 @@ func TestAnotherProjectsDaemonIsNeverUsed(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
+	}
+}
+
+// TestAnotherProjectsSlowDaemonIsNamed: another project's snagd on the port
+// this project's .port names, too slow for the first probe (stopped here,
+// as a loaded machine leaves it unscheduled), is asked again with more
+// patience and named, instead of an error that says nothing runs there.
+func TestAnotherProjectsSlowDaemonIsNamed(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	other := newProject(t, t.TempDir())
+	p := snagdtest.Start(t, snagdtest.Options{Bin: failpointSnagd(t), Root: other, Home: home, Port: snagdtest.FreePort(t)})
+	p.WaitReady(t, 30*time.Second)
+	mine := newProject(t, t.TempDir())
+	os.WriteFile(filepath.Join(mine, ".snag", ".port"), []byte(strconv.Itoa(p.Port)), 0o644)
+	if err := p.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := time.AfterFunc(600*time.Millisecond, func() { p.Cmd.Process.Signal(syscall.SIGCONT) })
+	defer func() { resumed.Stop(); p.Cmd.Process.Signal(syscall.SIGCONT) }()
+	_, err := client.Dial(t.Context(), mine, client.Options{Home: home})
+	if !errors.Is(err, client.ErrNoDaemon) {
+		t.Fatalf("Dial: %v; want ErrNoDaemon", err)
+	}
+	if want := "snagd on :" + strconv.Itoa(p.Port) + " serves " + other + ", not " + mine; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say %q", err, want)
 	}
 }
 
