@@ -99,7 +99,7 @@ func (c *Client) send(ctx context.Context, session int64, tool, method, path str
 		if err != nil {
 			return fmt.Errorf("snagd on :%d: read the answer: %w", h.Port, err)
 		}
-		return json.Unmarshal(b, out)
+		return decodeAnswer(b, out)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -235,7 +236,7 @@ func safeUnmarshal(text []byte, n *yaml.Node) (err error) {
 	}
 	var rest yaml.Node
 	err = dec.Decode(&rest)
-	switch m := yamlLineRE.FindStringSubmatch(fmt.Sprint(err)); {
+	switch m := yamlLineRE().FindStringSubmatch(fmt.Sprint(err)); {
 	case errors.Is(err, io.EOF):
 		return nil
 	case err == nil:
@@ -263,7 +264,9 @@ func checkBreaks(text []byte, lineOff int) error {
 	return nil
 }
 
-var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+// yamlLineRE reads the YAML library's messages; compiled at first use, not
+// at the start of every program that links queue.
+var yamlLineRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
 // yamlParserProblems are the messages of the YAML parser (not its scanner).
 // The YAML library numbers their lines from 0, its scanner's from 1.
@@ -278,7 +281,7 @@ var yamlParserProblems = []string{
 
 func yamlError(err error, lineOff int) error {
 	msg := err.Error()
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+	if m := yamlLineRE().FindStringSubmatch(msg); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		if slices.Contains(yamlParserProblems, m[2]) {
 			n++

@@ -732,8 +732,10 @@ func tempStem(name string) string {
 	return name
 }
 
-// crcTable is the table of tempMark's checksums.
-var crcTable = crc64.MakeTable(crc64.ECMA)
+// crcTable is the table of tempMark's checksums, made at first use: every
+// program that links queue would otherwise build it (32 KiB of tables) at
+// start, the snag command that never writes a file among them.
+var crcTable = sync.OnceValue(func() *crc64.Table { return crc64.MakeTable(crc64.ECMA) })
 
 // tempMark names a rewrite's two sets of bytes in the name of the temp
 // file it writes: the bytes the edit was made on (base) and the bytes it
@@ -744,8 +746,8 @@ var crcTable = crc64.MakeTable(crc64.ECMA)
 // save landed in the displaced file, and [Dir.SweepTemps] keeps it.
 func tempMark(base, next []byte) string {
 	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], crc64.Checksum(base, crcTable))
-	binary.BigEndian.PutUint64(b[8:], crc64.Checksum(next, crcTable))
+	binary.BigEndian.PutUint64(b[:8], crc64.Checksum(base, crcTable()))
+	binary.BigEndian.PutUint64(b[8:], crc64.Checksum(next, crcTable()))
 	return hex.EncodeToString(b[:])
 }
 
@@ -816,7 +818,7 @@ func (d *Dir) SweepTemps(age time.Duration, keep func(Leftover) error) (int, err
 			if err != nil {
 				continue
 			}
-			sum := crc64.Checksum(data, crcTable)
+			sum := crc64.Checksum(data, crcTable())
 			if len(data) > 0 && sum != base && sum != next {
 				if keep != nil && keep(Leftover{Name: task, Temp: name, Data: data}) == nil {
 					root.Remove(name)

@@ -1,8 +1,8 @@
-// Command pair times two commands as whole processes, in turn (A B A B
-// ...), and prints each one's median wall time and the median of the
+// Command pair times two commands as whole processes, in turn (A B, then
+// B A, and so on), and prints each one's median wall time and the median of the
 // ratios B/A taken pair by pair, so that a comparison holds while a shared
 // machine's speed drifts. make bench-peer uses it to set snag beside
-// Backlog.md.
+// Backlog.md, and make bench-cli one build of snag beside another.
 //
 // Usage: go run ./scripts/bench-peer/pair -name NAME [-runs N] [-warmup N] 'COMMAND A' 'COMMAND B'
 //
@@ -33,13 +33,11 @@ func main() {
 	a, b := words(flag.Arg(0)), words(flag.Arg(1))
 	var ta, tb, ratios []time.Duration
 	for i := range *warmup + *runs {
-		da, err := run(a)
+		// Every other pair runs B first, so neither always runs in the
+		// other's wake.
+		da, db, err := runPair(a, b, i%2 == 1)
 		if err != nil {
-			fail(flag.Arg(0), err)
-		}
-		db, err := run(b)
-		if err != nil {
-			fail(flag.Arg(1), err)
+			fail(err)
 		}
 		if i < *warmup {
 			continue
@@ -47,8 +45,37 @@ func main() {
 		ta, tb = append(ta, da), append(tb, db)
 		ratios = append(ratios, time.Duration(float64(db)/float64(da)*1000))
 	}
-	fmt.Printf("| %s | %s | %s | %.0fx (%.0fx-%.0fx) | %d |\n", *name, ms(median(ta)), ms(median(tb)),
-		float64(median(ratios))/1000, float64(slices.Min(ratios))/1000, float64(slices.Max(ratios))/1000, *runs)
+	fmt.Printf("| %s | %s | %s | %s (%s-%s) | %d |\n", *name, ms(median(ta)), ms(median(tb)),
+		ratio(median(ratios)), ratio(slices.Min(ratios)), ratio(slices.Max(ratios)), *runs)
+}
+
+// ratio writes a ratio kept in thousandths: 34x, or 0.92x for a pair of
+// near equals (a build beside another).
+func ratio(r time.Duration) string {
+	if r >= 10_000 {
+		return fmt.Sprintf("%.0fx", float64(r)/1000)
+	}
+	return fmt.Sprintf("%.2fx", float64(r)/1000)
+}
+
+// runPair runs a and b, b first when bFirst, and times each.
+func runPair(a, b []string, bFirst bool) (da, db time.Duration, err error) {
+	first, second := a, b
+	if bFirst {
+		first, second = b, a
+	}
+	d1, err := run(first)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s: %w", strings.Join(first, " "), err)
+	}
+	d2, err := run(second)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s: %w", strings.Join(second, " "), err)
+	}
+	if bFirst {
+		return d2, d1, nil
+	}
+	return d1, d2, nil
 }
 
 func run(argv []string) (time.Duration, error) {
@@ -58,8 +85,8 @@ func run(argv []string) (time.Duration, error) {
 	return time.Since(start), err
 }
 
-func fail(command string, err error) {
-	fmt.Fprintf(os.Stderr, "pair: %s: %v\n", command, err)
+func fail(err error) {
+	fmt.Fprintf(os.Stderr, "pair: %v\n", err)
 	os.Exit(1)
 }
 
