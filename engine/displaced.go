@@ -56,6 +56,37 @@ func (e *Engine) displaced(x *queue.Displaced) {
 		defer e.displacedWG.Done()
 		e.settleDisplaced(x)
 	}()
+	if x.Restored != nil {
+		e.displacedWG.Add(1)
+		go func() {
+			defer e.displacedWG.Done()
+			e.holdRestored(x)
+		}()
+	}
+}
+
+// A save to keep in a task file: theirs, made on base, merged into what
+// the file holds. done is called once its bytes are in the file or kept
+// aside; held says the file holds them already.
+type keep struct {
+	name         string
+	base, theirs []byte
+	from         string // where the bytes were found, for the log
+	merged       string // what the log and audit say of a merge
+	held         bool
+	done         func()
+}
+
+// holdRestored keeps in the file the lines of a save that Update swapped
+// straight back into place (queue.Displaced.Restored). For an instant the
+// file held snag's bytes instead, and a program that read it then (a
+// script's read, change and write) saves without the restored save's
+// lines. So the restored save is held in the file as a merged displaced
+// save is (keepMerged): whenever the file lacks a line it added, it is
+// merged in again, on the bytes it was made on.
+func (e *Engine) holdRestored(x *queue.Displaced) {
+	e.keepMerged(keep{name: x.Name, base: x.Seen, theirs: x.Restored, from: "memory (it was swapped back into place)", held: true, done: func() {},
+		merged: "a save made from snag's bytes while a save that slipped in before a rewrite was being swapped back lacked that save's lines: they were merged back in"})
 }
 
 // settleDisplaced waits until nothing can write into the displaced file,
@@ -102,7 +133,8 @@ func (e *Engine) settleDisplaced(x *queue.Displaced) {
 		dir.Discard(x)
 		return
 	}
-	e.keepMerged(x, theirs)
+	e.keepMerged(keep{name: x.Name, base: x.Base, theirs: theirs, from: x.Temp, done: func() { dir.Discard(x) },
+		merged: "a save in place landed in the file snag had just replaced: snag's change was made again on the saved bytes"})
 }
 
 // keepMerged merges the displaced bytes theirs into the file and keeps
@@ -114,18 +146,21 @@ func (e *Engine) settleDisplaced(x *queue.Displaced) {
 // held until the file has kept every line they added for mergeHold, and
 // made again whenever it lacks one. After displacedMerge of this, or when
 // snagd stops, a last try merges or keeps the bytes aside.
-func (e *Engine) keepMerged(x *queue.Displaced, theirs []byte) {
+func (e *Engine) keepMerged(k keep) {
 	var held time.Time // since when the file has held the merge; zero when it does not
+	if k.held {
+		held = time.Now()
+	}
 	for since := time.Now(); ; {
 		stopping := e.runCtx.Err() != nil
 		wait := mergeLook
-		if cur, _, err := e.p.Tasks.Read(x.Name); err == nil && !held.IsZero() && !queue.Lacks(cur, x.Base, theirs) {
+		if cur, _, err := e.p.Tasks.Read(k.name); err == nil && !held.IsZero() && !queue.Lacks(cur, k.base, k.theirs) {
 			if stopping || time.Since(held) >= mergeHold {
 				return
 			}
 		} else {
 			held = time.Time{}
-			switch e.mergeBack(x, theirs, stopping || time.Since(since) >= displacedMerge) {
+			switch e.mergeBack(k, stopping || time.Since(since) >= displacedMerge) {
 			case merged:
 				held = time.Now()
 			case keptAside:
@@ -152,25 +187,26 @@ const (
 )
 
 // mergeBack is bringBack under the write lock.
-func (e *Engine) mergeBack(x *queue.Displaced, theirs []byte, last bool) mergeOutcome {
+func (e *Engine) mergeBack(k keep, last bool) mergeOutcome {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return e.bringBack(ctx, x, theirs, last)
+	return e.bringBack(ctx, k, last)
 }
 
-// bringBack puts a save that landed in a displaced file back into the task
-// file, merged with what the file holds now, or keeps it in
-// .snag/recovered/ when it cannot be merged, and then removes the
-// displaced file (unless its bytes could not be kept aside either). It
+// bringBack puts a save that landed in a displaced file (or was swapped
+// back into place) back into the task file, merged with what the file
+// holds now, or keeps it in .snag/recovered/ when it cannot be merged, and
+// then calls k.done (unless its bytes could not be kept aside either). It
 // holds the write lock. When the file keeps changing under the merge it
 // does nothing and reports mergeAgain, unless this is the last try: the
 // caller tries again in a moment.
-func (e *Engine) bringBack(ctx context.Context, x *queue.Displaced, theirs []byte, last bool) mergeOutcome {
-	p := path.Join(index.TasksFolder, x.Name)
+func (e *Engine) bringBack(ctx context.Context, k keep, last bool) mergeOutcome {
+	p := path.Join(index.TasksFolder, k.name)
+	theirs := k.theirs
 	id := ""
-	for _, b := range [][]byte{theirs, x.Base} {
+	for _, b := range [][]byte{theirs, k.base} {
 		if t, err := queue.Parse(b); err == nil {
 			id = t.ID
 			break
@@ -178,13 +214,13 @@ func (e *Engine) bringBack(ctx context.Context, x *queue.Displaced, theirs []byt
 	}
 	var mergeErr error
 	err := e.p.DB.Update(ctx, func(tx *index.Tx) error {
-		_, err := e.p.Tasks.RewriteWithin(x.Name, func(cur []byte) ([]byte, error) {
+		_, err := e.p.Tasks.RewriteWithin(k.name, func(cur []byte) ([]byte, error) {
 			if _, err := queue.Parse(cur); err != nil {
 				// Caught mid-save (an editor writing in place truncates
 				// first), or left broken for now: merged into later.
 				return nil, fmt.Errorf("%w: %w", queue.ErrChanged, err)
 			}
-			merged, err := queue.Merge(x.Base, cur, theirs)
+			merged, err := queue.Merge(k.base, cur, theirs)
 			if err == nil {
 				_, err = queue.Parse(merged)
 			}
@@ -197,17 +233,17 @@ func (e *Engine) bringBack(ctx context.Context, x *queue.Displaced, theirs []byt
 		if err != nil {
 			return err
 		}
-		if err := tx.SyncFile(e.p.Tasks, x.Name); err != nil {
+		if err := tx.SyncFile(e.p.Tasks, k.name); err != nil {
 			return err
 		}
 		return tx.Audit(index.AuditEntry{Actor: queue.Person, Agent: "the file", Action: "edit", TaskID: id, Outcome: "ok",
-			Detail: "a save in place landed in the file snag had just replaced: snag's change was made again on the saved bytes"})
+			Detail: k.merged})
 	})
 	if err == nil {
-		e.log.Info("a save in place landed in the file snag replaced: merged", "file", p)
+		e.log.Info(k.merged, "file", p)
 		e.hub.Publish("task", map[string]any{"path": p, "added": false, "removed": false})
 		e.writePlan(ctx)
-		e.p.Tasks.Discard(x)
+		k.done()
 		return merged
 	}
 	if errors.Is(err, queue.ErrChanged) && !last {
@@ -217,9 +253,9 @@ func (e *Engine) bringBack(ctx context.Context, x *queue.Displaced, theirs []byt
 	if mergeErr == nil && !errors.Is(err, fs.ErrNotExist) {
 		e.log.Error("a save in place landed in the file snag replaced; writing it back failed", "file", p, "err", err)
 	}
-	saved, serr := e.p.KeepAside(x.Name, theirs)
+	saved, serr := e.p.KeepAside(k.name, theirs)
 	if serr != nil {
-		e.log.Error("a save in place could not be merged, nor kept aside: it is still in the hidden file", "file", p, "displaced", x.Temp, "err", serr)
+		e.log.Error("a save in place could not be merged, nor kept aside: it is still where it was found", "file", p, "found in", k.from, "err", serr)
 		return keptAside
 	}
 	e.log.Warn("a save in place landed in the file snag replaced and could not be merged: its bytes are kept aside",
@@ -227,7 +263,7 @@ func (e *Engine) bringBack(ctx context.Context, x *queue.Displaced, theirs []byt
 	e.Audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: "the file", Action: "edit", TaskID: id, Outcome: "recovered",
 		Detail: fmt.Sprintf("a save in place landed in the file snag had just replaced and could not be merged (%s): its bytes are in %s; compare it with %s and merge by hand",
 			why, project.Rel(saved), project.Rel(p))})
-	e.p.Tasks.Discard(x)
+	k.done()
 	return keptAside
 }
 

@@ -97,3 +97,68 @@ func TestS7_ASaveThatCannotBeMergedIsKeptAside(t *testing.T) {
 		t.Errorf("no audit entry names the kept file %s: %+v", filepath.Base(kept[0]), entries)
 	}
 }
+
+// S7: a save slips in between a claim's check and its swap, so snag swaps
+// it straight back into place; for that instant the file held the claim's
+// bytes, and a script read them then. Its own save, made from those bytes,
+// lands after the claim: it lacks the line of the save that was swapped
+// back. That line is merged back in, the script's line is kept, and the
+// task stays claimed.
+func TestS7_ASaveMadeFromSnagsBytesBeforeTheSwapBackKeepsTheSwappedBackLine(t *testing.T) {
+	root := sample(t)
+	e := open(t, root)
+	ref, _ := queue.ParseRef("SNAG-11")
+	it, err := e.Get(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.p.Abs(it.Path)
+	orig := readTask(t, e, ref)
+	save := func(b []byte) error {
+		tmp := filepath.Join(filepath.Dir(p), ".a-save")
+		if err := os.WriteFile(tmp, b, 0o644); err != nil {
+			return err
+		}
+		return os.Rename(tmp, p)
+	}
+	personsLine, scriptsLine := []byte("The person's line.\n"), []byte("The script's line.\n")
+	var seen []byte // what the script read
+	checks := 0
+	e.p.Tasks.OnStep(func(step string) error {
+		switch {
+		case step == queue.StepChecked:
+			checks++
+			if checks == 1 {
+				return save(append(bytes.Clone(orig), personsLine...))
+			}
+		case step == queue.StepRenamed && seen == nil:
+			var err error
+			seen, err = os.ReadFile(p)
+			return err
+		}
+		return nil
+	})
+	if _, err := agentMove(e, ref, queue.ActClaim); err != nil {
+		t.Fatal(err)
+	}
+	e.p.Tasks.OnStep(nil)
+	if !bytes.Contains(seen, []byte("assignee: VESPER")) || bytes.Contains(seen, personsLine) {
+		t.Fatalf("the script read:\n%s\nwant the claim's bytes, which the person's save was swapped back over", seen)
+	}
+	if err := save(append(bytes.Clone(seen), scriptsLine...)); err != nil {
+		t.Fatal(err)
+	}
+
+	var now []byte
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if now, _ = os.ReadFile(p); bytes.Contains(now, personsLine) && bytes.Contains(now, scriptsLine) {
+			break
+		}
+	}
+	if !bytes.Contains(now, personsLine) || !bytes.Contains(now, scriptsLine) || !bytes.Contains(now, []byte("assignee: VESPER")) {
+		t.Errorf("the task file holds:\n%s\nwant both saves' lines, claimed", now)
+	}
+	if kept, _ := filepath.Glob(filepath.Join(root, project.Folder, project.RecoveredFolder, "[^.]*")); len(kept) != 0 {
+		t.Errorf("kept aside: %q; want nothing (the saves merge)", kept)
+	}
+}

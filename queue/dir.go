@@ -556,7 +556,7 @@ func (p *Prepared) put(tries int) (Rewritten, error) {
 			// it in place right now): swap it straight back, so their file
 			// is where they left it, and start again from their bytes.
 			if displaced, err := readTemp(root, tmp); err == nil && !bytes.Equal(displaced, base) {
-				d.swapBack(root, tmp, name, base, next)
+				d.swapBack(root, tmp, name, base, next, displaced)
 				continue
 			}
 			if d.displaced != nil {
@@ -599,7 +599,14 @@ type Displaced struct {
 	Temp  string // its name now, in the same folder
 	Base  []byte // the bytes it held at the swap, which the edit was made on
 	Wrote []byte // the bytes Update put in its place
-	root  *os.Root
+	// Restored is set when Update swapped a save straight back into place:
+	// one made on Seen (the bytes the rewrite's check saw) that slipped in
+	// between the check and the swap. For an instant the file held Wrote,
+	// and a program that read it then may save from those bytes, without
+	// the restored save's lines: the caller watches the file for that and
+	// merges them back in (the file under Temp is not the restored save).
+	Restored, Seen []byte
+	root           *os.Root
 }
 
 // OnDisplaced sets the function that takes each file [Dir.Update] swaps
@@ -666,18 +673,21 @@ func swap(root *os.Root, tmp, name string) (exchanged bool, err error) {
 // file is back at name and tmp holds what the swap had put there, snag's
 // own bytes (mine). Should a newer save have landed at name meanwhile,
 // that newest file goes back in place instead, and the one it displaced,
-// the save made on base, is what tmp holds. Either way the file left
-// under tmp is handed over as displaced (when [Dir.OnDisplaced] is set)
-// rather than removed: a program may still be writing into snag's bytes,
-// and the save made on base may hold lines the newest one, made from
-// snag's bytes, lacks. The caller merges them in.
-func (d *Dir) swapBack(root *os.Root, tmp, name string, base, mine []byte) {
+// the save made on base (saved), is what tmp holds. Either way the file
+// left under tmp is handed over as displaced (when [Dir.OnDisplaced] is
+// set) rather than removed: a program may still be writing into snag's
+// bytes, and the save made on base may hold lines the newest one, made
+// from snag's bytes, lacks. The caller merges them in. When the save made
+// on base is what went back in place, it is named as restored: it may be
+// overwritten by a save made from a read of mine.
+func (d *Dir) swapBack(root *os.Root, tmp, name string, base, mine, saved []byte) {
 	left := base // until the swap back, tmp holds the save made on base
+	var restored []byte
 	if f, err := root.Open("."); err == nil {
 		if exchange(f, tmp, name) == nil {
-			left = mine
+			left, restored = mine, saved
 			if b, err := readTemp(root, tmp); err == nil && !bytes.Equal(b, mine) && exchange(f, tmp, name) == nil {
-				left = base // the newest save is back in place
+				left, restored = base, nil // the newest save is back in place
 			}
 		}
 		f.Close()
@@ -686,7 +696,11 @@ func (d *Dir) swapBack(root *os.Root, tmp, name string, base, mine []byte) {
 		root.Remove(tmp)
 		return
 	}
-	d.displaced(&Displaced{Name: name, Temp: tmp, Base: left, Wrote: mine, root: root})
+	x := &Displaced{Name: name, Temp: tmp, Base: left, Wrote: mine, root: root}
+	if restored != nil {
+		x.Restored, x.Seen = restored, base
+	}
+	d.displaced(x)
 }
 
 // readTemp reads one of snag's temp files, whatever its size.
