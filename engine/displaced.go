@@ -67,7 +67,10 @@ func (e *Engine) displaced(x *queue.Displaced) {
 
 // A save to keep in a task file: theirs, made on base, merged into what
 // the file holds. done is called once its bytes are in the file or kept
-// aside; held says the file holds them already.
+// aside; held says the file holds them already. Once it has been in the
+// file, a save that takes its lines out again gets back only those lines
+// (queue.Readd), not what it held of snag's own scalars: a move of the
+// task since then changed those, and rightly.
 type keep struct {
 	name         string
 	base, theirs []byte
@@ -151,6 +154,7 @@ func (e *Engine) keepMerged(k keep) {
 	if k.held {
 		held = time.Now()
 	}
+	readd := k.held // the file has held theirs
 	for since := time.Now(); ; {
 		stopping := e.runCtx.Err() != nil
 		wait := mergeLook
@@ -160,9 +164,9 @@ func (e *Engine) keepMerged(k keep) {
 			}
 		} else {
 			held = time.Time{}
-			switch e.mergeBack(k, stopping || time.Since(since) >= displacedMerge) {
+			switch e.mergeBack(k, readd, stopping || time.Since(since) >= displacedMerge) {
 			case merged:
-				held = time.Now()
+				held, readd = time.Now(), true
 			case keptAside:
 				return
 			case mergeAgain:
@@ -187,12 +191,12 @@ const (
 )
 
 // mergeBack is bringBack under the write lock.
-func (e *Engine) mergeBack(k keep, last bool) mergeOutcome {
+func (e *Engine) mergeBack(k keep, readd, last bool) mergeOutcome {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return e.bringBack(ctx, k, last)
+	return e.bringBack(ctx, k, readd, last)
 }
 
 // bringBack puts a save that landed in a displaced file (or was swapped
@@ -201,8 +205,9 @@ func (e *Engine) mergeBack(k keep, last bool) mergeOutcome {
 // then calls k.done (unless its bytes could not be kept aside either). It
 // holds the write lock. When the file keeps changing under the merge it
 // does nothing and reports mergeAgain, unless this is the last try: the
-// caller tries again in a moment.
-func (e *Engine) bringBack(ctx context.Context, k keep, last bool) mergeOutcome {
+// caller tries again in a moment. With readd, only the lines of theirs the
+// file lacks go back in (queue.Readd).
+func (e *Engine) bringBack(ctx context.Context, k keep, readd, last bool) mergeOutcome {
 	p := path.Join(index.TasksFolder, k.name)
 	theirs := k.theirs
 	id := ""
@@ -220,7 +225,11 @@ func (e *Engine) bringBack(ctx context.Context, k keep, last bool) mergeOutcome 
 				// first), or left broken for now: merged into later.
 				return nil, fmt.Errorf("%w: %w", queue.ErrChanged, err)
 			}
-			merged, err := queue.Merge(k.base, cur, theirs)
+			merge := queue.Merge
+			if readd {
+				merge = func(base, cur, theirs []byte) ([]byte, error) { return queue.Readd(cur, base, theirs) }
+			}
+			merged, err := merge(k.base, cur, theirs)
 			if err == nil {
 				_, err = queue.Parse(merged)
 			}

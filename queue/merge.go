@@ -40,16 +40,7 @@ func Merge(base, ours, theirs []byte) ([]byte, error) {
 	if !ok {
 		return nil, ErrMerge
 	}
-	// body is base's first line after the frontmatter.
-	body := 0
-	if len(b) > 0 && bytes.Equal(bytes.TrimRight(b[0], "\r\n"), []byte("---")) {
-		for x := 1; x < len(b); x++ {
-			if bytes.Equal(bytes.TrimRight(b[x], "\r\n"), []byte("---")) {
-				body = x + 1
-				break
-			}
-		}
-	}
+	body := bodyStart(b)
 	var out bytes.Buffer
 	i, j, k := 0, 0, 0
 	for {
@@ -107,24 +98,74 @@ func Merge(base, ours, theirs []byte) ([]byte, error) {
 	}
 }
 
+// bodyStart is the index of the first line after the frontmatter of a
+// file cut into lines, or 0 when it has none.
+func bodyStart(lines [][]byte) int {
+	if len(lines) == 0 || !bytes.Equal(bytes.TrimRight(lines[0], "\r\n"), []byte("---")) {
+		return 0
+	}
+	for x := 1; x < len(lines); x++ {
+		if bytes.Equal(bytes.TrimRight(lines[x], "\r\n"), []byte("---")) {
+			return x + 1
+		}
+	}
+	return 0
+}
+
 // Lacks reports whether cur lacks a line that theirs added to base (by
 // count: a line theirs holds more often than base must be that often in
-// cur too).
-func Lacks(cur, base, theirs []byte) bool {
+// cur too), leaving out the frontmatter lines of snag's own scalars: a
+// later move of the task changes those, and rightly.
+func Lacks(cur, base, theirs []byte) bool { return len(lacking(cur, base, theirs)) > 0 }
+
+// lacking is what Lacks finds: each line cur lacks, with how many times.
+func lacking(cur, base, theirs []byte) map[string]int {
 	count := func(data []byte) map[string]int {
 		n := map[string]int{}
-		for _, l := range splitLines(data) {
-			n[string(l)]++
+		lines := splitLines(data)
+		body := bodyStart(lines)
+		for x, l := range lines {
+			if x >= body || !ownedLines(lines[x:x+1]) {
+				n[string(l)]++
+			}
 		}
 		return n
 	}
 	b, c := count(base), count(cur)
+	var miss map[string]int
 	for l, n := range count(theirs) {
 		if n > b[l] && c[l] < n {
-			return true
+			if miss == nil {
+				miss = map[string]int{}
+			}
+			miss[l] = min(n-b[l], n-c[l])
 		}
 	}
-	return false
+	return miss
+}
+
+// Readd puts back into cur the lines theirs added to base that cur lacks
+// (see [Lacks]), where theirs has them, and changes nothing else of cur:
+// it is a three-way merge of cur and theirs on theirs without those
+// lines. A save made from a read that missed a merge is mended this way
+// without bringing back what theirs held of snag's own scalars, which
+// later moves changed. It fails with ErrMerge where cur changed the lines
+// around a place a line goes back.
+func Readd(cur, base, theirs []byte) ([]byte, error) {
+	miss := lacking(cur, base, theirs)
+	if len(miss) == 0 {
+		return cur, nil
+	}
+	lines := splitLines(theirs)
+	var without bytes.Buffer
+	for x := len(lines) - 1; x >= 0; x-- { // the last of a repeated line goes first
+		if miss[string(lines[x])] > 0 {
+			miss[string(lines[x])]--
+			lines[x] = nil
+		}
+	}
+	writeLines(&without, lines)
+	return Merge(without.Bytes(), cur, theirs)
 }
 
 // holdsAtAnEnd reports whether a starts or ends with the lines of b.

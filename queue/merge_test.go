@@ -120,14 +120,47 @@ func TestLacks(t *testing.T) {
 		{"lacks a new line", base + "line 2\n", true},
 		{"lacks a repeat of a base line", base + "line 1\n", true},
 		{"theirs is base", base, false},
+		{"lacks only snag's scalars theirs held", "---\nid: x\nstatus: claimed\n---\nBody.\nline 1\nBody.\n", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, th := []byte(base), []byte(theirs)
-			if tc.name == "theirs is base" {
+			switch tc.name {
+			case "theirs is base":
 				th = b
+			case "lacks only snag's scalars theirs held":
+				th = []byte("---\nid: x\nstatus: open\n---\nBody.\nline 1\nBody.\n")
 			}
 			if got := queue.Lacks([]byte(tc.cur), b, th); got != tc.want {
 				t.Errorf("Lacks = %v; want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestReadd: a save made from a read that missed theirs gets back only the
+// lines theirs added that it lacks, where theirs has them; what it holds
+// of snag's scalars and its own lines stay.
+func TestReadd(t *testing.T) {
+	base := "---\nid: x\nstatus: open\n---\none\ntwo\n"
+	theirs := "---\nid: x\nstatus: open\n---\none\nperson\ntwo\nperson\n"
+	for _, tc := range []struct{ name, cur, want string }{
+		{"lacks both of its lines", "---\nid: x\nstatus: claimed\n---\none\ntwo\nscript\n",
+			"---\nid: x\nstatus: claimed\n---\none\nperson\ntwo\nperson\nscript\n"},
+		{"lacks one of them", "---\nid: x\nstatus: done\n---\none\nperson\ntwo\n",
+			"---\nid: x\nstatus: done\n---\none\nperson\ntwo\nperson\n"},
+		{"lacks none", "---\nid: x\nstatus: claimed\n---\none\nperson\ntwo\nperson\nmore\n",
+			"---\nid: x\nstatus: claimed\n---\none\nperson\ntwo\nperson\nmore\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := queue.Readd([]byte(tc.cur), []byte(base), []byte(theirs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Errorf("Readd gave\n%s\nwant\n%s", got, tc.want)
+			}
+			if queue.Lacks(got, []byte(base), []byte(theirs)) {
+				t.Error("the result still lacks a line theirs added")
 			}
 		})
 	}
