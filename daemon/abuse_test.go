@@ -56,11 +56,13 @@ func watchHealth(d *daemon) *healthWatch {
 	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	go func() {
 		defer close(h.done)
-		for {
+		// The first look is at once, so a watch as short as two fast
+		// uploads still sees /health answer.
+		for wait := time.Duration(0); ; wait = 100 * time.Millisecond {
 			select {
 			case <-h.stop:
 				return
-			case <-time.After(100 * time.Millisecond):
+			case <-time.After(wait):
 			}
 			start := time.Now()
 			resp, err := hc.Get(d.url("/health"))
