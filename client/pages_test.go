@@ -106,25 +106,26 @@ func FuzzPages(f *testing.F) {
 		f.Add([]byte(in))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		if got, ok := client.ReadTaskList(in); ok {
-			var want api.TaskList
-			if err := json.Unmarshal(in, &want); err != nil {
-				t.Fatalf("ReadTaskList(%q) read it, but json.Unmarshal fails: %v", in, err)
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("ReadTaskList(%q) =\n%#v\nwant\n%#v", in, got, want)
-			}
-		}
-		if got, ok := client.ReadSearchResult(in); ok {
-			var want api.SearchResult
-			if err := json.Unmarshal(in, &want); err != nil {
-				t.Fatalf("ReadSearchResult(%q) read it, but json.Unmarshal fails: %v", in, err)
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("ReadSearchResult(%q) =\n%#v\nwant\n%#v", in, got, want)
-			}
-		}
+		readsAsJSON(t, "ReadTaskList", in, client.ReadTaskList)
+		readsAsJSON(t, "ReadSearchResult", in, client.ReadSearchResult)
 	})
+}
+
+// readsAsJSON fails t when read, named name, reads in but not as
+// json.Unmarshal does.
+func readsAsJSON[T any](t *testing.T, name string, in []byte, read func([]byte) (T, bool)) {
+	t.Helper()
+	got, ok := read(in)
+	if !ok {
+		return
+	}
+	var want T
+	if err := json.Unmarshal(in, &want); err != nil {
+		t.Fatalf("%s(%q) read it, but json.Unmarshal fails: %v", name, in, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s(%q) =\n%#v\nwant\n%#v", name, in, got, want)
+	}
 }
 
 // TestPagesOfARealSnagd reads real snagd's answers on the sample project

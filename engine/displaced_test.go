@@ -15,6 +15,20 @@ import (
 	"github.com/snagdev/snag/queue"
 )
 
+// claimable opens an engine on the sample project and gives SNAG-11, an
+// open task an agent may claim: its ref, the path of its file and its bytes.
+func claimable(t *testing.T) (root string, e *Engine, ref queue.Ref, path string, orig []byte) {
+	t.Helper()
+	root = sample(t)
+	e = open(t, root)
+	ref, _ = queue.ParseRef("SNAG-11")
+	it, err := e.Get(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, e, ref, e.p.Abs(it.Path), readTask(t, e, ref)
+}
+
 // S7: two saves race a claim's swap. An editor saving in place writes
 // into the file the swap displaces; a second save, made from the bytes
 // before the claim, lands at the path before snag swaps the first back.
@@ -22,15 +36,7 @@ import (
 // second changed, so it cannot be merged: its bytes are kept in
 // .snag/recovered/, whole, and the audit log names that file.
 func TestS7_ASaveThatCannotBeMergedIsKeptAside(t *testing.T) {
-	root := sample(t)
-	e := open(t, root)
-	ref, _ := queue.ParseRef("SNAG-11")
-	it, err := e.Get(context.Background(), ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := e.p.Abs(it.Path)
-	orig := readTask(t, e, ref)
+	root, e, ref, p, orig := claimable(t)
 	lines := bytes.SplitAfter(orig, []byte("\n"))
 	last := lines[len(lines)-2] // the body's last line
 	// The editor opened the file before the claim and writes after it:
@@ -106,15 +112,7 @@ func TestS7_ASaveThatCannotBeMergedIsKeptAside(t *testing.T) {
 // back. That line is merged back in, the script's line is kept, and the
 // task stays claimed.
 func TestS7_ASaveMadeFromSnagsBytesBeforeTheSwapBackKeepsTheSwappedBackLine(t *testing.T) {
-	root := sample(t)
-	e := open(t, root)
-	ref, _ := queue.ParseRef("SNAG-11")
-	it, err := e.Get(context.Background(), ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := e.p.Abs(it.Path)
-	orig := readTask(t, e, ref)
+	root, e, ref, p, orig := claimable(t)
 	save := func(b []byte) error {
 		tmp := filepath.Join(filepath.Dir(p), ".a-save")
 		if err := os.WriteFile(tmp, b, 0o644); err != nil {
