@@ -326,24 +326,28 @@ func Busy(err error) bool {
 // it), so no holder from before the rebuild can present a token that is
 // live again.
 func (db *DB) Fence(ctx context.Context, floor int64) error {
-	return db.write(ctx, func(conn *sqlite.Conn) error {
-		err := sqlitex.Execute(conn, `INSERT INTO epochs (task_id, epoch)
-			SELECT DISTINCT id, :floor FROM tasks WHERE id != ''
-			ON CONFLICT (task_id) DO UPDATE SET epoch = max(epoch, excluded.epoch)`,
-			&sqlitex.ExecOptions{Named: map[string]any{":floor": floor}})
-		if err != nil {
-			return fmt.Errorf("index: fence epochs: %w", err)
-		}
-		now := time.Now().UnixNano()
-		err = sqlitex.Execute(conn, `INSERT INTO sessions (id, name, started, last_seen, ended, end_reason)
-			SELECT :floor, '', :now, :now, :now, 'placeholder: session ids after a rebuild start above it'
-			WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE id >= :floor)`,
-			&sqlitex.ExecOptions{Named: map[string]any{":floor": floor, ":now": now}})
-		if err != nil {
-			return fmt.Errorf("index: fence sessions: %w", err)
-		}
-		return nil
-	})
+	return db.write(ctx, func(conn *sqlite.Conn) error { return fence(conn, floor) })
+}
+
+// fence raises the fencing tokens above floor (see [DB.Fence]) in the
+// transaction open on conn.
+func fence(conn *sqlite.Conn, floor int64) error {
+	err := sqlitex.Execute(conn, `INSERT INTO epochs (task_id, epoch)
+		SELECT DISTINCT id, :floor FROM tasks WHERE id != ''
+		ON CONFLICT (task_id) DO UPDATE SET epoch = max(epoch, excluded.epoch)`,
+		&sqlitex.ExecOptions{Named: map[string]any{":floor": floor}})
+	if err != nil {
+		return fmt.Errorf("index: fence epochs: %w", err)
+	}
+	now := time.Now().UnixNano()
+	err = sqlitex.Execute(conn, `INSERT INTO sessions (id, name, started, last_seen, ended, end_reason)
+		SELECT :floor, '', :now, :now, :now, 'placeholder: session ids after a rebuild start above it'
+		WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE id >= :floor)`,
+		&sqlitex.ExecOptions{Named: map[string]any{":floor": floor, ":now": now}})
+	if err != nil {
+		return fmt.Errorf("index: fence sessions: %w", err)
+	}
+	return nil
 }
 
 // Close closes every connection. Once they are closed it records the

@@ -216,11 +216,13 @@ func exec(t testing.TB, conn *sqlite.Conn, q string, args ...any) {
 
 // indexDump is the schema and everything the index tables hold,
 // independent of row numbers: every column of every task row but n and ctime, the dependencies by task
-// file, and whether the full-text index agrees with the rows.
+// file, every word the full-text index holds with the file, column and
+// place it is at, and whether the full-text index agrees with the rows.
 type indexDump struct {
 	Schema []record
 	Tasks  []record
 	Deps   []record
+	Words  []record
 	FTS    string
 }
 
@@ -234,6 +236,8 @@ func dumpIndex(t testing.TB, path string) indexDump {
 		Deps:   query(t, conn, `SELECT t.path, d.ref FROM deps d JOIN tasks t ON t.n = d.task_n ORDER BY 1, 2`),
 		FTS:    "ok",
 	}
+	exec(t, conn, `CREATE VIRTUAL TABLE temp.dump_words USING fts5vocab(main, tasks_fts, instance)`)
+	d.Words = query(t, conn, `SELECT t.path, w.term, w.col, w.offset FROM temp.dump_words w JOIN tasks t ON t.n = w.doc ORDER BY 1, 2, 3, 4`)
 	for _, r := range d.Tasks {
 		// ctime is 0 for a stamp not to be trusted, which depends on how
 		// long before its read the file changed (queue.Stamp.Trusted).

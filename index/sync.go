@@ -132,6 +132,10 @@ var bulkMin = 256 // a variable so tests can lower it
 // stampMargin is queue.StampMargin, a variable so tests can shorten it.
 var stampMargin = queue.StampMargin
 
+// ftsHashSizeSQL sets FTS5's buffer of terms for a bulk load (hashsize, in
+// bytes), which it then keeps in tasks_fts_config.
+const ftsHashSizeSQL = `INSERT INTO tasks_fts (tasks_fts, rank) VALUES ('hashsize', 16777216)`
+
 // scanWindow is how far file reading may run ahead of the writer in a bulk
 // load: it bounds the parsed tasks held in memory.
 const scanWindow = 1024
@@ -561,6 +565,7 @@ func newTaskRow(t *queue.Task) (*taskRow, error) {
 var (
 	insertTaskSQL = `INSERT INTO tasks (path, sha256, size, mtime, ino, ctime, ` + strings.Join(taskColumns, ", ") +
 		`) VALUES (?, ?, ?, ?, ?, ?` + strings.Repeat(", ?", len(taskColumns)) + `)`
+	insertFTSSQL  = `INSERT INTO tasks_fts (rowid, title, body, console, files) VALUES (?, ?, ?, ?, ?)`
 	updateTaskSQL = `UPDATE tasks SET path = ?, sha256 = ?, size = ?, mtime = ?, ino = ?, ctime = ?, ` +
 		strings.Join(taskColumns, " = ?, ") + ` = ?, state = 'ok', error = '', error_line = 0, stale = 0 WHERE n = ?`
 )
@@ -573,6 +578,16 @@ type writer struct {
 	fresh     bool     // the tables were empty: no secondary indexes until the end, and no missing rows
 	keys      []string // ids and aliases whose duplicate flags need a look
 	cacheSize int64    // the page cache size before a bulk load
+	// ftsRow, when set, takes each new row's text for the full-text index
+	// instead of the full-text table on conn (a cold build fills that in
+	// a database of its own, beside: see [Build]).
+	ftsRow func(r ftsRow) error
+}
+
+// ftsRow is the text of one row for the full-text index.
+type ftsRow struct {
+	n                           int64
+	title, body, console, files string
 }
 
 type rowChange struct{ added, updated bool }
@@ -608,18 +623,6 @@ func (w *writer) beginBulk(rebuild bool) (end func() error, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var drop, recreate []string
-	err = sqlitex.ExecuteTransient(conn, `SELECT name, sql FROM sqlite_schema
-		WHERE type = 'trigger' AND tbl_name = 'tasks' AND sql LIKE '%tasks_fts%' ORDER BY name`, &sqlitex.ExecOptions{
-		ResultFunc: func(s *sqlite.Stmt) error {
-			drop = append(drop, `DROP TRIGGER "`+s.ColumnText(0)+`"`)
-			recreate = append(recreate, s.ColumnText(1))
-			return nil
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
 	w.fresh = rebuild
 	if !rebuild {
 		err = sqlitex.ExecuteTransient(conn, `SELECT NOT EXISTS (SELECT 1 FROM tasks)`, &sqlitex.ExecOptions{
@@ -629,28 +632,9 @@ func (w *writer) beginBulk(rebuild bool) (end func() error, err error) {
 			return nil, err
 		}
 	}
-	if w.fresh {
-		// Into empty tables (a rebuild, a first start), the rows go in
-		// without their secondary indexes, which are made at the end from
-		// the sorted keys: an index of random keys (ids) kept up row by row
-		// splits a page every few inserts, and the allocator maps and
-		// unmaps memory for each split. An index that starts with the path
-		// stays: the rows come in the order of their paths, so its entries
-		// go in at its end, and making it again would read every row once
-		// more (from the log, a read call a page).
-		err = sqlitex.ExecuteTransient(conn, `SELECT name, sql FROM sqlite_schema AS s
-			WHERE type = 'index' AND tbl_name IN ('tasks', 'deps') AND sql IS NOT NULL
-				AND (SELECT name FROM pragma_index_info(s.name) WHERE seqno = 0) IS NOT 'path'
-			ORDER BY name`, &sqlitex.ExecOptions{
-			ResultFunc: func(s *sqlite.Stmt) error {
-				drop = append(drop, `DROP INDEX "`+s.ColumnText(0)+`"`)
-				recreate = append(recreate, s.ColumnText(1))
-				return nil
-			},
-		})
-		if err != nil {
-			return nil, err
-		}
+	drop, recreate, err := loadDrops(conn, w.fresh)
+	if err != nil {
+		return nil, err
 	}
 	// The page cache of a bulk load needs the right edges of the table and
 	// of the indexes kept (the rows come in path order) and FTS5's pages:
@@ -661,7 +645,7 @@ func (w *writer) beginBulk(rebuild bool) (end func() error, err error) {
 	// terms is flushed to a segment at 16 MiB: 64 MiB gained no time at
 	// 100,000 tasks and cost about 150 MB of peak memory.
 	script := []string{`PRAGMA cache_size = -8192`, // KiB
-		`INSERT INTO tasks_fts (tasks_fts, rank) VALUES ('hashsize', 16777216)`}
+		ftsHashSizeSQL}
 	if rebuild {
 		script = append(script, `DELETE FROM deps`, `DELETE FROM tasks`,
 			`INSERT INTO tasks_fts (tasks_fts) VALUES ('delete-all')`)
@@ -680,6 +664,41 @@ func (w *writer) beginBulk(rebuild bool) (end func() error, err error) {
 		}
 		return markAllDups(conn)
 	}, nil
+}
+
+// loadDrops lists what a bulk load drops for its length and makes again at
+// its end, from their own definitions: the full-text triggers and, with
+// indexes set (a load into empty tables), the secondary indexes of tasks
+// and deps but those that start with the path. Into empty tables the rows
+// go in without those indexes, which are made at the end from the sorted
+// keys: an index of random keys (ids) kept up row by row splits a page
+// every few inserts, and the allocator maps and unmaps memory for each
+// split. An index that starts with the path stays: the rows come in the
+// order of their paths, so its entries go in at its end, and making it
+// again would read every row once more.
+func loadDrops(conn *sqlite.Conn, indexes bool) (drop, recreate []string, err error) {
+	err = sqlitex.ExecuteTransient(conn, `SELECT name, sql FROM sqlite_schema
+		WHERE type = 'trigger' AND tbl_name = 'tasks' AND sql LIKE '%tasks_fts%' ORDER BY name`, &sqlitex.ExecOptions{
+		ResultFunc: func(s *sqlite.Stmt) error {
+			drop = append(drop, `DROP TRIGGER "`+s.ColumnText(0)+`"`)
+			recreate = append(recreate, s.ColumnText(1))
+			return nil
+		},
+	})
+	if err != nil || !indexes {
+		return drop, recreate, err
+	}
+	err = sqlitex.ExecuteTransient(conn, `SELECT name, sql FROM sqlite_schema AS s
+		WHERE type = 'index' AND tbl_name IN ('tasks', 'deps') AND sql IS NOT NULL
+			AND (SELECT name FROM pragma_index_info(s.name) WHERE seqno = 0) IS NOT 'path'
+		ORDER BY name`, &sqlitex.ExecOptions{
+		ResultFunc: func(s *sqlite.Stmt) error {
+			drop = append(drop, `DROP INDEX "`+s.ColumnText(0)+`"`)
+			recreate = append(recreate, s.ColumnText(1))
+			return nil
+		},
+	})
+	return drop, recreate, err
 }
 
 // restoreCache puts back the page cache size beginBulk found, whether or
@@ -813,8 +832,10 @@ func (w *writer) ftsInsert(n int64, title, body, console, files string) error {
 	if !w.bulk {
 		return nil
 	}
-	return exec(w.conn, `INSERT INTO tasks_fts (rowid, title, body, console, files) VALUES (?, ?, ?, ?, ?)`,
-		n, title, body, console, files)
+	if w.ftsRow != nil {
+		return w.ftsRow(ftsRow{n, title, body, console, files})
+	}
+	return exec(w.conn, insertFTSSQL, n, title, body, console, files)
 }
 
 // ftsDelete takes a row's text out of the full-text index before the row

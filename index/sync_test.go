@@ -119,8 +119,8 @@ type step struct {
 // TestRebuildEqualsIncremental applies adds, edits, deletes, renames and
 // broken files one at a time, keeping one index in step incrementally
 // (SyncFile or Scan), and after each step compares it with a fresh Rebuild
-// of the same files, and with a Rebuild over an index that already holds
-// rows.
+// of the same files, with a Rebuild over an index that already holds
+// rows, and with a cold Build.
 func TestRebuildEqualsIncremental(t *testing.T) {
 	e := newEnv(t)
 	rebuilt := openDB(t, filepath.Join(t.TempDir(), "rebuilt.db"))
@@ -220,6 +220,13 @@ func TestRebuildEqualsIncremental(t *testing.T) {
 		}
 		if diff := cmp.Diff(dumpIndex(t, rebuilt.Path()), incremental); diff != "" {
 			t.Fatalf("after %q the incremental index differs from a rebuild over the old index (-rebuilt +incremental):\n%s", s.name, diff)
+		}
+		built := filepath.Join(t.TempDir(), "built.db")
+		if _, err := index.Build(e.ctx, built, e.dir, index.BuildOptions{}); err != nil {
+			t.Fatalf("%s: Build: %v", s.name, err)
+		}
+		if diff := cmp.Diff(dumpIndex(t, built), incremental); diff != "" {
+			t.Fatalf("after %q the incremental index differs from a cold build (-built +incremental):\n%s", s.name, diff)
 		}
 		if incremental.FTS != "ok" {
 			t.Fatalf("after %q the full-text index is inconsistent: %s", s.name, incremental.FTS)
