@@ -380,6 +380,83 @@ func TestS3_CorruptDB(t *testing.T) {
 	}
 }
 
+// TestS3_KilledWhileRebuilding: snagd is killed in the middle of building
+// its index from the task files, where there was no usable snag.db (a
+// damaged one it moved aside, or one someone deleted): before the build,
+// with its rows written and not yet indexed, and with its file whole and
+// synced but not yet renamed into place. The next start builds it again,
+// and loses nothing: every task is indexed as its file says, the claimed
+// task has a detached lease in its agent's name, with an epoch above any
+// before where the old snag.db was damaged (the fence the cut-off start
+// owed), and nothing of the cut-off build is left.
+func TestS3_KilledWhileRebuilding(t *testing.T) {
+	for _, c := range []struct {
+		name, step string
+		damaged    bool
+	}{
+		{"damaged, before the build", "rebuilding", true},
+		{"damaged, rows written", index.StepBuildLoaded, true},
+		{"damaged, file synced", index.StepBuildSynced, true},
+		{"deleted, rows written", index.StepBuildLoaded, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			root, home := sampleProject(t), filepath.Join(t.TempDir(), "home")
+			db := filepath.Join(root, ".snag", "snag.db")
+			d := startDaemon(t, root, home)
+			a := startAgent(t, d, "")
+			_, epoch := a.claim("SNAG-11")
+			d.cmd.Process.Signal(syscall.SIGTERM)
+			<-d.done
+			a.cmd.Process.Kill()
+			<-a.done
+			if c.damaged {
+				s3Settle(t, db)
+				s3Patch(t, db, 0, make([]byte, 100))
+			} else {
+				for _, sfx := range []string{"", "-wal", "-shm"} {
+					os.Remove(db + sfx)
+				}
+			}
+
+			k := spawnEnv(t, root, home, []string{daemonpkg.FailpointEnv + "=start:" + c.step}, "--log", "debug")
+			crKilled(t, k, c.step)
+			if _, err := os.Stat(db); err == nil {
+				t.Fatalf("killed at %s, snagd left a snag.db in place", c.step)
+			}
+
+			d2 := startDaemon(t, root, home)
+			said := "index built from the task files: there was no snag.db"
+			if c.damaged {
+				said = "index rebuilt from the task files, after a start cut off while rebuilding it"
+			}
+			if log := d2.log.String(); !strings.Contains(log, said) {
+				t.Errorf("the second start does not say %q\n%s", said, log)
+			}
+			if asides, _ := filepath.Glob(db + "-corrupt-*"); c.damaged && len(asides) == 0 {
+				t.Error("the damaged snag.db was not kept aside")
+			}
+			for _, p := range []string{db + index.BuildSuffix, db + index.BuildSuffix + "-fts", db + "-fence"} {
+				if _, err := os.Stat(p); err == nil {
+					t.Errorf("%s is left after the second start", filepath.Base(p))
+				}
+			}
+			files, leases := crCheck(t, d2)
+			f := files["SNAG-11"]
+			l, ok := leases[f.ID]
+			if f.Status != "claimed" || !ok || l.Holder != a.Name || !l.Detached {
+				t.Fatalf("SNAG-11: %+v, lease %+v; want claimed by %s with a detached lease", f, l, a.Name)
+			}
+			if c.damaged && l.Epoch <= epoch+1_000_000 {
+				t.Errorf("the rebuilt lease's epoch %d is not above the old ones (%d)", l.Epoch, epoch)
+			}
+			if len(files) < 10 {
+				t.Errorf("%d task files: the sample should have more", len(files))
+			}
+		})
+	}
+}
+
 // TestS3_503WhileRebuilding: while snagd rebuilds a damaged snag.db (held
 // there by a failpoint that sleeps), every request but /health gets 503
 // with Retry-After; once it answers, it answers with every task.

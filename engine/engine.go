@@ -184,9 +184,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 // The steps of the start and of a verify run that failpoints can name
 // (package internal/failpoint).
 const (
-	StepRebuilding = "rebuilding" // a damaged snag.db was moved aside; the new one is empty
-	StepRebuilt    = "rebuilt"
-	StepOpened     = "opened" // the index is open; the first rescan is next
+	StepRebuilding = "rebuilding" // there is no snag.db (a damaged one was moved aside); it is built next
+	StepRebuilt    = "rebuilt"    // the built snag.db is in place; it is opened next
+	StepOpened     = "opened"     // the index is open; the first rescan is next
 
 	StepVerifyStarted = "started" // op verify: a run was taken by a verifier
 	StepVerifyChecked = "checked" // op verify: the verifier answered; the outcome is applied next
@@ -264,15 +264,24 @@ func (e *Engine) Close() error {
 // openProject opens the project. A snag.db that is damaged, truncated, of
 // an unknown schema or another program's (index.Check at start, with
 // SQLite's quick check unless the file is untouched since a clean close;
-// or a failed open) is moved aside, with its -wal and -shm, and the index is
-// rebuilt from the task files: it is a cache of them. The live state it
-// held is re-derived from the files too: a claimed task gets a detached
-// lease in its assignee's name (the first rescan's reconcile), which the
-// agent adopts when it registers again. Epochs and session ids start
-// above any the old file can have handed out (index.DB.Fence), so no token
-// from before is live again.
+// or a failed open) is moved aside, with its -wal and -shm. Where there is
+// then no snag.db (that, or a first start) the index is built from the
+// task files (project.Build: into a temporary file, renamed into place
+// once whole, so a start cut off in the middle leaves no snag.db and the
+// next start builds it again): it is a cache of them. The live state a
+// damaged file held is re-derived from the files too: a claimed task gets
+// a detached lease in its assignee's name (the first rescan's reconcile),
+// which the agent adopts when it registers again. Epochs and session ids
+// start above any the old file can have handed out (a fence, see
+// index.DB.Fence), so no token from before is live again; the fence is
+// owed from before the damaged file is moved aside until the new one is
+// in place and fenced (a file beside it, snag.db-fence, says so), so a
+// start cut off in between fences at the next.
 func (e *Engine) openProject(ctx context.Context) error {
 	dbPath := filepath.Join(e.root, project.Folder, project.DBFile)
+	owedPath := dbPath + fenceOwedSuffix
+	_, err := os.Lstat(owedPath)
+	owed := err == nil
 	// SQLite's quick check reads every page (seconds at 100,000 tasks). A
 	// file no one has written since a clean close (its stamps are the ones
 	// that close recorded) skips it: nothing can have damaged it since.
@@ -282,9 +291,11 @@ func (e *Engine) openProject(ctx context.Context) error {
 	if damage != nil && !errors.Is(damage, index.ErrCorrupt) {
 		return damage
 	}
-	var err error
-	if damage == nil {
+	if damage == nil && !missing(dbPath) {
 		if e.p, err = project.Open(ctx, e.root); err == nil {
+			if owed { // cut off after the build that was owed one was in place
+				return e.payFence(ctx, owedPath)
+			}
 			return nil
 		}
 		if !errors.Is(err, index.ErrCorrupt) {
@@ -292,29 +303,99 @@ func (e *Engine) openProject(ctx context.Context) error {
 		}
 		damage = err
 	}
-	aside, err := moveAside(dbPath)
-	if err != nil {
-		return fmt.Errorf("%v; moving it aside failed: %w (move .snag/%s and its -wal and -shm away, then start it again: snag daemon --root %s)", damage, err, project.DBFile, e.root)
+	aside := ""
+	if damage != nil {
+		if err := touchSynced(owedPath); err != nil {
+			return fmt.Errorf("%v; noting that it is being rebuilt failed: %w (make room on the disk, then start it again: snag daemon --root %s)", damage, err, e.root)
+		}
+		owed = true
+		if aside, err = moveAside(dbPath); err != nil {
+			return fmt.Errorf("%v; moving it aside failed: %w (move .snag/%s and its -wal and -shm away, then start it again: snag daemon --root %s)", damage, err, project.DBFile, e.root)
+		}
+		e.log.Warn("snag.db is damaged: moved it aside; rebuilding the index from the task files",
+			"problem", damage.Error(), "moved_to", aside)
 	}
-	e.log.Warn("snag.db is damaged: moved it aside; rebuilding the index from the task files",
-		"problem", damage.Error(), "moved_to", aside)
+	failpoint.Hit("start", StepRebuilding)
+	opts := index.BuildOptions{OnStep: func(_ context.Context, step string) error { return failpoint.Hit("start", step) }}
+	if owed {
+		opts.Fence = time.Now().UnixMilli()
+	}
+	st, err := project.Build(ctx, e.root, opts)
+	if err != nil {
+		if damage != nil {
+			return fmt.Errorf("rebuild the index after moving the damaged one to %s: %w", aside, err)
+		}
+		return err
+	}
+	failpoint.Hit("start", StepRebuilt)
 	if e.p, err = project.Open(ctx, e.root); err != nil {
 		return err
 	}
-	failpoint.Hit("start", StepRebuilding)
-	st, err := e.p.Rebuild(ctx)
-	if err == nil {
-		err = e.p.DB.Fence(ctx, time.Now().UnixMilli())
-	}
-	if err != nil {
+	if err := e.p.WritePlan(ctx); err != nil {
 		e.p.Close()
 		e.p = nil
-		return fmt.Errorf("rebuild the index after moving the damaged one to %s: %w", aside, err)
+		return err
 	}
-	failpoint.Hit("start", StepRebuilt)
-	e.log.Warn("index rebuilt from the task files; claimed tasks keep detached leases until their agents register again",
-		"files", st.Files, "failed", st.Failed, "took", st.Duration, "old_db", aside)
+	switch {
+	case damage != nil:
+		e.log.Warn("index rebuilt from the task files; claimed tasks keep detached leases until their agents register again",
+			"files", st.Files, "failed", st.Failed, "took", st.Duration, "old_db", aside)
+	case owed:
+		e.log.Warn("index rebuilt from the task files, after a start cut off while rebuilding it; claimed tasks keep detached leases until their agents register again",
+			"files", st.Files, "failed", st.Failed, "took", st.Duration)
+	default:
+		e.log.Info("index built from the task files: there was no snag.db", "files", st.Files, "failed", st.Failed, "took", st.Duration)
+	}
+	if owed {
+		os.Remove(owedPath) // the build fenced
+	}
 	return nil
+}
+
+// fenceOwedSuffix names the file beside snag.db (snag.db-fence) that says
+// a fence is owed: snag.db was found damaged and is being replaced.
+const fenceOwedSuffix = "-fence"
+
+// payFence fences the open index and removes the file that said it was
+// owed.
+func (e *Engine) payFence(ctx context.Context, owedPath string) error {
+	if err := e.p.DB.Fence(ctx, time.Now().UnixMilli()); err != nil {
+		e.p.Close()
+		e.p = nil
+		return fmt.Errorf("fence the rebuilt index: %w", err)
+	}
+	os.Remove(owedPath)
+	return nil
+}
+
+// touchSynced creates the empty file at path, when it is not there, and
+// syncs it and its folder.
+func touchSynced(path string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	d.Close()
+	return err
+}
+
+// missing reports whether there is no database at path to open: no file,
+// or an empty one.
+func missing(path string) bool {
+	fi, err := os.Stat(path)
+	return errors.Is(err, os.ErrNotExist) || (err == nil && fi.Size() == 0)
 }
 
 // moveAside renames a damaged database to snag.db-corrupt-<UTC time>

@@ -3,7 +3,10 @@ package project
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -25,6 +28,26 @@ func (p *Project) Sync(ctx context.Context, hash bool) (index.ScanStats, error) 
 		}
 	}
 	return st, nil
+}
+
+// Build makes the index of the project whose root is root, .snag/snag.db,
+// from the task files where there is none (see [index.Build]). Nothing may
+// open the index until it returns; plan.json is written once it is open
+// ([Project.WritePlan]).
+func Build(ctx context.Context, root string, opts index.BuildOptions) (index.ScanStats, error) {
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return index.ScanStats{}, err
+	}
+	tasks, err := queue.OpenDir(filepath.Join(root, Folder, index.TasksFolder))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return index.ScanStats{}, fmt.Errorf("%w: run snag init to create it", err)
+		}
+		return index.ScanStats{}, err
+	}
+	defer tasks.Close()
+	return index.Build(ctx, filepath.Join(root, Folder, DBFile), tasks, opts)
 }
 
 // Rebuild rebuilds the index from the files and regenerates plan.json.

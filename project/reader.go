@@ -46,12 +46,14 @@ func OpenReader(ctx context.Context, root string) (*Project, error) {
 		return nil, err
 	}
 	defer unlock()
+	buildCache(ctx, root, dbPath)
 	p, err := openAt(ctx, root, dbPath)
 	if errors.Is(err, index.ErrCorrupt) {
 		// A cache can always be rebuilt: start it afresh.
 		for _, sfx := range []string{"", "-wal", "-shm"} {
 			os.Remove(dbPath + sfx)
 		}
+		buildCache(ctx, root, dbPath)
 		p, err = openAt(ctx, root, dbPath)
 	}
 	if err != nil {
@@ -64,6 +66,22 @@ func OpenReader(ctx context.Context, root string) (*Project, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// buildCache makes the private index at dbPath from the task files when
+// there is none (index.Build), which is faster than filling an empty one.
+// A build that fails leaves no file: the open after it makes an empty one,
+// which the sync fills, and reports what is wrong.
+func buildCache(ctx context.Context, root, dbPath string) {
+	if fi, err := os.Stat(dbPath); err == nil && fi.Size() > 0 || err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	tasks, err := queue.OpenDir(filepath.Join(root, Folder, index.TasksFolder))
+	if err != nil {
+		return
+	}
+	defer tasks.Close()
+	index.Build(ctx, dbPath, tasks, index.BuildOptions{})
 }
 
 // cachePath is where the private index of the project at root lives. When
