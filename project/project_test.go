@@ -208,3 +208,40 @@ func TestFixKeepsASaveLeftInATempFile(t *testing.T) {
 		t.Errorf("the temp file is still there: %v", err)
 	}
 }
+
+// TestOpenReaderBuildsItsCacheAndWritesThePlan reads a project with no
+// private index yet, whose plan.json is out of date: the reader builds its
+// index from the files (index.Build), and the plan it writes is the files'
+// even though the sync after the build finds nothing new.
+func TestOpenReaderBuildsItsCacheAndWritesThePlan(t *testing.T) {
+	ctx := context.Background()
+	root := sample(t)
+	t.Setenv(CacheEnv, t.TempDir())
+	stale := []byte(`{"version":1,"tasks":[]}` + "\n")
+	if err := os.WriteFile(filepath.Join(root, Folder, PlanFile), stale, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := OpenReader(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	got, err := os.ReadFile(p.Abs(PlanFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("../.snag-example/plan.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("plan.json after a first read without snagd is not the files' plan:\n%s", cmp.Diff(string(want), string(got)))
+	}
+	n, err := p.DB.Count(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Tasks == 0 {
+		t.Error("the reader's index is empty")
+	}
+}

@@ -46,14 +46,14 @@ func OpenReader(ctx context.Context, root string) (*Project, error) {
 		return nil, err
 	}
 	defer unlock()
-	buildCache(ctx, root, dbPath)
+	built := buildCache(ctx, root, dbPath)
 	p, err := openAt(ctx, root, dbPath)
 	if errors.Is(err, index.ErrCorrupt) {
 		// A cache can always be rebuilt: start it afresh.
 		for _, sfx := range []string{"", "-wal", "-shm"} {
 			os.Remove(dbPath + sfx)
 		}
-		buildCache(ctx, root, dbPath)
+		built = buildCache(ctx, root, dbPath)
 		p, err = openAt(ctx, root, dbPath)
 	}
 	if err != nil {
@@ -61,7 +61,13 @@ func OpenReader(ctx context.Context, root string) (*Project, error) {
 		return nil, err
 	}
 	p.cleanup = cleanup
-	if _, err := p.Sync(ctx, false); err != nil {
+	st, err := p.Sync(ctx, false)
+	if err == nil && built && !st.Changed() {
+		// The build read every file, so the sync found nothing new; the
+		// files may still differ from plan.json.
+		err = p.WritePlan(ctx)
+	}
+	if err != nil {
 		p.Close()
 		return nil, err
 	}
@@ -69,19 +75,21 @@ func OpenReader(ctx context.Context, root string) (*Project, error) {
 }
 
 // buildCache makes the private index at dbPath from the task files when
-// there is none (index.Build), which is faster than filling an empty one.
-// A build that fails leaves no file: the open after it makes an empty one,
-// which the sync fills, and reports what is wrong.
-func buildCache(ctx context.Context, root, dbPath string) {
+// there is none (index.Build), which is faster than filling an empty one,
+// and reports whether it did. A build that fails leaves no file: the open
+// after it makes an empty one, which the sync fills, and reports what is
+// wrong.
+func buildCache(ctx context.Context, root, dbPath string) bool {
 	if fi, err := os.Stat(dbPath); err == nil && fi.Size() > 0 || err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return
+		return false
 	}
 	tasks, err := queue.OpenDir(filepath.Join(root, Folder, index.TasksFolder))
 	if err != nil {
-		return
+		return false
 	}
 	defer tasks.Close()
-	index.Build(ctx, dbPath, tasks, index.BuildOptions{})
+	_, err = index.Build(ctx, dbPath, tasks, index.BuildOptions{})
+	return err == nil
 }
 
 // cachePath is where the private index of the project at root lives. When
