@@ -126,17 +126,26 @@ func TestHTTPTools(t *testing.T) {
 		t.Errorf("no session of go-http-test over http in %+v", ss.Sessions)
 	}
 
-	cmd := exec.Command(snagBin, "log", "--json", "--limit", "100")
-	cmd.Dir, cmd.Env = e.root, e.environ()
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("snag log: %v", err)
-	}
-	for _, want := range []string{"snag_list GET /tasks", "snag_claim POST /claim", "snag_release POST /tasks/" + key + "/release",
-		"testing release over http", "snag_add POST /tasks", "go-http-test"} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("the audit log does not say %q:\n%s", want, out)
+	// snag log reads snag.db itself, and a tool call's own line is written
+	// after its answer has gone (within index.AuditDelay): look again until
+	// every line is there, or for 10 s.
+	wants := []string{"snag_list GET /tasks", "snag_claim POST /claim", "snag_release POST /tasks/" + key + "/release",
+		"testing release over http", "snag_add POST /tasks", "go-http-test"}
+	var lacking []string
+	var out []byte
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		cmd := exec.Command(snagBin, "log", "--json", "--limit", "100")
+		cmd.Dir, cmd.Env = e.root, e.environ()
+		if out, err = cmd.Output(); err != nil {
+			t.Fatalf("snag log: %v", err)
 		}
+		lacking = slices.DeleteFunc(slices.Clone(wants), func(w string) bool { return strings.Contains(string(out), w) })
+		if len(lacking) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, want := range lacking {
+		t.Errorf("the audit log does not say %q:\n%s", want, out)
 	}
 }
 
