@@ -148,7 +148,6 @@ func build(ctx context.Context, dbPath string, dir *queue.Dir, opts BuildOptions
 	ftsDone := make(chan error, 1)
 	go func() { ftsDone <- writeFTS(fconn, rows) }()
 	err = buildRows(ctx, conn, rd, entries, rows, &st, opts, step)
-	close(rows)
 	if ferr := <-ftsDone; err == nil && ferr != nil {
 		err = fmt.Errorf("full-text index: %w", ferr)
 	}
@@ -222,10 +221,17 @@ func openBuildConn(ctx context.Context, path string) (*sqlite.Conn, error) {
 
 // buildRows writes every file's row into the database on conn in one
 // transaction, as a bulk load into empty tables does (scan), handing each
-// row's text to the full-text writer through rows; then it makes the
+// row's text to the full-text writer through rows, which it closes after
+// the last row, so the full-text index is finished while it makes the
 // secondary indexes and triggers, marks duplicates and, when asked, fences.
 func buildRows(ctx context.Context, conn *sqlite.Conn, rd *reader, entries []queue.Entry, rows chan<- ftsRow,
 	st *ScanStats, opts BuildOptions, step func(string) error) (err error) {
+	closed := false
+	defer func() {
+		if !closed {
+			close(rows)
+		}
+	}()
 	end, err := sqlitex.ImmediateTransaction(conn)
 	if err != nil {
 		return err
@@ -263,6 +269,8 @@ func buildRows(ctx context.Context, conn *sqlite.Conn, rd *reader, entries []que
 		}
 		countChange(st, r, ch)
 	}
+	close(rows)
+	closed = true
 	if err := step(StepBuildLoaded); err != nil {
 		return err
 	}
@@ -281,8 +289,9 @@ func buildRows(ctx context.Context, conn *sqlite.Conn, rd *reader, entries []que
 }
 
 // writeFTS fills the full-text table on conn with rows, in one
-// transaction, until rows is closed. After an error it takes the rest of
-// rows without writing them, so the sender never waits for it.
+// transaction, until rows is closed, and then merges it into one segment
+// (see optimizeFTSSQL). After an error it takes the rest of rows without
+// writing them, so the sender never waits for it.
 func writeFTS(conn *sqlite.Conn, rows <-chan ftsRow) (err error) {
 	defer func() {
 		for range rows {
@@ -293,12 +302,19 @@ func writeFTS(conn *sqlite.Conn, rows <-chan ftsRow) (err error) {
 		return err
 	}
 	defer end(&err)
+	first := true
 	for r := range rows {
 		if err := exec(conn, insertFTSSQL, r.n, r.title, r.body, r.console, r.files); err != nil {
 			return err
 		}
+		if first { // see optimizeFTSSQL
+			first = false
+			if err := splitFTS(conn); err != nil {
+				return err
+			}
+		}
 	}
-	return nil
+	return sqlitex.ExecuteTransient(conn, optimizeFTSSQL, nil)
 }
 
 // copyFTS replaces the full-text index's tables on conn with those of the

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -208,4 +211,74 @@ func asJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestEditsAfterALoadLeaveItsFullTextIndexAlone makes the index of 2,000
+// generated tasks by each load into empty tables (a cold Build, a Rebuild,
+// a first scan), then edits one file at a time, 30 times, and watches the
+// write-ahead log: each edit writes its own pages (about 14), never the
+// load's full-text index again. Before a load ended with its full-text
+// index on a level of its own, the 15th edit or so merged it with the
+// edits' small segments (FTS5's crisis merge) and wrote it all: hundreds
+// of pages here, 1,500 at 10,000 tasks.
+func TestEditsAfterALoadLeaveItsFullTextIndexAlone(t *testing.T) {
+	folder := filepath.Join(t.TempDir(), "tasks")
+	if err := taskgen.Write(folder, 2000, 3); err != nil {
+		t.Fatal(err)
+	}
+	for _, load := range []string{"build", "rebuild", "scan"} {
+		t.Run(load, func(t *testing.T) {
+			ctx := t.Context()
+			dir := openDir(t, folder)
+			path := filepath.Join(t.TempDir(), "snag.db")
+			if load == "build" {
+				if _, err := index.Build(ctx, path, dir, index.BuildOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			db := openDB(t, path)
+			switch load {
+			case "rebuild":
+				_, err := db.Rebuild(ctx, dir)
+				must(t, err)
+			case "scan":
+				_, err := db.Scan(ctx, dir, index.ScanOptions{})
+				must(t, err)
+			}
+			entries, err := dir.List()
+			must(t, err)
+			slices.SortFunc(entries, func(a, b queue.Entry) int { return strings.Compare(a.Name, b.Name) })
+			conn := rawConn(t, path)
+			for i := range 30 {
+				// The log is emptied before each edit, so what it holds
+				// after is what the edit wrote.
+				ck := query(t, conn, `PRAGMA wal_checkpoint(TRUNCATE)`)
+				if ck[0]["busy"] != int64(0) {
+					t.Fatalf("checkpoint: %v", ck)
+				}
+				name := entries[i*11].Name
+				file := filepath.Join(folder, name)
+				raw, err := os.ReadFile(file)
+				must(t, err)
+				edited, err := queue.Edit(raw, queue.Set("title", fmt.Sprintf("Edited %d in %s", i, load)))
+				must(t, err)
+				must(t, os.WriteFile(file, edited, 0o644))
+				t.Cleanup(func() { os.WriteFile(file, raw, 0o644) })
+				_, err = db.SyncFile(ctx, dir, name)
+				must(t, err)
+				fi, err := os.Stat(path + "-wal")
+				must(t, err)
+				if pages := fi.Size() / (8192 + 24); pages > 100 { // a frame is a page and its header
+					t.Errorf("edit %d after a %s wrote %d pages; an edit writes about 14", i+1, load, pages)
+				}
+			}
+		})
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }
