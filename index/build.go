@@ -136,7 +136,7 @@ func build(ctx context.Context, dbPath string, dir *queue.Dir, opts BuildOptions
 			fconn.Close()
 		}
 	}()
-	for _, q := range []string{ftsSQL, ftsHashSizeSQL} {
+	for _, q := range []string{ftsSQL, ftsHashSizeSQL, automergeOffSQL} {
 		if err := sqlitex.ExecuteTransient(fconn, q, nil); err != nil {
 			return st, fmt.Errorf("full-text index: %w", err)
 		}
@@ -290,7 +290,7 @@ func buildRows(ctx context.Context, conn *sqlite.Conn, rd *reader, entries []que
 
 // writeFTS fills the full-text table on conn with rows, in one
 // transaction, until rows is closed, and then merges it into one segment
-// (see optimizeFTSSQL). After an error it takes the rest of rows without
+// (see optimizeFTSSQL and automergeOffSQL). After an error it takes the rest of rows without
 // writing them, so the sender never waits for it.
 func writeFTS(conn *sqlite.Conn, rows <-chan ftsRow) (err error) {
 	defer func() {
@@ -314,7 +314,12 @@ func writeFTS(conn *sqlite.Conn, rows <-chan ftsRow) (err error) {
 			}
 		}
 	}
-	return sqlitex.ExecuteTransient(conn, optimizeFTSSQL, nil)
+	for _, q := range []string{optimizeFTSSQL, automergeOnSQL} {
+		if err := sqlitex.ExecuteTransient(conn, q, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // copyFTS replaces the full-text index's tables on conn with those of the
