@@ -279,7 +279,7 @@ func buildRows(ctx context.Context, conn *sqlite.Conn, rd *reader, entries []que
 			return err
 		}
 	}
-	if err := markAllDups(conn); err != nil {
+	if err := markAllDups(conn, true); err != nil {
 		return err
 	}
 	if opts.Fence > 0 {

@@ -704,7 +704,7 @@ func (w *writer) beginBulk(rebuild bool) (end func() error, err error) {
 				return err
 			}
 		}
-		return markAllDups(conn)
+		return markAllDups(conn, w.fresh)
 	}, nil
 }
 
@@ -1010,15 +1010,22 @@ func (w *writer) markDups() error {
 
 // markAllDups sets the duplicate flag of every row from scratch, writing
 // only the rows whose flag changes. A row is a duplicate when another has
-// its id or its alias; a file that never parsed has neither.
-func markAllDups(conn *sqlite.Conn) error {
-	err := sqlitex.Execute(conn, `
+// its id or its alias; a file that never parsed has neither. In a load into empty tables (fresh)
+// every row was written with the flag clear, so only the duplicates are
+// looked at and set, through the indexes of ids and aliases: the look at
+// every row read the whole table again (0.43 s of a cold build at
+// 100,000 tasks).
+func markAllDups(conn *sqlite.Conn, fresh bool) error {
+	const dups = `
 		WITH d(n) AS (
 			SELECT n FROM tasks WHERE id IN (SELECT id FROM tasks WHERE id != '' GROUP BY id HAVING count(*) > 1)
 			UNION
-			SELECT n FROM tasks WHERE key IN (SELECT key FROM tasks WHERE key != '' GROUP BY key HAVING count(*) > 1))
-		UPDATE tasks SET dup = (n IN d) WHERE dup != (n IN d)`, nil)
-	if err != nil {
+			SELECT n FROM tasks WHERE key IN (SELECT key FROM tasks WHERE key != '' GROUP BY key HAVING count(*) > 1))`
+	q := dups + ` UPDATE tasks SET dup = (n IN d) WHERE dup != (n IN d)`
+	if fresh {
+		q = dups + ` UPDATE tasks SET dup = 1 WHERE n IN d`
+	}
+	if err := sqlitex.Execute(conn, q, nil); err != nil {
 		return fmt.Errorf("mark duplicates: %w", err)
 	}
 	return nil

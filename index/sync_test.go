@@ -370,7 +370,10 @@ func TestFileThatNeverParsedHasARowWithItsError(t *testing.T) {
 }
 
 func TestDuplicateIDs(t *testing.T) {
-	for _, via := range []string{"SyncFile", "Scan"} {
+	// A rebuild is a load into empty tables, which marks only the
+	// duplicates it finds (Build marks them the same way: see
+	// TestBuildMatchesRebuild).
+	for _, via := range []string{"SyncFile", "Scan", "Rebuild"} {
 		t.Run(via, func(t *testing.T) {
 			e := newEnv(t)
 			a := task(5, "Coupon message vanishes")
@@ -379,8 +382,12 @@ func TestDuplicateIDs(t *testing.T) {
 			na, nb := e.put(a), e.put(b)
 			e.put(c)
 			syncAll := func(names ...string) {
-				if via == "Scan" {
+				switch via {
+				case "Scan":
 					e.scan()
+					return
+				case "Rebuild":
+					e.rebuild()
 					return
 				}
 				for _, n := range names {
