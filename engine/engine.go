@@ -331,11 +331,9 @@ func (e *Engine) openProject(ctx context.Context) error {
 	if e.p, err = project.Open(ctx, e.root); err != nil {
 		return err
 	}
-	if err := e.p.WritePlan(ctx); err != nil {
-		e.p.Close()
-		e.p = nil
-		return err
-	}
+	// plan.json is written as after any change, in the background, not
+	// before snagd is ready: at 100,000 tasks it takes seconds.
+	e.writePlan(ctx)
 	switch {
 	case damage != nil:
 		e.log.Warn("index rebuilt from the task files; claimed tasks keep detached leases until their agents register again",
