@@ -331,9 +331,9 @@ func (e *Engine) openProject(ctx context.Context) error {
 	if e.p, err = project.Open(ctx, e.root); err != nil {
 		return err
 	}
-	// plan.json is written as after any change, in the background, not
-	// before snagd is ready: at 100,000 tasks it takes seconds.
-	e.writePlan(ctx)
+	// plan.json is not written here, before snagd is ready (at 100,000
+	// tasks that takes seconds): the start's rescan asks for it, as after
+	// any change, and it is written in the background.
 	switch {
 	case damage != nil:
 		e.log.Warn("index rebuilt from the task files; claimed tasks keep detached leases until their agents register again",
