@@ -350,15 +350,7 @@ func TestS3_CorruptDB(t *testing.T) {
 			} else {
 				t.Logf("moved aside: %v", asides)
 			}
-			files, leases := crCheck(t, d2)
-			f := files["SNAG-11"]
-			l, ok := leases[f.ID]
-			if f.Status != "claimed" || !ok || l.Holder != a.Name || !l.Detached {
-				t.Fatalf("SNAG-11: %+v, lease %+v; want claimed by %s with a detached lease", f, l, a.Name)
-			}
-			if c.aside && l.Epoch <= epoch+1_000_000 {
-				t.Errorf("the rebuilt lease's epoch %d is not above the old ones (%d)", l.Epoch, epoch)
-			}
+			_, f := s3Detached(t, d2, a.Name, epoch, c.aside)
 			var s struct{ ID int64 }
 			if code := d2.do("POST", "/sessions", map[string]any{"name": a.Name}, &s); code != 201 {
 				t.Fatalf("register again: %d", code)
@@ -441,20 +433,31 @@ func TestS3_KilledWhileRebuilding(t *testing.T) {
 					t.Errorf("%s is left after the second start", filepath.Base(p))
 				}
 			}
-			files, leases := crCheck(t, d2)
-			f := files["SNAG-11"]
-			l, ok := leases[f.ID]
-			if f.Status != "claimed" || !ok || l.Holder != a.Name || !l.Detached {
-				t.Fatalf("SNAG-11: %+v, lease %+v; want claimed by %s with a detached lease", f, l, a.Name)
-			}
-			if c.damaged && l.Epoch <= epoch+1_000_000 {
-				t.Errorf("the rebuilt lease's epoch %d is not above the old ones (%d)", l.Epoch, epoch)
-			}
+			files, _ := s3Detached(t, d2, a.Name, epoch, c.damaged)
 			if len(files) < 10 {
 				t.Errorf("%d task files: the sample should have more", len(files))
 			}
 		})
 	}
+}
+
+// s3Detached checks, after a start that rebuilt the index, that the files
+// and the index agree (crCheck) and that SNAG-11, which the agent holder
+// had claimed, is claimed with a detached lease in its name; with fenced,
+// that the lease's epoch is above every one before the rebuild (epoch). It
+// returns the task files by key and SNAG-11's.
+func s3Detached(t *testing.T, d *daemon, holder string, epoch int64, fenced bool) (map[string]crFile, crFile) {
+	t.Helper()
+	files, leases := crCheck(t, d)
+	f := files["SNAG-11"]
+	l, ok := leases[f.ID]
+	if f.Status != "claimed" || !ok || l.Holder != holder || !l.Detached {
+		t.Fatalf("SNAG-11: %+v, lease %+v; want claimed by %s with a detached lease", f, l, holder)
+	}
+	if fenced && l.Epoch <= epoch+1_000_000 {
+		t.Errorf("the rebuilt lease's epoch %d is not above the old ones (%d)", l.Epoch, epoch)
+	}
+	return files, f
 }
 
 // TestS3_503WhileRebuilding: while snagd rebuilds a damaged snag.db (held

@@ -95,14 +95,10 @@ func build(ctx context.Context, dbPath string, dir *queue.Dir, opts BuildOptions
 		}
 		return opts.OnStep(ctx, name)
 	}
-	entries, err := dir.List()
-	switch {
-	case errors.Is(err, queue.ErrFolderGone):
-		st.FolderGone = true
-	case err != nil:
+	entries, err := list(dir, &st)
+	if err != nil {
 		return st, err
 	}
-	st.Files = len(entries)
 	// In the order of their paths, as a bulk load writes them (see scan).
 	slices.SortFunc(entries, func(a, b queue.Entry) int { return strings.Compare(a.Name, b.Name) })
 

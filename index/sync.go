@@ -175,19 +175,29 @@ func splitFTS(conn *sqlite.Conn) error {
 // load: it bounds the parsed tasks held in memory.
 const scanWindow = 1024
 
-func (db *DB) scan(ctx context.Context, dir *queue.Dir, opts ScanOptions, rebuild bool) (ScanStats, error) {
-	start := time.Now()
-	var st ScanStats
+// list lists the task files of dir and counts them in st. A tasks/ that is
+// not there (a branch without it is checked out) is no error: the files say
+// there are no tasks, st says the folder is gone, and it is looked at again
+// next time.
+func list(dir *queue.Dir, st *ScanStats) ([]queue.Entry, error) {
 	entries, err := dir.List()
 	switch {
 	case errors.Is(err, queue.ErrFolderGone):
-		// tasks/ is not there (a branch without it is checked out): the
-		// files say there are no tasks. It is looked at again next time.
 		st.FolderGone = true
 	case err != nil:
-		return st, err
+		return nil, err
 	}
 	st.Files = len(entries)
+	return entries, nil
+}
+
+func (db *DB) scan(ctx context.Context, dir *queue.Dir, opts ScanOptions, rebuild bool) (ScanStats, error) {
+	start := time.Now()
+	var st ScanStats
+	entries, err := list(dir, &st)
+	if err != nil {
+		return st, err
+	}
 	known := map[string]rowInfo{}
 	if !rebuild {
 		err = db.withConn(ctx, func(conn *sqlite.Conn) error {
