@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snagdev/snag/api"
 	snagd "github.com/snagdev/snag/daemon"
 	"github.com/snagdev/snag/internal/snagdtest"
 	"github.com/snagdev/snag/queue"
@@ -744,7 +745,9 @@ func newCheckoutRepo(b *testing.B, common, diff int) *checkoutRepo {
 }
 
 // matches reports whether the daemon's list of every task is the branch's
-// set of tasks, each with the title its file has.
+// set of tasks, each with the title its file has. A claimed task whose file
+// the branch lacks is listed too, as missing (it keeps its lease until its
+// file is back), and counts as absent.
 func (r *checkoutRepo) matches(d *benchDaemon, branch string) bool {
 	want := r.want[branch]
 	got, cursor := 0, ""
@@ -754,14 +757,18 @@ func (r *checkoutRepo) matches(d *benchDaemon, branch string) bool {
 			return false
 		}
 		var page struct {
-			Tasks []struct{ Key, Title string }
+			Tasks []struct{ Key, Title, State string }
 			Next  string
 		}
 		if json.Unmarshal(body, &page) != nil {
 			return false
 		}
 		for _, t := range page.Tasks {
-			if title, ok := want[t.Key]; !ok || title != t.Title {
+			title, ok := want[t.Key]
+			if t.State == api.StateMissing && !ok {
+				continue // a claimed task whose file the branch lacks keeps its row, as missing
+			}
+			if !ok || title != t.Title || t.State == api.StateMissing {
 				return false
 			}
 			got++
