@@ -286,8 +286,8 @@ func buildRows(ctx context.Context, conn *sqlite.Conn, rd *reader, entries []que
 
 // writeFTS fills the full-text table on conn with rows, in one
 // transaction, until rows is closed, and then merges it into one segment
-// (see optimizeFTSSQL and automergeOffSQL). After an error it takes the rest of rows without
-// writing them, so the sender never waits for it.
+// (see optimizeFTSSQL and automergeOffSQL). After an error it takes the
+// rest of rows without writing them, so the sender never waits for it.
 func writeFTS(conn *sqlite.Conn, rows <-chan ftsRow) (err error) {
 	defer func() {
 		for range rows {
@@ -298,19 +298,13 @@ func writeFTS(conn *sqlite.Conn, rows <-chan ftsRow) (err error) {
 		return err
 	}
 	defer end(&err)
-	first := true
+	split := false
 	for r := range rows {
-		if err := exec(conn, insertFTSSQL, r.n, r.title, r.body, r.console, r.files); err != nil {
+		if err := insertLoadFTS(conn, r, &split); err != nil {
 			return err
 		}
-		if first { // see optimizeFTSSQL
-			first = false
-			if err := splitFTS(conn); err != nil {
-				return err
-			}
-		}
 	}
-	for _, q := range []string{optimizeFTSSQL, automergeOnSQL} {
+	for _, q := range ftsLoadEnd {
 		if err := sqlitex.ExecuteTransient(conn, q, nil); err != nil {
 			return err
 		}

@@ -146,7 +146,7 @@ const ftsHashSizeSQL = `INSERT INTO tasks_fts (tasks_fts, rank) VALUES ('hashsiz
 // for them (BenchmarkEditVisible's p99). FTS5's optimize merges every
 // segment into one on a new level above the others, where merges of small
 // segments leave it alone; but it leaves a lone segment where it is, so
-// the load flushes its first row into a segment of its own (splitFTS)
+// the load flushes its first row into a segment of its own (insertLoadFTS)
 // and the rest into others, and optimize always has two or more to merge.
 const optimizeFTSSQL = `INSERT INTO tasks_fts (tasks_fts) VALUES ('optimize')`
 
@@ -160,9 +160,23 @@ const (
 	automergeOnSQL  = `INSERT INTO tasks_fts (tasks_fts, rank) VALUES ('automerge', 4)`
 )
 
-// splitFTS flushes FTS5's buffer of terms on conn into a segment: FTS5
-// flushes it when a savepoint begins.
-func splitFTS(conn *sqlite.Conn) error {
+// ftsLoadEnd ends the full-text index of a load into empty tables: one
+// segment above level 0, and automatic merges on again.
+var ftsLoadEnd = []string{optimizeFTSSQL, automergeOnSQL}
+
+// insertLoadFTS adds a row's text to the full-text table on conn in a load
+// into empty tables. The load's first row (*split unset) is flushed into a
+// segment of its own, so the optimize at the end has two or more to merge
+// (see optimizeFTSSQL): FTS5 flushes its buffer of terms when a savepoint
+// begins.
+func insertLoadFTS(conn *sqlite.Conn, r ftsRow, split *bool) error {
+	if err := exec(conn, insertFTSSQL, r.n, r.title, r.body, r.console, r.files); err != nil {
+		return err
+	}
+	if *split {
+		return nil
+	}
+	*split = true
 	for _, q := range []string{`SAVEPOINT fts_split`, `RELEASE fts_split`} {
 		if err := sqlitex.ExecuteTransient(conn, q, nil); err != nil {
 			return fmt.Errorf("full-text index: %w", err)
@@ -706,7 +720,7 @@ func (w *writer) beginBulk(rebuild bool) (end func() error, err error) {
 		}
 	}
 	if w.fresh {
-		recreate = append(recreate, optimizeFTSSQL, automergeOnSQL)
+		recreate = append(recreate, ftsLoadEnd...)
 	}
 	return func() error {
 		for _, q := range recreate {
@@ -884,17 +898,14 @@ func (w *writer) ftsInsert(n int64, title, body, console, files string) error {
 	if !w.bulk {
 		return nil
 	}
-	if w.ftsRow != nil {
-		return w.ftsRow(ftsRow{n, title, body, console, files})
+	r := ftsRow{n, title, body, console, files}
+	switch {
+	case w.ftsRow != nil:
+		return w.ftsRow(r)
+	case w.fresh:
+		return insertLoadFTS(w.conn, r, &w.ftsSplit)
 	}
-	if err := exec(w.conn, insertFTSSQL, n, title, body, console, files); err != nil {
-		return err
-	}
-	if w.fresh && !w.ftsSplit { // see optimizeFTSSQL
-		w.ftsSplit = true
-		return splitFTS(w.conn)
-	}
-	return nil
+	return exec(w.conn, insertFTSSQL, n, title, body, console, files)
 }
 
 // ftsDelete takes a row's text out of the full-text index before the row

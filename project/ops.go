@@ -32,13 +32,19 @@ func (p *Project) Sync(ctx context.Context, hash bool) (index.ScanStats, error) 
 
 // Build makes the index of the project whose root is root, .snag/snag.db,
 // from the task files where there is none (see [index.Build]). Nothing may
-// open the index until it returns; plan.json is written once it is open
-// ([Project.WritePlan]).
+// open the index until it returns. It writes no plan.json: snagd's first
+// rescan asks for one, and [Project.WritePlan] writes it.
 func Build(ctx context.Context, root string, opts index.BuildOptions) (index.ScanStats, error) {
 	root, err := filepath.Abs(root)
 	if err != nil {
 		return index.ScanStats{}, err
 	}
+	return build(ctx, root, filepath.Join(root, Folder, DBFile), opts)
+}
+
+// build makes the index at dbPath from the task files of the project at
+// root.
+func build(ctx context.Context, root, dbPath string, opts index.BuildOptions) (index.ScanStats, error) {
 	tasks, err := queue.OpenDir(filepath.Join(root, Folder, index.TasksFolder))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -47,7 +53,7 @@ func Build(ctx context.Context, root string, opts index.BuildOptions) (index.Sca
 		return index.ScanStats{}, err
 	}
 	defer tasks.Close()
-	return index.Build(ctx, filepath.Join(root, Folder, DBFile), tasks, opts)
+	return index.Build(ctx, dbPath, tasks, opts)
 }
 
 // Rebuild rebuilds the index from the files and regenerates plan.json.

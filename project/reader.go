@@ -83,12 +83,7 @@ func buildCache(ctx context.Context, root, dbPath string) bool {
 	if fi, err := os.Stat(dbPath); err == nil && fi.Size() > 0 || err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false
 	}
-	tasks, err := queue.OpenDir(filepath.Join(root, Folder, index.TasksFolder))
-	if err != nil {
-		return false
-	}
-	defer tasks.Close()
-	_, err = index.Build(ctx, dbPath, tasks, index.BuildOptions{})
+	_, err := build(ctx, root, dbPath, index.BuildOptions{})
 	return err == nil
 }
 
