@@ -364,6 +364,10 @@ var allTypes = []any{
 	api.Sessions{}, api.EndRequest{}, api.Ended{}, api.AuditEntry{}, api.AuditLog{}, api.Reindexed{},
 	api.Rescanned{}, api.LoginCode{}, api.Event{}, api.EventTask{}, api.Error{}, api.ListQuery{},
 	api.SearchQuery{}, api.AuditQuery{}, api.Route{},
+	api.FileClaim{}, api.FilesRequest{}, api.FilesClaimed{}, api.FilesReleased{}, api.FilesCheck{}, api.FilesChecked{},
+	api.FileClaims{}, api.ForceReleaseRequest{}, api.GuardRequest{}, api.Guarded{}, api.Message{}, api.ReportRequest{},
+	api.Messages{}, api.HandoffRequest{}, api.HandedOff{}, api.ContextRequest{}, api.HeldTask{}, api.AgentView{},
+	api.Context{}, api.MessageQuery{},
 }
 
 // TestEveryTypeIsInTheReference checks that allTypes names every struct

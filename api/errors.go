@@ -111,6 +111,49 @@ const (
 	CodeNoStream = "no_stream"
 	// CodeInternal (500): anything else; the message says what.
 	CodeInternal = "internal"
+
+	// CodeBadToolsets (400): /mcp?toolsets= names a toolset snag lacks.
+	CodeBadToolsets = "bad_toolsets"
+	// CodeNoPaths (400): a file claim or check names no paths.
+	CodeNoPaths = "no_paths"
+	// CodeTooManyPaths (400): a file claim names over 100 paths.
+	CodeTooManyPaths = "too_many_paths"
+	// CodeBadPath (400): a path is not one snag claims: outside the
+	// repository, absolute, with NUL, the whole repository, a bad glob.
+	CodeBadPath = "bad_path"
+	// CodeBadTTL (400): ttl_sec is out of 1 to 86400.
+	CodeBadTTL = "bad_ttl"
+	// CodeExpired (in a claim's answer): the session's claim expired
+	// before its renewal came; it has ended, and the next claim is new.
+	CodeExpired = "expired"
+	// CodeFilesHeld (in a claim's answer, 409 elsewhere): another agent's
+	// live claim overlaps the paths.
+	CodeFilesHeld = "files_held"
+	// CodeNotClaimed (404): a person's release of a path no one claims.
+	CodeNotClaimed = "not_claimed"
+	// CodeNameKept (in a context's name_note): the session keeps its name.
+	CodeNameKept = "name_kept"
+	// CodeBadName (400): a name asked for is not letters, digits, - and _.
+	CodeBadName = "bad_name"
+	// CodeNoMessage (400): a report says nothing.
+	CodeNoMessage = "no_message"
+	// CodeLongMessage (400): a report's message is over 500 bytes.
+	CodeLongMessage = "long_message"
+	// CodeLongDetail (400): a report's detail is over 8000 bytes.
+	CodeLongDetail = "long_detail"
+	// CodeNoAddressee (400): a handoff names no agent.
+	CodeNoAddressee = "no_addressee"
+	// CodeNoTitle (400): a handoff has no title.
+	CodeNoTitle = "no_title"
+	// CodeLongTitle (400): a handoff's title is over 200 bytes.
+	CodeLongTitle = "long_title"
+	// CodeLongBody (400): a handoff's body is over 8000 bytes.
+	CodeLongBody = "long_body"
+	// CodeToSelf (400): an agent hands off to itself.
+	CodeToSelf = "to_self"
+	// CodeNotLive (409): a task handed to an agent with no live session;
+	// nothing moved.
+	CodeNotLive = "not_live"
 )
 
 // Codes lists every error code, for the reference and its test.
@@ -121,6 +164,9 @@ var Codes = []string{
 	CodeNoReason, CodeNotFound, CodeSessionEnded, CodeNotClean, CodeHeld, CodeHolding, CodeNotHeld,
 	CodeStale, CodeBlocked, CodeMissing, CodeTransition, CodeNoCaptureURL, CodeVerifyUnavailable,
 	CodeStarting, CodeBusy, CodeChanging, CodeDiskFull, CodeNoStream, CodeInternal,
+	CodeBadToolsets, CodeNoPaths, CodeTooManyPaths, CodeBadPath, CodeBadTTL, CodeExpired, CodeFilesHeld,
+	CodeNotClaimed, CodeNameKept, CodeBadName, CodeNoMessage, CodeLongMessage, CodeLongDetail, CodeNoAddressee,
+	CodeNoTitle, CodeLongTitle, CodeLongBody, CodeToSelf, CodeNotLive,
 }
 
 // The headers of an agent's request.

@@ -100,3 +100,23 @@ func (q AuditQuery) Encode() string {
 	}
 	return v.Encode()
 }
+
+// MessageQuery is the query of GET /reports and GET /handoffs.
+type MessageQuery struct {
+	// To keeps the handoffs addressed to this agent (to=NAME).
+	To string
+	// Limit is the most messages (limit=N), at most 200; 0: 20.
+	Limit int
+}
+
+// Encode is the query string for q, without the "?".
+func (q MessageQuery) Encode() string {
+	v := url.Values{}
+	if q.To != "" {
+		v.Set("to", q.To)
+	}
+	if q.Limit != 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	return v.Encode()
+}

@@ -67,9 +67,10 @@ var forbidden = map[string][]string{
 	"cmd/snag": lean,
 	"cli":      lean,
 	// Where a project lives on disk, for the lean command line and project.
-	"layout": {module + "/"},
-	"token":  {module + "/"},
-	"gitdir": {module + "/"},
+	"layout":   {module + "/"},
+	"token":    {module + "/"},
+	"gitdir":   {module + "/"},
+	"repopath": {module + "/"},
 	// The verifiers and the approvals are leaves: snagd and the CLI use
 	// them, they use nothing of snag's.
 	"approval": {module + "/"},

@@ -32,6 +32,10 @@ func init() {
 type agentsJSON struct {
 	Sessions []api.LiveSession `json:"sessions"`
 	Leases   []api.Lease       `json:"leases"`
+	// Files are the live file claims (GET /files).
+	Files []api.FileClaim `json:"files"`
+	// Reports are the latest reports, newest first (GET /reports).
+	Reports []api.Message `json:"reports"`
 }
 
 func runAgents(ctx context.Context, c *call) error {
@@ -61,6 +65,15 @@ func runAgents(ctx context.Context, c *call) error {
 	if end {
 		return endAgent(ctx, c, r, got, c.args[1])
 	}
+	files, err := r.cl.Files(ctx)
+	if err != nil {
+		return said(err)
+	}
+	reports, err := r.cl.Reports(ctx, api.MessageQuery{Limit: 50})
+	if err != nil {
+		return said(err)
+	}
+	got.Files, got.Reports = files.Claims, reports.Messages
 	if c.opt.json {
 		b, err := json.MarshalIndent(got, "", "  ")
 		if err != nil {
@@ -109,6 +122,19 @@ func runAgents(ctx context.Context, c *call) error {
 		fmt.Fprintf(c.Stdout, "%-8s %-5s %s  %s, since %s, %s\n", s.Name, s.Transport, state, client,
 			shortAgo(now.Sub(s.Started)), holds)
 		fmt.Fprintf(c.Stdout, "         session %d: %s\n", s.ID, s.Activity.Note)
+		var mine []api.FileClaim
+		for _, f := range got.Files {
+			if f.SessionID == s.ID {
+				mine = append(mine, f)
+			}
+		}
+		printClaims(c.Stdout, mine, "         files: ")
+		for _, m := range got.Reports {
+			if m.From == s.Name {
+				fmt.Fprintf(c.Stdout, "         said %s ago: %q\n", shortAgo(now.Sub(m.Created)), m.Body)
+				break
+			}
+		}
 	}
 	if len(detached) > 0 {
 		fmt.Fprintf(c.Stdout, "detached: %s: each goes to an agent that connects under its name (SNAG_AGENT), or snag release frees it\n",

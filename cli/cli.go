@@ -157,6 +157,9 @@ type options struct {
 	cursor      string
 	body        string
 	reason      string
+	release     string
+	task        string
+	agent       string
 	dryRun      bool
 	wait        bool
 	files       multi

@@ -39,6 +39,8 @@ type MCPOptions struct {
 	In     io.Reader
 	Out    io.Writer
 	Stderr io.Writer
+	// Toolsets are the MCP toolsets to serve (queue, team).
+	Toolsets []string
 	// Start, when set, starts snagd in the background when none answers.
 	Start func(ctx context.Context, root string) (<-chan struct{}, error)
 }

@@ -23,14 +23,17 @@ import (
 
 func init() {
 	register(&command{
-		name: "install", args: "[--http [--port N]] claude-code|cursor|vscode|codex",
+		name: "install", args: "[--http [--port N]] claude-code|cursor|vscode|codex | git-hook",
 		summary: "Register snag mcp with an agent host: write or merge the project's MCP config, keeping every other server.\n\n" +
 			"claude-code: .mcp.json and a snag section in CLAUDE.md; cursor: .cursor/mcp.json; vscode: .vscode/mcp.json;\n" +
 			"codex: prints the ~/.codex/config.toml block and writes nothing. Running it again changes nothing.\n" +
 			"A $SNAG_HOME other than ~/.snag is written into the server's env: hosts start servers with a reduced environment.\n" +
 			"--http registers snagd's /mcp instead, with the token taken from the host's environment ($SNAG_TOKEN) or,\n" +
 			"in VS Code, its secret input; the URL's port is --port, else $SNAG_PORT, else the running snagd's: pin it\n" +
-			"(snag daemon --port N, or SNAG_PORT=N), since snagd otherwise takes the first free of 7654-7664.",
+			"(snag daemon --port N, or SNAG_PORT=N), since snagd otherwise takes the first free of 7654-7664.\n" +
+			"Hosts get the queue and team toolsets (snag mcp --toolsets queue,team).\n\n" +
+			"git-hook: installs snag guard as the repository's pre-commit hook (every worktree shares it), running\n" +
+			"a pre-commit hook already there first; a commit touching another live agent's claimed files is refused.",
 		flags: func(fs *flag.FlagSet, c *call) {
 			fs.Bool("http", false, "register snagd's /mcp (Streamable HTTP) rather than snag mcp over stdio")
 			fs.Int("port", 0, "with --http: the port in the URL (default $SNAG_PORT, else the running snagd's, else 7654)")
@@ -79,12 +82,16 @@ func serverEntry(client, home, url string) string {
 		ms = append(ms, member{"url", raw(url)}, member{"headers", encodeObject([]member{{"Authorization", raw(auth)}})})
 		return string(encodeObject(ms))
 	}
-	ms = append(ms, member{"command", raw("snag")}, member{"args", raw([]string{"mcp"})})
+	ms = append(ms, member{"command", raw("snag")}, member{"args", raw(mcpArgs)})
 	if home != "" {
 		ms = append(ms, member{"env", encodeObject([]member{{"SNAG_HOME", raw(home)}})})
 	}
 	return string(encodeObject(ms))
 }
+
+// mcpArgs are snag mcp's arguments as snag install registers them: the
+// queue toolset and the team's.
+var mcpArgs = []string{"mcp", "--toolsets", "queue,team"}
 
 func raw(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
@@ -163,6 +170,9 @@ func runInstall(ctx context.Context, c *call) error {
 		return usagef("install takes one agent host: snag install %s", strings.Join(installClients, "|"))
 	}
 	client := c.args[0]
+	if client == "git-hook" {
+		return installGitHook(ctx, c)
+	}
 	if !slices.Contains(installClients, client) {
 		return usagef("install: unknown agent host %q: want one of %s", client, strings.Join(installClients, ", "))
 	}
@@ -175,7 +185,7 @@ func runInstall(ctx context.Context, c *call) error {
 	if useHTTP {
 		var port int
 		port, pinned = httpPort(c, root)
-		url = fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+		url = fmt.Sprintf("http://127.0.0.1:%d/mcp?toolsets=queue,team", port)
 	} else if c.fs.Lookup("port").Value.String() != "0" {
 		return usagef("install: --port goes with --http: snag install --http --port 7654 %s", client)
 	}
@@ -562,7 +572,7 @@ func codexBlock(home, url string) string {
 	if url != "" {
 		return fmt.Sprintf("[mcp_servers.snag]\nurl = %q\nbearer_token_env_var = %q\n", url, TokenEnv)
 	}
-	b := "[mcp_servers.snag]\ncommand = \"snag\"\nargs = [\"mcp\"]\n"
+	b := "[mcp_servers.snag]\ncommand = \"snag\"\nargs = [\"mcp\", \"--toolsets\", \"queue,team\"]\n"
 	if home != "" {
 		b += fmt.Sprintf("env = { SNAG_HOME = %q }\n", home)
 	}
@@ -585,7 +595,7 @@ func installCodex(c *call, url string, pinned bool) error {
 	if b, err := os.ReadFile(filepath.Join(codexHome, "config.toml")); err == nil && strings.Contains(string(b), "[mcp_servers.snag]") {
 		fmt.Fprintf(c.Stdout, "%s already has a [mcp_servers.snag] table: check that it matches.\n", where)
 	} else if url == "" && home == "" {
-		fmt.Fprint(c.Stdout, "Or run: codex mcp add snag -- snag mcp\n")
+		fmt.Fprint(c.Stdout, "Or run: codex mcp add snag -- snag mcp --toolsets queue,team\n")
 	}
 	fmt.Fprint(c.Stdout, "\nnext: start codex in the project folder (snag mcp finds the project from there); /mcp lists snag\n")
 	if url != "" {

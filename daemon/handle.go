@@ -143,6 +143,8 @@ var statusOfKind = []struct {
 	{engine.ErrHolding, http.StatusConflict},
 	{engine.ErrNotHeld, http.StatusConflict},
 	{engine.ErrCannotVerify, http.StatusConflict},
+	{engine.ErrFilesHeld, http.StatusConflict},
+	{engine.ErrNotLive, http.StatusConflict},
 }
 
 // fail writes the HTTP answer of an error (see answerOf).

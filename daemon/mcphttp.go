@@ -2,7 +2,10 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -108,7 +111,8 @@ func (h *mcpHTTP) server(r *http.Request) *sdk.Server {
 		return nil // snagd is stopping: the SDK answers 400
 	}
 	s := &mcpSession{live: newEngineBackend(h.d)}
-	opts := mcp.Options{Root: h.d.root, Version: h.d.opts.Version, Log: h.d.log, Daemon: s.live}
+	ts, _ := toolsetsOf(r)
+	opts := mcp.Options{Root: h.d.root, Version: h.d.opts.Version, Log: h.d.log, Daemon: s.live, Toolsets: ts}
 	s.srv = mcp.NewServer(opts)
 	sl.s = s
 	h.mu.Lock()
@@ -117,8 +121,30 @@ func (h *mcpHTTP) server(r *http.Request) *sdk.Server {
 	return s.srv
 }
 
+// toolsetsOf reads the toolsets a session of /mcp asks for in its URL
+// (/mcp?toolsets=queue,team); none asked serves queue.
+func toolsetsOf(r *http.Request) ([]string, error) {
+	var out []string
+	for _, t := range strings.Split(r.URL.Query().Get("toolsets"), ",") {
+		t = strings.TrimSpace(t)
+		switch {
+		case t == "":
+		case !slices.Contains(mcp.Toolsets, t):
+			return nil, fmt.Errorf("toolsets: unknown toolset %q: use %s, comma-separated, as in %s?toolsets=queue,team",
+				t, strings.Join(mcp.Toolsets, ", "), MCPPath)
+		default:
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
 func (h *mcpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := r.Header.Get("Mcp-Session-Id")
+	if _, err := toolsetsOf(r); err != nil {
+		writeError(w, &apiError{http.StatusBadRequest, "bad_toolsets", err.Error()})
+		return
+	}
 	if id == "" {
 		sl := &slot{}
 		h.sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), slotKey{}, sl)))

@@ -43,6 +43,18 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 		d.e.Rescan(ctx)
 		return ok(api.Rescanned{Done: true}), nil
 	}))
+	mux.HandleFunc("POST /context", handle(d, route{caller: agent}, d.teamContext))
+	mux.HandleFunc("GET /files", handle(d, route{}, d.listFiles))
+	mux.HandleFunc("POST /files/claim", handle(d, route{caller: agent}, d.claimFiles))
+	mux.HandleFunc("POST /files/release", handle(d, route{caller: agent}, d.releaseFiles))
+	mux.HandleFunc("POST /files/check", handle(d, route{}, d.checkFiles))
+	mux.HandleFunc("POST /files/force-release", handle(d, route{caller: person,
+		refusal: "an agent frees only its own claims: snag_files {\"action\": \"release\"}"}, d.forceReleaseFile))
+	mux.HandleFunc("POST /guard", handle(d, route{}, d.commitGuard))
+	mux.HandleFunc("POST /reports", handle(d, route{caller: agent}, d.report))
+	mux.HandleFunc("GET /reports", handle(d, route{}, d.messages(index.MessageReport)))
+	mux.HandleFunc("POST /handoffs", handle(d, route{}, d.handoff))
+	mux.HandleFunc("GET /handoffs", handle(d, route{}, d.messages(index.MessageHandoff)))
 	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) { d.serveEvents(ctx, w, r) })
 	d.mcp = d.mcpHandler(ctx)
 	mux.Handle(MCPPath, d.mcp) // MCP over Streamable HTTP: POST, GET (its SSE stream), DELETE

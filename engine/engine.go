@@ -71,6 +71,7 @@ type Engine struct {
 	hub       *Hub
 	streams   *streams
 	live      liveSessions
+	repos     repoRoots // each worktree's repository, for file claims
 	// tasks is p.Tasks, for the writes that prepare their files with no
 	// lock held (commit.go): it stays set when Close lets p go.
 	tasks *queue.Dir

@@ -92,8 +92,9 @@ type Lease struct {
 // it when no live session has it, and adopts that name's detached leases:
 // an agent reconnecting after a rebuilt index gets its work back. Any other
 // session gets the first name of Names that no live session has, no
-// detached lease is held in, and no task file names as its assignee, so a
-// newcomer never takes up another agent's name and work.
+// detached lease is held in, no task file names as its assignee, and no
+// session ended within RecentlyEnded, so a newcomer never takes up another
+// agent's name and work.
 func (db *DB) Register(ctx context.Context, s Session) (Session, error) {
 	now := time.Now()
 	s.Started, s.LastSeen = now, now
@@ -109,8 +110,12 @@ func (db *DB) Register(ctx context.Context, s Session) (Session, error) {
 		if !asked {
 			// Names in use by work: detached leases and the files' assignees
 			// (of any status: a resolved task's assignee is its author).
+			// and the names of sessions that ended lately, whose agents may
+			// come back to ask for them.
 			err := sqlitex.Execute(conn, `SELECT holder FROM leases WHERE ended IS NULL
-				UNION SELECT upper(assignee) FROM tasks WHERE assignee != ''`, &sqlitex.ExecOptions{
+				UNION SELECT upper(assignee) FROM tasks WHERE assignee != ''
+				UNION SELECT name FROM sessions WHERE ended > :since`, &sqlitex.ExecOptions{
+				Named:      map[string]any{":since": now.Add(-RecentlyEnded).UnixNano()},
 				ResultFunc: func(st *sqlite.Stmt) error { taken[st.ColumnText(0)] = true; return nil },
 			})
 			if err != nil {
@@ -133,10 +138,10 @@ func (db *DB) Register(ctx context.Context, s Session) (Session, error) {
 			}
 		}
 		err = sqlitex.Execute(conn, `INSERT INTO sessions (name, client, client_version, pid, pid_start, boot_id,
-			host, transport, root, started, last_seen) VALUES (:name, :client, :cv, :pid, :ps, :boot, :host, :tr, :root, :now, :now)`,
+			host, transport, root, started, last_seen, asked) VALUES (:name, :client, :cv, :pid, :ps, :boot, :host, :tr, :root, :now, :now, :asked)`,
 			&sqlitex.ExecOptions{Named: map[string]any{":name": s.Name, ":client": s.Client, ":cv": s.ClientVersion,
 				":pid": int64(s.PID), ":ps": s.PIDStart, ":boot": s.BootID, ":host": s.Host, ":tr": s.Transport,
-				":root": s.Root, ":now": now.UnixNano()}})
+				":root": s.Root, ":now": now.UnixNano(), ":asked": boolInt(asked)}})
 		if err != nil {
 			return err
 		}

@@ -115,3 +115,33 @@ func (it *Item) Wire(taskFile string) api.TaskDetail {
 	}
 	return out
 }
+
+// Wire is the claim as the API answers it.
+func (c FileClaim) Wire() api.FileClaim {
+	return api.FileClaim{ID: c.ID, Path: c.Path, SessionID: c.SessionID, Holder: c.Holder, TaskID: c.TaskID,
+		Exclusive: c.Exclusive, Acquired: c.Acquired, Expires: c.Expires}
+}
+
+// WireFileClaims is cs as the API answers them, [] when none.
+func WireFileClaims(cs []FileClaim) []api.FileClaim {
+	out := make([]api.FileClaim, len(cs))
+	for i, c := range cs {
+		out[i] = c.Wire()
+	}
+	return out
+}
+
+// Wire is the message as the API answers it.
+func (m Message) Wire() api.Message {
+	return api.Message{ID: m.ID, Created: m.Created, Kind: m.Kind, From: m.From, To: m.To, TaskID: m.TaskID,
+		Title: m.Title, Body: m.Body, Detail: m.Detail, Seen: m.Seen}
+}
+
+// WireMessages is ms as the API answers them, [] when none.
+func WireMessages(ms []Message) []api.Message {
+	out := make([]api.Message, len(ms))
+	for i, m := range ms {
+		out[i] = m.Wire()
+	}
+	return out
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +33,9 @@ type Options struct {
 	// one wrapping [ErrWrongToken] is named in answers instead of the
 	// advice to start snagd.
 	DialErr error
+	// Toolsets are the toolsets to serve (see [Toolsets]); nil serves
+	// queue alone.
+	Toolsets []string
 	// In and Out are the protocol's stdin and stdout (os.Stdin and
 	// os.Stdout when nil).
 	In  io.Reader
@@ -98,8 +102,8 @@ func (t *cursorTable) long(short string) (string, error) {
 	return "", fmt.Errorf("cursor %q is not one this server gave, or it is too old: call snag_list without a cursor to start again", short)
 }
 
-// NewServer returns the MCP server with the queue toolset and the
-// resources.
+// NewServer returns the MCP server with the toolsets opts names (the
+// queue toolset when it names none) and the resources.
 func NewServer(opts Options) *sdk.Server {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -121,7 +125,12 @@ func NewServer(opts Options) *sdk.Server {
 		},
 	})
 	s.srv = srv
-	s.addTools(srv)
+	if len(opts.Toolsets) == 0 || slices.Contains(opts.Toolsets, "queue") {
+		s.addTools(srv)
+	}
+	if slices.Contains(opts.Toolsets, "team") {
+		s.addTeamTools(srv)
+	}
 	s.addResources(srv)
 	return srv
 }

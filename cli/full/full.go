@@ -51,7 +51,7 @@ func (Full) MCP(ctx context.Context, o cli.MCPOptions) error {
 	opts := client.Options{Home: layout.Home(), Start: o.Start, Waiting: func(h client.Health) {
 		log.Info("waiting for snagd to finish reading the task files", "pid", h.PID, "root", h.Root)
 	}}
-	mo := mcp.Options{Root: root, Version: version.String(), Log: log, In: o.In, Out: o.Out,
+	mo := mcp.Options{Root: root, Version: version.String(), Log: log, In: o.In, Out: o.Out, Toolsets: o.Toolsets,
 		Redial: func(ctx context.Context) (mcp.Live, error) {
 			cl, err := client.Dial(ctx, root, client.Options{Home: layout.Home()})
 			if err != nil {

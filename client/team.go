@@ -1,0 +1,96 @@
+package client
+
+import (
+	"context"
+
+	"github.com/snagdev/snag/api"
+)
+
+// Context reads the agent's screen of the team, adopting req.Name on the
+// session's first call (POST /context).
+func (k Caller) Context(ctx context.Context, req api.ContextRequest) (api.Context, error) {
+	var out api.Context
+	err := k.do(ctx, "POST", "/context", req, &out)
+	return out, err
+}
+
+// Files lists every live file claim (GET /files).
+func (k Caller) Files(ctx context.Context) (api.FileClaims, error) {
+	var out api.FileClaims
+	err := k.do(ctx, "GET", "/files", nil, &out)
+	return out, err
+}
+
+// ClaimFiles claims paths for the session, all or nothing (POST
+// /files/claim); a claim in the way is an answer with Granted false.
+func (k Caller) ClaimFiles(ctx context.Context, req api.FilesRequest) (api.FilesClaimed, error) {
+	var out api.FilesClaimed
+	err := k.do(ctx, "POST", "/files/claim", req, &out)
+	return out, err
+}
+
+// ReleaseFiles releases the session's claims of req.Paths, or all of them
+// (POST /files/release).
+func (k Caller) ReleaseFiles(ctx context.Context, req api.FilesRequest) (api.FilesReleased, error) {
+	var out api.FilesReleased
+	err := k.do(ctx, "POST", "/files/release", req, &out)
+	return out, err
+}
+
+// CheckFiles reports the live claims that overlap each path (POST
+// /files/check).
+func (k Caller) CheckFiles(ctx context.Context, req api.FilesRequest) (api.FilesChecked, error) {
+	var out api.FilesChecked
+	err := k.do(ctx, "POST", "/files/check", req, &out)
+	return out, err
+}
+
+// ForceReleaseFile frees a claimed path for a person (POST
+// /files/force-release).
+func (k Caller) ForceReleaseFile(ctx context.Context, req api.ForceReleaseRequest) (api.FilesReleased, error) {
+	var out api.FilesReleased
+	err := k.do(ctx, "POST", "/files/force-release", req, &out)
+	return out, err
+}
+
+// Guard checks a commit's staged paths against other agents' exclusive
+// claims (POST /guard).
+func (k Caller) Guard(ctx context.Context, req api.GuardRequest) (api.Guarded, error) {
+	var out api.Guarded
+	err := k.do(ctx, "POST", "/guard", req, &out)
+	return out, err
+}
+
+// Report records the agent's progress (POST /reports).
+func (k Caller) Report(ctx context.Context, req api.ReportRequest) (api.Message, error) {
+	var out api.Message
+	err := k.do(ctx, "POST", "/reports", req, &out)
+	return out, err
+}
+
+// Reports lists the latest reports (GET /reports).
+func (k Caller) Reports(ctx context.Context, q api.MessageQuery) (api.Messages, error) {
+	return k.messages(ctx, "/reports", q)
+}
+
+// Handoffs lists the latest handoffs (GET /handoffs).
+func (k Caller) Handoffs(ctx context.Context, q api.MessageQuery) (api.Messages, error) {
+	return k.messages(ctx, "/handoffs", q)
+}
+
+func (k Caller) messages(ctx context.Context, path string, q api.MessageQuery) (api.Messages, error) {
+	var out api.Messages
+	if s := q.Encode(); s != "" {
+		path += "?" + s
+	}
+	err := k.do(ctx, "GET", path, nil, &out)
+	return out, err
+}
+
+// Handoff leaves a note for an agent, moving req.Task's lease to it when
+// set (POST /handoffs).
+func (k Caller) Handoff(ctx context.Context, req api.HandoffRequest) (api.HandedOff, error) {
+	var out api.HandedOff
+	err := k.do(ctx, "POST", "/handoffs", req, &out)
+	return out, err
+}

@@ -1,0 +1,100 @@
+package daemon
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/engine"
+	"github.com/snagdev/snag/index"
+)
+
+// The team tools of an MCP session over /mcp: each is the engine call the
+// API route named makes, audited as that route.
+
+// Context reads the session's screen of the team, adopting name on its
+// first call, and books the epochs of the leases it holds.
+func (b *engineBackend) Context(ctx context.Context, name string) (api.Context, error) {
+	var out api.Context
+	err := b.call(ctx, http.MethodPost, "/context", false, func(s index.Session) error {
+		got, now, err := b.d.contextOf(ctx, s, name)
+		if err != nil {
+			return err
+		}
+		out = got
+		b.mu.Lock()
+		if b.session.ID == now.ID {
+			b.session = now
+		}
+		b.mu.Unlock()
+		for _, t := range got.Tasks {
+			b.leases.Hold(t.ID, t.Key, t.Epoch)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ClaimFiles claims paths, all or nothing.
+func (b *engineBackend) ClaimFiles(ctx context.Context, r api.FilesRequest) (api.FilesClaimed, error) {
+	var out api.FilesClaimed
+	err := b.call(ctx, http.MethodPost, "/files/claim", false, func(s index.Session) (err error) {
+		got, err := b.e.ClaimFiles(ctx, s, engine.FilesRequest{Paths: r.Paths, Task: r.Task,
+			TTL: time.Duration(r.TTLSec) * time.Second, Shared: r.Shared})
+		out, err = filesClaimed(got, err)
+		return err
+	})
+	return out, err
+}
+
+// ReleaseFiles releases the session's claims of paths, or all of them.
+func (b *engineBackend) ReleaseFiles(ctx context.Context, paths []string) (api.FilesReleased, error) {
+	var out api.FilesReleased
+	err := b.call(ctx, http.MethodPost, "/files/release", false, func(s index.Session) error {
+		got, err := b.e.ReleaseFiles(ctx, s, paths)
+		out = api.FilesReleased{Released: index.WireFileClaims(got)}
+		return err
+	})
+	return out, err
+}
+
+// CheckFiles reports the live claims overlapping each path.
+func (b *engineBackend) CheckFiles(ctx context.Context, paths []string) (api.FilesChecked, error) {
+	var out api.FilesChecked
+	err := b.call(ctx, http.MethodPost, "/files/check", false, func(s index.Session) error {
+		got, err := b.e.CheckFiles(ctx, &s, paths)
+		out = api.FilesChecked{Checks: wireChecks(got)}
+		return err
+	})
+	return out, err
+}
+
+// Report records progress.
+func (b *engineBackend) Report(ctx context.Context, r api.ReportRequest) (api.Message, error) {
+	var out api.Message
+	err := b.call(ctx, http.MethodPost, "/reports", false, func(s index.Session) error {
+		m, err := b.e.Report(ctx, s, r.Message, r.Task, r.Detail)
+		out = m.Wire()
+		return err
+	})
+	return out, err
+}
+
+// Handoff leaves a note for an agent, with a task's lease when r.Task is
+// set.
+func (b *engineBackend) Handoff(ctx context.Context, r api.HandoffRequest) (api.HandedOff, error) {
+	var out api.HandedOff
+	err := b.call(ctx, http.MethodPost, "/handoffs", false, func(s index.Session) error {
+		got, err := b.e.Handoff(ctx, &s, "", engine.Handoff{To: r.To, Title: r.Title, Body: r.Body, Task: r.Task})
+		if err != nil {
+			return err
+		}
+		out = api.HandedOff{Message: got.Message.Wire(), Moved: got.Moved, Key: got.Key, Epoch: got.Epoch, Live: got.Live}
+		if got.Moved {
+			b.leases.Forget(r.Task, got.Key)
+		}
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,191 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/engine"
+	"github.com/snagdev/snag/index"
+)
+
+// This file serves team coordination: an agent's context, file claims,
+// the commit guard, reports and handoffs. Each handler is a thin reading
+// of its request around one engine call.
+
+func wireChecks(cs []engine.FilesCheck) []api.FilesCheck {
+	out := make([]api.FilesCheck, len(cs))
+	for i, c := range cs {
+		out[i] = api.FilesCheck{Path: c.Path, Claims: index.WireFileClaims(c.Claims)}
+	}
+	return out
+}
+
+// filesClaimed is a claim's answer: a refusal for claims in the way, or
+// of a late renewal, is an answer (granted false) that names them.
+func filesClaimed(got engine.FilesClaimed, err error) (api.FilesClaimed, error) {
+	var refusal *engine.Error
+	if err != nil && errors.As(err, &refusal) && (errors.Is(err, engine.ErrFilesHeld) || refusal.Code == "expired") {
+		return api.FilesClaimed{Claims: []api.FileClaim{}, Conflicts: index.WireFileClaims(got.Conflicts),
+			Late: index.WireFileClaims(got.Late), Message: refusal.Message}, nil
+	}
+	if err != nil {
+		return api.FilesClaimed{}, err
+	}
+	msg := "claimed"
+	if got.Renewed == len(got.Claims) {
+		msg = "renewed"
+	}
+	return api.FilesClaimed{Granted: true, Claims: index.WireFileClaims(got.Claims), Renewed: got.Renewed, Message: msg}, nil
+}
+
+func (d *Daemon) claimFiles(ctx context.Context, c *call[api.FilesRequest]) (answer, error) {
+	got, err := d.e.ClaimFiles(ctx, *c.session, engine.FilesRequest{Paths: c.body.Paths, Task: c.body.Task,
+		TTL: time.Duration(c.body.TTLSec) * time.Second, Shared: c.body.Shared})
+	out, err := filesClaimed(got, err)
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(out), nil
+}
+
+func (d *Daemon) releaseFiles(ctx context.Context, c *call[api.FilesRequest]) (answer, error) {
+	out, err := d.e.ReleaseFiles(ctx, *c.session, c.body.Paths)
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(api.FilesReleased{Released: index.WireFileClaims(out)}), nil
+}
+
+func (d *Daemon) checkFiles(ctx context.Context, c *call[api.FilesRequest]) (answer, error) {
+	if len(c.body.Paths) == 0 {
+		return answer{}, &apiError{http.StatusBadRequest, "no_paths", "check: name the paths to check"}
+	}
+	out, err := d.e.CheckFiles(ctx, c.session, c.body.Paths)
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(api.FilesChecked{Checks: wireChecks(out)}), nil
+}
+
+func (d *Daemon) listFiles(ctx context.Context, c *call[struct{}]) (answer, error) {
+	out, err := d.e.FileClaims(ctx)
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(api.FileClaims{Claims: index.WireFileClaims(out)}), nil
+}
+
+func (d *Daemon) forceReleaseFile(ctx context.Context, c *call[api.ForceReleaseRequest]) (answer, error) {
+	by := c.body.By
+	if by == "" {
+		by = "person"
+	}
+	out, err := d.e.PersonReleaseFile(ctx, c.body.Path, by, c.body.Reason)
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(api.FilesReleased{Released: index.WireFileClaims(out)}), nil
+}
+
+func (d *Daemon) commitGuard(ctx context.Context, c *call[api.GuardRequest]) (answer, error) {
+	out, err := d.e.Guard(ctx, c.body.Committer, c.body.Paths)
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(api.Guarded{Blocked: wireChecks(out)}), nil
+}
+
+func (d *Daemon) report(ctx context.Context, c *call[api.ReportRequest]) (answer, error) {
+	m, err := d.e.Report(ctx, *c.session, c.body.Message, c.body.Task, c.body.Detail)
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{http.StatusCreated, m.Wire()}, nil
+}
+
+func (d *Daemon) messages(kind string) func(ctx context.Context, c *call[struct{}]) (answer, error) {
+	return func(ctx context.Context, c *call[struct{}]) (answer, error) {
+		q := readQuery(c.r, "to", "limit")
+		to, limit := q.str("to"), min(q.int("limit", 0, 1<<30, 20), 200)
+		if q.err != nil {
+			return answer{}, q.err
+		}
+		ms, err := d.e.Messages(ctx, kind, to, limit)
+		if err != nil {
+			return answer{}, err
+		}
+		return ok(api.Messages{Messages: index.WireMessages(ms)}), nil
+	}
+}
+
+func (d *Daemon) handoff(ctx context.Context, c *call[api.HandoffRequest]) (answer, error) {
+	by := c.body.By
+	if by == "" {
+		by = "person"
+	}
+	got, err := d.e.Handoff(ctx, c.session, by, engine.Handoff{To: c.body.To, Title: c.body.Title, Body: c.body.Body, Task: c.body.Task})
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{http.StatusCreated, api.HandedOff{Message: got.Message.Wire(), Moved: got.Moved, Key: got.Key,
+		Epoch: got.Epoch, Live: got.Live}}, nil
+}
+
+func (d *Daemon) teamContext(ctx context.Context, c *call[api.ContextRequest]) (answer, error) {
+	out, _, err := d.contextOf(ctx, *c.session, c.body.Name)
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(out), nil
+}
+
+// contextOf is session s's context, after it adopts name (when given and
+// it may): a name it may not take is said in the answer's NameNote, not
+// refused. It returns the session as it now is.
+func (d *Daemon) contextOf(ctx context.Context, s index.Session, name string) (api.Context, index.Session, error) {
+	note := ""
+	if name != "" {
+		got, err := d.e.Adopt(ctx, s, name)
+		var refusal *engine.Error
+		switch {
+		case errors.As(err, &refusal) && refusal.Code == "name_kept":
+			note = refusal.Message
+		case err != nil:
+			return api.Context{}, s, err
+		default:
+			s = got
+		}
+	}
+	tc, err := d.e.Context(ctx, s)
+	if err != nil {
+		return api.Context{}, s, err
+	}
+	return contextWire(tc, note), s, nil
+}
+
+// contextWire is an engine context as the API answers it.
+func contextWire(tc engine.TeamContext, note string) api.Context {
+	out := api.Context{Me: tc.Me.Wire(), NameNote: note, Tasks: heldWire(tc.Tasks), Files: index.WireFileClaims(tc.Files),
+		Ready: index.WireRows(tc.Ready), Others: make([]api.AgentView, len(tc.Others)),
+		Handoffs: index.WireMessages(tc.Handoffs), Reports: index.WireMessages(tc.Reports), Detached: index.WireLeases(tc.Detached)}
+	for i, o := range tc.Others {
+		v := api.AgentView{Name: o.Session.Name, Client: o.Session.Client, Tasks: heldWire(o.Tasks), Files: index.WireFileClaims(o.Files)}
+		if o.LastReport != nil {
+			m := o.LastReport.Wire()
+			v.LastReport = &m
+		}
+		out.Others[i] = v
+	}
+	return out
+}
+
+func heldWire(hs []engine.HeldTask) []api.HeldTask {
+	out := make([]api.HeldTask, len(hs))
+	for i, h := range hs {
+		out[i] = api.HeldTask{Key: h.Key, ID: h.ID, Title: h.Title, Status: h.Status, Trust: h.Trust, Epoch: h.Epoch}
+	}
+	return out
+}

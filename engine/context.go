@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/queue"
+)
+
+// HeldTask is a task a session holds, with its lease's epoch.
+type HeldTask struct {
+	Key    string
+	ID     string
+	Title  string
+	Status queue.Status
+	Epoch  int64
+	Trust  queue.Trust
+}
+
+// AgentView is one live agent as the others see it: what it holds and
+// what it last said.
+type AgentView struct {
+	Session index.Session
+	Tasks   []HeldTask
+	Files   []index.FileClaim
+	// LastReport is its latest report, or nil.
+	LastReport *index.Message
+}
+
+// TeamContext is one agent's screen of the team (snag_context): who it
+// is, its work, what is ready, the other agents and what each holds, the
+// handoffs to it that it has not seen (marked seen by this read), and the
+// latest reports of others.
+type TeamContext struct {
+	Me       index.Session
+	Tasks    []HeldTask
+	Files    []index.FileClaim // its own, expired ones included
+	Ready    []*index.Row      // at most contextReady, unblocked, in queue order
+	Others   []AgentView
+	Handoffs []index.Message
+	Reports  []index.Message // the others' latest, newest first
+	Detached []index.Lease   // leases no live session holds
+	Now      time.Time
+}
+
+// How much a context holds.
+const (
+	contextReady   = 5
+	contextReports = 3
+)
+
+// Context reads session s's screen of the team. The handoffs it shows
+// are marked seen: the next context shows them no more.
+func (e *Engine) Context(ctx context.Context, s index.Session) (TeamContext, error) {
+	tc := TeamContext{Me: s, Now: time.Now()}
+	sessions, err := e.p.DB.LiveSessions(ctx)
+	if err != nil {
+		return tc, err
+	}
+	leases, err := e.p.DB.Leases(ctx)
+	if err != nil {
+		return tc, err
+	}
+	claims, err := e.p.DB.FileClaims(ctx, tc.Now)
+	if err != nil {
+		return tc, err
+	}
+	tc.Files, err = e.p.DB.FileClaimsOf(ctx, s.ID)
+	if err != nil {
+		return tc, err
+	}
+	views := map[int64]*AgentView{}
+	for _, o := range sessions {
+		if o.ID != s.ID {
+			views[o.ID] = &AgentView{Session: o}
+		}
+	}
+	for _, l := range leases {
+		h := e.heldTask(ctx, l)
+		switch {
+		case l.SessionID == s.ID:
+			tc.Tasks = append(tc.Tasks, h)
+		case views[l.SessionID] != nil:
+			views[l.SessionID].Tasks = append(views[l.SessionID].Tasks, h)
+		case l.Detached || l.SessionID == 0:
+			tc.Detached = append(tc.Detached, l)
+		}
+	}
+	for _, c := range claims {
+		if v := views[c.SessionID]; v != nil {
+			v.Files = append(v.Files, c)
+		}
+	}
+	reports, err := e.p.DB.Messages(ctx, index.MessageReport, "", false, 50)
+	if err != nil {
+		return tc, err
+	}
+	for _, m := range reports {
+		if v := views[m.FromSession]; v != nil && v.LastReport == nil {
+			v.LastReport = &m
+		}
+		if m.From != s.Name && len(tc.Reports) < contextReports {
+			tc.Reports = append(tc.Reports, m)
+		}
+	}
+	for _, o := range sessions {
+		if v := views[o.ID]; v != nil {
+			tc.Others = append(tc.Others, *v)
+		}
+	}
+	page, err := e.p.DB.List(ctx, index.Filter{Statuses: []queue.Status{queue.StatusOpen}, Limit: 4 * contextReady})
+	if err != nil {
+		return tc, err
+	}
+	for _, r := range page.Rows {
+		if len(r.BlockedBy) == 0 && r.State == index.StateOK && len(tc.Ready) < contextReady {
+			tc.Ready = append(tc.Ready, r)
+		}
+	}
+	tc.Handoffs, err = e.p.DB.Messages(ctx, index.MessageHandoff, s.Name, true, 20)
+	if err != nil {
+		return tc, err
+	}
+	slices.Reverse(tc.Handoffs) // oldest first: in the order they were left
+	var ids []int64
+	for _, m := range tc.Handoffs {
+		ids = append(ids, m.ID)
+	}
+	if err := e.p.DB.MarkSeen(ctx, ids); err != nil {
+		return tc, err
+	}
+	return tc, nil
+}
+
+// heldTask is the task of lease l as a context names it.
+func (e *Engine) heldTask(ctx context.Context, l index.Lease) HeldTask {
+	h := HeldTask{ID: l.TaskID, Key: l.TaskID, Epoch: l.Epoch}
+	if it, err := e.p.DB.Get(ctx, queue.Ref{ID: l.TaskID}); err == nil {
+		h.Key, h.Title, h.Status, h.Trust = it.Key, it.Title, it.Status, it.Trust
+	}
+	return h
+}

@@ -1,0 +1,444 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/snagdev/snag/gitdir"
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/queue"
+	"github.com/snagdev/snag/repopath"
+)
+
+// File claims' bounds.
+const (
+	// DefaultClaimTTL is how long a file claim lasts unless renewed.
+	DefaultClaimTTL = 900 * time.Second
+	// MaxClaimTTL is the longest a claim may ask for: a day.
+	MaxClaimTTL = 24 * time.Hour
+	// maxClaimPaths is the most paths one claim names.
+	maxClaimPaths = 100
+	// maxClaimPath is the longest path or glob a claim names: comparing
+	// globs costs with the product of their lengths.
+	maxClaimPath = 512
+)
+
+// ErrFilesHeld: a file claim overlaps another agent's live claim.
+var ErrFilesHeld = errors.New("files held")
+
+// FilesRequest is a claim of repository paths or globs, all or nothing.
+type FilesRequest struct {
+	Paths []string
+	Task  string // a task ref the claim is for, or ""
+	TTL   time.Duration
+	// Shared claims overlap other shared claims; the default is exclusive.
+	Shared bool
+}
+
+// FilesClaimed is what a claim of files did: the claims made or renewed
+// (granted), or the claims in the way (conflicts) or the session's own
+// that expired before their renewal came (late), when nothing was claimed.
+type FilesClaimed struct {
+	Granted   bool
+	Claims    []index.FileClaim
+	Renewed   int
+	Conflicts []index.FileClaim
+	Late      []index.FileClaim
+}
+
+// repoRoots caches each worktree's repository top folder and whether its
+// filesystem folds case: file claims name paths relative to it.
+type repoRoots struct {
+	mu sync.Mutex
+	m  map[string]repoRoot
+}
+
+type repoRoot struct {
+	top  string
+	fold bool
+}
+
+// repoOf is the repository top folder of the worktree at root (the
+// project root itself outside git), with symlinks resolved.
+func (r *repoRoots) repoOf(root string) repoRoot {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rr, ok := r.m[root]; ok {
+		return rr
+	}
+	top := gitdir.Top(root)
+	if top == "" {
+		top = root
+	}
+	if real, err := filepath.EvalSymlinks(top); err == nil {
+		top = real
+	}
+	rr := repoRoot{top: top, fold: repopath.CaseInsensitive(top)}
+	if r.m == nil {
+		r.m = map[string]repoRoot{}
+	}
+	r.m[root] = rr
+	return rr
+}
+
+// canonical cleans the paths a session names, relative to its worktree's
+// repository: refused as a whole when one is not a path snag can claim.
+func (e *Engine) canonical(s *index.Session, paths []string) ([]string, error) {
+	root := e.root
+	if s != nil && s.Root != "" {
+		root = s.Root
+	}
+	rr := e.repos.repoOf(root)
+	var out []string
+	for _, p := range paths {
+		if len(p) > maxClaimPath {
+			return nil, refuse(ErrInvalid, "bad_path", "path %q… is over %d bytes: claim its folder instead", p[:40], maxClaimPath)
+		}
+		c, err := repopath.Clean(p, repopath.Options{Root: rr.top, Fold: rr.fold})
+		if err != nil {
+			return nil, refuse(ErrInvalid, "bad_path", "%v", err)
+		}
+		if !contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ClaimFiles claims repository paths or globs for session s, all or
+// nothing (index.DB.ClaimFiles): exclusive by default, for TTL (default
+// DefaultClaimTTL). A refusal names every holder in the way with its paths
+// and the seconds its claim has left.
+func (e *Engine) ClaimFiles(ctx context.Context, s index.Session, r FilesRequest) (FilesClaimed, error) {
+	entry := index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "files_claim"}
+	refused := func(err error) (FilesClaimed, error) {
+		entry.Outcome, entry.Detail = "refused", err.Error()
+		e.Audit(ctx, entry)
+		return FilesClaimed{}, err
+	}
+	switch {
+	case len(r.Paths) == 0:
+		return refused(refuse(ErrInvalid, "no_paths", "claim: name the paths or globs to claim, like [\"web/app.ts\", \"web/**/*.css\"]"))
+	case len(r.Paths) > maxClaimPaths:
+		return refused(refuse(ErrInvalid, "too_many_paths", "claim: %d paths is over %d: claim a folder or a glob instead", len(r.Paths), maxClaimPaths))
+	case r.TTL < 0 || r.TTL > MaxClaimTTL:
+		return refused(refuse(ErrInvalid, "bad_ttl", "claim: ttl_sec must be between 1 and %d (a day); omit it for %d", int(MaxClaimTTL.Seconds()), int(DefaultClaimTTL.Seconds())))
+	}
+	if r.TTL == 0 {
+		r.TTL = DefaultClaimTTL
+	}
+	paths, err := e.canonical(&s, r.Paths)
+	if err != nil {
+		return refused(err)
+	}
+	taskID := ""
+	if r.Task != "" {
+		ref, err := queue.ParseRef(r.Task)
+		if err != nil {
+			return refused(refuse(ErrInvalid, "bad_ref", "claim: task: %v", err))
+		}
+		it, err := e.p.DB.Get(ctx, ref)
+		if err != nil {
+			return refused(refuse(ErrNotFound, "not_found", "claim: no task %s: snag_list shows the keys", r.Task))
+		}
+		taskID = it.ID
+		entry.TaskID = it.ID
+	}
+	now := time.Now()
+	res, err := e.p.DB.ClaimFiles(ctx, index.FileClaimRequest{SessionID: s.ID, Holder: s.Name, Paths: paths,
+		TaskID: taskID, TTL: r.TTL, Exclusive: !r.Shared}, now)
+	if err != nil {
+		return FilesClaimed{}, err
+	}
+	switch {
+	case len(res.Late) > 0:
+		var late []string
+		for _, c := range res.Late {
+			late = append(late, fmt.Sprintf("%s (expired %ds ago)", c.Path, int(now.Sub(c.Expires).Seconds())))
+		}
+		err := refuse(ErrInvalid, "expired", "claim: your claim of %s expired before this renewal came, and has ended: "+
+			"another agent may have changed the files meanwhile. Check them, then claim again (a new claim, not a renewal)",
+			strings.Join(late, ", "))
+		return FilesClaimed{Late: res.Late}, refusedWith(refused, err)
+	case len(res.Conflicts) > 0:
+		err := refuse(ErrFilesHeld, "files_held", "claim: nothing was claimed: %s", HoldersOf(res.Conflicts, now))
+		return FilesClaimed{Conflicts: res.Conflicts}, refusedWith(refused, err)
+	}
+	entry.Outcome = "ok"
+	entry.Detail = fmt.Sprintf("%s %s for %ds", mode(!r.Shared), strings.Join(paths, ", "), int(r.TTL.Seconds()))
+	if res.Renewed > 0 {
+		entry.Detail += fmt.Sprintf(" (%d renewed)", res.Renewed)
+	}
+	e.Audit(ctx, entry)
+	e.hub.Publish("files", map[string]any{"holder": s.Name, "claimed": paths})
+	return FilesClaimed{Granted: true, Claims: res.Claimed, Renewed: res.Renewed}, nil
+}
+
+// refusedWith audits a refusal through refused and returns it.
+func refusedWith(refused func(error) (FilesClaimed, error), err error) error {
+	_, err = refused(err)
+	return err
+}
+
+func mode(exclusive bool) string {
+	if exclusive {
+		return "exclusive"
+	}
+	return "shared"
+}
+
+// HoldersOf says who holds the claims cs, grouped by holder, each with
+// its paths and the seconds left at now: "LYNX holds web/app.ts, web/**
+// (exclusive, 840 s left)".
+func HoldersOf(cs []index.FileClaim, now time.Time) string {
+	type group struct {
+		paths []string
+		left  int
+		excl  bool
+	}
+	var order []string
+	by := map[string]*group{}
+	for _, c := range cs {
+		g, ok := by[c.Holder]
+		if !ok {
+			g = &group{left: 1 << 30}
+			by[c.Holder] = g
+			order = append(order, c.Holder)
+		}
+		g.paths = append(g.paths, c.Path)
+		g.left = min(g.left, max(0, int(c.Expires.Sub(now).Seconds())))
+		g.excl = g.excl || c.Exclusive
+	}
+	var parts []string
+	for _, h := range order {
+		g := by[h]
+		parts = append(parts, fmt.Sprintf("%s holds %s (%s, %d s left)", h, strings.Join(g.paths, ", "), mode(g.excl), g.left))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// ReleaseFiles ends session s's claims of paths, or every claim it holds
+// when paths is empty, and returns the claims it ended.
+func (e *Engine) ReleaseFiles(ctx context.Context, s index.Session, paths []string) ([]index.FileClaim, error) {
+	canon, err := e.canonical(&s, paths)
+	if err != nil {
+		return nil, err
+	}
+	out, err := e.p.DB.ReleaseFiles(ctx, s.ID, canon, "released")
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, c := range out {
+		names = append(names, c.Path)
+	}
+	detail := strings.Join(names, ", ")
+	if len(out) == 0 {
+		detail = "nothing held"
+	}
+	e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "files_release", Outcome: "ok", Detail: detail})
+	if len(out) > 0 {
+		e.hub.Publish("files", map[string]any{"holder": s.Name, "released": names})
+	}
+	return out, nil
+}
+
+// FilesCheck is what a check found of one path: the live claims that
+// cover it or overlap it.
+type FilesCheck struct {
+	Path   string
+	Claims []index.FileClaim
+}
+
+// CheckFiles reports, for each of paths (cleaned as a claim of s would
+// be; s may be nil, for a person), the live claims that overlap it.
+func (e *Engine) CheckFiles(ctx context.Context, s *index.Session, paths []string) ([]FilesCheck, error) {
+	canon, err := e.canonical(s, paths)
+	if err != nil {
+		return nil, err
+	}
+	live, err := e.p.DB.FileClaims(ctx, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]FilesCheck, len(canon))
+	for i, p := range canon {
+		out[i].Path = p
+		for _, c := range live {
+			if repopath.Overlap(c.Path, p) {
+				out[i].Claims = append(out[i].Claims, c)
+			}
+		}
+	}
+	return out, nil
+}
+
+// FileClaims lists every live file claim.
+func (e *Engine) FileClaims(ctx context.Context) ([]index.FileClaim, error) {
+	return e.p.DB.FileClaims(ctx, time.Now())
+}
+
+// FileClaimsOf lists session id's claims, expired ones included.
+func (e *Engine) FileClaimsOf(ctx context.Context, id int64) ([]index.FileClaim, error) {
+	return e.p.DB.FileClaimsOf(ctx, id)
+}
+
+// Guard checks staged paths (repository-relative, as git names them)
+// against the live exclusive claims of every session but the committer's
+// (named by committer; "" for none): it returns the claims each path
+// would break, for a commit guard to refuse.
+func (e *Engine) Guard(ctx context.Context, committer string, paths []string) ([]FilesCheck, error) {
+	live, err := e.p.DB.FileClaims(ctx, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	fold := e.repos.repoOf(e.root).fold
+	var out []FilesCheck
+	for _, p := range paths {
+		if fold {
+			p = strings.ToLower(p)
+		}
+		var in []index.FileClaim
+		for _, c := range live {
+			if c.Exclusive && !strings.EqualFold(c.Holder, committer) && repopath.Match(c.Path, p) {
+				in = append(in, c)
+			}
+		}
+		if len(in) > 0 {
+			out = append(out, FilesCheck{Path: p, Claims: in})
+		}
+	}
+	return out, nil
+}
+
+// PersonReleaseFile frees path (a claim's path or glob, as listed) from
+// whoever claims it, for a person, by, with a reason: the audit log says
+// who and why.
+func (e *Engine) PersonReleaseFile(ctx context.Context, path, by, reason string) ([]index.FileClaim, error) {
+	if strings.TrimSpace(reason) == "" {
+		return nil, refuse(ErrInvalid, "no_reason", "release a file claim: say why (--reason): the holder reads it in the audit log")
+	}
+	canon, err := e.canonical(nil, []string{path})
+	if err != nil {
+		return nil, err
+	}
+	why := "released by " + by + ": " + reason
+	out, err := e.p.DB.ForceReleaseFile(ctx, canon[0], why)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, refuse(ErrNotFound, "not_claimed", "no live claim of %s: snag files lists the claims as they are named", canon[0])
+	}
+	for _, c := range out {
+		e.Audit(ctx, index.AuditEntry{SessionID: c.SessionID, Actor: queue.Person, Agent: by, Action: "files_release",
+			Outcome: "ok", Detail: c.Holder + ": " + c.Path + ": " + why})
+	}
+	e.hub.Publish("files", map[string]any{"released": canon, "by": by})
+	return out, nil
+}
+
+// Adopt gives session s the name it asks for (index.DB.Adopt): the
+// identity an agent takes up in its first snag_context. It returns the
+// session as it now is.
+func (e *Engine) Adopt(ctx context.Context, s index.Session, name string) (index.Session, error) {
+	name = strings.ToUpper(strings.TrimSpace(name))
+	if err := validName(name); err != nil {
+		return s, err
+	}
+	got, err := e.p.DB.Adopt(ctx, s.ID, name)
+	entry := index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "adopt", Outcome: "ok", Detail: s.Name + " -> " + name}
+	switch {
+	case errors.Is(err, index.ErrNamed), errors.Is(err, index.ErrNameTaken):
+		entry.Outcome, entry.Detail = "refused", err.Error()
+		e.Audit(ctx, entry)
+		return s, refuse(ErrInvalid, "name_kept", "you stay %s: %v", s.Name, err)
+	case err != nil:
+		return s, err
+	}
+	if got.Name != s.Name {
+		e.live.ended(s.ID) // the kept copy has the old name
+		e.Audit(ctx, entry)
+		e.hub.Publish("session", map[string]any{"id": s.ID, "name": got.Name, "was": s.Name})
+	}
+	return got, nil
+}
+
+// validName checks a name an agent asks for: letters, digits and - _,
+// at most 32, starting with a letter.
+func validName(n string) error {
+	ok := n != "" && len(n) <= 32 && n[0] >= 'A' && n[0] <= 'Z'
+	for _, r := range n {
+		if !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			ok = false
+		}
+	}
+	if !ok {
+		return refuse(ErrInvalid, "bad_name", "name %q: use letters, digits, - and _, at most 32, starting with a letter (like ORCA or ada-2)", n)
+	}
+	return nil
+}
+
+// Report records session s's progress (about task, when named) for people
+// and the other agents: the board's activity and their snag_context show it.
+func (e *Engine) Report(ctx context.Context, s index.Session, message, task, detail string) (index.Message, error) {
+	message = strings.TrimSpace(message)
+	switch {
+	case message == "":
+		return index.Message{}, refuse(ErrInvalid, "no_message", "report: say in a sentence what you did or found")
+	case len(message) > 500:
+		return index.Message{}, refuse(ErrInvalid, "long_message", "report: the message is over 500 bytes: keep it to a sentence or two and put the rest in detail")
+	case len(detail) > 8000:
+		return index.Message{}, refuse(ErrInvalid, "long_detail", "report: detail is over 8000 bytes: write a note (snag_note) and name it")
+	}
+	m := index.Message{Kind: index.MessageReport, From: s.Name, FromSession: s.ID, Body: message, Detail: detail}
+	key := ""
+	if task != "" {
+		it, err := e.taskOf(ctx, task)
+		if err != nil {
+			return index.Message{}, err
+		}
+		m.TaskID, key = it.ID, it.Key
+	}
+	m, err := e.p.DB.AddMessage(ctx, m)
+	if err != nil {
+		return m, err
+	}
+	e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "report", TaskID: m.TaskID,
+		Outcome: "ok", Detail: message})
+	e.hub.Publish("report", map[string]any{"from": s.Name, "task": key, "message": message})
+	return m, nil
+}
+
+// taskOf reads the task ref names, or refuses naming the fix.
+func (e *Engine) taskOf(ctx context.Context, ref string) (*index.Item, error) {
+	r, err := queue.ParseRef(ref)
+	if err != nil {
+		return nil, refuse(ErrInvalid, "bad_ref", "%v", err)
+	}
+	it, err := e.p.DB.Get(ctx, r)
+	if err != nil {
+		return nil, refuse(ErrNotFound, "not_found", "no task %s: snag_list or snag_search finds a task's key", ref)
+	}
+	return it, nil
+}
+
+// Messages lists messages of kind (index.MessageReport or
+// index.MessageHandoff), addressed to to when it is set, newest first.
+func (e *Engine) Messages(ctx context.Context, kind, to string, limit int) ([]index.Message, error) {
+	return e.p.DB.Messages(ctx, kind, strings.ToUpper(to), false, limit)
+}

@@ -1,0 +1,71 @@
+package remote
+
+import (
+	"context"
+
+	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/client"
+)
+
+// Context reads the agent's screen of the team, adopting name on the
+// session's first call, and books the epochs of the leases it holds (a
+// task handed to it, say) so it can release and resolve them.
+func (d *Daemon) Context(ctx context.Context, name string) (api.Context, error) {
+	var got api.Context
+	err := d.call(ctx, "", func(k client.Caller) (err error) {
+		got, err = k.Context(ctx, api.ContextRequest{Name: name})
+		return err
+	})
+	if err != nil {
+		return got, err
+	}
+	for _, t := range got.Tasks {
+		d.leases.Hold(t.ID, t.Key, t.Epoch)
+	}
+	return got, nil
+}
+
+// ClaimFiles claims paths, all or nothing.
+func (d *Daemon) ClaimFiles(ctx context.Context, r api.FilesRequest) (api.FilesClaimed, error) {
+	var got api.FilesClaimed
+	err := d.call(ctx, r.Task, func(k client.Caller) (err error) { got, err = k.ClaimFiles(ctx, r); return err })
+	return got, err
+}
+
+// ReleaseFiles releases the session's claims of paths, or all of them.
+func (d *Daemon) ReleaseFiles(ctx context.Context, paths []string) (api.FilesReleased, error) {
+	var got api.FilesReleased
+	err := d.call(ctx, "", func(k client.Caller) (err error) {
+		got, err = k.ReleaseFiles(ctx, api.FilesRequest{Paths: paths})
+		return err
+	})
+	return got, err
+}
+
+// CheckFiles reports the live claims overlapping each path.
+func (d *Daemon) CheckFiles(ctx context.Context, paths []string) (api.FilesChecked, error) {
+	var got api.FilesChecked
+	err := d.call(ctx, "", func(k client.Caller) (err error) {
+		got, err = k.CheckFiles(ctx, api.FilesRequest{Paths: paths})
+		return err
+	})
+	return got, err
+}
+
+// Report records progress.
+func (d *Daemon) Report(ctx context.Context, r api.ReportRequest) (api.Message, error) {
+	var got api.Message
+	err := d.call(ctx, r.Task, func(k client.Caller) (err error) { got, err = k.Report(ctx, r); return err })
+	return got, err
+}
+
+// Handoff leaves a note for an agent, with a task's lease when r.Task is
+// set: the bridge no longer holds a task it handed off.
+func (d *Daemon) Handoff(ctx context.Context, r api.HandoffRequest) (api.HandedOff, error) {
+	var got api.HandedOff
+	err := d.call(ctx, r.Task, func(k client.Caller) (err error) { got, err = k.Handoff(ctx, r); return err })
+	if err == nil && got.Moved {
+		d.leases.Forget(r.Task, got.Key)
+	}
+	return got, err
+}

@@ -1,0 +1,578 @@
+package mcp_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// teamBridge starts snag mcp with the queue and team toolsets and adopts
+// name with its first snag_context (no name: one is given).
+func (e *env) teamBridge(t *testing.T, name string) *sdk.ClientSession {
+	t.Helper()
+	cs, _ := e.bridge(t, "--toolsets", "queue,team")
+	args := map[string]any{}
+	if name != "" {
+		args["name"] = name
+	}
+	res, txt, sc := call(t, cs, "snag_context", args)
+	mustOK(t, "context", res, txt)
+	if name != "" && sc["name"] != name {
+		t.Fatalf("snag_context {name: %s} answered %v:\n%s", name, sc["name"], txt)
+	}
+	return cs
+}
+
+// filesView is GET /files as these tests read it.
+type filesView struct {
+	Claims []struct {
+		Path      string
+		Holder    string
+		SessionID int64 `json:"session_id"`
+		Exclusive bool
+	}
+}
+
+func (e *env) fileClaims(t testing.TB) filesView {
+	t.Helper()
+	var v filesView
+	e.getJSON(t, "/files", &v)
+	return v
+}
+
+// getJSON reads one of snagd's routes with the token.
+func (e *env) getJSON(t testing.TB, path string, out any) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d%s", e.port, path), nil)
+	tok, err := os.ReadFile(filepath.Join(e.home, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// secondsRE matches the seconds a claim has left, which vary by a second
+// or two between runs.
+var secondsRE = regexp.MustCompile(`\d+ s\b`)
+
+// Three agents on the sample: ORCA comes back for its detached lease,
+// LYNX claims files and reports, KESTREL hands ORCA a note. ORCA's context
+// is one screen within its budget (golden), shows the handoff once, and
+// the others' holdings.
+func TestTeamContext(t *testing.T) {
+	e := newEnv(t)
+	e.daemon(t)
+	orca := e.teamBridge(t, "ORCA")
+	lynx := e.teamBridge(t, "LYNX")
+	kestrel := e.teamBridge(t, "KESTREL")
+
+	// ORCA asked for its old name: it holds the sample's task claimed by
+	// ORCA again, and can release it.
+	_, txt, sc := call(t, orca, "snag_context", nil)
+	tasks, _ := sc["tasks"].([]any)
+	if len(tasks) != 1 {
+		t.Fatalf("ORCA's context holds %d tasks, want its detached one:\n%s", len(tasks), txt)
+	}
+	orcaKey := tasks[0].(map[string]any)["key"].(string)
+
+	key, _ := claimKey(t, lynx, "")
+	res, txt, _ := call(t, lynx, "snag_files", map[string]any{"action": "claim", "paths": []string{"web/checkout/**", "src/cart.ts"}, "task": key})
+	mustOK(t, "LYNX claims files", res, txt)
+	res, txt, _ = call(t, lynx, "snag_report", map[string]any{"message": "Found the rounding bug in cart.ts; fixing", "task": key})
+	mustOK(t, "LYNX reports", res, txt)
+	res, txt, _ = call(t, kestrel, "snag_handoff", map[string]any{"to": "orca", "title": "Check the Safari fix on a real iPhone", "body": "The simulator passes."})
+	mustOK(t, "KESTREL hands off", res, txt)
+
+	_, txt, _ = call(t, orca, "snag_context", nil)
+	got := secondsRE.ReplaceAllString(txt, "N s")
+	golden(t, "context.txt", []byte(got))
+	t.Logf("snag_context with 3 agents: %d bytes, about %d tokens", len(txt), len(txt)*10/37)
+	if len(txt)*10/37 > 600 {
+		t.Errorf("snag_context is about %d tokens (%d bytes), budget 600", len(txt)*10/37, len(txt))
+	}
+	for _, want := range []string{"you are ORCA", orcaKey, "LYNX holds " + key, "web/checkout/**", "rounding bug", "KESTREL", "Safari fix"} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("ORCA's context does not say %q:\n%s", want, txt)
+		}
+	}
+	_, txt, _ = call(t, orca, "snag_context", nil)
+	if strings.Contains(txt, "Safari fix") {
+		t.Errorf("the handoff is shown again after ORCA saw it:\n%s", txt)
+	}
+
+	// Idempotent: asking again for the same name keeps it; another name
+	// is not taken up once the session has one.
+	_, txt, sc = call(t, orca, "snag_context", map[string]any{"name": "ORCA"})
+	if sc["name"] != "ORCA" {
+		t.Errorf("ORCA asking again became %v:\n%s", sc["name"], txt)
+	}
+	_, txt, sc = call(t, orca, "snag_context", map[string]any{"name": "HERON"})
+	if sc["name"] != "ORCA" || !strings.Contains(txt, "you stay ORCA") {
+		t.Errorf("ORCA asking for HERON: %v\n%s", sc["name"], txt)
+	}
+	res, txt, _ = call(t, orca, "snag_release", map[string]any{"id": orcaKey, "reason": "resumed, handing it back"})
+	mustOK(t, "ORCA releases its adopted task", res, txt)
+}
+
+// A handoff with a task moves the lease: the epoch grows, the old holder's
+// resolve is refused, and the new holder (told by its context) works it.
+func TestHandoffMovesTheLease(t *testing.T) {
+	e := newEnv(t)
+	e.daemon(t)
+	a := e.teamBridge(t, "ADA")
+	b := e.teamBridge(t, "BEA")
+	key, _ := claimKey(t, a, "")
+	epochOf := func() float64 {
+		var v struct {
+			Leases []struct {
+				Holder string
+				Epoch  float64
+				TaskID string `json:"task_id"`
+			}
+		}
+		e.getJSON(t, "/sessions", &v)
+		_, _, sc := call(t, a, "snag_get", map[string]any{"id": key})
+		id := sc["task"].(map[string]any)["id"]
+		for _, l := range v.Leases {
+			if l.TaskID == id {
+				return l.Epoch
+			}
+		}
+		return 0
+	}
+	before := epochOf()
+	res, txt, sc := call(t, a, "snag_handoff", map[string]any{"to": "BEA", "title": "Finish this: tests are written", "task": key})
+	mustOK(t, "handoff", res, txt)
+	if sc["moved"] != true {
+		t.Fatalf("the lease did not move: %s", txt)
+	}
+	if after := epochOf(); after <= before {
+		t.Errorf("epoch after the handoff %v, before %v: want it grown", after, before)
+	}
+	if who := assignee(t, a, key); who != "BEA" {
+		t.Errorf("the file's assignee after the handoff is %q, want BEA", who)
+	}
+	res, txt, _ = call(t, a, "snag_resolve", map[string]any{"id": key})
+	mustErr(t, "the old holder's resolve", res, txt, "")
+
+	_, txt, sc = call(t, b, "snag_context", nil)
+	if !strings.Contains(txt, "Finish this") || !strings.Contains(txt, key) {
+		t.Errorf("BEA's context does not show the handoff and the task:\n%s", txt)
+	}
+	res, txt, _ = call(t, b, "snag_release", map[string]any{"id": key, "reason": "taken over, giving back"})
+	mustOK(t, "the new holder releases", res, txt)
+
+	// To an agent with no live session, a task does not move.
+	key, _ = claimKey(t, a, "")
+	res, txt, _ = call(t, a, "snag_handoff", map[string]any{"to": "NOBODY", "title": "yours", "task": key})
+	mustErr(t, "handoff to nobody", res, txt, "NOBODY has no live session")
+	if who := assignee(t, a, key); who != "ADA" {
+		t.Errorf("after a refused handoff %s is held by %q, want ADA", key, who)
+	}
+}
+
+// L7: a claim with one held path is refused whole and names the holder;
+// 20 agents claiming random subsets of 50 files for a while never make two
+// holders of one path.
+func TestL7FileClaimsAllOrNothing(t *testing.T) {
+	e := newEnv(t)
+	e.daemon(t)
+	a := e.teamBridge(t, "ADA")
+	b := e.teamBridge(t, "BEA")
+	res, txt, _ := call(t, a, "snag_files", map[string]any{"action": "claim", "paths": []string{"src/a.go"}})
+	mustOK(t, "ADA claims", res, txt)
+	res, txt, sc := call(t, b, "snag_files", map[string]any{"action": "claim", "paths": []string{"src/b.go", "src/a.go", "src/c.go"}})
+	mustErr(t, "BEA's overlapping claim", res, txt, "ADA holds src/a.go")
+	if !strings.Contains(txt, "s left") {
+		t.Errorf("the refusal does not say the claim's remaining time: %s", txt)
+	}
+	if sc["granted"] != false {
+		t.Errorf("granted %v for a refused claim", sc["granted"])
+	}
+	for _, c := range e.fileClaims(t).Claims {
+		if c.Holder == "BEA" {
+			t.Errorf("a refused claim left %s claimed by BEA", c.Path)
+		}
+	}
+	// A glob overlapping a held path is refused too; shared claims overlap.
+	res, txt, _ = call(t, b, "snag_files", map[string]any{"action": "claim", "paths": []string{"src/*.go"}})
+	mustErr(t, "BEA's glob", res, txt, "ADA holds src/a.go")
+	for _, cs := range []*sdk.ClientSession{a, b} {
+		res, txt, _ = call(t, cs, "snag_files", map[string]any{"action": "claim", "paths": []string{"docs/**"}, "exclusive": false})
+		mustOK(t, "shared claim", res, txt)
+	}
+	res, txt, _ = call(t, a, "snag_files", map[string]any{"action": "check", "paths": []string{"docs/api.md", "src/a.go", "web/x.ts"}})
+	mustOK(t, "check", res, txt)
+	for _, want := range []string{"docs/api.md: ", "BEA holds docs/**", "src/a.go: ADA holds src/a.go", "web/x.ts: free"} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("check does not say %q:\n%s", want, txt)
+		}
+	}
+	res, txt, _ = call(t, a, "snag_files", map[string]any{"action": "release"})
+	mustOK(t, "release all", res, txt)
+	res, txt, _ = call(t, b, "snag_files", map[string]any{"action": "claim", "paths": []string{"src/*.go"}})
+	mustOK(t, "BEA's glob after ADA let go", res, txt)
+	call(t, b, "snag_files", map[string]any{"action": "release"})
+
+	// The storm.
+	const agents, files = 20, 50
+	run := 60 * time.Second
+	if testing.Short() {
+		run = 10 * time.Second
+	}
+	cs := make([]*sdk.ClientSession, agents)
+	var wg sync.WaitGroup
+	for i := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cs[i] = e.teamBridge(t, fmt.Sprintf("AGENT-%02d", i))
+		}()
+	}
+	wg.Wait()
+	var (
+		mu      sync.Mutex
+		holding = map[string]int{} // path -> agent, as the agents see their grants
+		double  []string
+		grants  atomic.Int64
+		refused atomic.Int64
+	)
+	deadline := time.Now().Add(run)
+	stop := make(chan struct{})
+	watched := make(chan []string)
+	go func() { // the daemon's own view, polled
+		var seen []string
+		for {
+			select {
+			case <-stop:
+				watched <- seen
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			by := map[string]string{}
+			for _, c := range e.fileClaims(t).Claims {
+				if o, ok := by[c.Path]; ok && o != c.Holder && c.Exclusive {
+					seen = append(seen, fmt.Sprintf("%s held by %s and %s", c.Path, o, c.Holder))
+				}
+				by[c.Path] = c.Holder
+			}
+		}
+	}()
+	for i := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(i), 7))
+			ctx := context.Background()
+			for time.Now().Before(deadline) {
+				n := 1 + rng.IntN(4)
+				paths := make([]string, 0, n)
+				for range n {
+					p := fmt.Sprintf("src/f%02d.go", rng.IntN(files))
+					if !containsStr(paths, p) {
+						paths = append(paths, p)
+					}
+				}
+				res, err := cs[i].CallTool(ctx, &sdk.CallToolParams{Name: "snag_files", Arguments: map[string]any{"action": "claim", "paths": paths, "ttl_sec": 60}})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if res.IsError {
+					refused.Add(1)
+					continue
+				}
+				grants.Add(1)
+				mu.Lock()
+				for _, p := range paths {
+					if h, ok := holding[p]; ok {
+						double = append(double, fmt.Sprintf("%s granted to AGENT-%02d while AGENT-%02d held it", p, i, h))
+					}
+					holding[p] = i
+				}
+				mu.Unlock()
+				time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond)
+				mu.Lock()
+				for _, p := range paths {
+					delete(holding, p)
+				}
+				mu.Unlock()
+				if _, err := cs[i].CallTool(ctx, &sdk.CallToolParams{Name: "snag_files", Arguments: map[string]any{"action": "release"}}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	seen := <-watched
+	t.Logf("L7: %d agents, %d files, %v: %d claims granted (%.0f/s), %d refused; double holders: %d seen by the agents, %d by snagd",
+		agents, files, run, grants.Load(), float64(grants.Load())/run.Seconds(), refused.Load(), len(double), len(seen))
+	for _, d := range append(double, seen...) {
+		t.Error(d)
+	}
+	if grants.Load() == 0 || refused.Load() == 0 {
+		t.Errorf("the storm made %d grants and %d refusals: it did not contend", grants.Load(), refused.Load())
+	}
+}
+
+func containsStr(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// L8: a claim lasts its TTL; a renewal before then extends it, a renewal
+// after it is refused (and the next claim is a fresh one), and an expired
+// claim keeps no one out.
+func TestL8FileClaimTTL(t *testing.T) {
+	e := newEnv(t)
+	e.daemon(t)
+	a := e.teamBridge(t, "ADA")
+	b := e.teamBridge(t, "BEA")
+	res, txt, _ := call(t, a, "snag_files", map[string]any{"action": "claim", "paths": []string{"src/a.go"}, "ttl_sec": 2})
+	mustOK(t, "claim", res, txt)
+	res, txt, _ = call(t, a, "snag_files", map[string]any{"action": "claim", "paths": []string{"src/a.go"}, "ttl_sec": 2})
+	mustOK(t, "renewal", res, txt)
+	if !strings.Contains(txt, "renewed") {
+		t.Errorf("a renewal says: %s", txt)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	res, txt, _ = call(t, b, "snag_files", map[string]any{"action": "claim", "paths": []string{"src/a.go"}, "ttl_sec": 2})
+	mustOK(t, "BEA claims the expired path", res, txt)
+	call(t, b, "snag_files", map[string]any{"action": "release"})
+	res, txt, _ = call(t, a, "snag_files", map[string]any{"action": "claim", "paths": []string{"src/a.go"}})
+	mustErr(t, "late renewal", res, txt, "expired before this renewal came")
+	res, txt, _ = call(t, a, "snag_files", map[string]any{"action": "claim", "paths": []string{"src/a.go"}})
+	mustOK(t, "a fresh claim after the late renewal", res, txt)
+	if strings.Contains(txt, "renewed") {
+		t.Errorf("the fresh claim says it renewed: %s", txt)
+	}
+}
+
+// L9: aliases of one path conflict as that path; paths outside the
+// repository, absolute ones and NUL are refused.
+func TestL9PathAliases(t *testing.T) {
+	e := newEnv(t)
+	if err := os.MkdirAll(filepath.Join(e.root, "src", "real"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", filepath.Join(e.root, "src", "link")); err != nil {
+		t.Fatal(err)
+	}
+	e.daemon(t)
+	a := e.teamBridge(t, "ADA")
+	b := e.teamBridge(t, "BEA")
+	res, txt, _ := call(t, a, "snag_files", map[string]any{"action": "claim", "paths": []string{"src/a.go", "src/real/x.go", "web"}})
+	mustOK(t, "claim", res, txt)
+	for _, alias := range []string{"./src/a.go", "src/../src/a.go", "src//a.go", "src/link/x.go", "web/", "./web/app.ts"} {
+		res, txt, _ := call(t, b, "snag_files", map[string]any{"action": "claim", "paths": []string{alias}})
+		mustErr(t, "alias "+alias, res, txt, "ADA holds")
+	}
+	for _, bad := range []string{"../x", "/etc/passwd", "src/\x00a", "src/../../x", ""} {
+		res, txt, _ := call(t, b, "snag_files", map[string]any{"action": "claim", "paths": []string{bad}})
+		if !res.IsError {
+			t.Errorf("claim of %q was not refused: %s", bad, txt)
+		}
+	}
+	if n := len(e.fileClaims(t).Claims); n != 3 {
+		t.Errorf("%d live claims after the refusals, want ADA's 3", n)
+	}
+}
+
+// With no snagd, every team tool answers advice, not an error: the agent's
+// turn goes on.
+func TestTeamToolsDegrade(t *testing.T) {
+	e := newEnv(t)
+	cs, _ := e.bridge(t, "--toolsets", "queue,team", "--no-autostart")
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"snag_context", map[string]any{"name": "ADA"}},
+		{"snag_files", map[string]any{"action": "claim", "paths": []string{"src/a.go"}}},
+		{"snag_files", map[string]any{"action": "check", "paths": []string{"src/a.go"}}},
+		{"snag_report", map[string]any{"message": "did a thing"}},
+		{"snag_handoff", map[string]any{"to": "BEA", "title": "yours"}},
+	} {
+		res, txt, sc := call(t, cs, c.tool, c.args)
+		mustOK(t, c.tool, res, txt)
+		if !strings.Contains(txt, "coordination is unavailable") || !strings.Contains(txt, "claim nothing") {
+			t.Errorf("%s without snagd: %s", c.tool, txt)
+		}
+		if sc["advisory"] == nil {
+			t.Errorf("%s without snagd: structured content has no advisory: %v", c.tool, sc)
+		}
+	}
+	// Queue writes keep failing loudly.
+	res, txt, _ := call(t, cs, "snag_claim", nil)
+	mustErr(t, "claim without snagd", res, txt, "snag daemon")
+}
+
+// The queue and team toolsets' definitions within their budgets: what a
+// model reads of the team tools at most 700 tokens, of both 1,400
+// (bytes / 3.7).
+func TestTeamBudgets(t *testing.T) {
+	e := newEnv(t)
+	cs, _ := e.bridge(t, "--toolsets", "queue,team", "--no-autostart")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tl, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, _ := json.MarshalIndent(tl, "", "  ")
+	golden(t, "tools_list_team.json", append(whole, '\n'))
+	var queue, team []any
+	names := map[string]bool{}
+	for _, tool := range tl.Tools {
+		names[tool.Name] = true
+		m := map[string]any{"name": tool.Name, "description": tool.Description, "inputSchema": tool.InputSchema}
+		switch tool.Name {
+		case "snag_context", "snag_files", "snag_plan", "snag_report", "snag_handoff", "snag_note":
+			team = append(team, m)
+		default:
+			queue = append(queue, m)
+		}
+		if out, ok := tool.OutputSchema.(map[string]any); !ok || out["type"] != "object" {
+			t.Errorf("%s: output schema root is not an object", tool.Name)
+		}
+		if tool.Annotations == nil || tool.Annotations.DestructiveHint == nil || *tool.Annotations.DestructiveHint {
+			t.Errorf("%s: not annotated non-destructive", tool.Name)
+		}
+		b, _ := json.Marshal(tool)
+		for _, bad := range []string{"prefixItems", "unevaluated", "$dynamicRef"} {
+			if bytes.Contains(b, []byte(bad)) {
+				t.Errorf("%s: schema uses %s", tool.Name, bad)
+			}
+		}
+	}
+	tb, _ := json.Marshal(team)
+	all, _ := json.Marshal(append(queue, team...))
+	t.Logf("team toolset: %d tools, %d bytes (about %d tokens); queue+team %d bytes (about %d tokens)",
+		len(team), len(tb), len(tb)*10/37, len(all), len(all)*10/37)
+	if len(tb)*10/37 > 700 {
+		t.Errorf("the team toolset's definitions are about %d tokens, budget 700", len(tb)*10/37)
+	}
+	if len(all)*10/37 > 1400 {
+		t.Errorf("queue and team definitions are about %d tokens, budget 1,400", len(all)*10/37)
+	}
+	for _, want := range []string{"snag_context", "snag_files", "snag_report", "snag_handoff"} {
+		if !names[want] {
+			t.Errorf("tools/list with --toolsets queue,team has no %s", want)
+		}
+	}
+}
+
+// gitIn runs git in dir with env, returning its output and error.
+func gitIn(dir string, env []string, args ...string) (string, error) {
+	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.invalid"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// The commit guard as git runs it: a commit touching a path another live
+// agent claims is refused, naming the agent and the claim, in every
+// worktree; the holder's own commit passes; once the holder's bridge is
+// killed, the claim ends and the commit passes.
+func TestGuardRefusesACommitOfClaimedFiles(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("git is not installed: .ci/run must install it")
+		}
+		t.Skip("git is not installed")
+	}
+	e := newEnv(t)
+	env := e.environ()
+	must := func(dir string, args ...string) {
+		t.Helper()
+		if out, err := gitIn(dir, env, args...); err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	must(e.root, "init", "-q")
+	if err := os.MkdirAll(filepath.Join(e.root, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(dir, name, s string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(e.root, "src/a.go", "package a\n")
+	write(e.root, "src/b.go", "package a\n")
+	must(e.root, "add", ".")
+	must(e.root, "commit", "-q", "-m", "start")
+	hook := exec.Command(snagBin, "install", "git-hook")
+	hook.Dir, hook.Env = e.root, env
+	if out, err := hook.CombinedOutput(); err != nil {
+		t.Fatalf("snag install git-hook: %v\n%s", err, out)
+	}
+	wt := filepath.Join(filepath.Dir(e.root), "second")
+	must(e.root, "worktree", "add", "-q", wt)
+	e.daemon(t)
+
+	ada, adaCmd := e.bridge(t, "--toolsets", "queue,team")
+	res, txt, _ := call(t, ada, "snag_context", map[string]any{"name": "ADA"})
+	mustOK(t, "context", res, txt)
+	res, txt, _ = call(t, ada, "snag_files", map[string]any{"action": "claim", "paths": []string{"src/a.go"}})
+	mustOK(t, "ADA claims", res, txt)
+
+	for _, dir := range []string{e.root, wt} {
+		write(dir, "src/a.go", "package a // edited in "+filepath.Base(dir)+"\n")
+		must(dir, "add", "src/a.go")
+		out, err := gitIn(dir, env, "commit", "-q", "-m", "touch a")
+		if err == nil || !strings.Contains(out, "ADA holds src/a.go") {
+			t.Errorf("commit in %s of a path ADA claims: err %v\n%s", dir, err, out)
+		}
+	}
+	write(e.root, "src/b.go", "package a // b\n")
+	must(e.root, "add", "src/b.go")
+	must(e.root, "restore", "--staged", "src/a.go")
+	must(e.root, "commit", "-q", "-m", "b alone passes")
+
+	// The holder's own commit passes.
+	must(e.root, "add", "src/a.go")
+	holder := append(slicesClone(env), "SNAG_AGENT=ADA")
+	if out, err := gitIn(e.root, holder, "commit", "-q", "-m", "ADA commits its own file"); err != nil {
+		t.Fatalf("ADA's own commit was refused: %v\n%s", err, out)
+	}
+
+	// The claim ends with the holder's bridge.
+	adaCmd.Process.Kill()
+	adaCmd.Wait()
+	waitFor(t, 20*time.Second, func() bool { return len(e.fileClaims(t).Claims) == 0 },
+		func() string { return fmt.Sprintf("ADA's claims outlived its bridge: %+v", e.fileClaims(t)) })
+	must(wt, "commit", "-q", "-m", "after ADA is gone")
+}
+
+func slicesClone(s []string) []string { return append([]string(nil), s...) }
