@@ -576,3 +576,82 @@ func TestGuardRefusesACommitOfClaimedFiles(t *testing.T) {
 }
 
 func slicesClone(s []string) []string { return append([]string(nil), s...) }
+
+// postJSON sends a JSON body to one of snagd's routes with the token and
+// decodes the answer into out; it returns the status.
+func (e *env) postJSON(t testing.TB, path string, body, out any) int {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", fmt.Sprintf("http://127.0.0.1:%d%s", e.port, path), bytes.NewReader(b))
+	tok, err := os.ReadFile(filepath.Join(e.home, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		json.NewDecoder(resp.Body).Decode(out)
+	}
+	return resp.StatusCode
+}
+
+// Identities: 50 sessions registering at once get 50 distinct names, none
+// of them a name of the files' assignees or of a session that ended in the
+// last day; a session that asked for a name keeps it.
+func TestIdentities(t *testing.T) {
+	e := newEnv(t)
+	e.daemon(t)
+	// A session that ends leaves its name out of the pool.
+	var first struct {
+		ID   int64
+		Name string
+	}
+	e.postJSON(t, "/sessions", map[string]any{"client": "t"}, &first)
+	if first.Name == "" {
+		t.Fatal("no name given")
+	}
+	e.postJSON(t, fmt.Sprintf("/sessions/%d/end", first.ID), map[string]any{"reason": "test"}, nil)
+
+	var wg sync.WaitGroup
+	names := make([]string, 50)
+	for i := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var s struct{ Name string }
+			if st := e.postJSON(t, "/sessions", map[string]any{"client": "t"}, &s); st != http.StatusCreated {
+				t.Errorf("register: status %d", st)
+			}
+			names[i] = s.Name
+		}()
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for _, n := range names {
+		switch {
+		case n == "":
+			t.Error("a session got no name")
+		case seen[n]:
+			t.Errorf("two of 50 concurrent sessions are %s", n)
+		case n == first.Name:
+			t.Errorf("a newcomer got %s, the name of a session that ended a moment ago", n)
+		case n == "VESPER" || n == "ORCA" || n == "DANA":
+			t.Errorf("a newcomer got %s, an assignee in the task files", n)
+		}
+		seen[n] = true
+	}
+
+	// A session that asked for a name keeps it, and a newcomer asking for
+	// a live session's name gets another.
+	var asked, again struct{ Name string }
+	e.postJSON(t, "/sessions", map[string]any{"client": "t", "name": "ZED"}, &asked)
+	e.postJSON(t, "/sessions", map[string]any{"client": "t", "name": "ZED"}, &again)
+	if asked.Name != "ZED" || again.Name == "ZED" {
+		t.Errorf("asking for ZED twice: %s then %s, want ZED then another", asked.Name, again.Name)
+	}
+}

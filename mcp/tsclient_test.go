@@ -161,3 +161,33 @@ func TestTypeScriptSubscribeAndComplete(t *testing.T) {
 		})
 	}
 }
+
+// TestTypeScriptTeamTools drives the team toolset with the official
+// TypeScript SDK client (mcp/tsclient/team.mjs): two bridges call every
+// team tool against a real snagd, and the SDK validates every result
+// against its output schema.
+func TestTypeScriptTeamTools(t *testing.T) {
+	node := needTSClient(t)
+	script, err := filepath.Abs(filepath.Join("tsclient", "team.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := tsProject(t)
+	home := filepath.Join(t.TempDir(), "home")
+	port := tsDaemon(t, snagBin, root, home)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script, snagBin, root)
+	cmd.Env = append(os.Environ(), "SNAG_HOME="+home, "SNAG_PORT="+strconv.Itoa(port))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 10 * time.Second
+	err = cmd.Run()
+	t.Log(stdout.String())
+	if err != nil {
+		t.Fatalf("node team.mjs: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), `{"step":"close","ok":true}`) {
+		t.Fatalf("team.mjs did not reach close:\n%s", stdout.String())
+	}
+}
