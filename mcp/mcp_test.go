@@ -540,17 +540,24 @@ func TestToolCallsAreAudited(t *testing.T) {
 	cs, _ := e.bridge(t)
 	call(t, cs, "snag_list", nil)
 	call(t, cs, "snag_get", map[string]any{"id": "SNAG-999"})
-	cmd := exec.Command(snagBin, "log", "--json", "--limit", "100")
-	cmd.Dir, cmd.Env = e.root, e.environ()
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("snag log: %v", err)
-	}
-	for _, want := range []string{"snag_list GET /tasks", "snag_get GET /tasks/SNAG-999", "error 404", "go-test"} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("the audit log does not say %q:\n%s", want, out)
+	// A tool call's audit line is written after its answer has gone
+	// (engine.AuditCall): the log is read again until it is there.
+	var out []byte
+	wants := []string{"snag_list GET /tasks", "snag_get GET /tasks/SNAG-999", "error 404", "go-test"}
+	waitFor(t, 10*time.Second, func() bool {
+		cmd := exec.Command(snagBin, "log", "--json", "--limit", "100")
+		cmd.Dir, cmd.Env = e.root, e.environ()
+		var err error
+		if out, err = cmd.Output(); err != nil {
+			t.Fatalf("snag log: %v", err)
 		}
-	}
+		for _, want := range wants {
+			if !strings.Contains(string(out), want) {
+				return false
+			}
+		}
+		return true
+	}, func() string { return fmt.Sprintf("the audit log does not say all of %q:\n%s", wants, out) })
 }
 
 func TestLargePayloadsAreProjected(t *testing.T) {
