@@ -367,7 +367,7 @@ var allTypes = []any{
 	api.FileClaim{}, api.FilesRequest{}, api.FilesClaimed{}, api.FilesReleased{}, api.FilesCheck{}, api.FilesChecked{},
 	api.FileClaims{}, api.ForceReleaseRequest{}, api.GuardRequest{}, api.Guarded{}, api.Message{}, api.ReportRequest{},
 	api.Messages{}, api.HandoffRequest{}, api.HandedOff{}, api.ContextRequest{}, api.HeldTask{}, api.AgentView{},
-	api.Context{}, api.MessageQuery{},
+	api.Context{}, api.MessageQuery{}, api.Plan{}, api.PlanList{}, api.PlanDetail{}, api.PlanRequest{},
 }
 
 // TestEveryTypeIsInTheReference checks that allTypes names every struct

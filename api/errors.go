@@ -151,6 +151,9 @@ const (
 	CodeLongBody = "long_body"
 	// CodeToSelf (400): an agent hands off to itself.
 	CodeToSelf = "to_self"
+	// CodeCycle (400): a task's depends_on would make a cycle; the
+	// message names it.
+	CodeCycle = "cycle"
 	// CodeNotLive (409): a task handed to an agent with no live session;
 	// nothing moved.
 	CodeNotLive = "not_live"
@@ -166,7 +169,7 @@ var Codes = []string{
 	CodeStarting, CodeBusy, CodeChanging, CodeDiskFull, CodeNoStream, CodeInternal,
 	CodeBadToolsets, CodeNoPaths, CodeTooManyPaths, CodeBadPath, CodeBadTTL, CodeExpired, CodeFilesHeld,
 	CodeNotClaimed, CodeNameKept, CodeBadName, CodeNoMessage, CodeLongMessage, CodeLongDetail, CodeNoAddressee,
-	CodeNoTitle, CodeLongTitle, CodeLongBody, CodeToSelf, CodeNotLive,
+	CodeNoTitle, CodeLongTitle, CodeLongBody, CodeToSelf, CodeNotLive, CodeCycle,
 }
 
 // The headers of an agent's request.

@@ -243,4 +243,60 @@ type Context struct {
 	Reports []Message `json:"reports"`
 	// Detached are leases no live session holds.
 	Detached []Lease `json:"detached"`
+	// Plans are the active plans, newest first (at most 2).
+	Plans []Plan `json:"plans"`
+}
+
+// Plan is a plan file (.snag/plans/SLUG.md) as lists show it.
+type Plan struct {
+	// Slug names the plan: its file's name, and what a task's plan: says.
+	Slug string `json:"slug"`
+	// Title is the plan's title.
+	Title string `json:"title,omitempty"`
+	// Status is draft, active, done or archived.
+	Status queue.PlanStatus `json:"status,omitempty"`
+	// Trust is vetted (a person wrote or activated it) or unvetted.
+	Trust queue.Trust `json:"trust,omitempty"`
+	// Author is the agent that wrote an unvetted plan.
+	Author string `json:"author,omitempty"`
+	// Created is when it was written.
+	Created time.Time `json:"created,omitzero"`
+	// Updated is when snag last changed it.
+	Updated time.Time `json:"updated,omitzero"`
+	// Tasks counts the plan's tasks by status.
+	Tasks map[string]int `json:"tasks,omitempty"`
+	// Problem says why the file cannot be read, for one that does not
+	// parse.
+	Problem string `json:"problem,omitempty"`
+}
+
+// PlanList is the answer of GET /plans, newest first.
+type PlanList struct {
+	// Plans are the plans; [] when none.
+	Plans []Plan `json:"plans"`
+}
+
+// PlanDetail is a plan with its body: GET /plans/{slug}, and the answer
+// of a create or an update.
+type PlanDetail struct {
+	Plan
+	// Body is the plan's markdown.
+	Body string `json:"body"`
+	// File is the plan's file, relative to the project root.
+	File string `json:"file"`
+}
+
+// PlanRequest is the body of POST /plans (a new draft: title and body) and
+// of POST /plans/{slug} (an update: the fields given change). An agent's
+// request (with the session header) writes an unvetted draft and may not
+// make a plan active or done.
+type PlanRequest struct {
+	// Title is the plan's title.
+	Title *string `json:"title,omitempty"`
+	// Body is the plan's markdown.
+	Body *string `json:"body,omitempty"`
+	// Status is draft, active, done or archived (an update's).
+	Status string `json:"status,omitempty"`
+	// By is the person, for a person's request.
+	By string `json:"by,omitempty"`
 }

@@ -38,7 +38,8 @@ func init() {
 			fs.StringVar(&c.opt.body, "body", "", "what the agent should know")
 			fs.StringVar(&c.opt.task, "task", "", "a claimed task whose lease moves to the agent")
 		},
-		run: runHandoff,
+		daemon: true,
+		run:    runHandoff,
 	})
 	register(&command{
 		name: "guard", args: "[--agent NAME] [PATH...]",
@@ -130,12 +131,9 @@ func runHandoff(ctx context.Context, c *call) error {
 	if len(c.args) != 2 {
 		return usagef("handoff takes an agent and a title: snag handoff ORCA \"Review the cart fix\" [--task SNAG-3]")
 	}
-	r, err := running(ctx, c)
+	r, err := connect(ctx, c, true)
 	if err != nil {
 		return err
-	}
-	if r.cl == nil {
-		return fmt.Errorf("no snagd serves %s: start it with snag daemon, then hand off again", r.root)
 	}
 	got, err := r.cl.Handoff(ctx, api.HandoffRequest{To: c.args[0], Title: c.args[1], Body: c.opt.body, Task: c.opt.task, By: who()})
 	if err != nil {

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"net/url"
 
 	"github.com/snagdev/snag/api"
 )
@@ -92,5 +93,33 @@ func (k Caller) messages(ctx context.Context, path string, q api.MessageQuery) (
 func (k Caller) Handoff(ctx context.Context, req api.HandoffRequest) (api.HandedOff, error) {
 	var out api.HandedOff
 	err := k.do(ctx, "POST", "/handoffs", req, &out)
+	return out, err
+}
+
+// Plans lists the plans (GET /plans).
+func (k Caller) Plans(ctx context.Context) (api.PlanList, error) {
+	var out api.PlanList
+	err := k.do(ctx, "GET", "/plans", nil, &out)
+	return out, err
+}
+
+// Plan reads one plan (GET /plans/{slug}).
+func (k Caller) Plan(ctx context.Context, slug string) (api.PlanDetail, error) {
+	var out api.PlanDetail
+	err := k.do(ctx, "GET", "/plans/"+url.PathEscape(slug), nil, &out)
+	return out, err
+}
+
+// CreatePlan writes a new draft plan (POST /plans).
+func (k Caller) CreatePlan(ctx context.Context, req api.PlanRequest) (api.PlanDetail, error) {
+	var out api.PlanDetail
+	err := k.do(ctx, "POST", "/plans", req, &out)
+	return out, err
+}
+
+// UpdatePlan changes a plan (POST /plans/{slug}).
+func (k Caller) UpdatePlan(ctx context.Context, slug string, req api.PlanRequest) (api.PlanDetail, error) {
+	var out api.PlanDetail
+	err := k.do(ctx, "POST", "/plans/"+url.PathEscape(slug), req, &out)
 	return out, err
 }

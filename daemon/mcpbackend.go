@@ -419,7 +419,8 @@ func (b *engineBackend) Resolve(ctx context.Context, ref, commit, note string) (
 func (b *engineBackend) Add(ctx context.Context, t mcp.NewTask) (mcp.Added, error) {
 	var out mcp.Added
 	err := b.call(ctx, http.MethodPost, "/tasks", false, func(s index.Session) error {
-		nt, err := newTask(api.AddRequest{Title: t.Title, Body: t.Body, Kind: t.Kind, Severity: t.Severity, Files: t.Files})
+		nt, err := newTask(api.AddRequest{Title: t.Title, Body: t.Body, Kind: t.Kind, Severity: t.Severity, Files: t.Files,
+			Plan: t.Plan, DependsOn: t.DependsOn})
 		if err != nil {
 			return err
 		}

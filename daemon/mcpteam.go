@@ -8,6 +8,7 @@ import (
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/engine"
 	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/queue"
 )
 
 // The team tools of an MCP session over /mcp: each is the engine call the
@@ -95,6 +96,54 @@ func (b *engineBackend) Handoff(ctx context.Context, r api.HandoffRequest) (api.
 			b.leases.Forget(r.Task, got.Key)
 		}
 		return nil
+	})
+	return out, err
+}
+
+// Plans lists the plans.
+func (b *engineBackend) Plans(ctx context.Context) (api.PlanList, error) {
+	var out api.PlanList
+	err := b.call(ctx, http.MethodGet, "/plans", false, func(index.Session) error {
+		vs, err := b.e.Plans(ctx)
+		out.Plans = make([]api.Plan, len(vs))
+		for i, v := range vs {
+			out.Plans[i] = planWire(v)
+		}
+		return err
+	})
+	return out, err
+}
+
+// Plan reads one plan.
+func (b *engineBackend) Plan(ctx context.Context, slug string) (api.PlanDetail, error) {
+	var out api.PlanDetail
+	err := b.call(ctx, http.MethodGet, "/plans/"+slug, false, func(index.Session) error {
+		v, err := b.e.Plan(ctx, slug)
+		out = planDetail(v)
+		return err
+	})
+	return out, err
+}
+
+// CreatePlan writes a new draft plan, unvetted.
+func (b *engineBackend) CreatePlan(ctx context.Context, r api.PlanRequest) (api.PlanDetail, error) {
+	var out api.PlanDetail
+	err := b.call(ctx, http.MethodPost, "/plans", false, func(s index.Session) error {
+		v, err := b.e.CreatePlanView(ctx, queue.Agent, s.Name, deref(r.Title), deref(r.Body))
+		out = planDetail(v)
+		return err
+	})
+	return out, err
+}
+
+// UpdatePlan changes an unvetted plan.
+func (b *engineBackend) UpdatePlan(ctx context.Context, slug string, r api.PlanRequest) (api.PlanDetail, error) {
+	var out api.PlanDetail
+	err := b.call(ctx, http.MethodPost, "/plans/"+slug, false, func(s index.Session) error {
+		v, err := b.e.UpdatePlanView(ctx, queue.Agent, s.Name, slug,
+			engine.PlanEdit{Title: r.Title, Body: r.Body, Status: queue.PlanStatus(r.Status)})
+		out = planDetail(v)
+		return err
 	})
 	return out, err
 }

@@ -55,6 +55,10 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 	mux.HandleFunc("GET /reports", handle(d, route{}, d.messages(index.MessageReport)))
 	mux.HandleFunc("POST /handoffs", handle(d, route{}, d.handoff))
 	mux.HandleFunc("GET /handoffs", handle(d, route{}, d.messages(index.MessageHandoff)))
+	mux.HandleFunc("GET /plans", handle(d, route{}, d.listPlans))
+	mux.HandleFunc("GET /plans/{slug}", handle(d, route{}, d.getPlan))
+	mux.HandleFunc("POST /plans", handle(d, route{}, d.createPlan))
+	mux.HandleFunc("POST /plans/{slug}", handle(d, route{}, d.updatePlan))
 	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) { d.serveEvents(ctx, w, r) })
 	d.mcp = d.mcpHandler(ctx)
 	mux.Handle(MCPPath, d.mcp) // MCP over Streamable HTTP: POST, GET (its SSE stream), DELETE

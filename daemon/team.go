@@ -9,6 +9,7 @@ import (
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/engine"
 	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/queue"
 )
 
 // This file serves team coordination: an agent's context, file claims,
@@ -170,7 +171,11 @@ func (d *Daemon) contextOf(ctx context.Context, s index.Session, name string) (a
 func contextWire(tc engine.TeamContext, note string) api.Context {
 	out := api.Context{Me: tc.Me.Wire(), NameNote: note, Tasks: heldWire(tc.Tasks), Files: index.WireFileClaims(tc.Files),
 		Ready: index.WireRows(tc.Ready), Others: make([]api.AgentView, len(tc.Others)),
-		Handoffs: index.WireMessages(tc.Handoffs), Reports: index.WireMessages(tc.Reports), Detached: index.WireLeases(tc.Detached)}
+		Handoffs: index.WireMessages(tc.Handoffs), Reports: index.WireMessages(tc.Reports), Detached: index.WireLeases(tc.Detached),
+		Plans: make([]api.Plan, len(tc.Plans))}
+	for i, p := range tc.Plans {
+		out.Plans[i] = planWire(p)
+	}
 	for i, o := range tc.Others {
 		v := api.AgentView{Name: o.Session.Name, Client: o.Session.Client, Tasks: heldWire(o.Tasks), Files: index.WireFileClaims(o.Files)}
 		if o.LastReport != nil {
@@ -188,4 +193,85 @@ func heldWire(hs []engine.HeldTask) []api.HeldTask {
 		out[i] = api.HeldTask{Key: h.Key, ID: h.ID, Title: h.Title, Status: h.Status, Trust: h.Trust, Epoch: h.Epoch}
 	}
 	return out
+}
+
+// planWire is a plan as the API answers it.
+func planWire(v engine.PlanView) api.Plan {
+	out := api.Plan{Slug: v.Slug, Problem: v.Problem}
+	if p := v.Plan; p != nil {
+		out.Title, out.Status, out.Trust, out.Author, out.Created, out.Updated = p.Title, p.Status, p.Trust, p.Author, p.Created, p.Updated
+	}
+	if len(v.Tasks) > 0 {
+		out.Tasks = map[string]int{}
+		for st, n := range v.Tasks {
+			out.Tasks[string(st)] = n
+		}
+	}
+	return out
+}
+
+func planDetail(v engine.PlanView) api.PlanDetail {
+	out := api.PlanDetail{Plan: planWire(v), File: ".snag/" + queue.PlansFolder + "/" + v.Slug + ".md"}
+	if v.Plan != nil {
+		out.Body = string(v.Plan.Body)
+	}
+	return out
+}
+
+func (d *Daemon) listPlans(ctx context.Context, c *call[struct{}]) (answer, error) {
+	vs, err := d.e.Plans(ctx)
+	if err != nil {
+		return answer{}, err
+	}
+	out := api.PlanList{Plans: make([]api.Plan, len(vs))}
+	for i, v := range vs {
+		out.Plans[i] = planWire(v)
+	}
+	return ok(out), nil
+}
+
+func (d *Daemon) getPlan(ctx context.Context, c *call[struct{}]) (answer, error) {
+	v, err := d.e.Plan(ctx, c.r.PathValue("slug"))
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(planDetail(v)), nil
+}
+
+// actorOf is who makes a request: the agent of its session, or the person
+// by names (or "person").
+func actorOf(s *index.Session, by string) (queue.Actor, string) {
+	if s != nil {
+		return queue.Agent, s.Name
+	}
+	if by == "" {
+		by = "person"
+	}
+	return queue.Person, by
+}
+
+func (d *Daemon) createPlan(ctx context.Context, c *call[api.PlanRequest]) (answer, error) {
+	actor, who := actorOf(c.session, c.body.By)
+	v, err := d.e.CreatePlanView(ctx, actor, who, deref(c.body.Title), deref(c.body.Body))
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{http.StatusCreated, planDetail(v)}, nil
+}
+
+func (d *Daemon) updatePlan(ctx context.Context, c *call[api.PlanRequest]) (answer, error) {
+	actor, who := actorOf(c.session, c.body.By)
+	v, err := d.e.UpdatePlanView(ctx, actor, who, c.r.PathValue("slug"),
+		engine.PlanEdit{Title: c.body.Title, Body: c.body.Body, Status: queue.PlanStatus(c.body.Status)})
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(planDetail(v)), nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -42,6 +42,7 @@ type TeamContext struct {
 	Handoffs []index.Message
 	Reports  []index.Message // the others' latest, newest first
 	Detached []index.Lease   // leases no live session holds
+	Plans    []PlanView      // the active plans, newest first (at most contextPlans)
 	Now      time.Time
 }
 
@@ -49,6 +50,7 @@ type TeamContext struct {
 const (
 	contextReady   = 5
 	contextReports = 3
+	contextPlans   = 2
 )
 
 // Context reads session s's screen of the team. The handoffs it shows
@@ -117,6 +119,15 @@ func (e *Engine) Context(ctx context.Context, s index.Session) (TeamContext, err
 	for _, r := range page.Rows {
 		if len(r.BlockedBy) == 0 && r.State == index.StateOK && len(tc.Ready) < contextReady {
 			tc.Ready = append(tc.Ready, r)
+		}
+	}
+	plans, err := e.Plans(ctx)
+	if err != nil {
+		return tc, err
+	}
+	for _, p := range plans {
+		if p.Plan != nil && p.Plan.Status == queue.PlanActive && len(tc.Plans) < contextPlans {
+			tc.Plans = append(tc.Plans, p)
 		}
 	}
 	tc.Handoffs, err = e.p.DB.Messages(ctx, index.MessageHandoff, s.Name, true, 20)

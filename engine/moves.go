@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -46,6 +48,13 @@ func (e *Engine) Add(ctx context.Context, nt NewTask, actor queue.Actor, who str
 	for _, d := range nt.DependsOn {
 		if _, err := queue.ParseRef(d); err != nil {
 			return nil, "", refuse(ErrInvalid, "bad_ref", "add: depends on: %v", err)
+		}
+	}
+	if nt.Plan != "" && actor != queue.Person {
+		// An agent names a plan that is there (a person may name the plan
+		// they are about to write).
+		if _, err := os.Stat(filepath.Join(e.plansDir(), nt.Plan+".md")); err != nil || !queue.ValidSlug(nt.Plan) {
+			return nil, "", refuse(ErrInvalid, "bad_plan", "add: no plan %q: snag_plan {\"action\": \"list\"} lists the plans by slug", nt.Plan)
 		}
 	}
 	now := time.Now().UTC().Truncate(time.Second)
@@ -116,6 +125,10 @@ func (e *Engine) createKeyed(ctx context.Context, t *queue.Task) (string, error)
 			return "", fmt.Errorf("add: %w", err)
 		}
 		t.Key = queue.Alias(n)
+		if cycle := e.depCycle(ctx, t.Key, t.DependsOn); cycle != nil {
+			return "", refuse(ErrInvalid, "cycle", "add: depends_on would make a cycle: %s: depend on none of those, or change the task that depends on %s",
+				strings.Join(cycle, " -> "), t.Key)
+		}
 		data := queue.Format(t)
 		if _, err := queue.Parse(data); err != nil {
 			return "", badValue(err)
@@ -245,6 +258,50 @@ func clean(it *index.Item) error {
 		return fmt.Errorf("%w: another file has the same id or key as %s: snag doctor names both", ErrNotClean, it.Path)
 	case it.Task == nil:
 		return fmt.Errorf("%w: %s has no task data", ErrNotClean, it.Path)
+	}
+	return nil
+}
+
+// maxDepWalk bounds the tasks a cycle check reads.
+const maxDepWalk = 10000
+
+// depCycle returns the cycle that a task keyed key depending on deps would
+// close (key -> dep -> ... -> key), or nil: a task file may already name
+// the key a new task is about to get.
+func (e *Engine) depCycle(ctx context.Context, key string, deps []string) []string {
+	seen := map[string]bool{}
+	var walk func(ref string, path []string) []string
+	walk = func(ref string, path []string) []string {
+		r, err := queue.ParseRef(ref)
+		if err != nil {
+			return nil
+		}
+		if r.String() == key {
+			return append(path, key)
+		}
+		if seen[r.String()] || len(seen) >= maxDepWalk {
+			return nil
+		}
+		seen[r.String()] = true
+		it, err := e.p.DB.Get(ctx, r)
+		if err != nil || it.Task == nil {
+			return nil
+		}
+		name := it.Key
+		if name == "" {
+			name = ref
+		}
+		for _, d := range it.Task.DependsOn {
+			if c := walk(d, append(path, name)); c != nil {
+				return c
+			}
+		}
+		return nil
+	}
+	for _, d := range deps {
+		if c := walk(d, []string{key}); c != nil {
+			return c
+		}
 	}
 	return nil
 }

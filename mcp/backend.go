@@ -124,6 +124,9 @@ type NewTask struct {
 	Kind     string   `json:"kind,omitempty"`
 	Severity string   `json:"severity,omitempty"`
 	Files    []string `json:"files,omitempty"`
+	// Plan is the plan's slug; DependsOn the tasks to resolve first.
+	Plan      string   `json:"plan,omitempty"`
+	DependsOn []string `json:"depends_on,omitempty"`
 }
 
 // Added is what an add answers.

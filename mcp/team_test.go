@@ -655,3 +655,75 @@ func TestIdentities(t *testing.T) {
 		t.Errorf("asking for ZED twice: %s then %s, want ZED then another", asked.Name, again.Name)
 	}
 }
+
+// Plans: an agent's is a draft and unvetted; it may not activate it; a
+// person does (snag plans activate), which vets it; list filters by
+// status; snag_add names a plan and refuses a depends_on cycle.
+func TestPlans(t *testing.T) {
+	e := newEnv(t)
+	e.daemon(t)
+	a := e.teamBridge(t, "ADA")
+	res, txt, sc := call(t, a, "snag_plan", map[string]any{"action": "create", "title": "Faster search", "body": "Index words.\n"})
+	mustOK(t, "create", res, txt)
+	plan := sc["plan"].(map[string]any)
+	if plan["slug"] != "faster-search" || plan["status"] != "draft" || plan["trust"] != "unvetted" || plan["author"] != "ADA" {
+		t.Fatalf("an agent's new plan: %v", plan)
+	}
+	b, err := os.ReadFile(filepath.Join(e.root, ".snag", "plans", "faster-search.md"))
+	if err != nil || !bytes.Contains(b, []byte("trust: unvetted")) {
+		t.Fatalf("the plan file: %v\n%s", err, b)
+	}
+	res, txt, _ = call(t, a, "snag_plan", map[string]any{"action": "update", "id": "faster-search", "status": "active"})
+	mustErr(t, "an agent activates", res, txt, "only a person makes a plan active")
+	res, txt, _ = call(t, a, "snag_plan", map[string]any{"action": "update", "id": "checkout-revamp", "body": "mine now"})
+	mustErr(t, "an agent edits a vetted plan", res, txt, "only a person changes it")
+	res, txt, _ = call(t, a, "snag_plan", map[string]any{"action": "update", "id": "faster-search", "body": "Index words, then rank.\n"})
+	mustOK(t, "an agent edits its draft", res, txt)
+
+	cmd := exec.Command(snagBin, "plans", "activate", "faster-search")
+	cmd.Dir, cmd.Env = e.root, e.environ()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("snag plans activate: %v\n%s", err, out)
+	}
+	_, txt, sc = call(t, a, "snag_plan", map[string]any{"action": "get", "id": "faster-search"})
+	if p := sc["plan"].(map[string]any); p["status"] != "active" || p["trust"] != "vetted" || !strings.Contains(txt, "then rank") {
+		t.Errorf("after a person activated it: %v\n%s", p, txt)
+	}
+	_, txt, sc = call(t, a, "snag_plan", map[string]any{"action": "list", "status": "draft"})
+	if drafts, _ := sc["plans"].([]any); len(drafts) != 0 || !strings.Contains(txt, "no plan is draft") {
+		t.Errorf("list of drafts after the activation: %v\n%s", sc["plans"], txt)
+	}
+	_, txt, sc = call(t, a, "snag_plan", map[string]any{"action": "list", "status": "active"})
+	if active, _ := sc["plans"].([]any); len(active) != 2 {
+		t.Errorf("list of active plans: %v\n%s", sc["plans"], txt)
+	}
+	_, txt, _ = call(t, a, "snag_context", nil)
+	if !strings.Contains(txt, "plan: faster-search active") {
+		t.Errorf("the context does not show the active plan:\n%s", txt)
+	}
+	res, txt, _ = call(t, a, "snag_plan", map[string]any{"action": "get", "id": "no-such"})
+	mustErr(t, "get of no plan", res, txt, `no plan "no-such"`)
+
+	res, txt, sc = call(t, a, "snag_add", map[string]any{"title": "Rank by recency", "plan": "faster-search", "depends_on": []string{"SNAG-1"}})
+	mustOK(t, "add to a plan", res, txt)
+	key := sc["key"].(string)
+	res, txt, _ = call(t, a, "snag_add", map[string]any{"title": "No such plan", "plan": "nope"})
+	mustErr(t, "add to no plan", res, txt, `no plan "nope"`)
+	// A task file that depends on the key the next add will get: that add
+	// depending on it would close a cycle.
+	next := fmt.Sprintf("SNAG-%d", keyNum(t, key)+2)
+	res, txt, sc = call(t, a, "snag_add", map[string]any{"title": "Waits for the next", "depends_on": []string{next}})
+	mustOK(t, "add depending on a key not yet taken", res, txt)
+	mid := sc["key"].(string)
+	res, txt, _ = call(t, a, "snag_add", map[string]any{"title": "Closes the loop", "depends_on": []string{mid}})
+	mustErr(t, "a cycle", res, txt, next+" -> "+mid+" -> "+next)
+}
+
+func keyNum(t *testing.T, key string) int {
+	t.Helper()
+	var n int
+	if _, err := fmt.Sscanf(key, "SNAG-%d", &n); err != nil {
+		t.Fatalf("key %q: %v", key, err)
+	}
+	return n
+}

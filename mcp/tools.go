@@ -95,6 +95,8 @@ type addIn struct {
 	Kind     string   `json:"kind,omitempty" jsonschema:"bug ux a11y layout perf feature chore note"`
 	Severity string   `json:"severity,omitempty" jsonschema:"critical high medium low"`
 	Files    []string `json:"files,omitempty" jsonschema:"path or path:12-40"`
+	Plan      string   `json:"plan,omitempty" jsonschema:"a plan's slug"`
+	DependsOn []string `json:"depends_on,omitempty" jsonschema:"keys to resolve first"`
 }
 
 type addOut struct {
@@ -220,6 +222,7 @@ func (s *server) addTools(srv *sdk.Server) {
 			// An omitted list, not null: some hosts' tool dialects refuse
 			// type unions.
 			p["files"].Type, p["files"].Types = "array", nil
+			p["depends_on"].Type, p["depends_on"].Types = "array", nil
 		}),
 		Description: "File a finding, TODO or note into a person's inbox (unvetted until promoted)."}, s.add)
 	addTool(srv, &sdk.Tool{Name: "snag_search", OutputSchema: outSchema[searchOut](), Annotations: readOnly("Search tasks"),

@@ -427,7 +427,8 @@ func (d *Daemon) Resolve(ctx context.Context, ref, commit, note string) (mcp.Mov
 func (d *Daemon) Add(ctx context.Context, t mcp.NewTask) (mcp.Added, error) {
 	var got api.Added
 	err := d.call(ctx, "", func(k client.Caller) (err error) {
-		got, err = k.Add(ctx, api.AddRequest{Title: t.Title, Body: t.Body, Kind: t.Kind, Severity: t.Severity, Files: t.Files})
+		got, err = k.Add(ctx, api.AddRequest{Title: t.Title, Body: t.Body, Kind: t.Kind, Severity: t.Severity, Files: t.Files,
+			Plan: t.Plan, DependsOn: t.DependsOn})
 		return err
 	})
 	return mcp.Added{ID: got.ID, Key: got.Key, Path: got.Path, Status: string(got.Status), Trust: string(got.Trust)}, err

@@ -69,3 +69,31 @@ func (d *Daemon) Handoff(ctx context.Context, r api.HandoffRequest) (api.HandedO
 	}
 	return got, err
 }
+
+// Plans lists the plans.
+func (d *Daemon) Plans(ctx context.Context) (api.PlanList, error) {
+	var got api.PlanList
+	err := d.call(ctx, "", func(k client.Caller) (err error) { got, err = k.Plans(ctx); return err })
+	return got, err
+}
+
+// Plan reads one plan.
+func (d *Daemon) Plan(ctx context.Context, slug string) (api.PlanDetail, error) {
+	var got api.PlanDetail
+	err := d.call(ctx, slug, func(k client.Caller) (err error) { got, err = k.Plan(ctx, slug); return err })
+	return got, err
+}
+
+// CreatePlan writes a new draft plan, unvetted.
+func (d *Daemon) CreatePlan(ctx context.Context, r api.PlanRequest) (api.PlanDetail, error) {
+	var got api.PlanDetail
+	err := d.call(ctx, "", func(k client.Caller) (err error) { got, err = k.CreatePlan(ctx, r); return err })
+	return got, err
+}
+
+// UpdatePlan changes an unvetted plan.
+func (d *Daemon) UpdatePlan(ctx context.Context, slug string, r api.PlanRequest) (api.PlanDetail, error) {
+	var got api.PlanDetail
+	err := d.call(ctx, slug, func(k client.Caller) (err error) { got, err = k.UpdatePlan(ctx, slug, r); return err })
+	return got, err
+}
