@@ -90,11 +90,11 @@ type moveOut struct {
 }
 
 type addIn struct {
-	Title    string   `json:"title"`
-	Body     string   `json:"body,omitempty"`
-	Kind     string   `json:"kind,omitempty" jsonschema:"bug ux a11y layout perf feature chore note"`
-	Severity string   `json:"severity,omitempty" jsonschema:"critical high medium low"`
-	Files    []string `json:"files,omitempty" jsonschema:"path or path:12-40"`
+	Title     string   `json:"title"`
+	Body      string   `json:"body,omitempty"`
+	Kind      string   `json:"kind,omitempty" jsonschema:"bug ux a11y layout perf feature chore note"`
+	Severity  string   `json:"severity,omitempty" jsonschema:"critical high medium low"`
+	Files     []string `json:"files,omitempty" jsonschema:"path or path:12-40"`
 	Plan      string   `json:"plan,omitempty" jsonschema:"a plan's slug"`
 	DependsOn []string `json:"depends_on,omitempty" jsonschema:"keys to resolve first"`
 }
