@@ -161,6 +161,9 @@ type Hit struct {
 type SearchResult struct {
 	// Hits are the matching tasks; null when none matched.
 	Hits []Hit `json:"hits"`
+	// Notes are the matching notes (.snag/notes), best first; absent when
+	// none matched.
+	Notes []Note `json:"notes,omitempty"`
 }
 
 // AddRequest is the body of POST /tasks. A person's task (no session

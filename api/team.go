@@ -1,6 +1,8 @@
 package api
 
 import (
+	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/snagdev/snag/queue"
@@ -245,6 +247,8 @@ type Context struct {
 	Detached []Lease `json:"detached"`
 	// Plans are the active plans, newest first (at most 2).
 	Plans []Plan `json:"plans"`
+	// Decisions are the latest decision notes (at most 3).
+	Decisions []Note `json:"decisions"`
 }
 
 // Plan is a plan file (.snag/plans/SLUG.md) as lists show it.
@@ -299,4 +303,82 @@ type PlanRequest struct {
 	Status string `json:"status,omitempty"`
 	// By is the person, for a person's request.
 	By string `json:"by,omitempty"`
+}
+
+// Note is a note (.snag/notes/N-<n> - <title>.md): a decision, an
+// observation or an action.
+type Note struct {
+	// Key is N-<n>.
+	Key string `json:"key"`
+	// ID is the note's id.
+	ID string `json:"id,omitempty"`
+	// Title is the note's title.
+	Title string `json:"title"`
+	// Kind is decision, observation or action.
+	Kind string `json:"kind"`
+	// Trust is vetted (a person wrote it) or unvetted (an agent did).
+	Trust queue.Trust `json:"trust"`
+	// Author is the agent that wrote an unvetted note.
+	Author string `json:"author,omitempty"`
+	// Created is when it was written.
+	Created time.Time `json:"created,omitzero"`
+	// Tasks are the tasks it is about.
+	Tasks []string `json:"tasks,omitempty"`
+	// Files are the files it is about.
+	Files []string `json:"files,omitempty"`
+	// File is the note's file, relative to the project root.
+	File string `json:"file"`
+	// Snippet is the text a search matched, words in [brackets].
+	Snippet string `json:"snippet,omitempty"`
+}
+
+// NoteList is the answer of GET /notes, newest first.
+type NoteList struct {
+	// Notes are the notes; [] when none.
+	Notes []Note `json:"notes"`
+}
+
+// NoteDetail is a note with its body: GET /notes/{ref}, and the answer of
+// POST /notes.
+type NoteDetail struct {
+	Note
+	// Body is the note's markdown.
+	Body string `json:"body"`
+}
+
+// NoteRequest is the body of POST /notes: an agent's note (with the
+// session header) is unvetted.
+type NoteRequest struct {
+	// Title is the decision or finding in a line.
+	Title string `json:"title"`
+	// Body says more.
+	Body string `json:"body,omitempty"`
+	// Kind is decision (the default), observation or action.
+	Kind string `json:"kind,omitempty"`
+	// Task is a task the note is about.
+	Task string `json:"task,omitempty"`
+	// Files are files the note is about.
+	Files []string `json:"files,omitempty"`
+	// By is the person, for a person's note.
+	By string `json:"by,omitempty"`
+}
+
+// NoteQuery is the query of GET /notes.
+type NoteQuery struct {
+	// Kind keeps one kind (kind=decision).
+	Kind string
+	// Limit is the most notes (limit=N), at most 200; 0: 20.
+	Limit int
+}
+
+// Encode is the query string for q, without the "?".
+func (q NoteQuery) Encode() string {
+	v := url.Values{}
+	if q.Kind != "" {
+		v.Set("kind", q.Kind)
+	}
+	if q.Limit != 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	return v.Encode()
 }

@@ -86,7 +86,13 @@ func readSearchResult(b []byte) (res api.SearchResult, ok bool) {
 				return r.task(&h.Task, &h.Snippet)
 			}, func() { res.Hits = []api.Hit{} })
 		}
-		return r.unknown(key, "hits")
+		if key == "notes" && r.first(&seen, 2) {
+			// The notes a search found are few: encoding/json reads them.
+			r.space()
+			start := r.i
+			return r.skip(0) && json.Unmarshal([]byte(r.src[start:r.i]), &res.Notes) == nil
+		}
+		return r.unknown(key, "hits", "notes")
 	}) && r.end()
 	return res, ok
 }

@@ -123,3 +123,28 @@ func (k Caller) UpdatePlan(ctx context.Context, slug string, req api.PlanRequest
 	err := k.do(ctx, "POST", "/plans/"+url.PathEscape(slug), req, &out)
 	return out, err
 }
+
+// Notes lists notes, newest first (GET /notes).
+func (k Caller) Notes(ctx context.Context, q api.NoteQuery) (api.NoteList, error) {
+	var out api.NoteList
+	path := "/notes"
+	if s := q.Encode(); s != "" {
+		path += "?" + s
+	}
+	err := k.do(ctx, "GET", path, nil, &out)
+	return out, err
+}
+
+// Note reads one note (GET /notes/{ref}).
+func (k Caller) Note(ctx context.Context, ref string) (api.NoteDetail, error) {
+	var out api.NoteDetail
+	err := k.do(ctx, "GET", "/notes/"+url.PathEscape(ref), nil, &out)
+	return out, err
+}
+
+// AddNote writes a note (POST /notes).
+func (k Caller) AddNote(ctx context.Context, req api.NoteRequest) (api.NoteDetail, error) {
+	var out api.NoteDetail
+	err := k.do(ctx, "POST", "/notes", req, &out)
+	return out, err
+}

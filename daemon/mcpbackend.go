@@ -306,6 +306,13 @@ func (b *engineBackend) Search(ctx context.Context, query string, limit int) ([]
 		for i := range got {
 			hits = append(hits, mcp.Hit{Row: rowOf(&got[i].Row), Snippet: got[i].Snippet})
 		}
+		notes, err := b.e.SearchNotes(ctx, query, max(limit, 5))
+		if err != nil {
+			return err
+		}
+		for _, n := range notesWire(notes) {
+			hits = append(hits, mcp.Hit{Note: &n})
+		}
 		return nil
 	})
 	return hits, err

@@ -147,3 +147,25 @@ func (b *engineBackend) UpdatePlan(ctx context.Context, slug string, r api.PlanR
 	})
 	return out, err
 }
+
+// Notes lists notes of kind, newest first.
+func (b *engineBackend) Notes(ctx context.Context, kind string, limit int) (api.NoteList, error) {
+	var out api.NoteList
+	err := b.call(ctx, http.MethodGet, "/notes", false, func(index.Session) error {
+		ns, err := b.e.Notes(ctx, kind, limit)
+		out.Notes = notesWire(ns)
+		return err
+	})
+	return out, err
+}
+
+// AddNote writes a note, unvetted.
+func (b *engineBackend) AddNote(ctx context.Context, r api.NoteRequest) (api.NoteDetail, error) {
+	var out api.NoteDetail
+	err := b.call(ctx, http.MethodPost, "/notes", false, func(s index.Session) error {
+		n, err := b.e.AddNote(ctx, queue.Agent, s.Name, engine.NoteInput{Title: r.Title, Body: r.Body, Kind: r.Kind, Task: r.Task, Files: r.Files})
+		out = api.NoteDetail{Note: noteWire(n), Body: n.Body}
+		return err
+	})
+	return out, err
+}

@@ -55,6 +55,9 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 	mux.HandleFunc("GET /reports", handle(d, route{}, d.messages(index.MessageReport)))
 	mux.HandleFunc("POST /handoffs", handle(d, route{}, d.handoff))
 	mux.HandleFunc("GET /handoffs", handle(d, route{}, d.messages(index.MessageHandoff)))
+	mux.HandleFunc("GET /notes", handle(d, route{}, d.listNotes))
+	mux.HandleFunc("GET /notes/{ref}", handle(d, route{}, d.getNote))
+	mux.HandleFunc("POST /notes", handle(d, route{}, d.addNote))
 	mux.HandleFunc("GET /plans", handle(d, route{}, d.listPlans))
 	mux.HandleFunc("GET /plans/{slug}", handle(d, route{}, d.getPlan))
 	mux.HandleFunc("POST /plans", handle(d, route{}, d.createPlan))
@@ -220,7 +223,15 @@ func (d *Daemon) search(ctx context.Context, c *call[struct{}]) (answer, error) 
 	if err != nil {
 		return answer{}, &apiError{http.StatusBadRequest, "bad_query", err.Error()}
 	}
-	return ok(searchResult(hits)), nil
+	out := searchResult(hits)
+	notes, err := d.e.SearchNotes(ctx, q, max(limit, 5))
+	if err != nil {
+		return answer{}, err
+	}
+	if len(notes) > 0 {
+		out.Notes = notesWire(notes)
+	}
+	return ok(out), nil
 }
 
 // ToolHeader names the MCP tool a request serves, for the audit log: the

@@ -43,6 +43,8 @@ type TeamContext struct {
 	Reports  []index.Message // the others' latest, newest first
 	Detached []index.Lease   // leases no live session holds
 	Plans    []PlanView      // the active plans, newest first (at most contextPlans)
+	// Decisions are the latest decision notes.
+	Decisions []index.NoteRow
 	Now      time.Time
 }
 
@@ -129,6 +131,9 @@ func (e *Engine) Context(ctx context.Context, s index.Session) (TeamContext, err
 		if p.Plan != nil && p.Plan.Status == queue.PlanActive && len(tc.Plans) < contextPlans {
 			tc.Plans = append(tc.Plans, p)
 		}
+	}
+	if tc.Decisions, err = e.Notes(ctx, "decision", contextReports); err != nil {
+		return tc, err
 	}
 	tc.Handoffs, err = e.p.DB.Messages(ctx, index.MessageHandoff, s.Name, true, 20)
 	if err != nil {

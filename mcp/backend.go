@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/queue"
 )
 
@@ -91,10 +92,12 @@ type ListQuery struct {
 	All      bool
 }
 
-// Hit is a search hit.
+// Hit is a search hit: a task, or with Note set a note (.snag/notes),
+// whose Row is then empty.
 type Hit struct {
 	Row
-	Snippet string `json:"snippet,omitempty"`
+	Snippet string    `json:"snippet,omitempty"`
+	Note    *api.Note `json:"-"`
 }
 
 // Claimed is a claim's answer: the task (nil when nothing was ready) and

@@ -33,6 +33,8 @@ type Team interface {
 	Plan(ctx context.Context, slug string) (api.PlanDetail, error)
 	CreatePlan(ctx context.Context, r api.PlanRequest) (api.PlanDetail, error)
 	UpdatePlan(ctx context.Context, slug string, r api.PlanRequest) (api.PlanDetail, error)
+	Notes(ctx context.Context, kind string, limit int) (api.NoteList, error)
+	AddNote(ctx context.Context, r api.NoteRequest) (api.NoteDetail, error)
 }
 
 // advisory is what a team tool answers when no snagd coordinates: the
@@ -97,16 +99,17 @@ type heldOut struct {
 }
 
 type contextOut struct {
-	Source   string       `json:"source"`
-	Advisory string       `json:"advisory,omitempty"`
-	Name     string       `json:"name,omitempty"`
-	Plans    []string     `json:"plans,omitempty" jsonschema:"the active plans' slugs"`
-	Tasks    []heldOut    `json:"tasks,omitempty"`
-	Files    []string     `json:"files,omitempty"`
-	Ready    []Row        `json:"ready,omitempty"`
-	Agents   []agentOut   `json:"agents,omitempty"`
-	Handoffs []handoffOut `json:"handoffs,omitempty"`
-	Omitted  []string     `json:"omitted,omitempty"`
+	Source    string       `json:"source"`
+	Advisory  string       `json:"advisory,omitempty"`
+	Name      string       `json:"name,omitempty"`
+	Plans     []string     `json:"plans,omitempty" jsonschema:"the active plans' slugs"`
+	Tasks     []heldOut    `json:"tasks,omitempty"`
+	Files     []string     `json:"files,omitempty"`
+	Ready     []Row        `json:"ready,omitempty"`
+	Agents    []agentOut   `json:"agents,omitempty"`
+	Handoffs  []handoffOut `json:"handoffs,omitempty"`
+	Decisions []string     `json:"decisions,omitempty"`
+	Omitted   []string     `json:"omitted,omitempty"`
 }
 
 type filesIn struct {
@@ -179,6 +182,20 @@ type planOut struct {
 	File     string    `json:"file,omitempty"`
 }
 
+type noteIn struct {
+	Title string   `json:"title,omitempty" jsonschema:"omit to list recent decisions"`
+	Body  string   `json:"body,omitempty"`
+	Kind  string   `json:"kind,omitempty"`
+	Task  string   `json:"task,omitempty"`
+	Files []string `json:"files,omitempty"`
+}
+
+type notesOut struct {
+	Source   string    `json:"source"`
+	Advisory string    `json:"advisory,omitempty"`
+	Notes    []noteOut `json:"notes,omitempty"`
+}
+
 func (s *server) addTeamTools(srv *sdk.Server) {
 	addTool(srv, &sdk.Tool{Name: "snag_context", OutputSchema: outSchema[contextOut](), Annotations: writes("Team context", true),
 		Description: "Call first: who you are, your work, ready tasks, other agents, handoffs to you."}, s.context)
@@ -197,6 +214,12 @@ func (s *server) addTeamTools(srv *sdk.Server) {
 			p["status"].Enum = []any{"draft", "active", "done", "archived"}
 		}),
 		Description: "Read plans, or draft one (a person activates it)."}, s.plan)
+	addTool(srv, &sdk.Tool{Name: "snag_note", OutputSchema: outSchema[notesOut](), Annotations: writes("Note a decision", false),
+		InputSchema: schema[noteIn](func(p map[string]*jsonschema.Schema) {
+			p["kind"].Enum, p["kind"].Default = []any{"decision", "observation", "action"}, json.RawMessage(`"decision"`)
+			p["files"].Type, p["files"].Types = "array", nil
+		}),
+		Description: "Record a decision or finding as a note others can read."}, s.note)
 	addTool(srv, &sdk.Tool{Name: "snag_report", OutputSchema: outSchema[sentOut](), Annotations: writes("Report progress", false),
 		Description: "Tell people and agents what you did, in a sentence."}, s.report)
 	addTool(srv, &sdk.Tool{Name: "snag_handoff", OutputSchema: outSchema[sentOut](), Annotations: writes("Hand off", false),
@@ -347,6 +370,13 @@ func (s *server) context(ctx context.Context, req *sdk.CallToolRequest, in conte
 		}
 		b.WriteString(line + "\n")
 		out.Agents = append(out.Agents, ao)
+	}
+	if len(c.Decisions) > 0 {
+		b.WriteString("recent decisions:\n")
+		for _, d := range c.Decisions {
+			b.WriteString("- " + noteLine(noteOutOf(d)) + "\n")
+			out.Decisions = append(out.Decisions, d.Key)
+		}
 	}
 	if n := len(c.Detached); n > 0 {
 		b.WriteString(fmt.Sprintf("detached: %d task(s) wait for their agent to come back by name\n", n))
@@ -644,6 +674,49 @@ func (s *server) plan(ctx context.Context, req *sdk.CallToolRequest, in planIn) 
 	}
 	if advice != "" {
 		return &sdk.CallToolResult{Content: text(advice)}, planOut{Source: SourceFiles, Advisory: advice}, nil
+	}
+	return &sdk.CallToolResult{Content: text(msg)}, out, nil
+}
+
+func (s *server) note(ctx context.Context, req *sdk.CallToolRequest, in noteIn) (*sdk.CallToolResult, notesOut, error) {
+	ctx = s.begin(ctx, req.Session, "snag_note")
+	out := notesOut{Source: SourceDaemon}
+	var msg string
+	advice, err := s.teamCall(ctx, func(t Team) error {
+		if strings.TrimSpace(in.Title) == "" {
+			got, err := t.Notes(ctx, "decision", 10)
+			if err != nil {
+				return err
+			}
+			var b strings.Builder
+			if len(got.Notes) == 0 {
+				b.WriteString("no decisions yet: snag_note {\"title\": ...} records one")
+			}
+			for _, n := range got.Notes {
+				o := noteOutOf(n)
+				out.Notes = append(out.Notes, o)
+				b.WriteString(noteLine(o) + "\n")
+			}
+			if len(got.Notes) > 0 {
+				b.WriteString("Read a note's file for its reasoning (file in the structured result).")
+			}
+			msg = b.String()
+			return nil
+		}
+		got, err := t.AddNote(ctx, api.NoteRequest{Title: in.Title, Body: in.Body, Kind: in.Kind, Task: in.Task, Files: in.Files})
+		if err != nil {
+			return err
+		}
+		o := noteOutOf(got.Note)
+		out.Notes = []noteOut{o}
+		msg = fmt.Sprintf("wrote %s (%s, %s) in %s: commit it with your work; snag_search finds it", got.Key, got.Kind, got.Trust, got.File)
+		return nil
+	})
+	if err != nil {
+		return nil, notesOut{}, err
+	}
+	if advice != "" {
+		return &sdk.CallToolResult{Content: text(advice)}, notesOut{Source: SourceFiles, Advisory: advice}, nil
 	}
 	return &sdk.CallToolResult{Content: text(msg)}, out, nil
 }

@@ -727,3 +727,58 @@ func keyNum(t *testing.T, key string) int {
 	}
 	return n
 }
+
+// Notes: an agent's is a file with the next key, unvetted; snag_search
+// finds it; with no title snag_note lists the recent decisions, which the
+// context shows too; a person's hand-written note is read as well.
+func TestNotes(t *testing.T) {
+	e := newEnv(t)
+	e.daemon(t)
+	a := e.teamBridge(t, "ADA")
+	res, txt, sc := call(t, a, "snag_note", map[string]any{"title": "Search ranks titles first", "body": "Users scan titles.\n",
+		"task": "SNAG-10", "files": []string{"src/search.go"}})
+	mustOK(t, "note", res, txt)
+	n := sc["notes"].([]any)[0].(map[string]any)
+	if n["key"] != "N-3" || n["trust"] != "unvetted" || n["author"] != "ADA" || n["kind"] != "decision" {
+		t.Fatalf("an agent's note: %v", n)
+	}
+	b, err := os.ReadFile(filepath.Join(e.root, ".snag", "notes", "N-3 - Search ranks titles first.md"))
+	if err != nil || !bytes.Contains(b, []byte("trust: unvetted")) || !bytes.Contains(b, []byte("Users scan titles.")) {
+		t.Fatalf("the note file: %v\n%s", err, b)
+	}
+	// A person's note, written by hand.
+	hand := "---\nkey: N-4\ntitle: Postgres stays optional\nkind: decision\ncreated: 2026-12-03T11:00:00Z\n---\nOne machine needs none.\n"
+	if err := os.WriteFile(filepath.Join(e.root, ".snag", "notes", "N-4 - Postgres stays optional.md"), []byte(hand), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, txt, sc = call(t, a, "snag_search", map[string]any{"query": "scan titles"})
+	if !strings.Contains(txt, "N-3 decision [unvetted]") {
+		t.Errorf("snag_search does not find the note:\n%s", txt)
+	}
+	_, txt, _ = call(t, a, "snag_search", map[string]any{"query": "postgres"})
+	if !strings.Contains(txt, "N-4 decision Postgres stays optional") {
+		t.Errorf("snag_search does not find the hand-written note:\n%s", txt)
+	}
+	_, txt, sc = call(t, a, "snag_note", nil)
+	notes, _ := sc["notes"].([]any)
+	for _, n := range notes {
+		if n.(map[string]any)["kind"] != "decision" {
+			t.Errorf("a recent decision that is not one: %v", n)
+		}
+	}
+	if len(notes) < 2 || !strings.Contains(txt, "N-4") || !strings.Contains(txt, "N-3") {
+		t.Errorf("recent decisions: %v\n%s", sc["notes"], txt)
+	}
+	_, txt, _ = call(t, a, "snag_context", nil)
+	if !strings.Contains(txt, "recent decisions:") || !strings.Contains(txt, "N-4") || !strings.Contains(txt, "N-3") {
+		t.Errorf("the context does not show the recent decisions:\n%s", txt)
+	}
+	res, txt, _ = call(t, a, "snag_note", map[string]any{"title": "x", "kind": "rumour"})
+	mustErr(t, "a note of no kind", res, txt, "kind")
+	cmd := exec.Command(snagBin, "notes", "--kind", "decision")
+	cmd.Dir, cmd.Env = e.root, e.environ()
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Search ranks titles first (unvetted, by ADA) [SNAG-10]") {
+		t.Errorf("snag notes: %v\n%s", err, out)
+	}
+}

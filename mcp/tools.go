@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/queue"
 )
 
@@ -110,9 +111,22 @@ type searchIn struct {
 }
 
 type searchOut struct {
-	Source string `json:"source"`
-	Note   string `json:"note,omitempty"`
-	Hits   []Hit  `json:"hits"`
+	Source string    `json:"source"`
+	Note   string    `json:"note,omitempty"`
+	Hits   []Hit     `json:"hits"`
+	Notes  []noteOut `json:"notes,omitempty"`
+}
+
+// noteOut is a note as snag_search and snag_note show it.
+type noteOut struct {
+	Key     string   `json:"key"`
+	Title   string   `json:"title"`
+	Kind    string   `json:"kind"`
+	Trust   string   `json:"trust"`
+	Author  string   `json:"author,omitempty"`
+	Tasks   []string `json:"tasks,omitempty"`
+	File    string   `json:"file"`
+	Snippet string   `json:"snippet,omitempty"`
 }
 
 type shotIn struct {
@@ -653,13 +667,26 @@ func (s *server) search(ctx context.Context, req *sdk.CallToolRequest, in search
 	if err != nil {
 		return nil, searchOut{}, err
 	}
-	if hits == nil {
-		hits = []Hit{}
+	var notes []noteOut
+	tasks := []Hit{}
+	for _, h := range hits {
+		if h.Note != nil {
+			notes = append(notes, noteOutOf(*h.Note))
+		} else {
+			tasks = append(tasks, h)
+		}
 	}
+	hits = tasks
 	var b strings.Builder
 	b.WriteString(header(src, note) + "\n")
-	if len(hits) == 0 {
+	if len(hits) == 0 && len(notes) == 0 {
 		fmt.Fprintf(&b, "nothing matches %q: try fewer or other words", in.Query)
+	}
+	for _, n := range notes {
+		b.WriteString(noteLine(n) + "\n")
+		if n.Snippet != "" {
+			b.WriteString("  " + fmt.Sprintf("(data) %q", oneLine(n.Snippet, 140)) + "\n")
+		}
 	}
 	for _, h := range hits {
 		b.WriteString(h.Status + " " + rowLine(h.Row) + "\n")
@@ -671,7 +698,26 @@ func (s *server) search(ctx context.Context, req *sdk.CallToolRequest, in search
 			b.WriteString("  " + sn + "\n")
 		}
 	}
-	return &sdk.CallToolResult{Content: text(b.String())}, searchOut{Source: src, Note: note, Hits: hits}, nil
+	return &sdk.CallToolResult{Content: text(b.String())}, searchOut{Source: src, Note: note, Hits: hits, Notes: notes}, nil
+}
+
+func noteOutOf(n api.Note) noteOut {
+	return noteOut{Key: n.Key, Title: n.Title, Kind: n.Kind, Trust: string(n.Trust), Author: n.Author, Tasks: n.Tasks,
+		File: n.File, Snippet: n.Snippet}
+}
+
+// noteLine is one note as searches and contexts list it: its key, kind,
+// title (quoted when unvetted) and the tasks it is about.
+func noteLine(n noteOut) string {
+	title := oneLine(n.Title, 80)
+	if n.Trust != "vetted" {
+		title = "[unvetted] " + strconv.Quote(title)
+	}
+	line := n.Key + " " + n.Kind + " " + title
+	if len(n.Tasks) > 0 {
+		line += " (" + strings.Join(n.Tasks, ", ") + ")"
+	}
+	return line
 }
 
 // maxShot is the largest screenshot sent inline.

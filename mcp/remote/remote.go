@@ -334,6 +334,9 @@ func (d *Daemon) Search(ctx context.Context, query string, limit int) ([]mcp.Hit
 	for _, h := range got.Hits {
 		hits = append(hits, mcp.Hit{Row: rowOf(h.Task), Snippet: h.Snippet})
 	}
+	for i := range got.Notes {
+		hits = append(hits, mcp.Hit{Note: &got.Notes[i]})
+	}
 	return hits, nil
 }
 

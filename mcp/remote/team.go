@@ -97,3 +97,20 @@ func (d *Daemon) UpdatePlan(ctx context.Context, slug string, r api.PlanRequest)
 	err := d.call(ctx, slug, func(k client.Caller) (err error) { got, err = k.UpdatePlan(ctx, slug, r); return err })
 	return got, err
 }
+
+// Notes lists notes of kind, newest first.
+func (d *Daemon) Notes(ctx context.Context, kind string, limit int) (api.NoteList, error) {
+	var got api.NoteList
+	err := d.call(ctx, "", func(k client.Caller) (err error) {
+		got, err = k.Notes(ctx, api.NoteQuery{Kind: kind, Limit: limit})
+		return err
+	})
+	return got, err
+}
+
+// AddNote writes a note, unvetted.
+func (d *Daemon) AddNote(ctx context.Context, r api.NoteRequest) (api.NoteDetail, error) {
+	var got api.NoteDetail
+	err := d.call(ctx, r.Task, func(k client.Caller) (err error) { got, err = k.AddNote(ctx, r); return err })
+	return got, err
+}

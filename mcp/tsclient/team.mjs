@@ -23,7 +23,7 @@ if (!snagBin || !projectDir) {
   process.exit(2);
 }
 
-const TEAM = ['snag_context', 'snag_files', 'snag_report', 'snag_handoff'];
+const TEAM = ['snag_context', 'snag_files', 'snag_plan', 'snag_report', 'snag_handoff', 'snag_note'];
 let step = 'start';
 
 function report(fields) {
@@ -83,6 +83,26 @@ async function main() {
   if (!textOf(r).includes('docs/x.md: free')) throw new Error(`check: ${textOf(r)}`);
   await call(bea, 'snag_files', { action: 'claim', paths: ['docs/**'], exclusive: false });
   report({});
+
+  step = 'plan';
+  r = await call(ada, 'snag_plan', { action: 'create', title: 'Interop plan', body: 'Goals.' });
+  const slug = r.structuredContent.plan.slug;
+  if (r.structuredContent.plan.trust !== 'unvetted') throw new Error(`an agent's plan is ${r.structuredContent.plan.trust}`);
+  await call(ada, 'snag_plan', { action: 'update', id: slug, body: 'Goals, then waves.' });
+  await call(ada, 'snag_plan', { action: 'update', id: slug, status: 'active' }, true);
+  await call(ada, 'snag_plan', { action: 'get', id: slug });
+  r = await call(ada, 'snag_plan', { action: 'list' });
+  if (!r.structuredContent.plans.some((p) => p.slug === slug)) throw new Error('list lacks the new plan');
+  report({ slug });
+
+  step = 'note';
+  r = await call(ada, 'snag_note', { title: 'Interop uses the official SDK', body: 'Why: it validates schemas.', kind: 'decision', task: key, files: ['mcp/tsclient/team.mjs'] });
+  const note = r.structuredContent.notes[0].key;
+  r = await call(bea, 'snag_note', {});
+  if (!r.structuredContent.notes.some((n) => n.key === note)) throw new Error('recent decisions lack the note');
+  r = await call(bea, 'snag_search', { query: 'official SDK' });
+  if (!(r.structuredContent.notes ?? []).some((n) => n.key === note)) throw new Error('search does not find the note');
+  report({ note });
 
   step = 'report';
   await call(ada, 'snag_report', { message: 'Cart rounding fixed in src/cart.ts', task: key, detail: 'tests pass' });

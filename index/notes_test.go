@@ -1,0 +1,56 @@
+package index_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Notes are read from their folder on demand: new, changed and removed
+// files are seen, search finds words of titles and bodies, and a file that
+// does not parse keeps a row with its error, left out of the lists.
+func TestSyncAndSearchNotes(t *testing.T) {
+	e := newEnv(t)
+	dir := filepath.Join(t.TempDir(), "notes")
+	os.MkdirAll(dir, 0o755)
+	write := func(name, s string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("N-1 - Cents.md", "---\nkey: N-1\ntitle: Money is integer cents\nkind: decision\ncreated: 2026-11-04T17:30:00Z\n---\nDiscounts round once.\n")
+	write("N-2 - Broken.md", "---\nkey: [\n---\n")
+	if err := e.db.SyncNotes(e.ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string]int{"cents": 1, "discounts round": 1, "disc": 1, "nothing": 0} {
+		hits, err := e.db.SearchNotes(e.ctx, q, 10)
+		if err != nil || len(hits) != want {
+			t.Errorf("search %q: %d hits, %v; want %d", q, len(hits), err, want)
+		}
+	}
+	write("N-1 - Cents.md", "---\nkey: N-1\ntitle: Money is integer pennies\nkind: decision\n---\nx\n")
+	os.Chtimes(filepath.Join(dir, "N-1 - Cents.md"), futureish(), futureish())
+	if err := e.db.SyncNotes(e.ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	if hits, _ := e.db.SearchNotes(e.ctx, "pennies", 10); len(hits) != 1 {
+		t.Errorf("a changed note is not found by its new words: %v", hits)
+	}
+	if hits, _ := e.db.SearchNotes(e.ctx, "cents", 10); len(hits) != 0 {
+		t.Errorf("a changed note is still found by its old words: %v", hits)
+	}
+	ns, err := e.db.Notes(e.ctx, "", 10)
+	if err != nil || len(ns) != 1 {
+		t.Errorf("notes: %v, %v (the broken one is left out)", ns, err)
+	}
+	os.Remove(filepath.Join(dir, "N-1 - Cents.md"))
+	e.db.SyncNotes(e.ctx, dir)
+	if n, _ := e.db.NextNoteKey(e.ctx); n != 1 {
+		t.Errorf("next note key after the removal: %d", n)
+	}
+}
+
+func futureish() time.Time { return time.Now().Add(time.Hour) }
