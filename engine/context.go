@@ -45,7 +45,7 @@ type TeamContext struct {
 	Plans    []PlanView      // the active plans, newest first (at most contextPlans)
 	// Decisions are the latest decision notes.
 	Decisions []index.NoteRow
-	Now      time.Time
+	Now       time.Time
 }
 
 // How much a context holds.
