@@ -782,3 +782,29 @@ func TestNotes(t *testing.T) {
 		t.Errorf("snag notes: %v\n%s", err, out)
 	}
 }
+
+// snag prime, as a SessionStart hook runs it: the workflow and the live
+// team within 500 tokens, naming what each agent holds.
+func TestPrime(t *testing.T) {
+	e := newEnv(t)
+	e.daemon(t)
+	a := e.teamBridge(t, "ADA")
+	key, _ := claimKey(t, a, "")
+	res, txt, _ := call(t, a, "snag_files", map[string]any{"action": "claim", "paths": []string{"web/**"}})
+	mustOK(t, "claim files", res, txt)
+	cmd := exec.Command(snagBin, "prime")
+	cmd.Dir, cmd.Env = e.root, e.environ()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("snag prime: %v", err)
+	}
+	t.Logf("snag prime: %d bytes, about %d tokens", len(out), len(out)*10/37)
+	if len(out)*10/37 > 500 {
+		t.Errorf("snag prime is about %d tokens, budget 500:\n%s", len(out)*10/37, out)
+	}
+	for _, want := range []string{"snag_context first", "agent ADA holds " + key, "files web/**", "plan: checkout-revamp", "ready: SNAG-", "decision: N-1"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("snag prime does not say %q:\n%s", want, out)
+		}
+	}
+}
