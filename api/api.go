@@ -231,6 +231,9 @@ type Moved struct {
 type ClaimRequest struct {
 	// Force claims a task whose dependencies are not all resolved.
 	Force bool `json:"force,omitempty"`
+	// Worktree makes a git worktree for the task, on a branch snag/<key>
+	// (as the project's claim.worktree does for every claim).
+	Worktree bool `json:"worktree,omitempty"`
 }
 
 // Claim is the answer of a claim. When nothing was claimed (POST /claim
@@ -243,6 +246,10 @@ type Claim struct {
 	Epoch int64 `json:"epoch,omitempty"`
 	// Reason says why nothing was claimed.
 	Reason string `json:"reason,omitempty"`
+	// Worktree is the task's git worktree, when one was made: work there.
+	Worktree string `json:"worktree,omitempty"`
+	// Branch is the worktree's branch.
+	Branch string `json:"branch,omitempty"`
 }
 
 // LeaseRequest is the body of a holder's POST /tasks/{ref}/release (with
@@ -541,6 +548,9 @@ type Lease struct {
 	// Detached is set for a lease re-derived from the files that no live
 	// session holds.
 	Detached bool `json:"detached,omitempty"`
+	// Worktree is the git worktree made for the lease, where its agent
+	// works and its verify runs.
+	Worktree string `json:"worktree,omitempty"`
 }
 
 // Sessions is the answer of GET /sessions: the live sessions and every

@@ -368,6 +368,7 @@ var allTypes = []any{
 	api.FileClaims{}, api.ForceReleaseRequest{}, api.GuardRequest{}, api.Guarded{}, api.Message{}, api.ReportRequest{},
 	api.Messages{}, api.HandoffRequest{}, api.HandedOff{}, api.ContextRequest{}, api.HeldTask{}, api.AgentView{},
 	api.Context{}, api.MessageQuery{}, api.Plan{}, api.PlanList{}, api.PlanDetail{}, api.PlanRequest{},
+	api.Worktree{}, api.Worktrees{}, api.Pruned{},
 	api.Note{}, api.NoteList{}, api.NoteDetail{}, api.NoteRequest{}, api.NoteQuery{},
 }
 

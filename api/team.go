@@ -382,3 +382,37 @@ func (q NoteQuery) Encode() string {
 	}
 	return v.Encode()
 }
+
+// Worktree is a task's git worktree (snag_claim with worktree).
+type Worktree struct {
+	// Path is the worktree's folder.
+	Path string `json:"path"`
+	// Branch is its branch, snag/<key>.
+	Branch string `json:"branch"`
+	// Key is the task's alias.
+	Key string `json:"key"`
+	// Status is the task's status, "" when no task has the key.
+	Status queue.Status `json:"status,omitempty"`
+	// Merged is true when the branch is merged into the base.
+	Merged bool `json:"merged"`
+	// Clean is true when the worktree has no change and no untracked file.
+	Clean bool `json:"clean"`
+}
+
+// Worktrees is the answer of GET /worktrees.
+type Worktrees struct {
+	// Worktrees are the task worktrees; [] when none.
+	Worktrees []Worktree `json:"worktrees"`
+}
+
+// Pruned is the answer of POST /worktrees/prune: the worktrees removed
+// (their tasks resolved or cancelled, clean and merged) and those kept,
+// with why.
+type Pruned struct {
+	// Removed are the worktrees removed; [] when none.
+	Removed []Worktree `json:"removed"`
+	// Kept are the worktrees left; [] when none.
+	Kept []Worktree `json:"kept"`
+	// Why says, for each kept one in order, why it stays.
+	Why []string `json:"why"`
+}

@@ -148,3 +148,18 @@ func (k Caller) AddNote(ctx context.Context, req api.NoteRequest) (api.NoteDetai
 	err := k.do(ctx, "POST", "/notes", req, &out)
 	return out, err
 }
+
+// Worktrees lists the tasks' worktrees (GET /worktrees).
+func (k Caller) Worktrees(ctx context.Context) (api.Worktrees, error) {
+	var out api.Worktrees
+	err := k.do(ctx, "GET", "/worktrees", nil, &out)
+	return out, err
+}
+
+// PruneWorktrees removes the worktrees of finished tasks that are clean
+// and merged (POST /worktrees/prune).
+func (k Caller) PruneWorktrees(ctx context.Context, req api.MoveRequest) (api.Pruned, error) {
+	var out api.Pruned
+	err := k.do(ctx, "POST", "/worktrees/prune", req, &out)
+	return out, err
+}

@@ -69,14 +69,16 @@ func (d *Daemon) claim(ctx context.Context, c *call[claimRequest]) (answer, erro
 	if c.r.PathValue("ref") != "" {
 		ref = &c.ref
 	}
-	got, err := d.e.Claim(ctx, *c.session, ref, c.body.Force)
+	got, err := d.e.ClaimWorktree(ctx, *c.session, ref, c.body.Force, c.body.Worktree)
 	if err != nil {
 		return answer{}, err
 	}
 	if got.Task == nil {
 		return ok(api.Claim{Reason: got.Reason}), nil
 	}
-	return ok(claimed(got.Task, got.Epoch)), nil
+	out := claimed(got.Task, got.Epoch)
+	out.Worktree, out.Branch = got.Worktree, got.Branch
+	return ok(out), nil
 }
 
 // releaseRequest reads both bodies of POST /tasks/{ref}/release: a

@@ -319,7 +319,7 @@ func (b *engineBackend) Search(ctx context.Context, query string, limit int) ([]
 }
 
 // Claim leases a task, or the next ready one when ref is "".
-func (b *engineBackend) Claim(ctx context.Context, ref string, force bool) (mcp.Claimed, error) {
+func (b *engineBackend) Claim(ctx context.Context, ref string, force, worktree bool) (mcp.Claimed, error) {
 	path := "/claim"
 	if ref != "" {
 		path = "/tasks/" + url.PathEscape(ref) + "/claim"
@@ -334,7 +334,7 @@ func (b *engineBackend) Claim(ctx context.Context, ref string, force bool) (mcp.
 			}
 			r = &rr
 		}
-		got, err := b.e.Claim(ctx, s, r, force)
+		got, err := b.e.ClaimWorktree(ctx, s, r, force, worktree)
 		if err != nil {
 			return err
 		}
@@ -343,7 +343,7 @@ func (b *engineBackend) Claim(ctx context.Context, ref string, force bool) (mcp.
 			return nil
 		}
 		row := rowOf(got.Task)
-		out.Task = &row
+		out.Task, out.Worktree, out.Branch = &row, got.Worktree, got.Branch
 		b.leases.Hold(row.ID, row.Key, got.Epoch)
 		return nil
 	})

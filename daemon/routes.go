@@ -55,6 +55,8 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 	mux.HandleFunc("GET /reports", handle(d, route{}, d.messages(index.MessageReport)))
 	mux.HandleFunc("POST /handoffs", handle(d, route{}, d.handoff))
 	mux.HandleFunc("GET /handoffs", handle(d, route{}, d.messages(index.MessageHandoff)))
+	mux.HandleFunc("GET /worktrees", handle(d, route{}, d.listWorktrees))
+	mux.HandleFunc("POST /worktrees/prune", handle(d, route{caller: person, refusal: "a person prunes worktrees: snag worktrees prune"}, d.pruneWorktrees))
 	mux.HandleFunc("GET /notes", handle(d, route{}, d.listNotes))
 	mux.HandleFunc("GET /notes/{ref}", handle(d, route{}, d.getNote))
 	mux.HandleFunc("POST /notes", handle(d, route{}, d.addNote))

@@ -321,3 +321,34 @@ func (d *Daemon) addNote(ctx context.Context, c *call[api.NoteRequest]) (answer,
 	}
 	return answer{http.StatusCreated, api.NoteDetail{Note: noteWire(n), Body: n.Body}}, nil
 }
+
+func worktreesWire(vs []engine.WorktreeView) []api.Worktree {
+	out := make([]api.Worktree, len(vs))
+	for i, v := range vs {
+		out[i] = api.Worktree{Path: v.Path, Branch: v.Branch, Key: v.Key, Status: v.Status, Merged: v.Merged, Clean: v.Clean}
+	}
+	return out
+}
+
+func (d *Daemon) listWorktrees(ctx context.Context, c *call[struct{}]) (answer, error) {
+	vs, err := d.e.Worktrees(ctx)
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(api.Worktrees{Worktrees: worktreesWire(vs)}), nil
+}
+
+func (d *Daemon) pruneWorktrees(ctx context.Context, c *call[moveRequest]) (answer, error) {
+	by := c.body.By
+	if by == "" {
+		by = "person"
+	}
+	removed, kept, why, err := d.e.PruneWorktrees(ctx, by)
+	if err != nil {
+		return answer{}, err
+	}
+	if why == nil {
+		why = []string{}
+	}
+	return ok(api.Pruned{Removed: worktreesWire(removed), Kept: worktreesWire(kept), Why: why}), nil
+}

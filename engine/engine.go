@@ -72,6 +72,7 @@ type Engine struct {
 	streams   *streams
 	live      liveSessions
 	repos     repoRoots // each worktree's repository, for file claims
+	wtMu      sync.Mutex // task worktrees are made one at a time
 	// tasks is p.Tasks, for the writes that prepare their files with no
 	// lock held (commit.go): it stays set when Close lets p go.
 	tasks *queue.Dir

@@ -164,6 +164,10 @@ type Claimed struct {
 	Task   *index.Row
 	Epoch  int64
 	Reason string
+	// Worktree and Branch are the git worktree made for the lease, when
+	// the claim asked for one (ClaimWorktree).
+	Worktree string
+	Branch   string
 }
 
 // Claim gives session s a lease on the task ref, or with ref nil on the

@@ -261,6 +261,9 @@ func (e *Engine) VerifyPlan(ctx context.Context, ref queue.Ref, dir string) (Pla
 	if err != nil {
 		return Plan{}, err
 	}
+	if l, err := e.p.DB.LeaseOf(ctx, it.ID); err == nil && l.Worktree != "" {
+		dir = l.Worktree // the task's own worktree: verify runs there
+	}
 	if dir == "" {
 		dir = e.root
 	}
@@ -308,6 +311,9 @@ func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, er
 	})
 	if err != nil {
 		return Resolution{}, err
+	}
+	if lease.Worktree != "" {
+		dir = lease.Worktree // the task's own worktree: its work is there
 	}
 	p := e.plan(it, dir)
 	refused := func(err *Error) (Resolution, error) {

@@ -86,6 +86,9 @@ type Lease struct {
 	Epoch     int64     `json:"epoch"`
 	Acquired  time.Time `json:"acquired"`
 	Detached  bool      `json:"detached,omitempty"` // re-derived from the files; no live session holds it
+	// Worktree is the git worktree made for the lease (snag_claim with
+	// worktree), where its agent works and its verify runs; "" for none.
+	Worktree string `json:"worktree,omitempty"`
 }
 
 // Register opens a session. A session that asks for a name (s.Name) gets
@@ -229,11 +232,12 @@ func (db *DB) EndSession(ctx context.Context, id int64, reason string) ([]Lease,
 	return held, err
 }
 
-const leaseColumns = `task_id, coalesce(session_id, 0), holder, epoch, acquired, detached`
+const leaseColumns = `task_id, coalesce(session_id, 0), holder, epoch, acquired, detached, worktree`
 
 func scanLease(st *sqlite.Stmt) Lease {
 	return Lease{TaskID: st.ColumnText(0), SessionID: st.ColumnInt64(1), Holder: st.ColumnText(2),
-		Epoch: st.ColumnInt64(3), Acquired: time.Unix(0, st.ColumnInt64(4)), Detached: st.ColumnBool(5)}
+		Epoch: st.ColumnInt64(3), Acquired: time.Unix(0, st.ColumnInt64(4)), Detached: st.ColumnBool(5),
+		Worktree: st.ColumnText(6)}
 }
 
 func leasesWhere(conn *sqlite.Conn, where string, args map[string]any) ([]Lease, error) {

@@ -396,3 +396,11 @@ var (
 	// ErrNameTaken: another live session has the name.
 	ErrNameTaken = fmt.Errorf("the name is taken")
 )
+
+// SetWorktree records on task id's live lease the worktree made for it.
+func (db *DB) SetWorktree(ctx context.Context, taskID, path string) error {
+	return db.write(ctx, func(conn *sqlite.Conn) error {
+		return sqlitex.Execute(conn, `UPDATE leases SET worktree = :w WHERE task_id = :t AND ended IS NULL`,
+			&sqlitex.ExecOptions{Named: map[string]any{":w": path, ":t": taskID}})
+	})
+}

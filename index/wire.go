@@ -59,7 +59,7 @@ func (a Activity) Wire() api.Activity {
 // Wire is the lease as the API gives it.
 func (l Lease) Wire() api.Lease {
 	return api.Lease{TaskID: l.TaskID, SessionID: l.SessionID, Holder: l.Holder, Epoch: l.Epoch, Acquired: l.Acquired,
-		Detached: l.Detached}
+		Detached: l.Detached, Worktree: l.Worktree}
 }
 
 // WireLeases is leases as the API gives them; [] for none.

@@ -105,6 +105,10 @@ type Hit struct {
 type Claimed struct {
 	Task   *Row
 	Reason string
+	// Worktree and Branch are the task's git worktree, when the claim
+	// made one.
+	Worktree string
+	Branch   string
 }
 
 // Moved is a release's or resolve's answer.
@@ -149,7 +153,7 @@ type Backend interface {
 	List(ctx context.Context, q ListQuery) (Page, error)
 	Get(ctx context.Context, ref string) (*Detail, error)
 	Search(ctx context.Context, query string, limit int) ([]Hit, error)
-	Claim(ctx context.Context, ref string, force bool) (Claimed, error)
+	Claim(ctx context.Context, ref string, force, worktree bool) (Claimed, error)
 	Release(ctx context.Context, ref, reason string) (Moved, error)
 	Resolve(ctx context.Context, ref, commit, note string) (Moved, error)
 	Add(ctx context.Context, t NewTask) (Added, error)

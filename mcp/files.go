@@ -158,7 +158,9 @@ func (f *Files) Search(ctx context.Context, query string, limit int) ([]Hit, err
 }
 
 // Claim fails: leases live in snagd.
-func (f *Files) Claim(context.Context, string, bool) (Claimed, error) { return Claimed{}, ErrNoDaemon }
+func (f *Files) Claim(context.Context, string, bool, bool) (Claimed, error) {
+	return Claimed{}, ErrNoDaemon
+}
 
 // Release fails: leases live in snagd.
 func (f *Files) Release(context.Context, string, string) (Moved, error) { return Moved{}, ErrNoDaemon }

@@ -145,7 +145,7 @@ type handoffIn struct {
 	To    string `json:"to"`
 	Title string `json:"title"`
 	Body  string `json:"body,omitempty"`
-	Task  string `json:"task,omitempty" jsonschema:"moves your lease to them"`
+	Task  string `json:"task,omitempty" jsonschema:"moves it to them"`
 }
 
 type sentOut struct {
@@ -183,7 +183,7 @@ type planOut struct {
 }
 
 type noteIn struct {
-	Title string   `json:"title,omitempty" jsonschema:"omit to list recent decisions"`
+	Title string   `json:"title,omitempty" jsonschema:"omit to list decisions"`
 	Body  string   `json:"body,omitempty"`
 	Kind  string   `json:"kind,omitempty"`
 	Task  string   `json:"task,omitempty"`
@@ -213,13 +213,13 @@ func (s *server) addTeamTools(srv *sdk.Server) {
 			p["action"].Enum = []any{"list", "get", "create", "update"}
 			p["status"].Enum = []any{"draft", "active", "done", "archived"}
 		}),
-		Description: "Read plans, or draft one (a person activates it)."}, s.plan)
+		Description: "Read plans, or draft one."}, s.plan)
 	addTool(srv, &sdk.Tool{Name: "snag_note", OutputSchema: outSchema[notesOut](), Annotations: writes("Note a decision", false),
 		InputSchema: schema[noteIn](func(p map[string]*jsonschema.Schema) {
 			p["kind"].Enum, p["kind"].Default = []any{"decision", "observation", "action"}, json.RawMessage(`"decision"`)
 			p["files"].Type, p["files"].Types = "array", nil
 		}),
-		Description: "Record a decision or finding as a note others can read."}, s.note)
+		Description: "Record a decision or finding for others."}, s.note)
 	addTool(srv, &sdk.Tool{Name: "snag_report", OutputSchema: outSchema[sentOut](), Annotations: writes("Report progress", false),
 		Description: "Tell people and agents what you did, in a sentence."}, s.report)
 	addTool(srv, &sdk.Tool{Name: "snag_handoff", OutputSchema: outSchema[sentOut](), Annotations: writes("Hand off", false),

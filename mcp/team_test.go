@@ -808,3 +808,128 @@ func TestPrime(t *testing.T) {
 		}
 	}
 }
+
+// A worktree per task: 8 agents claiming with worktrees at once get 8
+// distinct worktrees on 8 distinct branches; each task's verify runs in its
+// worktree; prune removes only the worktrees of finished tasks that are
+// clean and merged.
+func TestWorktreePerTask(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("git is not installed: .ci/run must install it")
+		}
+		t.Skip("git is not installed")
+	}
+	e := newEnv(t)
+	env := e.environ()
+	e.setConfig(t, `{"version": 1, "verify": {"command": "touch verified-here"}}`)
+	e.approve(t, "touch verified-here")
+	must := func(dir string, args ...string) string {
+		t.Helper()
+		out, err := gitIn(dir, env, args...)
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(out)
+	}
+	must(e.root, "init", "-q", "-b", "main")
+	must(e.root, "add", ".")
+	must(e.root, "commit", "-q", "-m", "tasks")
+	e.daemon(t)
+	for i := range 8 {
+		cmd := exec.Command(snagBin, "add", fmt.Sprintf("Worktree task %d", i), "--wave", "1", "--severity", "critical")
+		cmd.Dir, cmd.Env = e.root, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("snag add: %v\n%s", err, out)
+		}
+	}
+	const agents = 8
+	cs := make([]*sdk.ClientSession, agents)
+	var wg sync.WaitGroup
+	for i := range cs {
+		wg.Add(1)
+		go func() { defer wg.Done(); cs[i] = e.teamBridge(t, fmt.Sprintf("W%d", i)) }()
+	}
+	wg.Wait()
+	type got struct{ key, path, branch string }
+	claims := make([]got, agents)
+	for i := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := cs[i].CallTool(context.Background(), &sdk.CallToolParams{Name: "snag_claim", Arguments: map[string]any{"worktree": true}})
+			if err != nil || res.IsError {
+				t.Errorf("W%d's claim: %v %v", i, err, res)
+				return
+			}
+			b, _ := json.Marshal(res.StructuredContent)
+			var sc struct {
+				Task     struct{ Key string }
+				Worktree string
+				Branch   string
+			}
+			json.Unmarshal(b, &sc)
+			claims[i] = got{sc.Task.Key, sc.Worktree, sc.Branch}
+		}()
+	}
+	wg.Wait()
+	paths, branches := map[string]bool{}, map[string]bool{}
+	for i, c := range claims {
+		if c.path == "" || paths[c.path] || branches[c.branch] || c.branch != "snag/"+c.key {
+			t.Fatalf("W%d: %+v (all: %+v)", i, c, claims)
+		}
+		paths[c.path], branches[c.branch] = true, true
+		if head := must(c.path, "rev-parse", "--abbrev-ref", "HEAD"); head != c.branch {
+			t.Errorf("%s is on %s, want %s", c.path, head, c.branch)
+		}
+		if filepath.Dir(c.path) != filepath.Join(filepath.Dir(e.root), "proj.snag") {
+			t.Errorf("worktree %s is not in ../proj.snag", c.path)
+		}
+	}
+	for i, c := range claims {
+		res, txt, _ := call(t, cs[i], "snag_resolve", map[string]any{"id": c.key})
+		mustOK(t, "resolve "+c.key, res, txt)
+	}
+	for _, c := range claims {
+		waitFor(t, 30*time.Second, func() bool {
+			_, err := os.Stat(filepath.Join(c.path, "verified-here"))
+			return err == nil
+		}, func() string { return c.key + "'s verify did not run in its worktree " + c.path })
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "verified-here")); err == nil {
+		t.Error("a verify ran in the project's root, not in its task's worktree")
+	}
+	for _, c := range claims {
+		waitFor(t, 30*time.Second, func() bool { return assignee(t, cs[0], c.key) == "" },
+			func() string { return c.key + " was not resolved" })
+		os.Remove(filepath.Join(c.path, "verified-here"))
+	}
+	// One with a commit of its own (not merged), one with a change (not
+	// clean): prune keeps both and removes the other six.
+	os.WriteFile(filepath.Join(claims[0].path, "work.txt"), []byte("x\n"), 0o644)
+	must(claims[0].path, "add", "work.txt")
+	must(claims[0].path, "commit", "-q", "-m", "work")
+	os.WriteFile(filepath.Join(claims[1].path, "scratch.txt"), []byte("x\n"), 0o644)
+
+	list := exec.Command(snagBin, "worktrees")
+	list.Dir, list.Env = e.root, env
+	out, err := list.CombinedOutput()
+	if err != nil || strings.Count(string(out), "resolved") != agents || !strings.Contains(string(out), "not merged") {
+		t.Errorf("snag worktrees: %v\n%s", err, out)
+	}
+	prune := exec.Command(snagBin, "worktrees", "prune")
+	prune.Dir, prune.Env = e.root, env
+	out, err = prune.CombinedOutput()
+	if err != nil {
+		t.Fatalf("snag worktrees prune: %v\n%s", err, out)
+	}
+	if strings.Count(string(out), "removed ") != agents-2 || strings.Count(string(out), "kept ") != 2 {
+		t.Errorf("prune:\n%s", out)
+	}
+	for i, c := range claims {
+		_, err := os.Stat(c.path)
+		if kept := i < 2; kept != (err == nil) {
+			t.Errorf("after prune %s exists: %v, want %v", c.path, err == nil, kept)
+		}
+	}
+}

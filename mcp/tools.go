@@ -63,14 +63,17 @@ type getOut struct {
 }
 
 type claimIn struct {
-	ID    string `json:"id,omitempty" jsonschema:"omit to take the next ready task"`
-	Force bool   `json:"force,omitempty" jsonschema:"claim a blocked task anyway"`
+	ID       string `json:"id,omitempty" jsonschema:"omit to take the next ready task"`
+	Force    bool   `json:"force,omitempty" jsonschema:"claim a blocked task anyway"`
+	Worktree bool   `json:"worktree,omitempty" jsonschema:"a git worktree of its own"`
 }
 
 type claimOut struct {
-	Source string `json:"source"`
-	Task   *Row   `json:"task"`
-	Reason string `json:"reason,omitempty"`
+	Source   string `json:"source"`
+	Task     *Row   `json:"task"`
+	Reason   string `json:"reason,omitempty"`
+	Worktree string `json:"worktree,omitempty"`
+	Branch   string `json:"branch,omitempty"`
 }
 
 type releaseIn struct {
@@ -578,11 +581,11 @@ func (s *server) nextActions(det *Detail) []string {
 func (s *server) claim(ctx context.Context, req *sdk.CallToolRequest, in claimIn) (*sdk.CallToolResult, claimOut, error) {
 	ctx = s.begin(ctx, req.Session, "snag_claim")
 	b := s.writer(ctx)
-	c, err := b.Claim(ctx, in.ID, in.Force)
+	c, err := b.Claim(ctx, in.ID, in.Force, in.Worktree)
 	if err != nil {
 		return nil, claimOut{}, s.explain(err)
 	}
-	out := claimOut{Source: b.Source(), Task: c.Task, Reason: c.Reason}
+	out := claimOut{Source: b.Source(), Task: c.Task, Reason: c.Reason, Worktree: c.Worktree, Branch: c.Branch}
 	if c.Task == nil {
 		why := c.Reason
 		if why == "" {
@@ -592,6 +595,9 @@ func (s *server) claim(ctx context.Context, req *sdk.CallToolRequest, in claimIn
 	}
 	k := strconv.Quote(c.Task.Key)
 	msg := "claimed " + rowLine(*c.Task) + "\nnext: snag_get {\"id\": " + k + "}; when done snag_resolve {\"id\": " + k + "}, or snag_release with a reason"
+	if c.Worktree != "" {
+		msg += "\nwork in " + c.Worktree + " (branch " + c.Branch + "): verify runs there"
+	}
 	return &sdk.CallToolResult{Content: text(msg)}, out, nil
 }
 

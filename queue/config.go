@@ -30,6 +30,16 @@ type ClaimConfig struct {
 	// Absent means 1: an agent works on one task at a time, so a claimed
 	// task is one somebody has started. 0 means no bound.
 	MaxPerSession *int `json:"max_per_session,omitempty"`
+	// Worktree gives every claim a git worktree of its own, on a branch
+	// snag/<key>, as snag_claim's worktree argument does.
+	Worktree bool `json:"worktree,omitempty"`
+	// WorktreeDir is the folder task worktrees go in, relative to the
+	// repository's top folder; {repo} is that folder's name. Default
+	// ../{repo}.snag.
+	WorktreeDir string `json:"worktree_dir,omitempty"`
+	// Base is the branch (or any commit) a task's branch starts from;
+	// default the head of the worktree snagd serves.
+	Base string `json:"base,omitempty"`
 }
 
 // DefaultMaxPerSession is how many tasks a session may hold when

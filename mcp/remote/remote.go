@@ -341,10 +341,10 @@ func (d *Daemon) Search(ctx context.Context, query string, limit int) ([]mcp.Hit
 }
 
 // Claim leases a task, or the next ready one when ref is "".
-func (d *Daemon) Claim(ctx context.Context, ref string, force bool) (mcp.Claimed, error) {
+func (d *Daemon) Claim(ctx context.Context, ref string, force, worktree bool) (mcp.Claimed, error) {
 	var got api.Claim
 	err := d.call(ctx, ref, func(k client.Caller) (err error) {
-		got, err = k.Claim(ctx, ref, api.ClaimRequest{Force: force})
+		got, err = k.Claim(ctx, ref, api.ClaimRequest{Force: force, Worktree: worktree})
 		return err
 	})
 	if err != nil {
@@ -355,7 +355,7 @@ func (d *Daemon) Claim(ctx context.Context, ref string, force bool) (mcp.Claimed
 	}
 	r := rowOf(*got.Task)
 	d.leases.Hold(r.ID, r.Key, got.Epoch)
-	return mcp.Claimed{Task: &r}, nil
+	return mcp.Claimed{Task: &r, Worktree: got.Worktree, Branch: got.Branch}, nil
 }
 
 // Holds reports whether the bridge holds a lease on ref.
