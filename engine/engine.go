@@ -71,7 +71,7 @@ type Engine struct {
 	hub       *Hub
 	streams   *streams
 	live      liveSessions
-	repos     repoRoots // each worktree's repository, for file claims
+	repos     repoRoots  // each worktree's repository, for file claims
 	wtMu      sync.Mutex // task worktrees are made one at a time
 	// tasks is p.Tasks, for the writes that prepare their files with no
 	// lock held (commit.go): it stays set when Close lets p go.
