@@ -40,6 +40,18 @@ type Backend interface {
 	Sessions(ctx context.Context) (api.Sessions, error)
 	// Shots is the folder of the captures' screenshots (.snag/shots).
 	Shots() string
+	// Files lists the live file claims.
+	Files(ctx context.Context) ([]api.FileClaim, error)
+	// Reports lists the latest n reports of agents, newest first.
+	Reports(ctx context.Context, n int) ([]api.Message, error)
+	// Plans lists the plans, newest first.
+	Plans(ctx context.Context) ([]api.Plan, error)
+	// Plan reads one plan, with its body.
+	Plan(ctx context.Context, slug string) (*api.PlanDetail, error)
+	// Notes lists the latest n notes, newest first.
+	Notes(ctx context.Context, n int) ([]api.Note, error)
+	// Note reads one note by key or id, with its body.
+	Note(ctx context.Context, ref string) (*api.NoteDetail, error)
 
 	// Promote moves a task from the inbox to the queue for person by and,
 	// in the same write, sets the severity and wave chosen (zero values
@@ -53,6 +65,9 @@ type Backend interface {
 	// back to the queue. It returns the agent's name and how many tasks
 	// were released.
 	EndSession(ctx context.Context, id int64, by, reason string) (name string, released int, err error)
+	// SetPlanStatus is person by's change of a plan's status: activating
+	// an agent's draft vets it.
+	SetPlanStatus(ctx context.Context, slug string, status queue.PlanStatus, by string) error
 }
 
 // The kinds of failure the board answers apart. A Backend marks an error

@@ -56,13 +56,18 @@ const (
 	PageActivity = "activity"
 	PageAgents   = "agents"
 	PageProblems = "problems"
+	PagePlans    = "plans"
+	PagePlan     = "plan"
+	PageNotes    = "notes"
+	PageNote     = "note"
 	PageMessage  = "message" // a sentence and a way on: 401, 404, a refused action
 )
 
 // New parses the embedded templates.
 func New() (*Views, error) {
 	v := &Views{pages: map[string]*template.Template{}}
-	for _, name := range []string{PageBoard, PageInbox, PageTask, PageActivity, PageAgents, PageProblems, PageMessage} {
+	for _, name := range []string{PageBoard, PageInbox, PageTask, PageActivity, PageAgents, PageProblems,
+		PagePlans, PagePlan, PageNotes, PageNote, PageMessage} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("board: parse %s: %w", name, err)
@@ -304,6 +309,43 @@ type Agent struct {
 	api.Session
 	Held     []Held
 	Activity api.Activity
+	// Files are its live file claims; LastReport its latest report.
+	Files      []api.FileClaim
+	LastReport *api.Message
+}
+
+// PlansPage lists the plans.
+type PlansPage struct {
+	Page
+	Plans []api.Plan
+}
+
+// PlanPage is one plan, with its body and the moves a person may make.
+type PlanPage struct {
+	Page
+	Plan    *api.PlanDetail
+	Body    template.HTML
+	Actions []PlanAction
+}
+
+// PlanAction is a button on a plan's page: the status it sets.
+type PlanAction struct {
+	Name   string // activate, done, archive, draft
+	Label  string
+	Status queue.PlanStatus
+}
+
+// NotesPage lists the notes.
+type NotesPage struct {
+	Page
+	Notes []api.Note
+}
+
+// NotePage is one note with its body.
+type NotePage struct {
+	Page
+	Note *api.NoteDetail
+	Body template.HTML
 }
 
 // AgentsPage lists the connected agents.

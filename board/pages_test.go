@@ -634,7 +634,14 @@ func TestBoardAccessibility(t *testing.T) {
 	// Some activity to show, and an agent holding a task.
 	d.do(http.MethodPost, "/tasks/SNAG-20/promote", map[string]any{"by": "dana"}, nil)
 	d.do(http.MethodPost, "/tasks/SNAG-19/reject", map[string]any{"by": "dana", "reason": "duplicate of SNAG-7"}, nil)
-	d.claim(d.register(map[string]any{"name": "WREN", "client": "claude-code", "client_version": "2.1"}), "SNAG-8")
+	wren := d.register(map[string]any{"name": "WREN", "client": "claude-code", "client_version": "2.1"})
+	d.claim(wren, "SNAG-8")
+	// The team's side: a file claim, a report, an agent's draft plan and
+	// an agent's note.
+	d.as(wren, http.MethodPost, "/files/claim", map[string]any{"paths": []string{"web/cart/**", "web/stepper.ts"}}, nil)
+	d.as(wren, http.MethodPost, "/reports", map[string]any{"message": "Labelled the stepper buttons; checking with a screen reader"}, nil)
+	d.as(wren, http.MethodPost, "/plans", map[string]any{"title": "Accessible checkout", "body": "## Goal\n\nEvery control has a name.\n"}, nil)
+	d.as(wren, http.MethodPost, "/notes", map[string]any{"title": "Steppers get aria-labels, not visible text", "body": "The design has no room.", "task": "SNAG-8"}, nil)
 
 	b := newBrowser(t)
 	b.login(d)
@@ -666,6 +673,11 @@ func TestBoardAccessibility(t *testing.T) {
 		{"activity", "/activity", `document.querySelector("#activity")` + live, false},
 		{"agents", "/agents", `document.querySelector("#agents .agent")` + live, false},
 		{"problems", "/problems", `document.querySelector("#problems .problems")` + live, false},
+		{"plans", "/team/plans", `document.querySelector("#plans .plan")` + live, false},
+		{"plan", "/team/plans/checkout-revamp", `document.querySelector("#plan .markdown")` + live, false},
+		{"plan-draft", "/team/plans/accessible-checkout", `document.querySelector("#plan .markdown.data")` + live, false},
+		{"notes", "/team/notes", `document.querySelector("#notes .note-item")` + live, false},
+		{"note", "/team/notes/N-3", `document.querySelector("#note .markdown.data")` + live, false},
 		{"no-task", "/task/SNAG-404", `document.querySelector(".message")`, false},
 		{"not-found", "/board/nope", `document.querySelector(".message")`, false},
 		{"not-found-top", "/nope", `document.querySelector(".message")`, false},
@@ -1001,4 +1013,48 @@ func TestBoardRefusedMoves(t *testing.T) {
 	if code, body := post("/board/tasks/SNAG-1/reject", url.Values{}, "text/html"); code != 409 || !strings.Contains(body, "<h1>Refused</h1>") || !strings.Contains(body, "reject") {
 		t.Errorf("a plain form post of a refused move: %d\n%s", code, body)
 	}
+}
+
+// The team on the board as a person meets it: the agents page shows an
+// agent's file claims and last report, live; a person activates an
+// agent's draft plan with its button (vetting it in the file); the notes
+// page lists an agent's note and a person's.
+func TestBoardTeam(t *testing.T) {
+	root := sampleProject(t)
+	d := startDaemon(t, root)
+	b := newBrowser(t)
+	b.login(d)
+	lynx := d.register(map[string]any{"name": "LYNX", "client": "codex"})
+	b.open(d.url("/agents"))
+	b.waitFor("agents", `document.querySelector("#agents .agent") && document.querySelector("#live").textContent === "live"`)
+	d.as(lynx, http.MethodPost, "/files/claim", map[string]any{"paths": []string{"internal/cart/**"}}, nil)
+	d.as(lynx, http.MethodPost, "/reports", map[string]any{"message": "Rounding fixed; writing tests"}, nil)
+	b.waitFor("the claim and the report, live", `document.querySelector("#agents").textContent.includes("internal/cart/**") && document.querySelector("#agents").textContent.includes("Rounding fixed")`)
+
+	d.as(lynx, http.MethodPost, "/plans", map[string]any{"title": "Cart rewrite", "body": "Goals.\n"}, nil)
+	b.open(d.url("/team/plans/cart-rewrite"))
+	b.waitFor("the draft", `document.querySelector("#plan .markdown.data")`)
+	b.click(`form[action="/board/plans/cart-rewrite/activate"] button`)
+	b.waitFor("the activation", `document.querySelector("#plan .pl-active") && !document.querySelector("#plan .markdown.data")`)
+	plan := readFile(t, filepath.Join(root, ".snag", "plans", "cart-rewrite.md"))
+	if !strings.Contains(plan, "status: active") || !strings.Contains(plan, "trust: vetted") {
+		t.Errorf("the plan file after the board activated it:\n%s", plan)
+	}
+	var log struct {
+		Entries []struct{ Action, Agent, Detail string }
+	}
+	d.get("/audit?limit=1000", &log)
+	found := false
+	for _, e := range log.Entries {
+		found = found || (e.Action == "plan_update" && strings.Contains(e.Detail, "draft -> active"))
+	}
+	if !found {
+		t.Error("the audit log does not record the board's activation")
+	}
+
+	d.as(lynx, http.MethodPost, "/notes", map[string]any{"title": "Cents everywhere, again", "kind": "observation"}, nil)
+	b.open(d.url("/team/notes"))
+	b.waitFor("the notes", `document.querySelector("#notes").textContent.includes("Cents everywhere, again") && document.querySelector("#notes").textContent.includes("Money is integer cents")`)
+	b.click(`#notes a[href="/team/notes/N-3"]`)
+	b.waitFor("the note's page", `document.querySelector("#note h1") && document.querySelector("#note h1").textContent.includes("N-3")`)
 }

@@ -78,7 +78,7 @@ func (s *Server) Gate() *Gate { return s.gate }
 
 // pagePath matches the paths of the board's pages, forms and assets: the
 // paths a board session opens.
-var pagePath = regexp.MustCompile(`^/(|inbox|activity|agents|problems|login|logout|task/[^/]+|board/.+)$`)
+var pagePath = regexp.MustCompile(`^/(|inbox|activity|agents|problems|login|logout|task/[^/]+|team/.+|board/.+)$`)
 
 // Mount adds the board's routes to mux, and has the gate cover them, GET
 // /events, and a browser opening a path mux serves only with its catch-all
@@ -103,6 +103,11 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("GET /activity", s.ready(s.activityPage))
 	mux.HandleFunc("GET /agents", s.ready(s.agentsPage))
 	mux.HandleFunc("GET /problems", s.ready(s.problemsPage))
+	mux.HandleFunc("GET /team/plans", s.ready(s.plansPage))
+	mux.HandleFunc("GET /team/plans/{slug}", s.ready(s.planPage))
+	mux.HandleFunc("GET /team/notes", s.ready(s.notesPage))
+	mux.HandleFunc("GET /team/notes/{ref}", s.ready(s.notePage))
+	mux.HandleFunc("POST /board/plans/{slug}/{action}", s.ready(s.planAct))
 	mux.HandleFunc("GET /login", s.login)
 	mux.HandleFunc("POST /logout", s.logout)
 	mux.Handle("GET /board/static/", http.StripPrefix("/board/static/", s.static()))
@@ -506,8 +511,30 @@ func (s *Server) agentsPage(w http.ResponseWriter, r *http.Request) {
 		}
 		bySession[l.SessionID] = append(bySession[l.SessionID], h)
 	}
+	files, err := s.b.Files(ctx)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	reports, err := s.b.Reports(ctx, 100)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	for _, ls := range live.Sessions {
-		out.Agents = append(out.Agents, Agent{Session: ls.Session, Held: bySession[ls.ID], Activity: ls.Activity})
+		a := Agent{Session: ls.Session, Held: bySession[ls.ID], Activity: ls.Activity}
+		for _, f := range files {
+			if f.SessionID == ls.ID {
+				a.Files = append(a.Files, f)
+			}
+		}
+		for i := range reports {
+			if reports[i].From == ls.Name {
+				a.LastReport = &reports[i]
+				break
+			}
+		}
+		out.Agents = append(out.Agents, a)
 	}
 	s.render(w, http.StatusOK, PageAgents, out)
 }
@@ -726,4 +753,89 @@ func (s *Server) move(ctx context.Context, ref, action string, form url.Values, 
 		return err.Error(), statusOf(err)
 	}
 	return fmt.Sprintf("%s is %s now", t.Key, strings.ReplaceAll(string(t.Status), "_", " ")), http.StatusOK
+}
+
+func (s *Server) plansPage(w http.ResponseWriter, r *http.Request) {
+	plans, err := s.b.Plans(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, http.StatusOK, PagePlans, &PlansPage{Page: s.page(r, "Plans", PagePlans), Plans: plans})
+}
+
+// planActions are the moves a person makes on a plan, by the status it
+// is in.
+var planActions = []PlanAction{
+	{"activate", "Activate", queue.PlanActive},
+	{"done", "Mark done", queue.PlanDone},
+	{"archive", "Archive", queue.PlanArchived},
+	{"draft", "Back to draft", queue.PlanDraft},
+}
+
+func (s *Server) planPage(w http.ResponseWriter, r *http.Request) {
+	p, err := s.b.Plan(r.Context(), r.PathValue("slug"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := &PlanPage{Page: s.page(r, p.Title, PagePlans), Plan: p,
+		Body: Markdown([]byte(p.Body), p.Trust != queue.TrustUnvetted)}
+	if out.Head == "" {
+		out.Head = p.Slug
+	}
+	for _, a := range planActions {
+		if a.Status != p.Status && p.Problem == "" {
+			out.Actions = append(out.Actions, a)
+		}
+	}
+	s.render(w, http.StatusOK, PagePlan, out)
+}
+
+// planAct is a person's change of a plan's status from its page.
+func (s *Server) planAct(w http.ResponseWriter, r *http.Request) {
+	ss := SessionOf(r)
+	if ss == nil {
+		s.answer(w, r, http.StatusForbidden, "Refused", "the board's forms are for a board session: the CLI has snag plans", "")
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		s.answer(w, r, http.StatusBadRequest, "Refused", "the form could not be read: "+err.Error(), "")
+		return
+	}
+	slug, action := r.PathValue("slug"), r.PathValue("action")
+	var to queue.PlanStatus
+	for _, a := range planActions {
+		if a.Name == action {
+			to = a.Status
+		}
+	}
+	if to == "" {
+		s.answer(w, r, http.StatusBadRequest, "Refused", "no such move on a plan: activate, done, archive or draft", "")
+		return
+	}
+	if err := s.b.SetPlanStatus(r.Context(), slug, to, ss.By); err != nil {
+		s.answer(w, r, statusOf(err), "Refused", err.Error(), "")
+		return
+	}
+	s.done(w, r, fmt.Sprintf("plan %s is %s", slug, to))
+}
+
+func (s *Server) notesPage(w http.ResponseWriter, r *http.Request) {
+	notes, err := s.b.Notes(r.Context(), 200)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, http.StatusOK, PageNotes, &NotesPage{Page: s.page(r, "Notes", PageNotes), Notes: notes})
+}
+
+func (s *Server) notePage(w http.ResponseWriter, r *http.Request) {
+	n, err := s.b.Note(r.Context(), r.PathValue("ref"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, http.StatusOK, PageNote, &NotePage{Page: s.page(r, n.Key+" "+n.Title, PageNotes), Note: n,
+		Body: Markdown([]byte(n.Body), n.Trust != queue.TrustUnvetted)})
 }

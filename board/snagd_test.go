@@ -149,3 +149,23 @@ func (d *daemon) auditHas(action, detail string) bool {
 	}
 	return false
 }
+
+// as sends an agent's API request (with its session) and decodes the
+// answer into out; it fails the test on an answer other than 2xx.
+func (d *daemon) as(session int64, method, path string, in, out any) {
+	d.t.Helper()
+	b, _ := json.Marshal(in)
+	req, _ := http.NewRequest(method, d.url(path), bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Snag-Session", fmt.Sprint(session))
+	resp := d.raw(req)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		d.t.Fatalf("%s %s as session %d: %d %s", method, path, session, resp.StatusCode, body)
+	}
+	if out != nil {
+		json.Unmarshal(body, out)
+	}
+}

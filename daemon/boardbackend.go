@@ -10,6 +10,7 @@ import (
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/board"
+	"github.com/snagdev/snag/engine"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/project"
 	"github.com/snagdev/snag/queue"
@@ -217,4 +218,50 @@ func boardErr(err error) error {
 		return board.Because(board.ErrRefused, err)
 	}
 	return err
+}
+
+func (b boardBackend) Files(ctx context.Context) ([]api.FileClaim, error) {
+	cs, err := b.d.e.FileClaims(ctx)
+	return index.WireFileClaims(cs), boardErr(err)
+}
+
+func (b boardBackend) Reports(ctx context.Context, n int) ([]api.Message, error) {
+	ms, err := b.d.e.Messages(ctx, index.MessageReport, "", n)
+	return index.WireMessages(ms), boardErr(err)
+}
+
+func (b boardBackend) Plans(ctx context.Context) ([]api.Plan, error) {
+	vs, err := b.d.e.Plans(ctx)
+	out := make([]api.Plan, len(vs))
+	for i, v := range vs {
+		out[i] = planWire(v)
+	}
+	return out, boardErr(err)
+}
+
+func (b boardBackend) Plan(ctx context.Context, slug string) (*api.PlanDetail, error) {
+	v, err := b.d.e.Plan(ctx, slug)
+	if err != nil {
+		return nil, boardErr(err)
+	}
+	d := planDetail(v)
+	return &d, nil
+}
+
+func (b boardBackend) SetPlanStatus(ctx context.Context, slug string, status queue.PlanStatus, by string) error {
+	_, err := b.d.e.UpdatePlan(ctx, queue.Person, by, slug, engine.PlanEdit{Status: status})
+	return boardErr(err)
+}
+
+func (b boardBackend) Notes(ctx context.Context, n int) ([]api.Note, error) {
+	ns, err := b.d.e.Notes(ctx, "", n)
+	return notesWire(ns), boardErr(err)
+}
+
+func (b boardBackend) Note(ctx context.Context, ref string) (*api.NoteDetail, error) {
+	n, err := b.d.e.Note(ctx, ref)
+	if err != nil {
+		return nil, boardErr(err)
+	}
+	return &api.NoteDetail{Note: noteWire(n), Body: n.Body}, nil
 }

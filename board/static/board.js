@@ -94,7 +94,7 @@
     const es = new EventSource("/events");
     es.onopen = () => { live.textContent = "live"; live.classList.add("on"); soon(); };
     es.onerror = () => { live.textContent = "reconnecting…"; live.classList.remove("on"); };
-    for (const kind of ["task", "lease", "session", "rescan", "verify", "problem", "resync", "message", "audit"]) {
+    for (const kind of ["task", "lease", "session", "rescan", "verify", "problem", "resync", "message", "audit", "files", "report", "handoff", "plan", "note"]) {
       es.addEventListener(kind, soon);
     }
     es.onmessage = soon;
