@@ -350,24 +350,25 @@ func (s *server) context(ctx context.Context, req *sdk.CallToolRequest, in conte
 		if ao.Files == nil {
 			ao.Files = []string{}
 		}
-		line := "- " + o.Name
+		var parts []string
 		if len(ao.Tasks) > 0 {
-			line += " holds " + strings.Join(ao.Tasks, ", ")
+			parts = append(parts, "holds "+strings.Join(ao.Tasks, ", "))
 		}
 		if n := len(ao.Files); n > 0 {
-			shown := ao.Files[:min(n, contextFiles)]
-			line += "; files " + strings.Join(shown, ", ")
+			files := "files " + strings.Join(ao.Files[:min(n, contextFiles)], ", ")
 			if n > contextFiles {
-				line += fmt.Sprintf(" +%d", n-contextFiles)
+				files += fmt.Sprintf(" +%d", n-contextFiles)
 			}
+			parts = append(parts, files)
 		}
 		if o.LastReport != nil {
 			ao.Report = o.LastReport.Body
-			line += "; said " + quoted(o.LastReport.Body, 100)
+			parts = append(parts, "said "+quoted(o.LastReport.Body, 100))
 		}
-		if len(ao.Tasks) == 0 && len(ao.Files) == 0 && o.LastReport == nil {
-			line += " (idle)"
+		if len(parts) == 0 {
+			parts = append(parts, "idle")
 		}
+		line := "- " + o.Name + ": " + strings.Join(parts, "; ")
 		b.WriteString(line + "\n")
 		out.Agents = append(out.Agents, ao)
 	}

@@ -112,7 +112,7 @@ func TestTeamContext(t *testing.T) {
 	if len(txt)*10/37 > 600 {
 		t.Errorf("snag_context is about %d tokens (%d bytes), budget 600", len(txt)*10/37, len(txt))
 	}
-	for _, want := range []string{"you are ORCA", orcaKey, "LYNX holds " + key, "web/checkout/**", "rounding bug", "KESTREL", "Safari fix"} {
+	for _, want := range []string{"you are ORCA", orcaKey, "LYNX: holds " + key, "web/checkout/**", "rounding bug", "KESTREL", "Safari fix"} {
 		if !strings.Contains(txt, want) {
 			t.Errorf("ORCA's context does not say %q:\n%s", want, txt)
 		}
