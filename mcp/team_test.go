@@ -420,6 +420,10 @@ func TestTeamToolsDegrade(t *testing.T) {
 		{"snag_files", map[string]any{"action": "check", "paths": []string{"src/a.go"}}},
 		{"snag_report", map[string]any{"message": "did a thing"}},
 		{"snag_handoff", map[string]any{"to": "BEA", "title": "yours"}},
+		{"snag_plan", map[string]any{"action": "list"}},
+		{"snag_plan", map[string]any{"action": "create", "title": "A plan"}},
+		{"snag_note", map[string]any{"title": "A decision"}},
+		{"snag_note", nil},
 	} {
 		res, txt, sc := call(t, cs, c.tool, c.args)
 		mustOK(t, c.tool, res, txt)
