@@ -572,8 +572,7 @@ func TestGuardRefusesACommitOfClaimedFiles(t *testing.T) {
 	}
 
 	// The claim ends with the holder's bridge.
-	adaCmd.Process.Kill()
-	adaCmd.Wait()
+	adaCmd.Process.Kill() // the SDK's transport reaps it
 	waitFor(t, 20*time.Second, func() bool { return len(e.fileClaims(t).Claims) == 0 },
 		func() string { return fmt.Sprintf("ADA's claims outlived its bridge: %+v", e.fileClaims(t)) })
 	must(wt, "commit", "-q", "-m", "after ADA is gone")
