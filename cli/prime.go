@@ -132,15 +132,5 @@ func runPrime(ctx context.Context, c *call) error {
 	return nil
 }
 
-// oneLineCut is s on one line, cut at n bytes.
-func oneLineCut(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		cut := n
-		for cut > 0 && s[cut]&0xC0 == 0x80 {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return s
-}
+// oneLineCut is s on one line, cut at n characters.
+func oneLineCut(s string, n int) string { return clip(strings.Join(strings.Fields(s), " "), n) }
