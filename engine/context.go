@@ -82,12 +82,13 @@ func (e *Engine) Context(ctx context.Context, s index.Session) (TeamContext, err
 		}
 	}
 	for _, l := range leases {
-		h := e.heldTask(ctx, l)
+		// Only the live agents' tasks are read: a rebuilt index of a big
+		// project may hold thousands of detached leases, which are counted.
 		switch {
 		case l.SessionID == s.ID:
-			tc.Tasks = append(tc.Tasks, h)
+			tc.Tasks = append(tc.Tasks, e.heldTask(ctx, l))
 		case views[l.SessionID] != nil:
-			views[l.SessionID].Tasks = append(views[l.SessionID].Tasks, h)
+			views[l.SessionID].Tasks = append(views[l.SessionID].Tasks, e.heldTask(ctx, l))
 		case l.Detached || l.SessionID == 0:
 			tc.Detached = append(tc.Detached, l)
 		}
