@@ -83,6 +83,9 @@ func runPrime(ctx context.Context, c *call) error {
 	}
 	held := map[int64][]string{}
 	for _, l := range live.Leases {
+		if l.Detached || l.SessionID == 0 {
+			continue // no agent holds it now; a big project may have thousands
+		}
 		k := keys[l.TaskID]
 		if k == "" {
 			if d, err := r.cl.Get(ctx, l.TaskID); err == nil {
