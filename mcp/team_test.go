@@ -191,6 +191,21 @@ func TestHandoffMovesTheLease(t *testing.T) {
 	if who := assignee(t, a, key); who != "ADA" {
 		t.Errorf("after a refused handoff %s is held by %q, want ADA", key, who)
 	}
+
+	// A person hands ADA's task to BEA from the command line.
+	cmd := exec.Command(snagBin, "handoff", "bea", "Take over: ADA is stuck", "--task", key)
+	cmd.Dir, cmd.Env = e.root, e.environ()
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), key+" is BEA's now") {
+		t.Fatalf("snag handoff: %v\n%s", err, out)
+	}
+	if who := assignee(t, a, key); who != "BEA" {
+		t.Errorf("after a person's handoff %s is held by %q, want BEA", key, who)
+	}
+	_, txt, _ = call(t, b, "snag_context", nil)
+	if !strings.Contains(txt, "Take over: ADA is stuck") {
+		t.Errorf("BEA's context does not show the person's handoff:\n%s", txt)
+	}
 }
 
 // L7: a claim with one held path is refused whole and names the holder;
