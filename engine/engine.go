@@ -73,6 +73,7 @@ type Engine struct {
 	live      liveSessions
 	repos     repoRoots  // each worktree's repository, for file claims
 	wtMu      sync.Mutex // task worktrees are made one at a time
+	notes     notesSync  // when the notes index last read its folder
 	// tasks is p.Tasks, for the writes that prepare their files with no
 	// lock held (commit.go): it stays set when Close lets p go.
 	tasks *queue.Dir

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/snagdev/snag/index"
@@ -81,7 +82,7 @@ func (e *Engine) AddNote(ctx context.Context, actor queue.Actor, who string, in 
 	if err := os.MkdirAll(e.notesDir(), 0o755); err != nil {
 		return index.NoteRow{}, fmt.Errorf("note: %w", err)
 	}
-	if err := e.p.DB.SyncNotes(ctx, e.notesDir()); err != nil {
+	if err := e.syncNotes(ctx, true); err != nil {
 		return index.NoteRow{}, err
 	}
 	next, err := e.p.DB.NextNoteKey(ctx)
@@ -111,7 +112,7 @@ func (e *Engine) AddNote(ctx context.Context, actor queue.Actor, who string, in 
 		}
 		break
 	}
-	if err := e.p.DB.SyncNotes(ctx, e.notesDir()); err != nil {
+	if err := e.syncNotes(ctx, true); err != nil {
 		return index.NoteRow{}, err
 	}
 	entry.Outcome, entry.Detail = "ok", fmt.Sprintf("%s %s %q (%s)", n.Key, n.Kind, n.Title, n.Trust)
@@ -145,7 +146,7 @@ func maxNoteOnDiskOf(dir, key string) int {
 
 // Notes lists notes newest first, of kind ("" for any).
 func (e *Engine) Notes(ctx context.Context, kind string, limit int) ([]index.NoteRow, error) {
-	if err := e.p.DB.SyncNotes(ctx, e.notesDir()); err != nil {
+	if err := e.syncNotes(ctx, false); err != nil {
 		return nil, err
 	}
 	return e.p.DB.Notes(ctx, kind, limit)
@@ -153,7 +154,7 @@ func (e *Engine) Notes(ctx context.Context, kind string, limit int) ([]index.Not
 
 // Note reads one note by its key or id.
 func (e *Engine) Note(ctx context.Context, ref string) (index.NoteRow, error) {
-	if err := e.p.DB.SyncNotes(ctx, e.notesDir()); err != nil {
+	if err := e.syncNotes(ctx, false); err != nil {
 		return index.NoteRow{}, err
 	}
 	n, err := e.p.DB.Note(ctx, strings.ToUpper(ref))
@@ -168,8 +169,41 @@ func (e *Engine) Note(ctx context.Context, ref string) (index.NoteRow, error) {
 
 // SearchNotes runs a full-text query over the notes.
 func (e *Engine) SearchNotes(ctx context.Context, query string, limit int) ([]index.NoteRow, error) {
-	if err := e.p.DB.SyncNotes(ctx, e.notesDir()); err != nil {
+	if err := e.syncNotes(ctx, false); err != nil {
 		return nil, err
 	}
 	return e.p.DB.SearchNotes(ctx, query, limit)
+}
+
+// notesFresh is how long the notes index is trusted without reading the
+// folder again, when the folder's own modification time has not moved
+// (a note added, removed or saved by rename moves it; one rewritten in
+// place does not, and is seen within this time).
+const notesFresh = 2 * time.Second
+
+// notesSync is when the notes were last brought in step with their folder.
+type notesSync struct {
+	mu    sync.Mutex
+	at    time.Time
+	mtime time.Time
+}
+
+// syncNotes brings the notes index in step with the folder (index.DB.
+// SyncNotes), unless it was moments ago and the folder has not changed
+// since; force always does.
+func (e *Engine) syncNotes(ctx context.Context, force bool) error {
+	e.notes.mu.Lock()
+	defer e.notes.mu.Unlock()
+	var mtime time.Time
+	if fi, err := os.Stat(e.notesDir()); err == nil {
+		mtime = fi.ModTime()
+	}
+	if !force && mtime.Equal(e.notes.mtime) && time.Since(e.notes.at) < notesFresh {
+		return nil
+	}
+	if err := e.p.DB.SyncNotes(ctx, e.notesDir()); err != nil {
+		return err
+	}
+	e.notes.at, e.notes.mtime = time.Now(), mtime
+	return nil
 }

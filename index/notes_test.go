@@ -1,6 +1,8 @@
 package index_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -54,3 +56,29 @@ func TestSyncAndSearchNotes(t *testing.T) {
 }
 
 func futureish() time.Time { return time.Now().Add(time.Hour) }
+
+// BenchmarkSyncNotesUnchanged is what a search pays to see the notes
+// folder when nothing changed in it: a listing, a stat per note, a query.
+func BenchmarkSyncNotesUnchanged(b *testing.B) {
+	for _, n := range []int{3, 300} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			dir := filepath.Join(b.TempDir(), "notes")
+			os.MkdirAll(dir, 0o755)
+			for i := range n {
+				body := fmt.Sprintf("---\nkey: N-%d\ntitle: Note %d\nkind: decision\n---\nWhy %d.\n", i+1, i+1, i)
+				os.WriteFile(filepath.Join(dir, fmt.Sprintf("N-%d - Note.md", i+1)), []byte(body), 0o644)
+			}
+			db := openDB(b, filepath.Join(b.TempDir(), "snag.db"))
+			ctx := context.Background()
+			if err := db.SyncNotes(ctx, dir); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				if err := db.SyncNotes(ctx, dir); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
