@@ -126,7 +126,7 @@ func contains(list []string, s string) bool {
 func (e *Engine) ClaimFiles(ctx context.Context, s index.Session, r FilesRequest) (FilesClaimed, error) {
 	entry := index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "files_claim"}
 	refused := func(err error) (FilesClaimed, error) {
-		entry.Outcome, entry.Detail = "refused", err.Error()
+		entry.Agent, entry.Outcome, entry.Detail = s.Name, "refused", err.Error()
 		e.Audit(ctx, entry)
 		return FilesClaimed{}, err
 	}
@@ -361,10 +361,10 @@ func (e *Engine) Adopt(ctx context.Context, s index.Session, name string) (index
 		return s, err
 	}
 	got, err := e.p.DB.Adopt(ctx, s.ID, name)
-	entry := index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "adopt", Outcome: "ok", Detail: s.Name + " -> " + name}
+	entry := index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: name, Action: "adopt", Outcome: "ok", Detail: "was " + s.Name}
 	switch {
 	case errors.Is(err, index.ErrNamed), errors.Is(err, index.ErrNameTaken):
-		entry.Outcome, entry.Detail = "refused", err.Error()
+		entry.Agent, entry.Outcome, entry.Detail = s.Name, "refused", err.Error()
 		e.Audit(ctx, entry)
 		return s, refuse(ErrInvalid, "name_kept", "you stay %s: %v", s.Name, err)
 	case err != nil:

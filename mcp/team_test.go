@@ -206,6 +206,29 @@ func TestHandoffMovesTheLease(t *testing.T) {
 	if !strings.Contains(txt, "Take over: ADA is stuck") {
 		t.Errorf("BEA's context does not show the person's handoff:\n%s", txt)
 	}
+
+	// Each handoff is in the audit log with its session, agent and outcome.
+	var log struct {
+		Entries []struct {
+			SessionID int64 `json:"session_id"`
+			Actor     string
+			Agent     string
+			Action    string
+			Outcome   string
+		}
+	}
+	e.getJSON(t, "/audit?limit=1000", &log)
+	seen := map[string]bool{}
+	for _, en := range log.Entries {
+		if en.Action == "handoff" || en.Action == "adopt" {
+			seen[fmt.Sprintf("%s %s %s %s %v", en.Action, en.Actor, en.Agent, en.Outcome, en.SessionID != 0)] = true
+		}
+	}
+	for _, want := range []string{"adopt agent ADA ok true", "handoff agent ADA ok true", "handoff agent ADA refused true", "handoff person " + whoAmI() + " ok false"} {
+		if !seen[want] {
+			t.Errorf("the audit log lacks %q: %v", want, seen)
+		}
+	}
 }
 
 // L7: a claim with one held path is refused whole and names the holder;
@@ -950,4 +973,14 @@ func TestWorktreePerTask(t *testing.T) {
 			t.Errorf("after prune %s exists: %v, want %v", c.path, err == nil, kept)
 		}
 	}
+}
+
+// whoAmI is the name the CLI gives a person in the audit log.
+func whoAmI() string {
+	for _, k := range []string{"SNAG_USER", "USER", "USERNAME"} {
+		if v := os.Getenv(k); v != "" {
+			return v
+		}
+	}
+	return "person"
 }
