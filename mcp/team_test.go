@@ -574,10 +574,21 @@ func TestGuardRefusesACommitOfClaimedFiles(t *testing.T) {
 	write(e.root, "src/b.go", "package a\n")
 	must(e.root, "add", ".")
 	must(e.root, "commit", "-q", "-m", "start")
+	// A pre-commit hook already there keeps running, first.
+	ran := filepath.Join(filepath.Dir(e.root), "old-hook-ran")
+	oldHook := "#!/bin/sh\necho ran >> '" + ran + "'\n"
+	if err := os.WriteFile(filepath.Join(e.root, ".git", "hooks", "pre-commit"), []byte(oldHook), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	hook := exec.Command(snagBin, "install", "git-hook")
 	hook.Dir, hook.Env = e.root, env
-	if out, err := hook.CombinedOutput(); err != nil {
+	if out, err := hook.CombinedOutput(); err != nil || !strings.Contains(string(out), "runs first") {
 		t.Fatalf("snag install git-hook: %v\n%s", err, out)
+	}
+	again := exec.Command(snagBin, "install", "git-hook")
+	again.Dir, again.Env = e.root, env
+	if out, err := again.CombinedOutput(); err != nil || !strings.Contains(string(out), "nothing changed") {
+		t.Fatalf("snag install git-hook again: %v\n%s", err, out)
 	}
 	wt := filepath.Join(filepath.Dir(e.root), "second")
 	must(e.root, "worktree", "add", "-q", wt)
@@ -601,6 +612,9 @@ func TestGuardRefusesACommitOfClaimedFiles(t *testing.T) {
 	must(e.root, "add", "src/b.go")
 	must(e.root, "restore", "--staged", "src/a.go")
 	must(e.root, "commit", "-q", "-m", "b alone passes")
+	if b, err := os.ReadFile(ran); err != nil || strings.Count(string(b), "ran") < 1 {
+		t.Errorf("the pre-commit hook that was there did not run: %v %q", err, b)
+	}
 
 	// The holder's own commit passes.
 	must(e.root, "add", "src/a.go")
