@@ -237,6 +237,8 @@ type Context struct {
 	Files []FileClaim `json:"files"`
 	// Ready are the next ready tasks (at most 5).
 	Ready []Task `json:"ready"`
+	// ReadyMore is true when more tasks are ready than Ready lists.
+	ReadyMore bool `json:"ready_more,omitempty"`
 	// Others are the other live agents.
 	Others []AgentView `json:"others"`
 	// Handoffs are those to it it had not seen.

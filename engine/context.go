@@ -34,15 +34,17 @@ type AgentView struct {
 // handoffs to it that it has not seen (marked seen by this read), and the
 // latest reports of others.
 type TeamContext struct {
-	Me       index.Session
-	Tasks    []HeldTask
-	Files    []index.FileClaim // its own, expired ones included
-	Ready    []*index.Row      // at most contextReady, unblocked, in queue order
-	Others   []AgentView
-	Handoffs []index.Message
-	Reports  []index.Message // the others' latest, newest first
-	Detached []index.Lease   // leases no live session holds
-	Plans    []PlanView      // the active plans, newest first (at most contextPlans)
+	Me    index.Session
+	Tasks []HeldTask
+	Files []index.FileClaim // its own, expired ones included
+	Ready []*index.Row      // at most contextReady, unblocked, in queue order
+	// ReadyMore: more tasks are ready than Ready lists.
+	ReadyMore bool
+	Others    []AgentView
+	Handoffs  []index.Message
+	Reports   []index.Message // the others' latest, newest first
+	Detached  []index.Lease   // leases no live session holds
+	Plans     []PlanView      // the active plans, newest first (at most contextPlans)
 	// Decisions are the latest decision notes.
 	Decisions []index.NoteRow
 	Now       time.Time
@@ -120,7 +122,11 @@ func (e *Engine) Context(ctx context.Context, s index.Session) (TeamContext, err
 		return tc, err
 	}
 	for _, r := range page.Rows {
-		if len(r.BlockedBy) == 0 && r.State == index.StateOK && len(tc.Ready) < contextReady {
+		if len(r.BlockedBy) == 0 && r.State == index.StateOK {
+			if len(tc.Ready) == contextReady {
+				tc.ReadyMore = true
+				break
+			}
 			tc.Ready = append(tc.Ready, r)
 		}
 	}

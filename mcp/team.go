@@ -319,7 +319,10 @@ func (s *server) context(ctx context.Context, req *sdk.CallToolRequest, in conte
 		}
 		b.WriteString("your files: " + strings.Join(fs, ", ") + "\n")
 	}
-	if len(c.Ready) > 0 {
+	if len(c.Ready) > 0 && c.ReadyMore {
+		b.WriteString("ready (the next " + strconv.Itoa(len(c.Ready)) + "; snag_list shows the rest):\n")
+		out.Omitted = append(out.Omitted, "more ready tasks")
+	} else if len(c.Ready) > 0 {
 		b.WriteString("ready:\n")
 		for _, t := range c.Ready {
 			r := taskRow(t)
@@ -333,6 +336,7 @@ func (s *server) context(ctx context.Context, req *sdk.CallToolRequest, in conte
 	} else {
 		b.WriteString("ready: nothing\n")
 	}
+	agentsLeft := 0
 	if len(c.Others) == 0 {
 		b.WriteString("other agents: none\n")
 	} else {
@@ -340,7 +344,8 @@ func (s *server) context(ctx context.Context, req *sdk.CallToolRequest, in conte
 	}
 	for i, o := range c.Others {
 		if i == contextAgents {
-			out.Omitted = append(out.Omitted, fmt.Sprintf("%d more agents", len(c.Others)-i))
+			agentsLeft = len(c.Others) - i
+			out.Omitted = append(out.Omitted, fmt.Sprintf("%d more agents", agentsLeft))
 			break
 		}
 		ao := agentOut{Name: o.Name, Tasks: []string{}, Files: pathsOf(o.Files)}
@@ -382,8 +387,8 @@ func (s *server) context(ctx context.Context, req *sdk.CallToolRequest, in conte
 	if n := len(c.Detached); n > 0 {
 		b.WriteString(fmt.Sprintf("detached: %d task(s) wait for their agent to come back by name\n", n))
 	}
-	if len(out.Omitted) > 0 {
-		b.WriteString("left out: " + strings.Join(out.Omitted, "; ") + " (snag agents lists all)\n")
+	if agentsLeft > 0 {
+		fmt.Fprintf(&b, "left out: %d more agents (snag agents lists them all)\n", agentsLeft)
 	}
 	b.WriteString("next: snag_files to claim files before you edit; snag_report when you finish a step")
 	txt := b.String()

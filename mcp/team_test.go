@@ -906,6 +906,11 @@ func TestWorktreePerTask(t *testing.T) {
 		go func() { defer wg.Done(); cs[i] = e.teamBridge(t, fmt.Sprintf("W%d", i)) }()
 	}
 	wg.Wait()
+	// More tasks are ready than a context lists: it says so.
+	_, txt, sc := call(t, cs[0], "snag_context", nil)
+	if !strings.Contains(txt, "ready (the next 5; snag_list shows the rest)") || sc["omitted"] == nil {
+		t.Errorf("a context with more than 5 ready tasks:\n%s", txt)
+	}
 	type got struct{ key, path, branch string }
 	claims := make([]got, agents)
 	for i := range cs {
