@@ -43,7 +43,7 @@ func runNotes(ctx context.Context, c *call) error {
 			return said(err)
 		}
 		if c.opt.json {
-			return printJSON(c.Stdout, n)
+			return writeJSON(c.Stdout, n)
 		}
 		fmt.Fprintln(c.Stdout, noteSummary(n.Note))
 		fmt.Fprintf(c.Stdout, "%s\n\n%s", n.File, n.Body)
@@ -54,7 +54,7 @@ func runNotes(ctx context.Context, c *call) error {
 		return said(err)
 	}
 	if c.opt.json {
-		return printJSON(c.Stdout, got)
+		return writeJSON(c.Stdout, got)
 	}
 	if len(got.Notes) == 0 {
 		fmt.Fprintln(c.Stdout, "no notes yet: agents write them with snag_note; people as files in .snag/notes/")

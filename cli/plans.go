@@ -53,7 +53,7 @@ func runPlans(ctx context.Context, c *call) error {
 			return said(err)
 		}
 		if c.opt.json {
-			return printJSON(c.Stdout, got)
+			return writeJSON(c.Stdout, got)
 		}
 		if len(got.Plans) == 0 {
 			fmt.Fprintln(c.Stdout, "no plans yet: snag plans new TITLE writes one")
@@ -74,7 +74,7 @@ func runPlans(ctx context.Context, c *call) error {
 		return said(err)
 	}
 	if c.opt.json {
-		return printJSON(c.Stdout, d)
+		return writeJSON(c.Stdout, d)
 	}
 	switch verb {
 	case "new":

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -90,7 +89,7 @@ func runFiles(ctx context.Context, c *call) error {
 		return said(err)
 	}
 	if c.opt.json {
-		return printJSON(c.Stdout, filesJSON(got))
+		return writeJSON(c.Stdout, filesJSON(got))
 	}
 	if len(got.Claims) == 0 {
 		fmt.Fprintln(c.Stdout, "no file is claimed: agents claim files with snag_files before they edit them")
@@ -116,15 +115,6 @@ func printClaims(w io.Writer, cs []api.FileClaim, indent string) {
 			fmt.Fprintf(w, "%s%s (%s, %d s left)\n", indent, f.Path, mode, left)
 		}
 	}
-}
-
-func printJSON(w io.Writer, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "%s\n", b)
-	return nil
 }
 
 func runHandoff(ctx context.Context, c *call) error {

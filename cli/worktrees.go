@@ -38,7 +38,7 @@ func runWorktrees(ctx context.Context, c *call) error {
 			return said(err)
 		}
 		if c.opt.json {
-			return printJSON(c.Stdout, got)
+			return writeJSON(c.Stdout, got)
 		}
 		for _, w := range got.Removed {
 			fmt.Fprintf(c.Stdout, "removed %s (%s %s) and its branch %s\n", w.Path, w.Key, w.Status, w.Branch)
@@ -56,7 +56,7 @@ func runWorktrees(ctx context.Context, c *call) error {
 		return said(err)
 	}
 	if c.opt.json {
-		return printJSON(c.Stdout, got)
+		return writeJSON(c.Stdout, got)
 	}
 	if len(got.Worktrees) == 0 {
 		fmt.Fprintln(c.Stdout, "no task worktrees: snag_claim {\"worktree\": true} makes one per task")

@@ -101,7 +101,7 @@ func (e *Engine) AddNote(ctx context.Context, actor queue.Actor, who string, in 
 			return index.NoteRow{}, fmt.Errorf("note: %w", err)
 		}
 		err := createFile(filepath.Join(e.notesDir(), queue.NoteFileName(n.Key, n.Title)), queue.FormatNote(n))
-		if errors.Is(err, fs.ErrExist) || (err == nil && maxNoteOnDiskOf(e.notesDir(), n.Key) > 1) {
+		if errors.Is(err, fs.ErrExist) || (err == nil && filesWithKey(e.notesDir(), n.Key) > 1) {
 			if err == nil { // another file has the key: give it up, take the next
 				os.Remove(filepath.Join(e.notesDir(), queue.NoteFileName(n.Key, n.Title)))
 			}
@@ -132,8 +132,8 @@ func maxNoteOnDisk(dir string) int {
 	return top
 }
 
-// maxNoteOnDiskOf counts the files in dir whose names start with key.
-func maxNoteOnDiskOf(dir, key string) int {
+// filesWithKey counts the files in dir whose names start with key.
+func filesWithKey(dir, key string) int {
 	ents, _ := os.ReadDir(dir)
 	n := 0
 	for _, e := range ents {

@@ -93,11 +93,10 @@ func (e *Engine) Plan(ctx context.Context, slug string) (PlanView, error) {
 	if !queue.ValidSlug(slug) {
 		return PlanView{}, refuse(ErrNotFound, "not_found", "no plan %q: plans are named by their slug (snag plans lists them)", slug)
 	}
-	v := e.planView(ctx, slug)
-	if v.Plan == nil && strings.Contains(v.Problem, "no such file") {
-		return v, refuse(ErrNotFound, "not_found", "no plan %q: snag plans (or snag_plan {\"action\": \"list\"}) lists them", slug)
+	if _, err := os.Stat(filepath.Join(e.plansDir(), slug+".md")); errors.Is(err, fs.ErrNotExist) {
+		return PlanView{}, refuse(ErrNotFound, "not_found", "no plan %q: snag plans (or snag_plan {\"action\": \"list\"}) lists them", slug)
 	}
-	return v, nil
+	return e.planView(ctx, slug), nil
 }
 
 // CreatePlan writes a new plan, a draft: an agent's is unvetted, with the

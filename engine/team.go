@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -103,20 +104,11 @@ func (e *Engine) canonical(s *index.Session, paths []string) ([]string, error) {
 		if err != nil {
 			return nil, refuse(ErrInvalid, "bad_path", "%v", err)
 		}
-		if !contains(out, c) {
+		if !slices.Contains(out, c) {
 			out = append(out, c)
 		}
 	}
 	return out, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // ClaimFiles claims repository paths or globs for session s, all or
@@ -126,7 +118,7 @@ func contains(list []string, s string) bool {
 func (e *Engine) ClaimFiles(ctx context.Context, s index.Session, r FilesRequest) (FilesClaimed, error) {
 	entry := index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "files_claim"}
 	refused := func(err error) (FilesClaimed, error) {
-		entry.Agent, entry.Outcome, entry.Detail = s.Name, "refused", err.Error()
+		entry.Outcome, entry.Detail = "refused", err.Error()
 		e.Audit(ctx, entry)
 		return FilesClaimed{}, err
 	}
@@ -170,13 +162,13 @@ func (e *Engine) ClaimFiles(ctx context.Context, s index.Session, r FilesRequest
 		for _, c := range res.Late {
 			late = append(late, fmt.Sprintf("%s (expired %ds ago)", c.Path, int(now.Sub(c.Expires).Seconds())))
 		}
-		err := refuse(ErrInvalid, "expired", "claim: your claim of %s expired before this renewal came, and has ended: "+
+		_, err := refused(refuse(ErrInvalid, "expired", "claim: your claim of %s expired before this renewal came, and has ended: "+
 			"another agent may have changed the files meanwhile. Check them, then claim again (a new claim, not a renewal)",
-			strings.Join(late, ", "))
-		return FilesClaimed{Late: res.Late}, refusedWith(refused, err)
+			strings.Join(late, ", ")))
+		return FilesClaimed{Late: res.Late}, err
 	case len(res.Conflicts) > 0:
-		err := refuse(ErrFilesHeld, "files_held", "claim: nothing was claimed: %s", HoldersOf(res.Conflicts, now))
-		return FilesClaimed{Conflicts: res.Conflicts}, refusedWith(refused, err)
+		_, err := refused(refuse(ErrFilesHeld, "files_held", "claim: nothing was claimed: %s", HoldersOf(res.Conflicts, now)))
+		return FilesClaimed{Conflicts: res.Conflicts}, err
 	}
 	entry.Outcome = "ok"
 	entry.Detail = fmt.Sprintf("%s %s for %ds", mode(!r.Shared), strings.Join(paths, ", "), int(r.TTL.Seconds()))
@@ -186,12 +178,6 @@ func (e *Engine) ClaimFiles(ctx context.Context, s index.Session, r FilesRequest
 	e.Audit(ctx, entry)
 	e.hub.Publish("files", map[string]any{"holder": s.Name, "claimed": paths})
 	return FilesClaimed{Granted: true, Claims: res.Claimed, Renewed: res.Renewed}, nil
-}
-
-// refusedWith audits a refusal through refused and returns it.
-func refusedWith(refused func(error) (FilesClaimed, error), err error) error {
-	_, err = refused(err)
-	return err
 }
 
 func mode(exclusive bool) string {

@@ -325,7 +325,7 @@ func (s *server) context(ctx context.Context, req *sdk.CallToolRequest, in conte
 	} else if len(c.Ready) > 0 {
 		b.WriteString("ready:\n")
 		for _, t := range c.Ready {
-			r := taskRow(t)
+			r := RowOf(t)
 			out.Ready = append(out.Ready, r)
 			line := rowLineCut(r, 50)
 			if strings.HasPrefix(r.Key, "SNAG-") { // no list header here to say what the number is
@@ -405,11 +405,11 @@ func (s *server) context(ctx context.Context, req *sdk.CallToolRequest, in conte
 	return &sdk.CallToolResult{Content: text(txt)}, out, nil
 }
 
-// taskRow is an API task as the tools show it.
-func taskRow(t api.Task) Row {
+// RowOf is a task of snagd's API as the tools show it.
+func RowOf(t api.Task) Row {
 	return Row{Key: t.Key, ID: t.ID, Title: t.Title, Status: string(t.Status), Trust: string(t.Trust),
 		Severity: string(t.Severity), Kind: string(t.Kind), Wave: t.Wave, Plan: t.Plan, Assignee: t.Assignee,
-		File: t.File, BlockedBy: t.BlockedBy}
+		File: t.File, BlockedBy: t.BlockedBy, Path: t.Path}
 }
 
 func (s *server) fileClaims(ctx context.Context, req *sdk.CallToolRequest, in filesIn) (*sdk.CallToolResult, filesOut, error) {

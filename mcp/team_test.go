@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -329,7 +330,7 @@ func TestL7FileClaimsAllOrNothing(t *testing.T) {
 				paths := make([]string, 0, n)
 				for range n {
 					p := fmt.Sprintf("src/f%02d.go", rng.IntN(files))
-					if !containsStr(paths, p) {
+					if !slices.Contains(paths, p) {
 						paths = append(paths, p)
 					}
 				}
@@ -375,15 +376,6 @@ func TestL7FileClaimsAllOrNothing(t *testing.T) {
 	if grants.Load() == 0 || refused.Load() == 0 {
 		t.Errorf("the storm made %d grants and %d refusals: it did not contend", grants.Load(), refused.Load())
 	}
-}
-
-func containsStr(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // L8: a claim lasts its TTL; a renewal before then extends it, a renewal
@@ -618,7 +610,7 @@ func TestGuardRefusesACommitOfClaimedFiles(t *testing.T) {
 
 	// The holder's own commit passes.
 	must(e.root, "add", "src/a.go")
-	holder := append(slicesClone(env), "SNAG_AGENT=ADA")
+	holder := append(slices.Clone(env), "SNAG_AGENT=ADA")
 	if out, err := gitIn(e.root, holder, "commit", "-q", "-m", "ADA commits its own file"); err != nil {
 		t.Fatalf("ADA's own commit was refused: %v\n%s", err, out)
 	}
@@ -629,8 +621,6 @@ func TestGuardRefusesACommitOfClaimedFiles(t *testing.T) {
 		func() string { return fmt.Sprintf("ADA's claims outlived its bridge: %+v", e.fileClaims(t)) })
 	must(wt, "commit", "-q", "-m", "after ADA is gone")
 }
-
-func slicesClone(s []string) []string { return append([]string(nil), s...) }
 
 // postJSON sends a JSON body to one of snagd's routes with the token and
 // decodes the answer into out; it returns the status.
@@ -1002,4 +992,56 @@ func whoAmI() string {
 		}
 	}
 	return "person"
+}
+
+// The people's side of file claims, as the built snag shows it: snag
+// agents lists an agent's claims and last report, snag files lists the
+// claims, and snag files --release frees one from its holder (a reason
+// required, and audited), after which another agent's claim is granted.
+func TestPeopleSeeFileClaims(t *testing.T) {
+	e := newEnv(t)
+	e.daemon(t)
+	a := e.teamBridge(t, "ADA")
+	b := e.teamBridge(t, "BEA")
+	res, txt, _ := call(t, a, "snag_files", map[string]any{"action": "claim", "paths": []string{"web/**"}})
+	mustOK(t, "claim", res, txt)
+	res, txt, _ = call(t, a, "snag_report", map[string]any{"message": "Reworking the web folder"})
+	mustOK(t, "report", res, txt)
+	snag := func(args ...string) (string, error) {
+		cmd := exec.Command(snagBin, args...)
+		cmd.Dir, cmd.Env = e.root, e.environ()
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := snag("agents")
+	if err != nil || !strings.Contains(out, "files: web/** (exclusive,") || !strings.Contains(out, `said`) || !strings.Contains(out, "Reworking the web folder") {
+		t.Errorf("snag agents: %v\n%s", err, out)
+	}
+	out, err = snag("files")
+	if err != nil || !strings.Contains(out, "ADA") || !strings.Contains(out, "web/** (exclusive,") {
+		t.Errorf("snag files: %v\n%s", err, out)
+	}
+	if out, err = snag("files", "--release", "web/**"); err == nil || !strings.Contains(out, "--reason") {
+		t.Errorf("snag files --release without a reason: %v\n%s", err, out)
+	}
+	if out, err = snag("files", "--release", "./web/", "--reason", "x"); err == nil || !strings.Contains(out, "no live claim of web") {
+		t.Errorf("snag files --release of a path no one claims: %v\n%s", err, out)
+	}
+	out, err = snag("files", "--release", "./web/**", "--reason", "ADA went quiet")
+	if err != nil || !strings.Contains(out, "released web/** from ADA") {
+		t.Fatalf("snag files --release: %v\n%s", err, out)
+	}
+	res, txt, _ = call(t, b, "snag_files", map[string]any{"action": "claim", "paths": []string{"web/app.ts"}})
+	mustOK(t, "BEA's claim after the release", res, txt)
+	var log struct {
+		Entries []struct{ Actor, Action, Detail string }
+	}
+	e.getJSON(t, "/audit?limit=1000", &log)
+	found := false
+	for _, en := range log.Entries {
+		found = found || (en.Action == "files_release" && en.Actor == "person" && strings.Contains(en.Detail, "ADA went quiet"))
+	}
+	if !found {
+		t.Error("the audit log does not say who freed ADA's claim and why")
+	}
 }

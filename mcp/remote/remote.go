@@ -273,14 +273,6 @@ func daemonErr(err error) error {
 	return err
 }
 
-// rowOf is a task of the API as the tools show it: the one place the
-// bridge turns snagd's rows into the model's.
-func rowOf(t api.Task) mcp.Row {
-	return mcp.Row{Key: t.Key, ID: t.ID, Title: t.Title, Status: string(t.Status), Trust: string(t.Trust),
-		Severity: string(t.Severity), Kind: string(t.Kind), Wave: t.Wave, Plan: t.Plan, Assignee: t.Assignee,
-		File: t.File, BlockedBy: t.BlockedBy, Path: t.Path}
-}
-
 // List lists tasks.
 func (d *Daemon) List(ctx context.Context, lq mcp.ListQuery) (mcp.Page, error) {
 	q := api.ListQuery{Wave: lq.Wave, Limit: lq.Limit, Cursor: lq.Cursor, All: lq.All}
@@ -294,7 +286,7 @@ func (d *Daemon) List(ctx context.Context, lq mcp.ListQuery) (mcp.Page, error) {
 	}
 	p := mcp.Page{Next: got.Next, Rows: make([]mcp.Row, 0, len(got.Tasks))}
 	for _, t := range got.Tasks {
-		p.Rows = append(p.Rows, rowOf(t))
+		p.Rows = append(p.Rows, mcp.RowOf(t))
 	}
 	return p, nil
 }
@@ -305,7 +297,7 @@ func (d *Daemon) Get(ctx context.Context, ref string) (*mcp.Detail, error) {
 	if err := d.call(ctx, ref, func(k client.Caller) (err error) { got, err = k.Get(ctx, ref); return err }); err != nil {
 		return nil, err
 	}
-	det := &mcp.Detail{Row: rowOf(got.Row)}
+	det := &mcp.Detail{Row: mcp.RowOf(got.Row)}
 	if got.Body != nil {
 		det.Body = *got.Body
 	}
@@ -332,7 +324,7 @@ func (d *Daemon) Search(ctx context.Context, query string, limit int) ([]mcp.Hit
 	}
 	hits := make([]mcp.Hit, 0, len(got.Hits))
 	for _, h := range got.Hits {
-		hits = append(hits, mcp.Hit{Row: rowOf(h.Task), Snippet: h.Snippet})
+		hits = append(hits, mcp.Hit{Row: mcp.RowOf(h.Task), Snippet: h.Snippet})
 	}
 	for i := range got.Notes {
 		hits = append(hits, mcp.Hit{Note: &got.Notes[i]})
@@ -353,7 +345,7 @@ func (d *Daemon) Claim(ctx context.Context, ref string, force, worktree bool) (m
 	if got.Task == nil {
 		return mcp.Claimed{Reason: got.Reason}, nil
 	}
-	r := rowOf(*got.Task)
+	r := mcp.RowOf(*got.Task)
 	d.leases.Hold(r.ID, r.Key, got.Epoch)
 	return mcp.Claimed{Task: &r, Worktree: got.Worktree, Branch: got.Branch}, nil
 }
