@@ -339,6 +339,8 @@ func (ed *editor) replaceSpan(f Field, e entry) (*splice, error) {
 // when it was quoted before and plain where plain is safe.
 func render(v any, style yaml.Style) string {
 	switch x := v.(type) {
+	case rawYAML:
+		return string(x)
 	case bool:
 		return strconv.FormatBool(x)
 	case int:
@@ -359,6 +361,9 @@ func render(v any, style yaml.Style) string {
 	}
 	return render(fmt.Sprint(v), style)
 }
+
+// rawYAML is a value Edit writes as it is: a flow list snag made.
+type rawYAML string
 
 func quote(s string, style yaml.Style) string {
 	// Single quotes cannot escape: a control character or a line separator

@@ -14,22 +14,46 @@ import (
 // NotesFolder is the folder of note files, relative to .snag/.
 const NotesFolder = "notes"
 
-// NoteKinds are what a note records.
-var NoteKinds = []string{"decision", "observation", "action"}
+// NoteTypes are what a note of the decision graph records.
+var NoteTypes = []string{"goal", "decision", "option", "action", "observation", "outcome", "question"}
 
-// Note is a note file, .snag/notes/N-<n> - <title>.md: a decision, an
-// observation or an action, in markdown, committed with the project. An
-// agent's note is unvetted. Unknown keys are kept.
+// LinkKinds are the kinds of edge from one note to another: took_from
+// names where an idea came from, led_to what it caused, chose and
+// rejected the options a decision weighed, blocks what must wait for it,
+// relates anything else.
+var LinkKinds = []string{"took_from", "led_to", "chose", "rejected", "blocks", "relates"}
+
+// AcyclicKinds are the link kinds that follow time or order, so a cycle
+// of one of them is a mistake (snag doctor reports it): an idea cannot be
+// borrowed from its own descendant, nor a note block itself.
+var AcyclicKinds = []string{"took_from", "led_to", "blocks"}
+
+// Link is an edge of the decision graph, written in the note it starts
+// from: links: [{to: N-3, kind: took_from, why: "..."}].
+type Link struct {
+	To    string // a note key (N-3) or id
+	Kind  string
+	Why   string
+	Trust Trust // set when the link is less trusted than its note; else the note's
+}
+
+// Note is a note file, .snag/notes/N-<n> - <title>.md: a node of the
+// decision graph (a goal, decision, option, action, observation, outcome
+// or question), in markdown, committed with the project, with its edges to
+// other notes. An agent's note is unvetted. Unknown keys are kept.
 type Note struct {
 	ID      string
 	Key     string // N-<n>
+	Type    string
 	Title   string
-	Kind    string
+	Branch  string // the git branch it was written on
+	Commit  string // HEAD when it was written
 	Trust   Trust
 	Author  string
 	Created time.Time
 	Tasks   []string // the tasks it is about (task:, or about: [...])
 	Files   []string
+	Links   []Link
 	Body    []byte
 }
 
@@ -43,7 +67,7 @@ func NoteNum(key string) int {
 		return 0
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n <= 0 {
+	if err != nil || n <= 0 || strconv.Itoa(n) != s {
 		return 0
 	}
 	return n
@@ -53,54 +77,43 @@ func NoteNum(key string) int {
 // for a file name as a task's is.
 func NoteFileName(key, title string) string { return FileName(key, title) }
 
+// noteScalars are the keys that hold one value.
+var noteScalars = []string{"id", "key", "title", "kind", "type", "branch", "commit", "trust", "author", "created"}
+
 // ParseNote reads a note file.
 func ParseNote(raw []byte) (*Note, error) {
 	doc, err := decode(raw)
 	if err != nil {
 		return nil, err
 	}
-	n := &Note{Trust: TrustVetted, Kind: "decision", Body: raw[doc.fm.bodyStart:]}
+	n := &Note{Trust: TrustVetted, Type: "decision", Body: raw[doc.fm.bodyStart:]}
 	if doc.root == nil {
 		return nil, &ParseError{Field: "title", Msg: "missing: a note needs a title line"}
 	}
 	for i := 0; i+1 < len(doc.root.Content); i += 2 {
 		k, v := doc.root.Content[i].Value, doc.root.Content[i+1]
 		line := v.Line + doc.lineOff
-		list := func() ([]string, error) {
-			switch v.Kind {
-			case yaml.ScalarNode:
-				if v.Value == "" {
-					return nil, nil
-				}
-				return []string{v.Value}, nil
-			case yaml.SequenceNode:
-				var out []string
-				for _, c := range v.Content {
-					if c.Kind != yaml.ScalarNode {
-						return nil, &ParseError{Line: line, Field: k, Msg: "want a list of names"}
-					}
-					out = append(out, c.Value)
-				}
-				return out, nil
-			}
-			return nil, &ParseError{Line: line, Field: k, Msg: "want a list of names"}
-		}
 		switch k {
 		case "task", "about":
-			l, err := list()
+			l, err := doc.noteList(k, v)
 			if err != nil {
 				return nil, err
 			}
 			n.Tasks = append(n.Tasks, l...)
 			continue
 		case "files":
-			if n.Files, err = list(); err != nil {
+			if n.Files, err = doc.noteList(k, v); err != nil {
+				return nil, err
+			}
+			continue
+		case "links":
+			if n.Links, err = doc.links(v); err != nil {
 				return nil, err
 			}
 			continue
 		}
 		if v.Kind != yaml.ScalarNode {
-			if slices.Contains([]string{"id", "key", "title", "kind", "trust", "author", "created"}, k) {
+			if slices.Contains(noteScalars, k) {
 				return nil, &ParseError{Line: line, Field: k, Msg: "want a single value"}
 			}
 			continue
@@ -115,8 +128,15 @@ func ParseNote(raw []byte) (*Note, error) {
 			}
 		case "title":
 			n.Title = v.Value
-		case "kind", "type":
-			n.Kind = v.Value
+		case "kind", "type": // kind is the name notes had before the graph
+			n.Type = v.Value
+			if !slices.Contains(NoteTypes, v.Value) {
+				return nil, &ParseError{Line: line, Field: k, Msg: fmt.Sprintf("unknown type %q (want %s)", v.Value, strings.Join(NoteTypes, ", "))}
+			}
+		case "branch":
+			n.Branch = v.Value
+		case "commit":
+			n.Commit = v.Value
 		case "trust":
 			n.Trust = Trust(v.Value)
 			if n.Trust != TrustVetted && n.Trust != TrustUnvetted {
@@ -138,6 +158,82 @@ func ParseNote(raw []byte) (*Note, error) {
 	return n, nil
 }
 
+// noteList reads a name or a list of names.
+func (d *document) noteList(k string, v *yaml.Node) ([]string, error) {
+	line := v.Line + d.lineOff
+	switch v.Kind {
+	case yaml.ScalarNode:
+		if v.Value == "" {
+			return nil, nil
+		}
+		return []string{v.Value}, nil
+	case yaml.SequenceNode:
+		var out []string
+		for _, c := range v.Content {
+			if c.Kind != yaml.ScalarNode {
+				return nil, &ParseError{Line: line, Field: k, Msg: "want a list of names"}
+			}
+			out = append(out, c.Value)
+		}
+		return out, nil
+	}
+	return nil, &ParseError{Line: line, Field: k, Msg: "want a list of names"}
+}
+
+// IsNoteRef reports whether s can name a note: a key (N-7) or an id.
+func IsNoteRef(s string) bool {
+	return NoteNum(s) > 0 || (strings.HasPrefix(s, "note_") && len(s) > len("note_") && !strings.ContainsAny(s, " \t\r\n,{}[]\"'"))
+}
+
+// links reads links: a list of {to, kind, why} mappings (unknown keys in
+// them are kept in the file and ignored).
+func (d *document) links(v *yaml.Node) ([]Link, error) {
+	if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+		return nil, nil
+	}
+	if v.Kind != yaml.SequenceNode {
+		return nil, &ParseError{Line: v.Line + d.lineOff, Field: "links", Msg: "want a list like [{to: N-3, kind: led_to, why: \"...\"}]"}
+	}
+	var out []Link
+	for _, c := range v.Content {
+		line := c.Line + d.lineOff
+		if c.Kind != yaml.MappingNode {
+			return nil, &ParseError{Line: line, Field: "links", Msg: "each link is {to: N-3, kind: led_to}"}
+		}
+		var l Link
+		for i := 0; i+1 < len(c.Content); i += 2 {
+			k, val := c.Content[i].Value, c.Content[i+1]
+			if val.Kind != yaml.ScalarNode {
+				if slices.Contains([]string{"to", "kind", "why", "trust"}, k) {
+					return nil, &ParseError{Line: val.Line + d.lineOff, Field: "links", Msg: k + ": want a single value"}
+				}
+				continue
+			}
+			switch k {
+			case "to":
+				l.To = val.Value
+			case "kind":
+				l.Kind = val.Value
+			case "why":
+				l.Why = val.Value
+			case "trust":
+				l.Trust = Trust(val.Value)
+				if l.Trust != TrustVetted && l.Trust != TrustUnvetted {
+					return nil, &ParseError{Line: val.Line + d.lineOff, Field: "links", Msg: fmt.Sprintf("trust %q: want vetted or unvetted", val.Value)}
+				}
+			}
+		}
+		switch {
+		case !IsNoteRef(l.To):
+			return nil, &ParseError{Line: line, Field: "links", Msg: fmt.Sprintf("to %q: want a note key like N-3 or its id", l.To)}
+		case !slices.Contains(LinkKinds, l.Kind):
+			return nil, &ParseError{Line: line, Field: "links", Msg: fmt.Sprintf("kind %q: want one of %s", l.Kind, strings.Join(LinkKinds, ", "))}
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
 // FormatNote writes a new note file.
 func FormatNote(n *Note) []byte {
 	var b bytes.Buffer
@@ -146,18 +242,34 @@ func FormatNote(n *Note) []byte {
 		fmt.Fprintf(&b, "id: %s\n", n.ID)
 	}
 	fmt.Fprintf(&b, "key: %s\n", n.Key)
+	fmt.Fprintf(&b, "type: %s\n", n.Type)
 	fmt.Fprintf(&b, "title: %s\n", quote(n.Title, 0))
-	fmt.Fprintf(&b, "kind: %s\n", n.Kind)
+	if n.Branch != "" {
+		fmt.Fprintf(&b, "branch: %s\n", render(n.Branch, 0))
+	}
+	if n.Commit != "" {
+		fmt.Fprintf(&b, "commit: %s\n", render(n.Commit, 0))
+	}
 	fmt.Fprintf(&b, "trust: %s\n", n.Trust)
 	if n.Author != "" {
 		fmt.Fprintf(&b, "author: %s\n", quote(n.Author, 0))
 	}
 	fmt.Fprintf(&b, "created: %s\n", n.Created.UTC().Format(time.RFC3339))
-	if len(n.Tasks) > 0 {
+	switch len(n.Tasks) {
+	case 0:
+	case 1:
+		fmt.Fprintf(&b, "task: %s\n", render(n.Tasks[0], 0))
+	default:
 		fmt.Fprintf(&b, "about: [%s]\n", strings.Join(quoteAll(n.Tasks), ", "))
 	}
 	if len(n.Files) > 0 {
 		fmt.Fprintf(&b, "files: [%s]\n", strings.Join(quoteAll(n.Files), ", "))
+	}
+	if len(n.Links) > 0 {
+		b.WriteString("links:\n")
+		for _, l := range n.Links {
+			fmt.Fprintf(&b, "  - %s\n", FormatLink(l))
+		}
 	}
 	b.WriteString("---\n")
 	b.Write(n.Body)
@@ -167,10 +279,138 @@ func FormatNote(n *Note) []byte {
 	return b.Bytes()
 }
 
+// FormatLink writes a link as one YAML flow mapping: {to: N-3, kind:
+// chose, why: "..."}.
+func FormatLink(l Link) string {
+	s := "{to: " + l.To + ", kind: " + l.Kind
+	if l.Why != "" {
+		s += ", why: " + strconv.Quote(l.Why)
+	}
+	if l.Trust != "" {
+		s += ", trust: " + string(l.Trust)
+	}
+	return s + "}"
+}
+
 func quoteAll(ss []string) []string {
 	out := make([]string, len(ss))
 	for i, s := range ss {
 		out[i] = quote(s, 0)
 	}
 	return out
+}
+
+// AddLink adds a link to a note file's links and returns the new bytes,
+// touching nothing else: one new line in a block list (in the list's own
+// indentation), one more item before the ] of a flow list, or a links
+// list before the closing delimiter when there is none. A note that does
+// not parse is refused with its *ParseError, as [Edit] refuses a task.
+func AddLink(raw []byte, l Link) ([]byte, error) {
+	if _, err := ParseNote(raw); err != nil {
+		return nil, err
+	}
+	doc, err := decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	if doc.root != nil && doc.root.Style&yaml.FlowStyle != 0 {
+		return nil, &ParseError{Line: doc.root.Line + doc.lineOff, Msg: "frontmatter is one {flow mapping}: snag edits key: value lines; write one key per line"}
+	}
+	ed := editor{raw: raw, doc: doc}
+	ed.index()
+	item := FormatLink(l)
+	e, ok := ed.entries["links"]
+	var out []byte
+	switch {
+	case !ok:
+		text := strings.Repeat(" ", ed.indent) + "links:" + ed.eol() + strings.Repeat(" ", ed.indent+2) + "- " + item + ed.eol()
+		out = replaceBytes(raw, doc.fm.yamlEnd, doc.fm.yamlEnd, []byte(text))
+	case e.val.Kind == yaml.ScalarNode: // links: with nothing after it
+		out, err = Edit(raw, Set("links", rawYAML("["+item+"]")))
+		if err != nil {
+			return nil, err
+		}
+	case e.val.Style&yaml.FlowStyle != 0:
+		start := ed.offset(e.val.Line, e.val.Column)
+		end := flowEnd(raw, start)
+		if end < 0 {
+			return nil, &ParseError{Line: e.val.Line + doc.lineOff, Field: "links", Msg: "cannot find the ] that ends the list: write one link per line"}
+		}
+		sep := ", "
+		if len(e.val.Content) == 0 {
+			sep = ""
+		}
+		out = replaceBytes(raw, end, end, []byte(sep+item))
+	default:
+		first := e.val.Content[0]
+		_, spanEnd := ed.span(e)
+		// The new item goes after the list's last line, in the column of
+		// its first dash.
+		dash := ed.offset(first.Line, first.Column)
+		for dash > 0 && raw[dash-1] != '-' && raw[dash-1] != '\n' {
+			dash--
+		}
+		col := 0
+		if dash > 0 && raw[dash-1] == '-' {
+			dash--
+			col = dash - ed.lineStart(first.Line)
+		} else {
+			col = ed.indent + 2
+		}
+		if spanEnd > 0 && raw[spanEnd-1] != '\n' {
+			return nil, &ParseError{Line: first.Line + doc.lineOff, Field: "links", Msg: "the list does not end a line"}
+		}
+		out = replaceBytes(raw, spanEnd, spanEnd, []byte(strings.Repeat(" ", col)+"- "+item+ed.eol()))
+	}
+	got, err := ParseNote(out)
+	if err != nil {
+		return nil, fmt.Errorf("add link: the note would not read back (%w): add the link by hand", err)
+	}
+	if len(got.Links) == 0 || got.Links[len(got.Links)-1] != l {
+		return nil, fmt.Errorf("add link: the note's links read back differently: add the link by hand")
+	}
+	return out, nil
+}
+
+// flowEnd is the offset of the ] that closes the flow sequence opening at
+// start, skipping quoted strings and nested brackets, or -1.
+func flowEnd(raw []byte, start int) int {
+	depth := 0
+	for i := start; i < len(raw); i++ {
+		switch raw[i] {
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+			if depth == 0 {
+				if raw[i] != ']' {
+					return -1
+				}
+				return i
+			}
+		case '"':
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					i++
+				}
+			}
+		case '\'':
+			for i++; i < len(raw); i++ {
+				if raw[i] == '\'' {
+					if i+1 < len(raw) && raw[i+1] == '\'' {
+						i++
+						continue
+					}
+					break
+				}
+			}
+		case '#':
+			if i > 0 && (raw[i-1] == ' ' || raw[i-1] == '\t') {
+				for i < len(raw) && raw[i] != '\n' {
+					i++
+				}
+			}
+		}
+	}
+	return -1
 }

@@ -31,14 +31,14 @@ func TestNotesRoundTrip(t *testing.T) {
 			t.Errorf("%s: %+v", f, n)
 		}
 	}
-	want := &queue.Note{ID: "note_01", Key: "N-4", Title: `Cents, "always"`, Kind: "decision", Trust: queue.TrustUnvetted,
+	want := &queue.Note{ID: "note_01", Key: "N-4", Title: `Cents, "always"`, Type: "decision", Trust: queue.TrustUnvetted,
 		Author: "ORCA", Created: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC), Tasks: []string{"SNAG-3"},
 		Files: []string{"web/cart.ts", "src/a b.go"}, Body: []byte("Because.\n")}
 	got, err := queue.ParseNote(queue.FormatNote(want))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Key != want.Key || got.Title != want.Title || got.Kind != want.Kind || got.Trust != want.Trust ||
+	if got.Key != want.Key || got.Title != want.Title || got.Type != want.Type || got.Trust != want.Trust ||
 		got.Author != want.Author || !got.Created.Equal(want.Created) || !slices.Equal(got.Tasks, want.Tasks) ||
 		!slices.Equal(got.Files, want.Files) || string(got.Body) != string(want.Body) {
 		t.Errorf("round trip:\n got %+v\nwant %+v", got, want)
