@@ -605,6 +605,8 @@ type AuditEntry struct {
 	Outcome string `json:"outcome"`
 	// Detail says more.
 	Detail string `json:"detail,omitempty"`
+	// Branch is the git branch it was done on, when known.
+	Branch string `json:"branch,omitempty"`
 }
 
 // AuditLog is the answer of GET /audit: entries after the given id, oldest

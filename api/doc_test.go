@@ -365,7 +365,7 @@ var allTypes = []any{
 	api.Rescanned{}, api.LoginCode{}, api.Event{}, api.EventTask{}, api.Error{}, api.ListQuery{},
 	api.SearchQuery{}, api.AuditQuery{}, api.Route{},
 	api.FileClaim{}, api.FilesRequest{}, api.FilesClaimed{}, api.FilesReleased{}, api.FilesCheck{}, api.FilesChecked{},
-	api.FileClaims{}, api.ForceReleaseRequest{}, api.GuardRequest{}, api.Guarded{}, api.Message{}, api.ReportRequest{},
+	api.FileClaims{}, api.Link{}, api.LinkRequest{}, api.Graph{}, api.TaskLease{}, api.BranchLease{}, api.BranchActivity{}, api.ActivityReport{}, api.ActivityFeed{}, api.ForceReleaseRequest{}, api.GuardRequest{}, api.Guarded{}, api.Message{}, api.ReportRequest{},
 	api.Messages{}, api.HandoffRequest{}, api.HandedOff{}, api.ContextRequest{}, api.HeldTask{}, api.AgentView{},
 	api.Context{}, api.MessageQuery{}, api.Plan{}, api.PlanList{}, api.PlanDetail{}, api.PlanRequest{},
 	api.Worktree{}, api.Worktrees{}, api.Pruned{},

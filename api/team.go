@@ -307,8 +307,8 @@ type PlanRequest struct {
 	By string `json:"by,omitempty"`
 }
 
-// Note is a note (.snag/notes/N-<n> - <title>.md): a decision, an
-// observation or an action.
+// Note is a note (.snag/notes/N-<n> - <title>.md): a node of the
+// decision graph.
 type Note struct {
 	// Key is N-<n>.
 	Key string `json:"key"`
@@ -316,8 +316,13 @@ type Note struct {
 	ID string `json:"id,omitempty"`
 	// Title is the note's title.
 	Title string `json:"title"`
-	// Kind is decision, observation or action.
-	Kind string `json:"kind"`
+	// Type is goal, decision, option, action, observation, outcome or
+	// question.
+	Type string `json:"type"`
+	// Branch is the git branch it was written on.
+	Branch string `json:"branch,omitempty"`
+	// Commit is HEAD when it was written.
+	Commit string `json:"commit,omitempty"`
 	// Trust is vetted (a person wrote it) or unvetted (an agent did).
 	Trust queue.Trust `json:"trust"`
 	// Author is the agent that wrote an unvetted note.
@@ -328,10 +333,32 @@ type Note struct {
 	Tasks []string `json:"tasks,omitempty"`
 	// Files are the files it is about.
 	Files []string `json:"files,omitempty"`
-	// File is the note's file, relative to the project root.
+	// File is the note's file, relative to its worktree's root.
 	File string `json:"file"`
+	// Worktree is the worktree the file was read from, when it is not
+	// snagd's own: a note of another branch, not merged yet.
+	Worktree string `json:"worktree,omitempty"`
+	// Links are its edges to other notes (in a note's detail and the
+	// graph).
+	Links []Link `json:"links,omitempty"`
 	// Snippet is the text a search matched, words in [brackets].
 	Snippet string `json:"snippet,omitempty"`
+}
+
+// Link is an edge of the decision graph, written in the note it starts
+// from.
+type Link struct {
+	// From is the key of the note it is written in.
+	From string `json:"from,omitempty"`
+	// To is the key (or id) of the note it points at.
+	To string `json:"to"`
+	// Kind is took_from, led_to, chose, rejected, blocks or relates.
+	Kind string `json:"kind"`
+	// Why says why, in a line.
+	Why string `json:"why,omitempty"`
+	// Trust is the note's, or unvetted for an agent's link on a person's
+	// note.
+	Trust queue.Trust `json:"trust,omitempty"`
 }
 
 // NoteList is the answer of GET /notes, newest first.
@@ -340,49 +367,176 @@ type NoteList struct {
 	Notes []Note `json:"notes"`
 }
 
-// NoteDetail is a note with its body: GET /notes/{ref}, and the answer of
-// POST /notes.
+// NoteDetail is a note with its body and its edges both ways: GET
+// /notes/{ref}, and the answer of POST /notes and POST /links.
 type NoteDetail struct {
 	Note
 	// Body is the note's markdown.
 	Body string `json:"body"`
+	// In are the links of other notes to it.
+	In []Link `json:"in,omitempty"`
 }
 
 // NoteRequest is the body of POST /notes: an agent's note (with the
-// session header) is unvetted.
+// session header) is unvetted, and takes its branch's write lease.
 type NoteRequest struct {
 	// Title is the decision or finding in a line.
 	Title string `json:"title"`
 	// Body says more.
 	Body string `json:"body,omitempty"`
-	// Kind is decision (the default), observation or action.
+	// Type is decision (the default), goal, option, action, observation,
+	// outcome or question.
+	Type string `json:"type,omitempty"`
+	// Kind is the name Type had before the graph, read when Type is "".
 	Kind string `json:"kind,omitempty"`
 	// Task is a task the note is about.
 	Task string `json:"task,omitempty"`
 	// Files are files the note is about.
 	Files []string `json:"files,omitempty"`
+	// Links are its edges to notes that exist.
+	Links []Link `json:"links,omitempty"`
+	// TookFrom is the key or full id of the note the idea came from: a
+	// took_from link, with Why.
+	TookFrom string `json:"took_from,omitempty"`
+	// Why says what was taken from TookFrom.
+	Why string `json:"why,omitempty"`
+	// Branch is the git branch it is written on: required of an agent
+	// (snag mcp sends its worktree's).
+	Branch string `json:"branch,omitempty"`
+	// Commit is HEAD where it is written.
+	Commit string `json:"commit,omitempty"`
+	// Worktree is the worktree the file goes in, when it is not snagd's
+	// own: another worktree of its repository.
+	Worktree string `json:"worktree,omitempty"`
 	// By is the person, for a person's note.
 	By string `json:"by,omitempty"`
 }
 
-// NoteQuery is the query of GET /notes.
+// LinkRequest is the body of POST /links: an edge from one note to
+// another, added to the file of the note it starts from.
+type LinkRequest struct {
+	// From is the note the edge starts from: its file gets the link.
+	From string `json:"from"`
+	// To is the note it points at, by key or full id.
+	To string `json:"to"`
+	// Kind is took_from, led_to, chose, rejected, blocks or relates.
+	Kind string `json:"kind"`
+	// Why says why, in a line.
+	Why string `json:"why,omitempty"`
+	// Branch, Worktree and By are as in NoteRequest.
+	Branch   string `json:"branch,omitempty"`
+	Worktree string `json:"worktree,omitempty"`
+	By       string `json:"by,omitempty"`
+}
+
+// NoteQuery is the query of GET /notes and GET /graph.
 type NoteQuery struct {
-	// Kind keeps one kind (kind=decision).
-	Kind string
-	// Limit is the most notes (limit=N), at most 200; 0: 20.
+	// Query keeps the notes a full-text search matches (q=words), best
+	// first (GET /notes).
+	Query string
+	// Type keeps one type (type=decision; kind= is read too).
+	Type string
+	// Branch keeps the notes written on one branch.
+	Branch string
+	// Task keeps the notes about one task (its key).
+	Task string
+	// Limit is the most notes (limit=N), at most 200; 0: 20 (GET /graph: all).
 	Limit int
 }
 
 // Encode is the query string for q, without the "?".
 func (q NoteQuery) Encode() string {
 	v := url.Values{}
-	if q.Kind != "" {
-		v.Set("kind", q.Kind)
+	if q.Query != "" {
+		v.Set("q", q.Query)
+	}
+	if q.Type != "" {
+		v.Set("type", q.Type)
+	}
+	if q.Branch != "" {
+		v.Set("branch", q.Branch)
+	}
+	if q.Task != "" {
+		v.Set("task", q.Task)
 	}
 	if q.Limit != 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
 	return v.Encode()
+}
+
+// Graph is the answer of GET /graph: notes and the edges among them.
+type Graph struct {
+	// Nodes are the notes, newest first.
+	Nodes []Note `json:"nodes"`
+	// Links are the edges whose both ends are among Nodes.
+	Links []Link `json:"links"`
+}
+
+// TaskLease is a live task lease in the activity.
+type TaskLease struct {
+	// Key is the task's alias.
+	Key string `json:"key"`
+	// Title is the task's title.
+	Title string `json:"title,omitempty"`
+	// Holder is the agent that holds it.
+	Holder string `json:"holder"`
+	// Branch is the holder's branch, when known.
+	Branch string `json:"branch,omitempty"`
+	// Since is when it was granted.
+	Since time.Time `json:"since"`
+}
+
+// BranchLease is a live advisory branch write lease.
+type BranchLease struct {
+	// Branch is the branch.
+	Branch string `json:"branch"`
+	// Holder is the agent writing on it.
+	Holder string `json:"holder"`
+	// SecondsLeft is how long it holds without another write.
+	SecondsLeft int `json:"seconds_left"`
+}
+
+// BranchActivity is what happened lately on one branch.
+type BranchActivity struct {
+	// Branch is the branch.
+	Branch string `json:"branch"`
+	// Last is its latest activity.
+	Last time.Time `json:"last"`
+	// Nodes are keys of the notes written on it, newest first (at most 5).
+	Nodes []string `json:"nodes,omitempty"`
+	// Claimed and Resolved are tasks claimed and resolved on it (at most 5).
+	Claimed  []string `json:"claimed,omitempty"`
+	Resolved []string `json:"resolved,omitempty"`
+	// Report is its last report.
+	Report *ActivityReport `json:"report,omitempty"`
+}
+
+// ActivityReport is a branch's last report.
+type ActivityReport struct {
+	// Agent is who reported.
+	Agent string `json:"agent"`
+	// Message is what it said.
+	Message string `json:"message"`
+	// At is when.
+	At time.Time `json:"at"`
+}
+
+// ActivityFeed is the answer of GET /activity?branches=N: what is live
+// and what happened lately, by branch.
+type ActivityFeed struct {
+	// Workspace is the project's workspace name.
+	Workspace string `json:"workspace"`
+	// Tasks are the live task leases, newest first.
+	Tasks []TaskLease `json:"tasks"`
+	// Files are the live file claims.
+	Files []FileClaim `json:"files"`
+	// Branches are the live branch write leases.
+	Branches []BranchLease `json:"branch_leases"`
+	// Recent is the activity by branch, latest first.
+	Recent []BranchActivity `json:"recent"`
+	// BranchesTotal is how many branches had activity in the last 7 days.
+	BranchesTotal int `json:"branches_total"`
 }
 
 // Worktree is a task's git worktree (snag_claim with worktree).

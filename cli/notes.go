@@ -49,7 +49,7 @@ func runNotes(ctx context.Context, c *call) error {
 		fmt.Fprintf(c.Stdout, "%s\n\n%s", n.File, n.Body)
 		return nil
 	}
-	got, err := r.cl.Notes(ctx, api.NoteQuery{Kind: c.opt.kind, Limit: c.opt.limit})
+	got, err := r.cl.Notes(ctx, api.NoteQuery{Type: c.opt.kind, Limit: c.opt.limit})
 	if err != nil {
 		return said(err)
 	}
@@ -67,7 +67,7 @@ func runNotes(ctx context.Context, c *call) error {
 
 // noteSummary is one note on one line.
 func noteSummary(n api.Note) string {
-	s := fmt.Sprintf("%-5s %-11s %s", n.Key, n.Kind, n.Title)
+	s := fmt.Sprintf("%-5s %-11s %s", n.Key, n.Type, n.Title)
 	if n.Trust != "vetted" {
 		s += " (unvetted"
 		if n.Author != "" {

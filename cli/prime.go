@@ -64,7 +64,7 @@ func runPrime(ctx context.Context, c *call) error {
 	if err != nil {
 		return said(err)
 	}
-	notes, err := r.cl.Notes(ctx, api.NoteQuery{Kind: "decision", Limit: 3})
+	notes, err := r.cl.Notes(ctx, api.NoteQuery{Type: "decision", Limit: 3})
 	if err != nil {
 		return said(err)
 	}

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"net/url"
+	"strconv"
 
 	"github.com/snagdev/snag/api"
 )
@@ -146,6 +147,36 @@ func (k Caller) Note(ctx context.Context, ref string) (api.NoteDetail, error) {
 func (k Caller) AddNote(ctx context.Context, req api.NoteRequest) (api.NoteDetail, error) {
 	var out api.NoteDetail
 	err := k.do(ctx, "POST", "/notes", req, &out)
+	return out, err
+}
+
+// Link adds an edge between notes (POST /links).
+func (k Caller) Link(ctx context.Context, req api.LinkRequest) (api.NoteDetail, error) {
+	var out api.NoteDetail
+	err := k.do(ctx, "POST", "/links", req, &out)
+	return out, err
+}
+
+// Graph reads the decision graph, or the part q picks (GET /graph).
+func (k Caller) Graph(ctx context.Context, q api.NoteQuery) (api.Graph, error) {
+	var out api.Graph
+	path := "/graph"
+	if s := q.Encode(); s != "" {
+		path += "?" + s
+	}
+	err := k.do(ctx, "GET", path, nil, &out)
+	return out, err
+}
+
+// Activity reads what is live and the activity of the latest branches
+// (GET /activity).
+func (k Caller) Activity(ctx context.Context, branches int) (api.ActivityFeed, error) {
+	var out api.ActivityFeed
+	path := "/activity"
+	if branches > 0 {
+		path += "?branches=" + strconv.Itoa(branches)
+	}
+	err := k.do(ctx, "GET", path, nil, &out)
 	return out, err
 }
 

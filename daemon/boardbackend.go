@@ -254,7 +254,7 @@ func (b boardBackend) SetPlanStatus(ctx context.Context, slug string, status que
 }
 
 func (b boardBackend) Notes(ctx context.Context, n int) ([]api.Note, error) {
-	ns, err := b.d.e.Notes(ctx, "", n)
+	ns, err := b.d.e.Notes(ctx, engine.NoteFilter{Limit: n})
 	return notesWire(ns), boardErr(err)
 }
 
@@ -263,5 +263,6 @@ func (b boardBackend) Note(ctx context.Context, ref string) (*api.NoteDetail, er
 	if err != nil {
 		return nil, boardErr(err)
 	}
-	return &api.NoteDetail{Note: noteWire(n), Body: n.Body}, nil
+	d := nodeWire(n)
+	return &d, nil
 }

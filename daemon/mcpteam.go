@@ -148,11 +148,11 @@ func (b *engineBackend) UpdatePlan(ctx context.Context, slug string, r api.PlanR
 	return out, err
 }
 
-// Notes lists notes of kind, newest first.
-func (b *engineBackend) Notes(ctx context.Context, kind string, limit int) (api.NoteList, error) {
+// Notes lists notes, newest first, as q picks them.
+func (b *engineBackend) Notes(ctx context.Context, q api.NoteQuery) (api.NoteList, error) {
 	var out api.NoteList
 	err := b.call(ctx, http.MethodGet, "/notes", false, func(index.Session) error {
-		ns, err := b.e.Notes(ctx, kind, limit)
+		ns, err := b.e.Notes(ctx, engine.NoteFilter{Query: q.Query, Type: q.Type, Branch: q.Branch, Task: q.Task, Limit: q.Limit})
 		out.Notes = notesWire(ns)
 		return err
 	})
@@ -163,7 +163,7 @@ func (b *engineBackend) Notes(ctx context.Context, kind string, limit int) (api.
 func (b *engineBackend) AddNote(ctx context.Context, r api.NoteRequest) (api.NoteDetail, error) {
 	var out api.NoteDetail
 	err := b.call(ctx, http.MethodPost, "/notes", false, func(s index.Session) error {
-		n, err := b.e.AddNote(ctx, queue.Agent, s.Name, engine.NoteInput{Title: r.Title, Body: r.Body, Kind: r.Kind, Task: r.Task, Files: r.Files})
+		n, err := b.e.AddNote(ctx, queue.Agent, s.Name, noteInput(&s, r))
 		out = api.NoteDetail{Note: noteWire(n), Body: n.Body}
 		return err
 	})

@@ -277,51 +277,6 @@ func deref(s *string) string {
 	return *s
 }
 
-// noteWire is a note as the API answers it.
-func noteWire(n index.NoteRow) api.Note {
-	return api.Note{Key: n.Key, ID: n.ID, Title: n.Title, Kind: n.Kind, Trust: queue.Trust(n.Trust), Author: n.Author,
-		Created: n.Created, Tasks: n.Tasks, Files: n.Files, File: ".snag/" + n.Path, Snippet: n.Snippet}
-}
-
-func notesWire(ns []index.NoteRow) []api.Note {
-	out := make([]api.Note, len(ns))
-	for i, n := range ns {
-		out[i] = noteWire(n)
-	}
-	return out
-}
-
-func (d *Daemon) listNotes(ctx context.Context, c *call[struct{}]) (answer, error) {
-	q := readQuery(c.r, "kind", "limit")
-	kind, limit := q.str("kind"), min(q.int("limit", 0, 1<<30, 20), 200)
-	if q.err != nil {
-		return answer{}, q.err
-	}
-	ns, err := d.e.Notes(ctx, kind, limit)
-	if err != nil {
-		return answer{}, err
-	}
-	return ok(api.NoteList{Notes: notesWire(ns)}), nil
-}
-
-func (d *Daemon) getNote(ctx context.Context, c *call[struct{}]) (answer, error) {
-	n, err := d.e.Note(ctx, c.r.PathValue("ref"))
-	if err != nil {
-		return answer{}, err
-	}
-	return ok(api.NoteDetail{Note: noteWire(n), Body: n.Body}), nil
-}
-
-func (d *Daemon) addNote(ctx context.Context, c *call[api.NoteRequest]) (answer, error) {
-	actor, who := actorOf(c.session, c.body.By)
-	n, err := d.e.AddNote(ctx, actor, who, engine.NoteInput{Title: c.body.Title, Body: c.body.Body, Kind: c.body.Kind,
-		Task: c.body.Task, Files: c.body.Files})
-	if err != nil {
-		return answer{}, err
-	}
-	return answer{http.StatusCreated, api.NoteDetail{Note: noteWire(n), Body: n.Body}}, nil
-}
-
 func worktreesWire(vs []engine.WorktreeView) []api.Worktree {
 	out := make([]api.Worktree, len(vs))
 	for i, v := range vs {

@@ -35,6 +35,15 @@ func (e *Engine) apply(ctx context.Context, b watch.Batch, polling bool) {
 			e.cfg.Store(&cfg)
 		}
 	}
+	if b.Notes || b.Rescan {
+		// A note saved by hand, or a checkout that brought notes: the
+		// graph's readers hear of it as of snag's own.
+		if n, err := e.syncNotesCount(ctx, true); err != nil {
+			e.log.Warn("notes not indexed", "err", err)
+		} else if n > 0 && e.ready.Load() {
+			e.hub.Publish("note", map[string]any{"changed": n})
+		}
+	}
 	changed := false
 	if len(b.Files) > 0 && !b.Rescan {
 		// snag's own writes are no storm, nor anything to read again:

@@ -139,7 +139,7 @@ func (e *Engine) Context(ctx context.Context, s index.Session) (TeamContext, err
 			tc.Plans = append(tc.Plans, p)
 		}
 	}
-	if tc.Decisions, err = e.Notes(ctx, "decision", contextReports); err != nil {
+	if tc.Decisions, err = e.Notes(ctx, NoteFilter{Type: "decision", Limit: contextReports}); err != nil {
 		return tc, err
 	}
 	tc.Handoffs, err = e.p.DB.Messages(ctx, index.MessageHandoff, s.Name, true, 20)

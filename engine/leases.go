@@ -22,6 +22,7 @@ import (
 func (e *Engine) Register(ctx context.Context, s index.Session) (index.Session, error) {
 	s.Name = strings.ToUpper(strings.TrimSpace(s.Name))
 	s.Root = e.sessionRoot(s.Root)
+	s.Branch = e.sessionBranch(s)
 	if s.Host == "" {
 		s.Host, _ = os.Hostname()
 	}

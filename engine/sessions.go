@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snagdev/snag/gitdir"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/queue"
 )
@@ -98,6 +99,8 @@ func (e *Engine) sweep(ctx context.Context) error {
 			for _, s := range ss {
 				if !alive(s) {
 					e.EndSession(s.ID, "process gone")
+				} else if b := e.sessionBranch(s); b != s.Branch {
+					e.p.DB.SetSessionBranch(ctx, s.ID, b)
 				}
 			}
 		}
@@ -107,6 +110,21 @@ func (e *Engine) sweep(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// sessionBranch is the branch checked out where a local session works
+// (its worktree, or snagd's own), for the activity by branch; a session
+// over HTTP may work anywhere, and keeps the branch its writes named.
+func (e *Engine) sessionBranch(s index.Session) string {
+	if s.Transport == "http" {
+		return s.Branch
+	}
+	top := s.Root
+	if top == "" {
+		top = e.root
+	}
+	b, _, _ := gitdir.Head(top)
+	return b
 }
 
 // adoptSessions gives every session live in the database (from before a

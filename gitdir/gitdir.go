@@ -100,3 +100,125 @@ func Worktrees(common string) []string {
 	}
 	return out
 }
+
+// Head returns the branch checked out in the worktree whose top folder is
+// top (git rev-parse --abbrev-ref HEAD: "HEAD" when detached) and the
+// commit HEAD names (git rev-parse HEAD: "" on a branch with no commit
+// yet), read from the worktree's HEAD file and its refs. ok is false when
+// top is not a git worktree.
+func Head(top string) (branch, commit string, ok bool) {
+	g := filepath.Join(top, ".git")
+	gitdir := g
+	if fi, err := os.Stat(g); err != nil {
+		return "", "", false
+	} else if !fi.IsDir() {
+		b, err := os.ReadFile(g)
+		if err != nil {
+			return "", "", false
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		d, found := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
+		if !found {
+			return "", "", false
+		}
+		gitdir = strings.TrimSpace(d)
+		if !filepath.IsAbs(gitdir) {
+			gitdir = filepath.Join(top, gitdir)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(gitdir, "HEAD"))
+	if err != nil {
+		return "", "", false
+	}
+	head := strings.TrimSpace(string(b))
+	ref, symbolic := strings.CutPrefix(head, "ref:")
+	if !symbolic {
+		return "HEAD", head, true
+	}
+	ref = strings.TrimSpace(ref)
+	return strings.TrimPrefix(ref, "refs/heads/"), resolveRef(Common(top), gitdir, ref), true
+}
+
+// resolveRef reads the commit a ref names: a loose ref in the worktree's
+// own folder or the common one, else a line of packed-refs; "" when
+// neither has it.
+func resolveRef(common, gitdir, ref string) string {
+	for _, d := range []string{gitdir, common} {
+		if b, err := os.ReadFile(filepath.Join(d, filepath.FromSlash(ref))); err == nil {
+			return strings.TrimSpace(string(b))
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(common, "packed-refs"))
+	if err != nil {
+		return ""
+	}
+	for line := range strings.Lines(string(b)) {
+		sha, name, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if ok && name == ref {
+			return sha
+		}
+	}
+	return ""
+}
+
+// Origin returns the URL of the remote named origin in the repository
+// whose common folder is common (git remote get-url origin), read from its
+// config file, or "".
+func Origin(common string) string {
+	b, err := os.ReadFile(filepath.Join(common, "config"))
+	if err != nil {
+		return ""
+	}
+	in := false
+	for line := range strings.Lines(string(b)) {
+		l := strings.TrimSpace(line)
+		if strings.HasPrefix(l, "[") {
+			in = strings.EqualFold(strings.Join(strings.Fields(strings.Trim(l, "[]")), " "), `remote "origin"`)
+			continue
+		}
+		if !in {
+			continue
+		}
+		k, v, ok := strings.Cut(l, "=")
+		if ok && strings.EqualFold(strings.TrimSpace(k), "url") {
+			return strings.Trim(strings.TrimSpace(v), `"`)
+		}
+	}
+	return ""
+}
+
+// RemoteName is a remote URL as a name that every way of writing it
+// shares: host and path, without scheme, user, port, ".git" or slashes at
+// the ends, the host in lower case. git@host:acme/shop.git,
+// ssh://git@host:22/acme/shop and https://host/acme/shop/ are all
+// host/acme/shop. A local path stays a cleaned path.
+func RemoteName(url string) string {
+	u := strings.TrimSpace(url)
+	if u == "" {
+		return ""
+	}
+	host, path := "", u
+	if scheme, rest, ok := strings.Cut(u, "://"); ok && !strings.ContainsAny(scheme, "/@:") {
+		if scheme == "file" {
+			return strings.TrimSuffix(filepath.Clean(rest), ".git")
+		}
+		h, p, _ := strings.Cut(rest, "/")
+		host, path = h, p
+	} else if i := strings.Index(u, ":"); i > 0 && !strings.Contains(u[:i], "/") && !(len(u[:i]) == 1 && isLetter(u[0])) {
+		host, path = u[:i], u[i+1:] // scp-like: [user@]host:path
+	} else {
+		return strings.TrimSuffix(filepath.Clean(u), ".git")
+	}
+	if _, h, ok := strings.Cut(host, "@"); ok {
+		host = h
+	}
+	if h, port, ok := strings.Cut(host, ":"); ok && port != "" && strings.Trim(port, "0123456789") == "" {
+		host = h
+	}
+	path = strings.Trim(path, "/")
+	path = strings.TrimSuffix(path, ".git")
+	path = strings.Trim(path, "/")
+	return strings.ToLower(host) + "/" + path
+}
+
+func isLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }

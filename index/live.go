@@ -51,6 +51,9 @@ type Session struct {
 	// daemon's repository, or "" for the daemon's own. Verify commands run
 	// there.
 	Root      string    `json:"root,omitempty"`
+	// Branch is the git branch the session was last seen on, "" when
+	// unknown (snagd reads it from the session's worktree).
+	Branch string `json:"branch,omitempty"`
 	Started   time.Time `json:"started"`
 	LastSeen  time.Time `json:"last_seen"`
 	Ended     time.Time `json:"ended,omitzero"`
@@ -141,10 +144,11 @@ func (db *DB) Register(ctx context.Context, s Session) (Session, error) {
 			}
 		}
 		err = sqlitex.Execute(conn, `INSERT INTO sessions (name, client, client_version, pid, pid_start, boot_id,
-			host, transport, root, started, last_seen, asked) VALUES (:name, :client, :cv, :pid, :ps, :boot, :host, :tr, :root, :now, :now, :asked)`,
+			host, transport, root, started, last_seen, asked, branch) VALUES (:name, :client, :cv, :pid, :ps, :boot, :host, :tr, :root,
+			:now, :now, :asked, :branch)`,
 			&sqlitex.ExecOptions{Named: map[string]any{":name": s.Name, ":client": s.Client, ":cv": s.ClientVersion,
 				":pid": int64(s.PID), ":ps": s.PIDStart, ":boot": s.BootID, ":host": s.Host, ":tr": s.Transport,
-				":root": s.Root, ":now": now.UnixNano(), ":asked": boolInt(asked)}})
+				":root": s.Root, ":now": now.UnixNano(), ":asked": boolInt(asked), ":branch": s.Branch}})
 		if err != nil {
 			return err
 		}
@@ -163,14 +167,14 @@ func (db *DB) Register(ctx context.Context, s Session) (Session, error) {
 }
 
 const sessionColumns = `id, name, client, client_version, pid, pid_start, boot_id, host, transport,
-	started, last_seen, coalesce(ended, 0), end_reason, root`
+	started, last_seen, coalesce(ended, 0), end_reason, root, branch`
 
 func scanSession(st *sqlite.Stmt) Session {
 	s := Session{ID: st.ColumnInt64(0), Name: st.ColumnText(1), Client: st.ColumnText(2),
 		ClientVersion: st.ColumnText(3), PID: st.ColumnInt(4), PIDStart: st.ColumnInt64(5),
 		BootID: st.ColumnText(6), Host: st.ColumnText(7), Transport: st.ColumnText(8),
 		Started: time.Unix(0, st.ColumnInt64(9)), LastSeen: time.Unix(0, st.ColumnInt64(10)),
-		EndReason: st.ColumnText(12), Root: st.ColumnText(13)}
+		EndReason: st.ColumnText(12), Root: st.ColumnText(13), Branch: st.ColumnText(14)}
 	if e := st.ColumnInt64(11); e != 0 {
 		s.Ended = time.Unix(0, e)
 	}
@@ -226,8 +230,13 @@ func (db *DB) EndSession(ctx context.Context, id int64, reason string) ([]Lease,
 		if err != nil {
 			return err
 		}
-		return sqlitex.Execute(conn, `UPDATE file_claims SET released = :now WHERE session_id = :id AND released IS NULL`,
+		err = sqlitex.Execute(conn, `UPDATE file_claims SET released = :now WHERE session_id = :id AND released IS NULL`,
 			&sqlitex.ExecOptions{Named: map[string]any{":now": time.Now().UnixNano(), ":id": id}})
+		if err != nil {
+			return err
+		}
+		return sqlitex.Execute(conn, `DELETE FROM branch_leases WHERE session_id = :id`,
+			&sqlitex.ExecOptions{Named: map[string]any{":id": id}})
 	})
 	return held, err
 }
@@ -517,10 +526,12 @@ func (tx *Tx) Audit(e AuditEntry) error {
 	if e.SessionID != 0 {
 		sid = e.SessionID
 	}
-	return sqlitex.Execute(tx.conn, `INSERT INTO audit (at, session_id, actor, agent, action, task_id, outcome, detail)
-		VALUES (:at, :sid, :actor, :agent, :action, :task, :outcome, :detail)`, &sqlitex.ExecOptions{Named: map[string]any{
+	// An entry without a branch takes its session's, as last seen.
+	return sqlitex.Execute(tx.conn, `INSERT INTO audit (at, session_id, actor, agent, action, task_id, outcome, detail, branch)
+		VALUES (:at, :sid, :actor, :agent, :action, :task, :outcome, :detail,
+			coalesce(nullif(:branch, ''), (SELECT branch FROM sessions WHERE id = :sid), ''))`, &sqlitex.ExecOptions{Named: map[string]any{
 		":at": e.At.UnixNano(), ":sid": sid, ":actor": string(e.Actor), ":agent": e.Agent, ":action": e.Action,
-		":task": e.TaskID, ":outcome": e.Outcome, ":detail": e.Detail,
+		":task": e.TaskID, ":outcome": e.Outcome, ":detail": e.Detail, ":branch": e.Branch,
 	}})
 }
 
@@ -535,13 +546,14 @@ func (db *DB) AuditLog(ctx context.Context, after int64, limit int) ([]AuditEntr
 	}
 	var out []AuditEntry
 	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
-		return sqlitex.Execute(conn, `SELECT id, at, coalesce(session_id, 0), actor, agent, action, task_id, outcome, detail
+		return sqlitex.Execute(conn, `SELECT id, at, coalesce(session_id, 0), actor, agent, action, task_id, outcome, detail, branch
 			FROM audit WHERE id > :after ORDER BY id LIMIT :limit`, &sqlitex.ExecOptions{
 			Named: map[string]any{":after": after, ":limit": int64(limit)},
 			ResultFunc: func(st *sqlite.Stmt) error {
 				out = append(out, AuditEntry{ID: st.ColumnInt64(0), At: time.Unix(0, st.ColumnInt64(1)),
 					SessionID: st.ColumnInt64(2), Actor: queue.Actor(st.ColumnText(3)), Agent: st.ColumnText(4),
-					Action: st.ColumnText(5), TaskID: st.ColumnText(6), Outcome: st.ColumnText(7), Detail: st.ColumnText(8)})
+					Action: st.ColumnText(5), TaskID: st.ColumnText(6), Outcome: st.ColumnText(7), Detail: st.ColumnText(8),
+					Branch: st.ColumnText(9)})
 				return nil
 			},
 		})

@@ -3,6 +3,7 @@ package index_test
 import (
 	"context"
 	"fmt"
+	"github.com/snagdev/snag/index"
 	"os"
 	"path/filepath"
 	"testing"
@@ -24,7 +25,7 @@ func TestSyncAndSearchNotes(t *testing.T) {
 	}
 	write("N-1 - Cents.md", "---\nkey: N-1\ntitle: Money is integer cents\nkind: decision\ncreated: 2026-11-04T17:30:00Z\n---\nDiscounts round once.\n")
 	write("N-2 - Broken.md", "---\nkey: [\n---\n")
-	if err := e.db.SyncNotes(e.ctx, dir); err != nil {
+	if _, err := e.db.SyncNotes(e.ctx, []index.NoteTree{{Dir: dir}}); err != nil {
 		t.Fatal(err)
 	}
 	for q, want := range map[string]int{"cents": 1, "discounts round": 1, "disc": 1, "nothing": 0} {
@@ -35,7 +36,7 @@ func TestSyncAndSearchNotes(t *testing.T) {
 	}
 	write("N-1 - Cents.md", "---\nkey: N-1\ntitle: Money is integer pennies\nkind: decision\n---\nx\n")
 	os.Chtimes(filepath.Join(dir, "N-1 - Cents.md"), futureish(), futureish())
-	if err := e.db.SyncNotes(e.ctx, dir); err != nil {
+	if _, err := e.db.SyncNotes(e.ctx, []index.NoteTree{{Dir: dir}}); err != nil {
 		t.Fatal(err)
 	}
 	if hits, _ := e.db.SearchNotes(e.ctx, "pennies", 10); len(hits) != 1 {
@@ -44,14 +45,16 @@ func TestSyncAndSearchNotes(t *testing.T) {
 	if hits, _ := e.db.SearchNotes(e.ctx, "cents", 10); len(hits) != 0 {
 		t.Errorf("a changed note is still found by its old words: %v", hits)
 	}
-	ns, err := e.db.Notes(e.ctx, "", 10)
+	ns, err := e.db.Notes(e.ctx, index.NoteFilter{Limit: 10})
 	if err != nil || len(ns) != 1 {
 		t.Errorf("notes: %v, %v (the broken one is left out)", ns, err)
 	}
 	os.Remove(filepath.Join(dir, "N-1 - Cents.md"))
-	e.db.SyncNotes(e.ctx, dir)
-	if n, _ := e.db.NextNoteKey(e.ctx); n != 1 {
-		t.Errorf("next note key after the removal: %d", n)
+	e.db.SyncNotes(e.ctx, []index.NoteTree{{Dir: dir}})
+	// The broken N-2 still holds its key, by its file name: a new note
+	// never takes the key of one a person is mending.
+	if n, _ := e.db.NextNoteKey(e.ctx); n != 3 {
+		t.Errorf("next note key after the removal: %d, want 3", n)
 	}
 }
 
@@ -70,12 +73,12 @@ func BenchmarkSyncNotesUnchanged(b *testing.B) {
 			}
 			db := openDB(b, filepath.Join(b.TempDir(), "snag.db"))
 			ctx := context.Background()
-			if err := db.SyncNotes(ctx, dir); err != nil {
+			if _, err := db.SyncNotes(ctx, []index.NoteTree{{Dir: dir}}); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
 			for range b.N {
-				if err := db.SyncNotes(ctx, dir); err != nil {
+				if _, err := db.SyncNotes(ctx, []index.NoteTree{{Dir: dir}}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -783,4 +783,5 @@ type AuditEntry struct {
 	TaskID    string      `json:"task_id,omitempty"`
 	Outcome   string      `json:"outcome"`
 	Detail    string      `json:"detail,omitempty"`
+	Branch    string      `json:"branch,omitempty"` // the git branch it was taken on, when known
 }

@@ -33,7 +33,7 @@ type Team interface {
 	Plan(ctx context.Context, slug string) (api.PlanDetail, error)
 	CreatePlan(ctx context.Context, r api.PlanRequest) (api.PlanDetail, error)
 	UpdatePlan(ctx context.Context, slug string, r api.PlanRequest) (api.PlanDetail, error)
-	Notes(ctx context.Context, kind string, limit int) (api.NoteList, error)
+	Notes(ctx context.Context, q api.NoteQuery) (api.NoteList, error)
 	AddNote(ctx context.Context, r api.NoteRequest) (api.NoteDetail, error)
 }
 
@@ -690,7 +690,7 @@ func (s *server) note(ctx context.Context, req *sdk.CallToolRequest, in noteIn) 
 	var msg string
 	advice, err := s.teamCall(ctx, func(t Team) error {
 		if strings.TrimSpace(in.Title) == "" {
-			got, err := t.Notes(ctx, "decision", 10)
+			got, err := t.Notes(ctx, api.NoteQuery{Type: "decision", Limit: 10})
 			if err != nil {
 				return err
 			}
@@ -709,13 +709,13 @@ func (s *server) note(ctx context.Context, req *sdk.CallToolRequest, in noteIn) 
 			msg = b.String()
 			return nil
 		}
-		got, err := t.AddNote(ctx, api.NoteRequest{Title: in.Title, Body: in.Body, Kind: in.Kind, Task: in.Task, Files: in.Files})
+		got, err := t.AddNote(ctx, api.NoteRequest{Title: in.Title, Body: in.Body, Type: in.Kind, Task: in.Task, Files: in.Files})
 		if err != nil {
 			return err
 		}
 		o := noteOutOf(got.Note)
 		out.Notes = []noteOut{o}
-		msg = fmt.Sprintf("wrote %s (%s, %s) in %s: commit it with your work; snag_search finds it", got.Key, got.Kind, got.Trust, got.File)
+		msg = fmt.Sprintf("wrote %s (%s, %s) in %s: commit it with your work; snag_search finds it", got.Key, got.Type, got.Trust, got.File)
 		return nil
 	})
 	if err != nil {

@@ -708,7 +708,7 @@ func (s *server) search(ctx context.Context, req *sdk.CallToolRequest, in search
 }
 
 func noteOutOf(n api.Note) noteOut {
-	return noteOut{Key: n.Key, Title: n.Title, Kind: n.Kind, Trust: string(n.Trust), Author: n.Author, Tasks: n.Tasks,
+	return noteOut{Key: n.Key, Title: n.Title, Kind: n.Type, Trust: string(n.Trust), Author: n.Author, Tasks: n.Tasks,
 		File: n.File, Snippet: n.Snippet}
 }
 

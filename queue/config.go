@@ -17,11 +17,15 @@ const ConfigVersion = 1
 
 // Config is .snag/config.json: the project's settings, committed with it.
 type Config struct {
-	Version int           `json:"version"`
-	Verify  VerifyConfig  `json:"verify"`
-	Plan    PlanConfig    `json:"plan"`
-	Browser BrowserConfig `json:"browser"`
-	Claim   ClaimConfig   `json:"claim"`
+	Version int `json:"version"`
+	// Workspace names the project where clones of it meet (snagd checks
+	// that a request names it): absent, the normalised URL of the git
+	// remote origin, else the folder's name.
+	Workspace string        `json:"workspace,omitempty"`
+	Verify    VerifyConfig  `json:"verify"`
+	Plan      PlanConfig    `json:"plan"`
+	Browser   BrowserConfig `json:"browser"`
+	Claim     ClaimConfig   `json:"claim"`
 }
 
 // ClaimConfig holds settings of leases.

@@ -91,15 +91,18 @@ type Batch struct {
 	// PlanGone is set when .snag/plan.json was removed or moved away, so
 	// it is written again.
 	PlanGone bool
+	// Notes is set when a note in .snag/notes/ (or the folder) changed.
+	Notes bool
 }
 
 // Empty reports whether the batch asks for nothing.
-func (b Batch) Empty() bool { return len(b.Files) == 0 && !b.Rescan && !b.Config && !b.PlanGone }
+func (b Batch) Empty() bool { return len(b.Files) == 0 && !b.Rescan && !b.Config && !b.PlanGone && !b.Notes }
 
 // Watcher watches one project's .snag/ folder. Create it with [New], then
 // call [Watcher.Run] once.
 type Watcher struct {
 	root, snag, tasks string
+	notes             string // .snag/notes: the decision graph's notes
 	opts              Options
 
 	fs *fsnotify.Watcher // nil in polling mode
@@ -126,6 +129,7 @@ type Watcher struct {
 func New(root string, opts Options) (*Watcher, error) {
 	w := &Watcher{
 		root: root, snag: filepath.Join(root, ".snag"), tasks: filepath.Join(root, ".snag", "tasks"),
+		notes: filepath.Join(root, ".snag", "notes"),
 		opts: opts.withDefaults(), names: map[string]bool{}, wake: make(chan struct{}, 1),
 		watched: map[string]os.FileInfo{},
 	}
@@ -160,9 +164,9 @@ func noWatches(err error) bool {
 }
 
 // addWatches watches the root (so a replaced .snag/ is noticed), .snag/ (so
-// a replaced tasks/ is noticed, and config.json), and tasks/.
+// a replaced tasks/ is noticed, and config.json), tasks/ and notes/.
 func (w *Watcher) addWatches() error {
-	for _, p := range []string{w.root, w.snag, w.tasks} {
+	for _, p := range []string{w.root, w.snag, w.tasks, w.notes} {
 		if err := w.fs.Add(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("watch %s: %w", p, err)
 		}
@@ -346,6 +350,13 @@ func (w *Watcher) event(ev fsnotify.Event) {
 		// stale. Watch the new one (if it is there yet) and rescan.
 		_ = w.readd()
 		w.add(func(b *Batch) { b.Rescan, b.Reasons = true, appendOnce(b.Reasons, name+" replaced") })
+	case dir == w.notes:
+		if strings.HasSuffix(name, ".md") && !strings.HasPrefix(name, ".") {
+			w.add(func(b *Batch) { b.Notes = true })
+		}
+	case dir == w.snag && name == "notes":
+		_ = w.readd()
+		w.add(func(b *Batch) { b.Notes = true })
 	case dir == w.snag && name == configName:
 		w.add(func(b *Batch) { b.Config = true })
 	case dir == w.snag && name == planName && ev.Op&(fsnotify.Remove|fsnotify.Rename) != 0:
@@ -355,9 +366,10 @@ func (w *Watcher) event(ev fsnotify.Event) {
 	}
 }
 
-// readd watches .snag/ and tasks/ again after one of them was replaced.
+// readd watches .snag/, tasks/ and notes/ again after one of them was
+// replaced.
 func (w *Watcher) readd() error {
-	for _, p := range []string{w.snag, w.tasks} {
+	for _, p := range []string{w.snag, w.tasks, w.notes} {
 		_ = w.fs.Remove(p)
 		if err := w.fs.Add(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			if noWatches(err) {

@@ -98,13 +98,10 @@ func (d *Daemon) UpdatePlan(ctx context.Context, slug string, r api.PlanRequest)
 	return got, err
 }
 
-// Notes lists notes of kind, newest first.
-func (d *Daemon) Notes(ctx context.Context, kind string, limit int) (api.NoteList, error) {
+// Notes lists notes, newest first, as q picks them.
+func (d *Daemon) Notes(ctx context.Context, q api.NoteQuery) (api.NoteList, error) {
 	var got api.NoteList
-	err := d.call(ctx, "", func(k client.Caller) (err error) {
-		got, err = k.Notes(ctx, api.NoteQuery{Kind: kind, Limit: limit})
-		return err
-	})
+	err := d.call(ctx, "", func(k client.Caller) (err error) { got, err = k.Notes(ctx, q); return err })
 	return got, err
 }
 
