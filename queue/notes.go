@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"reflect"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -309,6 +311,9 @@ func AddLink(raw []byte, l Link) ([]byte, error) {
 	if _, err := ParseNote(raw); err != nil {
 		return nil, err
 	}
+	if err := checkLink(l); err != nil {
+		return nil, err
+	}
 	doc, err := decode(raw)
 	if err != nil {
 		return nil, err
@@ -362,20 +367,107 @@ func AddLink(raw []byte, l Link) ([]byte, error) {
 		}
 		out = replaceBytes(raw, spanEnd, spanEnd, []byte(strings.Repeat(" ", col)+"- "+item+ed.eol()))
 	}
-	got, err := ParseNote(out)
-	if err != nil {
-		return nil, fmt.Errorf("add link: the note would not read back (%w): add the link by hand", err)
-	}
-	if len(got.Links) == 0 || got.Links[len(got.Links)-1] != l {
-		return nil, fmt.Errorf("add link: the note's links read back differently: add the link by hand")
+	if err := sameBesideLink(raw, out); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// checkLink refuses a link a note could not hold.
+func checkLink(l Link) error {
+	switch {
+	case !IsNoteRef(l.To):
+		return fmt.Errorf("add link: to %q: want a note key like N-3 or its id", l.To)
+	case !slices.Contains(LinkKinds, l.Kind):
+		return fmt.Errorf("add link: kind %q: want one of %s", l.Kind, strings.Join(LinkKinds, ", "))
+	case !utf8.ValidString(l.Why):
+		return fmt.Errorf("add link: the why is not text: write it in UTF-8")
+	case l.Trust != "" && l.Trust != TrustVetted && l.Trust != TrustUnvetted:
+		return fmt.Errorf("add link: trust %q: want vetted or unvetted", l.Trust)
+	}
+	return nil
+}
+
+// sameBesideLink checks that out is raw with one more link and nothing
+// else changed: every other key's value (as YAML reads it), the links
+// before it, and the body. An edit that would change anything else is
+// refused, so a list shape snag misreads costs a refusal, never a change.
+func sameBesideLink(raw, out []byte) error {
+	fail := fmt.Errorf("add link: the note's frontmatter is laid out in a way snag cannot add to safely: add the link by hand")
+	before, err := plainFrontmatter(raw)
+	if err != nil {
+		return fail
+	}
+	after, err := plainFrontmatter(out)
+	if err != nil {
+		return fail
+	}
+	old, _ := before["links"].([]any)
+	now, _ := after["links"].([]any)
+	delete(before, "links")
+	delete(after, "links")
+	if len(now) != len(old)+1 || !reflect.DeepEqual(before, after) {
+		return fail
+	}
+	for i := range old {
+		if !reflect.DeepEqual(now[i], old[i]) {
+			return fail
+		}
+	}
+	b, err := decode(raw)
+	if err != nil {
+		return fail
+	}
+	a, err := decode(out)
+	if err != nil || !bytes.Equal(raw[b.fm.bodyStart:], out[a.fm.bodyStart:]) {
+		return fail
+	}
+	return nil
+}
+
+// plainFrontmatter is a note's frontmatter as plain YAML values.
+func plainFrontmatter(raw []byte) (map[string]any, error) {
+	doc, err := decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	var n yaml.Node
+	if err := safeUnmarshal(raw[doc.fm.yamlStart:doc.fm.yamlEnd], &n); err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	if n.Kind == 0 || len(n.Content) == 0 {
+		return m, nil
+	}
+	err = func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("frontmatter: %v", p)
+			}
+		}()
+		return n.Decode(&m)
+	}()
+	return m, err
 }
 
 // flowEnd is the offset of the ] that closes the flow sequence opening at
 // start, skipping quoted strings and nested brackets, or -1.
 func flowEnd(raw []byte, start int) int {
 	depth := 0
+	// quotable: a quote here starts a quoted scalar (after [ { , : or
+	// space), not an apostrophe inside a plain one.
+	quotable := func(i int) bool {
+		for j := i - 1; j >= start; j-- {
+			switch raw[j] {
+			case ' ', '\t', '\n', '\r':
+				continue
+			case '[', '{', ',', ':':
+				return true
+			}
+			return false
+		}
+		return true
+	}
 	for i := start; i < len(raw); i++ {
 		switch raw[i] {
 		case '[', '{':
@@ -389,12 +481,18 @@ func flowEnd(raw []byte, start int) int {
 				return i
 			}
 		case '"':
+			if !quotable(i) {
+				continue
+			}
 			for i++; i < len(raw) && raw[i] != '"'; i++ {
 				if raw[i] == '\\' {
 					i++
 				}
 			}
 		case '\'':
+			if !quotable(i) {
+				continue
+			}
 			for i++; i < len(raw); i++ {
 				if raw[i] == '\'' {
 					if i+1 < len(raw) && raw[i+1] == '\'' {
@@ -405,7 +503,7 @@ func flowEnd(raw []byte, start int) int {
 				}
 			}
 		case '#':
-			if i > 0 && (raw[i-1] == ' ' || raw[i-1] == '\t') {
+			if i > 0 && (raw[i-1] == ' ' || raw[i-1] == '\t' || raw[i-1] == '\n') {
 				for i < len(raw) && raw[i] != '\n' {
 					i++
 				}

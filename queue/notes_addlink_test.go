@@ -354,34 +354,30 @@ func TestS5_NoteAddLinkShapes(t *testing.T) {
 	}
 }
 
-// TestS5_NoteAddLinkKnownBugs reproduces the bugs of notes.go that
-// knownAddLinkBug names, and skips while they are there. Once one is
-// fixed its case fails: remove it here and in knownAddLinkBug.
-func TestS5_NoteAddLinkKnownBugs(t *testing.T) {
+// TestS5_NoteAddLinkRefusesWhatItCannotKeep: shapes AddLink once got
+// wrong (a kept block scalar before the insertion point; a # or an
+// apostrophe that misled the search for a flow list's ]) now come back
+// either right or refused, never changed elsewhere.
+func TestS5_NoteAddLinkRefusesWhatItCannotKeep(t *testing.T) {
 	for _, tc := range []struct {
-		bug, raw string
-		l        queue.Link
+		name, raw string
+		l         queue.Link
 	}{
-		{bugKeepChomp, noteHead + "links:\n  - to: N-2\n    kind: chose\n    why: |+\n      text\n\n---\nbody\n", queue.Link{To: "N-3", Kind: "chose"}},
-		{bugKeepChomp, noteHead + "links:\n  - to: N-3\n    kind: chose\n    x: >+\n      an unknown key, kept\n\n# a comment\n\nauthor: ADA\n---\n", queue.Link{To: "N-4", Kind: "chose"}},
-		{bugFlowEnd, noteHead + "links: [\n# ]\n  {to: N-3, kind: chose}]\n---\nbody\n", queue.Link{To: "N-3", Kind: "chose"}},
-		{bugFlowEnd, noteHead + "links: [{to: N-2, kind: chose, why: it's}, {to: N-3, kind: chose}]\nauthor: 'T ]]'\n---\n", queue.Link{To: "N-3", Kind: "chose"}},
+		{"kept block scalar", noteHead + "links:\n  - to: N-2\n    kind: chose\n    why: |+\n      text\n\n---\nbody\n", queue.Link{To: "N-3", Kind: "chose"}},
+		{"kept block scalar, unknown key", noteHead + "links:\n  - to: N-3\n    kind: chose\n    x: >+\n      an unknown key, kept\n\n# a comment\n\nauthor: ADA\n---\n", queue.Link{To: "N-4", Kind: "chose"}},
+		{"comment at a line start", noteHead + "links: [\n# ]\n  {to: N-3, kind: chose}]\n---\nbody\n", queue.Link{To: "N-3", Kind: "chose"}},
+		{"apostrophe in a plain scalar", noteHead + "links: [{to: N-2, kind: chose, why: it's}, {to: N-3, kind: chose}]\nauthor: 'T ]]'\n---\n", queue.Link{To: "N-3", Kind: "chose"}},
 	} {
-		t.Run(tc.bug, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			raw := []byte(tc.raw)
 			mustParseNote(t, raw)
 			out, err := queue.AddLink(raw, tc.l)
 			if err != nil {
-				t.Fatalf("fixed (AddLink now refuses: %v): remove this case and its bug from knownAddLinkBug", err)
+				return // refused: the file stays as it is
 			}
-			problem := addLinkProblem(raw, out, tc.l)
-			if problem == nil {
-				t.Fatal("fixed: remove this case and its bug from knownAddLinkBug")
+			if problem := addLinkProblem(raw, out, tc.l); problem != nil {
+				t.Fatalf("AddLink(%q) changed more than the link: %v\n%q", raw, problem, out)
 			}
-			if bug := knownAddLinkBug(raw, out, tc.l); bug != tc.bug {
-				t.Fatalf("knownAddLinkBug = %q, want %q: %v", bug, tc.bug, problem)
-			}
-			t.Skipf("known bug in notes.go: %s\nAddLink(%q, %+v) returned no error and\n%q\n%v", tc.bug, raw, tc.l, out, problem)
 		})
 	}
 }

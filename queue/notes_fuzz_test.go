@@ -3,7 +3,6 @@ package queue_test
 import (
 	"bytes"
 	"errors"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -114,9 +113,6 @@ func FuzzNoteLinks(f *testing.F) {
 		}
 		if err == nil {
 			if problem := addLinkProblem(raw, out, l); problem != nil {
-				if bug := knownAddLinkBug(raw, out, l); bug != "" {
-					t.Skipf("known bug in notes.go (%s): AddLink(%q, %+v) = %q", bug, raw, l, out)
-				}
 				t.Fatalf("AddLink(%q, %+v): %v\noutput %q", raw, l, problem, out)
 			}
 			item := queue.FormatLink(l)
@@ -138,49 +134,3 @@ func FuzzNoteLinks(f *testing.F) {
 	})
 }
 
-// The bugs of notes.go that FuzzNoteLinks has found and that are not
-// fixed yet: AddLink returns bytes that do not hold the note plus the new
-// link, and says nothing. TestS5_NoteAddLinkKnownBugs reproduces each,
-// and fails once it is fixed, so that its case here goes too.
-const (
-	// AddLink inserts a block list's new item above the blank lines that
-	// end the list, and a |+ or >+ why of the last link loses them.
-	bugKeepChomp = "a kept block scalar loses its trailing lines"
-	// flowEnd misreads a flow list (a comment at the start of a line, a '
-	// or " inside a plain scalar) and the item goes into a comment or
-	// another key's value; AddLink checks only that the last link is the
-	// new one, which it already was.
-	bugFlowEnd = "the new link went elsewhere and the last link was already it"
-)
-
-// keepChomp matches a block scalar header with the keep indicator.
-var keepChomp = regexp.MustCompile(`[|>][1-9]?\+|[|>]\+[1-9]?`)
-
-// knownAddLinkBug names the known bug that explains what addLinkProblem
-// found wrong in AddLink(in, l) = out, or returns "".
-func knownAddLinkBug(in, out []byte, l queue.Link) string {
-	before, err := queue.ParseNote(in)
-	if err != nil {
-		return ""
-	}
-	after, err := queue.ParseNote(out)
-	if err != nil {
-		return ""
-	}
-	n := len(before.Links)
-	switch {
-	case len(after.Links) == n && n > 0 && before.Links[n-1] == l:
-		return bugFlowEnd
-	case len(after.Links) == n+1 && after.Links[n] == l && keepChomp.Match(frontmatterOf(in)):
-		for i, b := range before.Links {
-			a := after.Links[i]
-			lost, ok := strings.CutPrefix(b.Why, a.Why)
-			a.Why = b.Why
-			if a != b || !ok || strings.Trim(lost, "\n") != "" {
-				return ""
-			}
-		}
-		return bugKeepChomp
-	}
-	return ""
-}
