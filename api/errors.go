@@ -177,6 +177,9 @@ const (
 	// SessionHeader carries the id POST /sessions gave the agent: snagd
 	// acts for that session. A request without it is a person's.
 	SessionHeader = "X-Snag-Session"
+	// WorkspaceHeader names the workspace an MCP client over HTTP means
+	// to reach; snagd refuses a request naming another than its own.
+	WorkspaceHeader = "X-Snag-Workspace"
 	// ToolHeader names the MCP tool call a request serves, for the audit
 	// log; it is read only with SessionHeader.
 	ToolHeader = "X-Snag-Tool"

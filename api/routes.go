@@ -119,7 +119,7 @@ var Routes = []Route{
 		Doc: "Adds an edge to the file of the note it starts from (in the writer's worktree); one already there changes nothing."},
 	{Method: "GET", Path: "/graph", Who: Token, Query: NoteQuery{}, Answer: Graph{}, Status: 200,
 		Doc: "The decision graph: every note (or those of a type, branch or task) and the edges among them; ?format=dot, mermaid or svg draws it."},
-	{Method: "GET", Path: "/activity", Who: Token, Answer: ActivityFeed{}, Status: 200,
+	{Method: "GET", Path: "/branches", Who: Token, Answer: ActivityFeed{}, Status: 200,
 		Doc: "What is live (task leases, file claims, branch write leases) and the activity of the latest ?branches=N branches (20, at most 200)."},
 	{Method: "GET", Path: "/worktrees", Who: Token, Answer: Worktrees{}, Status: 200,
 		Doc: "The tasks' git worktrees (branches snag/<key>), with their tasks and whether each is merged and clean."},

@@ -522,7 +522,7 @@ type ActivityReport struct {
 	At time.Time `json:"at"`
 }
 
-// ActivityFeed is the answer of GET /activity?branches=N: what is live
+// ActivityFeed is the answer of GET /branches?branches=N: what is live
 // and what happened lately, by branch.
 type ActivityFeed struct {
 	// Workspace is the project's workspace name.

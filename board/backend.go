@@ -48,10 +48,16 @@ type Backend interface {
 	Plans(ctx context.Context) ([]api.Plan, error)
 	// Plan reads one plan, with its body.
 	Plan(ctx context.Context, slug string) (*api.PlanDetail, error)
-	// Notes lists the latest n notes, newest first.
-	Notes(ctx context.Context, n int) ([]api.Note, error)
-	// Note reads one note by key or id, with its body.
+	// Notes lists the notes q picks (by type, branch, or a task they
+	// name), newest first: at most q.Limit, 20 when it is 0.
+	Notes(ctx context.Context, q api.NoteQuery) ([]api.Note, error)
+	// Note reads one note by key or id, with its body and its edges both
+	// ways.
 	Note(ctx context.Context, ref string) (*api.NoteDetail, error)
+	// Graph is the decision graph of the notes q picks (every one when
+	// q.Limit is 0), newest first, with the edges whose both ends are
+	// among them. q.Query is not read.
+	Graph(ctx context.Context, q api.NoteQuery) (api.Graph, error)
 
 	// Promote moves a task from the inbox to the queue for person by and,
 	// in the same write, sets the severity and wave chosen (zero values

@@ -11,11 +11,13 @@
 // carries. snagd's guard (the Host and Origin checks, the bearer token)
 // runs before the gate.
 //
-// Task text reaches a page only through html/template's escaping or
-// through [Markdown], which escapes every byte of its source.
+// Task text reaches a page only through html/template's escaping, through
+// [Markdown], which escapes every byte of its source, or through
+// graphdraw's SVG, which escapes every string of the graph it draws.
 //
-// board imports queue and api for their data types; it must not import
-// index, project, daemon, engine, cli, client, mcp or watch.
+// board imports queue and api for their data types, and graphdraw to draw
+// the decision graph; it must not import index, project, daemon, engine,
+// cli, client, mcp or watch.
 package board
 
 import (
@@ -60,6 +62,7 @@ const (
 	PagePlan     = "plan"
 	PageNotes    = "notes"
 	PageNote     = "note"
+	PageGraph    = "graph"
 	PageMessage  = "message" // a sentence and a way on: 401, 404, a refused action
 )
 
@@ -67,7 +70,7 @@ const (
 func New() (*Views, error) {
 	v := &Views{pages: map[string]*template.Template{}}
 	for _, name := range []string{PageBoard, PageInbox, PageTask, PageActivity, PageAgents, PageProblems,
-		PagePlans, PagePlan, PageNotes, PageNote, PageMessage} {
+		PagePlans, PagePlan, PageNotes, PageNote, PageGraph, PageMessage} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("board: parse %s: %w", name, err)
@@ -100,6 +103,9 @@ var funcs = template.FuncMap{
 		return strings.ReplaceAll(fmt.Sprint(s), "_", " ")
 	},
 	"join": strings.Join,
+	// short is a commit's first 12 hex digits, as git log --oneline
+	// shows one.
+	"short": func(s string) string { return s[:min(len(s), 12)] },
 	"pair": func(c Card, csrf string) cardForm { return cardForm{c, csrf} },
 }
 
@@ -282,6 +288,8 @@ type TaskPage struct {
 	Audit      []Entry
 	Actions    []Action
 	Severities []queue.Severity
+	// Notes are the notes that name the task, newest first.
+	Notes []api.Note
 }
 
 // ActivityPage is the audit log, newest first.
@@ -341,11 +349,57 @@ type NotesPage struct {
 	Notes []api.Note
 }
 
-// NotePage is one note with its body.
+// NotePage is one note with its body and its edges both ways.
 type NotePage struct {
 	Page
 	Note *api.NoteDetail
 	Body template.HTML
+	// Out are the note's links to others; In the links of others to it.
+	Out, In []NoteLink
+}
+
+// NoteLink is an edge as a page lists it: the link, and the note at its
+// other end.
+type NoteLink struct {
+	api.Link
+	// Key and Title name the note at the other end: the one a link out
+	// points at, the one a link in is written in. Title is "" when no
+	// note that reads cleanly has the key.
+	Key, Title string
+}
+
+// GraphFilter narrows the graph page; zero values mean any.
+type GraphFilter struct {
+	Branch string
+	Type   string
+	Plan   string // a plan's slug: the notes that name a task of the plan
+	Task   string // a task's key: the notes that name it
+}
+
+// Any reports whether the filter narrows anything.
+func (f GraphFilter) Any() bool { return f != GraphFilter{} }
+
+// GraphPage is the decision graph: drawn as a picture, and the same notes
+// and edges as text.
+type GraphPage struct {
+	Page
+	Filter GraphFilter
+	// The choices the filters offer: what the notes have.
+	Branches, Types, Plans, Tasks []string
+	// Picture is the graph drawn by graphdraw, which escapes every
+	// string of the graph in it.
+	Picture template.HTML
+	// Nodes are the notes drawn, oldest first, each with its links to
+	// the others drawn.
+	Nodes []GraphNode
+	// Links counts the edges drawn; Total the notes of the whole graph.
+	Links, Total int
+}
+
+// GraphNode is one note of the graph, with its links out.
+type GraphNode struct {
+	api.Note
+	Out []NoteLink
 }
 
 // AgentsPage lists the connected agents.

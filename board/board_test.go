@@ -2,12 +2,14 @@ package board_test
 
 import (
 	"bytes"
+	"html/template"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/board"
+	"github.com/snagdev/snag/graphdraw"
 	"github.com/snagdev/snag/queue"
 )
 
@@ -24,6 +26,9 @@ func TestBoardPagesRender(t *testing.T) {
 		Severity: queue.SeverityHigh, Kind: queue.KindBug, Wave: 1, Assignee: hostile, BlockedBy: []string{"SNAG-2"}}
 	page := board.Page{Head: hostile, CSRF: "tok", Live: true, Inbox: 1}
 	task := &queue.Task{ID: "tsk_1", Key: "SNAG-1", Title: hostile, Capture: &queue.Capture{URL: "javascript:alert(3)", ConsoleErrors: []string{hostile}}}
+	note := api.Note{Key: "N-1", Title: hostile, Type: "decision", Branch: hostile, Commit: hostile, Trust: queue.TrustUnvetted,
+		Author: hostile, Tasks: []string{hostile}, Files: []string{hostile}, File: hostile, Worktree: hostile}
+	link := api.Link{From: "N-1", To: "N-2", Kind: "chose", Why: hostile, Trust: queue.TrustUnvetted}
 	entry := board.Entry{AuditEntry: api.AuditEntry{At: time.Now(), Actor: queue.Agent, Agent: hostile, Action: "claim", Outcome: "ok", Detail: hostile}, Task: "SNAG-1"}
 	for _, tc := range []struct {
 		page string
@@ -37,6 +42,14 @@ func TestBoardPagesRender(t *testing.T) {
 		{board.PageAgents, &board.AgentsPage{Page: page, Agents: []board.Agent{{Session: api.Session{Name: hostile}, Held: []board.Held{{Key: "SNAG-1", Title: hostile}}}}}},
 		{board.PageProblems, &board.ProblemsPage{Page: page, Problems: []board.Problem{{Path: hostile, Kind: "invalid", Message: hostile}}}},
 		{board.PageMessage, &board.MessagePage{Page: page, Heading: hostile, Message: hostile, Command: "snag open"}},
+		{board.PageNotes, &board.NotesPage{Page: page, Notes: []api.Note{note}}},
+		{board.PageNote, &board.NotePage{Page: page, Note: &api.NoteDetail{Note: note, Body: hostile}, Body: board.Markdown([]byte(hostile), false),
+			Out: []board.NoteLink{{Link: link, Key: "N-2", Title: hostile}}, In: []board.NoteLink{{Link: link, Key: "N-3", Title: hostile}}}},
+		{board.PageGraph, &board.GraphPage{Page: page, Branches: []string{hostile}, Tasks: []string{hostile},
+			Picture: template.HTML(graphdraw.SVG(graphdraw.Graph{Title: hostile, Nodes: []graphdraw.Node{{Key: "N-1", Title: hostile, Type: hostile,
+				Branch: hostile, Href: "/team/notes/N-1"}, {Key: "N-2", Title: hostile, Href: "javascript:alert(3)"}},
+				Edges: []graphdraw.Edge{{From: "N-1", To: "N-2", Kind: hostile, Why: hostile}}})),
+			Nodes: []board.GraphNode{{Note: note, Out: []board.NoteLink{{Link: link, Key: "N-2", Title: hostile}}}}}},
 	} {
 		t.Run(tc.page, func(t *testing.T) {
 			var buf bytes.Buffer

@@ -611,8 +611,9 @@ func (b *browser) scheme(w, h int64, scheme string) {
 }
 
 // TestBoardAccessibility opens every page of the board (the queue, the
-// inbox, tasks, the activity log, the agents, the problems, the login page,
-// a used login link and the 404 pages) in light and dark at 1280 and 390 px,
+// inbox, tasks, the activity log, the agents, the problems, the plans, the
+// notes, the decision graph and a note's links, the login page, a used
+// login link and the 404 pages) in light and dark at 1280 and 390 px,
 // and on each: runs axe-core's WCAG 2.1 A and AA rules and fails on any
 // finding of serious or critical impact (lesser ones go to the log), fails
 // if the page is wider than the window, and takes a screenshot for a person
@@ -625,6 +626,8 @@ func TestBoardAccessibility(t *testing.T) {
 		t.Fatalf("CI is set: the board's accessibility rules must run (.ci/run installs axe-core): %v", axeErr)
 	}
 	root := sampleProject(t)
+	// The sample's decision graph, with a note from another worktree.
+	spike := addWorktreeNote(t, root)
 	// A problem to list: a dependency on a task that does not exist.
 	dangling := strings.Replace(readFile(t, taskFile(t, root, "SNAG-5")), "depends_on: [SNAG-2]", "depends_on: [SNAG-404]", 1)
 	if err := os.WriteFile(taskFile(t, root, "SNAG-5"), []byte(dangling), 0o644); err != nil {
@@ -641,7 +644,9 @@ func TestBoardAccessibility(t *testing.T) {
 	d.as(wren, http.MethodPost, "/files/claim", map[string]any{"paths": []string{"web/cart/**", "web/stepper.ts"}}, nil)
 	d.as(wren, http.MethodPost, "/reports", map[string]any{"message": "Labelled the stepper buttons; checking with a screen reader"}, nil)
 	d.as(wren, http.MethodPost, "/plans", map[string]any{"title": "Accessible checkout", "body": "## Goal\n\nEvery control has a name.\n"}, nil)
-	d.as(wren, http.MethodPost, "/notes", map[string]any{"title": "Steppers get aria-labels, not visible text", "body": "The design has no room.", "task": "SNAG-8"}, nil)
+	var wrenNote struct{ Key string }
+	d.as(wren, http.MethodPost, "/notes", map[string]any{"title": "Steppers get aria-labels, not visible text", "body": "The design has no room.",
+		"task": "SNAG-8", "branch": "main"}, &wrenNote)
 
 	b := newBrowser(t)
 	b.login(d)
@@ -661,6 +666,7 @@ func TestBoardAccessibility(t *testing.T) {
 		t.Fatal(err)
 	}
 	const live = ` && document.querySelector("#live").textContent === "live"`
+	decision, _, _ := d.graph("").busiest()
 	pages := []struct {
 		name, path, ready string
 		anon              bool
@@ -677,7 +683,11 @@ func TestBoardAccessibility(t *testing.T) {
 		{"plan", "/team/plans/checkout-revamp", `document.querySelector("#plan .markdown")` + live, false},
 		{"plan-draft", "/team/plans/accessible-checkout", `document.querySelector("#plan .markdown.data")` + live, false},
 		{"notes", "/team/notes", `document.querySelector("#notes .note-item")` + live, false},
-		{"note", "/team/notes/N-3", `document.querySelector("#note .markdown.data")` + live, false},
+		{"note", "/team/notes/" + wrenNote.Key, `document.querySelector("#note .markdown.data")` + live, false},
+		{"graph", "/team/graph", `document.querySelector("#graph svg a")` + live, false},
+		{"graph-filtered", "/team/graph?branch=main&type=option", `document.querySelector("#graph svg a")` + live, false},
+		{"graph-node", "/team/notes/" + decision.Key, `document.querySelector("#note .edges")` + live, false},
+		{"graph-node-elsewhere", "/team/notes/" + spike.key, `document.querySelector("#note .alert")` + live, false},
 		{"no-task", "/task/SNAG-404", `document.querySelector(".message")`, false},
 		{"not-found", "/board/nope", `document.querySelector(".message")`, false},
 		{"not-found-top", "/nope", `document.querySelector(".message")`, false},
@@ -1052,7 +1062,7 @@ func TestBoardTeam(t *testing.T) {
 		t.Error("the audit log does not record the board's activation")
 	}
 
-	d.as(lynx, http.MethodPost, "/notes", map[string]any{"title": "Cents everywhere, again", "kind": "observation"}, nil)
+	d.as(lynx, http.MethodPost, "/notes", map[string]any{"title": "Cents everywhere, again", "kind": "observation", "branch": "main"}, nil)
 	b.open(d.url("/team/notes"))
 	b.waitFor("the notes", `document.querySelector("#notes").textContent.includes("Cents everywhere, again") && document.querySelector("#notes").textContent.includes("Money is integer cents")`)
 	b.click(`#notes a[href="/team/notes/N-3"]`)

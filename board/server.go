@@ -107,6 +107,7 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("GET /team/plans/{slug}", s.ready(s.planPage))
 	mux.HandleFunc("GET /team/notes", s.ready(s.notesPage))
 	mux.HandleFunc("GET /team/notes/{ref}", s.ready(s.notePage))
+	mux.HandleFunc("GET /team/graph", s.ready(s.graphPage))
 	mux.HandleFunc("POST /board/plans/{slug}/{action}", s.ready(s.planAct))
 	mux.HandleFunc("GET /login", s.login)
 	mux.HandleFunc("POST /logout", s.logout)
@@ -419,6 +420,11 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	out.Actions = personActions(it.Row.Status)
+	if it.Row.Key != "" {
+		if ns, err := s.b.Notes(ctx, api.NoteQuery{Task: it.Row.Key, Limit: 200}); err == nil {
+			out.Notes = ns
+		}
+	}
 	s.render(w, http.StatusOK, PageTask, out)
 }
 
@@ -822,20 +828,10 @@ func (s *Server) planAct(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) notesPage(w http.ResponseWriter, r *http.Request) {
-	notes, err := s.b.Notes(r.Context(), 200)
+	notes, err := s.b.Notes(r.Context(), api.NoteQuery{Limit: 200})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	s.render(w, http.StatusOK, PageNotes, &NotesPage{Page: s.page(r, "Notes", PageNotes), Notes: notes})
-}
-
-func (s *Server) notePage(w http.ResponseWriter, r *http.Request) {
-	n, err := s.b.Note(r.Context(), r.PathValue("ref"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.render(w, http.StatusOK, PageNote, &NotePage{Page: s.page(r, n.Key+" "+n.Title, PageNotes), Note: n,
-		Body: Markdown([]byte(n.Body), n.Trust != queue.TrustUnvetted)})
 }

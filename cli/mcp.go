@@ -48,7 +48,7 @@ func runMCP(ctx context.Context, c *call) error {
 }
 
 // toolsets are the MCP toolsets snag mcp serves.
-var toolsets = []string{"queue", "team"}
+var toolsets = []string{"queue", "team", "graph"}
 
 // parseToolsets reads --toolsets: known names, comma-separated.
 func parseToolsets(v string) ([]string, error) {

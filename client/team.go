@@ -169,10 +169,10 @@ func (k Caller) Graph(ctx context.Context, q api.NoteQuery) (api.Graph, error) {
 }
 
 // Activity reads what is live and the activity of the latest branches
-// (GET /activity).
+// (GET /branches).
 func (k Caller) Activity(ctx context.Context, branches int) (api.ActivityFeed, error) {
 	var out api.ActivityFeed
-	path := "/activity"
+	path := "/branches"
 	if branches > 0 {
 		path += "?branches=" + strconv.Itoa(branches)
 	}

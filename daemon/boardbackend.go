@@ -253,9 +253,17 @@ func (b boardBackend) SetPlanStatus(ctx context.Context, slug string, status que
 	return boardErr(err)
 }
 
-func (b boardBackend) Notes(ctx context.Context, n int) ([]api.Note, error) {
-	ns, err := b.d.e.Notes(ctx, engine.NoteFilter{Limit: n})
+func (b boardBackend) Notes(ctx context.Context, q api.NoteQuery) ([]api.Note, error) {
+	ns, err := b.d.e.Notes(ctx, engine.NoteFilter{Type: q.Type, Branch: q.Branch, Task: q.Task, Limit: q.Limit})
 	return notesWire(ns), boardErr(err)
+}
+
+func (b boardBackend) Graph(ctx context.Context, q api.NoteQuery) (api.Graph, error) {
+	ns, ls, err := b.d.e.Graph(ctx, engine.NoteFilter{Type: q.Type, Branch: q.Branch, Task: q.Task, Limit: q.Limit})
+	if err != nil {
+		return api.Graph{}, boardErr(err)
+	}
+	return graphWire(ns, ls), nil
 }
 
 func (b boardBackend) Note(ctx context.Context, ref string) (*api.NoteDetail, error) {

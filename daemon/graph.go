@@ -80,7 +80,10 @@ func noteFilter(r *http.Request, limit int) (engine.NoteFilter, error) {
 	if f.Type == "" {
 		f.Type = q.str("kind")
 	}
-	return f, q.err
+	if q.err != nil {
+		return f, q.err
+	}
+	return f, nil
 }
 
 func (d *Daemon) listNotes(ctx context.Context, c *call[struct{}]) (answer, error) {

@@ -11,6 +11,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/mcp"
 )
 
@@ -83,7 +84,7 @@ func (d *Daemon) mcpHandler(ctx context.Context) *mcpHTTP {
 		h.lost = DefaultMCPStreamGrace
 	}
 	h.lost = min(h.lost, h.idle)
-	h.shared = mcp.NewServer(mcp.Options{Root: d.root, Version: d.opts.Version, Log: d.log})
+	h.shared = mcp.NewServer(mcp.Options{Root: d.root, Version: d.opts.Version, Log: d.log, Workspace: d.workspace})
 	// The guard in front has checked Host, Origin and the token; the
 	// SDK's own Host check stays on too.
 	h.sdk = sdk.NewStreamableHTTPHandler(h.server, &sdk.StreamableHTTPOptions{Logger: d.log, MaxRequestBodyBytes: MaxBody})
@@ -112,13 +113,22 @@ func (h *mcpHTTP) server(r *http.Request) *sdk.Server {
 	}
 	s := &mcpSession{live: newEngineBackend(h.d)}
 	ts, _ := toolsetsOf(r)
-	opts := mcp.Options{Root: h.d.root, Version: h.d.opts.Version, Log: h.d.log, Daemon: s.live, Toolsets: ts}
+	opts := mcp.Options{Root: h.d.root, Version: h.d.opts.Version, Log: h.d.log, Daemon: s.live, Toolsets: ts,
+		Workspace: h.d.workspace}
 	s.srv = mcp.NewServer(opts)
 	sl.s = s
 	h.mu.Lock()
 	h.pending[s.srv] = s
 	h.mu.Unlock()
 	return s.srv
+}
+
+// workspace is the project's workspace name, "" before the engine runs.
+func (d *Daemon) workspace() string {
+	if d.e == nil {
+		return ""
+	}
+	return d.e.Workspace()
 }
 
 // toolsetsOf reads the toolsets a session of /mcp asks for in its URL
@@ -144,6 +154,16 @@ func (h *mcpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, err := toolsetsOf(r); err != nil {
 		writeError(w, &apiError{http.StatusBadRequest, "bad_toolsets", err.Error()})
 		return
+	}
+	if ws := strings.TrimSpace(r.Header.Get(api.WorkspaceHeader)); ws != "" {
+		if own := h.d.workspace(); own != "" && ws != own {
+			// A guard against misrouting (a client configured for another
+			// project), not access control: the token is that.
+			writeError(w, &apiError{http.StatusMisdirectedRequest, "wrong_workspace", fmt.Sprintf(
+				"this snagd serves workspace %q, not %q: point the client at the snagd of %q (or fix its %s header); nothing was done",
+				own, ws, ws, api.WorkspaceHeader)})
+			return
+		}
 	}
 	if id == "" {
 		sl := &slot{}

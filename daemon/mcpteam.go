@@ -169,3 +169,40 @@ func (b *engineBackend) AddNote(ctx context.Context, r api.NoteRequest) (api.Not
 	})
 	return out, err
 }
+
+// Note reads one note with its edges both ways.
+func (b *engineBackend) Note(ctx context.Context, ref string) (api.NoteDetail, error) {
+	var out api.NoteDetail
+	err := b.call(ctx, http.MethodGet, "/notes/{ref}", false, func(index.Session) error {
+		n, err := b.e.Note(ctx, ref)
+		out = nodeWire(n)
+		return err
+	})
+	return out, err
+}
+
+// Link adds an edge to a note in snagd's worktree.
+func (b *engineBackend) Link(ctx context.Context, r api.LinkRequest) (api.NoteDetail, error) {
+	var out api.NoteDetail
+	err := b.call(ctx, http.MethodPost, "/links", false, func(s index.Session) error {
+		n, err := b.e.Link(ctx, queue.Agent, s.Name, linkInput(&s, r))
+		if err != nil {
+			return err
+		}
+		node, err := b.e.Note(ctx, n.Key)
+		out = nodeWire(node)
+		return err
+	})
+	return out, err
+}
+
+// Activity reads what is live and the latest branches' activity.
+func (b *engineBackend) Activity(ctx context.Context, branches int) (api.ActivityFeed, error) {
+	var out api.ActivityFeed
+	err := b.call(ctx, http.MethodGet, "/branches", false, func(index.Session) error {
+		a, err := b.e.Activity(ctx, branches)
+		out = activityWire(a)
+		return err
+	})
+	return out, err
+}

@@ -62,7 +62,7 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 	mux.HandleFunc("POST /notes", handle(d, route{}, d.addNote))
 	mux.HandleFunc("POST /links", handle(d, route{}, d.addLink))
 	mux.HandleFunc("GET /graph", handle(d, route{}, d.getGraph))
-	mux.HandleFunc("GET /activity", handle(d, route{}, d.getActivity))
+	mux.HandleFunc("GET /branches", handle(d, route{}, d.getActivity))
 	mux.HandleFunc("GET /plans", handle(d, route{}, d.listPlans))
 	mux.HandleFunc("GET /plans/{slug}", handle(d, route{}, d.getPlan))
 	mux.HandleFunc("POST /plans", handle(d, route{}, d.createPlan))

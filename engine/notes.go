@@ -420,20 +420,10 @@ func (e *Engine) takeBranch(ctx context.Context, session int64, who, branch stri
 		branch, held.Holder, int(left/time.Second))
 }
 
-// Workspace is the project's workspace name: workspace in config.json,
-// else its git remote origin as gitdir.RemoteName writes it, else the
-// folder's name.
-func (e *Engine) Workspace() string {
-	if w := strings.TrimSpace(e.Config().Workspace); w != "" {
-		return w
-	}
-	if e.gitCommon != "" {
-		if o := gitdir.RemoteName(gitdir.Origin(e.gitCommon)); o != "" {
-			return o
-		}
-	}
-	return filepath.Base(e.root)
-}
+// Workspace is the project's workspace name (gitdir.Workspace): where
+// its clones meet, and what a client over HTTP may name to be sure it
+// reached the right project.
+func (e *Engine) Workspace() string { return gitdir.Workspace(e.root, e.Config().Workspace) }
 
 // replaceIfUnchanged puts data in place of the file at path, when the
 // file still holds old: a person's save in between is kept, and the

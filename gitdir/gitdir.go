@@ -222,3 +222,19 @@ func RemoteName(url string) string {
 }
 
 func isLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
+
+// Workspace is the workspace name of the project whose root is root:
+// configured when it is set (workspace in .snag/config.json), else the
+// repository's origin as [RemoteName] writes it, else the folder's name.
+// Every clone of a repository has the same one.
+func Workspace(root, configured string) string {
+	if w := strings.TrimSpace(configured); w != "" {
+		return w
+	}
+	if c := Common(root); c != "" {
+		if o := RemoteName(Origin(c)); o != "" {
+			return o
+		}
+	}
+	return filepath.Base(root)
+}

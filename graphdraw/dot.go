@@ -43,14 +43,17 @@ func DOT(g Graph) []byte {
 		if to < from {
 			from, to, back = to, from, true
 		}
-		b.WriteString("\t" + dotQuote(p.notes[from].key) + " -> " + dotQuote(p.notes[to].key) + " [label=" + dotQuote(l.kind))
+		b.WriteString("\t" + dotQuote(p.notes[from].key) + " -> " + dotQuote(p.notes[to].key) + " [")
+		if l.kind != "" {
+			b.WriteString("label=" + dotQuote(l.kind) + ", ")
+		}
 		if back {
-			b.WriteString(", dir=back")
+			b.WriteString("dir=back, ")
 		}
 		if l.kind == "rejected" {
-			b.WriteString(", style=dashed")
+			b.WriteString("style=dashed, ")
 		}
-		b.WriteString(", tooltip=" + dotQuote(p.linkTitle(l)) + "];\n")
+		b.WriteString("tooltip=" + dotQuote(p.linkTitle(l)) + "];\n")
 	}
 	b.WriteString("}\n")
 	return []byte(b.String())

@@ -34,7 +34,8 @@ import (
 	"time"
 )
 
-// Node is one note of the graph.
+// Node is one note of the graph. Its type is matched without regard to
+// case; its trust is unvetted, in any case, or else vetted.
 type Node struct {
 	Key     string    // the note's key, N-7; links name it
 	Title   string    // drawn cut to about 28 characters, in full in a tooltip
@@ -42,7 +43,7 @@ type Node struct {
 	Branch  string    // the git branch the note was written on
 	Trust   string    // vetted or unvetted; an unvetted note has a dashed border
 	Created time.Time // orders the columns of the picture, oldest first
-	Href    string    // the link target of the node in the SVG and the DOT text, or "" for none
+	Href    string    // where the node links to in the SVG, DOT and Mermaid, or "" for none
 }
 
 // Edge is a link from the note it is written in to another: N-5
@@ -56,7 +57,8 @@ type Edge struct {
 // Graph is what is drawn: its notes, their links and a title. A link
 // whose end is not among the nodes is left out and counted in the
 // picture's description; a link from a note to itself is left out too.
-// A key that appears twice names the first node with it.
+// A key that appears twice names the first node with it. Any string
+// longer than 500 characters is cut, with "…".
 type Graph struct {
 	Nodes []Node
 	Edges []Edge
@@ -97,13 +99,11 @@ const (
 	background  = "#ffffff"
 )
 
-// styleOf is the style of type typ, matched without regard to case or
-// surrounding space; the second result is its index in the palette, or
-// len(palette) for other.
+// styleOf is the style of type typ, cleaned and lower-cased; the second
+// result is its index in the palette, or len(palette) for other.
 func styleOf(typ string) (style, int) {
-	t := strings.ToLower(strings.TrimSpace(typ))
 	for i, s := range palette {
-		if s.name == t {
+		if s.name == typ {
 			return s, i
 		}
 	}
@@ -156,11 +156,12 @@ func prepare(g Graph) *prepared {
 			p.repeated++
 			continue
 		}
-		st, idx := styleOf(n.Type)
+		typ := strings.ToLower(clean(n.Type))
+		st, idx := styleOf(typ)
 		nt := &note{
 			key:      clean(n.Key),
 			title:    clean(n.Title),
-			typ:      clean(strings.ToLower(strings.TrimSpace(n.Type))),
+			typ:      typ,
 			branch:   clean(n.Branch),
 			href:     safeHref(n.Href),
 			created:  n.Created,
@@ -228,11 +229,12 @@ func keyNumber(key string) (int, bool) {
 }
 
 // safeHref is href if it is a link a picture may carry: a relative URL or
-// one with scheme http, https or mailto. A javascript: URL, or anything
+// one with scheme http, https or mailto, of at most maxText characters
+// none of which clean would change. A javascript: URL, or anything
 // unparseable, is refused, and the node is drawn without a link.
 func safeHref(href string) string {
 	href = strings.TrimSpace(href)
-	if href == "" || clean(href) != href {
+	if href == "" || len(href) > maxText || clean(href) != href {
 		return ""
 	}
 	u, err := url.Parse(href)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"go/build"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -385,11 +386,11 @@ func noteText(root *element) [][]string {
 			return
 		}
 		var words []string
-		for _, c := range e.children {
+		e.walk(func(c *element) {
 			if c.name == "title" || c.name == "text" {
 				words = append(words, c.text)
 			}
-		}
+		})
 		out = append(out, words)
 	})
 	return out
@@ -566,7 +567,7 @@ func TestLabelsClear(t *testing.T) {
 	s := arrange(prepare(realistic()))
 	var labels []box
 	for _, r := range s.routes {
-		labels = append(labels, labelBox(r))
+		labels = append(labels, r.labelBox())
 	}
 	for i, l := range labels {
 		for _, n := range s.p.notes {
@@ -653,9 +654,24 @@ func TestClean(t *testing.T) {
 		{"\u202Eevil\u202C \u2066iso\u2069", "evil iso"},
 		{"not a char \uFFFE\uFFFF", "not a char"},
 		{"emoji 👩‍💻 stays", "emoji 👩‍💻 stays"},
+		{strings.Repeat("a", 600), strings.Repeat("a", maxText) + "…"},
+		{strings.Repeat("日", 600), strings.Repeat("日", maxText) + "…"},
+		{strings.Repeat("\x00", 3000) + "x", "…"}, // cut before the x, at 2,004 bytes
 	} {
 		if got := clean(c.in); got != c.want {
 			t.Errorf("clean(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestLongStrings draws a graph whose every string is a megabyte: each
+// is cut to 500 characters, so the drawings stay small.
+func TestLongStrings(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	g := fuzzGraph(long, long, long, long, long, long, "/"+long, []byte{1, 2, 3, 4, 5, 6})
+	for _, f := range formats {
+		if n := len(f.draw(g)); n > 60_000 {
+			t.Errorf("%s: %d bytes for 7 notes", f.ext, n)
 		}
 	}
 }
@@ -704,4 +720,29 @@ func TestPaletteContrast(t *testing.T) {
 	check("title", textColour, background, 4.5)
 	check("legend and link labels", smallColour, background, 4.5)
 	check("links", edgeColour, background, 3)
+}
+
+// BenchmarkSVG300 draws a graph of 300 notes and about 470 links.
+func BenchmarkSVG300(b *testing.B) {
+	g := randomGraph(300, 1)
+	b.ReportAllocs()
+	var n int
+	for b.Loop() {
+		n = len(SVG(g))
+	}
+	b.ReportMetric(float64(n), "bytes/svg")
+}
+
+// TestImportsOnlyStandardLibrary keeps graphdraw a leaf: its code (not
+// its tests) imports the standard library alone, nothing of snag's.
+func TestImportsOnlyStandardLibrary(t *testing.T) {
+	pkg, err := build.ImportDir(".", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range pkg.Imports {
+		if first, _, _ := strings.Cut(imp, "/"); strings.Contains(first, ".") {
+			t.Errorf("graphdraw imports %s; it may import the standard library alone", imp)
+		}
+	}
 }

@@ -366,24 +366,28 @@ func (s *scene) route() {
 			slices.Reverse(segs)
 		}
 		r.path = pathData(segs)
-		r.label = along(0.5)
-		for _, f := range []float64{0.5, 0.38, 0.62, 0.26, 0.74, 0.14, 0.86} {
-			r.label = along(f)
-			b := labelBox(r)
-			if !s.hitsNote(b, occupied) && !slices.ContainsFunc(placed, b.overlaps) {
+		r.label = along(0.5) // where it goes if no place is clear
+		for _, f := range labelPlaces {
+			c := route{label: along(f), text: r.text}
+			if b := c.labelBox(); !s.hitsNote(b, occupied) && !slices.ContainsFunc(placed, b.overlaps) {
+				r.label = c.label
 				break
 			}
-			r.label = along(0.5)
 		}
 		if r.text != "" {
-			placed = append(placed, labelBox(r))
+			placed = append(placed, r.labelBox())
 		}
 		s.routes[i] = r
 	}
 }
 
+// labelPlaces are where a link's label may go, in the order tried: the
+// fraction of the way along the curve between neighbouring columns, or
+// along the lane.
+var labelPlaces = []float64{0.5, 0.38, 0.62, 0.26, 0.74, 0.14, 0.86}
+
 // labelBox is the box behind r's label.
-func labelBox(r route) box {
+func (r route) labelBox() box {
 	w := textWidth(r.text, labelSize) + 6
 	return box{r.label.x - w/2, r.label.y - 6, w, 12}
 }

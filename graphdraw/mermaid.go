@@ -8,12 +8,16 @@ import (
 // Mermaid writes g as a Mermaid flowchart, left to right: each note a
 // node labelled with its key and title (cut as in the picture), of a
 // class per type whose colours are the picture's, and of class unvetted,
-// dashed, when unvetted; each link "A -->|kind| B". A node with an Href
-// is a link (a click ... href line). Node ids are made from the keys,
-// safe for Mermaid: N-4 is n_4, any other key its letters and digits
-// after "n_", with a number added if two keys would share one. Labels
-// are quoted, with Mermaid's entity codes for the characters it would
-// read (#quot; for a quote).
+// dashed, when unvetted; each link "A -->|kind| B", dotted when the kind
+// is rejected. A node with an Href is a link (a click ... href line)
+// where the renderer allows clicks; Mermaid's strict security level
+// does not.
+//
+// Node ids are made from the keys, safe for Mermaid: N-4 is n_4, any
+// other key "n_" and its ASCII letters and digits, with _ for every
+// other character and a number added if two keys would share an id.
+// Labels are quoted, with Mermaid's entity codes for the characters it
+// would read (#quot; for a quote).
 //
 // Unlike the picture and the DOT text, the flowchart keeps each link's
 // direction as written, so Mermaid's layout may put newer notes left of
@@ -35,7 +39,11 @@ func Mermaid(g Graph) []byte {
 		}
 	}
 	for _, l := range p.links {
-		b.WriteString("\t" + ids[l.from] + " -->")
+		arrow := " -->"
+		if l.kind == "rejected" {
+			arrow = " -.->"
+		}
+		b.WriteString("\t" + ids[l.from] + arrow)
 		if l.kind != "" {
 			b.WriteString("|\"" + mermaidText(l.kind) + "\"|")
 		}
@@ -43,7 +51,7 @@ func Mermaid(g Graph) []byte {
 	}
 	for i, n := range p.notes {
 		if n.href != "" {
-			b.WriteString("\tclick " + ids[i] + " href \"" + strings.ReplaceAll(n.href, `"`, "%22") + "\" \"" + mermaidText(n.tooltip()) + "\"\n")
+			b.WriteString("\tclick " + ids[i] + " href \"" + strings.ReplaceAll(n.href, `"`, "%22") + "\"\n")
 		}
 	}
 	used := make(map[string]bool)
@@ -69,18 +77,20 @@ func mermaidIDs(notes []*note) []string {
 	ids := make([]string, len(notes))
 	taken := make(map[string]bool, len(notes))
 	for i, n := range notes {
-		base := "n_"
+		var b strings.Builder
+		b.WriteString("n_")
 		if num, ok := strings.CutPrefix(n.key, "N-"); ok && num != "" && strings.Trim(num, "0123456789") == "" {
-			base += num
+			b.WriteString(num)
 		} else {
 			for _, r := range n.key {
 				if r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
-					base += string(r)
+					b.WriteRune(r)
 				} else {
-					base += "_"
+					b.WriteByte('_')
 				}
 			}
 		}
+		base := b.String()
 		id := base
 		for k := 2; taken[id]; k++ {
 			id = base + "_" + strconv.Itoa(k)

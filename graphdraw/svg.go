@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // fontFamily is the picture's font: the system's sans-serif.
@@ -16,12 +17,20 @@ const fontFamily = "system-ui, -apple-system, 'Segoe UI', Roboto, Arial, sans-se
 // The root element has a title (the graph's) and a description that
 // counts the notes, links and branches and what was left out. Its size is
 // its natural one, in width and height, with a viewBox, so a page may
-// scale it down (max-width: 100%; height: auto) or scroll it. A node with
-// an Href is a link a keyboard can reach, named for a screen reader like
-// "N-4 decision: Use SQLite FTS (main)"; then the root's role is
-// graphics-document, since an img's content is hidden from assistive
-// technology, links and all. Without links the role is img. The ids in
-// the picture start with one derived from the graph, so two pictures of
+// scale it down (max-width: 100%; height: auto) or scroll it.
+//
+// A node with an Href is a link a keyboard can reach, named for a screen
+// reader like "N-4 decision: Use SQLite FTS (main)"; then the root's role
+// is graphics-document, since an img's content is hidden from assistive
+// technology, links and all (axe-core's nested-interactive rule). Without
+// links the role is img.
+//
+// The picture has no style sheet, so a page's Content-Security-Policy
+// need not allow inline styles: a focused link shows the browser's focus
+// ring, and a page may add its own to the classes the picture uses: each
+// note is a g of class note, its box a rect of class box (inside the a
+// when it is a link), and each link's label a g of class label. The ids
+// in the picture start with one derived from the graph, so pictures of
 // different graphs can share a page.
 func SVG(g Graph) []byte {
 	p := prepare(g)
@@ -50,7 +59,6 @@ func SVG(g Graph) []byte {
 	b.WriteString("</title>\n<desc id=\"" + id + `-desc">`)
 	writeEscaped(&b, s.summary)
 	b.WriteString("</desc>\n")
-	b.WriteString(`<style>#` + id + ` a:hover .box{stroke-width:2.5}#` + id + ` a:focus-visible .box{stroke:#0550ae;stroke-width:3.5}</style>` + "\n")
 	b.WriteString(`<defs><marker id="` + id + `-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" markerHeight="8" markerUnits="userSpaceOnUse" orient="auto"><path d="M0,0L10,5L0,10z" fill="` + edgeColour + `"/></marker></defs>` + "\n")
 	b.WriteString(`<rect width="` + w + `" height="` + h + `" fill="` + background + "\"/>\n")
 
@@ -91,7 +99,7 @@ func SVG(g Graph) []byte {
 		if r.text == "" {
 			continue
 		}
-		lb := labelBox(r)
+		lb := r.labelBox()
 		b.WriteString(`<g class="label"><title>`)
 		writeEscaped(&b, p.linkTitle(p.links[i]))
 		b.WriteString(`</title><rect x="` + num(lb.x) + `" y="` + num(lb.y) + `" width="` + num(lb.w) + `" height="` + num(lb.h) +
@@ -180,14 +188,22 @@ func writeEmpty(b *strings.Builder, p *prepared, id string) {
 	b.WriteString(`<text x="160" y="53" font-size="14" text-anchor="middle" fill="` + smallColour + `">No notes yet</text>` + "\n</svg>\n")
 }
 
-// pictureID is the prefix of the picture's ids: "gd" and a hash of the
-// graph's title and keys, the same for the same graph.
+// pictureID is the prefix of the picture's ids: "gd" and a hash of what
+// is drawn, the same for the same graph.
 func pictureID(p *prepared) string {
 	h := fnv.New32a()
-	h.Write([]byte(p.title))
+	write := func(ss ...string) {
+		for _, s := range ss {
+			h.Write([]byte(s))
+			h.Write([]byte{0})
+		}
+	}
+	write(p.title)
 	for _, n := range p.notes {
-		h.Write([]byte{0})
-		h.Write([]byte(n.key))
+		write(n.key, n.title, n.typ, n.branch, n.href, strconv.FormatBool(n.unvetted), n.created.UTC().Format(time.RFC3339Nano))
+	}
+	for _, l := range p.links {
+		write(strconv.Itoa(l.from), strconv.Itoa(l.to), l.kind, l.why)
 	}
 	return "gd" + strconv.FormatUint(uint64(h.Sum32()), 16)
 }

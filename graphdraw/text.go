@@ -5,33 +5,53 @@ import (
 	"unicode/utf8"
 )
 
+// maxText is the most characters of any one string drawn: a note's title
+// is a line, not its body. Longer strings are cut, with "…".
+const maxText = 500
+
 // clean makes s safe to draw: valid UTF-8, no character XML forbids, no
 // control character, no mark that reorders text (a title must not flip
-// the words around it); tabs and line breaks become spaces, and space at
-// either end is trimmed.
+// the words around it); tabs and line breaks become spaces, space at
+// either end is trimmed, and it is cut to maxText characters.
 func clean(s string) string {
-	plain := true
-	for i := 0; i < len(s); i++ {
+	plain := len(s) <= maxText
+	for i := 0; plain && i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f {
 			plain = false
-			break
 		}
 	}
 	if plain {
 		return strings.TrimSpace(s)
 	}
+	// No more than maxText characters are kept, which take at most four
+	// bytes each; a rune split by the cut is invalid and becomes U+FFFD.
+	cut := len(s) > 4*maxText+4
+	if cut {
+		s = s[:4*maxText+4]
+	}
 	var b strings.Builder
 	b.Grow(len(s))
+	n := 0
 	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		if n == maxText {
+			cut = true
+			break
+		}
 		switch {
 		case r == '\t' || r == '\n' || r == '\r':
-			b.WriteByte(' ')
+			r = ' '
 		case r < 0x20 || r >= 0x7f && r <= 0x9f:
+			continue
 		case r == 0x200e || r == 0x200f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069:
+			continue
 		case r == 0xfffe || r == 0xffff:
-		default:
-			b.WriteRune(r)
+			continue
 		}
+		b.WriteRune(r)
+		n++
+	}
+	if cut {
+		return strings.TrimSpace(b.String()) + "…"
 	}
 	return strings.TrimSpace(b.String())
 }
@@ -47,21 +67,30 @@ func textWidth(s string, size float64) float64 {
 	return em * size
 }
 
+// asciiWidth is the estimated width of each ASCII character in ems.
+var asciiWidth = func() (w [0x80]float64) {
+	for r := range w {
+		switch {
+		case strings.ContainsRune("iljI.,:;|!'`", rune(r)):
+			w[r] = 0.3
+		case strings.ContainsRune("frt()[]{}/\\- \"", rune(r)):
+			w[r] = 0.4
+		case strings.ContainsRune("mwMW@%", rune(r)):
+			w[r] = 1
+		case r >= 'A' && r <= 'Z':
+			w[r] = 0.7
+		default:
+			w[r] = 0.6
+		}
+	}
+	return w
+}()
+
 // runeWidth is the estimated width of r in ems.
 func runeWidth(r rune) float64 {
 	switch {
 	case r < 0x80:
-		switch {
-		case strings.ContainsRune("iljI.,:;|!'`", r):
-			return 0.3
-		case strings.ContainsRune("frt()[]{}/\\- \"", r):
-			return 0.4
-		case strings.ContainsRune("mwMW@%", r):
-			return 1
-		case r >= 'A' && r <= 'Z':
-			return 0.7
-		}
-		return 0.6
+		return asciiWidth[r]
 	case r >= 0x300 && r <= 0x36f, r == 0x200d, r >= 0xfe00 && r <= 0xfe0f:
 		return 0 // combining marks, joiners and variation selectors
 	case r >= 0x1f000 && r <= 0x1faff:

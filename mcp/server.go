@@ -1,8 +1,10 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -36,6 +38,14 @@ type Options struct {
 	// Toolsets are the toolsets to serve (see [Toolsets]); nil serves
 	// queue alone.
 	Toolsets []string
+	// Where, for a bridge, reads the branch and commit its worktree has
+	// checked out, for every graph write ([GitWhere]); nil over HTTP,
+	// where the agent names its branch.
+	Where Where
+	// Workspace is the project's workspace name: a tool call whose
+	// arguments name another workspace is refused, naming both. "" checks
+	// nothing. It is asked at each call that names one.
+	Workspace func() string
 	// In and Out are the protocol's stdin and stdout (os.Stdin and
 	// os.Stdout when nil).
 	In  io.Reader
@@ -131,8 +141,52 @@ func NewServer(opts Options) *sdk.Server {
 	if slices.Contains(opts.Toolsets, "team") {
 		s.addTeamTools(srv)
 	}
+	if slices.Contains(opts.Toolsets, "graph") {
+		s.addGraphTools(srv)
+	}
+	srv.AddReceivingMiddleware(s.workspaceCheck)
 	s.addResources(srv)
 	return srv
+}
+
+// workspaceCheck takes a workspace argument off every tool call (no
+// tool declares it: it guards against a client pointed at the wrong
+// project) and refuses the call when it names another workspace than
+// this project's.
+func (s *server) workspaceCheck(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		call, ok := req.(*sdk.CallToolRequest)
+		if !ok || method != "tools/call" || call.Params == nil || !bytes.Contains(call.Params.Arguments, []byte(`"workspace"`)) {
+			return next(ctx, method, req)
+		}
+		var args map[string]json.RawMessage
+		if json.Unmarshal(call.Params.Arguments, &args) != nil {
+			return next(ctx, method, req)
+		}
+		raw, ok := args["workspace"]
+		if !ok {
+			return next(ctx, method, req)
+		}
+		var ws string
+		if err := json.Unmarshal(raw, &ws); err != nil {
+			return toolError(fmt.Errorf("workspace: want a string, the project's workspace name")), nil
+		}
+		if own := s.workspace(); own != "" && ws != "" && ws != own {
+			return toolError(fmt.Errorf("this snag serves workspace %q, not %q: the client is pointed at another project; "+
+				"fix its /mcp address (or its workspace), nothing was done", own, ws)), nil
+		}
+		delete(args, "workspace")
+		call.Params.Arguments, _ = json.Marshal(args)
+		return next(ctx, method, req)
+	}
+}
+
+// workspace is the project's workspace name, "" when unknown.
+func (s *server) workspace() string {
+	if s.opts.Workspace == nil {
+		return ""
+	}
+	return s.opts.Workspace()
 }
 
 // Run serves MCP over stdin and stdout until the client closes stdin.

@@ -18,7 +18,7 @@ import (
 
 // Toolsets are the toolsets a server can serve, in the order tools/list
 // gives them.
-var Toolsets = []string{"queue", "team"}
+var Toolsets = []string{"queue", "team", "graph"}
 
 // Team is what the team toolset needs of snagd. The live backends meet
 // it; with no daemon the team tools answer advisory text, not errors.
@@ -183,11 +183,21 @@ type planOut struct {
 }
 
 type noteIn struct {
-	Title string   `json:"title,omitempty" jsonschema:"omit to list decisions"`
-	Body  string   `json:"body,omitempty"`
-	Kind  string   `json:"kind,omitempty"`
-	Task  string   `json:"task,omitempty"`
-	Files []string `json:"files,omitempty"`
+	Title    string     `json:"title,omitempty" jsonschema:"omit to list decisions"`
+	Body     string     `json:"body,omitempty"`
+	Type     string     `json:"type,omitempty"`
+	Task     string     `json:"task,omitempty"`
+	Files    []string   `json:"files,omitempty"`
+	Links    []noteLink `json:"links,omitempty"`
+	TookFrom string     `json:"took_from,omitempty" jsonschema:"note the idea came from"`
+	Why      string     `json:"why,omitempty"`
+	Branch   string     `json:"branch,omitempty"`
+}
+
+type noteLink struct {
+	To   string `json:"to"`
+	Kind string `json:"kind"`
+	Why  string `json:"why,omitempty"`
 }
 
 type notesOut struct {
@@ -216,8 +226,10 @@ func (s *server) addTeamTools(srv *sdk.Server) {
 		Description: "Read plans, or draft one."}, s.plan)
 	addTool(srv, &sdk.Tool{Name: "snag_note", OutputSchema: outSchema[notesOut](), Annotations: writes("Note a decision", false),
 		InputSchema: schema[noteIn](func(p map[string]*jsonschema.Schema) {
-			p["kind"].Enum, p["kind"].Default = []any{"decision", "observation", "action"}, json.RawMessage(`"decision"`)
+			p["type"].Enum, p["type"].Default = noteTypes(), json.RawMessage(`"decision"`)
 			p["files"].Type, p["files"].Types = "array", nil
+			p["links"].Type, p["links"].Types = "array", nil
+			p["links"].Items.Properties["kind"].Enum = []any{"took_from", "led_to", "chose", "rejected", "blocks", "relates"}
 		}),
 		Description: "Record a decision or finding for others."}, s.note)
 	addTool(srv, &sdk.Tool{Name: "snag_report", OutputSchema: outSchema[sentOut](), Annotations: writes("Report progress", false),
@@ -709,13 +721,22 @@ func (s *server) note(ctx context.Context, req *sdk.CallToolRequest, in noteIn) 
 			msg = b.String()
 			return nil
 		}
-		got, err := t.AddNote(ctx, api.NoteRequest{Title: in.Title, Body: in.Body, Type: in.Kind, Task: in.Task, Files: in.Files})
+		branch, commit, tree, err := s.where(ctx, in.Branch)
+		if err != nil {
+			return err
+		}
+		r := api.NoteRequest{Title: in.Title, Body: in.Body, Type: in.Type, Task: in.Task, Files: in.Files,
+			TookFrom: in.TookFrom, Why: in.Why, Branch: branch, Commit: commit, Worktree: tree}
+		for _, l := range in.Links {
+			r.Links = append(r.Links, api.Link{To: l.To, Kind: l.Kind, Why: l.Why})
+		}
+		got, err := t.AddNote(ctx, r)
 		if err != nil {
 			return err
 		}
 		o := noteOutOf(got.Note)
 		out.Notes = []noteOut{o}
-		msg = fmt.Sprintf("wrote %s (%s, %s) in %s: commit it with your work; snag_search finds it", got.Key, got.Type, got.Trust, got.File)
+		msg = fmt.Sprintf("wrote %s (%s, %s, on %s) in %s: commit it with your work; snag_nodes finds it", got.Key, got.Type, got.Trust, got.Branch, got.File)
 		return nil
 	})
 	if err != nil {

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/snagdev/snag/queue"
 )
 
 // teamBridge starts snag mcp with the queue and team toolsets and adopts
@@ -784,42 +786,43 @@ func TestNotes(t *testing.T) {
 		"task": "SNAG-10", "files": []string{"src/search.go"}})
 	mustOK(t, "note", res, txt)
 	n := sc["notes"].([]any)[0].(map[string]any)
-	if n["key"] != "N-3" || n["trust"] != "unvetted" || n["author"] != "ADA" || n["kind"] != "decision" {
-		t.Fatalf("an agent's note: %v", n)
+	key := n["key"].(string)
+	if queue.NoteNum(key) <= 8 || n["trust"] != "unvetted" || n["author"] != "ADA" || n["type"] != "decision" || n["branch"] != "-" {
+		t.Fatalf("an agent's note (the sample's last is N-8; outside git its branch is -): %v", n)
 	}
-	b, err := os.ReadFile(filepath.Join(e.root, ".snag", "notes", "N-3 - Search ranks titles first.md"))
+	b, err := os.ReadFile(filepath.Join(e.root, ".snag", "notes", key+" - Search ranks titles first.md"))
 	if err != nil || !bytes.Contains(b, []byte("trust: unvetted")) || !bytes.Contains(b, []byte("Users scan titles.")) {
 		t.Fatalf("the note file: %v\n%s", err, b)
 	}
 	// A person's note, written by hand.
-	hand := "---\nkey: N-4\ntitle: Postgres stays optional\nkind: decision\ncreated: 2026-12-03T11:00:00Z\n---\nOne machine needs none.\n"
-	if err := os.WriteFile(filepath.Join(e.root, ".snag", "notes", "N-4 - Postgres stays optional.md"), []byte(hand), 0o644); err != nil {
+	hand := "---\nkey: N-40\ntitle: Postgres stays optional\nkind: decision\ncreated: 2026-12-03T11:00:00Z\n---\nOne machine needs none.\n"
+	if err := os.WriteFile(filepath.Join(e.root, ".snag", "notes", "N-40 - Postgres stays optional.md"), []byte(hand), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, txt, sc = call(t, a, "snag_search", map[string]any{"query": "scan titles"})
-	if !strings.Contains(txt, "N-3 decision [unvetted]") {
+	if !strings.Contains(txt, key+" decision [unvetted]") {
 		t.Errorf("snag_search does not find the note:\n%s", txt)
 	}
 	_, txt, _ = call(t, a, "snag_search", map[string]any{"query": "postgres"})
-	if !strings.Contains(txt, "N-4 decision Postgres stays optional") {
+	if !strings.Contains(txt, "N-40 decision Postgres stays optional") {
 		t.Errorf("snag_search does not find the hand-written note:\n%s", txt)
 	}
 	_, txt, sc = call(t, a, "snag_note", nil)
 	notes, _ := sc["notes"].([]any)
 	for _, n := range notes {
-		if n.(map[string]any)["kind"] != "decision" {
+		if n.(map[string]any)["type"] != "decision" {
 			t.Errorf("a recent decision that is not one: %v", n)
 		}
 	}
-	if len(notes) < 2 || !strings.Contains(txt, "N-4") || !strings.Contains(txt, "N-3") {
+	if len(notes) < 2 || !strings.Contains(txt, "N-40") || !strings.Contains(txt, key) {
 		t.Errorf("recent decisions: %v\n%s", sc["notes"], txt)
 	}
 	_, txt, _ = call(t, a, "snag_context", nil)
-	if !strings.Contains(txt, "recent decisions:") || !strings.Contains(txt, "N-4") || !strings.Contains(txt, "N-3") {
+	if !strings.Contains(txt, "recent decisions:") || !strings.Contains(txt, "N-40") || !strings.Contains(txt, key) {
 		t.Errorf("the context does not show the recent decisions:\n%s", txt)
 	}
-	res, txt, _ = call(t, a, "snag_note", map[string]any{"title": "x", "kind": "rumour"})
-	mustErr(t, "a note of no kind", res, txt, "kind")
+	res, txt, _ = call(t, a, "snag_note", map[string]any{"title": "x", "type": "rumour"})
+	mustErr(t, "a note of no type", res, txt, "type")
 	cmd := exec.Command(snagBin, "notes", "--kind", "decision")
 	cmd.Dir, cmd.Env = e.root, e.environ()
 	out, err := cmd.CombinedOutput()

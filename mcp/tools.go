@@ -124,7 +124,8 @@ type searchOut struct {
 type noteOut struct {
 	Key     string   `json:"key"`
 	Title   string   `json:"title"`
-	Kind    string   `json:"kind"`
+	Type    string   `json:"type"`
+	Branch  string   `json:"branch,omitempty"`
 	Trust   string   `json:"trust"`
 	Author  string   `json:"author,omitempty"`
 	Tasks   []string `json:"tasks,omitempty"`
@@ -708,7 +709,7 @@ func (s *server) search(ctx context.Context, req *sdk.CallToolRequest, in search
 }
 
 func noteOutOf(n api.Note) noteOut {
-	return noteOut{Key: n.Key, Title: n.Title, Kind: n.Type, Trust: string(n.Trust), Author: n.Author, Tasks: n.Tasks,
+	return noteOut{Key: n.Key, Title: n.Title, Type: n.Type, Branch: n.Branch, Trust: string(n.Trust), Author: n.Author, Tasks: n.Tasks,
 		File: n.File, Snippet: n.Snippet}
 }
 
@@ -719,7 +720,7 @@ func noteLine(n noteOut) string {
 	if n.Trust != "vetted" {
 		title = "[unvetted] " + strconv.Quote(title)
 	}
-	line := n.Key + " " + n.Kind + " " + title
+	line := n.Key + " " + n.Type + " " + title
 	if len(n.Tasks) > 0 {
 		line += " (" + strings.Join(n.Tasks, ", ") + ")"
 	}

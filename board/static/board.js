@@ -73,7 +73,10 @@
       const key = input.id || (input.name + "=" + input.value);
       kept.set(key, input.type === "checkbox" || input.type === "radio" ? input.checked : input.value);
     }
-    const focused = el.contains(document.activeElement) ? document.activeElement.id : "";
+    const focused = el.contains(document.activeElement) ? finder(el, document.activeElement) : null;
+    // Parts that scroll (the graph's picture) keep where they were scrolled to.
+    const scrolled = [...el.querySelectorAll("[id]")].filter((n) => n.scrollLeft || n.scrollTop)
+      .map((n) => [n.id, n.scrollLeft, n.scrollTop]);
     el.innerHTML = fresh.innerHTML;
     for (const input of el.querySelectorAll("input, select, textarea")) {
       const key = input.id || (input.name + "=" + input.value);
@@ -81,7 +84,23 @@
       if (input.type === "checkbox" || input.type === "radio") input.checked = kept.get(key);
       else input.value = kept.get(key);
     }
-    if (focused) document.getElementById(focused)?.focus();
+    for (const [id, left, top] of scrolled) {
+      const n = document.getElementById(id);
+      if (n) { n.scrollLeft = left; n.scrollTop = top; }
+    }
+    focused?.()?.focus({ preventScroll: true });
+  }
+
+  // finder returns how to find the element again once its part's markup
+  // is replaced: by its id, else (a link of the graph has none) as the
+  // same link, the nth to the same address.
+  function finder(part, el) {
+    if (el.id) return () => document.getElementById(el.id);
+    const href = el.getAttribute("href");
+    if (!href) return null;
+    const sel = "a[href=\"" + CSS.escape(href) + "\"]";
+    const nth = [...part.querySelectorAll(sel)].indexOf(el);
+    return () => part.querySelectorAll(sel)[nth];
   }
 
   let timer = 0;

@@ -12,12 +12,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/cli"
 	"github.com/snagdev/snag/client"
 	"github.com/snagdev/snag/daemon"
+	"github.com/snagdev/snag/gitdir"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/layout"
 	"github.com/snagdev/snag/mcp"
@@ -51,7 +53,9 @@ func (Full) MCP(ctx context.Context, o cli.MCPOptions) error {
 	opts := client.Options{Home: layout.Home(), Start: o.Start, Waiting: func(h client.Health) {
 		log.Info("waiting for snagd to finish reading the task files", "pid", h.PID, "root", h.Root)
 	}}
+	cfg, _ := queue.LoadConfig(filepath.Join(root, ".snag", "config.json"))
 	mo := mcp.Options{Root: root, Version: version.String(), Log: log, In: o.In, Out: o.Out, Toolsets: o.Toolsets,
+		Where: mcp.GitWhere(root), Workspace: func() string { return gitdir.Workspace(root, cfg.Workspace) },
 		Redial: func(ctx context.Context) (mcp.Live, error) {
 			cl, err := client.Dial(ctx, root, client.Options{Home: layout.Home()})
 			if err != nil {

@@ -111,3 +111,24 @@ func (d *Daemon) AddNote(ctx context.Context, r api.NoteRequest) (api.NoteDetail
 	err := d.call(ctx, r.Task, func(k client.Caller) (err error) { got, err = k.AddNote(ctx, r); return err })
 	return got, err
 }
+
+// Note reads one note with its edges both ways.
+func (d *Daemon) Note(ctx context.Context, ref string) (api.NoteDetail, error) {
+	var got api.NoteDetail
+	err := d.call(ctx, "", func(k client.Caller) (err error) { got, err = k.Note(ctx, ref); return err })
+	return got, err
+}
+
+// Link adds an edge to a note of the bridge's worktree.
+func (d *Daemon) Link(ctx context.Context, r api.LinkRequest) (api.NoteDetail, error) {
+	var got api.NoteDetail
+	err := d.call(ctx, "", func(k client.Caller) (err error) { got, err = k.Link(ctx, r); return err })
+	return got, err
+}
+
+// Activity reads what is live and the latest branches' activity.
+func (d *Daemon) Activity(ctx context.Context, branches int) (api.ActivityFeed, error) {
+	var got api.ActivityFeed
+	err := d.call(ctx, "", func(k client.Caller) (err error) { got, err = k.Activity(ctx, branches); return err })
+	return got, err
+}
