@@ -154,6 +154,36 @@ const (
 	// CodeCycle (400): a task's depends_on would make a cycle; the
 	// message names it.
 	CodeCycle = "cycle"
+	// CodeBadType (400): a note type that is not one of the seven.
+	CodeBadType = "bad_type"
+	// CodeBadLink (400): a link of an unknown kind, with no target, or
+	// with a why that is too long.
+	CodeBadLink = "bad_link"
+	// CodeNoSource (404): a link (took_from among them) to a note that is
+	// on no branch.
+	CodeNoSource = "no_source"
+	// CodeNoNote (404): no note by that key or id.
+	CodeNoNote = "no_note"
+	// CodeNotHere (400): a link from a note that is not in the writer's
+	// worktree; edges live in the note they start from.
+	CodeNotHere = "not_here"
+	// CodeBadTree (400): a worktree that is not one of snagd's repository.
+	CodeBadTree = "bad_tree"
+	// CodeMissingBranch (400): an agent's graph write that names no branch.
+	CodeMissingBranch = "missing_branch"
+	// CodeBadBranch (400): a branch name with spaces or control characters.
+	CodeBadBranch = "bad_branch"
+	// CodeBranchHeld (409): another session holds the branch's advisory
+	// write lease; the message names it and the seconds left.
+	CodeBranchHeld = "branch_held"
+	// CodeBadNote (400): the note's file does not read cleanly; snag doctor
+	// says how to mend it.
+	CodeBadNote = "bad_note"
+	// CodeWrongWorkspace (421): /mcp was asked for another workspace than
+	// this project's; the message names both.
+	CodeWrongWorkspace = "wrong_workspace"
+	// CodeBadBranches (400): ?branches= out of 1 to 200.
+	CodeBadBranches = "bad_branches"
 	// CodeNotLive (409): a task handed to an agent with no live session;
 	// nothing moved.
 	CodeNotLive = "not_live"
@@ -170,6 +200,8 @@ var Codes = []string{
 	CodeBadToolsets, CodeNoPaths, CodeTooManyPaths, CodeBadPath, CodeBadTTL, CodeExpired, CodeFilesHeld,
 	CodeNotClaimed, CodeNameKept, CodeBadName, CodeNoMessage, CodeLongMessage, CodeLongDetail, CodeNoAddressee,
 	CodeNoTitle, CodeLongTitle, CodeLongBody, CodeToSelf, CodeNotLive, CodeCycle,
+	CodeBadType, CodeBadLink, CodeNoSource, CodeNoNote, CodeNotHere, CodeBadTree, CodeMissingBranch, CodeBadBranch,
+	CodeBranchHeld, CodeBadNote, CodeWrongWorkspace, CodeBadBranches,
 }
 
 // The headers of an agent's request.

@@ -423,10 +423,12 @@ type LinkRequest struct {
 	Kind string `json:"kind"`
 	// Why says why, in a line.
 	Why string `json:"why,omitempty"`
-	// Branch, Worktree and By are as in NoteRequest.
-	Branch   string `json:"branch,omitempty"`
+	// Branch is the git branch it is written on, as in NoteRequest.
+	Branch string `json:"branch,omitempty"`
+	// Worktree is the writer's worktree, whose copy of From gets the link.
 	Worktree string `json:"worktree,omitempty"`
-	By       string `json:"by,omitempty"`
+	// By is the person, for a person's link.
+	By string `json:"by,omitempty"`
 }
 
 // NoteQuery is the query of GET /notes and GET /graph.
@@ -505,8 +507,9 @@ type BranchActivity struct {
 	Last time.Time `json:"last"`
 	// Nodes are keys of the notes written on it, newest first (at most 5).
 	Nodes []string `json:"nodes,omitempty"`
-	// Claimed and Resolved are tasks claimed and resolved on it (at most 5).
-	Claimed  []string `json:"claimed,omitempty"`
+	// Claimed are tasks claimed on it (at most 5).
+	Claimed []string `json:"claimed,omitempty"`
+	// Resolved are tasks resolved on it (at most 5).
 	Resolved []string `json:"resolved,omitempty"`
 	// Report is its last report.
 	Report *ActivityReport `json:"report,omitempty"`

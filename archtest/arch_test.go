@@ -107,7 +107,7 @@ var allowed = map[string][]string{
 	// snagd stores or serves them.
 	"api": {module + "/queue"},
 	// The board: the domain and the wire contract, for their types.
-	"board":  {module + "/queue", module + "/api"},
+	"board":  {module + "/queue", module + "/api", module + "/graphdraw"},
 	"layout": {module + "/queue"},
 }
 

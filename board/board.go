@@ -103,10 +103,10 @@ var funcs = template.FuncMap{
 		return strings.ReplaceAll(fmt.Sprint(s), "_", " ")
 	},
 	"join": strings.Join,
-	// short is a commit's first 12 hex digits, as git log --oneline
-	// shows one.
+	// short is a commit's first 12 hex digits: enough to name it in
+	// git, short enough to read.
 	"short": func(s string) string { return s[:min(len(s), 12)] },
-	"pair": func(c Card, csrf string) cardForm { return cardForm{c, csrf} },
+	"pair":  func(c Card, csrf string) cardForm { return cardForm{c, csrf} },
 }
 
 // cardForm is a card with the page's CSRF token, for a card that carries forms.
@@ -389,6 +389,9 @@ type GraphPage struct {
 	// Picture is the graph drawn by graphdraw, which escapes every
 	// string of the graph in it.
 	Picture template.HTML
+	// Fit: the picture is narrow enough to shrink to a wide window's
+	// width rather than scroll.
+	Fit bool
 	// Nodes are the notes drawn, oldest first, each with its links to
 	// the others drawn.
 	Nodes []GraphNode

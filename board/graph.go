@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"context"
 	"html/template"
+	"math"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,8 +92,33 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Nodes = append(out.Nodes, node)
 	}
-	out.Picture = template.HTML(graphdraw.SVG(drawing(g, f)))
+	svg := graphdraw.SVG(drawing(g, f))
+	out.Picture, out.Fit = template.HTML(svg), naturalWidth(svg) <= fitWidth
 	s.render(w, http.StatusOK, PageGraph, out)
+}
+
+// fitWidth is the widest picture (graphdraw's natural width, in CSS
+// pixels) that a wide window shrinks to fit rather than scrolls: on a
+// window 1200 px wide or more (board.css) that is by an eighth at most,
+// and its words stay readable. A wider picture keeps its size and
+// scrolls, as every picture does on a narrower window.
+const fitWidth = 1320
+
+// svgWidth finds the width graphdraw gives its picture's root element.
+var svgWidth = regexp.MustCompile(`^<svg\b[^>]*?\swidth="([0-9.]+)"`)
+
+// naturalWidth is the width of graphdraw's picture, or a width too wide
+// to fit when it cannot be read.
+func naturalWidth(svg []byte) float64 {
+	m := svgWidth.FindSubmatch(svg)
+	if m == nil {
+		return math.Inf(1)
+	}
+	v, err := strconv.ParseFloat(string(m[1]), 64)
+	if err != nil {
+		return math.Inf(1)
+	}
+	return v
 }
 
 // ofPlan keeps the notes of g that name a task of the plan slug, and the

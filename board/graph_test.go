@@ -81,8 +81,9 @@ type elsewhere struct {
 }
 
 // addWorktreeNote makes root a git repository on main with a second
-// worktree on spikeBranch, and writes there an agent's observation that
-// takes from the newest of root's notes.
+// worktree on spikeBranch, and writes there an agent's observation, an
+// hour after the oldest of root's notes (it links to none, so the picture
+// keeps the sample's columns).
 func addWorktreeNote(t *testing.T, root string) elsewhere {
 	t.Helper()
 	git(t, root, "init", "-q", "-b", "main")
@@ -93,8 +94,16 @@ func addWorktreeNote(t *testing.T, root string) elsewhere {
 	e.key = nextNote(own)
 	n := &queue.Note{Key: e.key, Type: "observation", Title: e.title, Branch: spikeBranch, Trust: queue.TrustUnvetted, Author: "LYNX",
 		Created: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), Tasks: []string{"SNAG-3"}, Body: []byte("Measured on the spike branch over a day of traffic.\n")}
-	if last := queue.NoteAlias(queue.NoteNum(e.key) - 1); last != "N-0" {
-		n.Links = []queue.Link{{To: last, Kind: "took_from", Why: "read before it merged"}}
+	var oldest *queue.Note
+	ents, _ := os.ReadDir(own)
+	for _, f := range ents {
+		raw, _ := os.ReadFile(filepath.Join(own, f.Name()))
+		if o, err := queue.ParseNote(raw); err == nil && !o.Created.IsZero() && (oldest == nil || o.Created.Before(oldest.Created)) {
+			oldest = o
+		}
+	}
+	if oldest != nil {
+		n.Created = oldest.Created.Add(time.Hour)
 	}
 	writeNote(t, filepath.Join(e.wt, ".snag", queue.NotesFolder), n)
 	return e
@@ -258,6 +267,24 @@ func TestBoardGraph(t *testing.T) {
 		}
 		if got := evalIn[string](b, `document.querySelector('#nav a[href="/team/graph"]').getAttribute("aria-current")`); got != "page" {
 			t.Errorf("the Graph tab is not marked current: %q", got)
+		}
+	})
+
+	t.Run("fits a wide window, scrolls on a phone", func(t *testing.T) {
+		const fits = `(p => p.scrollWidth <= p.clientWidth)(document.querySelector("#graph-picture"))`
+		if !evalIn[bool](b, fits) {
+			t.Errorf("at 1280 px the sample's picture scrolls: %d px in %d", evalIn[int](b, `document.querySelector("#graph-picture").scrollWidth`),
+				evalIn[int](b, `document.querySelector("#graph-picture").clientWidth`))
+		}
+		b.scheme(390, 844, "light")
+		defer b.scheme(1280, 900, "light")
+		if evalIn[bool](b, fits) || evalIn[int](b, `document.documentElement.scrollWidth`) > 390 {
+			t.Errorf("at 390 px the picture is %d px in a box of %d, and the page %d px wide; want the box, not the page, to scroll",
+				evalIn[int](b, `document.querySelector("#graph-picture").scrollWidth`), evalIn[int](b, `document.querySelector("#graph-picture").clientWidth`),
+				evalIn[int](b, `document.documentElement.scrollWidth`))
+		}
+		if got := evalIn[string](b, `getComputedStyle(document.querySelector("#graph-picture")).overflowX`); got != "auto" {
+			t.Errorf("the picture's box has overflow-x %q", got)
 		}
 	})
 

@@ -200,7 +200,7 @@ func (e *Engine) checkLinks(ctx context.Context, from string, in []queue.Link) (
 			target, err = e.p.DB.Note(ctx, strings.ToUpper(l.To))
 		}
 		if errors.Is(err, index.ErrNotFound) {
-			return nil, refuse(ErrNotFound, "no_source", "no note %s on any branch: give a note's full key (N-3) or id; snag_nodes finds them", l.To)
+			return nil, refuse(ErrNotFound, "no_source", "no note %s on any branch: give a note's full key (N-3) or id; snag_nodes (snag notes) finds them", l.To)
 		}
 		if err != nil {
 			return nil, &Error{Kind: ErrInvalid, Code: "bad_link", Message: err.Error()}
@@ -284,7 +284,7 @@ func (e *Engine) Link(ctx context.Context, actor queue.Actor, who string, in Lin
 		from, err = e.p.DB.Note(ctx, strings.ToUpper(strings.TrimSpace(in.From)))
 	}
 	if errors.Is(err, index.ErrNotFound) {
-		return refused(refuse(ErrNotFound, "not_found", "no note %s: snag_nodes lists them", in.From))
+		return refused(refuse(ErrNotFound, "no_note", "no note %s: snag_nodes (snag notes) lists them", in.From))
 	}
 	if err != nil {
 		return index.NoteRow{}, err
@@ -402,9 +402,10 @@ func (e *Engine) branchOf(actor queue.Actor, tree string, branch, commit *string
 const NoBranch = "-"
 
 // takeBranch takes or renews the session's advisory write lease on the
-// branch; a person's write, and a call with no session, take none.
+// branch; a person's write, a call with no session, and a write outside
+// git (branch -, where there is no branch to share) take none.
 func (e *Engine) takeBranch(ctx context.Context, session int64, who, branch string) *Error {
-	if session == 0 {
+	if session == 0 || branch == NoBranch {
 		return nil
 	}
 	held, ok, err := e.p.DB.TakeBranchLease(ctx, index.BranchLease{Workspace: e.Workspace(), Branch: branch, SessionID: session, Holder: who}, BranchLeaseTTL)
@@ -533,7 +534,7 @@ func (e *Engine) Note(ctx context.Context, ref string) (Node, error) {
 		n, err = e.p.DB.Note(ctx, ref)
 	}
 	if errors.Is(err, index.ErrNotFound) {
-		return Node{}, refuse(ErrNotFound, "not_found", "no note %s: snag notes lists them", ref)
+		return Node{}, refuse(ErrNotFound, "no_note", "no note %s: snag_nodes (snag notes) lists them", ref)
 	}
 	if err != nil {
 		return Node{}, err

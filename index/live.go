@@ -50,10 +50,10 @@ type Session struct {
 	// Root is the project root the agent works in: another worktree of the
 	// daemon's repository, or "" for the daemon's own. Verify commands run
 	// there.
-	Root      string    `json:"root,omitempty"`
+	Root string `json:"root,omitempty"`
 	// Branch is the git branch the session was last seen on, "" when
 	// unknown (snagd reads it from the session's worktree).
-	Branch string `json:"branch,omitempty"`
+	Branch    string    `json:"branch,omitempty"`
 	Started   time.Time `json:"started"`
 	LastSeen  time.Time `json:"last_seen"`
 	Ended     time.Time `json:"ended,omitzero"`

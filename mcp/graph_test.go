@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -82,7 +83,7 @@ func TestGraphAcrossBranches(t *testing.T) {
 	}
 	head := gitOut(t, e.root, "rev-parse", "HEAD")
 	raw, err := os.ReadFile(filepath.Join(e.root, ".snag", opt["file"].(string)[len(".snag/"):]))
-	if err != nil || !strings.Contains(string(raw), "branch: main") || !strings.Contains(string(raw), "commit: "+head) {
+	if err != nil || !strings.Contains(string(raw), "branch: main") || !strings.Contains(string(raw), head) {
 		t.Fatalf("a's note file has no branch and commit: %v\n%s", err, raw)
 	}
 
@@ -271,4 +272,86 @@ func TestHTTPGraphWriteNeedsBranch(t *testing.T) {
 
 const api_WorkspaceHeader = "X-Snag-Workspace"
 
-var _ = json.Marshal
+// regexpAgo matches nothing the nodes' rows hold that changes by the run.
+var regexpAgo = regexp.MustCompile(`\A\z`)
+
+// The graph toolset's definitions within 450 tokens, every toolset
+// together within 2,000 (bytes / 3.7), with a golden tools/list for each
+// combination; snag_nodes of 20 within 400 tokens and snag_activity of 20
+// branches within 600.
+func TestGraphBudgets(t *testing.T) {
+	e := newEnv(t)
+	defs := func(ts string) (map[string][]byte, []byte) {
+		cs, _ := e.bridge(t, "--toolsets", ts, "--no-autostart")
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		tl, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole, _ := json.MarshalIndent(tl, "", "  ")
+		golden(t, "tools_list_"+strings.ReplaceAll(ts, ",", "_")+".json", append(whole, '\n'))
+		per := map[string][]byte{}
+		var all []any
+		for _, tool := range tl.Tools {
+			m := map[string]any{"name": tool.Name, "description": tool.Description, "inputSchema": tool.InputSchema}
+			b, _ := json.Marshal(m)
+			per[tool.Name] = b
+			all = append(all, m)
+		}
+		b, _ := json.Marshal(all)
+		return per, b
+	}
+	tokens := func(b []byte) int { return len(b) * 10 / 37 }
+	for _, ts := range []string{"graph", "queue,graph", "team,graph"} {
+		defs(ts)
+	}
+	per, all := defs("queue,team,graph")
+	graph := 0
+	for _, name := range []string{"snag_nodes", "snag_link", "snag_activity"} {
+		if per[name] == nil {
+			t.Fatalf("tools/list with --toolsets queue,team,graph has no %s", name)
+		}
+		graph += len(per[name]) + 1
+	}
+	t.Logf("graph toolset: %d bytes (about %d tokens); every toolset: %d bytes (about %d tokens)", graph, graph*10/37, len(all), tokens(all))
+	if graph*10/37 > 450 {
+		t.Errorf("the graph toolset's definitions are about %d tokens, budget 450", graph*10/37)
+	}
+	if tokens(all) > 2000 {
+		t.Errorf("every toolset's definitions are about %d tokens, budget 2,000", tokens(all))
+	}
+
+	// snag_nodes of 20 and snag_activity of 20 branches (of 22), each with
+	// two notes whose titles and branch names are long.
+	needGit(t)
+	wtGit(t, e.root, "init", "-q", "-b", "main")
+	e.daemon(t)
+	long := strings.Repeat("word ", 30)
+	for i := range 22 {
+		branch := fmt.Sprintf("feat/branch-with-a-long-name-%02d", i)
+		for j := range 2 {
+			note := fmt.Sprintf("---\nkey: N-%d\ntype: option\ntitle: %s%d\nbranch: %s\ntrust: unvetted\nauthor: ADA\ncreated: %s\n---\n",
+				100+2*i+j, long, i, branch, time.Now().UTC().Add(-time.Duration(i)*time.Minute).Format(time.RFC3339))
+			os.WriteFile(filepath.Join(e.root, ".snag", "notes", fmt.Sprintf("N-%d - x.md", 100+2*i+j)), []byte(note), 0o644)
+		}
+	}
+	cs, _ := e.bridge(t, "--toolsets", "queue,team,graph")
+	_, txt, sc := call(t, cs, "snag_nodes", map[string]any{"limit": 20})
+	if n := len(sc["nodes"].([]any)); n != 20 {
+		t.Fatalf("snag_nodes of 20 gave %d:\n%s", n, txt)
+	}
+	t.Logf("snag_nodes of 20: %d bytes, about %d tokens", len(txt), len(txt)*10/37)
+	if len(txt)*10/37 > 400 {
+		t.Errorf("snag_nodes of 20 is about %d tokens, budget 400:\n%s", len(txt)*10/37, txt)
+	}
+	golden(t, "nodes.txt", []byte(regexpAgo.ReplaceAllString(txt, "")))
+	_, txt, sc = call(t, cs, "snag_activity", map[string]any{"branches": 20})
+	if n := len(sc["recent"].([]any)); n != 20 || sc["branches_total"].(float64) < 22 {
+		t.Fatalf("snag_activity of 20 gave %d of %v:\n%s", n, sc["branches_total"], txt)
+	}
+	t.Logf("snag_activity of 20 branches: %d bytes, about %d tokens", len(txt), len(txt)*10/37)
+	if len(txt)*10/37 > 600 {
+		t.Errorf("snag_activity of 20 branches is about %d tokens, budget 600:\n%s", len(txt)*10/37, txt)
+	}
+}

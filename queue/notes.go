@@ -3,9 +3,9 @@ package queue
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
-	"reflect"
 	"strings"
 	"time"
 	"unicode/utf8"

@@ -133,4 +133,3 @@ func FuzzNoteLinks(f *testing.F) {
 		}
 	})
 }
-

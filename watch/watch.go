@@ -96,7 +96,9 @@ type Batch struct {
 }
 
 // Empty reports whether the batch asks for nothing.
-func (b Batch) Empty() bool { return len(b.Files) == 0 && !b.Rescan && !b.Config && !b.PlanGone && !b.Notes }
+func (b Batch) Empty() bool {
+	return len(b.Files) == 0 && !b.Rescan && !b.Config && !b.PlanGone && !b.Notes
+}
 
 // Watcher watches one project's .snag/ folder. Create it with [New], then
 // call [Watcher.Run] once.
@@ -130,7 +132,7 @@ func New(root string, opts Options) (*Watcher, error) {
 	w := &Watcher{
 		root: root, snag: filepath.Join(root, ".snag"), tasks: filepath.Join(root, ".snag", "tasks"),
 		notes: filepath.Join(root, ".snag", "notes"),
-		opts: opts.withDefaults(), names: map[string]bool{}, wake: make(chan struct{}, 1),
+		opts:  opts.withDefaults(), names: map[string]bool{}, wake: make(chan struct{}, 1),
 		watched: map[string]os.FileInfo{},
 	}
 	if opts.ForcePoll {

@@ -251,12 +251,19 @@ func (d *Daemon) call(ctx context.Context, ref string, fn func(client.Caller) er
 			err = fn(d.cl.As(s.ID, tool))
 		}
 	}
-	if client.NotFound(err) {
+	if client.NotFound(err) && !noteMissing(err) {
 		// snagd's words name CLI commands; the MCP server words it with
 		// its own calls.
 		return fmt.Errorf("%w: %s", mcp.ErrNotFound, ref)
 	}
 	return daemonErr(err)
+}
+
+// noteMissing reports whether err is snagd's refusal for a note that is
+// not there, which names the note and the call that finds notes.
+func noteMissing(err error) bool {
+	var e *client.Error
+	return errors.As(err, &e) && (e.Code == "no_note" || e.Code == "no_source")
 }
 
 func daemonErr(err error) error {
@@ -265,7 +272,7 @@ func daemonErr(err error) error {
 		return fmt.Errorf("%w: %w", mcp.ErrUnreachable, err)
 	}
 	if errors.As(err, &e) {
-		if client.NotFound(err) {
+		if client.NotFound(err) && !noteMissing(err) {
 			return fmt.Errorf("%w: %s", mcp.ErrNotFound, e.Message)
 		}
 		return e // its text is snagd's message; its code stays for the caller

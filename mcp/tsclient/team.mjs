@@ -3,7 +3,7 @@
 //
 //   node team.mjs SNAGBIN PROJECTDIR
 //
-// Spawns two `SNAGBIN mcp --toolsets queue,team` bridges over stdio in
+// Spawns two `SNAGBIN mcp --toolsets queue,team,graph` bridges over stdio in
 // PROJECTDIR and calls every team tool: ADA adopts its name, claims a task
 // and files, checks and renews them, reports, and hands the task to BEA;
 // BEA sees the handoff once in its context and holds the task. The SDK
@@ -23,7 +23,7 @@ if (!snagBin || !projectDir) {
   process.exit(2);
 }
 
-const TEAM = ['snag_context', 'snag_files', 'snag_plan', 'snag_report', 'snag_handoff', 'snag_note'];
+const TEAM = ['snag_context', 'snag_files', 'snag_plan', 'snag_report', 'snag_handoff', 'snag_note', 'snag_nodes', 'snag_link', 'snag_activity'];
 let step = 'start';
 
 function report(fields) {
@@ -36,7 +36,7 @@ function textOf(result) {
 
 async function bridge(name) {
   const transport = new StdioClientTransport({
-    command: snagBin, args: ['mcp', '--toolsets', 'queue,team'], cwd: projectDir, env: process.env, stderr: 'pipe',
+    command: snagBin, args: ['mcp', '--toolsets', 'queue,team,graph'], cwd: projectDir, env: process.env, stderr: 'pipe',
   });
   const client = new Client({ name: `snag-team-${name}`, version: '1.0.0' });
   await client.connect(transport);
@@ -96,12 +96,20 @@ async function main() {
   report({ slug });
 
   step = 'note';
-  r = await call(ada, 'snag_note', { title: 'Interop uses the official SDK', body: 'Why: it validates schemas.', kind: 'decision', task: key, files: ['mcp/tsclient/team.mjs'] });
+  r = await call(ada, 'snag_note', { title: 'Interop uses the official SDK', body: 'Why: it validates schemas.', type: 'decision', task: key, files: ['mcp/tsclient/team.mjs'] });
   const note = r.structuredContent.notes[0].key;
   r = await call(bea, 'snag_note', {});
   if (!r.structuredContent.notes.some((n) => n.key === note)) throw new Error('recent decisions lack the note');
   r = await call(bea, 'snag_search', { query: 'official SDK' });
   if (!(r.structuredContent.notes ?? []).some((n) => n.key === note)) throw new Error('search does not find the note');
+  // The graph: an observation that borrows from the decision, read back
+  // with its edge both ways through the official SDK's schema checks.
+  r = await call(bea, 'snag_note', { title: 'The SDK checks output schemas too', type: 'observation', took_from: note, why: 'the interop decision' });
+  const obs = r.structuredContent.notes[0].key;
+  r = await call(ada, 'snag_nodes', { id: note });
+  if (!(r.structuredContent.nodes[0].in ?? []).some((l) => l.from === obs && l.kind === 'took_from')) throw new Error('snag_nodes lacks the took_from edge');
+  r = await call(ada, 'snag_activity', {});
+  if (typeof r.structuredContent.branches_total !== 'number') throw new Error('snag_activity lacks branches_total');
   report({ note });
 
   step = 'report';
