@@ -74,7 +74,7 @@ func WireLeases(ls []Lease) []api.Lease {
 // Wire is the entry as the API gives it.
 func (e AuditEntry) Wire() api.AuditEntry {
 	return api.AuditEntry{ID: e.ID, SessionID: e.SessionID, At: e.At, Actor: e.Actor, Agent: e.Agent, Action: e.Action,
-		TaskID: e.TaskID, Outcome: e.Outcome, Detail: e.Detail}
+		TaskID: e.TaskID, Outcome: e.Outcome, Detail: e.Detail, Branch: e.Branch}
 }
 
 // WireAudit is entries as the API gives them; [] for none.
