@@ -15,6 +15,7 @@ import (
 	"github.com/snagdev/snag/gitdir"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/internal/failpoint"
+	"github.com/snagdev/snag/project"
 	"github.com/snagdev/snag/queue"
 )
 
@@ -478,20 +479,8 @@ func filesWithKey(dir, key string) int {
 
 func (e *Engine) notesDir() string { return filepath.Join(e.root, ".snag", queue.NotesFolder) }
 
-// noteTrees are the notes folders indexed: snagd's own, and those of the
-// other worktrees of its repository that have a .snag/ folder.
-func (e *Engine) noteTrees() []index.NoteTree {
-	out := []index.NoteTree{{Tree: "", Dir: e.notesDir()}}
-	if e.gitCommon == "" {
-		return out
-	}
-	for _, top := range gitdir.Worktrees(e.gitCommon) {
-		if r := e.sessionRoot(top); r != "" {
-			out = append(out, index.NoteTree{Tree: r, Dir: filepath.Join(r, ".snag", queue.NotesFolder)})
-		}
-	}
-	return out
-}
+// noteTrees are the notes folders indexed (project.Project.NoteTrees).
+func (e *Engine) noteTrees() []index.NoteTree { return e.p.NoteTrees() }
 
 // NoteFilter picks notes (see index.NoteFilter).
 type NoteFilter = index.NoteFilter
@@ -568,130 +557,13 @@ func (e *Engine) SearchNotes(ctx context.Context, query string, limit int) ([]in
 	return e.p.DB.SearchNotes(ctx, query, limit)
 }
 
-// NoteProblem is something wrong in the notes, for snag doctor.
-type NoteProblem struct {
-	Code    string // bad_note, duplicate_key, dangling_link, cycle
-	File    string // the file to mend (the first, for a duplicate key)
-	Message string
-}
-
-// NoteProblems are the notes' problems: files that do not read cleanly,
-// keys two notes share, links to notes that exist on no branch, and
-// cycles of the kinds that follow time.
-func (e *Engine) NoteProblems(ctx context.Context) ([]NoteProblem, error) {
+// NoteProblems are the notes' problems in every worktree, for snag doctor
+// (project.Project.NoteProblems), read after the folders are.
+func (e *Engine) NoteProblems(ctx context.Context) ([]project.Finding, error) {
 	if err := e.syncNotes(ctx, true); err != nil {
 		return nil, err
 	}
-	bad, dups, err := e.p.DB.NoteProblems(ctx)
-	if err != nil {
-		return nil, err
-	}
-	file := func(n index.NoteRow) string {
-		top := n.Tree
-		if top == "" {
-			top = e.root
-		}
-		return filepath.Join(top, ".snag", n.Path)
-	}
-	var out []NoteProblem
-	for _, n := range bad {
-		out = append(out, NoteProblem{Code: "bad_note", File: file(n), Message: n.Error})
-	}
-	keys := make([]string, 0, len(dups))
-	for k := range dups {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b string) int { return queue.NoteNum(a) - queue.NoteNum(b) })
-	for _, k := range keys {
-		var files []string
-		for _, n := range dups[k] {
-			files = append(files, file(n))
-		}
-		out = append(out, NoteProblem{Code: "duplicate_key", File: files[len(files)-1], Message: fmt.Sprintf(
-			"%s is the key of %d notes (%s): give the newer one the next free key, in its key: line and its file name", k, len(files), strings.Join(files, ", "))})
-	}
-	ns, ls, err := e.Graph(ctx, NoteFilter{})
-	if err != nil {
-		return nil, err
-	}
-	known := map[string]index.NoteRow{}
-	for _, n := range ns {
-		known[n.Key] = n
-		if n.ID != "" {
-			known[n.ID] = n
-		}
-	}
-	for _, l := range ls {
-		if _, ok := known[l.To]; !ok {
-			out = append(out, NoteProblem{Code: "dangling_link", File: file(known[l.From]), Message: fmt.Sprintf(
-				"%s links (%s) to %s, which is on no branch: fix the key, or remove the link", l.From, l.Kind, l.To)})
-		}
-	}
-	for _, kind := range queue.AcyclicKinds {
-		for _, c := range cycles(ls, kind) {
-			out = append(out, NoteProblem{Code: "cycle", File: file(known[c[0]]), Message: fmt.Sprintf(
-				"%s links make a cycle: %s: %s follows time; change one to relates", kind, strings.Join(append(c, c[0]), " -> "), kind)})
-		}
-	}
-	return out, nil
-}
-
-// cycles finds the cycles of kind links, each once, as the keys on it
-// from its lowest.
-func cycles(ls []index.LinkRow, kind string) [][]string {
-	next := map[string][]string{}
-	for _, l := range ls {
-		if l.Kind == kind {
-			next[l.From] = append(next[l.From], l.To)
-		}
-	}
-	var out [][]string
-	seen := map[string]bool{}
-	const (
-		white = iota
-		grey
-		black
-	)
-	color := map[string]int{}
-	var stack []string
-	var visit func(string)
-	visit = func(k string) {
-		color[k] = grey
-		stack = append(stack, k)
-		for _, n := range next[k] {
-			switch color[n] {
-			case white:
-				visit(n)
-			case grey:
-				i := slices.Index(stack, n)
-				c := slices.Clone(stack[i:])
-				low := 0
-				for j := range c {
-					if queue.NoteNum(c[j]) < queue.NoteNum(c[low]) {
-						low = j
-					}
-				}
-				c = append(c[low:], c[:low]...)
-				if id := strings.Join(c, " "); !seen[id] {
-					seen[id] = true
-					out = append(out, c)
-				}
-			}
-		}
-		stack = stack[:len(stack)-1]
-		color[k] = black
-	}
-	froms := make([]string, 0, len(next))
-	for k := range next {
-		froms = append(froms, k)
-	}
-	slices.Sort(froms)
-	for _, k := range froms {
-		if color[k] == white {
-			visit(k)
-		}
-	}
-	return out
+	return e.p.NoteProblems(ctx)
 }
 
 // notesFresh is how long the notes index is trusted without reading the

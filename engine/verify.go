@@ -12,7 +12,6 @@ import (
 
 	"github.com/snagdev/snag/approval"
 	"github.com/snagdev/snag/browser"
-	"github.com/snagdev/snag/gitdir"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/internal/failpoint"
 	"github.com/snagdev/snag/project"
@@ -121,20 +120,7 @@ func (e *Engine) approvals() *approval.Store {
 // worktree of the daemon's repository with a .snag/ folder; else "" (the
 // daemon's own root).
 func (e *Engine) sessionRoot(root string) string {
-	if root == "" || !filepath.IsAbs(root) || e.gitCommon == "" {
-		return ""
-	}
-	r, err := filepath.EvalSymlinks(root)
-	if err != nil || r == e.root {
-		return ""
-	}
-	if fi, err := os.Stat(filepath.Join(r, project.Folder)); err != nil || !fi.IsDir() {
-		return ""
-	}
-	if gitdir.Common(r) != e.gitCommon {
-		return ""
-	}
-	return r
+	return project.OtherWorktree(e.root, e.gitCommon, root)
 }
 
 // plan says what would check a task, verifying in dir.

@@ -23,7 +23,8 @@ type Finding struct {
 
 // Doctor checks the project: files that do not parse or hold conflict
 // markers, file names with control characters, ids and aliases used twice, depends_on entries that point nowhere
-// or form a cycle, and temp files left by a crash. It syncs the index first.
+// or form a cycle, the notes' problems ([Project.NoteProblems]), and temp files left by a crash. It syncs the
+// index first.
 func (p *Project) Doctor(ctx context.Context) ([]Finding, error) {
 	if _, err := p.Sync(ctx, true); err != nil {
 		return nil, err
@@ -57,6 +58,14 @@ func (p *Project) Doctor(ctx context.Context) ([]Finding, error) {
 		}
 	}
 	out = append(out, cycles(tasks, lookup)...)
+	if _, err := p.DB.SyncNotes(ctx, p.NoteTrees()); err != nil {
+		return nil, err
+	}
+	notes, err := p.NoteProblems(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, notes...)
 	for _, d := range []*queue.Dir{p.Tasks, p.Snag} {
 		entries, _ := staleTemps(d)
 		for _, name := range entries {

@@ -245,3 +245,61 @@ func TestOpenReaderBuildsItsCacheAndWritesThePlan(t *testing.T) {
 		t.Error("the reader's index is empty")
 	}
 }
+
+// snag doctor reads the notes too: a note that does not parse, a key two
+// notes share, a link to a note on no branch, and a cycle of took_from
+// links are each found, naming the file and the fix; the sample's notes
+// alone are clean.
+func TestDoctorFindsNoteProblems(t *testing.T) {
+	root := sample(t)
+	p := open(t, root)
+	ctx := context.Background()
+	found, err := p.Doctor(ctx)
+	if err != nil || len(found) != 0 {
+		t.Fatalf("the sample: %+v, %v", found, err)
+	}
+	notes := filepath.Join(root, Folder, queue.NotesFolder)
+	write := func(name, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(notes, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("N-20 - broken.md", "---\nkey: N-20\ntitle: Broken\ntype: rumour\n---\n")
+	write("N-21 - twice.md", "---\nid: note_A\nkey: N-21\ntitle: One\ntype: decision\ncreated: 2026-12-01T10:00:00Z\n---\n")
+	write("N-21 - again.md", "---\nid: note_B\nkey: N-21\ntitle: Two\ntype: decision\ncreated: 2026-12-02T10:00:00Z\n---\n")
+	write("N-22 - dangling.md", "---\nkey: N-22\ntitle: Borrowed\ntype: observation\nlinks:\n  - {to: N-99, kind: took_from}\n---\n")
+	write("N-23 - loop a.md", "---\nkey: N-23\ntitle: A\ntype: option\nlinks:\n  - {to: N-24, kind: took_from}\n---\n")
+	write("N-24 - loop b.md", "---\nkey: N-24\ntitle: B\ntype: option\nlinks:\n  - {to: N-23, kind: took_from, why: \"each from the other\"}\n  - {to: N-23, kind: relates}\n---\n")
+	found, err = p.Doctor(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, f := range found {
+		kinds[f.Kind]++
+		if !strings.HasPrefix(f.Path, "notes/N-2") || f.Message == "" {
+			t.Errorf("a finding without its note file or message: %+v", f)
+		}
+	}
+	want := map[string]int{"invalid": 1, "duplicate": 1, "dangling": 1, "cycle": 1}
+	if diff := cmp.Diff(want, kinds); diff != "" {
+		t.Errorf("doctor findings (-want +got):\n%s\n%+v", diff, found)
+	}
+	for _, f := range found {
+		switch f.Kind {
+		case "cycle":
+			if !strings.Contains(f.Message, "N-23 -> N-24 -> N-23") || !strings.Contains(f.Message, "relates") {
+				t.Errorf("the cycle finding: %s", f.Message)
+			}
+		case "duplicate":
+			if !strings.Contains(f.Message, "N-21 is the key of 2 notes") {
+				t.Errorf("the duplicate finding: %s", f.Message)
+			}
+		case "invalid":
+			if !strings.Contains(f.Message, "rumour") {
+				t.Errorf("the invalid finding: %s", f.Message)
+			}
+		}
+	}
+}
