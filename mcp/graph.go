@@ -191,7 +191,7 @@ func nodeOutOf(n api.Note) nodeOut {
 // agent's, whose title is data) and title, cut to fit twenty rows in 400
 // tokens; the full title is in the structured result.
 func nodeRow(n nodeOut) string {
-	return n.Key + " " + n.Type + " " + oneLine(n.Branch, 14) + trustMark(n.Trust) + " " + oneLine(n.Title, 30)
+	return n.Key + " " + n.Type + " " + shortBranch(n.Branch, 16) + trustMark(n.Trust) + " " + oneLine(n.Title, 30)
 }
 
 func (s *server) nodes(ctx context.Context, req *sdk.CallToolRequest, in nodesIn) (*sdk.CallToolResult, nodesOut, error) {
@@ -299,7 +299,7 @@ func (s *server) link(ctx context.Context, req *sdk.CallToolRequest, in linkIn) 
 		out.Nodes = []nodeOut{o}
 		trust := string(d.Trust)
 		for _, l := range d.Links {
-			if strings.EqualFold(l.To, in.To) || l.Kind == in.Kind {
+			if l.Kind == in.Kind && (strings.EqualFold(l.To, in.To) || strings.EqualFold(l.To, strings.TrimSpace(in.To))) {
 				trust = string(l.Trust)
 			}
 		}
@@ -343,34 +343,33 @@ func (s *server) activity(ctx context.Context, req *sdk.CallToolRequest, in acti
 		now := time.Now()
 		out.Workspace, out.Tasks, out.BranchLeases, out.Recent, out.BranchesTotal = a.Workspace, a.Tasks, a.Branches, a.Recent, a.BranchesTotal
 		out.Files = claimRows(a.Files, now)
-		var live []string
-		for _, t := range a.Tasks {
-			live = append(live, fmt.Sprintf("%s %s@%s %s", t.Key, t.Holder, orDash(t.Branch), ago(now.Sub(t.Since))))
+		// Twenty branches fit in 600 tokens: the live leases are counted
+		// here and listed in the structured result; each branch is one
+		// line of keys, counts and its last report.
+		fmt.Fprintf(&b, "live: %d tasks held, %d file claims, %d branch write leases", len(a.Tasks), len(out.Files), len(a.Branches))
+		for i, l := range a.Branches {
+			if i == 3 {
+				fmt.Fprintf(&b, ", +%d", len(a.Branches)-3)
+				break
+			}
+			fmt.Fprintf(&b, "; %s on %s %ds", l.Holder, shortBranch(l.Branch, 24), l.SecondsLeft)
 		}
-		for _, c := range out.Files {
-			live = append(live, fmt.Sprintf("%s %s %ds", c.Path, c.Holder, c.LeftSec))
-		}
-		for _, l := range a.Branches {
-			live = append(live, fmt.Sprintf("branch %s %s %ds", l.Branch, l.Holder, l.SecondsLeft))
-		}
-		if len(live) == 0 {
-			b.WriteString("live: nothing held\n")
-		} else {
-			b.WriteString("live: " + strings.Join(live, "; ") + "\n")
-		}
+		b.WriteString("\nby branch, latest first (N-7+2: notes; c: claimed; r: resolved):\n")
 		for _, r := range a.Recent {
-			fmt.Fprintf(&b, "%s %s:", oneLine(r.Branch, 30), ago(now.Sub(r.Last)))
-			if len(r.Nodes) > 0 {
-				b.WriteString(" nodes " + strings.Join(r.Nodes, ","))
-			}
-			if len(r.Claimed) > 0 {
-				b.WriteString(" claimed " + strings.Join(r.Claimed, ","))
-			}
-			if len(r.Resolved) > 0 {
-				b.WriteString(" resolved " + strings.Join(r.Resolved, ","))
+			fmt.Fprintf(&b, "%s %s", shortBranch(r.Branch, 24), ago(now.Sub(r.Last)))
+			for _, part := range []struct {
+				tag  string
+				keys []string
+			}{{"", r.Nodes}, {"c:", r.Claimed}, {"r:", r.Resolved}} {
+				if len(part.keys) > 0 {
+					b.WriteString(" " + part.tag + part.keys[0])
+					if len(part.keys) > 1 {
+						fmt.Fprintf(&b, "+%d", len(part.keys)-1)
+					}
+				}
 			}
 			if r.Report != nil {
-				fmt.Fprintf(&b, " %s: %s", r.Report.Agent, quoted(r.Report.Message, 40))
+				fmt.Fprintf(&b, " %s %s", r.Report.Agent, quoted(r.Report.Message, 22))
 			}
 			b.WriteString("\n")
 		}
@@ -386,9 +385,14 @@ func (s *server) activity(ctx context.Context, req *sdk.CallToolRequest, in acti
 	return &sdk.CallToolResult{Content: text(b.String())}, out, nil
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
+// shortBranch is a branch name of at most n characters: a longer one
+// keeps its start and its end, where names differ.
+func shortBranch(s string, n int) string {
+	s = oneLine(s, 1<<10)
+	r := []rune(s)
+	if len(r) <= n {
+		return s
 	}
-	return s
+	head := (n - 1) / 3
+	return string(r[:head]) + "…" + string(r[len(r)-(n-1-head):])
 }

@@ -191,7 +191,7 @@ func TestBranchWriteLease(t *testing.T) {
 	}
 	// snag_activity shows the lease and does not take it.
 	_, txt, sc := call(t, b, "snag_activity", nil)
-	if !strings.Contains(txt, "branch main ADA") || sc["branch_leases"] == nil {
+	if !strings.Contains(txt, "1 branch write leases; ADA on main") || sc["branch_leases"] == nil {
 		t.Errorf("the activity does not show a's lease:\n%s", txt)
 	}
 	res, txt, _ = call(t, a, "snag_note", map[string]any{"title": "Renewed", "type": "goal"})
@@ -248,15 +248,7 @@ func TestWorkspaceMismatch(t *testing.T) {
 func TestHTTPGraphWriteNeedsBranch(t *testing.T) {
 	e := newEnv(t)
 	e.daemon(t)
-	c := sdk.NewClient(&sdk.Implementation{Name: "go-http-test", Version: "1.0"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: e.hURL() + "?toolsets=queue,team,graph", MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: hBearer{hToken(t, e)}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := hGraphSession(t, e)
 	res, txt, _ := call(t, cs, "snag_note", map[string]any{"title": "No branch"})
 	mustErr(t, "a note over /mcp without a branch", res, txt, "pass branch")
 	res, txt, sc := call(t, cs, "snag_note", map[string]any{"title": "With a branch", "branch": "feat/http"})
@@ -271,6 +263,22 @@ func TestHTTPGraphWriteNeedsBranch(t *testing.T) {
 }
 
 const api_WorkspaceHeader = "X-Snag-Workspace"
+
+// hGraphSession connects an MCP client to snagd's /mcp with every
+// toolset, as an agent on another machine would.
+func hGraphSession(t *testing.T, e *env) *sdk.ClientSession {
+	t.Helper()
+	c := sdk.NewClient(&sdk.Implementation{Name: "go-http-test", Version: "1.0"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: e.hURL() + "?toolsets=queue,team,graph", MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: hBearer{hToken(t, e)}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
 
 // regexpAgo matches nothing the nodes' rows hold that changes by the run.
 var regexpAgo = regexp.MustCompile(`\A\z`)
@@ -323,7 +331,8 @@ func TestGraphBudgets(t *testing.T) {
 	}
 
 	// snag_nodes of 20 and snag_activity of 20 branches (of 22), each with
-	// two notes whose titles and branch names are long.
+	// two notes whose titles and branch names are long, and on 20 of them
+	// a claim and a report too.
 	needGit(t)
 	wtGit(t, e.root, "init", "-q", "-b", "main")
 	e.daemon(t)
@@ -335,6 +344,19 @@ func TestGraphBudgets(t *testing.T) {
 				100+2*i+j, long, i, branch, time.Now().UTC().Add(-time.Duration(i)*time.Minute).Format(time.RFC3339))
 			os.WriteFile(filepath.Join(e.root, ".snag", "notes", fmt.Sprintf("N-%d - x.md", 100+2*i+j)), []byte(note), 0o644)
 		}
+	}
+	// On the 20 latest branches an agent over /mcp also claimed a task and
+	// reported, so each branch's line has everything it can hold.
+	for i := range 20 {
+		branch := fmt.Sprintf("feat/branch-with-a-long-name-%02d", i)
+		h := hGraphSession(t, e)
+		res, txt, _ := call(t, h, "snag_note", map[string]any{"title": "Agent note on " + branch, "branch": branch})
+		mustOK(t, "a note on "+branch, res, txt)
+		if res, txt, _ := call(t, h, "snag_claim", nil); res.IsError {
+			t.Logf("no claim on %s: %s", branch, txt)
+		}
+		res, txt, _ = call(t, h, "snag_report", map[string]any{"message": "Halfway through the lexer; tokens carry byte offsets now, tests next"})
+		mustOK(t, "a report on "+branch, res, txt)
 	}
 	cs, _ := e.bridge(t, "--toolsets", "queue,team,graph")
 	_, txt, sc := call(t, cs, "snag_nodes", map[string]any{"limit": 20})
@@ -351,6 +373,11 @@ func TestGraphBudgets(t *testing.T) {
 		t.Fatalf("snag_activity of 20 gave %d of %v:\n%s", n, sc["branches_total"], txt)
 	}
 	t.Logf("snag_activity of 20 branches: %d bytes, about %d tokens", len(txt), len(txt)*10/37)
+	for _, want := range []string{"feat/br…h-a-long-name-00 ", " c:SNAG-", "Halfway through", "20 branch write leases"} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("snag_activity lacks %q:\n%s", want, txt)
+		}
+	}
 	if len(txt)*10/37 > 600 {
 		t.Errorf("snag_activity of 20 branches is about %d tokens, budget 600:\n%s", len(txt)*10/37, txt)
 	}
