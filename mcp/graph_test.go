@@ -311,7 +311,7 @@ func TestGraphBudgets(t *testing.T) {
 		return per, b
 	}
 	tokens := func(b []byte) int { return len(b) * 10 / 37 }
-	for _, ts := range []string{"graph", "queue,graph", "team,graph"} {
+	for _, ts := range []string{"team", "graph", "queue,graph", "team,graph"} {
 		defs(ts)
 	}
 	per, all := defs("queue,team,graph")
