@@ -134,7 +134,6 @@ func TestGraphAcrossBranches(t *testing.T) {
 	// A cycle of led_to is refused, naming it.
 	res, txt, _ = call(t, b, "snag_note", map[string]any{"title": "Spike", "type": "action"})
 	mustOK(t, "b's action", res, txt)
-	time.Sleep(11 * time.Second) // b's branch lease is b's; a's is on main: this wait is only for the cycle below
 	res, txt, _ = call(t, b, "snag_link", map[string]any{"from": obsKey, "to": optKey, "kind": "led_to"})
 	mustErr(t, "a led_to cycle", res, txt, "cycle")
 
