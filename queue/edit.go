@@ -46,8 +46,8 @@ func Edit(raw []byte, fields ...Field) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if doc.root != nil && doc.root.Style&yaml.FlowStyle != 0 {
-		return nil, &ParseError{Line: doc.root.Line + doc.lineOff, Msg: "frontmatter is one {flow mapping}: snag edits key: value lines; write one key per line"}
+	if err := doc.editable(); err != nil {
+		return nil, err
 	}
 	ed := editor{raw: raw, doc: doc}
 	ed.index()
@@ -79,6 +79,15 @@ func Edit(raw []byte, fields ...Field) ([]byte, error) {
 		out = replaceBytes(out, s.start, s.end, s.text)
 	}
 	return out, nil
+}
+
+// editable refuses a frontmatter written as one {flow mapping}: snag
+// edits key: value lines.
+func (d *document) editable() error {
+	if d.root != nil && d.root.Style&yaml.FlowStyle != 0 {
+		return &ParseError{Line: d.root.Line + d.lineOff, Msg: "frontmatter is one {flow mapping}: snag edits key: value lines; write one key per line"}
+	}
+	return nil
 }
 
 func replaceBytes(b []byte, start, end int, text []byte) []byte {

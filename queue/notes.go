@@ -318,8 +318,8 @@ func AddLink(raw []byte, l Link) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if doc.root != nil && doc.root.Style&yaml.FlowStyle != 0 {
-		return nil, &ParseError{Line: doc.root.Line + doc.lineOff, Msg: "frontmatter is one {flow mapping}: snag edits key: value lines; write one key per line"}
+	if err := doc.editable(); err != nil {
+		return nil, err
 	}
 	ed := editor{raw: raw, doc: doc}
 	ed.index()
