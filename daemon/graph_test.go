@@ -21,7 +21,9 @@ func noteFiles(t *testing.T, root string) []string {
 
 // graphLinks is GET /graph's edges, as "FROM kind TO".
 func graphLinks(d *daemon) []string {
-	var g struct{ Links []struct{ From, To, Kind string } }
+	var g struct {
+		Links []struct{ From, To, Kind string }
+	}
 	d.get("/graph", &g)
 	var out []string
 	for _, l := range g.Links {

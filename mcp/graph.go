@@ -191,7 +191,11 @@ func nodeOutOf(n api.Note) nodeOut {
 // agent's, whose title is data) and title, cut to fit twenty rows in 400
 // tokens; the full title is in the structured result.
 func nodeRow(n nodeOut) string {
-	return n.Key + " " + n.Type + " " + shortBranch(n.Branch, 16) + trustMark(n.Trust) + " " + oneLine(n.Title, 30)
+	branch := n.Branch
+	if branch == "" {
+		branch = "-" // a note written before notes had branches
+	}
+	return n.Key + " " + n.Type + " " + shortBranch(branch, 16) + trustMark(n.Trust) + " " + oneLine(n.Title, 30)
 }
 
 func (s *server) nodes(ctx context.Context, req *sdk.CallToolRequest, in nodesIn) (*sdk.CallToolResult, nodesOut, error) {
