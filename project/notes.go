@@ -94,6 +94,11 @@ func (p *Project) NoteProblems(ctx context.Context) ([]Finding, error) {
 	}
 	known := map[string]index.NoteRow{}
 	for _, n := range ns {
+		if n.Key == "" {
+			out = append(out, Finding{Path: rel(n), Kind: "invalid", Message: fmt.Sprintf(
+				"the note %q has no key, so no link can name it: add a key: line with the next free N-<n> and start its file name with it", n.Title)})
+			continue
+		}
 		known[n.Key] = n
 		if n.ID != "" {
 			known[n.ID] = n
