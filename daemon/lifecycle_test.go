@@ -1035,7 +1035,15 @@ func TestS7_PersonsLinesSurviveStatusFlips(t *testing.T) {
 	// A save that landed in a file snagd had just swapped out is merged
 	// back once nothing writes into it; a stop settles every such file.
 	d.cmd.Process.Signal(syscall.SIGTERM)
-	<-d.done
+	select {
+	case <-d.done:
+	case <-time.After(2 * time.Minute):
+		// A stop that never ends is a bug to see, not a test to time out:
+		// SIGQUIT makes snagd print every goroutine into its log.
+		d.cmd.Process.Signal(syscall.SIGQUIT)
+		<-d.done
+		t.Fatalf("snagd did not stop within 2 minutes of SIGTERM; its log, with its goroutines:\n%s", d.log.String())
+	}
 	final, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
