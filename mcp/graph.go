@@ -158,7 +158,8 @@ func noteTypes() []any {
 	return []any{"goal", "decision", "option", "action", "observation", "outcome", "question"}
 }
 
-// graph is the backend for a graph tool, as team is for a team tool.
+// graphCall runs f on the graph backend, or answers the advisory text
+// when no snagd coordinates, as teamCall does for a team tool.
 func (s *server) graphCall(ctx context.Context, f func(g Graph) error) (advice string, err error) {
 	return s.teamCall(ctx, func(t Team) error {
 		g, ok := t.(Graph)
@@ -303,7 +304,7 @@ func (s *server) link(ctx context.Context, req *sdk.CallToolRequest, in linkIn) 
 		out.Nodes = []nodeOut{o}
 		trust := string(d.Trust)
 		for _, l := range d.Links {
-			if l.Kind == in.Kind && (strings.EqualFold(l.To, in.To) || strings.EqualFold(l.To, strings.TrimSpace(in.To))) {
+			if l.Kind == in.Kind && strings.EqualFold(l.To, strings.TrimSpace(in.To)) {
 				trust = string(l.Trust)
 			}
 		}
