@@ -1,0 +1,369 @@
+package coord
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Clone is one snagd of the workspace, as snag team status shows it.
+type Clone struct {
+	ID       int64     `json:"id"`
+	Host     string    `json:"host"`
+	Root     string    `json:"root"`
+	Branch   string    `json:"branch,omitempty"`
+	Version  string    `json:"version,omitempty"`
+	Started  time.Time `json:"started"`
+	Seen     time.Time `json:"seen"`
+	Silent   float64   `json:"silent_sec"` // seconds since its last heartbeat, by the database's clock
+	Sessions []string  `json:"sessions,omitempty"`
+	Held     int       `json:"held"`
+	Ended    time.Time `json:"ended,omitzero"`
+	Reason   string    `json:"reason,omitempty"`
+}
+
+// Heartbeat tells the others this clone is alive, and records its branch.
+// ErrCloneEnded means it was silent past the grace and ended by another:
+// its leases are gone, and it must Rejoin.
+func (s *Store) Heartbeat(ctx context.Context, branch string) error {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	tag, err := s.pool.Exec(ctx, `UPDATE clones SET seen = now(), branch = $2 WHERE id = $1 AND ended IS NULL`, s.Clone(), branch)
+	if err != nil {
+		return s.wrap("heartbeat", err)
+	}
+	s.ok()
+	if tag.RowsAffected() == 0 {
+		return ErrCloneEnded
+	}
+	return nil
+}
+
+// Swept is what a sweep ended: the clones silent past the grace and the
+// leases they held.
+type Swept struct {
+	Clones []Clone
+	Leases []Lease
+}
+
+// Sweep ends every other clone of the workspace that has been silent for
+// longer than the grace, by the database's clock: their sessions end, the
+// tasks they held are freed and their ready rows go, with the reason in
+// the audit log.
+func (s *Store) Sweep(ctx context.Context) (Swept, error) {
+	var out Swept
+	err := s.tx(ctx, "sweep silent clones", func(tx pgx.Tx) error {
+		reason := "silent for more than " + s.opts.Grace.String() + " (its snagd stopped heartbeating)"
+		rows, err := tx.Query(ctx, `UPDATE clones SET ended = now(), end_reason = $3
+			WHERE workspace = $1 AND ended IS NULL AND id <> $2 AND seen < now() - $4::interval
+			RETURNING id, host, root, branch, started, seen`, s.ws, s.Clone(), reason, interval(s.opts.Grace))
+		if err != nil {
+			return err
+		}
+		out.Clones, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Clone, error) {
+			var c Clone
+			err := r.Scan(&c.ID, &c.Host, &c.Root, &c.Branch, &c.Started, &c.Seen)
+			c.Reason = reason
+			return c, err
+		})
+		if err != nil || len(out.Clones) == 0 {
+			return err
+		}
+		ids := make([]int64, len(out.Clones))
+		for i, c := range out.Clones {
+			ids[i] = c.ID
+		}
+		if _, err := tx.Exec(ctx, `UPDATE sessions SET ended = now(), end_reason = $2 WHERE clone = ANY($1) AND ended IS NULL`, ids, reason); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM ready WHERE clone = ANY($1)`, ids); err != nil {
+			return err
+		}
+		if out.Leases, err = s.free(ctx, tx, `clone = ANY($2)`, "clone gone: "+reason, ids); err != nil {
+			return err
+		}
+		for _, c := range out.Clones {
+			if err := s.audit(ctx, tx, Entry{Actor: "system", Action: "clone", Outcome: "ended",
+				Detail: fmt.Sprintf("%s:%s %s", c.Host, c.Root, reason)}); err != nil {
+				return err
+			}
+		}
+		for _, l := range out.Leases {
+			if err := s.audit(ctx, tx, Entry{Actor: "system", Agent: l.Holder, Action: "release", TaskID: l.TaskID, Outcome: "ok",
+				Detail: "holder's clone gone: " + reason}); err != nil {
+				return err
+			}
+		}
+		return notify(ctx, tx, s.ws, s.Clone(), "clone", map[string]any{"ended": ids, "released": len(out.Leases), "reason": reason})
+	})
+	return out, err
+}
+
+// Clones lists the workspace's live clones, with their live sessions and
+// how many tasks each holds.
+func (s *Store) Clones(ctx context.Context) ([]Clone, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT c.id, c.host, c.root, c.branch, c.version, c.started, c.seen,
+			extract(epoch FROM now() - c.seen)::float8,
+			coalesce((SELECT array_agg(name ORDER BY name) FROM sessions x WHERE x.clone = c.id AND x.ended IS NULL), '{}'),
+			(SELECT count(*) FROM leases l WHERE l.clone = c.id AND l.state = 'held')
+		FROM clones c WHERE c.workspace = $1 AND c.ended IS NULL ORDER BY c.id`, s.ws)
+	if err != nil {
+		return nil, s.wrap("list clones", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Clone, error) {
+		var c Clone
+		err := r.Scan(&c.ID, &c.Host, &c.Root, &c.Branch, &c.Version, &c.Started, &c.Seen, &c.Silent, &c.Sessions, &c.Held)
+		return c, err
+	})
+	if err != nil {
+		return nil, s.wrap("list clones", err)
+	}
+	s.ok()
+	return out, nil
+}
+
+// Ready is a task this clone's files say is ready, with the keys of the
+// queue's order (wave, severity rank, creation time, id).
+type Ready struct {
+	TaskID  string
+	Key     string
+	Wave    int64
+	SevRank int64
+	Created int64
+}
+
+// Publish makes the ready rows of this clone the tasks of ready: rows
+// no longer ready go, new and changed ones are written, in one
+// transaction. Only the difference from the last publication is sent.
+func (s *Store) Publish(ctx context.Context, ready []Ready) error {
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
+	now := make(map[string]Ready, len(ready))
+	for _, r := range ready {
+		now[r.TaskID] = r
+	}
+	var gone []string
+	var ids, keys []string
+	var waves, sevs, created []int64
+	for id := range s.published {
+		if _, ok := now[id]; !ok {
+			gone = append(gone, id)
+		}
+	}
+	whole := s.published == nil
+	for id, r := range now {
+		if old, ok := s.published[id]; ok && old == r {
+			continue
+		}
+		ids, keys, waves, sevs, created = append(ids, id), append(keys, r.Key), append(waves, r.Wave), append(sevs, r.SevRank), append(created, r.Created)
+	}
+	if !whole && len(gone) == 0 && len(ids) == 0 {
+		return nil
+	}
+	err := s.tx(ctx, "publish the ready tasks", func(tx pgx.Tx) error {
+		if err := s.live(ctx, tx); err != nil {
+			return err
+		}
+		if whole {
+			if _, err := tx.Exec(ctx, `DELETE FROM ready WHERE clone = $1 AND NOT (task_id = ANY($2))`, s.Clone(), keysOf(now)); err != nil {
+				return err
+			}
+		} else if len(gone) > 0 {
+			if _, err := tx.Exec(ctx, `DELETE FROM ready WHERE clone = $1 AND task_id = ANY($2)`, s.Clone(), gone); err != nil {
+				return err
+			}
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO ready (clone, task_id, key, wave, sev_rank, created)
+			SELECT $1, * FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[])
+			ON CONFLICT (clone, task_id) DO UPDATE SET key = excluded.key, wave = excluded.wave,
+				sev_rank = excluded.sev_rank, created = excluded.created`, s.Clone(), ids, keys, waves, sevs, created)
+		return err
+	})
+	if err != nil {
+		s.published = nil // the next publication writes the whole set
+		return err
+	}
+	s.published = now
+	return nil
+}
+
+func keysOf(m map[string]Ready) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// NextAlias returns the next alias number of kind ("task" for SNAG-n,
+// "note" for N-n) from the workspace's sequence, never below floor (the
+// next number this clone's own files would give): two clones adding at
+// the same time on different branches never get the same number.
+func (s *Store) NextAlias(ctx context.Context, kind string, floor int64) (int64, error) {
+	var n int64
+	err := s.tx(ctx, "allocate a "+kind+" alias", func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `INSERT INTO aliases AS a (workspace, kind, next) VALUES ($1, $2, $3 + 1)
+			ON CONFLICT (workspace, kind) DO UPDATE SET next = greatest(a.next, $3) + 1
+			RETURNING next - 1`, s.ws, kind, floor).Scan(&n)
+	})
+	return n, err
+}
+
+// Entry is one line of the shared audit log.
+type Entry struct {
+	ID      int64     `json:"id"`
+	Clone   int64     `json:"clone,omitempty"`
+	Host    string    `json:"host,omitempty"`
+	At      time.Time `json:"at"`
+	Session int64     `json:"session,omitempty"`
+	Actor   string    `json:"actor"`
+	Agent   string    `json:"agent,omitempty"`
+	Action  string    `json:"action"`
+	TaskID  string    `json:"task_id,omitempty"`
+	Outcome string    `json:"outcome,omitempty"`
+	Detail  string    `json:"detail,omitempty"`
+	Branch  string    `json:"branch,omitempty"`
+}
+
+// Audit appends e to the shared audit log as this clone's.
+func (s *Store) Audit(ctx context.Context, e Entry) error {
+	return s.tx(ctx, "audit", func(tx pgx.Tx) error { return s.audit(ctx, tx, e) })
+}
+
+func (s *Store) audit(ctx context.Context, tx pgx.Tx, e Entry) error {
+	_, err := tx.Exec(ctx, `INSERT INTO audit (workspace, clone, session, actor, agent, action, task_id, outcome, detail, branch)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		s.ws, s.Clone(), e.Session, e.Actor, e.Agent, e.Action, e.TaskID, e.Outcome, e.Detail, e.Branch)
+	return err
+}
+
+// AuditLog returns the workspace's audit entries after id after, oldest
+// first, at most limit.
+func (s *Store) AuditLog(ctx context.Context, after int64, limit int) ([]Entry, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT a.id, coalesce(a.clone, 0), coalesce(c.host, ''), a.at, a.session, a.actor, a.agent,
+			a.action, a.task_id, a.outcome, a.detail, a.branch
+		FROM audit a LEFT JOIN clones c ON c.id = a.clone WHERE a.workspace = $1 AND a.id > $2 ORDER BY a.id LIMIT $3`,
+		s.ws, after, limit)
+	if err != nil {
+		return nil, s.wrap("read the audit log", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Entry, error) {
+		var e Entry
+		err := r.Scan(&e.ID, &e.Clone, &e.Host, &e.At, &e.Session, &e.Actor, &e.Agent, &e.Action, &e.TaskID, &e.Outcome, &e.Detail, &e.Branch)
+		return e, err
+	})
+	if err != nil {
+		return nil, s.wrap("read the audit log", err)
+	}
+	s.ok()
+	return out, nil
+}
+
+// Event is a change of the shared state, as LISTEN/NOTIFY carries it.
+type Event struct {
+	Clone int64           `json:"c"`
+	Kind  string          `json:"k"`
+	Data  json.RawMessage `json:"d"`
+	// At is when this clone received it.
+	At time.Time `json:"-"`
+}
+
+// channel is the NOTIFY channel of workspace ws.
+func channel(ws int64) string { return "snag_ws_" + strconv.FormatInt(ws, 10) }
+
+// maxPayload keeps a notification under PostgreSQL's limit of 8,000 bytes.
+const maxPayload = 7900
+
+// notify sends an event to every clone of workspace ws when tx commits.
+func notify(ctx context.Context, tx pgx.Tx, ws, clone int64, kind string, data any) error {
+	d, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(Event{Clone: clone, Kind: kind, Data: d})
+	if err != nil {
+		return err
+	}
+	if len(b) > maxPayload {
+		b, _ = json.Marshal(Event{Clone: clone, Kind: kind, Data: json.RawMessage(`{"truncated":true}`)})
+	}
+	_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channel(ws), string(b))
+	return err
+}
+
+// Notify sends an event of kind with data to every clone.
+func (s *Store) Notify(ctx context.Context, kind string, data any) error {
+	return s.tx(ctx, "notify", func(tx pgx.Tx) error { return notify(ctx, tx, s.ws, s.Clone(), kind, data) })
+}
+
+// Listen calls f with every event of the workspace, its own clone's too,
+// until ctx ends. It holds a connection of its own; when that is lost it
+// connects again (every second, until it can), and then calls f with an
+// event of kind "resync": what happened meanwhile was not heard, and the
+// caller reads the state again.
+func (s *Store) Listen(ctx context.Context, f func(Event)) error {
+	cfg, err := s.config()
+	if err != nil {
+		return err
+	}
+	first := true
+	for ctx.Err() == nil {
+		err := s.listenOnce(ctx, cfg.ConnConfig, f, first)
+		if ctx.Err() != nil {
+			return nil
+		}
+		first = false
+		_ = err // the state is read again once it is back
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	return nil
+}
+
+func (s *Store) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, f func(Event), first bool) error {
+	cctx, cancel := s.deadline(ctx)
+	conn, err := pgx.ConnectConfig(cctx, cfg)
+	if err == nil {
+		_, err = conn.Exec(cctx, `LISTEN `+channel(s.ws))
+	}
+	cancel()
+	if err != nil {
+		if conn != nil {
+			conn.Close(context.Background())
+		}
+		return s.wrap("listen", err)
+	}
+	defer conn.Close(context.Background())
+	if !first {
+		f(Event{Kind: "resync", At: time.Now()})
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return s.wrap("listen", err)
+		}
+		var e Event
+		if json.Unmarshal([]byte(n.Payload), &e) != nil {
+			continue
+		}
+		e.At = time.Now()
+		f(e)
+	}
+}

@@ -1,0 +1,391 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The states of a task's lease row.
+const (
+	Held = "held" // a session of a live clone holds it
+	Free = "free" // released: the next grant moves the epoch on
+	Done = "done" // resolved: no clone may claim it until a person reopens it
+)
+
+// Lease is the shared lease of one task.
+type Lease struct {
+	TaskID  string    `json:"task_id"`
+	Key     string    `json:"key"`
+	Epoch   int64     `json:"epoch"`
+	State   string    `json:"state"`
+	Clone   int64     `json:"clone,omitempty"`
+	Session int64     `json:"session,omitempty"`
+	Holder  string    `json:"holder,omitempty"`
+	Host    string    `json:"host,omitempty"` // the holding clone's machine
+	Branch  string    `json:"branch,omitempty"`
+	Updated time.Time `json:"updated"`
+	Why     string    `json:"why,omitempty"`
+}
+
+// Session is an agent's session as its clone registers it.
+type Session struct {
+	ID     int64  // the id its clone's snagd gave it
+	Name   string // VESPER, ORCA ...
+	Client string
+	Branch string
+}
+
+// Register records a session of this clone.
+func (s *Store) Register(ctx context.Context, ses Session) error {
+	return s.tx(ctx, "register session", func(tx pgx.Tx) error {
+		if err := s.live(ctx, tx); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO sessions (clone, id, workspace, name, client, branch) VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (clone, id) DO UPDATE SET name = excluded.name, client = excluded.client, branch = excluded.branch,
+				ended = NULL, end_reason = ''`, s.Clone(), ses.ID, s.ws, ses.Name, ses.Client, ses.Branch)
+		if err != nil {
+			return err
+		}
+		return notify(ctx, tx, s.ws, s.Clone(), "session", map[string]any{"name": ses.Name, "started": true})
+	})
+}
+
+// EndSession ends a session of this clone and frees every task it held,
+// returning those leases as they were.
+func (s *Store) EndSession(ctx context.Context, id int64, why string) ([]Lease, error) {
+	var freed []Lease
+	err := s.tx(ctx, "end session", func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE sessions SET ended = now(), end_reason = $3 WHERE clone = $1 AND id = $2 AND ended IS NULL`,
+			s.Clone(), id, why)
+		if err != nil {
+			return err
+		}
+		freed, err = s.free(ctx, tx, `clone = $2 AND session = $3`, "holder gone: "+why, s.Clone(), id)
+		if err != nil {
+			return err
+		}
+		return notify(ctx, tx, s.ws, s.Clone(), "session", map[string]any{"id": id, "ended": true, "released": len(freed)})
+	})
+	return freed, err
+}
+
+// free frees the held leases of the workspace that match where (whose
+// parameters start at $2), returning them as they were.
+func (s *Store) free(ctx context.Context, tx pgx.Tx, where, why string, args ...any) ([]Lease, error) {
+	rows, err := tx.Query(ctx, `UPDATE leases SET state = 'free', updated = now(), why = $`+fmt.Sprint(len(args)+2)+`
+		WHERE workspace = $1 AND state = 'held' AND `+where+`
+		RETURNING task_id, key, epoch, 'held', clone, session, holder, updated, why`,
+		append(append([]any{s.ws}, args...), why)...)
+	if err != nil {
+		return nil, err
+	}
+	freed, err := scanLeases(rows)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range freed {
+		if err := notify(ctx, tx, s.ws, s.Clone(), "lease", map[string]any{"task": l.Key, "id": l.TaskID, "ended": true, "reason": why}); err != nil {
+			return nil, err
+		}
+	}
+	return freed, nil
+}
+
+func scanLeases(rows pgx.Rows) ([]Lease, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Lease, error) {
+		var l Lease
+		var clone, session *int64
+		err := r.Scan(&l.TaskID, &l.Key, &l.Epoch, &l.State, &clone, &session, &l.Holder, &l.Updated, &l.Why)
+		if clone != nil {
+			l.Clone = *clone
+		}
+		if session != nil {
+			l.Session = *session
+		}
+		return l, err
+	})
+}
+
+// live checks, inside tx, that this clone has not been ended, and locks
+// its row against a sweep that would end it meanwhile.
+func (s *Store) live(ctx context.Context, tx pgx.Tx) error {
+	var ok bool
+	err := tx.QueryRow(ctx, `SELECT ended IS NULL FROM clones WHERE id = $1 FOR SHARE`, s.Clone()).Scan(&ok)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && !ok {
+		return ErrCloneEnded
+	}
+	return err
+}
+
+// Grant gives session ses of this clone the lease of task id (key is its
+// alias, for the others' eyes) in one transaction, and returns it with
+// its new epoch. A task held by another session is refused with ErrHeld
+// naming the holder; one resolved through another clone with ErrDone. A
+// session that holds the task already gets its lease as it is.
+func (s *Store) Grant(ctx context.Context, id, key string, ses Session) (Lease, error) {
+	var l Lease
+	err := s.tx(ctx, "grant "+key, func(tx pgx.Tx) error {
+		if err := s.live(ctx, tx); err != nil {
+			return err
+		}
+		var err error
+		l, err = s.grant(ctx, tx, id, key, ses)
+		return err
+	})
+	return l, err
+}
+
+// grant is Grant inside tx.
+func (s *Store) grant(ctx context.Context, tx pgx.Tx, id, key string, ses Session) (Lease, error) {
+	var l Lease
+	err := tx.QueryRow(ctx, `INSERT INTO leases AS l (workspace, task_id, key, epoch, state, clone, session, holder)
+		VALUES ($1, $2, $3, 1, 'held', $4, $5, $6)
+		ON CONFLICT (workspace, task_id) DO UPDATE SET epoch = l.epoch + 1, state = 'held', key = excluded.key,
+			clone = excluded.clone, session = excluded.session, holder = excluded.holder, updated = now(), why = ''
+		WHERE l.state = 'free'
+		RETURNING task_id, key, epoch, state, holder, updated`, s.ws, id, key, s.Clone(), ses.ID, ses.Name).
+		Scan(&l.TaskID, &l.Key, &l.Epoch, &l.State, &l.Holder, &l.Updated)
+	if err == nil {
+		l.Clone, l.Session = s.Clone(), ses.ID
+		return l, notify(ctx, tx, s.ws, s.Clone(), "lease", map[string]any{"task": key, "id": id, "holder": ses.Name, "epoch": l.Epoch})
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return l, err
+	}
+	// Held or done: say by whom.
+	cur, err := s.leaseOf(ctx, tx, id)
+	if err != nil {
+		return l, err
+	}
+	switch {
+	case cur.State == Done:
+		return cur, fmt.Errorf("%w: %s was resolved through %s (branch %s): pull to see it, or ask a person to reopen it", ErrDone, key, cur.Host, orNone(cur.Branch))
+	case cur.Clone == s.Clone() && cur.Session == ses.ID:
+		return cur, nil
+	default:
+		return cur, fmt.Errorf("%w: %s holds it (on %s)", ErrHeld, cur.Holder, cur.Host)
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// leaseOf reads task id's lease row with its clone's host and branch.
+func (s *Store) leaseOf(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, id string) (Lease, error) {
+	var l Lease
+	var clone, session *int64
+	var host, branch *string
+	err := q.QueryRow(ctx, `SELECT l.task_id, l.key, l.epoch, l.state, l.clone, l.session, l.holder, l.updated, l.why, c.host, c.branch
+		FROM leases l LEFT JOIN clones c ON c.id = l.clone WHERE l.workspace = $1 AND l.task_id = $2`, s.ws, id).
+		Scan(&l.TaskID, &l.Key, &l.Epoch, &l.State, &clone, &session, &l.Holder, &l.Updated, &l.Why, &host, &branch)
+	if clone != nil {
+		l.Clone = *clone
+	}
+	if session != nil {
+		l.Session = *session
+	}
+	if host != nil {
+		l.Host = *host
+	}
+	if branch != nil {
+		l.Branch = *branch
+	}
+	return l, err
+}
+
+// LeaseOf returns task id's shared lease; a task never claimed has the
+// state Free and epoch 0.
+func (s *Store) LeaseOf(ctx context.Context, id string) (Lease, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	l, err := s.leaseOf(ctx, s.pool, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		s.ok()
+		return Lease{TaskID: id, State: Free}, nil
+	}
+	if err != nil {
+		return l, s.wrap("read the lease of "+id, err)
+	}
+	s.ok()
+	return l, nil
+}
+
+// GrantNext gives session ses the lease of the first task in the queue's
+// order that this clone's files say is ready and that no one holds or
+// resolved, skipping the ids skip names (claims under way), or
+// ErrNoneReady. A task another claim is taking at this moment, on any
+// clone, is passed by, not waited for: its ready row is locked (FOR
+// UPDATE SKIP LOCKED) and so is the task's id across the workspace (a
+// transaction-scoped advisory lock). Each try is its own short
+// transaction, so a try that loses to another clone holds no lock while
+// the next is made.
+func (s *Store) GrantNext(ctx context.Context, ses Session, skip []string) (Lease, error) {
+	skip = append([]string{}, skip...) // never NULL: NOT (id = ANY(NULL)) passes nothing
+	for {
+		var l Lease
+		var taken string
+		err := s.tx(ctx, "grant the next task", func(tx pgx.Tx) error {
+			if err := s.live(ctx, tx); err != nil {
+				return err
+			}
+			var id, key string
+			err := tx.QueryRow(ctx, `SELECT r.task_id, r.key FROM ready r
+				WHERE r.clone = $1 AND NOT (r.task_id = ANY($3))
+				AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.workspace = $2 AND l.task_id = r.task_id AND l.state <> 'free')
+				AND pg_try_advisory_xact_lock(hashtextextended(r.task_id, $2))
+				ORDER BY r.wave, r.sev_rank, r.created, r.task_id
+				LIMIT 1 FOR UPDATE OF r SKIP LOCKED`, s.Clone(), s.ws, skip).Scan(&id, &key)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return ErrNoneReady
+			}
+			if err != nil {
+				return err
+			}
+			if l, err = s.grant(ctx, tx, id, key, ses); errors.Is(err, ErrHeld) || errors.Is(err, ErrDone) {
+				taken = id
+				return nil
+			}
+			return err
+		})
+		if err != nil || taken == "" {
+			return l, err
+		}
+		// Taken by another clone since the select: its lease row is
+		// committed, so the next try passes it by.
+		skip = append(skip, taken)
+	}
+}
+
+// Check verifies that this clone's session holds task id under epoch (0:
+// whichever epoch is live), for a write fenced by it: ErrStale when the
+// lease ended, was granted again, or this clone was ended.
+func (s *Store) Check(ctx context.Context, id string, epoch int64, session int64) (Lease, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	l, err := s.leaseOf(ctx, s.pool, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		s.ok()
+		return l, fmt.Errorf("%w: %s is not held", ErrStale, id)
+	}
+	if err != nil {
+		return l, s.wrap("check the lease of "+id, err)
+	}
+	s.ok()
+	if l.State != Held || l.Clone != s.Clone() || l.Session != session || epoch != 0 && l.Epoch != epoch {
+		return l, fmt.Errorf("%w: %s is %s at epoch %d (held by %s on %s)", ErrStale, l.Key, l.State, l.Epoch, orNone(l.Holder), orNone(l.Host))
+	}
+	return l, nil
+}
+
+// Release frees task id, held by this clone's session under epoch (0:
+// whichever is live); the next grant moves the epoch on.
+func (s *Store) Release(ctx context.Context, id string, epoch, session int64, why string) error {
+	return s.end(ctx, id, epoch, session, Free, why)
+}
+
+// Resolve marks task id done, held by this clone's session under epoch:
+// no clone may claim it until a person reopens it.
+func (s *Store) Resolve(ctx context.Context, id string, epoch, session int64, why string) error {
+	return s.end(ctx, id, epoch, session, Done, why)
+}
+
+func (s *Store) end(ctx context.Context, id string, epoch, session int64, state, why string) error {
+	return s.tx(ctx, state+" "+id, func(tx pgx.Tx) error {
+		if err := s.live(ctx, tx); err != nil {
+			return err
+		}
+		var key string
+		err := tx.QueryRow(ctx, `UPDATE leases SET state = $6, updated = now(), why = $7
+			WHERE workspace = $1 AND task_id = $2 AND state = 'held' AND clone = $3 AND session = $4 AND ($5 = 0 OR epoch = $5)
+			RETURNING key`, s.ws, id, s.Clone(), session, epoch, state, why).Scan(&key)
+		if errors.Is(err, pgx.ErrNoRows) {
+			l, _ := s.leaseOf(ctx, tx, id)
+			return fmt.Errorf("%w: %s is %s at epoch %d", ErrStale, id, orNone(l.State), l.Epoch)
+		}
+		if err != nil {
+			return err
+		}
+		return notify(ctx, tx, s.ws, s.Clone(), "lease", map[string]any{"task": key, "id": id, "state": state, "reason": why})
+	})
+}
+
+// Set puts task id's lease in state Free or Done, whoever holds it, on behalf of a
+// person or of snagd itself (a person's release, a reopen, a task moved
+// by hand): a held lease ends and its holder's later writes are stale.
+func (s *Store) Set(ctx context.Context, id, key, state, why string) error {
+	if state != Free && state != Done {
+		return fmt.Errorf("coord: set %s to %q: only %q and %q can be set", key, state, Free, Done)
+	}
+	return s.tx(ctx, state+" "+key, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO leases AS l (workspace, task_id, key, epoch, state, why, clone) VALUES ($1, $2, $3, 0, $4, $5, $6)
+			ON CONFLICT (workspace, task_id) DO UPDATE SET state = excluded.state, updated = now(), why = excluded.why,
+				clone = $6, session = NULL`, s.ws, id, key, state, why, s.Clone())
+		if err != nil {
+			return err
+		}
+		return notify(ctx, tx, s.ws, s.Clone(), "lease", map[string]any{"task": key, "id": id, "state": state, "reason": why})
+	})
+}
+
+// Leases lists the workspace's held leases, with their clones' hosts.
+func (s *Store) Leases(ctx context.Context) ([]Lease, error) {
+	return s.leases(ctx, `l.state = 'held'`)
+}
+
+// Mine lists the leases this clone holds.
+func (s *Store) Mine(ctx context.Context) ([]Lease, error) {
+	return s.leases(ctx, `l.state = 'held' AND l.clone = `+fmt.Sprint(s.Clone()))
+}
+
+func (s *Store) leases(ctx context.Context, where string) ([]Lease, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT l.task_id, l.key, l.epoch, l.state, coalesce(l.clone, 0), coalesce(l.session, 0),
+		l.holder, l.updated, l.why, coalesce(c.host, ''), coalesce(c.branch, '')
+		FROM leases l LEFT JOIN clones c ON c.id = l.clone WHERE l.workspace = $1 AND `+where+` ORDER BY l.task_id`, s.ws)
+	if err != nil {
+		return nil, s.wrap("list leases", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Lease, error) {
+		var l Lease
+		err := r.Scan(&l.TaskID, &l.Key, &l.Epoch, &l.State, &l.Clone, &l.Session, &l.Holder, &l.Updated, &l.Why, &l.Host, &l.Branch)
+		return l, err
+	})
+	if err != nil {
+		return nil, s.wrap("list leases", err)
+	}
+	s.ok()
+	return out, nil
+}
+
+// Finished lists the tasks that are done in the shared state, by id: a
+// clone whose files are behind still shows them open.
+func (s *Store) Finished(ctx context.Context) (map[string]bool, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT task_id FROM leases WHERE workspace = $1 AND state = 'done'`, s.ws)
+	if err != nil {
+		return nil, s.wrap("list resolved tasks", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, s.wrap("list resolved tasks", err)
+	}
+	s.ok()
+	out := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, nil
+}

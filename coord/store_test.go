@@ -1,0 +1,446 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/snagdev/snag/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// newDB returns the DSN of a new database with the snag schema.
+func newDB(t *testing.T) string {
+	t.Helper()
+	dsn := pgtest.NewDB(t)
+	if _, err := Init(context.Background(), dsn); err != nil {
+		t.Fatal(err)
+	}
+	return dsn
+}
+
+// openClone opens the store as clone n of workspace ws.
+func openClone(t *testing.T, dsn, ws string, n int, grace time.Duration) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), dsn, Options{Workspace: ws, Host: fmt.Sprintf("host%d", n),
+		Root: fmt.Sprintf("/work/clone%d", n), Branch: "main", Grace: grace, MaxConns: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func TestInitOnceAndRefusedBefore(t *testing.T) {
+	dsn := pgtest.NewDB(t)
+	ctx := context.Background()
+	_, err := Open(ctx, dsn, Options{Workspace: "w", Host: "h", Root: "/r"})
+	if !errors.Is(err, ErrNotInitialised) || !strings.Contains(err.Error(), "snag team init") {
+		t.Fatalf("open before init: %v, want ErrNotInitialised naming snag team init", err)
+	}
+	var wg sync.WaitGroup
+	applied := make([][]int, 4)
+	errs := make([]error, 4)
+	for i := range 4 {
+		wg.Go(func() { applied[i], errs[i] = Init(ctx, dsn) })
+	}
+	wg.Wait()
+	total := 0
+	for i := range 4 {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		total += len(applied[i])
+	}
+	if total != latestVersion() {
+		t.Fatalf("4 concurrent inits applied %d migrations in all, want %d (each once)", total, latestVersion())
+	}
+	if again, err := Init(ctx, dsn); err != nil || len(again) != 0 {
+		t.Fatalf("init again: %v %v, want nothing applied", again, err)
+	}
+}
+
+// TestL1_OneWinnerAcrossClones: 20 sessions spread over three clones
+// claim one task at the same instant, round after round: exactly one
+// wins each round.
+func TestL1_OneWinnerAcrossClones(t *testing.T) {
+	dsn := newDB(t)
+	ctx := context.Background()
+	clones := []*Store{openClone(t, dsn, "ws", 1, 0), openClone(t, dsn, "ws", 2, 0), openClone(t, dsn, "ws", 3, 0)}
+	rounds := 300
+	if testing.Short() {
+		rounds = 30
+	}
+	for i := range 20 {
+		c := clones[i%3]
+		if err := c.Register(ctx, Session{ID: int64(i + 1), Name: fmt.Sprintf("A%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r := range rounds {
+		id := fmt.Sprintf("T%04d", r)
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range 20 {
+			c := clones[i%3]
+			wg.Go(func() {
+				<-start
+				_, err := c.Grant(ctx, id, id, Session{ID: int64(i + 1), Name: fmt.Sprintf("A%d", i)})
+				switch {
+				case err == nil:
+					wins.Add(1)
+				case !errors.Is(err, ErrHeld):
+					t.Errorf("round %d: %v", r, err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if w := wins.Load(); w != 1 {
+			t.Fatalf("round %d: %d winners, want exactly 1", r, w)
+		}
+	}
+}
+
+// TestL2_DrainExactlyOnce: three clones publish the same ready tasks and
+// 30 sessions over them take the next one until none is left: every task
+// is granted exactly once, and resolved.
+func TestL2_DrainExactlyOnce(t *testing.T) {
+	dsn := newDB(t)
+	ctx := context.Background()
+	clones := []*Store{openClone(t, dsn, "ws", 1, 0), openClone(t, dsn, "ws", 2, 0), openClone(t, dsn, "ws", 3, 0)}
+	n := 1500
+	if testing.Short() {
+		n = 150
+	}
+	var ready []Ready
+	for i := range n {
+		ready = append(ready, Ready{TaskID: fmt.Sprintf("T%05d", i), Key: fmt.Sprintf("SNAG-%d", i+1), Wave: int64(i % 3), Created: int64(i)})
+	}
+	for _, c := range clones {
+		if err := c.Publish(ctx, ready); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	got := map[string]int{}
+	var wg sync.WaitGroup
+	for i := range 30 {
+		c := clones[i%3]
+		ses := Session{ID: int64(i + 1), Name: fmt.Sprintf("A%d", i)}
+		if err := c.Register(ctx, ses); err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			for {
+				l, err := c.GrantNext(ctx, ses, nil)
+				if errors.Is(err, ErrNoneReady) {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				got[l.TaskID]++
+				mu.Unlock()
+				if err := c.Resolve(ctx, l.TaskID, l.Epoch, ses.ID, "done"); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(got) != n {
+		t.Fatalf("%d tasks granted, want %d", len(got), n)
+	}
+	for id, k := range got {
+		if k != 1 {
+			t.Fatalf("%s granted %d times", id, k)
+		}
+	}
+	done, err := clones[0].Finished(ctx)
+	if err != nil || len(done) != n {
+		t.Fatalf("finished: %d, %v; want %d", len(done), err, n)
+	}
+}
+
+// TestEpochsFence: a lease released and granted to another moves its
+// epoch on, and the first holder's writes under its old epoch are refused.
+func TestEpochsFence(t *testing.T) {
+	dsn := newDB(t)
+	ctx := context.Background()
+	a, b := openClone(t, dsn, "ws", 1, 0), openClone(t, dsn, "ws", 2, 0)
+	sa, sb := Session{ID: 1, Name: "ADA"}, Session{ID: 1, Name: "BOB"}
+	a.Register(ctx, sa)
+	b.Register(ctx, sb)
+	l1, err := a.Grant(ctx, "T1", "SNAG-1", sa)
+	if err != nil || l1.Epoch != 1 {
+		t.Fatalf("grant: %+v %v", l1, err)
+	}
+	if again, err := a.Grant(ctx, "T1", "SNAG-1", sa); err != nil || again.Epoch != 1 {
+		t.Fatalf("the holder's own claim again: %+v %v, want its lease as it is", again, err)
+	}
+	if _, err := b.Grant(ctx, "T1", "SNAG-1", sb); !errors.Is(err, ErrHeld) || !strings.Contains(err.Error(), "ADA") || !strings.Contains(err.Error(), "host1") {
+		t.Fatalf("second grant: %v, want ErrHeld naming ADA on host1", err)
+	}
+	if err := b.Set(ctx, "T1", "SNAG-1", Free, "released by a person"); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := b.Grant(ctx, "T1", "SNAG-1", sb)
+	if err != nil || l2.Epoch != 2 {
+		t.Fatalf("grant after the release: %+v %v, want epoch 2", l2, err)
+	}
+	if _, err := a.Check(ctx, "T1", 1, sa.ID); !errors.Is(err, ErrStale) {
+		t.Fatalf("check of the old epoch: %v, want ErrStale", err)
+	}
+	if err := a.Resolve(ctx, "T1", 1, sa.ID, "late"); !errors.Is(err, ErrStale) {
+		t.Fatalf("resolve under the old epoch: %v, want ErrStale", err)
+	}
+	if err := b.Resolve(ctx, "T1", 2, sb.ID, "fixed"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Grant(ctx, "T1", "SNAG-1", sa); !errors.Is(err, ErrDone) || !strings.Contains(err.Error(), "host2") {
+		t.Fatalf("grant of a resolved task: %v, want ErrDone naming host2", err)
+	}
+}
+
+// TestSilentCloneSwept: a clone that stops heartbeating is ended by
+// another after the grace; its sessions end and its leases are freed;
+// its own later calls are refused with ErrCloneEnded until it joins again.
+func TestSilentCloneSwept(t *testing.T) {
+	dsn := newDB(t)
+	ctx := context.Background()
+	grace := 1500 * time.Millisecond
+	a, b := openClone(t, dsn, "ws", 1, grace), openClone(t, dsn, "ws", 2, grace)
+	sa, sb := Session{ID: 1, Name: "ADA"}, Session{ID: 7, Name: "BOB"}
+	a.Register(ctx, sa)
+	b.Register(ctx, sb)
+	la, _ := a.Grant(ctx, "T1", "SNAG-1", sa)
+	lb, _ := b.Grant(ctx, "T2", "SNAG-2", sb)
+	if sw, err := b.Sweep(ctx); err != nil || len(sw.Clones) != 0 {
+		t.Fatalf("sweep while both beat: %+v %v", sw, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	var swept Swept
+	for time.Now().Before(deadline) {
+		if err := b.Heartbeat(ctx, "main"); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if swept, err = b.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if len(swept.Clones) > 0 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if len(swept.Clones) != 1 || swept.Clones[0].ID != a.Clone() || len(swept.Leases) != 1 || swept.Leases[0].TaskID != "T1" {
+		t.Fatalf("swept %+v, want clone %d and its lease of T1", swept, a.Clone())
+	}
+	if _, err := b.Check(ctx, "T2", lb.Epoch, sb.ID); err != nil {
+		t.Fatalf("the live clone's lease: %v", err)
+	}
+	if err := a.Heartbeat(ctx, "main"); !errors.Is(err, ErrCloneEnded) {
+		t.Fatalf("the ended clone's heartbeat: %v, want ErrCloneEnded", err)
+	}
+	if err := a.Resolve(ctx, "T1", la.Epoch, sa.ID, "late"); !errors.Is(err, ErrCloneEnded) {
+		t.Fatalf("the ended clone's late resolve: %v, want ErrCloneEnded", err)
+	}
+	if _, err := b.Grant(ctx, "T1", "SNAG-1", sb); err != nil {
+		t.Fatalf("another takes the freed task: %v", err)
+	}
+	old := a.Clone()
+	if err := a.Rejoin(ctx); err != nil || a.Clone() == old {
+		t.Fatalf("rejoin: %v, clone %d (was %d)", err, a.Clone(), old)
+	}
+	if err := a.Resolve(ctx, "T1", la.Epoch, sa.ID, "late"); !errors.Is(err, ErrStale) {
+		t.Fatalf("the rejoined clone's stale resolve: %v, want ErrStale", err)
+	}
+	log, err := b.AuditLog(ctx, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saw bool
+	for _, e := range log {
+		if e.Action == "release" && e.TaskID == "T1" && strings.Contains(e.Detail, "silent for more than") {
+			saw = true
+		}
+	}
+	if !saw {
+		t.Fatalf("the audit has no release of T1 naming the silence: %+v", log)
+	}
+}
+
+// TestAliasesNeverCollide: two clones allocate 200 task aliases each at
+// the same time; every number is distinct, and none is below a clone's
+// floor.
+func TestAliasesNeverCollide(t *testing.T) {
+	dsn := newDB(t)
+	ctx := context.Background()
+	a, b := openClone(t, dsn, "ws", 1, 0), openClone(t, dsn, "ws", 2, 0)
+	var mu sync.Mutex
+	var all []int64
+	var wg sync.WaitGroup
+	for _, c := range []*Store{a, b} {
+		for range 4 {
+			wg.Go(func() {
+				for range 50 {
+					n, err := c.NextAlias(ctx, "task", 10)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					all = append(all, n)
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	for i := range all {
+		if all[i] != int64(10+i) {
+			t.Fatalf("aliases %v: want 10..409, each once", all[:min(len(all), 20)])
+		}
+	}
+	if n, _ := a.NextAlias(ctx, "task", 1000); n != 1000 {
+		t.Fatalf("a floor above the sequence: %d, want 1000", n)
+	}
+	if n, _ := a.NextAlias(ctx, "note", 1); n != 1 {
+		t.Fatalf("notes have their own sequence: %d, want 1", n)
+	}
+}
+
+// TestWorkspacesApart: two workspaces in one database never see each
+// other's leases, ready tasks or aliases.
+func TestWorkspacesApart(t *testing.T) {
+	dsn := newDB(t)
+	ctx := context.Background()
+	a, b := openClone(t, dsn, "github.com/acme/one", 1, 0), openClone(t, dsn, "github.com/acme/two", 2, 0)
+	s := Session{ID: 1, Name: "ADA"}
+	a.Register(ctx, s)
+	b.Register(ctx, s)
+	if _, err := a.Grant(ctx, "T1", "SNAG-1", s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Grant(ctx, "T1", "SNAG-1", s); err != nil {
+		t.Fatalf("the same id in another workspace: %v", err)
+	}
+	a.Publish(ctx, []Ready{{TaskID: "T2", Key: "SNAG-2"}})
+	if _, err := b.GrantNext(ctx, s, nil); !errors.Is(err, ErrNoneReady) {
+		t.Fatalf("the other workspace's ready task: %v, want ErrNoneReady", err)
+	}
+	if ls, _ := b.Leases(ctx); len(ls) != 1 {
+		t.Fatalf("leases of two: %+v", ls)
+	}
+	na, _ := a.NextAlias(ctx, "task", 1)
+	nb, _ := b.NextAlias(ctx, "task", 1)
+	if na != 1 || nb != 1 {
+		t.Fatalf("aliases %d %d: each workspace starts at 1", na, nb)
+	}
+	if cs, _ := a.Clones(ctx); len(cs) != 1 {
+		t.Fatalf("clones seen from one: %+v", cs)
+	}
+}
+
+// TestEventsReachOtherClones: a grant on one clone is heard on another
+// within a second.
+func TestEventsReachOtherClones(t *testing.T) {
+	dsn := newDB(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b := openClone(t, dsn, "ws", 1, 0), openClone(t, dsn, "ws", 2, 0)
+	got := make(chan Event, 16)
+	go b.Listen(ctx, func(e Event) {
+		if e.Kind == "lease" {
+			got <- e
+		}
+	})
+	s := Session{ID: 1, Name: "ADA"}
+	a.Register(ctx, s)
+	var lat []time.Duration
+	for i := range 20 {
+		time.Sleep(50 * time.Millisecond) // the listener is up after the first
+		start := time.Now()
+		id := fmt.Sprintf("T%d", i)
+		if _, err := a.Grant(ctx, id, id, s); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case e := <-got:
+			if e.Clone != a.Clone() || !strings.Contains(string(e.Data), id) {
+				t.Fatalf("event %+v, want clone %d's grant of %s", e, a.Clone(), id)
+			}
+			lat = append(lat, e.At.Sub(start))
+		case <-time.After(5 * time.Second):
+			if i == 0 {
+				continue // the listener may not have been listening yet
+			}
+			t.Fatalf("no event for the grant of %s within 5 s", id)
+		}
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	t.Logf("clone-to-clone event latency over %d grants: p50 %v, max %v", len(lat), lat[len(lat)/2], lat[len(lat)-1])
+}
+
+// TestUnreachableIsRetryable: with the server stopped, calls fail as
+// ErrUnreachable and hold no password; once it is back they succeed.
+func TestUnreachableIsRetryable(t *testing.T) {
+	ctx := context.Background()
+	c, err := pgtest.Start(ctx)
+	if err != nil {
+		pgtest.Shared(t) // skips or fails as the shared cluster would
+		t.Fatal(err)
+	}
+	defer c.Close()
+	db, err := c.CreateDB(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn := c.DSN(db)
+	if _, err := Init(ctx, dsn); err != nil {
+		t.Fatal(err)
+	}
+	s := openClone(t, dsn, "ws", 1, 0)
+	ses := Session{ID: 1, Name: "ADA"}
+	s.Register(ctx, ses)
+	if err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Grant(ctx, "T1", "SNAG-1", ses)
+	if !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("grant with the server down: %v, want ErrUnreachable", err)
+	}
+	if strings.Contains(err.Error(), c.Password) {
+		t.Fatalf("the error holds the password: %v", err)
+	}
+	if err := s.Heartbeat(ctx, "main"); !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("heartbeat with the server down: %v", err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var l Lease
+	for range 50 {
+		if l, err = s.Grant(ctx, "T1", "SNAG-1", ses); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil || l.Epoch != 1 {
+		t.Fatalf("grant after the restart: %+v %v", l, err)
+	}
+}
