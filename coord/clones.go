@@ -31,6 +31,7 @@ type Clone struct {
 // ErrCloneEnded means it was silent past the grace and ended by another:
 // its leases are gone, and it must Rejoin.
 func (s *Store) Heartbeat(ctx context.Context, branch string) error {
+	s.branch.Store(&branch)
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
 	tag, err := s.pool.Exec(ctx, `UPDATE clones SET seen = now(), branch = $2 WHERE id = $1 AND ended IS NULL`, s.Clone(), branch)
@@ -99,7 +100,7 @@ func (s *Store) Sweep(ctx context.Context) (Swept, error) {
 				return err
 			}
 		}
-		return notify(ctx, tx, s.ws, s.Clone(), "clone", map[string]any{"ended": ids, "released": len(out.Leases), "reason": reason})
+		return s.notify(ctx, tx, "clone", map[string]any{"ended": ids, "released": len(out.Leases), "reason": reason})
 	})
 	return out, err
 }
@@ -273,8 +274,10 @@ func (s *Store) AuditLog(ctx context.Context, after int64, limit int) ([]Entry, 
 
 // Event is a change of the shared state, as LISTEN/NOTIFY carries it.
 type Event struct {
-	Clone int64           `json:"c"`
-	Kind  string          `json:"k"`
+	Clone  int64           `json:"c"`
+	Host   string          `json:"h,omitempty"` // the clone's machine
+	Branch string          `json:"b,omitempty"` // the clone's branch
+	Kind   string          `json:"k"`
 	Data  json.RawMessage `json:"d"`
 	// At is when this clone received it.
 	At time.Time `json:"-"`
@@ -286,26 +289,27 @@ func channel(ws int64) string { return "snag_ws_" + strconv.FormatInt(ws, 10) }
 // maxPayload keeps a notification under PostgreSQL's limit of 8,000 bytes.
 const maxPayload = 7900
 
-// notify sends an event to every clone of workspace ws when tx commits.
-func notify(ctx context.Context, tx pgx.Tx, ws, clone int64, kind string, data any) error {
+// notify sends an event of this clone's to every clone of the
+// workspace when tx commits.
+func (s *Store) notify(ctx context.Context, tx pgx.Tx, kind string, data any) error {
 	d, err := json.Marshal(data)
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(Event{Clone: clone, Kind: kind, Data: d})
+	b, err := json.Marshal(Event{Clone: s.Clone(), Host: s.opts.Host, Branch: s.Branch(), Kind: kind, Data: d})
 	if err != nil {
 		return err
 	}
 	if len(b) > maxPayload {
-		b, _ = json.Marshal(Event{Clone: clone, Kind: kind, Data: json.RawMessage(`{"truncated":true}`)})
+		b, _ = json.Marshal(Event{Clone: s.Clone(), Host: s.opts.Host, Branch: s.Branch(), Kind: kind, Data: json.RawMessage(`{"truncated":true}`)})
 	}
-	_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channel(ws), string(b))
+	_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channel(s.ws), string(b))
 	return err
 }
 
 // Notify sends an event of kind with data to every clone.
 func (s *Store) Notify(ctx context.Context, kind string, data any) error {
-	return s.tx(ctx, "notify", func(tx pgx.Tx) error { return notify(ctx, tx, s.ws, s.Clone(), kind, data) })
+	return s.tx(ctx, "notify", func(tx pgx.Tx) error { return s.notify(ctx, tx, kind, data) })
 }
 
 // Listen calls f with every event of the workspace, its own clone's too,

@@ -51,7 +51,7 @@ func (s *Store) Register(ctx context.Context, ses Session) error {
 		if err != nil {
 			return err
 		}
-		return notify(ctx, tx, s.ws, s.Clone(), "session", map[string]any{"name": ses.Name, "started": true})
+		return s.notify(ctx, tx, "session", map[string]any{"name": ses.Name, "started": true})
 	})
 }
 
@@ -69,7 +69,7 @@ func (s *Store) EndSession(ctx context.Context, id int64, why string) ([]Lease, 
 		if err != nil {
 			return err
 		}
-		return notify(ctx, tx, s.ws, s.Clone(), "session", map[string]any{"id": id, "ended": true, "released": len(freed)})
+		return s.notify(ctx, tx, "session", map[string]any{"id": id, "ended": true, "released": len(freed)})
 	})
 	return freed, err
 }
@@ -89,7 +89,7 @@ func (s *Store) free(ctx context.Context, tx pgx.Tx, where, why string, args ...
 		return nil, err
 	}
 	for _, l := range freed {
-		if err := notify(ctx, tx, s.ws, s.Clone(), "lease", map[string]any{"task": l.Key, "id": l.TaskID, "ended": true, "reason": why}); err != nil {
+		if err := s.notify(ctx, tx, "lease", map[string]any{"task": l.Key, "id": l.TaskID, "ended": true, "reason": why}); err != nil {
 			return nil, err
 		}
 	}
@@ -152,7 +152,7 @@ func (s *Store) grant(ctx context.Context, tx pgx.Tx, id, key string, ses Sessio
 		Scan(&l.TaskID, &l.Key, &l.Epoch, &l.State, &l.Holder, &l.Updated)
 	if err == nil {
 		l.Clone, l.Session = s.Clone(), ses.ID
-		return l, notify(ctx, tx, s.ws, s.Clone(), "lease", map[string]any{"task": key, "id": id, "holder": ses.Name, "epoch": l.Epoch})
+		return l, s.notify(ctx, tx, "lease", map[string]any{"task": key, "id": id, "holder": ses.Name, "epoch": l.Epoch})
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return l, err
@@ -300,6 +300,13 @@ func (s *Store) Resolve(ctx context.Context, id string, epoch, session int64, wh
 	return s.end(ctx, id, epoch, session, Done, why)
 }
 
+// End ends task id's lease held by this clone under epoch, whichever of
+// its sessions holds it, putting it in state Free or Done: snagd's own
+// ends (a holder gone, a verify's outcome, a person's move in this clone).
+func (s *Store) End(ctx context.Context, id string, epoch int64, state, why string) error {
+	return s.end(ctx, id, epoch, 0, state, why)
+}
+
 func (s *Store) end(ctx context.Context, id string, epoch, session int64, state, why string) error {
 	return s.tx(ctx, state+" "+id, func(tx pgx.Tx) error {
 		if err := s.live(ctx, tx); err != nil {
@@ -307,7 +314,7 @@ func (s *Store) end(ctx context.Context, id string, epoch, session int64, state,
 		}
 		var key string
 		err := tx.QueryRow(ctx, `UPDATE leases SET state = $6, updated = now(), why = $7
-			WHERE workspace = $1 AND task_id = $2 AND state = 'held' AND clone = $3 AND session = $4 AND ($5 = 0 OR epoch = $5)
+			WHERE workspace = $1 AND task_id = $2 AND state = 'held' AND clone = $3 AND ($4 = 0 OR session = $4) AND ($5 = 0 OR epoch = $5)
 			RETURNING key`, s.ws, id, s.Clone(), session, epoch, state, why).Scan(&key)
 		if errors.Is(err, pgx.ErrNoRows) {
 			l, _ := s.leaseOf(ctx, tx, id)
@@ -316,7 +323,7 @@ func (s *Store) end(ctx context.Context, id string, epoch, session int64, state,
 		if err != nil {
 			return err
 		}
-		return notify(ctx, tx, s.ws, s.Clone(), "lease", map[string]any{"task": key, "id": id, "state": state, "reason": why})
+		return s.notify(ctx, tx, "lease", map[string]any{"task": key, "id": id, "state": state, "reason": why})
 	})
 }
 
@@ -334,7 +341,7 @@ func (s *Store) Set(ctx context.Context, id, key, state, why string) error {
 		if err != nil {
 			return err
 		}
-		return notify(ctx, tx, s.ws, s.Clone(), "lease", map[string]any{"task": key, "id": id, "state": state, "reason": why})
+		return s.notify(ctx, tx, "lease", map[string]any{"task": key, "id": id, "state": state, "reason": why})
 	})
 }
 

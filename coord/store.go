@@ -98,6 +98,8 @@ type Store struct {
 	ws     int64
 	clone  atomic.Int64
 
+	branch atomic.Pointer[string] // the clone's branch, as last heartbeaten
+
 	// lastOK is when the database last answered, in Unix nanoseconds.
 	lastOK atomic.Int64
 
@@ -208,7 +210,7 @@ func (s *Store) join(ctx context.Context) error {
 		s.pubMu.Lock()
 		s.published = nil // a new clone has no ready rows; a taken-over one is rewritten whole
 		s.pubMu.Unlock()
-		return notify(ctx, tx, s.ws, id, "clone", map[string]any{"host": s.opts.Host, "root": s.opts.Root, "joined": true})
+		return s.notify(ctx, tx, "clone", map[string]any{"host": s.opts.Host, "root": s.opts.Root, "joined": true})
 	})
 }
 
@@ -221,6 +223,14 @@ func (s *Store) Close() {
 	if s.pool != nil {
 		s.pool.Close()
 	}
+}
+
+// Branch is this clone's branch, as its last heartbeat said.
+func (s *Store) Branch() string {
+	if b := s.branch.Load(); b != nil {
+		return *b
+	}
+	return s.opts.Branch
 }
 
 // Clone is this clone's id.

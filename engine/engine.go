@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/snagdev/snag/coord"
 	"github.com/snagdev/snag/gitdir"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/internal/failpoint"
@@ -59,6 +60,12 @@ type Options struct {
 	Sweep time.Duration
 	// PlanDelay is how long plan.json waits after a change, gathering more (200 ms).
 	PlanDelay time.Duration
+	// Coord, when set, is the coordination store shared with the other
+	// clones of the repository (team mode): leases are granted there first,
+	// aliases come from its sequences, and its events are passed on.
+	Coord *coord.Store
+	// CoordBeat is how often this clone heartbeats to Coord (DefaultHeartbeat).
+	CoordBeat time.Duration
 }
 
 // Engine is the one writer of an open project.
@@ -74,6 +81,7 @@ type Engine struct {
 	repos     repoRoots  // each worktree's repository, for file claims
 	wtMu      sync.Mutex // task worktrees are made one at a time
 	notes     notesSync  // when the notes index last read its folder
+	team      *team      // the coordination store's side; nil when snagd runs alone
 	// tasks is p.Tasks, for the writes that prepare their files with no
 	// lock held (commit.go): it stays set when Close lets p go.
 	tasks *queue.Dir
@@ -168,6 +176,10 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		e.stop()
 		return nil, err
 	}
+	if opts.Coord != nil {
+		e.team = newTeam(opts.Coord, opts.CoordBeat)
+		e.p.DB.OnLeasesEnded(e.team.ended)
+	}
 	e.p.Tasks.OnDisplaced(e.displaced)
 	e.tasks = e.p.Tasks
 	cfg := e.p.Config
@@ -234,6 +246,9 @@ func (e *Engine) Run(ctx context.Context) error {
 			}
 		}
 		e.resumeVerify(gctx)
+		if e.team != nil {
+			g.Go(func() error { return e.teamRun(gctx) })
+		}
 		return e.sweep(gctx)
 	})
 	return g.Wait()

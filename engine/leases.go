@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snagdev/snag/coord"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/project"
 	"github.com/snagdev/snag/queue"
@@ -36,6 +37,9 @@ func (e *Engine) Register(ctx context.Context, s index.Session) (index.Session, 
 	}
 	e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "session",
 		Outcome: "ok", Detail: fmt.Sprintf("%s %s pid %d", s.Client, s.ClientVersion, s.PID)})
+	if e.team != nil {
+		e.team.queue(teamOp{register: &s})
+	}
 	e.hub.Publish("session", map[string]any{"id": s.ID, "name": s.Name, "started": true})
 	return s, nil
 }
@@ -130,6 +134,9 @@ func (e *Engine) EndSession(id int64, why string) {
 	}
 	held, err := e.p.DB.EndSession(ctx, id, why)
 	e.live.ended(id) // when the end failed too: the next request reads the row
+	if e.team != nil {
+		e.team.queue(teamOp{endID: id, why: why})
+	}
 	if err != nil {
 		e.log.Error("end session", "id", id, "err", err)
 		return
@@ -176,7 +183,28 @@ type Claimed struct {
 // its index row and the audit entry are one transaction. Force claims a
 // blocked task. A holder that claims its own task again gets its lease as
 // it is.
+//
+// With a coordination store (team mode) the lease is granted there first
+// and mirrored here with its epoch; a claim of the next task lets the
+// store choose among this clone's ready tasks (teamClaimNext).
 func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, force bool) (Claimed, error) {
+	if e.team != nil && ref == nil {
+		return e.teamClaimNext(ctx, s, force)
+	}
+	return e.claim(ctx, s, ref, force, nil)
+}
+
+// claim is Claim of task ref, or of the next task when ref is nil; pre is
+// the shared lease a team's claim-next was granted for it, given back when
+// the claim does not use it.
+func (e *Engine) claim(ctx context.Context, s index.Session, ref *queue.Ref, force bool, pre *coord.Lease) (got Claimed, err error) {
+	if pre != nil {
+		defer func() {
+			if err != nil || got.Task == nil || got.Epoch != pre.Epoch {
+				e.teamUngrant(ctx, pre, s, "the claim did not take it")
+			}
+		}()
+	}
 	it, got, err := e.chooseClaim(ctx, s, ref, force)
 	if it == nil || err != nil {
 		return got, err
@@ -187,6 +215,18 @@ func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 			e.Audit(ctx, claimEntry(s, it.ID, "refused", err.Error()))
 		}
 		return Claimed{}, err
+	}
+	if e.team != nil && pre == nil {
+		l, err := e.teamGrant(ctx, it, s)
+		if err != nil {
+			return refused(err)
+		}
+		pre = &l
+		defer func() {
+			if err != nil || got.Task == nil || got.Epoch != l.Epoch {
+				e.teamUngrant(ctx, &l, s, "the claim did not take it")
+			}
+		}()
 	}
 	// The new bytes are written and synced with no lock held; the grant,
 	// the swap and the rows are made in the next batch (commit.go).
@@ -238,7 +278,12 @@ func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 			moved = m.moved
 			return tx.Audit(claimEntry(s, it.ID, "ok", fmt.Sprintf("already held, epoch %d", lease.Epoch)))
 		}
-		if lease, err = tx.Grant(it.ID, s.ID, s.Name, false); err != nil {
+		if pre != nil {
+			lease, err = tx.GrantEpoch(it.ID, s.ID, s.Name, pre.Epoch)
+		} else {
+			lease, err = tx.Grant(it.ID, s.ID, s.Name, false)
+		}
+		if err != nil {
 			return err
 		}
 		if moved, err = m.written(tx, e.p.Tasks); err != nil {
@@ -418,6 +463,17 @@ func (e *Engine) nextReady(tx *index.Tx) (string, error) {
 	}
 	e.nextMark = nextMark{mark: mark, writes: writes, version: version}
 	return id, nil
+}
+
+// chosenIDs lists the tasks that claims under way have chosen.
+func (e *Engine) chosenIDs() []string {
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock()
+	ids := make([]string, 0, len(e.claiming))
+	for id := range e.claiming {
+		ids = append(ids, id)
+	}
+	return ids
 }
 
 // chosen reports whether a claim under way has chosen task id.

@@ -124,6 +124,13 @@ func (e *Engine) createKeyed(ctx context.Context, t *queue.Task) (string, error)
 		if err != nil {
 			return "", fmt.Errorf("add: %w", err)
 		}
+		if e.team != nil {
+			// Clones adding at once, on any branch, take numbers from one
+			// sequence: merging their branches needs no renumbering.
+			if n, err = e.teamAlias(ctx, "task", n); err != nil {
+				return "", err
+			}
+		}
 		t.Key = queue.Alias(n)
 		if cycle := e.depCycle(ctx, t.Key, t.DependsOn); cycle != nil {
 			return "", refuse(ErrInvalid, "cycle", "add: depends_on would make a cycle: %s: depend on none of those, or change the task that depends on %s",

@@ -137,6 +137,11 @@ func (e *Engine) AddNote(ctx context.Context, actor queue.Actor, who string, in 
 	for _, t := range e.noteTrees() {
 		next = max(next, maxNoteOnDisk(t.Dir)+1)
 	}
+	if e.team != nil {
+		if next, err = e.teamAlias(ctx, "note", next); err != nil {
+			return index.NoteRow{}, err
+		}
+	}
 	path := ""
 	for i := 0; ; i++ {
 		if i == noteTries {

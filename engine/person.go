@@ -25,6 +25,7 @@ func (e *Engine) PersonMove(ctx context.Context, ref queue.Ref, action queue.Act
 	}
 	e.writePlan(ctx)
 	e.hub.Publish("task", map[string]any{"key": t.Key, "status": t.Status})
+	e.teamMoved(t, by)
 	return t, nil
 }
 

@@ -277,6 +277,13 @@ func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, er
 	if s.Root != "" {
 		dir = s.Root
 	}
+	if e.team != nil && agent {
+		// The store must still have the lease: a clone cut off past the
+		// grace gave it up, and another may hold the task now.
+		if err := e.teamFence(ctx, req.Ref, s); err != nil {
+			return Resolution{}, err
+		}
+	}
 	e.mu.Lock()
 	locked := true
 	defer func() {

@@ -75,6 +75,10 @@ type DB struct {
 	// writes counts the write transactions committed on writer (see
 	// [Tx.Writes]).
 	writes atomic.Uint64
+	// ended are the leases the write under way has ended (under its turn),
+	// for onEnded once it commits (see [DB.OnLeasesEnded]).
+	ended   []Ended
+	onEnded func([]Ended)
 }
 
 // The steps of a write transaction, as [DB.OnStep] names them.
@@ -456,7 +460,14 @@ func (db *DB) write(ctx context.Context, f func(conn *sqlite.Conn) error) error 
 				db.audits.put(db, queued, dropped)
 			}
 		}()
-		if err = writeQueued(&Tx{conn: conn}, queued, dropped); err != nil {
+		db.ended = db.ended[:0]
+		defer func() {
+			if err == nil && len(db.ended) > 0 && db.onEnded != nil {
+				db.onEnded(append([]Ended(nil), db.ended...))
+			}
+			db.ended = db.ended[:0]
+		}()
+		if err = writeQueued(&Tx{conn: conn, db: db}, queued, dropped); err != nil {
 			end(&err)
 			return err
 		}

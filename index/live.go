@@ -424,13 +424,26 @@ var errFound = errors.New("found")
 // the transaction commits. After a crash the file wins.
 type Tx struct {
 	conn *sqlite.Conn
+	db   *DB // for the lease journal; nil in a read
 }
 
 // Update runs f in one immediate transaction, on the connection every
 // write of this DB is made on (see [DB.Read]).
 func (db *DB) Update(ctx context.Context, f func(tx *Tx) error) error {
-	return db.write(ctx, func(conn *sqlite.Conn) error { return f(&Tx{conn: conn}) })
+	return db.write(ctx, func(conn *sqlite.Conn) error { return f(&Tx{conn: conn, db: db}) })
 }
+
+// Ended is a lease that a committed transaction ended: what a store of
+// the live state shared with other clones is told after the commit.
+type Ended struct {
+	Lease
+	Reason string
+}
+
+// OnLeasesEnded sets f to be called after each commit that ended leases,
+// with them in the order they ended, while the write still holds its turn:
+// f must not block or write to the DB (it queues them).
+func (db *DB) OnLeasesEnded(f func([]Ended)) { db.onEnded = f }
 
 // Read runs f in one read transaction on the writer's connection, waiting
 // for its turn as a write does. It is for the reads of the one writer just
@@ -482,6 +495,30 @@ func (tx *Tx) Grant(taskID string, sessionID int64, holder string, detached bool
 	return l, err
 }
 
+// GrantEpoch gives a task a new live lease for a session under the epoch
+// that a store shared with other clones granted it: the task's own epoch
+// count is brought up to it, so a later local grant goes on from there.
+// It fails with ErrHeld when the task is held.
+func (tx *Tx) GrantEpoch(taskID string, sessionID int64, holder string, epoch int64) (Lease, error) {
+	held, err := leasesWhere(tx.conn, `task_id = :t`, map[string]any{":t": taskID})
+	if err != nil {
+		return Lease{}, err
+	}
+	if len(held) > 0 {
+		return held[0], fmt.Errorf("%w: %s holds it", ErrHeld, held[0].Holder)
+	}
+	err = sqlitex.Execute(tx.conn, `INSERT INTO epochs (task_id, epoch) VALUES (:t, :e)
+		ON CONFLICT (task_id) DO UPDATE SET epoch = max(epoch, :e)`, &sqlitex.ExecOptions{Named: map[string]any{":t": taskID, ":e": epoch}})
+	if err != nil {
+		return Lease{}, err
+	}
+	l := Lease{TaskID: taskID, SessionID: sessionID, Holder: holder, Epoch: epoch, Acquired: time.Now()}
+	err = sqlitex.Execute(tx.conn, `INSERT INTO leases (task_id, session_id, holder, epoch, acquired, detached)
+		VALUES (:t, :s, :h, :e, :a, 0)`, &sqlitex.ExecOptions{Named: map[string]any{
+		":t": taskID, ":s": sessionID, ":h": holder, ":e": epoch, ":a": l.Acquired.UnixNano()}})
+	return l, err
+}
+
 // Check returns the task's live lease when epoch is its epoch (0 accepts
 // any live lease), ErrStale when another epoch is live or none.
 func (tx *Tx) Check(taskID string, epoch int64) (Lease, error) {
@@ -513,6 +550,9 @@ func (tx *Tx) End(taskID, reason string) (Lease, bool, error) {
 	if err == nil {
 		err = sqlitex.Execute(tx.conn, `UPDATE epochs SET epoch = epoch + 1 WHERE task_id = :t`,
 			&sqlitex.ExecOptions{Named: map[string]any{":t": taskID}})
+	}
+	if err == nil && tx.db != nil && tx.db.onEnded != nil {
+		tx.db.ended = append(tx.db.ended, Ended{Lease: held[0], Reason: reason})
 	}
 	return held[0], err == nil, err
 }
@@ -720,4 +760,36 @@ func (db *DB) AuditTail(ctx context.Context, n int) ([]AuditEntry, error) {
 		return nil, err
 	}
 	return db.AuditLog(ctx, max(last-int64(n), 0), n)
+}
+
+// ReadyRow is a task that is ready to claim, with the keys of the queue's
+// order: what a clone publishes to a store shared with other clones.
+type ReadyRow struct {
+	ID      string
+	Key     string
+	Wave    int64
+	SevRank int64
+	Created int64
+}
+
+// ReadyRows lists every task claim-next could hand out, in its order: open,
+// clean, not a duplicate, and with every dependency resolved.
+func (db *DB) ReadyRows(ctx context.Context) ([]ReadyRow, error) {
+	var out []ReadyRow
+	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
+		return sqlitex.Execute(conn, `SELECT id, key, wave, sev_rank, created FROM tasks
+			WHERE status = 'open' AND state = 'ok' AND dup = 0 AND NOT EXISTS (
+				SELECT 1 FROM deps d WHERE d.task_n = tasks.n AND NOT `+depResolved+`)
+			ORDER BY wave, sev_rank, created, id`, &sqlitex.ExecOptions{
+			ResultFunc: func(s *sqlite.Stmt) error {
+				out = append(out, ReadyRow{ID: s.ColumnText(0), Key: s.ColumnText(1), Wave: s.ColumnInt64(2),
+					SevRank: s.ColumnInt64(3), Created: s.ColumnInt64(4)})
+				return nil
+			},
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ready tasks: %w", err)
+	}
+	return out, nil
 }

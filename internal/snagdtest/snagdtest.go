@@ -263,7 +263,7 @@ func Start(tb testing.TB, o Options) *Process {
 		if tb.Failed() {
 			label := "snagd"
 			if len(o.Env) > 0 {
-				label += " (" + strings.Join(o.Env, " ") + ")"
+				label += " (" + strings.Join(shownEnv(o.Env), " ") + ")"
 			}
 			tb.Logf("%s log:\n%s", label, p.Log.String())
 		}
@@ -339,4 +339,20 @@ func (p *Process) WaitReady(tb testing.TB, within time.Duration) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	tb.Fatalf("snagd not ready in %s\n%s", within, p.Log.String())
+}
+
+// shownEnv is env as a test's log may show it: the values of variables
+// that carry a secret (a DSN with its password, a token) are left out.
+func shownEnv(env []string) []string {
+	out := make([]string, len(env))
+	for i, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch u := strings.ToUpper(k); {
+		case strings.Contains(u, "COORD"), strings.Contains(u, "TOKEN"), strings.Contains(u, "PASSWORD"), strings.Contains(u, "DSN"):
+			out[i] = k + "=(not shown)"
+		default:
+			out[i] = kv
+		}
+	}
+	return out
 }

@@ -1,0 +1,514 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/snagdev/snag/coord"
+	"github.com/snagdev/snag/gitdir"
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/queue"
+)
+
+// ErrUnreachable: the coordination store shared with other clones cannot
+// be reached; nothing is granted until it is back, and asking again in a
+// few seconds may work.
+var ErrUnreachable = errors.New("coordination unreachable")
+
+// team is the engine's side of a coordination store shared with the
+// other clones of the repository (package coord, on PostgreSQL): set when
+// snagd runs with --coord, nil when it runs alone.
+//
+// A grant is made there first, in one transaction, and mirrored in
+// snag.db with the same epoch by the claim's own batch, which rewrites the
+// file. Every lease that a committed write of snag.db ends (a release, a
+// resolve, a holder gone, a person's move) is told to the store after the
+// commit, in order, from an outbox that a store out of reach keeps until
+// it is back; a grant sends the outbox first, so the store never refuses a
+// task as held by an end it has not heard yet.
+type team struct {
+	s    *coord.Store
+	beat time.Duration
+
+	mu     sync.Mutex // the outbox
+	outbox []teamOp
+	kick   chan struct{}
+	sendMu sync.Mutex // one sender at a time, in order
+
+	// lastBeat is when the store last took a heartbeat, in Unix nanoseconds.
+	lastBeat atomic.Int64
+	// gaveUp is set once this clone gave its leases up, cut off past the
+	// grace, until it is back.
+	gaveUp atomic.Bool
+	// published is the DB's count of writes at the last publication of the
+	// ready tasks.
+	published atomic.Uint64
+	pubDirty  atomic.Bool
+}
+
+// teamOp is one change of the live state for the store, in order.
+type teamOp struct {
+	register *index.Session // a session opened
+	endID    int64          // a session ended (with why)
+	ended    *index.Ended   // a lease ended in snag.db
+	set      *teamSet       // a person moved a task no one held here
+	why      string
+}
+
+// teamSet puts a task's shared lease in a state: a person's move decides
+// for every clone.
+type teamSet struct {
+	id, key, state string
+}
+
+// DefaultHeartbeat is how often a clone heartbeats to the coordination
+// store.
+const DefaultHeartbeat = coord.DefaultHeartbeat
+
+func newTeam(s *coord.Store, beat time.Duration) *team {
+	if beat <= 0 {
+		beat = DefaultHeartbeat
+	}
+	t := &team{s: s, beat: beat, kick: make(chan struct{}, 1)}
+	t.lastBeat.Store(time.Now().UnixNano())
+	t.pubDirty.Store(true)
+	return t
+}
+
+// Coord is the coordination store snagd shares with other clones, or nil
+// when it runs alone.
+func (e *Engine) Coord() *coord.Store {
+	if e.team == nil {
+		return nil
+	}
+	return e.team.s
+}
+
+func (t *team) queue(op teamOp) {
+	t.mu.Lock()
+	t.outbox = append(t.outbox, op)
+	t.mu.Unlock()
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
+}
+
+// ended is the index's hook after a commit that ended leases.
+func (t *team) ended(ls []index.Ended) {
+	for i := range ls {
+		t.queue(teamOp{ended: &ls[i]})
+	}
+}
+
+func coordSession(s index.Session) coord.Session {
+	return coord.Session{ID: s.ID, Name: s.Name, Client: s.Client, Branch: s.Branch}
+}
+
+// send tells the store every change in the outbox, in order. It stops at
+// the first that cannot reach the store, which stays first.
+func (e *Engine) teamSend(ctx context.Context) error {
+	t := e.team
+	t.sendMu.Lock()
+	defer t.sendMu.Unlock()
+	for {
+		t.mu.Lock()
+		if len(t.outbox) == 0 {
+			t.mu.Unlock()
+			return nil
+		}
+		op := t.outbox[0]
+		t.mu.Unlock()
+		err := e.teamApply(ctx, op)
+		if errors.Is(err, coord.ErrUnreachable) || ctx.Err() != nil {
+			return err
+		}
+		if err != nil && !errors.Is(err, coord.ErrStale) {
+			// Refused for good (this clone was ended meanwhile, say): the
+			// store's own sweep has freed what it held.
+			e.log.Debug("coordination store refused a change; dropped", "err", err)
+		}
+		t.mu.Lock()
+		t.outbox = t.outbox[1:]
+		t.mu.Unlock()
+	}
+}
+
+func (e *Engine) teamApply(ctx context.Context, op teamOp) error {
+	s := e.team.s
+	switch {
+	case op.register != nil:
+		return s.Register(ctx, coordSession(*op.register))
+	case op.endID != 0:
+		_, err := s.EndSession(ctx, op.endID, op.why)
+		return err
+	case op.set != nil:
+		return s.Set(ctx, op.set.id, op.set.key, op.set.state, op.why)
+	case op.ended != nil:
+		state := coord.Free
+		if it, err := e.p.DB.Get(ctx, queue.Ref{ID: op.ended.TaskID}); err == nil {
+			switch it.Status {
+			case queue.StatusOpen, queue.StatusClaimed, queue.StatusVerifying:
+			default:
+				// Resolved, cancelled, back in the inbox or waiting for a
+				// person's review: no clone's agent may take it now.
+				state = coord.Done
+			}
+		}
+		return s.End(ctx, op.ended.TaskID, op.ended.Epoch, state, op.ended.Reason)
+	}
+	return nil
+}
+
+// teamMoved tells the store of a person's move of a task: reopened, it
+// may be claimed through any clone again; resolved, cancelled, rejected
+// or sent to review, through none.
+func (e *Engine) teamMoved(t *queue.Task, by string) {
+	if e.team == nil || t == nil {
+		return
+	}
+	state := coord.Done
+	switch t.Status {
+	case queue.StatusOpen:
+		state = coord.Free
+	case queue.StatusClaimed, queue.StatusVerifying:
+		return
+	}
+	e.team.queue(teamOp{set: &teamSet{id: t.ID, key: t.Key, state: state}, why: "moved to " + string(t.Status) + " by " + by})
+}
+
+// teamClaimNext is claim-next in team mode: the store picks the first
+// task of this clone's ready rows that no clone holds or resolved, and
+// grants it; the claim by id then rewrites the file. A task that turns
+// out not to be claimable here after all (blocked or changed since the
+// rows were published) is given back and the next one tried.
+func (e *Engine) teamClaimNext(ctx context.Context, s index.Session, force bool) (Claimed, error) {
+	if e.p.Config.MaxPerSession() > 0 {
+		held, err := e.p.DB.LeasesOf(ctx, s.ID)
+		if err != nil {
+			return Claimed{}, err
+		}
+		if refusal := e.atLimit(func(ref queue.Ref) (*index.Item, error) { return e.p.DB.Get(ctx, ref) }, held); refusal != nil {
+			e.Audit(ctx, claimEntry(s, "", "refused", refusal.Message))
+			return Claimed{}, refusal
+		}
+	}
+	var tried []string
+	for range 5 {
+		if err := e.teamReady(ctx); err != nil {
+			return Claimed{}, err
+		}
+		l, err := e.team.s.GrantNext(ctx, coordSession(s), append(e.chosenIDs(), tried...))
+		if errors.Is(err, coord.ErrNoneReady) {
+			row, rd, err := e.p.DB.Next(ctx)
+			if err != nil {
+				return Claimed{}, err
+			}
+			reason := rd.String()
+			if row != nil {
+				reason = "nothing is ready: the tasks ready here are held or resolved through other clones"
+			}
+			return Claimed{Reason: reason}, nil
+		}
+		if err != nil {
+			return Claimed{}, e.teamErr(err)
+		}
+		got, err := e.claim(ctx, s, &queue.Ref{ID: l.TaskID}, force, &l)
+		var r *Error
+		if err == nil || !errors.As(err, &r) || errors.Is(err, ErrHolding) || errors.Is(err, ErrUnreachable) || errors.Is(err, ErrSessionEnded) {
+			return got, err
+		}
+		tried = append(tried, l.TaskID)
+	}
+	return Claimed{Reason: "nothing is ready: the tasks tried were not claimable here (blocked or changed since); try again"}, nil
+}
+
+// teamUngrant gives back a shared lease that the claim it was taken for
+// did not use.
+func (e *Engine) teamUngrant(ctx context.Context, l *coord.Lease, s index.Session, why string) {
+	if err := e.team.s.Release(ctx, l.TaskID, l.Epoch, s.ID, why); err != nil && !errors.Is(err, coord.ErrStale) {
+		e.team.queue(teamOp{ended: &index.Ended{Lease: index.Lease{TaskID: l.TaskID, Epoch: l.Epoch, SessionID: s.ID}, Reason: why}})
+	}
+}
+
+// teamGrant takes the shared lease of task it for session s, after the
+// outbox is sent.
+func (e *Engine) teamGrant(ctx context.Context, it *index.Item, s index.Session) (coord.Lease, error) {
+	if err := e.teamReady(ctx); err != nil {
+		return coord.Lease{}, err
+	}
+	l, err := e.team.s.Grant(ctx, it.ID, it.Key, coordSession(s))
+	return l, e.teamErr(err)
+}
+
+// teamReady refuses a grant while this clone is cut off, and sends the
+// outbox.
+func (e *Engine) teamReady(ctx context.Context) error {
+	if e.team.gaveUp.Load() {
+		return e.teamErr(coord.ErrUnreachable)
+	}
+	if err := e.teamSend(ctx); err != nil {
+		return e.teamErr(err)
+	}
+	return nil
+}
+
+// teamErr words an error of the store as the engine's refusals.
+func (e *Engine) teamErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, coord.ErrHeld):
+		return refuse(ErrHeld, "held", "%s; claim another task", strings.TrimPrefix(err.Error(), coord.ErrHeld.Error()+": "))
+	case errors.Is(err, coord.ErrDone):
+		return refuse(ErrTransition, "resolved_elsewhere", "%s", strings.TrimPrefix(err.Error(), coord.ErrDone.Error()+": "))
+	case errors.Is(err, coord.ErrStale):
+		return refuse(ErrStale, "stale", "%s: claim the task again before you write to it", err.Error())
+	case errors.Is(err, coord.ErrUnreachable), errors.Is(err, coord.ErrCloneEnded):
+		return refuse(ErrUnreachable, "coord_unreachable", "%s", e.cutOffMessage())
+	}
+	return err
+}
+
+// cutOff is how long the store has not taken a heartbeat, or 0 while it
+// does.
+func (t *team) cutOff() time.Duration {
+	d := time.Since(time.Unix(0, t.lastBeat.Load()))
+	if d < 2*t.beat+time.Second && !t.gaveUp.Load() {
+		return 0
+	}
+	return d
+}
+
+func (e *Engine) cutOffMessage() string {
+	d := e.team.cutOff()
+	if e.team.gaveUp.Load() {
+		return fmt.Sprintf("coordination unreachable for %d s: this clone's leases were given up at %d s; nothing is granted until it is back (try again in a few seconds)",
+			int(d.Seconds()), int(e.team.s.Grace().Seconds()))
+	}
+	return fmt.Sprintf("coordination unreachable for %d s: nothing is granted until it is back (try again in a few seconds)", int(d.Seconds()))
+}
+
+// CoordNotice is what every answer to session id says while the store
+// is out of reach: how long, and when the tasks it holds are given up
+// ("coordination unreachable for 9 s: your lease of SNAG-3 will be given
+// up at 15 s"); "" while all is well, or when snagd runs alone.
+func (e *Engine) CoordNotice(ctx context.Context, id int64) string {
+	if e.team == nil {
+		return ""
+	}
+	d := e.team.cutOff()
+	if d == 0 {
+		return ""
+	}
+	grace := e.team.s.Grace()
+	if e.team.gaveUp.Load() {
+		return fmt.Sprintf("coordination unreachable for %d s: every lease of this clone was given up at %d s; claims wait until it is back", int(d.Seconds()), int(grace.Seconds()))
+	}
+	var keys []string
+	if ls, err := e.p.DB.LeasesOf(ctx, id); err == nil {
+		for _, l := range ls {
+			if it, err := e.p.DB.Get(ctx, queue.Ref{ID: l.TaskID}); err == nil {
+				keys = append(keys, it.Key)
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return fmt.Sprintf("coordination unreachable for %d s: nothing is granted until it is back", int(d.Seconds()))
+	}
+	return fmt.Sprintf("coordination unreachable for %d s: your lease of %s will be given up at %d s", int(d.Seconds()), strings.Join(keys, ", "), int(grace.Seconds()))
+}
+
+// teamRun heartbeats, sweeps the clones gone silent, sends the outbox,
+// publishes this clone's ready tasks and hears the other clones' events,
+// until ctx ends.
+func (e *Engine) teamRun(ctx context.Context) error {
+	t := e.team
+	go t.s.Listen(ctx, func(ev coord.Event) { e.teamHeard(ev) })
+	e.teamRegisterLive(ctx)
+	beat := time.NewTicker(t.beat)
+	defer beat.Stop()
+	pub := time.NewTicker(50 * time.Millisecond)
+	defer pub.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.kick:
+			e.teamSend(ctx)
+		case <-pub.C:
+			e.teamPublish(ctx)
+		case <-beat.C:
+			e.teamBeat(ctx)
+		}
+	}
+}
+
+// teamRegisterLive registers every live session with the store (after a
+// start, or a rejoin).
+func (e *Engine) teamRegisterLive(ctx context.Context) {
+	ss, err := e.p.DB.LiveSessions(ctx)
+	if err != nil {
+		return
+	}
+	for i := range ss {
+		e.team.queue(teamOp{register: &ss[i]})
+	}
+}
+
+// teamBeat heartbeats and sweeps. A clone the others ended gives its
+// leases up and joins again; one cut off past the grace gives its leases
+// up, since the others' sweep has freed them.
+func (e *Engine) teamBeat(ctx context.Context) {
+	t := e.team
+	branch, _, _ := gitdir.Head(e.root)
+	err := t.s.Heartbeat(ctx, branch)
+	switch {
+	case err == nil:
+		if t.gaveUp.Swap(false) {
+			e.log.Info("coordination store reachable again")
+		}
+		t.lastBeat.Store(time.Now().UnixNano())
+		e.teamSend(ctx)
+		if sw, err := t.s.Sweep(ctx); err == nil {
+			for _, c := range sw.Clones {
+				e.log.Warn("a clone went silent past the grace: its sessions ended and its tasks were freed",
+					"host", c.Host, "root", c.Root, "freed", len(sw.Leases))
+			}
+			for _, l := range sw.Leases {
+				e.hub.Publish("lease", map[string]any{"task": l.Key, "ended": true, "reason": "holder's clone gone silent", "source": "team"})
+			}
+		}
+	case errors.Is(err, coord.ErrCloneEnded):
+		e.teamGiveUp(ctx, "the other clones ended this one after it was silent past the grace")
+		if err := t.s.Rejoin(ctx); err != nil {
+			e.log.Warn("join the coordination store again", "err", err)
+			return
+		}
+		e.log.Info("joined the coordination store again, as a new clone", "clone", t.s.Clone())
+		t.gaveUp.Store(false)
+		t.lastBeat.Store(time.Now().UnixNano())
+		t.pubDirty.Store(true)
+		e.teamRegisterLive(ctx)
+	default:
+		d := time.Since(time.Unix(0, t.lastBeat.Load()))
+		e.log.Warn("coordination store unreachable", "for", d.Round(time.Second), "err", err)
+		if d >= t.s.Grace() {
+			e.teamGiveUp(ctx, fmt.Sprintf("coordination unreachable for %d s", int(d.Seconds())))
+		}
+	}
+}
+
+// teamGiveUp gives back every task this clone's sessions hold, once:
+// the other clones may hold them now.
+func (e *Engine) teamGiveUp(ctx context.Context, why string) {
+	if e.team.gaveUp.Swap(true) {
+		return
+	}
+	e.team.pubDirty.Store(true)
+	ls, err := e.p.DB.Leases(ctx)
+	if err != nil {
+		e.log.Error("list leases to give up", "err", err)
+		return
+	}
+	e.log.Warn("giving up every lease of this clone", "why", why, "leases", len(ls))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.p == nil {
+		return
+	}
+	for _, l := range ls {
+		if err := e.releaseLocked(ctx, l.TaskID, queue.System, l.Holder, "lease given up: "+why); err != nil {
+			e.log.Error("give up a lease", "task", l.TaskID, "err", err)
+		}
+	}
+	e.hub.Publish("lease", map[string]any{"given_up": len(ls), "reason": why})
+	e.writePlan(ctx)
+}
+
+// teamPublish writes this clone's ready tasks to the store when snag.db
+// changed since the last time.
+func (e *Engine) teamPublish(ctx context.Context) {
+	t := e.team
+	w := e.p.DB.Writes()
+	if !t.pubDirty.Load() && t.published.Load() == w || t.gaveUp.Load() || !e.ready.Load() {
+		return
+	}
+	rows, err := e.p.DB.ReadyRows(ctx)
+	if err != nil {
+		return
+	}
+	ready := make([]coord.Ready, len(rows))
+	for i, r := range rows {
+		ready[i] = coord.Ready{TaskID: r.ID, Key: r.Key, Wave: r.Wave, SevRank: r.SevRank, Created: r.Created}
+	}
+	if err := t.s.Publish(ctx, ready); err != nil {
+		t.pubDirty.Store(true)
+		return
+	}
+	t.pubDirty.Store(false)
+	t.published.Store(w)
+}
+
+// teamHeard passes another clone's event on to this snagd's subscribers,
+// labelled as the team's.
+func (e *Engine) teamHeard(ev coord.Event) {
+	if ev.Clone == e.team.s.Clone() {
+		return
+	}
+	data := map[string]any{}
+	if ev.Kind == "resync" {
+		e.team.pubDirty.Store(true)
+		e.hub.Publish("team", map[string]any{"resync": true, "source": "team"})
+		return
+	}
+	json.Unmarshal(ev.Data, &data)
+	data["source"], data["host"], data["branch"] = "team", ev.Host, ev.Branch
+	e.hub.Publish(ev.Kind, data)
+}
+
+// teamFence checks, before an agent's resolve, that the store still has
+// the session's lease of the task: one it ended (this clone was cut off,
+// or a person took it back through another clone) is ended here too.
+func (e *Engine) teamFence(ctx context.Context, ref queue.Ref, s index.Session) error {
+	it, err := e.p.DB.Get(ctx, ref)
+	if err != nil {
+		return nil // the resolve's own reads say so
+	}
+	l, err := e.p.DB.LeaseOf(ctx, it.ID)
+	if err != nil || l.SessionID != s.ID {
+		return nil // not held by s here: the resolve's own checks refuse it
+	}
+	if e.team.gaveUp.Load() {
+		return e.teamErr(coord.ErrUnreachable)
+	}
+	if err := e.teamSend(ctx); err != nil {
+		return e.teamErr(err)
+	}
+	_, err = e.team.s.Check(ctx, it.ID, l.Epoch, s.ID)
+	if errors.Is(err, coord.ErrStale) {
+		e.mu.Lock()
+		if e.p != nil {
+			e.releaseLocked(ctx, it.ID, queue.System, l.Holder, "the shared lease ended: "+err.Error())
+		}
+		e.mu.Unlock()
+	}
+	return e.teamErr(err)
+}
+
+// teamAlias is the next alias number of kind ("task" or "note") from the
+// workspace's sequence, never below floor: clones adding at once on
+// different branches never mint the same alias.
+func (e *Engine) teamAlias(ctx context.Context, kind string, floor int) (int, error) {
+	n, err := e.team.s.NextAlias(ctx, kind, int64(floor))
+	if err != nil {
+		return 0, e.teamErr(err)
+	}
+	return int(n), nil
+}
