@@ -278,7 +278,7 @@ type Event struct {
 	Host   string          `json:"h,omitempty"` // the clone's machine
 	Branch string          `json:"b,omitempty"` // the clone's branch
 	Kind   string          `json:"k"`
-	Data  json.RawMessage `json:"d"`
+	Data   json.RawMessage `json:"d"`
 	// At is when this clone received it.
 	At time.Time `json:"-"`
 }
