@@ -179,6 +179,62 @@ func orNone(s string) string {
 	return s
 }
 
+// GrantAt gives session ses of this clone the lease of task id at epoch
+// exactly, when no clone holds or resolved it and no grant since went past
+// that epoch: a clone taking back, after a restart, the leases its files
+// and snag.db still show, so that its agents' epochs stay good. It fails
+// with ErrHeld, ErrDone or ErrStale (granted to another since) otherwise.
+func (s *Store) GrantAt(ctx context.Context, id, key string, ses Session, epoch int64) (Lease, error) {
+	var l Lease
+	err := s.tx(ctx, "take back "+key, func(tx pgx.Tx) error {
+		if err := s.live(ctx, tx); err != nil {
+			return err
+		}
+		err := tx.QueryRow(ctx, `INSERT INTO leases AS l (workspace, task_id, key, epoch, state, clone, session, holder)
+			VALUES ($1, $2, $3, $4, 'held', $5, $6, $7)
+			ON CONFLICT (workspace, task_id) DO UPDATE SET epoch = excluded.epoch, state = 'held', key = excluded.key,
+				clone = excluded.clone, session = excluded.session, holder = excluded.holder, updated = now(), why = ''
+			WHERE l.state = 'free' AND l.epoch <= excluded.epoch
+			   OR l.state = 'held' AND l.clone = excluded.clone AND l.epoch = excluded.epoch
+			RETURNING task_id, key, epoch, state, holder, updated`, s.ws, id, key, epoch, s.Clone(), ses.ID, ses.Name).
+			Scan(&l.TaskID, &l.Key, &l.Epoch, &l.State, &l.Holder, &l.Updated)
+		if err == nil {
+			l.Clone, l.Session = s.Clone(), ses.ID
+			return s.notify(ctx, tx, "lease", map[string]any{"task": key, "id": id, "holder": ses.Name, "epoch": l.Epoch})
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		cur, err := s.leaseOf(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		l = cur
+		switch cur.State {
+		case Done:
+			return fmt.Errorf("%w: %s was resolved through %s", ErrDone, key, orNone(cur.Host))
+		case Held:
+			return fmt.Errorf("%w: %s holds it (on %s)", ErrHeld, cur.Holder, orNone(cur.Host))
+		}
+		return fmt.Errorf("%w: %s was granted at epoch %d since", ErrStale, key, cur.Epoch)
+	})
+	return l, err
+}
+
+// Adopt moves task id's lease, held by this clone at epoch, to session
+// ses: an agent that registered again and took its work back.
+func (s *Store) Adopt(ctx context.Context, id string, epoch int64, ses Session) error {
+	return s.tx(ctx, "adopt "+id, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE leases SET session = $5, holder = $6, updated = now()
+			WHERE workspace = $1 AND task_id = $2 AND clone = $3 AND epoch = $4 AND state = 'held'`,
+			s.ws, id, s.Clone(), epoch, ses.ID, ses.Name)
+		if err == nil && tag.RowsAffected() == 0 {
+			return fmt.Errorf("%w: %s is not held by this clone at epoch %d", ErrStale, id, epoch)
+		}
+		return err
+	})
+}
+
 // leaseOf reads task id's lease row with its clone's host and branch.
 func (s *Store) leaseOf(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row

@@ -39,6 +39,13 @@ func (e *Engine) Register(ctx context.Context, s index.Session) (index.Session, 
 		Outcome: "ok", Detail: fmt.Sprintf("%s %s pid %d", s.Client, s.ClientVersion, s.PID)})
 	if e.team != nil {
 		e.team.queue(teamOp{register: &s})
+		// A session that took its name's leases back (after a rebuilt
+		// index) holds them in the store too.
+		if ls, err := e.p.DB.LeasesOf(ctx, s.ID); err == nil {
+			for i := range ls {
+				e.team.queue(teamOp{adopt: &ls[i]})
+			}
+		}
 	}
 	e.hub.Publish("session", map[string]any{"id": s.ID, "name": s.Name, "started": true})
 	return s, nil

@@ -50,6 +50,9 @@ type team struct {
 	// ready tasks.
 	published atomic.Uint64
 	pubDirty  atomic.Bool
+	// reconciled is set once this clone's leases in snag.db and in the
+	// store were made to agree (at the start, and after a rejoin).
+	reconciled atomic.Bool
 }
 
 // teamOp is one change of the live state for the store, in order.
@@ -57,6 +60,7 @@ type teamOp struct {
 	register *index.Session // a session opened
 	endID    int64          // a session ended (with why)
 	ended    *index.Ended   // a lease ended in snag.db
+	adopt    *index.Lease   // a session took a lease back by its name
 	set      *teamSet       // a person moved a task no one held here
 	why      string
 }
@@ -150,6 +154,8 @@ func (e *Engine) teamApply(ctx context.Context, op teamOp) error {
 		return err
 	case op.set != nil:
 		return s.Set(ctx, op.set.id, op.set.key, op.set.state, op.why)
+	case op.adopt != nil:
+		return s.Adopt(ctx, op.adopt.TaskID, op.adopt.Epoch, coord.Session{ID: op.adopt.SessionID, Name: op.adopt.Holder})
 	case op.ended != nil:
 		state := coord.Free
 		if it, err := e.p.DB.Get(ctx, queue.Ref{ID: op.ended.TaskID}); err == nil {
@@ -332,20 +338,46 @@ func (e *Engine) teamRun(ctx context.Context) error {
 	t := e.team
 	go t.s.Listen(ctx, func(ev coord.Event) { e.teamHeard(ev) })
 	e.teamRegisterLive(ctx)
-	beat := time.NewTicker(t.beat)
-	defer beat.Stop()
+	e.teamReconcile(ctx)
+	// The heartbeat has a loop of its own: a publication or a send that
+	// waits on a store out of reach never delays it.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		beat := time.NewTicker(t.beat)
+		defer beat.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-beat.C:
+				e.teamBeat(ctx)
+			}
+		}
+	})
+	wg.Go(func() {
+		retry := time.NewTicker(t.beat)
+		defer retry.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.kick:
+			case <-retry.C:
+			}
+			e.teamSend(ctx)
+		}
+	})
 	pub := time.NewTicker(50 * time.Millisecond)
 	defer pub.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.kick:
-			e.teamSend(ctx)
 		case <-pub.C:
-			e.teamPublish(ctx)
-		case <-beat.C:
-			e.teamBeat(ctx)
+			if t.cutOff() == 0 {
+				e.teamPublish(ctx)
+			}
 		}
 	}
 }
@@ -376,6 +408,9 @@ func (e *Engine) teamBeat(ctx context.Context) {
 		}
 		t.lastBeat.Store(time.Now().UnixNano())
 		e.teamSend(ctx)
+		if !t.reconciled.Load() {
+			e.teamReconcile(ctx)
+		}
 		if sw, err := t.s.Sweep(ctx); err == nil {
 			for _, c := range sw.Clones {
 				e.log.Warn("a clone went silent past the grace: its sessions ended and its tasks were freed",
@@ -386,22 +421,108 @@ func (e *Engine) teamBeat(ctx context.Context) {
 			}
 		}
 	case errors.Is(err, coord.ErrCloneEnded):
-		e.teamGiveUp(ctx, "the other clones ended this one after it was silent past the grace")
+		// The others ended this clone and freed its leases: it joins again
+		// as a new clone, and takes back those no one took meanwhile.
+		t.reconciled.Store(false)
 		if err := t.s.Rejoin(ctx); err != nil {
 			e.log.Warn("join the coordination store again", "err", err)
 			return
 		}
-		e.log.Info("joined the coordination store again, as a new clone", "clone", t.s.Clone())
+		e.log.Warn("the other clones had ended this one after it was silent past the grace: joined again as a new clone", "clone", t.s.Clone())
 		t.gaveUp.Store(false)
 		t.lastBeat.Store(time.Now().UnixNano())
 		t.pubDirty.Store(true)
+		t.mu.Lock()
+		t.outbox = nil // every change it held was about the old clone's leases, which the sweep freed
+		t.mu.Unlock()
 		e.teamRegisterLive(ctx)
+		e.teamReconcile(ctx)
 	default:
 		d := time.Since(time.Unix(0, t.lastBeat.Load()))
 		e.log.Warn("coordination store unreachable", "for", d.Round(time.Second), "err", err)
 		if d >= t.s.Grace() {
 			e.teamGiveUp(ctx, fmt.Sprintf("coordination unreachable for %d s", int(d.Seconds())))
 		}
+	}
+}
+
+// teamReconcile makes this clone's leases in snag.db and in the store
+// agree, at the start and after a rejoin. A lease snag.db holds is kept
+// when the store has it for this clone at the same epoch, and taken back
+// at that epoch when the store has it free and no grant went past it
+// (the agent's epoch stays good); otherwise another clone holds it or
+// resolved it, and it is released here. A lease the store has for this
+// clone that snag.db does not hold (snagd stopped between the grant and
+// the file's rewrite) is ended in the store. The audit says which.
+func (e *Engine) teamReconcile(ctx context.Context) {
+	t := e.team
+	mine, err := t.s.Mine(ctx)
+	if err != nil {
+		e.log.Warn("reconcile the leases with the coordination store: will try again", "err", err)
+		return
+	}
+	local, err := e.p.DB.Leases(ctx)
+	if err != nil {
+		e.log.Warn("reconcile the leases with the coordination store: will try again", "err", err)
+		return
+	}
+	shared := make(map[string]coord.Lease, len(mine))
+	for _, l := range mine {
+		shared[l.TaskID] = l
+	}
+	var kept, taken, released, ended int
+	for _, l := range local {
+		if m, ok := shared[l.TaskID]; ok && m.Epoch == l.Epoch {
+			delete(shared, l.TaskID)
+			kept++
+			if m.Session != l.SessionID && l.SessionID != 0 {
+				t.queue(teamOp{adopt: &l})
+			}
+			continue
+		}
+		key := l.TaskID
+		if it, err := e.p.DB.Get(ctx, queue.Ref{ID: l.TaskID}); err == nil {
+			key = it.Key
+		}
+		_, err := t.s.GrantAt(ctx, l.TaskID, key, coord.Session{ID: l.SessionID, Name: l.Holder}, l.Epoch)
+		switch {
+		case err == nil:
+			taken++
+			e.Audit(ctx, index.AuditEntry{Actor: queue.System, Agent: l.Holder, Action: "reconcile", TaskID: l.TaskID, Outcome: "ok",
+				Detail: fmt.Sprintf("the shared lease was free: taken back for %s at epoch %d", l.Holder, l.Epoch)})
+		case errors.Is(err, coord.ErrUnreachable), errors.Is(err, coord.ErrCloneEnded):
+			e.log.Warn("reconcile the leases with the coordination store: will try again", "err", err)
+			return
+		default:
+			released++
+			why := "reconcile: " + e.teamErr(err).Error()
+			e.mu.Lock()
+			if e.p != nil {
+				if err := e.releaseLocked(ctx, l.TaskID, queue.System, l.Holder, why); err != nil {
+					e.log.Error("release a lease another clone has", "task", l.TaskID, "err", err)
+				}
+			}
+			e.mu.Unlock()
+		}
+	}
+	for _, id := range e.chosenIDs() {
+		delete(shared, id) // a claim under way: its grant is being mirrored now
+	}
+	for _, m := range shared {
+		const why = "reconcile: the grant's file was never rewritten here (snagd stopped between the two): the grant ended"
+		if err := t.s.End(ctx, m.TaskID, m.Epoch, coord.Free, why); err != nil && !errors.Is(err, coord.ErrStale) {
+			e.log.Warn("reconcile the leases with the coordination store: will try again", "err", err)
+			return
+		}
+		ended++
+		e.Audit(ctx, index.AuditEntry{Actor: queue.System, Agent: m.Holder, Action: "reconcile", TaskID: m.TaskID, Outcome: "ok", Detail: why})
+	}
+	t.reconciled.Store(true)
+	if kept+taken+released+ended > 0 {
+		e.log.Info("leases reconciled with the coordination store", "kept", kept, "taken_back", taken, "released", released, "grants_ended", ended)
+	}
+	if released > 0 {
+		e.hub.Publish("lease", map[string]any{"reconciled": true, "released": released})
 	}
 }
 
