@@ -17,7 +17,8 @@ import (
 )
 
 // Full is the part of the command line that only snagd's program links:
-// snagd itself, the MCP bridge, and the index opened in place (SQLite).
+// snagd itself, the MCP bridge, the index opened in place (SQLite) and
+// team mode's coordination store (PostgreSQL).
 // The snag program leaves it out so that the commands a person runs all
 // day start in a few milliseconds; a command that needs it runs snagd's
 // program with the same arguments ("snagd snag ARGS", see [SnagdArg]),
@@ -31,6 +32,8 @@ type Full interface {
 	// doctor and log), or with reader set, a private one brought up to
 	// date from the files, which writes nothing into the project.
 	Open(ctx context.Context, root string, reader bool) (Index, error)
+	// Coord gives team mode's coordination store, for snag team.
+	Coord() Coord
 }
 
 // MCPOptions is what [Full.MCP] serves with.

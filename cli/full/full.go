@@ -1,7 +1,8 @@
 // Package full is the part of the snag command line that only snagd's
 // program links: snagd run in the foreground (snag daemon), the MCP bridge
-// (snag mcp) and the index opened in place or privately (snag doctor,
-// reindex and log, and reads without a daemon). It implements [cli.Full];
+// (snag mcp), the index opened in place or privately (snag doctor,
+// reindex and log, and reads without a daemon) and team mode's
+// coordination store on PostgreSQL (snag team). It implements [cli.Full];
 // the snag program, which leaves it out to start in milliseconds, runs
 // "snagd snag ARGS" for the commands that need it.
 package full
@@ -10,14 +11,17 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/cli"
 	"github.com/snagdev/snag/client"
+	"github.com/snagdev/snag/coord"
 	"github.com/snagdev/snag/daemon"
 	"github.com/snagdev/snag/gitdir"
 	"github.com/snagdev/snag/index"
@@ -97,6 +101,44 @@ func (Full) Open(ctx context.Context, root string, reader bool) (cli.Index, erro
 		return nil, err
 	}
 	return opened{p}, nil
+}
+
+// Coord gives team mode's coordination store (package coord).
+func (Full) Coord() cli.Coord { return coordStore{} }
+
+// coordStore is package coord as [cli.Coord].
+type coordStore struct{}
+
+func (coordStore) FindDSN(home string) (string, string, error) { return coord.FindDSN("", home) }
+
+func (coordStore) SaveDSN(home, dsn string) (string, string, error) {
+	var replaced string
+	// The file is read only to say what it held; FindDSN checks its mode.
+	if b, err := os.ReadFile(filepath.Join(home, coord.FileName)); err == nil {
+		if old := strings.TrimSpace(string(b)); old != "" && old != dsn {
+			replaced = coord.Redact(old)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", "", err
+	}
+	p, err := coord.SaveDSN(home, dsn)
+	return p, replaced, err
+}
+
+func (coordStore) Redact(dsn string) string { return coord.Redact(dsn) }
+
+func (coordStore) Init(ctx context.Context, dsn string) ([]int, error) { return coord.Init(ctx, dsn) }
+
+func (coordStore) Check(ctx context.Context, dsn string) (int, error) { return coord.Check(ctx, dsn) }
+
+func (coordStore) Status(ctx context.Context, dsn, workspace string) (cli.TeamStatus, error) {
+	st, err := coord.Status(ctx, dsn, workspace)
+	out := cli.TeamStatus{Workspace: st.Workspace, Store: st.Store, Schema: st.Schema, Clones: make([]cli.TeamClone, len(st.Clones)),
+		Held: st.Held, Done: st.Done, Note: st.Note, Others: st.Others}
+	for i, c := range st.Clones {
+		out.Clones[i] = cli.TeamClone(c)
+	}
+	return out, err
 }
 
 // opened is an open project as [cli.Index].

@@ -1,0 +1,247 @@
+package full_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/snagdev/snag/cli"
+	"github.com/snagdev/snag/cli/full"
+	"github.com/snagdev/snag/coord"
+	"github.com/snagdev/snag/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// workspace is the one the test project's config.json names.
+const workspace = "github.com/acme/shop"
+
+// project makes a project whose config.json names workspace, with its own
+// SNAG_HOME and no $SNAG_COORD, and returns its root.
+func project(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	root := filepath.Join(dir, "shop")
+	if err := os.MkdirAll(filepath.Join(root, ".snag"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, ".snag", "config.json"), []byte(`{"version": 1, "workspace": "`+workspace+`"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SNAG_HOME", filepath.Join(dir, "home"))
+	t.Setenv(coord.Env, "")
+	t.Setenv(cli.NoAutostartEnv, "1")
+	t.Setenv(cli.SnagdEnv, "/nonexistent/snagd") // the full part is in process: nothing runs snagd
+	return root
+}
+
+// snag runs the snag command line in root, with the full part, and returns
+// its exit code, stdout and stderr.
+func snag(t *testing.T, root string, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := cli.Main(context.Background(), args, cli.Env{Dir: root, Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Full: full.New()})
+	return code, stdout.String(), stderr.String()
+}
+
+// secretOf is the password in dsn.
+func secretOf(t *testing.T, dsn string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, ok := u.User.Password()
+	if !ok || pw == "" {
+		t.Fatalf("the test DSN has no password: %s", coord.Redact(dsn))
+	}
+	return pw
+}
+
+func TestTeamInitSavesAndSaysWhatItApplied(t *testing.T) {
+	root := project(t)
+	dsn := pgtest.NewDB(t)
+	pw := secretOf(t, dsn)
+	home := os.Getenv("SNAG_HOME")
+	// A file others can read is replaced, mode 0600, by the DSN given.
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "coord"), []byte("postgres://old:0ld-pw@db.example/snag\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	code, out, errs := snag(t, root, "team", "init", dsn)
+	t.Logf("snag team init DSN:\n%s%s", out, errs)
+	if code != 0 {
+		t.Fatalf("team init: exit %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"schema at version 1 (applied 1): " + coord.Redact(dsn),
+		"saved the DSN in " + filepath.Join(home, "coord") + " (mode 0600), in place of postgres://old:xxxxx@db.example/snag"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("team init's stdout lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errs, "shell's history") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		t.Errorf("team init with a password on the command line: stderr should be one line that says so:\n%s", errs)
+	}
+	fi, err := os.Stat(filepath.Join(home, "coord"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("the saved DSN's mode is %04o, want 0600", fi.Mode().Perm())
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, "coord")); strings.TrimSpace(string(b)) != dsn {
+		t.Errorf("the saved file holds %q, want the DSN", coord.Redact(string(b)))
+	}
+	if strings.Contains(out+errs, pw) || strings.Contains(out+errs, "0ld-pw") {
+		t.Errorf("team init printed a password:\n%s%s", out, errs)
+	}
+
+	// Again, with no DSN: the saved file's, already current, and no hint.
+	code, out, errs = snag(t, root, "team", "init")
+	if code != 0 || !strings.Contains(out, "already at version 1: "+coord.Redact(dsn)) || !strings.Contains(out, "came from "+filepath.Join(home, "coord")) || errs != "" {
+		t.Errorf("team init again: exit %d\n%s%s\nwant already at version 1, from the saved file, and nothing on stderr", code, out, errs)
+	}
+
+	// --no-save leaves the file alone.
+	other := pgtest.NewDB(t)
+	code, out, errs = snag(t, root, "team", "init", other, "--no-save")
+	if code != 0 || !strings.Contains(out, "not saved (--no-save)") || !strings.Contains(errs, "set $SNAG_COORD instead") {
+		t.Errorf("team init --no-save: exit %d\n%s%s", code, out, errs)
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, "coord")); strings.TrimSpace(string(b)) != dsn {
+		t.Error("team init --no-save changed the saved DSN")
+	}
+
+	// From $SNAG_COORD it is not saved unless --save says so.
+	t.Setenv(coord.Env, other)
+	if code, out, _ := snag(t, root, "team", "init"); code != 0 || !strings.Contains(out, "the DSN came from $SNAG_COORD") {
+		t.Errorf("team init from $SNAG_COORD: exit %d\n%s", code, out)
+	}
+	code, out, errs = snag(t, root, "team", "init", "--save")
+	if code != 0 || !strings.Contains(out, "in place of "+coord.Redact(dsn)) || errs != "" {
+		t.Errorf("team init --save from $SNAG_COORD: exit %d\n%s%s", code, out, errs)
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, "coord")); strings.TrimSpace(string(b)) != other {
+		t.Error("team init --save did not save $SNAG_COORD's DSN")
+	}
+}
+
+func TestTeamStatusShowsTheClones(t *testing.T) {
+	root := project(t)
+	dsn := pgtest.NewDB(t)
+	pw := secretOf(t, dsn)
+	ctx := context.Background()
+	if _, err := coord.Init(ctx, dsn); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(coord.Env, dsn)
+
+	// Before any clone joined, the status says so.
+	code, out, errs := snag(t, root, "team", "status")
+	if code != 0 || !strings.Contains(out, "no clone of "+workspace+" has connected yet") {
+		t.Errorf("team status before any clone: exit %d\n%s%s", code, out, errs)
+	}
+
+	var clones []*coord.Store
+	for i, where := range []struct{ host, root, branch string }{{"laptop", "/home/dana/shop", "main"}, {"ci-box", "/srv/shop", "snag/SNAG-3"}} {
+		s, err := coord.Open(ctx, dsn, coord.Options{Workspace: workspace, Host: where.host, Root: where.root, Branch: where.branch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		clones = append(clones, s)
+		if err := s.Register(ctx, coord.Session{ID: int64(i + 1), Name: []string{"ADA", "BO"}[i]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := clones[0].Grant(ctx, "T1", "SNAG-1", coord.Session{ID: 1, Name: "ADA"}); err != nil {
+		t.Fatal(err)
+	}
+
+	code, out, errs = snag(t, root, "team", "status")
+	t.Logf("snag team status:\n%s%s", out, errs)
+	if code != 0 {
+		t.Fatalf("team status: exit %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{
+		"team mode: " + coord.Redact(dsn) + " (from $SNAG_COORD), schema version 1",
+		workspace + ": 2 clones connected, 1 task held, 0 done",
+		"laptop /home/dana/shop on main, heartbeat ",
+		"agents ADA, holding 1 task",
+		"ci-box /srv/shop on snag/SNAG-3, heartbeat ",
+		"agents BO, holding 0 tasks",
+		"no snagd serves " + root,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("team status lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out+errs, pw) {
+		t.Errorf("team status printed the password:\n%s%s", out, errs)
+	}
+
+	code, out, _ = snag(t, root, "team", "status", "--json")
+	var st cli.TeamStatus
+	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil {
+		t.Fatalf("team status --json: exit %d, %v\n%s", code, err, out)
+	}
+	if st.Workspace != workspace || len(st.Clones) != 2 || st.Held != 1 || st.Clones[0].Host != "laptop" ||
+		strings.Join(st.Clones[0].Sessions, ",") != "ADA" || st.Clones[0].Held != 1 || strings.Contains(out, pw) {
+		t.Errorf("team status --json = %+v", st)
+	}
+}
+
+func TestTeamStatusAloneAndRefusals(t *testing.T) {
+	root := project(t)
+	code, out, _ := snag(t, root, "team", "status")
+	if code != 0 || !strings.Contains(out, "snag runs alone here") || !strings.Contains(out, "snag team init DSN") {
+		t.Errorf("team status with no DSN: exit %d\n%s", code, out)
+	}
+	code, out, _ = snag(t, root, "team", "status", "--json")
+	var st cli.TeamStatus
+	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil || st.Store != "" || st.Workspace != workspace || !strings.Contains(st.Note, "alone") {
+		t.Errorf("team status --json with no DSN: exit %d, %v\n%s", code, err, out)
+	}
+
+	// A database without the schema: status names snag team init.
+	dsn := pgtest.NewDB(t)
+	pw := secretOf(t, dsn)
+	t.Setenv(coord.Env, dsn)
+	code, out, errs := snag(t, root, "team", "status")
+	if code != 1 || !strings.Contains(errs, "snag team init") || !strings.Contains(errs, "(the DSN came from $SNAG_COORD)") {
+		t.Errorf("team status of an empty database: exit %d\n%s%s", code, out, errs)
+	}
+
+	// A wrong password: the error holds neither password.
+	u, _ := url.Parse(dsn)
+	u.User = url.UserPassword(u.User.Username(), "wr0ng-s3cret")
+	t.Setenv(coord.Env, "")
+	code, out, errs = snag(t, root, "team", "init", u.String(), "--no-save")
+	if code != 1 || !strings.Contains(errs, "password authentication failed") {
+		t.Errorf("team init with a wrong password: exit %d\n%s%s", code, out, errs)
+	}
+	if strings.Contains(out+errs, "wr0ng-s3cret") || strings.Contains(out+errs, pw) {
+		t.Errorf("team init with a wrong password printed a password:\n%s%s", out, errs)
+	}
+
+	// Usage mistakes exit 2, and snag team alone prints its usage.
+	for _, args := range [][]string{{"team"}, {"team", "frob"}, {"team", "status", "x"}, {"team", "init", "a", "b"}, {"team", "init", "--save", "--no-save"}} {
+		if code, _, errs := snag(t, root, args...); code != 2 || errs == "" {
+			t.Errorf("snag %s: exit %d, stderr %q; want a usage mistake", strings.Join(args, " "), code, errs)
+		}
+	}
+	if _, _, errs := snag(t, root, "team"); !strings.Contains(errs, "usage: snag team init [DSN]") {
+		t.Errorf("snag team: %q, want its usage", errs)
+	}
+	if code, _, errs := snag(t, root, "team", "init"); code != 2 || !strings.Contains(errs, "team init needs a DSN") {
+		t.Errorf("snag team init with no DSN anywhere: exit %d %q", code, errs)
+	}
+}
