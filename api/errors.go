@@ -187,6 +187,9 @@ const (
 	// CodeNotLive (409): a task handed to an agent with no live session;
 	// nothing moved.
 	CodeNotLive = "not_live"
+	// CodeBadMethod (405): a method other than POST, GET and DELETE on
+	// the hosted listener's /mcp.
+	CodeBadMethod = "bad_method"
 )
 
 // Codes lists every error code, for the reference and its test.
@@ -201,7 +204,7 @@ var Codes = []string{
 	CodeNotClaimed, CodeNameKept, CodeBadName, CodeNoMessage, CodeLongMessage, CodeLongDetail, CodeNoAddressee,
 	CodeNoTitle, CodeLongTitle, CodeLongBody, CodeToSelf, CodeNotLive, CodeCycle,
 	CodeBadType, CodeBadLink, CodeNoSource, CodeNoNote, CodeNotHere, CodeBadTree, CodeMissingBranch, CodeBadBranch,
-	CodeBranchHeld, CodeBadNote, CodeWrongWorkspace, CodeBadBranches,
+	CodeBranchHeld, CodeBadNote, CodeWrongWorkspace, CodeBadBranches, CodeBadMethod,
 }
 
 // The headers of an agent's request.

@@ -128,5 +128,5 @@ var Routes = []Route{
 	{Method: "POST", Path: "/login-codes", Who: Person, Request: MoveRequest{}, Answer: LoginCode{}, Status: 201,
 		Doc: "Mints a one-time link that logs a browser in to the board (snag open)."},
 	{Method: "POST, GET, DELETE", Path: "/mcp", Who: Token,
-		Doc: "The MCP server over Streamable HTTP (the same tools as snag mcp); its sessions are agents' sessions."},
+		Doc: "The MCP server over Streamable HTTP (the same tools as snag mcp); its sessions are agents' sessions. snagd --listen serves it alone on a second listener, over TLS with a hosted token of its own, to agents on other machines."},
 }

@@ -10,11 +10,16 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+
+	"github.com/snagdev/snag/token"
 )
 
 // Command runs snagd as a command line: snagd [--root DIR] [--port N]
-// [--log LEVEL], or snagd --version, which prints "snagd" and version.
-// cmd/snagd and snag daemon both call it.
+// [--log LEVEL] [--listen ADDR --tls-cert F --tls-key F
+// [--allowed-host NAME]... [--hosted-token-file F]], or snagd --version,
+// which prints "snagd" and version. The hosted token comes from
+// --hosted-token-file, else from $SNAG_HOSTED_TOKEN. cmd/snagd and snag
+// daemon both call it.
 func Command(ctx context.Context, args []string, version string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("snagd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -26,12 +31,27 @@ func Command(ctx context.Context, args []string, version string, stdout, stderr 
 	settle := fs.Duration("settle", DefaultSettle, "look again this long after a task file reads as missing or broken before believing it (editors truncate and rewrite in place)")
 	mcpLost := fs.Duration("mcp-stream-grace", DefaultMCPStreamGrace, "end an MCP session on /mcp this long after its client's GET stream closed, unless a request comes")
 	showVersion := fs.Bool("version", false, "print snagd's version and exit")
+	var hosted Hosted
+	fs.StringVar(&hosted.Listen, "listen", "", "also serve /mcp, and only /mcp, to agents on other machines on this HOST:PORT (TLS needed unless loopback)")
+	fs.StringVar(&hosted.TLSCert, "tls-cert", "", "the hosted listener's PEM certificate (with --listen; TLS 1.2 or later)")
+	fs.StringVar(&hosted.TLSKey, "tls-key", "", "the PEM private key of --tls-cert")
+	fs.Func("allowed-host", "a Host name the hosted listener answers to, NAME or NAME:PORT; repeat for more (default: --listen's host, unless a wildcard)", func(s string) error {
+		hosted.AllowedHosts = append(hosted.AllowedHosts, s)
+		return nil
+	})
+	fs.StringVar(&hosted.TokenFile, "hosted-token-file", "", "a file of mode 0600 holding the hosted listener's token, at least 32 bytes, never snagd's own (default: $"+HostedTokenEnv+"); read again when it changes")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: snag daemon [--root DIR] [--port N] [--log LEVEL] [--exit-idle D] [--mcp-idle D] [--mcp-stream-grace D] [--settle D]\n"+
+		fmt.Fprint(fs.Output(), "usage: snag daemon [--root DIR] [--port N] [--log LEVEL] [--exit-idle D] [--mcp-idle D] [--mcp-stream-grace D] [--settle D]\n"+
+			"           [--listen ADDR [--tls-cert F --tls-key F] [--allowed-host NAME]... [--hosted-token-file F]]\n"+
 			"   or: snagd with the same flags\n"+
 			"   or: snagd --version\n\n"+
 			"snagd watches a project's task files, keeps its index live, makes every write\n"+
-			"and holds agents' leases. It listens on 127.0.0.1 only.\n\nflags:\n")
+			"and holds agents' leases. It listens on 127.0.0.1 only; with --listen it also\n"+
+			"serves /mcp alone there, for agents on other machines, over TLS (plain HTTP on a\n"+
+			"loopback ADDR only), to the --allowed-host names, with a token of its own:\n"+
+			"  "+token.MakeCommand(HostedTokenHint)+"\n"+
+			"  snagd --listen 0.0.0.0:8443 --tls-cert cert.pem --tls-key key.pem \\\n"+
+			"        --allowed-host snag.example.com --hosted-token-file "+HostedTokenHint+"\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -53,6 +73,18 @@ func Command(ctx context.Context, args []string, version string, stdout, stderr 
 	if fs.NArg() > 0 {
 		return fmt.Errorf("the daemon takes no arguments, only flags: snag daemon --help lists them")
 	}
+	var hostedOpts *Hosted
+	if hosted.Listen != "" {
+		hostedOpts = &hosted
+		if hosted.TokenFile == "" {
+			hosted.Token = os.Getenv(HostedTokenEnv)
+		}
+		// Processes snagd starts (verify commands, git, the browser)
+		// never see it.
+		os.Unsetenv(HostedTokenEnv)
+	} else if hosted.TLSCert != "" || hosted.TLSKey != "" || hosted.TokenFile != "" || len(hosted.AllowedHosts) > 0 {
+		return fmt.Errorf("--tls-cert, --tls-key, --allowed-host and --hosted-token-file configure the hosted /mcp: give --listen ADDR with them (snagd --help)")
+	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(strings.ToUpper(*level))); err != nil {
 		return fmt.Errorf("--log: want debug, info, warn or error")
@@ -62,7 +94,8 @@ func Command(ctx context.Context, args []string, version string, stdout, stderr 
 		debug.SetMemoryLimit(MemoryLimit)
 	}
 	return Run(ctx, Options{Root: *root, Port: *port, Version: version, Log: log, ExitIdle: *idle, Settle: *settle, MCPIdle: *mcpIdle, MCPStreamGrace: *mcpLost,
-		Ready: func(addr string) { log.Info("ready", "addr", addr) }})
+		Hosted: hostedOpts,
+		Ready:  func(addr string) { log.Info("ready", "addr", addr) }})
 }
 
 // MemoryLimit is the soft limit snagd sets on the Go runtime's memory

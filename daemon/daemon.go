@@ -1,6 +1,8 @@
 // Package daemon is snagd: the one process per worktree that watches a
 // project's task files, keeps its index live, makes every write, holds the
-// leases of connected agents, and serves the HTTP API on 127.0.0.1.
+// leases of connected agents, and serves the HTTP API on 127.0.0.1. Asked
+// to (Options.Hosted), it also serves /mcp alone on a second listener, over
+// TLS with a token of its own, to agents on other machines (hosted.go).
 //
 // Run wires the parts together under one errgroup: the watcher's batches
 // feed the index, the HTTP server answers the CLI, the MCP bridge and the
@@ -88,6 +90,10 @@ type Options struct {
 	// request in flight once its client's GET stream has closed (30 s, at
 	// most MCPIdle): the client is gone.
 	MCPStreamGrace time.Duration
+	// Hosted, when set, serves /mcp (and nothing else) on a second
+	// listener to agents on other machines: over TLS, to the Host names
+	// it allows, with a token of its own. See [Hosted].
+	Hosted *Hosted
 }
 
 // Daemon is a running snagd: the engine, and the HTTP server over it.
@@ -145,6 +151,12 @@ func Run(ctx context.Context, opts Options) error {
 	if d.tok, err = token.Load(home); err != nil {
 		return fmt.Errorf("snagd: %w", err)
 	}
+	var hosted *hostedMCP
+	if opts.Hosted != nil {
+		if hosted, err = newHosted(d, *opts.Hosted, d.tok); err != nil {
+			return fmt.Errorf("snagd: %w", err)
+		}
+	}
 
 	ln, err := listen(opts.Port)
 	if err != nil {
@@ -158,6 +170,13 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("snagd: %w", err)
 	}
 	failpoint.Hit("start", StepListening)
+	var hostedLn net.Listener
+	if hosted != nil {
+		if hostedLn, err = hosted.listenOn(ctx); err != nil {
+			ln.Close()
+			return fmt.Errorf("snagd: %w", err)
+		}
+	}
 
 	// The server answers from the start: until the index is open and the
 	// first rescan is done (a damaged snag.db may be rebuilding), every
@@ -174,19 +193,20 @@ func Run(ctx context.Context, opts Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
+	serveIn(gctx, g, srv, func() error {
 		err := srv.Serve(ln)
 		if errors.Is(err, http.ErrServerClosed) {
 			return nil
 		}
 		return err
 	})
-	g.Go(func() error {
-		<-gctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return srv.Shutdown(sctx)
-	})
+	if hosted != nil {
+		// The same /mcp as the local listener's (d.routes made it), behind
+		// the hosted gate: its sessions are ordinary /mcp sessions.
+		hosted.secret.onChange = d.mcp.closeHosted
+		hsrv := hosted.server(d.opening(d.mcp))
+		serveIn(gctx, g, hsrv, func() error { return hosted.serve(hsrv, hostedLn) })
+	}
 	stop := func(err error) error {
 		cancel()
 		g.Wait()
@@ -216,6 +236,14 @@ func Run(ctx context.Context, opts Options) error {
 	})
 	g.Go(func() error { return d.lifetime(gctx) })
 	d.log.Info("snagd serving", "root", root, "addr", ln.Addr().String(), "pid", os.Getpid())
+	if hosted != nil {
+		attrs := []any{"addr", hostedLn.Addr().String(), "tls", hosted.tls != nil, "allowed_hosts", hosted.allowedNames()}
+		if hosted.tls == nil {
+			d.log.Warn("hosted /mcp serving plain HTTP on loopback: put a TLS proxy or an SSH tunnel in front of it for other machines", attrs...)
+		} else {
+			d.log.Info("hosted /mcp serving", attrs...)
+		}
+	}
 	link, _ := d.guard.board.LoginURL(boardPerson())
 	d.log.Info("the board: open this one-time login link (snag open makes another)", "url", link)
 	if opts.Ready != nil {
@@ -232,6 +260,18 @@ func Run(ctx context.Context, opts Options) error {
 		err = nil
 	}
 	return err
+}
+
+// serveIn serves srv in g (serve is its Serve or ServeTLS), and shuts it
+// down once ctx ends, giving requests in flight 5 s.
+func serveIn(ctx context.Context, g *errgroup.Group, srv *http.Server, serve func() error) {
+	g.Go(serve)
+	g.Go(func() error {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	})
 }
 
 // listen binds 127.0.0.1 on the given port, or on the first free one of

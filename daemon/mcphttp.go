@@ -46,6 +46,11 @@ type mcpHTTP struct {
 	idle time.Duration // with no GET stream ever held
 	lost time.Duration // after the last GET stream closed
 	sdk  *sdk.StreamableHTTPHandler
+	// hosted serves /mcp on the hosted listener (see hosted.go): the same
+	// servers, behind its own guard, with the SDK's loopback Host check
+	// off, since that guard admits only the names it was given. A session
+	// lives on the listener that started it.
+	hosted *sdk.StreamableHTTPHandler
 	// shared answers the SDK's per-request question of protocol versions
 	// for requests that do not start a session; it serves no session.
 	shared *sdk.Server
@@ -59,6 +64,7 @@ type mcpHTTP struct {
 // mcpSession is one MCP session over HTTP and its backend.
 type mcpSession struct {
 	srv    *sdk.Server
+	hosted bool // started over the hosted listener
 	live   *engineBackend
 	ss     *sdk.ServerSession
 	active int         // requests of the session in flight, GET streams included
@@ -88,6 +94,8 @@ func (d *Daemon) mcpHandler(ctx context.Context) *mcpHTTP {
 	// The guard in front has checked Host, Origin and the token; the
 	// SDK's own Host check stays on too.
 	h.sdk = sdk.NewStreamableHTTPHandler(h.server, &sdk.StreamableHTTPOptions{Logger: d.log, MaxRequestBodyBytes: MaxBody})
+	h.hosted = sdk.NewStreamableHTTPHandler(h.server, &sdk.StreamableHTTPOptions{Logger: d.log, MaxRequestBodyBytes: MaxBody,
+		DisableLocalhostProtection: true})
 	go func() {
 		<-ctx.Done()
 		h.close()
@@ -111,7 +119,7 @@ func (h *mcpHTTP) server(r *http.Request) *sdk.Server {
 	if closed {
 		return nil // snagd is stopping: the SDK answers 400
 	}
-	s := &mcpSession{live: newEngineBackend(h.d)}
+	s := &mcpSession{live: newEngineBackend(h.d), hosted: isHosted(r)}
 	ts, _ := toolsetsOf(r)
 	opts := mcp.Options{Root: h.d.root, Version: h.d.opts.Version, Log: h.d.log, Daemon: s.live, Toolsets: ts,
 		Workspace: h.d.workspace}
@@ -151,6 +159,10 @@ func toolsetsOf(r *http.Request) ([]string, error) {
 
 func (h *mcpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := r.Header.Get("Mcp-Session-Id")
+	hosted, handler := isHosted(r), h.sdk
+	if hosted {
+		handler = h.hosted
+	}
 	if _, err := toolsetsOf(r); err != nil {
 		writeError(w, &apiError{http.StatusBadRequest, "bad_toolsets", err.Error()})
 		return
@@ -167,27 +179,34 @@ func (h *mcpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if id == "" {
 		sl := &slot{}
-		h.sdk.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), slotKey{}, sl)))
+		handler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), slotKey{}, sl)))
 		if sl.s != nil {
 			h.settle(sl.s)
 		}
 		return
 	}
 	get := r.Method == http.MethodGet
-	s := h.begin(id, get)
+	s := h.begin(id, get, hosted)
 	if s != nil {
 		defer h.end(s, get)
 	}
-	h.sdk.ServeHTTP(w, r)
+	handler.ServeHTTP(w, r)
 }
 
-// find is the session with the id; a session the SDK has connected but
-// not yet answered for is found among the pending ones. h.mu must be held.
-func (h *mcpHTTP) find(id string) *mcpSession {
+// find is the session with the id started on the same listener (hosted
+// or not); a session the SDK has connected but not yet answered for is
+// found among the pending ones. h.mu must be held.
+func (h *mcpHTTP) find(id string, hosted bool) *mcpSession {
 	if s := h.byID[id]; s != nil {
+		if s.hosted != hosted {
+			return nil
+		}
 		return s
 	}
 	for srv, s := range h.pending {
+		if s.hosted != hosted {
+			continue
+		}
 		for ss := range srv.Sessions() {
 			if ss.ID() == id {
 				h.bind(s, ss)
@@ -247,10 +266,10 @@ func (h *mcpHTTP) settle(s *mcpSession) {
 
 // begin counts a request of a known session as in flight (a GET is its
 // stream).
-func (h *mcpHTTP) begin(id string, get bool) *mcpSession {
+func (h *mcpHTTP) begin(id string, get, hosted bool) *mcpSession {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s := h.find(id)
+	s := h.find(id, hosted)
 	if s == nil {
 		return nil // the SDK answers 404
 	}
@@ -336,6 +355,23 @@ func (h *mcpHTTP) closeSession(id int64) {
 	}
 	h.mu.Unlock()
 	if ss != nil {
+		ss.Close()
+	}
+}
+
+// closeHosted closes every session started over the hosted listener, as
+// its token changes: their clients' next requests need the new token and
+// a new session, and no GET stream goes on under the old one.
+func (h *mcpHTTP) closeHosted() {
+	h.mu.Lock()
+	var sessions []*sdk.ServerSession
+	for _, s := range h.byID {
+		if s.hosted {
+			sessions = append(sessions, s.ss)
+		}
+	}
+	h.mu.Unlock()
+	for _, ss := range sessions {
 		ss.Close()
 	}
 }
