@@ -10,7 +10,9 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/snagdev/snag/coord"
 	"github.com/snagdev/snag/token"
 )
 
@@ -30,6 +32,8 @@ func Command(ctx context.Context, args []string, version string, stdout, stderr 
 	mcpIdle := fs.Duration("mcp-idle", DefaultMCPIdle, "end an MCP session on /mcp whose client holds no GET stream after this long with no request")
 	settle := fs.Duration("settle", DefaultSettle, "look again this long after a task file reads as missing or broken before believing it (editors truncate and rewrite in place)")
 	mcpLost := fs.Duration("mcp-stream-grace", DefaultMCPStreamGrace, "end an MCP session on /mcp this long after its client's GET stream closed, unless a request comes")
+	coordDSN := fs.String("coord", "", "coordinate with the other clones of the repository through this PostgreSQL DSN (default: $SNAG_COORD, else ~/.snag/coord; none: run alone)")
+	coordGrace := fs.Duration("coord-grace", DefaultCoordGrace, "with --coord: how long a clone may stay silent before its agents' leases are given up")
 	showVersion := fs.Bool("version", false, "print snagd's version and exit")
 	var hosted Hosted
 	fs.StringVar(&hosted.Listen, "listen", "", "also serve /mcp, and only /mcp, to agents on other machines on this HOST:PORT (TLS needed unless loopback)")
@@ -42,6 +46,7 @@ func Command(ctx context.Context, args []string, version string, stdout, stderr 
 	fs.StringVar(&hosted.TokenFile, "hosted-token-file", "", "a file of mode 0600 holding the hosted listener's token, at least 32 bytes, never snagd's own (default: $"+HostedTokenEnv+"); read again when it changes")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: snag daemon [--root DIR] [--port N] [--log LEVEL] [--exit-idle D] [--mcp-idle D] [--mcp-stream-grace D] [--settle D]\n"+
+			"                   [--coord DSN] [--coord-grace D]\n"+
 			"           [--listen ADDR [--tls-cert F --tls-key F] [--allowed-host NAME]... [--hosted-token-file F]]\n"+
 			"   or: snagd with the same flags\n"+
 			"   or: snagd --version\n\n"+
@@ -93,7 +98,11 @@ func Command(ctx context.Context, args []string, version string, stdout, stderr 
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(MemoryLimit)
 	}
+	if *coordGrace < time.Second {
+		return fmt.Errorf("--coord-grace %v: want at least 1s (a clone heartbeats every %v)", *coordGrace, coord.DefaultHeartbeat)
+	}
 	return Run(ctx, Options{Root: *root, Port: *port, Version: version, Log: log, ExitIdle: *idle, Settle: *settle, MCPIdle: *mcpIdle, MCPStreamGrace: *mcpLost,
+		Coord: *coordDSN, CoordGrace: *coordGrace,
 		Hosted: hostedOpts,
 		Ready:  func(addr string) { log.Info("ready", "addr", addr) }})
 }

@@ -29,11 +29,13 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/snagdev/snag/coord"
 	"github.com/snagdev/snag/engine"
 	"github.com/snagdev/snag/gitdir"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/internal/failpoint"
 	"github.com/snagdev/snag/project"
+	"github.com/snagdev/snag/queue"
 	"github.com/snagdev/snag/token"
 	"github.com/snagdev/snag/watch"
 )
@@ -94,7 +96,20 @@ type Options struct {
 	// listener to agents on other machines: over TLS, to the Host names
 	// it allows, with a token of its own. See [Hosted].
 	Hosted *Hosted
+	// Coord is the PostgreSQL DSN of the coordination store shared with
+	// the other clones of the repository; "" looks in $SNAG_COORD and then
+	// the per-user file coord (coord.FindDSN), and with none there snagd
+	// runs alone. It is never logged: only its redacted form is.
+	Coord string
+	// CoordGrace is how long a clone may stay silent before the others end
+	// its sessions and free its tasks (DefaultCoordGrace).
+	CoordGrace time.Duration
+	// CoordBeat is how often this clone heartbeats (coord.DefaultHeartbeat).
+	CoordBeat time.Duration
 }
+
+// DefaultCoordGrace is [Options.CoordGrace]'s default.
+const DefaultCoordGrace = coord.DefaultGrace
 
 // Daemon is a running snagd: the engine, and the HTTP server over it.
 type Daemon struct {
@@ -219,8 +234,16 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer os.Remove(portFile)
 
+	store, err := d.openCoord(gctx, home)
+	if err != nil {
+		return stop(fmt.Errorf("snagd: %w", err))
+	}
+	if store != nil {
+		defer store.Close()
+	}
 	e, err := engine.Open(gctx, engine.Options{Root: root, Home: home, Log: d.log, Watch: opts.Watch,
-		Settle: opts.Settle, Grace: opts.Grace, Sweep: opts.Sweep, PlanDelay: opts.PlanDelay})
+		Settle: opts.Settle, Grace: opts.Grace, Sweep: opts.Sweep, PlanDelay: opts.PlanDelay,
+		Coord: store, CoordBeat: opts.CoordBeat})
 	if err != nil {
 		return stop(fmt.Errorf("snagd: %w", err))
 	}
@@ -360,4 +383,29 @@ func tokenFileName(home string) string {
 		return "~/" + project.Folder + "/token"
 	}
 	return filepath.Join(home, "token")
+}
+
+// openCoord opens the coordination store when a DSN is given (the
+// option, $SNAG_COORD or the per-user file coord), joining the workspace
+// of the repository's clones as this clone; nil when there is none.
+func (d *Daemon) openCoord(ctx context.Context, home string) (*coord.Store, error) {
+	dsn, from, err := coord.FindDSN(d.opts.Coord, home)
+	if err != nil || dsn == "" {
+		return nil, err
+	}
+	cfg, err := queue.LoadConfig(filepath.Join(d.root, project.Folder, project.ConfigFile))
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	branch, _, _ := gitdir.Head(d.root)
+	ws := gitdir.Workspace(d.root, cfg.Workspace)
+	s, err := coord.Open(ctx, dsn, coord.Options{Workspace: ws, Host: host, Root: d.root, Branch: branch,
+		Version: d.opts.Version, Grace: d.opts.CoordGrace})
+	if err != nil {
+		return nil, fmt.Errorf("%w (the DSN came from %s)", err, from)
+	}
+	d.log.Info("team mode: live state shared through the coordination store",
+		"store", coord.Redact(dsn), "from", from, "workspace", ws, "clone", s.Clone(), "grace", s.Grace())
+	return s, nil
 }

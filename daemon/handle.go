@@ -145,6 +145,7 @@ var statusOfKind = []struct {
 	{engine.ErrCannotVerify, http.StatusConflict},
 	{engine.ErrFilesHeld, http.StatusConflict},
 	{engine.ErrNotLive, http.StatusConflict},
+	{engine.ErrUnreachable, http.StatusServiceUnavailable},
 }
 
 // fail writes the HTTP answer of an error (see answerOf).

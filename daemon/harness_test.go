@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/snagdev/snag/internal/failpoint"
+	"github.com/snagdev/snag/internal/pgtest"
 	"github.com/snagdev/snag/internal/snagdtest"
 )
 
@@ -36,7 +37,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := pgtest.Main(m)
 	bins.Remove()
 	os.Exit(code)
 }

@@ -298,6 +298,9 @@ func (e *Engine) cutOffMessage() string {
 		return fmt.Sprintf("coordination unreachable for %d s: this clone's leases were given up at %d s; nothing is granted until it is back (try again in a few seconds)",
 			int(d.Seconds()), int(e.team.s.Grace().Seconds()))
 	}
+	if d == 0 {
+		return "coordination store unreachable: nothing is granted until it is back (try again in a few seconds)"
+	}
 	return fmt.Sprintf("coordination unreachable for %d s: nothing is granted until it is back (try again in a few seconds)", int(d.Seconds()))
 }
 

@@ -1,0 +1,651 @@
+package daemon_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snagdev/snag/coord"
+	"github.com/snagdev/snag/internal/pgtest"
+	"github.com/snagdev/snag/queue"
+)
+
+// The config.json of the team tests' projects: resolve goes through a
+// verify command that passes at once, or straight to resolved.
+const (
+	teamVerify   = `{"version": 1, "verify": {"command": "true", "timeout_seconds": 30}}` + "\n"
+	teamNoVerify = `{"version": 1, "plan": {"verify_on_resolve": false}}` + "\n"
+)
+
+// teamRepo makes a bare repository whose main branch holds a snag project
+// with config and n open tasks, SNAG-1 to SNAG-n, and returns its path.
+func teamRepo(t *testing.T, n int, config string) string {
+	t.Helper()
+	needGit(t)
+	base := t.TempDir()
+	seed := filepath.Join(base, "seed")
+	for _, d := range []string{"tasks", "notes", "plans", "shots"} {
+		if err := os.MkdirAll(filepath.Join(seed, ".snag", d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(seed, ".snag", "config.json"), []byte(config), 0o644)
+	os.WriteFile(filepath.Join(seed, ".snag", ".gitignore"), []byte(gitignore), 0o644)
+	created := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	for i := 1; i <= n; i++ {
+		tk := &queue.Task{ID: fmt.Sprintf("tsk_01JTEAM%019d", i), Key: queue.Alias(i), Title: fmt.Sprintf("Team task %d", i),
+			Status: queue.StatusOpen, Kind: queue.KindBug, Severity: queue.SeverityMedium, Wave: 1, Trust: queue.TrustVetted,
+			Created: created.Add(time.Duration(i) * time.Second), Body: []byte("Fix it.\n")}
+		name := queue.FileName(tk.Key, tk.Title)
+		if err := os.WriteFile(filepath.Join(seed, ".snag", "tasks", name), queue.Format(tk), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, seed, "init", "-q")
+	git(t, seed, "add", "-A")
+	git(t, seed, "commit", "-qm", "tasks")
+	bare := filepath.Join(base, "origin.git")
+	git(t, base, "clone", "-q", "--bare", seed, bare)
+	return bare
+}
+
+// teamClone clones bare into a new folder and returns its root.
+func teamClone(t *testing.T, bare string) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "clone")
+	git(t, filepath.Dir(root), "clone", "-q", bare, root)
+	return root
+}
+
+// teamDB is the DSN of a new database with the snag schema.
+func teamDB(t *testing.T) string {
+	t.Helper()
+	dsn := pgtest.NewDB(t)
+	if _, err := coord.Init(context.Background(), dsn); err != nil {
+		t.Fatal(err)
+	}
+	return dsn
+}
+
+// startTeam starts snagd on root in team mode, with the DSN in
+// $SNAG_COORD (never on its command line) and the grace given.
+func startTeam(t *testing.T, root, dsn string, grace time.Duration, extra ...string) *daemon {
+	t.Helper()
+	return startTeamHome(t, root, filepath.Join(t.TempDir(), "home"), dsn, grace, extra...)
+}
+
+// startTeamHome is startTeam with the daemon's SNAG_HOME given, for a
+// restart that keeps its token.
+func startTeamHome(t *testing.T, root, home, dsn string, grace time.Duration, extra ...string) *daemon {
+	t.Helper()
+	d := spawnEnv(t, root, home, []string{coord.Env + "=" + dsn},
+		append([]string{"--log", "debug", "--coord-grace", grace.String()}, extra...)...)
+	d.waitReady()
+	return d
+}
+
+// teamAgent is an agent over snagd's HTTP API.
+type teamAgent struct {
+	mu      sync.Mutex
+	d       *daemon // the snagd it talks to: a restart sets it (to)
+	session int64
+	name    string
+}
+
+// daemon is the snagd the agent talks to.
+func (a *teamAgent) daemon() *daemon {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.d
+}
+
+// to points the agent at d, its snagd started again.
+func (a *teamAgent) to(d *daemon) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.d = d
+}
+
+func newTeamAgent(t *testing.T, d *daemon) *teamAgent {
+	t.Helper()
+	var s struct {
+		ID   int64  `json:"id"`
+		Name string `json:"name"`
+	}
+	if code := d.do(http.MethodPost, "/sessions", map[string]any{"client": "team-test", "client_version": "1",
+		"pid": os.Getpid(), "transport": "http"}, &s); code != http.StatusCreated {
+		t.Fatalf("register: %d", code)
+	}
+	return &teamAgent{d: d, session: s.ID, name: s.Name}
+}
+
+// call sends a request as the agent and returns the status, the body and
+// the Retry-After header.
+func (a *teamAgent) call(method, path string, in any) (int, []byte, string) {
+	var body io.Reader
+	if in != nil {
+		b, _ := json.Marshal(in)
+		body = bytes.NewReader(b)
+	}
+	d := a.daemon()
+	req, _ := http.NewRequest(method, d.url(path), body)
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Snag-Session", strconv.FormatInt(a.session, 10))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, []byte(err.Error()), ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, resp.Header.Get("Retry-After")
+}
+
+type teamClaim struct {
+	Task *struct {
+		ID  string `json:"id"`
+		Key string `json:"key"`
+	} `json:"task"`
+	Epoch  int64  `json:"epoch"`
+	Reason string `json:"reason"`
+}
+
+// keepAlive holds the session's stream open, as an MCP bridge does, until
+// the test ends: after a restart of its snagd, it reconnects.
+func (a *teamAgent) keepAlive(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		for ctx.Err() == nil {
+			d := a.daemon()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, d.url("/sessions/"+strconv.FormatInt(a.session, 10)+"/stream"), nil)
+			req.Header.Set("Authorization", "Bearer "+d.token)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+}
+
+// claim claims task key and returns the answer and its status.
+func (a *teamAgent) claim(key string) (teamClaim, int, []byte) {
+	code, b, _ := a.call(http.MethodPost, "/tasks/"+key+"/claim", map[string]any{})
+	var c teamClaim
+	json.Unmarshal(b, &c)
+	return c, code, b
+}
+
+// status is task key's status as snagd d's index says.
+func teamStatus(d *daemon, key string) string {
+	var tk struct {
+		Task struct {
+			Status string `json:"status"`
+		} `json:"task"`
+	}
+	d.get("/tasks/"+key, &tk)
+	return tk.Task.Status
+}
+
+func (a *teamAgent) claimNext(t *testing.T) (teamClaim, int, string) {
+	code, b, retry := a.call(http.MethodPost, "/claim", map[string]any{})
+	var c teamClaim
+	json.Unmarshal(b, &c)
+	if code != http.StatusOK && code != http.StatusServiceUnavailable {
+		t.Errorf("%s claim: %d %s", a.name, code, b)
+	}
+	return c, code, retry
+}
+
+// TestTeamClaimsExactlyOnceAcrossClones: three clones of one repository,
+// each with its snagd on one PostgreSQL, and agents on each draining the
+// queue through claim-next: every task is claimed exactly once, on one
+// clone, and the shared state says each is done.
+func TestTeamClaimsExactlyOnceAcrossClones(t *testing.T) {
+	n := 120
+	bare := teamRepo(t, n, teamNoVerify)
+	dsn := teamDB(t)
+	var ds []*daemon
+	for range 3 {
+		ds = append(ds, startTeam(t, teamClone(t, bare), dsn, 15*time.Second))
+	}
+	var mu sync.Mutex
+	claimed := map[string][]string{}
+	var wg sync.WaitGroup
+	for i := range 9 {
+		d := ds[i%3]
+		a := newTeamAgent(t, d)
+		wg.Go(func() {
+			empty := 0
+			for empty < 20 {
+				c, code, _ := a.claimNext(t)
+				if code != http.StatusOK || c.Task == nil {
+					empty++
+					time.Sleep(50 * time.Millisecond)
+					continue
+				}
+				empty = 0
+				mu.Lock()
+				claimed[c.Task.Key] = append(claimed[c.Task.Key], fmt.Sprintf("%s@%d", a.name, d.port))
+				mu.Unlock()
+				code, b, _ := a.call(http.MethodPost, "/tasks/"+c.Task.Key+"/resolve", map[string]any{"epoch": c.Epoch})
+				if code != http.StatusOK {
+					t.Errorf("resolve %s: %d %s", c.Task.Key, code, b)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(claimed) != n {
+		t.Fatalf("%d tasks claimed, want %d", len(claimed), n)
+	}
+	for k, by := range claimed {
+		if len(by) != 1 {
+			t.Fatalf("%s claimed %d times: %v", k, len(by), by)
+		}
+	}
+}
+
+// TestTeamKilledCloneLeasesFreedAfterGrace: SIGKILL one clone's snagd.
+// After the grace its agents' leases are freed and taken by another
+// clone; nobody else's lease is touched. Its restarted self releases the
+// lease another clone took since, takes back at the same epoch the one no
+// one took, and never grants one twice.
+func TestTeamKilledCloneLeasesFreedAfterGrace(t *testing.T) {
+	bare := teamRepo(t, 6, teamNoVerify)
+	dsn := teamDB(t)
+	root1, home1 := teamClone(t, bare), filepath.Join(t.TempDir(), "home")
+	grace := 3 * time.Second
+	d1 := startTeamHome(t, root1, home1, dsn, grace)
+	d2 := startTeam(t, teamClone(t, bare), dsn, grace)
+	a1, a1b, a2, b := newTeamAgent(t, d1), newTeamAgent(t, d1), newTeamAgent(t, d2), newTeamAgent(t, d2)
+	a1.keepAlive(t)
+	a1b.keepAlive(t)
+	c1, code, body := a1.claim("SNAG-1")
+	if code != http.StatusOK {
+		t.Fatalf("claim SNAG-1 on clone 1: %d %s", code, body)
+	}
+	c1b, code, body := a1b.claim("SNAG-2")
+	if code != http.StatusOK {
+		t.Fatalf("claim SNAG-2 on clone 1: %d %s", code, body)
+	}
+	c2, code, body := a2.claim("SNAG-3")
+	if code != http.StatusOK {
+		t.Fatalf("claim SNAG-3 on clone 2: %d %s", code, body)
+	}
+	if _, code, body := b.claim("SNAG-1"); code != http.StatusConflict || !bytes.Contains(body, []byte(a1.name)) {
+		t.Fatalf("claim of SNAG-1 on clone 2 while clone 1 holds it: %d %s, want 409 naming %s", code, body, a1.name)
+	}
+
+	d1.cmd.Process.Kill()
+	<-d1.done
+	killed := time.Now()
+	var took time.Duration
+	eventually(t, "clone 2 to get SNAG-1 once clone 1's grace is over", func() bool {
+		c, code, _ := b.claim("SNAG-1")
+		if code == http.StatusOK && c.Task != nil {
+			took = time.Since(killed)
+			return true
+		}
+		return false
+	})
+	// Silence is counted from the last heartbeat, which came at most one
+	// beat before the kill.
+	if took < grace-coord.DefaultHeartbeat {
+		t.Fatalf("SNAG-1 was granted again %v after its holder's snagd died, before its grace of %v", took, grace)
+	}
+	t.Logf("SNAG-1 granted to another clone %v after its holder's snagd was killed (grace %v)", took.Round(100*time.Millisecond), grace)
+	if code, body, _ := a2.call(http.MethodPost, "/tasks/SNAG-3/resolve", map[string]any{"epoch": c2.Epoch}); code != http.StatusOK {
+		t.Fatalf("clone 2's own lease after the sweep: resolve SNAG-3: %d %s", code, body)
+	}
+
+	d1 = startTeamHome(t, root1, home1, dsn, grace)
+	a1.to(d1)
+	a1b.to(d1)
+	eventually(t, "the restarted clone to release SNAG-1, which clone 2 holds now", func() bool {
+		return teamStatus(d1, "SNAG-1") == "open"
+	})
+	if code, body, _ := a1.call(http.MethodPost, "/tasks/SNAG-1/resolve", map[string]any{"epoch": c1.Epoch}); code != http.StatusConflict {
+		t.Fatalf("the killed clone's agent resolves SNAG-1 under its old epoch: %d %s, want 409", code, body)
+	}
+	if code, body, _ := a1b.call(http.MethodPost, "/tasks/SNAG-2/resolve", map[string]any{"epoch": c1b.Epoch}); code != http.StatusOK {
+		t.Fatalf("SNAG-2, which no one took, resolved under its old epoch after the restart: %d %s", code, body)
+	}
+	if !d1.auditHas("release", "reconcile") || !d1.auditHas("reconcile", "taken back") {
+		t.Fatal("the restarted clone's audit does not say which lease it released and which it took back")
+	}
+}
+
+// TestTeamPartitionedCloneFencedByEpoch: a clone's connection to the
+// database is cut (a TCP proxy that stops forwarding). Its lease is given
+// up after the grace and taken by another clone; when the connection
+// comes back its agent's late resolve is refused by epoch.
+func TestTeamPartitionedCloneFencedByEpoch(t *testing.T) {
+	bare := teamRepo(t, 4, teamNoVerify)
+	dsn := teamDB(t)
+	c := pgtest.Shared(t)
+	proxy, err := pgtest.NewProxy(fmt.Sprintf("127.0.0.1:%d", c.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	u := strings.Replace(dsn, fmt.Sprintf("127.0.0.1:%d", c.Port), proxy.Addr(), 1)
+	grace := 3 * time.Second
+	d1 := startTeam(t, teamClone(t, bare), u, grace)
+	d2 := startTeam(t, teamClone(t, bare), dsn, grace)
+	a1, b := newTeamAgent(t, d1), newTeamAgent(t, d2)
+	a1.keepAlive(t)
+	c1, code, body := a1.claim("SNAG-1")
+	if code != http.StatusOK {
+		t.Fatalf("claim: %d %s", code, body)
+	}
+	proxy.Cut()
+	eventually(t, "clone 2 to get SNAG-1 once the cut-off clone's grace is over", func() bool {
+		c, code, _ := b.claim("SNAG-1")
+		return code == http.StatusOK && c.Task != nil
+	})
+	eventually(t, "the cut-off clone to give its lease up by its own clock", func() bool {
+		return teamStatus(d1, "SNAG-1") == "open"
+	})
+	proxy.Heal()
+	code, body, _ = a1.call(http.MethodPost, "/tasks/SNAG-1/resolve", map[string]any{"epoch": c1.Epoch})
+	if code != http.StatusConflict {
+		t.Fatalf("the late resolve of the partitioned clone: %d %s, want 409 (stale)", code, body)
+	}
+	eventually(t, "the partitioned clone to join again", func() bool {
+		_, code, _ := a1.claim("SNAG-2")
+		return code == http.StatusOK
+	})
+}
+
+// teamDrain has agents claim the next task and resolve it until none is
+// left, retrying answers that say to (503 with Retry-After); it returns
+// how many times each task was claimed and how many retryable answers
+// came. A claim acknowledged and then refused at its resolve is a lost
+// claim, and fails the test.
+func teamDrain(t *testing.T, agents []*teamAgent, idle time.Duration) (map[string]int, int) {
+	var mu sync.Mutex
+	claimed := map[string]int{}
+	retries := 0
+	retry := func(code int, after string) bool {
+		if code != http.StatusServiceUnavailable {
+			return false
+		}
+		if after == "" {
+			t.Errorf("a 503 without Retry-After")
+		}
+		mu.Lock()
+		retries++
+		mu.Unlock()
+		time.Sleep(200 * time.Millisecond)
+		return true
+	}
+	var wg sync.WaitGroup
+	for _, a := range agents {
+		wg.Go(func() {
+			last := time.Now()
+			for time.Since(last) < idle {
+				code, b, after := a.call(http.MethodPost, "/claim", map[string]any{})
+				if retry(code, after) {
+					continue
+				}
+				var c teamClaim
+				json.Unmarshal(b, &c)
+				if code != http.StatusOK || c.Task == nil {
+					if code != http.StatusOK {
+						t.Errorf("%s claim: %d %s", a.name, code, b)
+						return
+					}
+					time.Sleep(50 * time.Millisecond)
+					continue
+				}
+				last = time.Now()
+				mu.Lock()
+				claimed[c.Task.Key]++
+				mu.Unlock()
+				for {
+					code, b, after := a.call(http.MethodPost, "/tasks/"+c.Task.Key+"/resolve", map[string]any{"epoch": c.Epoch})
+					if retry(code, after) {
+						continue
+					}
+					if code != http.StatusOK {
+						t.Errorf("%s's acknowledged claim of %s was lost: resolve %d %s", a.name, c.Task.Key, code, b)
+						return
+					}
+					break
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return claimed, retries
+}
+
+// TestTeamDatabaseRestartMidRun: PostgreSQL stops for 10 s while agents
+// on two clones drain the queue, then starts again. Agents get retryable
+// answers meanwhile; no task is granted twice and no acknowledged claim
+// is lost.
+func TestTeamDatabaseRestartMidRun(t *testing.T) {
+	ctx := context.Background()
+	c, err := pgtest.Start(ctx)
+	if err != nil {
+		pgtest.Shared(t) // skips or fails as the shared cluster would
+		t.Fatal(err)
+	}
+	defer c.Close()
+	db, err := c.CreateDB(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn := c.DSN(db)
+	if _, err := coord.Init(ctx, dsn); err != nil {
+		t.Fatal(err)
+	}
+	n := 150
+	bare := teamRepo(t, n, teamNoVerify)
+	d1 := startTeam(t, teamClone(t, bare), dsn, 15*time.Second)
+	d2 := startTeam(t, teamClone(t, bare), dsn, 15*time.Second)
+	var agents []*teamAgent
+	for i := range 6 {
+		a := newTeamAgent(t, []*daemon{d1, d2}[i%2])
+		a.keepAlive(t)
+		agents = append(agents, a)
+	}
+	outage := make(chan struct{})
+	go func() {
+		defer close(outage)
+		time.Sleep(1500 * time.Millisecond)
+		if err := c.Stop(ctx); err != nil {
+			t.Error(err)
+			return
+		}
+		time.Sleep(10 * time.Second)
+		if err := c.Start(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	claimed, retries := teamDrain(t, agents, 20*time.Second)
+	<-outage
+	if len(claimed) != n {
+		t.Fatalf("%d tasks claimed, want %d", len(claimed), n)
+	}
+	for k, times := range claimed {
+		if times != 1 {
+			t.Fatalf("%s claimed %d times", k, times)
+		}
+	}
+	if retries == 0 {
+		t.Fatal("no agent was told to retry while the database was down")
+	}
+	t.Logf("%d retryable answers while PostgreSQL was down for 10 s", retries)
+	if strings.Contains(d1.log.String()+d2.log.String(), c.Password) {
+		t.Fatal("a snagd log holds the database password")
+	}
+}
+
+// TestTeamAliasesAcrossBranches: two clones on two branches add 200
+// tasks each at the same time. Every alias is distinct, and a real git
+// merge of the two branches has no two files with one alias.
+func TestTeamAliasesAcrossBranches(t *testing.T) {
+	bare := teamRepo(t, 3, teamNoVerify)
+	dsn := teamDB(t)
+	r1, r2 := teamClone(t, bare), teamClone(t, bare)
+	git(t, r1, "checkout", "-qb", "feat/one")
+	git(t, r2, "checkout", "-qb", "feat/two")
+	d1 := startTeam(t, r1, dsn, 15*time.Second)
+	d2 := startTeam(t, r2, dsn, 15*time.Second)
+	var mu sync.Mutex
+	keys := map[string]string{}
+	var wg sync.WaitGroup
+	for i, d := range []*daemon{d1, d2} {
+		for w := range 4 {
+			wg.Go(func() {
+				for k := range 50 {
+					var out struct {
+						Key string `json:"key"`
+					}
+					code := d.do(http.MethodPost, "/tasks", map[string]any{"title": fmt.Sprintf("Clone %d task %d-%d", i+1, w, k), "kind": "bug"}, &out)
+					if code != http.StatusCreated {
+						t.Errorf("add on clone %d: %d", i+1, code)
+						return
+					}
+					mu.Lock()
+					if other, dup := keys[out.Key]; dup {
+						t.Errorf("%s minted twice: clone %d and %s", out.Key, i+1, other)
+					}
+					keys[out.Key] = fmt.Sprintf("clone %d", i+1)
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if len(keys) != 400 {
+		t.Fatalf("%d distinct aliases, want 400", len(keys))
+	}
+	for _, r := range []string{r1, r2} {
+		git(t, r, "add", "-A", ".snag/tasks")
+		git(t, r, "commit", "-qm", "tasks of "+filepath.Base(r))
+		git(t, r, "push", "-q", "origin", "HEAD")
+	}
+	git(t, r1, "pull", "-q", "--no-rebase", "origin", "feat/two")
+	if out := git(t, r1, "status", "--porcelain"); strings.TrimSpace(out) != "" {
+		t.Fatalf("the merge left changes: %s", out)
+	}
+	seen := map[string]string{}
+	ents, _ := os.ReadDir(filepath.Join(r1, ".snag", "tasks"))
+	for _, e := range ents {
+		key, _, _ := strings.Cut(e.Name(), " ")
+		if other, dup := seen[key]; dup {
+			t.Fatalf("after the merge %s and %s share the alias %s", other, e.Name(), key)
+		}
+		seen[key] = e.Name()
+	}
+	if len(seen) != 403 {
+		t.Fatalf("%d task files after the merge, want 403", len(seen))
+	}
+}
+
+// TestTeamEventsAcrossClones: a claim on clone A appears on clone B's
+// /events, labelled as the team's, within a second; the latency is
+// measured.
+func TestTeamEventsAcrossClones(t *testing.T) {
+	bare := teamRepo(t, 30, teamNoVerify)
+	dsn := teamDB(t)
+	d1 := startTeam(t, teamClone(t, bare), dsn, 15*time.Second)
+	d2 := startTeam(t, teamClone(t, bare), dsn, 15*time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, d2.url("/events"), nil)
+	req.Header.Set("Authorization", "Bearer "+d2.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := make(chan string, 256)
+	go func() {
+		defer close(lines)
+		buf := make([]byte, 64<<10)
+		var acc string
+		for {
+			n, err := resp.Body.Read(buf)
+			acc += string(buf[:n])
+			for {
+				i := strings.Index(acc, "\n")
+				if i < 0 {
+					break
+				}
+				lines <- acc[:i]
+				acc = acc[i+1:]
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	// Clone B hears clone A once its listener is up: the agent's session,
+	// registered on A, shows there first.
+	var a *teamAgent
+	heard := false
+	for try := 0; try < 50 && !heard; try++ {
+		a = newTeamAgent(t, d1)
+		timeout := time.After(200 * time.Millisecond)
+	session:
+		for {
+			select {
+			case l := <-lines:
+				if strings.HasPrefix(l, "data:") && strings.Contains(l, `"name":"`+a.name+`"`) && strings.Contains(l, `"source":"team"`) {
+					heard = true
+					break session
+				}
+			case <-timeout:
+				break session
+			}
+		}
+	}
+	if !heard {
+		t.Fatal("clone B's /events never showed a session registered on clone A")
+	}
+	var lat []time.Duration
+	for i := 1; i <= 20; i++ {
+		key := fmt.Sprintf("SNAG-%d", i)
+		start := time.Now()
+		c, code, body := a.claim(key)
+		if code != http.StatusOK {
+			t.Fatalf("claim %s: %d %s", key, code, body)
+		}
+		deadline := time.After(5 * time.Second)
+	wait:
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatal("clone B's /events ended")
+				}
+				if strings.HasPrefix(l, "data:") && strings.Contains(l, `"`+key+`"`) && strings.Contains(l, `"source":"team"`) {
+					lat = append(lat, time.Since(start))
+					break wait
+				}
+			case <-deadline:
+				t.Fatalf("clone B's /events did not show the claim of %s on clone A within 5 s", key)
+			}
+		}
+		if code, body, _ := a.call(http.MethodPost, "/tasks/"+key+"/resolve", map[string]any{"epoch": c.Epoch}); code != http.StatusOK {
+			t.Fatalf("resolve %s: %d %s", key, code, body)
+		}
+	}
+	t.Logf("claim on clone A to clone B's /events, %d claims: p50 %.1f ms, p99 %.1f ms", len(lat), percentile(lat, 0.50), percentile(lat, 0.99))
+}
