@@ -85,6 +85,10 @@ func (s *Store) Sweep(ctx context.Context) (Swept, error) {
 		if _, err := tx.Exec(ctx, `DELETE FROM ready WHERE clone = ANY($1)`, ids); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, `UPDATE file_claims SET released = now(), why = $2 WHERE clone = ANY($1) AND released IS NULL`,
+			ids, "clone gone: "+reason); err != nil {
+			return err
+		}
 		if out.Leases, err = s.free(ctx, tx, `clone = ANY($2)`, "clone gone: "+reason, ids); err != nil {
 			return err
 		}

@@ -69,6 +69,10 @@ func (s *Store) EndSession(ctx context.Context, id int64, why string) ([]Lease, 
 		if err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, `UPDATE file_claims SET released = now(), why = $3
+			WHERE clone = $1 AND session = $2 AND released IS NULL`, s.Clone(), id, "holder gone: "+why); err != nil {
+			return err
+		}
 		return s.notify(ctx, tx, "session", map[string]any{"id": id, "ended": true, "released": len(freed)})
 	})
 	return freed, err

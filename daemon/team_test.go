@@ -649,3 +649,52 @@ func TestTeamEventsAcrossClones(t *testing.T) {
 	}
 	t.Logf("claim on clone A to clone B's /events, %d claims: p50 %.1f ms, p99 %.1f ms", len(lat), percentile(lat, 0.50), percentile(lat, 0.99))
 }
+
+// TestTeamFileClaimsAcrossClones: an exclusive file claim on one clone
+// keeps an overlapping claim on another clone out, naming the holder and
+// its machine; both clones list it; once released, the other gets it.
+func TestTeamFileClaimsAcrossClones(t *testing.T) {
+	bare := teamRepo(t, 2, teamNoVerify)
+	dsn := teamDB(t)
+	d1 := startTeam(t, teamClone(t, bare), dsn, 15*time.Second)
+	d2 := startTeam(t, teamClone(t, bare), dsn, 15*time.Second)
+	a, b := newTeamAgent(t, d1), newTeamAgent(t, d2)
+	if code, body, _ := a.call(http.MethodPost, "/files/claim", map[string]any{"paths": []string{"web/app.ts"}}); code != http.StatusOK {
+		t.Fatalf("claim on clone 1: %d %s", code, body)
+	}
+	host, _ := os.Hostname()
+	granted := func(a *teamAgent, path string) (bool, string) {
+		code, body, _ := a.call(http.MethodPost, "/files/claim", map[string]any{"paths": []string{path}})
+		var out struct {
+			Granted bool `json:"granted"`
+		}
+		json.Unmarshal(body, &out)
+		if code != http.StatusOK {
+			t.Fatalf("claim %s: %d %s", path, code, body)
+		}
+		return out.Granted, string(body)
+	}
+	if ok, body := granted(b, "web/**"); ok || !strings.Contains(body, a.name+" on "+host) {
+		t.Fatalf("an overlapping claim on clone 2: %s, want it refused naming %s on %s", body, a.name, host)
+	}
+	var files struct {
+		Claims []struct {
+			Path   string `json:"path"`
+			Holder string `json:"holder"`
+		} `json:"claims"`
+	}
+	d2.get("/files", &files)
+	if len(files.Claims) != 1 || files.Claims[0].Path != "web/app.ts" || files.Claims[0].Holder != a.name+" on "+host {
+		t.Fatalf("clone 2's /files: %+v, want clone 1's claim of web/app.ts", files)
+	}
+	if code, body, _ := a.call(http.MethodPost, "/files/release", map[string]any{"paths": []string{"web/app.ts"}}); code != http.StatusOK {
+		t.Fatalf("release on clone 1: %d %s", code, body)
+	}
+	eventually(t, "clone 2's claim once clone 1 released", func() bool {
+		ok, _ := granted(b, "web/**")
+		return ok
+	})
+	if ok, body := granted(a, "web/app.ts"); ok {
+		t.Fatalf("clone 1 claims under clone 2's glob: %s, want it refused", body)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snagdev/snag/coord"
 	"github.com/snagdev/snag/gitdir"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/queue"
@@ -151,10 +152,29 @@ func (e *Engine) ClaimFiles(ctx context.Context, s index.Session, r FilesRequest
 		entry.TaskID = it.ID
 	}
 	now := time.Now()
+	if e.team != nil {
+		// The claim is made across every clone first; snag.db mirrors it.
+		if err := e.teamReady(ctx); err != nil {
+			return refused(err)
+		}
+		shared, err := e.team.s.ClaimFiles(ctx, coord.FilesRequest{Session: coordSession(s), Paths: paths, TaskID: taskID,
+			TTL: r.TTL, Exclusive: !r.Shared}, repopath.Overlap)
+		if err != nil {
+			return refused(e.teamErr(err))
+		}
+		if len(shared.Conflicts) > 0 {
+			cs := e.teamClaims(shared.Conflicts)
+			_, err := refused(refuse(ErrFilesHeld, "files_held", "claim: nothing was claimed: %s", HoldersOf(cs, now)))
+			return FilesClaimed{Conflicts: cs}, err
+		}
+	}
 	res, err := e.p.DB.ClaimFiles(ctx, index.FileClaimRequest{SessionID: s.ID, Holder: s.Name, Paths: paths,
 		TaskID: taskID, TTL: r.TTL, Exclusive: !r.Shared}, now)
 	if err != nil {
 		return FilesClaimed{}, err
+	}
+	if e.team != nil && (len(res.Late) > 0 || len(res.Conflicts) > 0) {
+		e.team.queue(teamOp{files: &teamFiles{session: s.ID, paths: paths}, why: "the claim was refused here"})
 	}
 	switch {
 	case len(res.Late) > 0:
@@ -228,6 +248,9 @@ func (e *Engine) ReleaseFiles(ctx context.Context, s index.Session, paths []stri
 	if err != nil {
 		return nil, err
 	}
+	if e.team != nil {
+		e.team.queue(teamOp{files: &teamFiles{session: s.ID, paths: canon}, why: "released"})
+	}
 	var names []string
 	for _, c := range out {
 		names = append(names, c.Path)
@@ -257,7 +280,7 @@ func (e *Engine) CheckFiles(ctx context.Context, s *index.Session, paths []strin
 	if err != nil {
 		return nil, err
 	}
-	live, err := e.p.DB.FileClaims(ctx, time.Now())
+	live, err := e.FileClaims(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -273,9 +296,39 @@ func (e *Engine) CheckFiles(ctx context.Context, s *index.Session, paths []strin
 	return out, nil
 }
 
-// FileClaims lists every live file claim.
+// FileClaims lists every live file claim: in team mode, the other
+// clones' too, each holder named with its machine ("LYNX on build-2").
+// With the store out of reach, this clone's alone.
 func (e *Engine) FileClaims(ctx context.Context) ([]index.FileClaim, error) {
-	return e.p.DB.FileClaims(ctx, time.Now())
+	local, err := e.p.DB.FileClaims(ctx, time.Now())
+	if err != nil || e.team == nil || e.team.cutOff() > 0 {
+		return local, err
+	}
+	shared, err := e.team.s.FileClaims(ctx)
+	if err != nil {
+		return local, nil
+	}
+	var others []coord.FileClaim
+	for _, c := range shared {
+		if c.Clone != e.team.s.Clone() {
+			others = append(others, c)
+		}
+	}
+	return append(local, e.teamClaims(others)...), nil
+}
+
+// teamClaims words the store's file claims as the index's, each holder
+// named with its machine when it is another clone's.
+func (e *Engine) teamClaims(cs []coord.FileClaim) []index.FileClaim {
+	out := make([]index.FileClaim, len(cs))
+	for i, c := range cs {
+		out[i] = index.FileClaim{ID: c.ID, Path: c.Path, SessionID: c.Session, Holder: c.HolderOn(e.team.s.Clone()),
+			TaskID: c.TaskID, Exclusive: c.Exclusive, Acquired: c.Acquired, Expires: c.Expires}
+		if c.Clone != e.team.s.Clone() {
+			out[i].SessionID = 0 // another clone's session: its id means nothing here
+		}
+	}
+	return out
 }
 
 // FileClaimsOf lists session id's claims, expired ones included.
@@ -288,7 +341,7 @@ func (e *Engine) FileClaimsOf(ctx context.Context, id int64) ([]index.FileClaim,
 // (named by committer; "" for none): it returns the claims each path
 // would break, for a commit guard to refuse.
 func (e *Engine) Guard(ctx context.Context, committer string, paths []string) ([]FilesCheck, error) {
-	live, err := e.p.DB.FileClaims(ctx, time.Now())
+	live, err := e.FileClaims(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -326,6 +379,17 @@ func (e *Engine) PersonReleaseFile(ctx context.Context, path, by, reason string)
 	out, err := e.p.DB.ForceReleaseFile(ctx, canon[0], why)
 	if err != nil {
 		return nil, err
+	}
+	if e.team != nil {
+		shared, err := e.team.s.ForceReleaseFile(ctx, canon[0], why)
+		if err != nil {
+			return nil, e.teamErr(err)
+		}
+		for _, c := range shared {
+			if c.Clone != e.team.s.Clone() {
+				out = append(out, e.teamClaims([]coord.FileClaim{c})...)
+			}
+		}
 	}
 	if len(out) == 0 {
 		return nil, refuse(ErrNotFound, "not_claimed", "no live claim of %s: snag files lists the claims as they are named", canon[0])

@@ -62,7 +62,15 @@ type teamOp struct {
 	ended    *index.Ended   // a lease ended in snag.db
 	adopt    *index.Lease   // a session took a lease back by its name
 	set      *teamSet       // a person moved a task no one held here
+	files    *teamFiles     // a session's file claims released
 	why      string
+}
+
+// teamFiles ends a session's file claims of paths (all of them when
+// paths is empty).
+type teamFiles struct {
+	session int64
+	paths   []string
 }
 
 // teamSet puts a task's shared lease in a state: a person's move decides
@@ -154,6 +162,8 @@ func (e *Engine) teamApply(ctx context.Context, op teamOp) error {
 		return err
 	case op.set != nil:
 		return s.Set(ctx, op.set.id, op.set.key, op.set.state, op.why)
+	case op.files != nil:
+		return s.ReleaseFiles(ctx, op.files.session, op.files.paths, op.why)
 	case op.adopt != nil:
 		return s.Adopt(ctx, op.adopt.TaskID, op.adopt.Epoch, coord.Session{ID: op.adopt.SessionID, Name: op.adopt.Holder})
 	case op.ended != nil:
@@ -593,6 +603,18 @@ func (e *Engine) teamHeard(ev coord.Event) {
 		return
 	}
 	json.Unmarshal(ev.Data, &data)
+	if ev.Kind == "files" && data["force"] == true {
+		// A person on another clone freed a path from whoever held it:
+		// this clone's own claims of it end too.
+		if paths, ok := data["released"].([]any); ok {
+			why, _ := data["reason"].(string)
+			for _, p := range paths {
+				if p, ok := p.(string); ok {
+					e.p.DB.ForceReleaseFile(context.Background(), p, why+" (through "+ev.Host+")")
+				}
+			}
+		}
+	}
 	data["source"], data["host"], data["branch"] = "team", ev.Host, ev.Branch
 	e.hub.Publish(ev.Kind, data)
 }
