@@ -218,4 +218,10 @@ const (
 	// ToolHeader names the MCP tool call a request serves, for the audit
 	// log; it is read only with SessionHeader.
 	ToolHeader = "X-Snag-Tool"
+	// CoordHeader, on an answer to an agent, says that snagd cannot reach
+	// the coordination store it shares with the other clones, and what that
+	// means for the agent's leases ("coordination unreachable for 9 s: your
+	// lease of SNAG-3 will be given up at 15 s"). A 503 that carries it is
+	// the agent's to retry: a client does not wait it out itself.
+	CoordHeader = "X-Snag-Coord"
 )

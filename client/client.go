@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -98,6 +99,15 @@ type Client struct {
 	mu, findMu   sync.Mutex
 	waiting      func(Health)
 	waitingAfter time.Duration
+	// notice is the CoordHeader of the last answer to an agent's request.
+	notice atomic.Value // string
+}
+
+// Notice is what snagd's last answer to an agent's request said of its
+// coordination store (api.CoordHeader): "" while all is well.
+func (c *Client) Notice() string {
+	s, _ := c.notice.Load().(string)
+	return s
 }
 
 // Options tune discovery.

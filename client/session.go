@@ -73,8 +73,11 @@ func (c *Client) send(ctx context.Context, session int64, tool, method, path str
 		if err != nil {
 			return fmt.Errorf("snagd on :%d: %w", h.Port, err)
 		}
+		if session != 0 {
+			c.notice.Store(resp.Header(api.CoordHeader))
+		}
 		wait := retryAfter(resp)
-		if retryLater(resp) && !time.Now().Add(wait).After(deadline) {
+		if retryLater(resp) && resp.Header(api.CoordHeader) == "" && !time.Now().Add(wait).After(deadline) {
 			resp.Body.Close()
 			select {
 			case <-ctx.Done():

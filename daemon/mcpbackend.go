@@ -52,6 +52,18 @@ func newEngineBackend(d *Daemon) *engineBackend {
 // Source is "daemon": the answers are snagd's.
 func (b *engineBackend) Source() string { return mcp.SourceDaemon }
 
+// Notice is what every tool result says while snagd cannot reach its
+// coordination store (engine.CoordNotice); "" while all is well.
+func (b *engineBackend) Notice(ctx context.Context) string {
+	b.mu.Lock()
+	id := b.session.ID
+	b.mu.Unlock()
+	if id == 0 {
+		return ""
+	}
+	return b.e.CoordNotice(ctx, id)
+}
+
 // SetClient records the MCP client's name and version for the session.
 func (b *engineBackend) SetClient(name, version string) {
 	b.mu.Lock()

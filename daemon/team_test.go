@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/coord"
 	"github.com/snagdev/snag/internal/pgtest"
 	"github.com/snagdev/snag/queue"
@@ -149,6 +150,21 @@ func (a *teamAgent) call(method, path string, in any) (int, []byte, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, b, resp.Header.Get("Retry-After")
+}
+
+// header sends a request as the agent and returns the answer's header
+// name.
+func (a *teamAgent) header(method, path, name string) string {
+	d := a.daemon()
+	req, _ := http.NewRequest(method, d.url(path), nil)
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	req.Header.Set("X-Snag-Session", strconv.FormatInt(a.session, 10))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ""
+	}
+	resp.Body.Close()
+	return resp.Header.Get(name)
 }
 
 type teamClaim struct {
@@ -352,6 +368,11 @@ func TestTeamPartitionedCloneFencedByEpoch(t *testing.T) {
 		t.Fatalf("claim: %d %s", code, body)
 	}
 	proxy.Cut()
+	// Every answer to the agent says what the cut means for its lease.
+	eventually(t, "an answer to the cut-off clone's agent that names its lease at risk", func() bool {
+		h := a1.header(http.MethodGet, "/tasks/SNAG-2", api.CoordHeader)
+		return strings.Contains(h, "your lease of SNAG-1 will be given up at 3 s") || strings.Contains(h, "was given up")
+	})
 	eventually(t, "clone 2 to get SNAG-1 once the cut-off clone's grace is over", func() bool {
 		c, code, _ := b.claim("SNAG-1")
 		return code == http.StatusOK && c.Task != nil

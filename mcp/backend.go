@@ -185,6 +185,14 @@ type Live interface {
 	Watch(ctx context.Context, on func(key string))
 }
 
+// Noticer is a backend that has something every tool result should say:
+// snagd cut off from the coordination store it shares with the other
+// clones ("coordination unreachable for 9 s: your lease of SNAG-3 will be
+// given up at 15 s"). Notice is "" while all is well.
+type Noticer interface {
+	Notice(ctx context.Context) string
+}
+
 // ErrNotFound is returned for a task that does not exist.
 var ErrNotFound = errors.New("no such task")
 

@@ -144,7 +144,7 @@ func NewServer(opts Options) *sdk.Server {
 	if slices.Contains(opts.Toolsets, "graph") {
 		s.addGraphTools(srv)
 	}
-	srv.AddReceivingMiddleware(s.workspaceCheck)
+	srv.AddReceivingMiddleware(s.workspaceCheck, s.coordNotice)
 	s.addResources(srv)
 	return srv
 }
@@ -178,6 +178,28 @@ func (s *server) workspaceCheck(next sdk.MethodHandler) sdk.MethodHandler {
 		delete(args, "workspace")
 		call.Params.Arguments, _ = json.Marshal(args)
 		return next(ctx, method, req)
+	}
+}
+
+// coordNotice adds to every tool result what the backend says of its
+// coordination store while snagd cannot reach it (Noticer): an agent
+// learns that its leases are at risk from whatever call it makes next.
+func (s *server) coordNotice(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		res, err := next(ctx, method, req)
+		if method != "tools/call" || err != nil {
+			return res, err
+		}
+		n, ok := s.daemon().(Noticer)
+		if !ok {
+			return res, err
+		}
+		if r, ok := res.(*sdk.CallToolResult); ok {
+			if notice := n.Notice(ctx); notice != "" {
+				r.Content = append(r.Content, &sdk.TextContent{Text: "note: " + notice})
+			}
+		}
+		return res, err
 	}
 }
 

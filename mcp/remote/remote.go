@@ -64,6 +64,10 @@ func (d *Daemon) SetRoot(root string) {
 // Source is "daemon".
 func (d *Daemon) Source() string { return mcp.SourceDaemon }
 
+// Notice is what snagd's last answer said of its coordination store (see
+// mcp.Noticer): "" while all is well.
+func (d *Daemon) Notice(context.Context) string { return d.cl.Notice() }
+
 // SetClient records the MCP client's name and version for the session; a
 // session already registered is not changed.
 func (d *Daemon) SetClient(name, version string) {
