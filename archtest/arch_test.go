@@ -77,8 +77,8 @@ var forbidden = map[string][]string{
 	"verify":   {module + "/"},
 	// The coordination store imports nothing of snag's: the engine maps
 	// its own types onto it.
-	"coord": {module + "/"},
-	"browser":  {module + "/", "net/http"},
+	"coord":   {module + "/"},
+	"browser": {module + "/", "net/http"},
 	// The board serves its pages over the Backend it declares, in the
 	// API's types: nothing of how snagd stores the tasks or writes them.
 	"board": {module + "/", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/", "github.com/modelcontextprotocol/"},
