@@ -89,6 +89,9 @@ func (s *Store) Sweep(ctx context.Context) (Swept, error) {
 			ids, "clone gone: "+reason); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, `DELETE FROM branch_leases WHERE clone = ANY($1)`, ids); err != nil {
+			return err
+		}
 		if out.Leases, err = s.free(ctx, tx, `clone = ANY($2)`, "clone gone: "+reason, ids); err != nil {
 			return err
 		}

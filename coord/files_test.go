@@ -103,3 +103,57 @@ func TestL8_FileClaimTTLAndRelease(t *testing.T) {
 		t.Fatalf("claims after their session ended: %+v", live)
 	}
 }
+
+// TestBranchLeaseAcrossClones: one session writes a branch's graph at a
+// time, on any clone; the holder renews; another gets in once it expired
+// or its session ended.
+func TestBranchLeaseAcrossClones(t *testing.T) {
+	dsn := newDB(t)
+	ctx := context.Background()
+	a, b := openClone(t, dsn, "ws", 1, 0), openClone(t, dsn, "ws", 2, 0)
+	sa, sb := Session{ID: 1, Name: "ADA"}, Session{ID: 1, Name: "BOB"}
+	if _, ok, err := a.TakeBranch(ctx, "main", sa, time.Second); !ok || err != nil {
+		t.Fatalf("take: %v %v", ok, err)
+	}
+	held, ok, err := b.TakeBranch(ctx, "main", sb, time.Second)
+	if ok || err != nil || held.Holder != "ADA" || held.Host != "host1" {
+		t.Fatalf("taken while held: %v %+v %v", ok, held, err)
+	}
+	if _, ok, _ := b.TakeBranch(ctx, "feat/x", sb, time.Second); !ok {
+		t.Fatal("another branch is free")
+	}
+	if _, ok, _ := a.TakeBranch(ctx, "main", sa, time.Second); !ok {
+		t.Fatal("the holder renews")
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if _, ok, _ := b.TakeBranch(ctx, "main", sb, time.Minute); !ok {
+		t.Fatal("expired: another gets it")
+	}
+	if _, err := b.EndSession(ctx, sb.ID, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := a.TakeBranch(ctx, "main", sa, time.Minute); !ok {
+		t.Fatal("the holder's session ended: another gets it")
+	}
+}
+
+// TestAuditBatchAndNames: the shared audit log holds every clone's
+// entries with its machine; a clone sees the live names of the others.
+func TestAuditBatchAndNames(t *testing.T) {
+	dsn := newDB(t)
+	ctx := context.Background()
+	a, b := openClone(t, dsn, "ws", 1, 0), openClone(t, dsn, "ws", 2, 0)
+	if err := a.AuditBatch(ctx, []Entry{{Actor: "agent", Agent: "ADA", Action: "claim", TaskID: "T1", Outcome: "ok"},
+		{Actor: "agent", Agent: "ADA", Action: "tool", Outcome: "ok", Detail: "snag_list GET /tasks"}}); err != nil {
+		t.Fatal(err)
+	}
+	log, err := b.AuditLog(ctx, 0, 10)
+	if err != nil || len(log) != 2 || log[0].Host != "host1" || log[0].Action != "claim" {
+		t.Fatalf("the shared log seen from clone 2: %+v %v", log, err)
+	}
+	a.Register(ctx, Session{ID: 1, Name: "ADA"})
+	b.Register(ctx, Session{ID: 1, Name: "BOB"})
+	if names, _ := b.LiveNames(ctx); len(names) != 1 || names[0] != "ADA" {
+		t.Fatalf("names of the other clones, seen from clone 2: %v", names)
+	}
+}

@@ -73,6 +73,9 @@ func (s *Store) EndSession(ctx context.Context, id int64, why string) ([]Lease, 
 			WHERE clone = $1 AND session = $2 AND released IS NULL`, s.Clone(), id, "holder gone: "+why); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, `DELETE FROM branch_leases WHERE clone = $1 AND session = $2`, s.Clone(), id); err != nil {
+			return err
+		}
 		return s.notify(ctx, tx, "session", map[string]any{"id": id, "ended": true, "released": len(freed)})
 	})
 	return freed, err

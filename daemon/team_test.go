@@ -719,3 +719,57 @@ func TestTeamFileClaimsAcrossClones(t *testing.T) {
 		t.Fatalf("clone 1 claims under clone 2's glob: %s, want it refused", body)
 	}
 }
+
+// TestTeamNamesAndSharedAudit: agents on two clones never get one name,
+// and a claim on one clone is in the audit log the clones share, with its
+// machine.
+func TestTeamNamesAndSharedAudit(t *testing.T) {
+	bare := teamRepo(t, 2, teamNoVerify)
+	dsn := teamDB(t)
+	d1 := startTeam(t, teamClone(t, bare), dsn, 15*time.Second)
+	d2 := startTeam(t, teamClone(t, bare), dsn, 15*time.Second)
+	names := map[string]bool{}
+	var first *teamAgent
+	for i := range 6 {
+		a := newTeamAgent(t, []*daemon{d1, d2}[i%2])
+		if first == nil {
+			first = a
+		}
+		if names[a.name] {
+			t.Fatalf("the name %s was given twice across the clones", a.name)
+		}
+		names[a.name] = true
+		// The next registration on the other clone must see this one.
+		eventually(t, "the session in the shared state", func() bool {
+			st, err := coord.Status(context.Background(), dsn, filepath.Dir(bare)+"/origin")
+			if err != nil {
+				return false
+			}
+			n := 0
+			for _, c := range st.Clones {
+				n += len(c.Sessions)
+			}
+			return n == i+1
+		})
+	}
+	if _, code, body := first.claim("SNAG-1"); code != http.StatusOK {
+		t.Fatalf("claim: %d %s", code, body)
+	}
+	obs, err := coord.Open(context.Background(), dsn, coord.Options{Workspace: filepath.Dir(bare) + "/origin", Host: "observer", Root: "/observer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.Close()
+	eventually(t, "the claim in the shared audit log", func() bool {
+		log, err := obs.AuditLog(context.Background(), 0, 1000)
+		if err != nil {
+			return false
+		}
+		for _, e := range log {
+			if e.Action == "claim" && e.Agent == first.name && e.Outcome == "ok" && e.Host != "" {
+				return true
+			}
+		}
+		return false
+	})
+}

@@ -179,6 +179,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Coord != nil {
 		e.team = newTeam(opts.Coord, opts.CoordBeat)
 		e.p.DB.OnLeasesEnded(e.team.ended)
+		e.p.DB.OnAudited(e.team.audited)
 	}
 	e.p.Tasks.OnDisplaced(e.displaced)
 	e.tasks = e.p.Tasks

@@ -31,6 +31,13 @@ func (e *Engine) Register(ctx context.Context, s index.Session) (index.Session, 
 		s.PIDStart = procStart(s.PID)
 		s.BootID = bootID()
 	}
+	if e.team != nil && e.team.cutOff() == 0 {
+		// A new agent takes no name a live agent of another clone has:
+		// the team's holders and handoffs name agents by name alone.
+		if names, err := e.team.s.LiveNames(ctx); err == nil {
+			s.Avoid = names
+		}
+	}
 	s, err := e.p.DB.Register(ctx, s)
 	if err != nil {
 		return s, err

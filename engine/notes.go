@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/snagdev/snag/coord"
 	"github.com/snagdev/snag/gitdir"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/internal/failpoint"
@@ -413,6 +414,27 @@ const NoBranch = "-"
 func (e *Engine) takeBranch(ctx context.Context, session int64, who, branch string) *Error {
 	if session == 0 || branch == NoBranch {
 		return nil
+	}
+	if e.team != nil {
+		// The lease is the workspace's: an agent on another clone writing
+		// the same branch's graph holds it too.
+		held, ok, err := e.team.s.TakeBranch(ctx, branch, coord.Session{ID: session, Name: who}, BranchLeaseTTL)
+		if err != nil {
+			var r *Error
+			if errors.As(e.teamErr(err), &r) {
+				return r
+			}
+			return &Error{Kind: ErrInvalid, Code: "branch_lease", Message: err.Error()}
+		}
+		if !ok {
+			holder := held.Holder
+			if held.Clone != e.team.s.Clone() && held.Host != "" {
+				holder += " on " + held.Host
+			}
+			left := max(time.Until(held.Expires).Round(time.Second), time.Second)
+			return refuse(ErrHeld, "branch_held", "branch %s is being written by %s for %ds more: wait and write again, or write on a branch of your own (git switch -c); do not name another branch than the one you are on",
+				branch, holder, int(left/time.Second))
+		}
 	}
 	held, ok, err := e.p.DB.TakeBranchLease(ctx, index.BranchLease{Workspace: e.Workspace(), Branch: branch, SessionID: session, Holder: who}, BranchLeaseTTL)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,8 +37,10 @@ type team struct {
 	s    *coord.Store
 	beat time.Duration
 
-	mu     sync.Mutex // the outbox
-	outbox []teamOp
+	mu           sync.Mutex // the outbox
+	outbox       []teamOp
+	auditBacklog int  // audit entries in the outbox
+	auditDropped bool // some were not sent, the store out of reach too long
 	kick   chan struct{}
 	sendMu sync.Mutex // one sender at a time, in order
 
@@ -63,6 +66,7 @@ type teamOp struct {
 	adopt    *index.Lease   // a session took a lease back by its name
 	set      *teamSet       // a person moved a task no one held here
 	files    *teamFiles     // a session's file claims released
+	audit    []index.AuditEntry
 	why      string
 }
 
@@ -112,6 +116,29 @@ func (t *team) queue(op teamOp) {
 	}
 }
 
+// maxAuditBacklog bounds the audit entries the outbox keeps while the
+// store is out of reach: past it the oldest are not sent (snag.db keeps
+// every one).
+const maxAuditBacklog = 50_000
+
+// audited is the index's hook after a commit that wrote audit entries:
+// the shared audit log gets them too.
+func (t *team) audited(es []index.AuditEntry) {
+	t.mu.Lock()
+	t.auditBacklog += len(es)
+	for t.auditBacklog > maxAuditBacklog {
+		i := slices.IndexFunc(t.outbox, func(op teamOp) bool { return op.audit != nil })
+		if i < 0 {
+			break
+		}
+		t.auditBacklog -= len(t.outbox[i].audit)
+		t.outbox = slices.Delete(t.outbox, i, i+1)
+		t.auditDropped = true
+	}
+	t.mu.Unlock()
+	t.queue(teamOp{audit: es})
+}
+
 // ended is the index's hook after a commit that ended leases.
 func (t *team) ended(ls []index.Ended) {
 	for i := range ls {
@@ -135,7 +162,15 @@ func (e *Engine) teamSend(ctx context.Context) error {
 			t.mu.Unlock()
 			return nil
 		}
-		op := t.outbox[0]
+		op, n := t.outbox[0], 1
+		if op.audit != nil {
+			// The audit entries at the head go together, in one transaction.
+			var es []index.AuditEntry
+			for n = 0; n < len(t.outbox) && t.outbox[n].audit != nil && len(es) < 1000; n++ {
+				es = append(es, t.outbox[n].audit...)
+			}
+			op = teamOp{audit: es}
+		}
 		t.mu.Unlock()
 		err := e.teamApply(ctx, op)
 		if errors.Is(err, coord.ErrUnreachable) || ctx.Err() != nil {
@@ -147,7 +182,8 @@ func (e *Engine) teamSend(ctx context.Context) error {
 			e.log.Debug("coordination store refused a change; dropped", "err", err)
 		}
 		t.mu.Lock()
-		t.outbox = t.outbox[1:]
+		t.outbox = t.outbox[n:]
+		t.auditBacklog -= len(op.audit)
 		t.mu.Unlock()
 	}
 }
@@ -162,6 +198,13 @@ func (e *Engine) teamApply(ctx context.Context, op teamOp) error {
 		return err
 	case op.set != nil:
 		return s.Set(ctx, op.set.id, op.set.key, op.set.state, op.why)
+	case op.audit != nil:
+		es := make([]coord.Entry, len(op.audit))
+		for i, a := range op.audit {
+			es[i] = coord.Entry{At: a.At, Session: a.SessionID, Actor: string(a.Actor), Agent: a.Agent, Action: a.Action,
+				TaskID: a.TaskID, Outcome: a.Outcome, Detail: a.Detail, Branch: a.Branch}
+		}
+		return s.AuditBatch(ctx, es)
 	case op.files != nil:
 		return s.ReleaseFiles(ctx, op.files.session, op.files.paths, op.why)
 	case op.adopt != nil:
@@ -446,7 +489,9 @@ func (e *Engine) teamBeat(ctx context.Context) {
 		t.lastBeat.Store(time.Now().UnixNano())
 		t.pubDirty.Store(true)
 		t.mu.Lock()
-		t.outbox = nil // every change it held was about the old clone's leases, which the sweep freed
+		// Every change it held was about the old clone's leases, claims
+		// and sessions, which the sweep ended; its audit entries still go.
+		t.outbox = slices.DeleteFunc(t.outbox, func(op teamOp) bool { return op.audit == nil })
 		t.mu.Unlock()
 		e.teamRegisterLive(ctx)
 		e.teamReconcile(ctx)

@@ -79,6 +79,10 @@ type DB struct {
 	// for onEnded once it commits (see [DB.OnLeasesEnded]).
 	ended   []Ended
 	onEnded func([]Ended)
+	// audited are the audit entries the write under way has written, for
+	// onAudited once it commits (see [DB.OnAudited]).
+	audited   []AuditEntry
+	onAudited func([]AuditEntry)
 }
 
 // The steps of a write transaction, as [DB.OnStep] names them.
@@ -460,12 +464,15 @@ func (db *DB) write(ctx context.Context, f func(conn *sqlite.Conn) error) error 
 				db.audits.put(db, queued, dropped)
 			}
 		}()
-		db.ended = db.ended[:0]
+		db.ended, db.audited = db.ended[:0], db.audited[:0]
 		defer func() {
 			if err == nil && len(db.ended) > 0 && db.onEnded != nil {
 				db.onEnded(append([]Ended(nil), db.ended...))
 			}
-			db.ended = db.ended[:0]
+			if err == nil && len(db.audited) > 0 && db.onAudited != nil {
+				db.onAudited(append([]AuditEntry(nil), db.audited...))
+			}
+			db.ended, db.audited = db.ended[:0], db.audited[:0]
 		}()
 		if err = writeQueued(&Tx{conn: conn, db: db}, queued, dropped); err != nil {
 			end(&err)

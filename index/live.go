@@ -58,6 +58,10 @@ type Session struct {
 	LastSeen  time.Time `json:"last_seen"`
 	Ended     time.Time `json:"ended,omitzero"`
 	EndReason string    `json:"end_reason,omitempty"`
+	// Avoid, at Register, are names a new session must not be given
+	// besides this DB's own: the live sessions of other clones sharing a
+	// coordination store. It is not stored.
+	Avoid []string `json:"-"`
 }
 
 // Activity is what snagd sees of a live session at the moment it is asked:
@@ -111,6 +115,9 @@ func (db *DB) Register(ctx context.Context, s Session) (Session, error) {
 		})
 		if err != nil {
 			return err
+		}
+		for _, n := range s.Avoid {
+			taken[n] = true
 		}
 		asked := s.Name != "" && !taken[s.Name]
 		if !asked {
@@ -440,6 +447,11 @@ type Ended struct {
 	Reason string
 }
 
+// OnAudited sets f to be called after each commit that wrote audit
+// entries, with them in order, while the write still holds its turn: f
+// must not block or write to the DB (it queues them).
+func (db *DB) OnAudited(f func([]AuditEntry)) { db.onAudited = f }
+
 // OnLeasesEnded sets f to be called after each commit that ended leases,
 // with them in the order they ended, while the write still holds its turn:
 // f must not block or write to the DB (it queues them).
@@ -565,6 +577,9 @@ func (tx *Tx) Audit(e AuditEntry) error {
 	var sid any
 	if e.SessionID != 0 {
 		sid = e.SessionID
+	}
+	if tx.db != nil && tx.db.onAudited != nil {
+		tx.db.audited = append(tx.db.audited, e)
 	}
 	// An entry without a branch takes its session's, as last seen.
 	return sqlitex.Execute(tx.conn, `INSERT INTO audit (at, session_id, actor, agent, action, task_id, outcome, detail, branch)
