@@ -41,8 +41,8 @@ type team struct {
 	outbox       []teamOp
 	auditBacklog int  // audit entries in the outbox
 	auditDropped bool // some were not sent, the store out of reach too long
-	kick   chan struct{}
-	sendMu sync.Mutex // one sender at a time, in order
+	kick         chan struct{}
+	sendMu       sync.Mutex // one sender at a time, in order
 
 	// lastBeat is when the store last took a heartbeat, in Unix nanoseconds.
 	lastBeat atomic.Int64
