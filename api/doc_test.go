@@ -366,7 +366,7 @@ var allTypes = []any{
 	api.SearchQuery{}, api.AuditQuery{}, api.Route{},
 	api.FileClaim{}, api.FilesRequest{}, api.FilesClaimed{}, api.FilesReleased{}, api.FilesCheck{}, api.FilesChecked{},
 	api.FileClaims{}, api.Link{}, api.LinkRequest{}, api.Graph{}, api.TaskLease{}, api.BranchLease{}, api.BranchActivity{}, api.ActivityReport{}, api.ActivityFeed{}, api.ForceReleaseRequest{}, api.GuardRequest{}, api.Guarded{}, api.Message{}, api.ReportRequest{},
-	api.Messages{}, api.HandoffRequest{}, api.HandedOff{}, api.ContextRequest{}, api.HeldTask{}, api.AgentView{},
+	api.Messages{}, api.HandoffRequest{}, api.HandedOff{}, api.ContextRequest{}, api.HeldTask{}, api.AgentView{}, api.TeamItem{},
 	api.Context{}, api.MessageQuery{}, api.Plan{}, api.PlanList{}, api.PlanDetail{}, api.PlanRequest{},
 	api.Worktree{}, api.Worktrees{}, api.Pruned{},
 	api.Note{}, api.NoteList{}, api.NoteDetail{}, api.NoteRequest{}, api.NoteQuery{},

@@ -251,6 +251,33 @@ type Context struct {
 	Plans []Plan `json:"plans"`
 	// Decisions are the latest decision notes (at most 3).
 	Decisions []Note `json:"decisions"`
+	// Team, in team mode, are decisions and inbox items that agents on
+	// other clones added and that this clone's files do not have yet.
+	Team []TeamItem `json:"team,omitempty"`
+}
+
+// TeamItem is a decision or an inbox item another clone published before
+// git carried its file here: it is unvetted, and not in this clone's
+// files yet.
+type TeamItem struct {
+	// Source is always "team".
+	Source string `json:"source"`
+	// Kind is note or inbox.
+	Kind string `json:"kind"`
+	// Key is its alias there: N-12, SNAG-40.
+	Key string `json:"key"`
+	// Type is a note's type, or an inbox item's kind.
+	Type string `json:"type,omitempty"`
+	// Title is its title.
+	Title string `json:"title"`
+	// Branch is the branch it was written on.
+	Branch string `json:"branch,omitempty"`
+	// From is the agent that wrote it.
+	From string `json:"from,omitempty"`
+	// Host is the machine of the clone it was written in.
+	Host string `json:"host,omitempty"`
+	// Created is when it was published.
+	Created time.Time `json:"created"`
 }
 
 // Plan is a plan file (.snag/plans/SLUG.md) as lists show it.

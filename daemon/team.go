@@ -177,6 +177,10 @@ func contextWire(tc engine.TeamContext, note string) api.Context {
 		out.Plans[i] = planWire(p)
 	}
 	out.Decisions = notesWire(tc.Decisions)
+	for _, it := range tc.Team {
+		out.Team = append(out.Team, api.TeamItem{Source: "team", Kind: it.Kind, Key: it.Key, Type: it.Type, Title: it.Title,
+			Branch: it.Branch, From: it.From, Host: it.Host, Created: it.Created})
+	}
 	for i, o := range tc.Others {
 		v := api.AgentView{Name: o.Session.Name, Client: o.Session.Client, Tasks: heldWire(o.Tasks), Files: index.WireFileClaims(o.Files)}
 		if o.LastReport != nil {

@@ -773,3 +773,94 @@ func TestTeamNamesAndSharedAudit(t *testing.T) {
 		return false
 	})
 }
+
+// TestTeamContextAcrossClones: what an agent on clone A holds, claims,
+// reports, hands off and writes reaches an agent's snag_context on clone
+// B: A's task and file claim, its report, the handoff to B (once), and
+// its decision and inbox item, labelled as the team's and not yet in B's
+// files.
+func TestTeamContextAcrossClones(t *testing.T) {
+	bare := teamRepo(t, 3, teamNoVerify)
+	dsn := teamDB(t)
+	d1 := startTeam(t, teamClone(t, bare), dsn, 15*time.Second)
+	d2 := startTeam(t, teamClone(t, bare), dsn, 15*time.Second)
+	a, b := newTeamAgent(t, d1), newTeamAgent(t, d2)
+	host, _ := os.Hostname()
+	must := func(code int, body []byte, what string) {
+		t.Helper()
+		if code/100 != 2 {
+			t.Fatalf("%s: %d %s", what, code, body)
+		}
+	}
+	_, code, body := a.claim("SNAG-1")
+	must(code, body, "claim")
+	code, body, _ = a.call(http.MethodPost, "/files/claim", map[string]any{"paths": []string{"internal/parser.go"}})
+	must(code, body, "claim files")
+	code, body, _ = a.call(http.MethodPost, "/reports", map[string]any{"message": "parser half done", "task": "SNAG-1"})
+	must(code, body, "report")
+	code, body, _ = a.call(http.MethodPost, "/handoffs", map[string]any{"to": b.name, "title": "take the lexer after me"})
+	must(code, body, "handoff")
+	code, body, _ = a.call(http.MethodPost, "/notes", map[string]any{"title": "Parse with a Pratt parser", "type": "decision",
+		"body": "Precedence climbing is simpler to extend.", "branch": "main"})
+	must(code, body, "note")
+	code, body, _ = a.call(http.MethodPost, "/tasks", map[string]any{"title": "Lexer drops the last token", "kind": "bug"})
+	must(code, body, "inbox item")
+
+	type ctxAnswer struct {
+		Others []struct {
+			Name  string `json:"name"`
+			Tasks []struct {
+				Key string `json:"key"`
+			} `json:"tasks"`
+			Files []struct {
+				Path string `json:"path"`
+			} `json:"files"`
+		} `json:"others"`
+		Handoffs []struct {
+			From  string `json:"from"`
+			Title string `json:"title"`
+		} `json:"handoffs"`
+		Reports []struct {
+			From string `json:"from"`
+			Body string `json:"body"`
+		} `json:"reports"`
+		Team []struct {
+			Source, Kind, Key, Title, From, Host, Branch string
+		} `json:"team"`
+	}
+	read := func() ctxAnswer {
+		code, body, _ := b.call(http.MethodPost, "/context", map[string]any{})
+		must(code, body, "context")
+		var c ctxAnswer
+		json.Unmarshal(body, &c)
+		return c
+	}
+	var c ctxAnswer
+	eventually(t, "clone A's work in the context of an agent on clone B", func() bool {
+		c = read()
+		return len(c.Team) == 2 && len(c.Reports) > 0 && len(c.Others) > 0
+	})
+	who := a.name + " on " + host
+	if o := c.Others[0]; o.Name != who || len(o.Tasks) != 1 || o.Tasks[0].Key != "SNAG-1" || len(o.Files) != 1 || o.Files[0].Path != "internal/parser.go" {
+		t.Fatalf("the other clone's agent: %+v, want %s holding SNAG-1 and internal/parser.go", c.Others, who)
+	}
+	if c.Reports[0].From != who || c.Reports[0].Body != "parser half done" {
+		t.Fatalf("reports: %+v", c.Reports)
+	}
+	if len(c.Handoffs) != 1 || c.Handoffs[0].From != who || c.Handoffs[0].Title != "take the lexer after me" {
+		t.Fatalf("handoffs: %+v", c.Handoffs)
+	}
+	kinds := map[string]string{}
+	for _, it := range c.Team {
+		if it.Source != "team" || it.From != a.name || it.Host != host || it.Branch != "main" {
+			t.Fatalf("a team item: %+v", it)
+		}
+		kinds[it.Kind] = it.Title
+	}
+	if kinds["note"] != "Parse with a Pratt parser" || kinds["inbox"] != "Lexer drops the last token" {
+		t.Fatalf("team items: %+v", c.Team)
+	}
+	if again := read(); len(again.Handoffs) != 0 {
+		t.Fatalf("the handoff shown again: %+v", again.Handoffs)
+	}
+}

@@ -47,7 +47,10 @@ type TeamContext struct {
 	Plans     []PlanView      // the active plans, newest first (at most contextPlans)
 	// Decisions are the latest decision notes.
 	Decisions []index.NoteRow
-	Now       time.Time
+	// Team, in team mode, are the decisions and inbox items other clones
+	// added that this clone's files do not have yet (source: team).
+	Team []TeamItem
+	Now  time.Time
 }
 
 // How much a context holds.
@@ -153,6 +156,9 @@ func (e *Engine) Context(ctx context.Context, s index.Session) (TeamContext, err
 	}
 	if err := e.p.DB.MarkSeen(ctx, ids); err != nil {
 		return tc, err
+	}
+	if e.team != nil {
+		e.teamContext(ctx, &tc, s)
 	}
 	return tc, nil
 }

@@ -180,6 +180,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		e.team = newTeam(opts.Coord, opts.CoordBeat)
 		e.p.DB.OnLeasesEnded(e.team.ended)
 		e.p.DB.OnAudited(e.team.audited)
+		e.p.DB.OnMessage(e.teamMessage)
 	}
 	e.p.Tasks.OnDisplaced(e.displaced)
 	e.tasks = e.p.Tasks

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snagdev/snag/coord"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/project"
 	"github.com/snagdev/snag/queue"
@@ -85,6 +86,10 @@ func (e *Engine) Add(ctx context.Context, nt NewTask, actor queue.Actor, who str
 	path := index.TasksFolder + "/" + name
 	e.writePlan(ctx)
 	e.hub.Publish("task", map[string]any{"path": path, "added": true, "key": t.Key})
+	if t.Status == queue.StatusInbox {
+		// A finding goes to the team at once, unvetted, before git carries it.
+		e.teamPost(coord.Message{Kind: coord.Inbox, From: who, Key: t.Key, Type: string(t.Kind), Title: t.Title, Body: string(t.Body)})
+	}
 	return t, path, nil
 }
 

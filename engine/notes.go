@@ -183,6 +183,7 @@ func (e *Engine) AddNote(ctx context.Context, actor queue.Actor, who string, in 
 	}
 	e.Audit(ctx, entry)
 	e.hub.Publish("note", map[string]any{"note": n.Key, "type": n.Type, "branch": n.Branch, "by": who})
+	e.teamPost(coord.Message{Kind: coord.Note, From: who, Key: n.Key, Type: n.Type, Title: n.Title, Body: string(n.Body), Branch: n.Branch})
 	return e.p.DB.Note(ctx, n.ID)
 }
 

@@ -67,6 +67,7 @@ type teamOp struct {
 	set      *teamSet       // a person moved a task no one held here
 	files    *teamFiles     // a session's file claims released
 	audit    []index.AuditEntry
+	post     *coord.Message // a report, handoff, note or inbox item for the team
 	why      string
 }
 
@@ -139,6 +140,26 @@ func (t *team) audited(es []index.AuditEntry) {
 	t.queue(teamOp{audit: es})
 }
 
+// message is the index's hook after a commit that added a report or a
+// handoff: the team reads it too.
+func (e *Engine) teamMessage(m index.Message) {
+	key := ""
+	if m.TaskID != "" {
+		if it, err := e.p.DB.Get(context.Background(), queue.Ref{ID: m.TaskID}); err == nil {
+			key = it.Key
+		}
+	}
+	e.team.queue(teamOp{post: &coord.Message{Kind: m.Kind, From: m.From, To: m.To, Key: key, Title: m.Title, Body: m.Body}})
+}
+
+// teamPost publishes a note or an inbox item added here, for the team to
+// read before git carries the file.
+func (e *Engine) teamPost(m coord.Message) {
+	if e.team != nil {
+		e.team.queue(teamOp{post: &m})
+	}
+}
+
 // ended is the index's hook after a commit that ended leases.
 func (t *team) ended(ls []index.Ended) {
 	for i := range ls {
@@ -198,6 +219,8 @@ func (e *Engine) teamApply(ctx context.Context, op teamOp) error {
 		return err
 	case op.set != nil:
 		return s.Set(ctx, op.set.id, op.set.key, op.set.state, op.why)
+	case op.post != nil:
+		return s.Post(ctx, *op.post)
 	case op.audit != nil:
 		es := make([]coord.Entry, len(op.audit))
 		for i, a := range op.audit {
@@ -702,4 +725,103 @@ func (e *Engine) teamAlias(ctx context.Context, kind string, floor int) (int, er
 		return 0, e.teamErr(err)
 	}
 	return int(n), nil
+}
+
+// TeamItem is what another clone published that this clone's files do not
+// have yet: a decision or an inbox item, by whom, on which branch.
+type TeamItem struct {
+	Kind, Key, Type, Title, Branch, From, Host string
+	Created                                    time.Time
+}
+
+// teamContext adds to tc what the other clones have: their agents with
+// what they hold and claim, their reports, the handoffs they left for s,
+// and the notes and inbox items they added that this clone's files do not
+// have yet. With the store out of reach, tc stays this clone's alone.
+func (e *Engine) teamContext(ctx context.Context, tc *TeamContext, s index.Session) {
+	t := e.team
+	if t.cutOff() > 0 {
+		return
+	}
+	agents, err := t.s.Agents(ctx)
+	if err != nil {
+		return
+	}
+	byName := map[string]int{}
+	for _, a := range agents {
+		v := AgentView{Session: index.Session{Name: a.Name + " on " + a.Host, Client: a.Client, Branch: a.Branch, Host: a.Host},
+			Files: e.teamClaims(a.Files)}
+		for _, l := range a.Leases {
+			h := HeldTask{Key: l.Key, ID: l.TaskID, Status: queue.StatusClaimed, Epoch: l.Epoch}
+			if it, err := e.p.DB.Get(ctx, queue.Ref{ID: l.TaskID}); err == nil {
+				h.Title, h.Trust = it.Title, it.Trust
+			}
+			v.Tasks = append(v.Tasks, h)
+		}
+		byName[a.Name+"@"+a.Host] = len(tc.Others)
+		tc.Others = append(tc.Others, v)
+	}
+	asMessage := func(m coord.Message) index.Message {
+		return index.Message{Created: m.Created, Kind: m.Kind, From: m.From + " on " + m.Host, To: m.To, Title: m.Title, Body: m.Body}
+	}
+	if reports, err := t.s.Messages(ctx, coord.Report, "", false, 20); err == nil {
+		for _, m := range reports {
+			if i, ok := byName[m.From+"@"+m.Host]; ok && tc.Others[i].LastReport == nil {
+				r := asMessage(m)
+				tc.Others[i].LastReport = &r
+			}
+			tc.Reports = append(tc.Reports, asMessage(m))
+		}
+		slices.SortStableFunc(tc.Reports, func(a, b index.Message) int { return b.Created.Compare(a.Created) })
+		if len(tc.Reports) > contextReports {
+			tc.Reports = tc.Reports[:contextReports]
+		}
+	}
+	if hs, err := t.s.Messages(ctx, coord.Handoff, s.Name, true, 20); err == nil && len(hs) > 0 {
+		var ids []int64
+		for i := len(hs) - 1; i >= 0; i-- { // oldest first, as the local ones
+			tc.Handoffs = append(tc.Handoffs, asMessage(hs[i]))
+			ids = append(ids, hs[i].ID)
+		}
+		t.s.MarkSeen(ctx, ids)
+	}
+	for _, kind := range []string{coord.Note, coord.Inbox} {
+		ms, err := t.s.Messages(ctx, kind, "", false, 20)
+		if err != nil {
+			continue
+		}
+		for _, m := range ms {
+			if len(tc.Team) == contextTeam {
+				break
+			}
+			if kind == coord.Note && m.Type != "decision" {
+				continue
+			}
+			if e.teamHas(ctx, kind, m.Key) {
+				continue // merged: the files have it
+			}
+			tc.Team = append(tc.Team, TeamItem{Kind: kind, Key: m.Key, Type: m.Type, Title: m.Title, Branch: m.Branch,
+				From: m.From, Host: m.Host, Created: m.Created})
+		}
+	}
+}
+
+// contextTeam is how many of the team's unmerged items a context lists.
+const contextTeam = 3
+
+// teamHas reports whether this clone's files have the note or task key.
+func (e *Engine) teamHas(ctx context.Context, kind, key string) bool {
+	if key == "" {
+		return false
+	}
+	if kind == coord.Note {
+		_, err := e.p.DB.Note(ctx, key)
+		return err == nil
+	}
+	ref, err := queue.ParseRef(key)
+	if err != nil {
+		return false
+	}
+	_, err = e.p.DB.Get(ctx, ref)
+	return err == nil
 }

@@ -83,6 +83,10 @@ type DB struct {
 	// onAudited once it commits (see [DB.OnAudited]).
 	audited   []AuditEntry
 	onAudited func([]AuditEntry)
+	// messages are the messages the write under way has added, for
+	// onMessage once it commits (see [DB.OnMessage]).
+	messages  []Message
+	onMessage func(Message)
 }
 
 // The steps of a write transaction, as [DB.OnStep] names them.
@@ -464,15 +468,20 @@ func (db *DB) write(ctx context.Context, f func(conn *sqlite.Conn) error) error 
 				db.audits.put(db, queued, dropped)
 			}
 		}()
-		db.ended, db.audited = db.ended[:0], db.audited[:0]
+		db.ended, db.audited, db.messages = db.ended[:0], db.audited[:0], db.messages[:0]
 		defer func() {
+			if err == nil && db.onMessage != nil {
+				for _, m := range db.messages {
+					db.onMessage(m)
+				}
+			}
 			if err == nil && len(db.ended) > 0 && db.onEnded != nil {
 				db.onEnded(append([]Ended(nil), db.ended...))
 			}
 			if err == nil && len(db.audited) > 0 && db.onAudited != nil {
 				db.onAudited(append([]AuditEntry(nil), db.audited...))
 			}
-			db.ended, db.audited = db.ended[:0], db.audited[:0]
+			db.ended, db.audited, db.messages = db.ended[:0], db.audited[:0], db.messages[:0]
 		}()
 		if err = writeQueued(&Tx{conn: conn, db: db}, queued, dropped); err != nil {
 			end(&err)

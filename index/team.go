@@ -256,13 +256,27 @@ func scanMessage(st *sqlite.Stmt) Message {
 func (db *DB) AddMessage(ctx context.Context, m Message) (Message, error) {
 	err := db.write(ctx, func(conn *sqlite.Conn) (err error) {
 		m, err = addMessage(conn, m)
+		if err == nil && db.onMessage != nil {
+			db.messages = append(db.messages, m)
+		}
 		return err
 	})
 	return m, err
 }
 
 // AddMessage records a message inside tx (a handoff that moves a lease).
-func (tx *Tx) AddMessage(m Message) (Message, error) { return addMessage(tx.conn, m) }
+func (tx *Tx) AddMessage(m Message) (Message, error) {
+	m, err := addMessage(tx.conn, m)
+	if err == nil && tx.db != nil && tx.db.onMessage != nil {
+		tx.db.messages = append(tx.db.messages, m)
+	}
+	return m, err
+}
+
+// OnMessage sets f to be called after each commit that added messages
+// (reports and handoffs), with each, while the write still holds its
+// turn: f must not block or write to the DB (it queues them).
+func (db *DB) OnMessage(f func(Message)) { db.onMessage = f }
 
 func addMessage(conn *sqlite.Conn, m Message) (Message, error) {
 	m.Created = time.Now()

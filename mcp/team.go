@@ -396,6 +396,15 @@ func (s *server) context(ctx context.Context, req *sdk.CallToolRequest, in conte
 			out.Decisions = append(out.Decisions, d.Key)
 		}
 	}
+	if len(c.Team) > 0 {
+		b.WriteString("from the team, not in your files yet (unvetted):\n")
+		for _, it := range c.Team {
+			fmt.Fprintf(&b, "- %s %s %s by %s on %s (branch %s)\n", it.Key, it.Type, quoted(it.Title, 60), it.From, it.Host, it.Branch)
+			if it.Kind == "note" {
+				out.Decisions = append(out.Decisions, it.Key)
+			}
+		}
+	}
 	if n := len(c.Detached); n > 0 {
 		b.WriteString(fmt.Sprintf("detached: %d task(s) wait for their agent to come back by name\n", n))
 	}
