@@ -37,10 +37,12 @@ type team struct {
 	s    *coord.Store
 	beat time.Duration
 
-	mu           sync.Mutex // the outbox
-	outbox       []teamOp
-	auditBacklog int  // audit entries in the outbox
-	auditDropped bool // some were not sent, the store out of reach too long
+	mu     sync.Mutex // the outbox
+	outbox []teamOp
+	// audits are the audit entries for the shared log, sent in the
+	// background alone: a grant never waits for them.
+	audits       []index.AuditEntry
+	auditDropped int // how many were not sent, the store out of reach too long
 	kick         chan struct{}
 	sendMu       sync.Mutex // one sender at a time, in order
 
@@ -66,7 +68,6 @@ type teamOp struct {
 	adopt    *index.Lease   // a session took a lease back by its name
 	set      *teamSet       // a person moved a task no one held here
 	files    *teamFiles     // a session's file claims released
-	audit    []index.AuditEntry
 	post     *coord.Message // a report, handoff, note or inbox item for the team
 	why      string
 }
@@ -117,27 +118,56 @@ func (t *team) queue(op teamOp) {
 	}
 }
 
-// maxAuditBacklog bounds the audit entries the outbox keeps while the
-// store is out of reach: past it the oldest are not sent (snag.db keeps
-// every one).
+// maxAuditBacklog bounds the audit entries kept for the shared log while
+// the store is out of reach: past it the oldest are not sent (snag.db
+// keeps every one).
 const maxAuditBacklog = 50_000
 
 // audited is the index's hook after a commit that wrote audit entries:
 // the shared audit log gets them too.
 func (t *team) audited(es []index.AuditEntry) {
 	t.mu.Lock()
-	t.auditBacklog += len(es)
-	for t.auditBacklog > maxAuditBacklog {
-		i := slices.IndexFunc(t.outbox, func(op teamOp) bool { return op.audit != nil })
-		if i < 0 {
-			break
-		}
-		t.auditBacklog -= len(t.outbox[i].audit)
-		t.outbox = slices.Delete(t.outbox, i, i+1)
-		t.auditDropped = true
+	t.audits = append(t.audits, es...)
+	if over := len(t.audits) - maxAuditBacklog; over > 0 {
+		t.audits = slices.Delete(t.audits, 0, over)
+		t.auditDropped += over
 	}
 	t.mu.Unlock()
-	t.queue(teamOp{audit: es})
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
+}
+
+// teamSendAudits sends the queued audit entries to the shared log, a
+// thousand at a time, until none is left or the store cannot take them.
+func (e *Engine) teamSendAudits(ctx context.Context) {
+	t := e.team
+	for {
+		t.mu.Lock()
+		n := min(len(t.audits), 1000)
+		batch := slices.Clone(t.audits[:n])
+		dropped := t.auditDropped
+		t.auditDropped = 0
+		t.mu.Unlock()
+		if dropped > 0 {
+			e.log.Warn("the shared audit log misses entries written while the coordination store was out of reach (snag.db has them all)", "missed", dropped)
+		}
+		if n == 0 {
+			return
+		}
+		es := make([]coord.Entry, n)
+		for i, a := range batch {
+			es[i] = coord.Entry{At: a.At, Session: a.SessionID, Actor: string(a.Actor), Agent: a.Agent, Action: a.Action,
+				TaskID: a.TaskID, Outcome: a.Outcome, Detail: a.Detail, Branch: a.Branch}
+		}
+		if err := t.s.AuditBatch(ctx, es); err != nil {
+			return
+		}
+		t.mu.Lock()
+		t.audits = t.audits[n:]
+		t.mu.Unlock()
+	}
 }
 
 // message is the index's hook after a commit that added a report or a
@@ -183,15 +213,7 @@ func (e *Engine) teamSend(ctx context.Context) error {
 			t.mu.Unlock()
 			return nil
 		}
-		op, n := t.outbox[0], 1
-		if op.audit != nil {
-			// The audit entries at the head go together, in one transaction.
-			var es []index.AuditEntry
-			for n = 0; n < len(t.outbox) && t.outbox[n].audit != nil && len(es) < 1000; n++ {
-				es = append(es, t.outbox[n].audit...)
-			}
-			op = teamOp{audit: es}
-		}
+		op := t.outbox[0]
 		t.mu.Unlock()
 		err := e.teamApply(ctx, op)
 		if errors.Is(err, coord.ErrUnreachable) || ctx.Err() != nil {
@@ -203,8 +225,7 @@ func (e *Engine) teamSend(ctx context.Context) error {
 			e.log.Debug("coordination store refused a change; dropped", "err", err)
 		}
 		t.mu.Lock()
-		t.outbox = t.outbox[n:]
-		t.auditBacklog -= len(op.audit)
+		t.outbox = t.outbox[1:]
 		t.mu.Unlock()
 	}
 }
@@ -221,13 +242,6 @@ func (e *Engine) teamApply(ctx context.Context, op teamOp) error {
 		return s.Set(ctx, op.set.id, op.set.key, op.set.state, op.why)
 	case op.post != nil:
 		return s.Post(ctx, *op.post)
-	case op.audit != nil:
-		es := make([]coord.Entry, len(op.audit))
-		for i, a := range op.audit {
-			es[i] = coord.Entry{At: a.At, Session: a.SessionID, Actor: string(a.Actor), Agent: a.Agent, Action: a.Action,
-				TaskID: a.TaskID, Outcome: a.Outcome, Detail: a.Detail, Branch: a.Branch}
-		}
-		return s.AuditBatch(ctx, es)
 	case op.files != nil:
 		return s.ReleaseFiles(ctx, op.files.session, op.files.paths, op.why)
 	case op.adopt != nil:
@@ -444,7 +458,9 @@ func (e *Engine) teamRun(ctx context.Context) error {
 			case <-t.kick:
 			case <-retry.C:
 			}
-			e.teamSend(ctx)
+			if e.teamSend(ctx) == nil {
+				e.teamSendAudits(ctx)
+			}
 		}
 	})
 	pub := time.NewTicker(50 * time.Millisecond)
@@ -514,7 +530,7 @@ func (e *Engine) teamBeat(ctx context.Context) {
 		t.mu.Lock()
 		// Every change it held was about the old clone's leases, claims
 		// and sessions, which the sweep ended; its audit entries still go.
-		t.outbox = slices.DeleteFunc(t.outbox, func(op teamOp) bool { return op.audit == nil })
+		t.outbox = slices.DeleteFunc(t.outbox, func(op teamOp) bool { return op.post == nil })
 		t.mu.Unlock()
 		e.teamRegisterLive(ctx)
 		e.teamReconcile(ctx)
