@@ -228,6 +228,31 @@ func (s *Store) GrantAt(ctx context.Context, id, key string, ses Session, epoch 
 	return l, err
 }
 
+// Transfer moves task id's lease, held by this clone at epoch, to session
+// ses of this clone under a new epoch (a handoff): the old holder's later
+// writes are stale. It fails with ErrStale when the lease moved meanwhile.
+func (s *Store) Transfer(ctx context.Context, id string, epoch int64, ses Session) (Lease, error) {
+	var l Lease
+	err := s.tx(ctx, "hand off "+id, func(tx pgx.Tx) error {
+		if err := s.live(ctx, tx); err != nil {
+			return err
+		}
+		err := tx.QueryRow(ctx, `UPDATE leases SET epoch = epoch + 1, session = $5, holder = $6, updated = now()
+			WHERE workspace = $1 AND task_id = $2 AND clone = $3 AND epoch = $4 AND state = 'held'
+			RETURNING task_id, key, epoch, state, holder, updated`, s.ws, id, s.Clone(), epoch, ses.ID, ses.Name).
+			Scan(&l.TaskID, &l.Key, &l.Epoch, &l.State, &l.Holder, &l.Updated)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: %s is not held by this clone at epoch %d", ErrStale, id, epoch)
+		}
+		if err != nil {
+			return err
+		}
+		l.Clone, l.Session = s.Clone(), ses.ID
+		return s.notify(ctx, tx, "lease", map[string]any{"task": l.Key, "id": id, "holder": ses.Name, "epoch": l.Epoch, "handoff": true})
+	})
+	return l, err
+}
+
 // Adopt moves task id's lease, held by this clone at epoch, to session
 // ses: an agent that registered again and took its work back.
 func (s *Store) Adopt(ctx context.Context, id string, epoch int64, ses Session) error {

@@ -864,3 +864,39 @@ func TestTeamContextAcrossClones(t *testing.T) {
 		t.Fatalf("the handoff shown again: %+v", again.Handoffs)
 	}
 }
+
+// TestTeamHandoffMovesTheSharedLease: a handoff of a claimed task to
+// another agent of the same clone moves the lease in the shared state
+// too, under a new epoch: another clone still cannot claim it, the old
+// holder's epoch is stale, and the new holder resolves it.
+func TestTeamHandoffMovesTheSharedLease(t *testing.T) {
+	bare := teamRepo(t, 2, teamNoVerify)
+	dsn := teamDB(t)
+	d1 := startTeam(t, teamClone(t, bare), dsn, 15*time.Second)
+	d2 := startTeam(t, teamClone(t, bare), dsn, 15*time.Second)
+	a, c, b := newTeamAgent(t, d1), newTeamAgent(t, d1), newTeamAgent(t, d2)
+	a.keepAlive(t)
+	c.keepAlive(t)
+	got, code, body := a.claim("SNAG-1")
+	if code != http.StatusOK {
+		t.Fatalf("claim: %d %s", code, body)
+	}
+	code, body, _ = a.call(http.MethodPost, "/handoffs", map[string]any{"to": c.name, "title": "finish it", "task": "SNAG-1"})
+	var h struct {
+		Moved bool  `json:"moved"`
+		Epoch int64 `json:"epoch"`
+	}
+	json.Unmarshal(body, &h)
+	if code != http.StatusCreated || !h.Moved || h.Epoch <= got.Epoch {
+		t.Fatalf("handoff: %d %s, want the lease moved under a new epoch", code, body)
+	}
+	if _, code, body := b.claim("SNAG-1"); code != http.StatusConflict || !strings.Contains(string(body), c.name) {
+		t.Fatalf("another clone claims the handed-off task: %d %s, want 409 naming %s", code, body, c.name)
+	}
+	if code, body, _ := a.call(http.MethodPost, "/tasks/SNAG-1/resolve", map[string]any{"epoch": got.Epoch}); code != http.StatusConflict {
+		t.Fatalf("the old holder resolves: %d %s, want 409", code, body)
+	}
+	if code, body, _ := c.call(http.MethodPost, "/tasks/SNAG-1/resolve", map[string]any{"epoch": h.Epoch}); code != http.StatusOK {
+		t.Fatalf("the new holder resolves: %d %s", code, body)
+	}
+}

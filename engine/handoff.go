@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/snagdev/snag/coord"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/queue"
 )
@@ -105,7 +106,9 @@ func (e *Engine) Handoff(ctx context.Context, from *index.Session, by string, h 
 				return err
 			}
 			if from != nil {
-				return holds(tx, it, *from, 0)
+				if err := holds(tx, it, *from, 0); err != nil {
+					return err
+				}
 			}
 			lease, err = tx.LeaseOf(it.ID)
 			return err
@@ -116,6 +119,27 @@ func (e *Engine) Handoff(ctx context.Context, from *index.Session, by string, h 
 	}
 	if err != nil {
 		return refused(err)
+	}
+	var shared *coord.Lease
+	if e.team != nil {
+		// The lease moves in the store first, under a new epoch; snag.db
+		// mirrors it. Should the file's write fail, it moves back.
+		if err := e.teamReady(ctx); err != nil {
+			return refused(err)
+		}
+		l, err := e.team.s.Transfer(ctx, it.ID, lease.Epoch, coordSession(to))
+		if err != nil {
+			return refused(e.teamErr(err))
+		}
+		shared = &l
+		defer func() {
+			if shared != nil {
+				back := coord.Session{ID: lease.SessionID, Name: lease.Holder}
+				if _, err := e.team.s.Transfer(ctx, it.ID, l.Epoch, back); err != nil {
+					e.log.Error("give a handoff's lease back in the coordination store", "task", it.Key, "err", err)
+				}
+			}
+		}()
 	}
 	mv, err := e.prepareMove(it, h.To, Step{queue.ActRelease, actor}, Step{queue.ActClaim, queue.Agent})
 	if err != nil {
@@ -138,7 +162,12 @@ func (e *Engine) Handoff(ctx context.Context, from *index.Session, by string, h 
 		if _, _, err = tx.End(it.ID, why); err != nil {
 			return err
 		}
-		if granted, err = tx.Grant(it.ID, to.ID, to.Name, false); err != nil {
+		if shared != nil {
+			granted, err = tx.GrantEpoch(it.ID, to.ID, to.Name, shared.Epoch)
+		} else {
+			granted, err = tx.Grant(it.ID, to.ID, to.Name, false)
+		}
+		if err != nil {
 			return err
 		}
 		if _, err = mv.written(tx, e.p.Tasks); err != nil {
@@ -153,6 +182,7 @@ func (e *Engine) Handoff(ctx context.Context, from *index.Session, by string, h 
 	if err != nil {
 		return refused(err)
 	}
+	shared = nil // taken: it stays moved
 	e.hub.Publish("lease", map[string]any{"task": it.Key, "holder": h.To, "epoch": granted.Epoch, "handoff": true})
 	e.hub.Publish("handoff", map[string]any{"from": by, "to": h.To, "title": h.Title, "task": it.Key})
 	e.writePlan(ctx)
