@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // The states of a task's lease row.
@@ -39,15 +40,31 @@ type Session struct {
 	Branch string
 }
 
-// Register records a session of this clone.
+// Register records a session of this clone, or its new name. A name a
+// live session of another clone has is refused with ErrNameTaken,
+// naming its machine.
 func (s *Store) Register(ctx context.Context, ses Session) error {
 	return s.tx(ctx, "register session", func(tx pgx.Tx) error {
 		if err := s.live(ctx, tx); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO sessions (clone, id, workspace, name, client, branch) VALUES ($1, $2, $3, $4, $5, $6)
+		var host string
+		err := tx.QueryRow(ctx, `SELECT c.host FROM sessions x JOIN clones c ON c.id = x.clone
+			WHERE x.workspace = $1 AND x.name = $2 AND x.ended IS NULL AND NOT (x.clone = $3 AND x.id = $4)`,
+			s.ws, ses.Name, s.Clone(), ses.ID).Scan(&host)
+		if err == nil {
+			return fmt.Errorf("%w: %s is live on %s", ErrNameTaken, ses.Name, host)
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO sessions (clone, id, workspace, name, client, branch) VALUES ($1, $2, $3, $4, $5, $6)
 			ON CONFLICT (clone, id) DO UPDATE SET name = excluded.name, client = excluded.client, branch = excluded.branch,
 				ended = NULL, end_reason = ''`, s.Clone(), ses.ID, s.ws, ses.Name, ses.Client, ses.Branch)
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" { // registered meanwhile by another clone
+			return fmt.Errorf("%w: %s was just taken on another clone", ErrNameTaken, ses.Name)
+		}
 		if err != nil {
 			return err
 		}

@@ -63,6 +63,8 @@ var (
 	// ErrUnreachable wraps a failure to reach the database: the call may
 	// be retried.
 	ErrUnreachable = errors.New("coordination store unreachable")
+	// ErrNameTaken: a live session of another clone has the name.
+	ErrNameTaken = errors.New("name taken on another clone")
 	// ErrNotInitialised: the database has no snag schema, or an older one.
 	ErrNotInitialised = errors.New("the database has no snag schema")
 )
@@ -305,7 +307,7 @@ func (s *Store) scrub(err error) error { return scrub{err: err, secret: s.secret
 
 // isOurs reports whether err is one of the store's own refusals.
 func isOurs(err error) bool {
-	for _, e := range []error{ErrHeld, ErrDone, ErrStale, ErrNoneReady, ErrCloneEnded, ErrNotInitialised} {
+	for _, e := range []error{ErrHeld, ErrDone, ErrStale, ErrNoneReady, ErrCloneEnded, ErrNotInitialised, ErrNameTaken} {
 		if errors.Is(err, e) {
 			return true
 		}

@@ -900,3 +900,36 @@ func TestTeamHandoffMovesTheSharedLease(t *testing.T) {
 		t.Fatalf("the new holder resolves: %d %s", code, body)
 	}
 }
+
+// TestTeamPulledClaimIsLeftAlone: a task file that git brings from
+// another clone saying claimed is that clone's agent's work: this clone
+// neither releases it (its file stays as git wrote it), nor grants it,
+// at its start or after.
+func TestTeamPulledClaimIsLeftAlone(t *testing.T) {
+	bare := teamRepo(t, 2, teamNoVerify)
+	dsn := teamDB(t)
+	r1, home1 := teamClone(t, bare), filepath.Join(t.TempDir(), "home")
+	r2 := teamClone(t, bare)
+	d1 := startTeamHome(t, r1, home1, dsn, 15*time.Second)
+	d2 := startTeam(t, r2, dsn, 15*time.Second)
+	b, a := newTeamAgent(t, d2), newTeamAgent(t, d1)
+	if _, code, body := b.claim("SNAG-1"); code != http.StatusOK {
+		t.Fatalf("claim on clone 2: %d %s", code, body)
+	}
+	git(t, r2, "commit", "-qam", "claimed SNAG-1")
+	git(t, r2, "push", "-q", "origin", "HEAD")
+	git(t, r1, "pull", "-q", "--no-rebase", "origin", "main")
+	eventually(t, "clone 1 to read the pulled claim", func() bool { return teamStatus(d1, "SNAG-1") == "claimed" })
+	if _, code, body := a.claim("SNAG-1"); code != http.StatusConflict {
+		t.Fatalf("clone 1 claims the pulled claimed task: %d %s, want 409", code, body)
+	}
+	d1.p.Stop()
+	d1 = startTeamHome(t, r1, home1, dsn, 15*time.Second)
+	time.Sleep(time.Second) // the start's reconcile with the store has run
+	if st := teamStatus(d1, "SNAG-1"); st != "claimed" {
+		t.Fatalf("after clone 1's restart SNAG-1 is %s, want claimed as git wrote it", st)
+	}
+	if out := git(t, r1, "status", "--porcelain", ".snag/tasks"); strings.TrimSpace(out) != "" {
+		t.Fatalf("clone 1 changed a task file git brought: %s", out)
+	}
+}

@@ -45,7 +45,7 @@ func (e *Engine) Register(ctx context.Context, s index.Session) (index.Session, 
 	e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "session",
 		Outcome: "ok", Detail: fmt.Sprintf("%s %s pid %d", s.Client, s.ClientVersion, s.PID)})
 	if e.team != nil {
-		e.team.queue(teamOp{register: &s})
+		s = e.teamRegister(ctx, s)
 		// A session that took its name's leases back (after a rebuilt
 		// index) holds them in the store too.
 		if ls, err := e.p.DB.LeasesOf(ctx, s.ID); err == nil {

@@ -420,6 +420,19 @@ func (e *Engine) Adopt(ctx context.Context, s index.Session, name string) (index
 	case err != nil:
 		return s, err
 	}
+	if got.Name != s.Name && e.team != nil && e.team.cutOff() == 0 {
+		// The name is the workspace's: one live agent of another clone
+		// may have it.
+		if err := e.team.s.Register(ctx, coordSession(got)); errors.Is(err, coord.ErrNameTaken) {
+			if rerr := e.p.DB.Rename(ctx, s.ID, s.Name); rerr != nil {
+				return s, rerr
+			}
+			e.live.ended(s.ID)
+			entry.Agent, entry.Outcome, entry.Detail = s.Name, "refused", err.Error()
+			e.Audit(ctx, entry)
+			return s, refuse(ErrInvalid, "name_kept", "you stay %s: %s", s.Name, strings.TrimPrefix(err.Error(), coord.ErrNameTaken.Error()+": "))
+		}
+	}
 	if got.Name != s.Name {
 		e.live.ended(s.ID) // the kept copy has the old name
 		e.Audit(ctx, entry)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -477,6 +478,53 @@ func (e *Engine) teamRun(ctx context.Context) error {
 	}
 }
 
+// teamRegister registers new session s with the store at once, so that
+// no agent of another clone is given its name meanwhile; a name taken
+// there since is swapped for a free one. With the store out of reach the
+// registration waits in the outbox.
+func (e *Engine) teamRegister(ctx context.Context, s index.Session) index.Session {
+	t := e.team
+	for range 5 {
+		if t.cutOff() > 0 {
+			break
+		}
+		err := t.s.Register(ctx, coordSession(s))
+		if err == nil {
+			return s
+		}
+		if !errors.Is(err, coord.ErrNameTaken) {
+			break
+		}
+		taken, err := t.s.LiveNames(ctx)
+		if err != nil {
+			break
+		}
+		name := freeName(append(taken, s.Name))
+		if err := e.p.DB.Rename(ctx, s.ID, name); err != nil {
+			continue // taken here meanwhile: the next round picks another
+		}
+		e.live.ended(s.ID) // the kept copy has the old name
+		s.Name = name
+	}
+	t.queue(teamOp{register: &s})
+	return s
+}
+
+// freeName is the first of index.Names (then NAME-2, NAME-3 ...) not in
+// taken.
+func freeName(taken []string) string {
+	for i := 1; ; i++ {
+		for _, n := range index.Names {
+			if i > 1 {
+				n += "-" + strconv.Itoa(i)
+			}
+			if !slices.Contains(taken, n) {
+				return n
+			}
+		}
+	}
+}
+
 // teamRegisterLive registers every live session with the store (after a
 // start, or a rejoin).
 func (e *Engine) teamRegisterLive(ctx context.Context) {
@@ -569,6 +617,13 @@ func (e *Engine) teamReconcile(ctx context.Context) {
 	}
 	var kept, taken, released, ended int
 	for _, l := range local {
+		if l.Detached || l.SessionID == 0 {
+			// Derived from a file that says claimed (one git brought from
+			// another clone, or one a rebuilt index read): no agent of this
+			// clone holds it, so it is nothing to take or give back here.
+			delete(shared, l.TaskID)
+			continue
+		}
 		if m, ok := shared[l.TaskID]; ok && m.Epoch == l.Epoch {
 			delete(shared, l.TaskID)
 			kept++
@@ -635,6 +690,7 @@ func (e *Engine) teamGiveUp(ctx context.Context, why string) {
 		e.log.Error("list leases to give up", "err", err)
 		return
 	}
+	ls = slices.DeleteFunc(ls, func(l index.Lease) bool { return l.Detached || l.SessionID == 0 })
 	e.log.Warn("giving up every lease of this clone", "why", why, "leases", len(ls))
 	e.mu.Lock()
 	defer e.mu.Unlock()

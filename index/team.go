@@ -339,6 +339,34 @@ func (db *DB) MarkSeen(ctx context.Context, ids []int64) error {
 	})
 }
 
+// Rename gives live session id another name that no live session has,
+// without it counting as asked for (see [DB.Adopt]): the name snagd gave
+// it turned out to be another clone's agent's. Its file claims follow.
+func (db *DB) Rename(ctx context.Context, id int64, name string) error {
+	return db.write(ctx, func(conn *sqlite.Conn) error {
+		var other string
+		err := sqlitex.Execute(conn, `SELECT name FROM sessions WHERE ended IS NULL AND name = :n AND id != :id`,
+			&sqlitex.ExecOptions{Named: map[string]any{":n": name, ":id": id},
+				ResultFunc: func(st *sqlite.Stmt) error { other = st.ColumnText(0); return nil }})
+		if err != nil {
+			return err
+		}
+		if other != "" {
+			return fmt.Errorf("%w: a live session is %s", ErrNameTaken, name)
+		}
+		args := map[string]any{":id": id, ":n": name}
+		for _, q := range []string{
+			`UPDATE sessions SET name = :n WHERE id = :id AND ended IS NULL`,
+			`UPDATE file_claims SET holder = :n WHERE session_id = :id AND released IS NULL`,
+		} {
+			if err := sqlitex.Execute(conn, q, &sqlitex.ExecOptions{Named: args}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // RecentlyEnded is how long a session's name stays out of the pool after
 // it ends: a newcomer is never handed the name of an agent that may come
 // back to ask for it.
