@@ -2,6 +2,7 @@ package coord
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"time"
 
@@ -162,3 +163,97 @@ func (s *Store) Agents(ctx context.Context) ([]TeamAgent, error) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// BranchActivity is what the workspace's other clones did lately on one
+// branch: notes published, tasks claimed and resolved, the last report.
+type BranchActivity struct {
+	Branch   string
+	Last     time.Time
+	Nodes    []string
+	Claimed  []string
+	Resolved []string
+	// Report is the latest report: by whom, on which machine, what, when.
+	Report *Message
+}
+
+// activityKeep is how many keys of each kind a branch's activity lists.
+const activityKeep = 5
+
+// Activity reads, by branch, what the other clones did since since: the
+// notes they published, the tasks claimed and resolved (from the shared
+// audit log), and the latest report.
+func (s *Store) Activity(ctx context.Context, since time.Time) (map[string]*BranchActivity, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	by := map[string]*BranchActivity{}
+	get := func(b string, at time.Time) *BranchActivity {
+		a := by[b]
+		if a == nil {
+			a = &BranchActivity{Branch: b}
+			by[b] = a
+		}
+		if at.After(a.Last) {
+			a.Last = at
+		}
+		return a
+	}
+	add := func(list []string, key string) []string {
+		if len(list) < activityKeep && !slices.Contains(list, key) {
+			return append(list, key)
+		}
+		return list
+	}
+	rows, err := s.pool.Query(ctx, `SELECT a.branch, a.action, a.at, a.agent, a.detail, coalesce(nullif(l.key, ''), a.task_id), coalesce(c.host, '')
+		FROM audit a LEFT JOIN leases l ON l.workspace = a.workspace AND l.task_id = a.task_id LEFT JOIN clones c ON c.id = a.clone
+		WHERE a.workspace = $1 AND a.clone <> $2 AND a.branch <> '' AND a.at > $3
+		AND a.action IN ('claim', 'resolve', 'report') AND a.outcome <> 'refused'
+		ORDER BY a.at DESC LIMIT 5000`, s.ws, s.Clone(), since)
+	if err != nil {
+		return nil, s.wrap("read the team's activity", err)
+	}
+	for rows.Next() {
+		var branch, action, agent, detail, key, host string
+		var at time.Time
+		if err := rows.Scan(&branch, &action, &at, &agent, &detail, &key, &host); err != nil {
+			rows.Close()
+			return nil, s.wrap("read the team's activity", err)
+		}
+		a := get(branch, at)
+		switch action {
+		case "claim":
+			a.Claimed = add(a.Claimed, key)
+		case "resolve":
+			a.Resolved = add(a.Resolved, key)
+		case "report":
+			if a.Report == nil {
+				a.Report = &Message{Kind: Report, From: agent, Host: host, Body: detail, Created: at, Branch: branch}
+			}
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap("read the team's activity", err)
+	}
+	notes, err := s.pool.Query(ctx, `SELECT branch, key, created FROM messages
+		WHERE workspace = $1 AND clone <> $2 AND kind = 'note' AND branch <> '' AND created > $3 ORDER BY created DESC LIMIT 1000`,
+		s.ws, s.Clone(), since)
+	if err != nil {
+		return nil, s.wrap("read the team's activity", err)
+	}
+	for notes.Next() {
+		var branch, key string
+		var at time.Time
+		if err := notes.Scan(&branch, &key, &at); err != nil {
+			notes.Close()
+			return nil, s.wrap("read the team's activity", err)
+		}
+		a := get(branch, at)
+		a.Nodes = add(a.Nodes, key)
+	}
+	notes.Close()
+	if err := notes.Err(); err != nil {
+		return nil, s.wrap("read the team's activity", err)
+	}
+	s.ok()
+	return by, nil
+}

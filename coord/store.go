@@ -111,8 +111,8 @@ type Store struct {
 
 // Open connects to the database at dsn, checks that its schema is
 // current, and joins the workspace as the clone opts describe. A clone of
-// the same host and folder that is still live is taken over (snagd
-// restarted within the grace keeps its leases).
+// the same host and folder that no other clone has ended is taken over:
+// snagd started again keeps its leases.
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if opts.Workspace == "" {
 		return nil, errors.New("coord: no workspace name: set config.json's workspace, or give the repository an origin remote")
@@ -198,9 +198,13 @@ func (s *Store) join(ctx context.Context) error {
 			return err
 		}
 		var id int64
+		// A live row of this host and folder is this clone's, from before
+		// a restart: no other clone ended it (its sweep would have), so its
+		// leases were never freed, and it takes them over, however long it
+		// was away.
 		err = tx.QueryRow(ctx, `UPDATE clones SET seen = now(), branch = $4, version = $5
-			WHERE workspace = $1 AND host = $2 AND root = $3 AND ended IS NULL AND seen > now() - $6::interval
-			RETURNING id`, s.ws, s.opts.Host, s.opts.Root, s.opts.Branch, s.opts.Version, interval(s.opts.Grace)).Scan(&id)
+			WHERE id = (SELECT id FROM clones WHERE workspace = $1 AND host = $2 AND root = $3 AND ended IS NULL ORDER BY id DESC LIMIT 1)
+			RETURNING id`, s.ws, s.opts.Host, s.opts.Root, s.opts.Branch, s.opts.Version).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = tx.QueryRow(ctx, `INSERT INTO clones (workspace, host, root, branch, version) VALUES ($1, $2, $3, $4, $5)
 				RETURNING id`, s.ws, s.opts.Host, s.opts.Root, s.opts.Branch, s.opts.Version).Scan(&id)
@@ -220,7 +224,7 @@ func (s *Store) join(ctx context.Context) error {
 func (s *Store) Rejoin(ctx context.Context) error { return s.join(ctx) }
 
 // Close closes the pool. The clone's row stays: a snagd that starts again
-// within the grace takes its leases back.
+// in the same folder takes its row, and its leases, back.
 func (s *Store) Close() {
 	if s.pool != nil {
 		s.pool.Close()

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -124,7 +125,7 @@ func newTeamAgent(t *testing.T, d *daemon) *teamAgent {
 		Name string `json:"name"`
 	}
 	if code := d.do(http.MethodPost, "/sessions", map[string]any{"client": "team-test", "client_version": "1",
-		"pid": os.Getpid(), "transport": "http"}, &s); code != http.StatusCreated {
+		"pid": os.Getpid(), "transport": "stdio", "root": d.root}, &s); code != http.StatusCreated {
 		t.Fatalf("register: %d", code)
 	}
 	return &teamAgent{d: d, session: s.ID, name: s.Name}
@@ -931,5 +932,80 @@ func TestTeamPulledClaimIsLeftAlone(t *testing.T) {
 	}
 	if out := git(t, r1, "status", "--porcelain", ".snag/tasks"); strings.TrimSpace(out) != "" {
 		t.Fatalf("clone 1 changed a task file git brought: %s", out)
+	}
+}
+
+// TestTeamActivityAcrossBranches: what an agent does on a clone working
+// on another branch shows in this clone's activity by branch: the task it
+// holds, what it claimed and resolved, and its last report.
+func TestTeamActivityAcrossBranches(t *testing.T) {
+	bare := teamRepo(t, 3, teamNoVerify)
+	dsn := teamDB(t)
+	r1 := teamClone(t, bare)
+	git(t, r1, "checkout", "-qb", "feat/lexer")
+	d1 := startTeam(t, r1, dsn, 15*time.Second)
+	d2 := startTeam(t, teamClone(t, bare), dsn, 15*time.Second)
+	a := newTeamAgent(t, d1)
+	a.keepAlive(t)
+	c, code, body := a.claim("SNAG-1")
+	if code != http.StatusOK {
+		t.Fatalf("claim: %d %s", code, body)
+	}
+	if code, body, _ := a.call(http.MethodPost, "/reports", map[string]any{"message": "lexer rewritten", "task": "SNAG-1"}); code/100 != 2 {
+		t.Fatalf("report: %d %s", code, body)
+	}
+	if code, body, _ := a.call(http.MethodPost, "/tasks/SNAG-1/resolve", map[string]any{"epoch": c.Epoch}); code != http.StatusOK {
+		t.Fatalf("resolve: %d %s", code, body)
+	}
+	if _, code, body := a.claim("SNAG-2"); code != http.StatusOK {
+		t.Fatalf("claim: %d %s", code, body)
+	}
+	host, _ := os.Hostname()
+	var feed api.ActivityFeed
+	eventually(t, "clone 1's work on feat/lexer in clone 2's activity", func() bool {
+		feed = api.ActivityFeed{}
+		d2.get("/branches", &feed)
+		for _, b := range feed.Recent {
+			if b.Branch == "feat/lexer" && slices.Contains(b.Claimed, "SNAG-1") && slices.Contains(b.Resolved, "SNAG-1") &&
+				b.Report != nil && b.Report.Message == "lexer rewritten" {
+				return true
+			}
+		}
+		return false
+	})
+	var held bool
+	for _, tl := range feed.Tasks {
+		held = held || tl.Key == "SNAG-2" && tl.Holder == a.name+" on "+host && tl.Branch == "feat/lexer"
+	}
+	if !held {
+		t.Fatalf("clone 2's activity does not show %s on %s holding SNAG-2 on feat/lexer: %+v", a.name, host, feed.Tasks)
+	}
+}
+
+// TestTeamLoneCloneRestartKeepsLeases: a clone alone in its workspace,
+// stopped for longer than the grace, finds its leases where it left them
+// when it starts again: no other clone ended it, so none was freed.
+func TestTeamLoneCloneRestartKeepsLeases(t *testing.T) {
+	bare := teamRepo(t, 2, teamNoVerify)
+	dsn := teamDB(t)
+	root, home := teamClone(t, bare), filepath.Join(t.TempDir(), "home")
+	grace := 2 * time.Second
+	d := startTeamHome(t, root, home, dsn, grace)
+	a := newTeamAgent(t, d)
+	a.keepAlive(t)
+	c, code, body := a.claim("SNAG-1")
+	if code != http.StatusOK {
+		t.Fatalf("claim: %d %s", code, body)
+	}
+	d.p.Stop()
+	time.Sleep(2 * grace)
+	d = startTeamHome(t, root, home, dsn, grace)
+	a.to(d)
+	time.Sleep(time.Second) // the start's reconcile has run
+	if st := teamStatus(d, "SNAG-1"); st != "claimed" {
+		t.Fatalf("SNAG-1 is %s after the restart, want claimed", st)
+	}
+	if code, body, _ := a.call(http.MethodPost, "/tasks/SNAG-1/resolve", map[string]any{"epoch": c.Epoch}); code != http.StatusOK {
+		t.Fatalf("resolve under the epoch from before the restart: %d %s", code, body)
 	}
 }

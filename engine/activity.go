@@ -3,9 +3,12 @@ package engine
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/snagdev/snag/coord"
 	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/queue"
 )
 
 // TaskLease is a live task lease as the activity shows it.
@@ -68,13 +71,87 @@ func (e *Engine) Activity(ctx context.Context, branches int) (Activity, error) {
 		}
 		a.Tasks = append(a.Tasks, t)
 	}
+	if e.team != nil && e.team.cutOff() == 0 {
+		// The other clones' agents and what they hold, by their branch.
+		if agents, err := e.team.s.Agents(ctx); err == nil {
+			for _, ag := range agents {
+				for _, l := range ag.Leases {
+					t := TaskLease{Key: l.Key, Holder: ag.Name + " on " + ag.Host, Branch: ag.Branch, Since: l.Updated}
+					if it, err := e.p.DB.Get(ctx, queue.Ref{ID: l.TaskID}); err == nil {
+						t.Title = it.Title
+					}
+					a.Tasks = append(a.Tasks, t)
+				}
+			}
+		}
+	}
 	slices.SortFunc(a.Tasks, func(x, y TaskLease) int { return y.Since.Compare(x.Since) })
-	if a.Files, err = e.p.DB.FileClaims(ctx, a.Now); err != nil {
+	if a.Files, err = e.FileClaims(ctx); err != nil {
 		return a, err
 	}
 	if a.Branches, err = e.p.DB.BranchLeases(ctx, a.Workspace); err != nil {
 		return a, err
 	}
-	a.Recent, a.BranchesTotal, err = e.p.DB.Activity(ctx, a.Now.Add(-ActivityWindow), branches)
-	return a, err
+	since := a.Now.Add(-ActivityWindow)
+	if e.team == nil || e.team.cutOff() > 0 {
+		a.Recent, a.BranchesTotal, err = e.p.DB.Activity(ctx, since, branches)
+		return a, err
+	}
+	own, _, err := e.p.DB.Activity(ctx, since, 0)
+	if err != nil {
+		return a, err
+	}
+	team, err := e.team.s.Activity(ctx, since)
+	if err != nil {
+		return a, nil
+	}
+	a.Recent, a.BranchesTotal = mergeActivity(own, team, branches)
+	return a, nil
+}
+
+// mergeActivity adds the other clones' activity by branch to this
+// clone's, keeps the latest branches first, at most limit, and returns
+// how many branches there were.
+func mergeActivity(own []index.BranchActivity, team map[string]*coord.BranchActivity, limit int) ([]index.BranchActivity, int) {
+	add := func(list []string, keys ...string) []string {
+		for _, k := range keys {
+			if len(list) < 5 && !slices.Contains(list, k) {
+				list = append(list, k)
+			}
+		}
+		return list
+	}
+	by := map[string]*index.BranchActivity{}
+	for i := range own {
+		by[own[i].Branch] = &own[i]
+	}
+	var added []index.BranchActivity
+	for b, t := range team {
+		a := by[b]
+		if a == nil {
+			a = &index.BranchActivity{Branch: b}
+		}
+		if t.Last.After(a.Last) {
+			a.Last = t.Last
+		}
+		a.Nodes, a.Claimed, a.Resolved = add(a.Nodes, t.Nodes...), add(a.Claimed, t.Claimed...), add(a.Resolved, t.Resolved...)
+		if r := t.Report; r != nil && (a.Report == nil || r.Created.After(a.Report.At)) {
+			a.Report = &index.Report{Agent: r.From + " on " + r.Host, Message: r.Body, At: r.Created}
+		}
+		if by[b] == nil {
+			added = append(added, *a)
+		}
+	}
+	own = append(own, added...)
+	slices.SortFunc(own, func(x, y index.BranchActivity) int {
+		if c := y.Last.Compare(x.Last); c != 0 {
+			return c
+		}
+		return strings.Compare(x.Branch, y.Branch)
+	})
+	total := len(own)
+	if limit > 0 && len(own) > limit {
+		own = own[:limit]
+	}
+	return own, total
 }
