@@ -119,6 +119,7 @@ func generate(t *testing.T) string {
 	w("- **Bodies.** A write sends `Content-Type: application/json` (`bad_content_type`), at most 1 MiB (`too_large`). Unknown fields are refused (`bad_json`); an empty body means no arguments.\n")
 	w("- **Queries.** An unknown query parameter, one given twice, or a value that does not read is refused with a 400 naming it, never read as its default.\n")
 	w("- **Agents and people.** A request with `%s` (the id `POST /sessions` gave) acts for that agent's session; one without it is a person's. `%s` names the MCP tool call a request serves, for the audit log.\n", api.SessionHeader, api.ToolHeader)
+	w("- **Team mode.** While snagd cannot reach its coordination store, every answer to an agent carries `%s`, saying how long and what that means for its leases; claims and resolves then answer 503 `coord_unreachable`, which the agent retries.\n", api.CoordHeader)
 	w("- **Waiting.** Until snagd has read every task file, the routes of tasks, sessions, verify and the audit log answer 503 `starting`. A 503 with `Retry-After` (`starting`, `busy`, `changing`) changed nothing: send it again after the wait.\n")
 	w("- **Errors.** Every 4xx and 5xx answer is an [Error](#error): a code to branch on and a sentence that names the fix.\n\n")
 

@@ -190,6 +190,13 @@ const (
 	// CodeBadMethod (405): a method other than POST, GET and DELETE on
 	// the hosted listener's /mcp.
 	CodeBadMethod = "bad_method"
+	// CodeCoordUnreachable (503, with Retry-After and CoordHeader): in
+	// team mode, snagd cannot reach the coordination store; nothing is
+	// granted until it is back. The agent retries.
+	CodeCoordUnreachable = "coord_unreachable"
+	// CodeResolvedElsewhere (409): in team mode, the task was resolved
+	// through another clone; pull to see it, or a person reopens it.
+	CodeResolvedElsewhere = "resolved_elsewhere"
 )
 
 // Codes lists every error code, for the reference and its test.
@@ -204,7 +211,7 @@ var Codes = []string{
 	CodeNotClaimed, CodeNameKept, CodeBadName, CodeNoMessage, CodeLongMessage, CodeLongDetail, CodeNoAddressee,
 	CodeNoTitle, CodeLongTitle, CodeLongBody, CodeToSelf, CodeNotLive, CodeCycle,
 	CodeBadType, CodeBadLink, CodeNoSource, CodeNoNote, CodeNotHere, CodeBadTree, CodeMissingBranch, CodeBadBranch,
-	CodeBranchHeld, CodeBadNote, CodeWrongWorkspace, CodeBadBranches, CodeBadMethod,
+	CodeBranchHeld, CodeBadNote, CodeWrongWorkspace, CodeBadBranches, CodeBadMethod, CodeCoordUnreachable, CodeResolvedElsewhere,
 }
 
 // The headers of an agent's request.
