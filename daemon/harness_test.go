@@ -11,10 +11,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/snagdev/snag/coord"
 	"github.com/snagdev/snag/internal/failpoint"
 	"github.com/snagdev/snag/internal/pgtest"
 	"github.com/snagdev/snag/internal/snagdtest"
@@ -84,9 +86,14 @@ func spawn(t *testing.T, root, home string, extra ...string) *daemon {
 }
 
 // spawnEnv starts snagd on root with more environment and flags, on a free
-// port unless the flags name one, and returns at once.
+// port unless the flags name one, and returns at once. A test in team mode
+// (inTeamMode) gets $SNAG_COORD, unless env sets it already.
 func spawnEnv(t *testing.T, root, home string, env []string, flags ...string) *daemon {
 	t.Helper()
+	dsn := teamDSN(t)
+	if dsn != "" && !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, coord.Env+"=") }) {
+		env = append(slices.Clip(env), coord.Env+"="+dsn)
+	}
 	if home == "" {
 		home = filepath.Join(t.TempDir(), "home")
 	}
@@ -102,6 +109,10 @@ func spawnEnv(t *testing.T, root, home string, env []string, flags ...string) *d
 	d := &daemon{t: t, p: p, root: root, home: home, cmd: p.Cmd, port: port, log: p.Log, done: make(chan struct{})}
 	// done closes once err holds the exit error.
 	go func() { <-p.Done; d.err = p.Err; close(d.done) }()
+	if dsn != "" {
+		// Before the process is stopped (cleanups run last first).
+		t.Cleanup(func() { d.agreesWithStore(dsn) })
+	}
 	return d
 }
 

@@ -18,6 +18,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/snagdev/snag/coord"
+	"github.com/snagdev/snag/internal/pgtest"
 	"github.com/snagdev/snag/internal/snagdtest"
 )
 
@@ -40,7 +42,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := pgtest.Main(m) // the team-mode runs share a PostgreSQL cluster
 	bins.Remove()
 	os.Exit(code)
 }
@@ -75,12 +77,21 @@ func (e *env) daemon(t *testing.T) { e.startDaemon(t) }
 
 // startDaemon starts a real snagd for the project, with more flags, waits
 // until it is ready, and returns a function that stops it cleanly (the
-// test's end stops it too). Its log is shown when the test fails.
+// test's end stops it too). Its log is shown when the test fails. A test
+// in team mode (inTeamMode) runs it with $SNAG_COORD.
 func (e *env) startDaemon(t *testing.T, args ...string) (stop func()) {
 	t.Helper()
-	p := snagdtest.Start(t, snagdtest.Options{Bin: snagBin, Daemon: true, Root: e.root, Home: e.home, Port: e.port, Args: args,
-		Env: []string{fmt.Sprintf("SNAG_PORT=%d", e.port), "SNAG_NO_AUTOSTART="}})
+	env := []string{fmt.Sprintf("SNAG_PORT=%d", e.port), "SNAG_NO_AUTOSTART="}
+	dsn := teamDSN(t)
+	if dsn != "" {
+		env = append(env, coord.Env+"="+dsn)
+	}
+	p := snagdtest.Start(t, snagdtest.Options{Bin: snagBin, Daemon: true, Root: e.root, Home: e.home, Port: e.port, Args: args, Env: env})
 	p.WaitReady(t, 60*time.Second)
+	if dsn != "" {
+		// Before the process is stopped (cleanups run last first).
+		t.Cleanup(func() { e.agreesWithStore(t, p, dsn) })
+	}
 	return p.Stop
 }
 
