@@ -89,6 +89,10 @@ func (e *Engine) Handoff(ctx context.Context, from *index.Session, by string, h 
 	}
 	entry.TaskID = it.ID
 	if !live {
+		if host := e.teamHostOf(ctx, h.To); host != "" {
+			return refused(refuse(ErrNotLive, "not_live", "handoff: nothing moved: %s works on another clone (%s), where %s's file is not the one this clone rewrites. "+
+				"Hand it off without the task (the message reaches them there), then release %s with a reason, and they claim it there", h.To, host, it.Key, it.Key))
+		}
 		return refused(refuse(ErrNotLive, "not_live", "handoff: nothing moved: %s has no live session, so %s stays with its holder. "+
 			"Hand it to a connected agent (snag_context lists them), or release it with a reason", h.To, it.Key))
 	}

@@ -910,3 +910,21 @@ func (e *Engine) teamHas(ctx context.Context, kind, key string) bool {
 	_, err = e.p.DB.Get(ctx, ref)
 	return err == nil
 }
+
+// teamHostOf is the machine of the live agent name on another clone, or
+// "" when none is (or snagd runs alone).
+func (e *Engine) teamHostOf(ctx context.Context, name string) string {
+	if e.team == nil || e.team.cutOff() > 0 {
+		return ""
+	}
+	agents, err := e.team.s.Agents(ctx)
+	if err != nil {
+		return ""
+	}
+	for _, a := range agents {
+		if a.Name == name {
+			return a.Host
+		}
+	}
+	return ""
+}
