@@ -36,7 +36,7 @@ lint:
 # The crash tests build snagd with -tags failpoints themselves; the
 # failpoints' own tests need the tag too.
 test: lint
-	$(GO) test -race -count=1 -timeout 25m ./...
+	$(GO) test -race -count=1 -timeout 35m ./...
 	$(GO) test -race -count=1 -tags failpoints ./internal/failpoint/
 
 bench: build
