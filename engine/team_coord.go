@@ -443,13 +443,15 @@ func (e *Engine) CoordNotice(ctx context.Context, id int64) string {
 // until ctx ends.
 func (e *Engine) teamRun(ctx context.Context) error {
 	t := e.team
-	go t.s.Listen(ctx, func(ev coord.Event) { e.teamHeard(ev) })
+	// Every loop ends with ctx, and is waited for: none touches the
+	// project once the engine closes.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { t.s.Listen(ctx, func(ev coord.Event) { e.teamHeard(ev) }) })
 	e.teamRegisterLive(ctx)
 	e.teamReconcile(ctx)
 	// The heartbeat has a loop of its own: a publication or a send that
 	// waits on a store out of reach never delays it.
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	wg.Go(func() {
 		beat := time.NewTicker(t.beat)
 		defer beat.Stop()
