@@ -420,6 +420,10 @@ func migrations() []migration {
 	return ms
 }
 
+// Version is the schema version this snag needs, the last migration's:
+// what snag team init brings a database to.
+func Version() int { return latestVersion() }
+
 func latestVersion() int {
 	ms := migrations()
 	return ms[len(ms)-1].version

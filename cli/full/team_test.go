@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -81,7 +82,7 @@ func TestTeamInitSavesAndSaysWhatItApplied(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("team init: exit %d\n%s%s", code, out, errs)
 	}
-	for _, want := range []string{"schema at version 1 (applied 1): " + coord.Redact(dsn),
+	for _, want := range []string{fmt.Sprintf("schema at version %d (applied %d): ", coord.Version(), coord.Version()) + coord.Redact(dsn),
 		"saved the DSN in " + filepath.Join(home, "coord") + " (mode 0600), in place of postgres://old:xxxxx@db.example/snag"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("team init's stdout lacks %q:\n%s", want, out)
@@ -106,8 +107,8 @@ func TestTeamInitSavesAndSaysWhatItApplied(t *testing.T) {
 
 	// Again, with no DSN: the saved file's, already current, and no hint.
 	code, out, errs = snag(t, root, "team", "init")
-	if code != 0 || !strings.Contains(out, "already at version 1: "+coord.Redact(dsn)) || !strings.Contains(out, "came from "+filepath.Join(home, "coord")) || errs != "" {
-		t.Errorf("team init again: exit %d\n%s%s\nwant already at version 1, from the saved file, and nothing on stderr", code, out, errs)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("already at version %d: ", coord.Version())+coord.Redact(dsn)) || !strings.Contains(out, "came from "+filepath.Join(home, "coord")) || errs != "" {
+		t.Errorf("team init again: exit %d\n%s%s\nwant already at version %d, from the saved file, and nothing on stderr", code, out, errs, coord.Version())
 	}
 
 	// --no-save leaves the file alone.
@@ -172,7 +173,7 @@ func TestTeamStatusShowsTheClones(t *testing.T) {
 		t.Fatalf("team status: exit %d\n%s%s", code, out, errs)
 	}
 	for _, want := range []string{
-		"team mode: " + coord.Redact(dsn) + " (from $SNAG_COORD), schema version 1",
+		"team mode: " + coord.Redact(dsn) + fmt.Sprintf(" (from $SNAG_COORD), schema version %d", coord.Version()),
 		workspace + ": 2 clones connected, 1 task held, 0 done",
 		"laptop /home/dana/shop on main, heartbeat ",
 		"agents ADA, holding 1 task",
