@@ -34,7 +34,7 @@ func (s *Store) Heartbeat(ctx context.Context, branch string) error {
 	s.branch.Store(&branch)
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
-	tag, err := s.pool.Exec(ctx, `UPDATE clones SET seen = now(), branch = $2 WHERE id = $1 AND ended IS NULL`, s.Clone(), branch)
+	tag, err := s.beats.Exec(ctx, `UPDATE clones SET seen = now(), branch = $2 WHERE id = $1 AND ended IS NULL`, s.Clone(), branch)
 	if err != nil {
 		return s.wrap("heartbeat", err)
 	}
@@ -58,7 +58,7 @@ type Swept struct {
 // the audit log.
 func (s *Store) Sweep(ctx context.Context) (Swept, error) {
 	var out Swept
-	err := s.tx(ctx, "sweep silent clones", func(tx pgx.Tx) error {
+	err := s.txOn(ctx, s.beats, "sweep silent clones", func(tx pgx.Tx) error {
 		reason := "silent for more than " + s.opts.Grace.String() + " (its snagd stopped heartbeating)"
 		rows, err := tx.Query(ctx, `UPDATE clones SET ended = now(), end_reason = $3
 			WHERE workspace = $1 AND ended IS NULL AND id <> $2 AND seen < now() - $4::interval

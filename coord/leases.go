@@ -330,47 +330,72 @@ func (s *Store) LeaseOf(ctx context.Context, id string) (Lease, error) {
 // order that this clone's files say is ready and that no one holds or
 // resolved, skipping the ids skip names (claims under way), or
 // ErrNoneReady. A task another claim is taking at this moment, on any
-// clone, is passed by, not waited for: its ready row is locked (FOR
-// UPDATE SKIP LOCKED) and so is the task's id across the workspace (a
-// transaction-scoped advisory lock). Each try is its own short
-// transaction, so a try that loses to another clone holds no lock while
+// clone, is passed by, not waited for: the candidates are read in order
+// without a lock, and each is tried with a transaction-scoped advisory
+// lock on its id, which a claim of the same task elsewhere holds until
+// its transaction ends. Each round is its own short transaction, so a
+// round that loses every candidate to other clones holds no lock while
 // the next is made.
 func (s *Store) GrantNext(ctx context.Context, ses Session, skip []string) (Lease, error) {
 	skip = append([]string{}, skip...) // never NULL: NOT (id = ANY(NULL)) passes nothing
 	for {
 		var l Lease
-		var taken string
+		var passed []string
+		granted := false
 		err := s.tx(ctx, "grant the next task", func(tx pgx.Tx) error {
+			passed, granted = nil, false
 			if err := s.live(ctx, tx); err != nil {
 				return err
 			}
-			var id, key string
-			err := tx.QueryRow(ctx, `SELECT r.task_id, r.key FROM ready r
+			rows, err := tx.Query(ctx, `SELECT r.task_id, r.key FROM ready r
 				WHERE r.clone = $1 AND NOT (r.task_id = ANY($3))
 				AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.workspace = $2 AND l.task_id = r.task_id AND l.state <> 'free')
-				AND pg_try_advisory_xact_lock(hashtextextended(r.task_id, $2))
 				ORDER BY r.wave, r.sev_rank, r.created, r.task_id
-				LIMIT 1 FOR UPDATE OF r SKIP LOCKED`, s.Clone(), s.ws, skip).Scan(&id, &key)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return ErrNoneReady
-			}
+				LIMIT $4`, s.Clone(), s.ws, skip, nextCandidates)
 			if err != nil {
 				return err
 			}
-			if l, err = s.grant(ctx, tx, id, key, ses); errors.Is(err, ErrHeld) || errors.Is(err, ErrDone) {
-				taken = id
-				return nil
+			type cand struct{ id, key string }
+			cands, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (cand, error) {
+				var c cand
+				return c, r.Scan(&c.id, &c.key)
+			})
+			if err != nil {
+				return err
 			}
-			return err
+			if len(cands) == 0 {
+				return ErrNoneReady
+			}
+			for _, c := range cands {
+				var locked bool
+				if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended($1, $2))`, c.id, s.ws).Scan(&locked); err != nil {
+					return err
+				}
+				if !locked {
+					passed = append(passed, c.id) // another claim is taking it now
+					continue
+				}
+				l, err = s.grant(ctx, tx, c.id, c.key, ses)
+				if err == nil {
+					granted = true
+					return nil
+				}
+				if !errors.Is(err, ErrHeld) && !errors.Is(err, ErrDone) {
+					return err
+				}
+				passed = append(passed, c.id) // taken by another clone since the read
+			}
+			return nil
 		})
-		if err != nil || taken == "" {
+		if err != nil || granted {
 			return l, err
 		}
-		// Taken by another clone since the select: its lease row is
-		// committed, so the next try passes it by.
-		skip = append(skip, taken)
+		skip = append(skip, passed...)
 	}
 }
+
+// nextCandidates is how many ready rows one round of GrantNext tries.
+const nextCandidates = 16
 
 // Check verifies that this clone's session holds task id under epoch (0:
 // whichever epoch is live), for a write fenced by it: ErrStale when the
@@ -432,16 +457,45 @@ func (s *Store) end(ctx context.Context, id string, epoch, session int64, state,
 	})
 }
 
-// Set puts task id's lease in state Free or Done, whoever holds it, on behalf of a
-// person or of snagd itself (a person's release, a reopen, a task moved
-// by hand): a held lease ends and its holder's later writes are stale.
+// MarkDone puts task id's lease in state Done when it is free at an
+// epoch no later than epoch, or still held by this clone at epoch: a
+// resolve this clone committed whose end the store never heard (snagd
+// stopped in between), so that no clone grants the task again. A lease
+// granted since, or done already, is left as it is.
+func (s *Store) MarkDone(ctx context.Context, id string, epoch int64, why string) (bool, error) {
+	var changed bool
+	err := s.tx(ctx, "mark "+id+" done", func(tx pgx.Tx) error {
+		var key string
+		err := tx.QueryRow(ctx, `UPDATE leases SET state = 'done', updated = now(), why = $5
+			WHERE workspace = $1 AND task_id = $2 AND epoch <= $3
+			AND (state = 'free' OR (state = 'held' AND clone = $4 AND epoch = $3))
+			RETURNING key`, s.ws, id, epoch, s.Clone(), why).Scan(&key)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		changed = true
+		return s.notify(ctx, tx, "lease", map[string]any{"task": key, "id": id, "state": Done, "reason": why})
+	})
+	return changed, err
+}
+
+// Set puts task id's lease in state Free or Done under a new epoch,
+// whoever holds it, on behalf of a person or of snagd itself (a person's
+// release, a reopen, a task moved by hand): a held lease ends and its
+// holder's later writes are stale.
 func (s *Store) Set(ctx context.Context, id, key, state, why string) error {
 	if state != Free && state != Done {
 		return fmt.Errorf("coord: set %s to %q: only %q and %q can be set", key, state, Free, Done)
 	}
 	return s.tx(ctx, state+" "+key, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO leases AS l (workspace, task_id, key, epoch, state, why, clone) VALUES ($1, $2, $3, 0, $4, $5, $6)
-			ON CONFLICT (workspace, task_id) DO UPDATE SET state = excluded.state, updated = now(), why = excluded.why,
+		// The epoch moves on: a holder's later writes, a clone's take-back
+		// at its old epoch and a late "done" all come after a person's
+		// decision, and are refused.
+		_, err := tx.Exec(ctx, `INSERT INTO leases AS l (workspace, task_id, key, epoch, state, why, clone) VALUES ($1, $2, $3, 1, $4, $5, $6)
+			ON CONFLICT (workspace, task_id) DO UPDATE SET state = excluded.state, epoch = l.epoch + 1, updated = now(), why = excluded.why,
 				clone = $6, session = NULL`, s.ws, id, key, state, why, s.Clone())
 		if err != nil {
 			return err

@@ -93,7 +93,10 @@ type Options struct {
 // Store is the shared live state as one clone sees it: every call acts as
 // that clone, in its workspace.
 type Store struct {
-	pool   *pgxpool.Pool
+	pool *pgxpool.Pool
+	// beats is a pool of its own for the heartbeat and the sweep: claims
+	// that fill the main pool never delay them past the grace.
+	beats  *pgxpool.Pool
 	dsn    string // kept for the listener's own connection; never logged
 	secret string
 	opts   Options
@@ -132,8 +135,18 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.pool = pool
-	if err := s.join(ctx); err != nil {
+	cfg, err := s.config()
+	if err != nil {
 		pool.Close()
+		return nil, err
+	}
+	cfg.MaxConns, cfg.MinConns = 2, 1
+	if s.beats, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+		pool.Close()
+		return nil, s.wrap("connect", err)
+	}
+	if err := s.join(ctx); err != nil {
+		s.Close()
 		return nil, err
 	}
 	return s, nil
@@ -229,6 +242,9 @@ func (s *Store) Close() {
 	if s.pool != nil {
 		s.pool.Close()
 	}
+	if s.beats != nil {
+		s.beats.Close()
+	}
 }
 
 // Branch is this clone's branch, as its last heartbeat said.
@@ -275,10 +291,15 @@ func (s *Store) deadline(ctx context.Context) (context.Context, context.CancelFu
 // tx runs f in a transaction, retrying once on a serialization failure or
 // deadlock, and wraps its error.
 func (s *Store) tx(ctx context.Context, what string, f func(pgx.Tx) error) error {
+	return s.txOn(ctx, s.pool, what, f)
+}
+
+// txOn is tx on pool.
+func (s *Store) txOn(ctx context.Context, pool *pgxpool.Pool, what string, f func(pgx.Tx) error) error {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
-		err := pgx.BeginFunc(ctx, s.pool, f)
+		err := pgx.BeginFunc(ctx, pool, f)
 		if err == nil {
 			s.ok()
 			return nil

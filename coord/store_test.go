@@ -197,9 +197,12 @@ func TestEpochsFence(t *testing.T) {
 	if err := b.Set(ctx, "T1", "SNAG-1", Free, "released by a person"); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := a.GrantAt(ctx, "T1", "SNAG-1", sa, 1); !errors.Is(err, ErrStale) {
+		t.Fatalf("take back at the epoch from before a person's release: %v, want ErrStale", err)
+	}
 	l2, err := b.Grant(ctx, "T1", "SNAG-1", sb)
-	if err != nil || l2.Epoch != 2 {
-		t.Fatalf("grant after the release: %+v %v, want epoch 2", l2, err)
+	if err != nil || l2.Epoch != 3 {
+		t.Fatalf("grant after the release: %+v %v, want epoch 3 (the person's release moved it on)", l2, err)
 	}
 	if _, err := a.Check(ctx, "T1", 1, sa.ID); !errors.Is(err, ErrStale) {
 		t.Fatalf("check of the old epoch: %v, want ErrStale", err)
@@ -207,7 +210,7 @@ func TestEpochsFence(t *testing.T) {
 	if err := a.Resolve(ctx, "T1", 1, sa.ID, "late"); !errors.Is(err, ErrStale) {
 		t.Fatalf("resolve under the old epoch: %v, want ErrStale", err)
 	}
-	if err := b.Resolve(ctx, "T1", 2, sb.ID, "fixed"); err != nil {
+	if err := b.Resolve(ctx, "T1", 3, sb.ID, "fixed"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Grant(ctx, "T1", "SNAG-1", sa); !errors.Is(err, ErrDone) || !strings.Contains(err.Error(), "host2") {

@@ -852,20 +852,13 @@ func queueNumber(key string) int {
 // the task is refused as resolved elsewhere, and the shared state says
 // done.
 //
-// It fails today, so it is skipped: the lease's end lives only in the
-// outbox in memory, and is lost with the process. Restarted within the
-// grace, the clone's reconcile finds the store's lease held by it with no
-// lease in snag.db and ends it as free ("the grant's file was never
-// rewritten here"), though the file says resolved; restarted after the
-// grace, the sweep freed the lease and nothing tells the store otherwise.
-// Either way clone 2 claims the task again (epoch 2) and it is resolved in
-// two clones' files. Remove the skip once the engine keeps the end (or
-// reconciles a lease whose task is resolved here as done).
+// The lease's end lives only in the outbox in memory and is lost with
+// the process; the clone's reconcile at its start puts it right. Within
+// the grace, the store's lease is still held by the clone with no lease in
+// snag.db, and it ends as done because the task is resolved here; after
+// the grace, the sweep has freed it, and the leases that ended here lately
+// with their task finished are marked done unless a grant went past them.
 func TestTeamDrainResolveKilledBeforeTheStoreHeard(t *testing.T) {
-	if os.Getenv("SNAG_TEAM_KNOWN_BUGS") == "" {
-		t.Skip("known bug: a resolve whose snagd dies before its outbox reaches the coordination store is lost to the store " +
-			"and the task is granted again through another clone (set SNAG_TEAM_KNOWN_BUGS=1 to run)")
-	}
 	for _, c := range []struct {
 		name  string
 		swept bool // clone 1 comes back after the others swept it
@@ -919,24 +912,13 @@ func TestTeamDrainResolveKilledBeforeTheStoreHeard(t *testing.T) {
 // answers nothing is ready, as an agent does. Claim-next must not say so
 // while tasks are left that no one holds: the queue must be drained.
 //
-// It fails today, so it is skipped: coord's GrantNext filters the clone's
-// ready rows with pg_try_advisory_xact_lock in the WHERE clause, and
-// PostgreSQL evaluates that filter on every ready row of the clone before
-// the sort and the limit (Bitmap Heap Scan on ready, Filter:
-// pg_try_advisory_xact_lock, then Sort, LockRows, Limit; 300 ready tasks
-// give 300 advisory locks held by one grant's transaction). While one
-// grant's transaction is open, every other clone's grant (and every other
-// of the same clone) finds every task locked and answers ErrNoneReady:
-// "nothing is ready: the tasks ready here are held or resolved through
-// other clones". In TestTeamDrainThreeClonesMCP most claims of a drain
-// get that answer (the agents there ask again while the shared state has
-// tasks left, and the count is logged); BenchmarkTeamClaims reports it as
-// false-empty. Remove the skip once a grant locks only the task it takes.
+// It guards against a grant that locks more than the task it takes: with
+// the advisory lock in the WHERE clause of one query, PostgreSQL took it
+// on every ready row of the clone before the sort and the limit, and
+// while one grant's transaction was open every other grant found every
+// task locked and answered "nothing is ready". GrantNext now reads its
+// candidates without a lock and tries them one at a time.
 func TestTeamDrainNothingReadyWhileTasksAreLeft(t *testing.T) {
-	if os.Getenv("SNAG_TEAM_KNOWN_BUGS") == "" {
-		t.Skip("known bug: claim-next in team mode answers nothing is ready while another grant's transaction is open " +
-			"(set SNAG_TEAM_KNOWN_BUGS=1 to run)")
-	}
 	n := 150
 	bare := teamRepo(t, n, teamNoVerify)
 	dsn := teamDB(t)

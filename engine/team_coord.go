@@ -261,19 +261,25 @@ func (e *Engine) teamApply(ctx context.Context, op teamOp) error {
 	case op.adopt != nil:
 		return s.Adopt(ctx, op.adopt.TaskID, op.adopt.Epoch, coord.Session{ID: op.adopt.SessionID, Name: op.adopt.Holder})
 	case op.ended != nil:
-		state := coord.Free
-		if it, err := e.p.DB.Get(ctx, queue.Ref{ID: op.ended.TaskID}); err == nil {
-			switch it.Status {
-			case queue.StatusOpen, queue.StatusClaimed, queue.StatusVerifying:
-			default:
-				// Resolved, cancelled, back in the inbox or waiting for a
-				// person's review: no clone's agent may take it now.
-				state = coord.Done
-			}
-		}
-		return s.End(ctx, op.ended.TaskID, op.ended.Epoch, state, op.ended.Reason)
+		return s.End(ctx, op.ended.TaskID, op.ended.Epoch, e.endState(ctx, op.ended.TaskID), op.ended.Reason)
 	}
 	return nil
+}
+
+// endState is the shared state a lease of task id ends in, by the task's
+// status here: free when it is open (or held again), done when it is
+// resolved, cancelled, back in the inbox or waiting for a person's
+// review, which no clone's agent may take.
+func (e *Engine) endState(ctx context.Context, id string) string {
+	it, err := e.p.DB.Get(ctx, queue.Ref{ID: id})
+	if err != nil {
+		return coord.Free
+	}
+	switch it.Status {
+	case queue.StatusOpen, queue.StatusClaimed, queue.StatusVerifying:
+		return coord.Free
+	}
+	return coord.Done
 }
 
 // teamMoved tells the store of a person's move of a task: reopened, it
@@ -357,11 +363,16 @@ func (e *Engine) teamGrant(ctx context.Context, it *index.Item, s index.Session)
 	return l, e.teamErr(err)
 }
 
-// teamReady refuses a grant while this clone is cut off, and sends the
-// outbox.
+// teamReady refuses a grant while this clone is cut off or its leases
+// are being reconciled with the store, and sends the outbox.
 func (e *Engine) teamReady(ctx context.Context) error {
 	if e.team.gaveUp.Load() {
 		return e.teamErr(coord.ErrUnreachable)
+	}
+	if !e.team.reconciled.Load() {
+		// Until its leases agree with the store's, a grant could be taken
+		// for one the reconcile is about to end.
+		return refuse(ErrUnreachable, "coord_unreachable", "snagd is reconciling its leases with the coordination store (it started, or joined again): try again in a moment")
 	}
 	if err := e.teamSend(ctx); err != nil {
 		return e.teamErr(err)
@@ -676,13 +687,42 @@ func (e *Engine) teamReconcile(ctx context.Context) {
 		delete(shared, id) // a claim under way: its grant is being mirrored now
 	}
 	for _, m := range shared {
-		const why = "reconcile: the grant's file was never rewritten here (snagd stopped between the two): the grant ended"
-		if err := t.s.End(ctx, m.TaskID, m.Epoch, coord.Free, why); err != nil && !errors.Is(err, coord.ErrStale) {
+		// The store has a grant that snag.db does not: snagd stopped
+		// between the grant and the file's rewrite, or between the end of
+		// its lease here and telling the store. The task's status here
+		// says which way it ends: done when its work was resolved here.
+		state := e.endState(ctx, m.TaskID)
+		why := "reconcile: the grant's file was never rewritten here (snagd stopped between the two): the grant ended"
+		if state == coord.Done {
+			why = "reconcile: the lease ended here (the task is " + e.statusOf(ctx, m.TaskID) + ") before snagd stopped, and the store had not heard: it is done"
+		}
+		if err := t.s.End(ctx, m.TaskID, m.Epoch, state, why); err != nil && !errors.Is(err, coord.ErrStale) {
 			e.log.Warn("reconcile the leases with the coordination store: will try again", "err", err)
 			return
 		}
 		ended++
 		e.Audit(ctx, index.AuditEntry{Actor: queue.System, Agent: m.Holder, Action: "reconcile", TaskID: m.TaskID, Outcome: "ok", Detail: why})
+	}
+	// A lease that ended here lately with its task finished may be one the
+	// store never heard end (snagd stopped after the commit, before it
+	// told the store), and that the others' sweep has freed since: it is
+	// marked done there, unless a grant went past it.
+	if recent, err := e.p.DB.EndedLeases(ctx, time.Now().Add(-recentEnds)); err == nil {
+		for _, l := range recent {
+			if e.endState(ctx, l.TaskID) != coord.Done {
+				continue
+			}
+			why := "reconcile: the task was finished here (" + e.statusOf(ctx, l.TaskID) + ") before snagd stopped, and the store had not heard"
+			changed, err := t.s.MarkDone(ctx, l.TaskID, l.Epoch, why)
+			if err != nil {
+				e.log.Warn("reconcile the leases with the coordination store: will try again", "err", err)
+				return
+			}
+			if changed {
+				ended++
+				e.Audit(ctx, index.AuditEntry{Actor: queue.System, Agent: l.Holder, Action: "reconcile", TaskID: l.TaskID, Outcome: "ok", Detail: why})
+			}
+		}
 	}
 	t.reconciled.Store(true)
 	if kept+taken+released+ended > 0 {
@@ -691,6 +731,18 @@ func (e *Engine) teamReconcile(ctx context.Context) {
 	if released > 0 {
 		e.hub.Publish("lease", map[string]any{"reconciled": true, "released": released})
 	}
+}
+
+// recentEnds is how far back a start's reconcile looks for leases that
+// ended here with their task finished.
+const recentEnds = 24 * time.Hour
+
+// statusOf is task id's status here, or "gone".
+func (e *Engine) statusOf(ctx context.Context, id string) string {
+	if it, err := e.p.DB.Get(ctx, queue.Ref{ID: id}); err == nil {
+		return string(it.Status)
+	}
+	return "gone"
 }
 
 // teamGiveUp gives back every task this clone's sessions hold, once:

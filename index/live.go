@@ -263,6 +263,20 @@ func leasesWhere(conn *sqlite.Conn, where string, args map[string]any) ([]Lease,
 	return out, err
 }
 
+// EndedLeases lists the leases that ended since since, oldest first: what
+// a clone sharing its live state checks at its start, in case the store
+// never heard of an end (snagd stopped between its commit and telling
+// the store).
+func (db *DB) EndedLeases(ctx context.Context, since time.Time) ([]Lease, error) {
+	var out []Lease
+	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
+		return sqlitex.Execute(conn, `SELECT `+leaseColumns+` FROM leases WHERE ended IS NOT NULL AND ended > :since ORDER BY ended`,
+			&sqlitex.ExecOptions{Named: map[string]any{":since": since.UnixNano()},
+				ResultFunc: func(st *sqlite.Stmt) error { out = append(out, scanLease(st)); return nil }})
+	})
+	return out, err
+}
+
 // LeaseOf returns a task's live lease, or ErrNoLease.
 func (db *DB) LeaseOf(ctx context.Context, taskID string) (l Lease, err error) {
 	err = db.withConn(ctx, func(conn *sqlite.Conn) (err error) {
