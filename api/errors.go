@@ -98,7 +98,9 @@ const (
 	// CodeVerifyUnavailable (503, no Retry-After): the check needs a
 	// browser and none is here.
 	CodeVerifyUnavailable = VerifyUnavailable
-	// CodeStarting (503): snagd is reading the task files.
+	// CodeStarting (503): snagd is reading the task files, or, in team
+	// mode, reconciling its leases with the coordination store at its
+	// start.
 	CodeStarting = "starting"
 	// CodeBusy (503): snag.db stayed locked; nothing was done.
 	CodeBusy = "busy"

@@ -157,6 +157,7 @@ var statusOfKind = []struct {
 	{engine.ErrFilesHeld, http.StatusConflict},
 	{engine.ErrNotLive, http.StatusConflict},
 	{engine.ErrUnreachable, http.StatusServiceUnavailable},
+	{engine.ErrStarting, http.StatusServiceUnavailable},
 }
 
 // fail writes the HTTP answer of an error (see answerOf).

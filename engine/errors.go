@@ -35,6 +35,10 @@ var (
 	ErrInvalid = errors.New("invalid")
 	// ErrCannotVerify: nothing can check the task (no command, no page).
 	ErrCannotVerify = errors.New("nothing can verify")
+	// ErrStarting: snagd is still starting (in team mode, its leases are
+	// being reconciled with the coordination store); asking again in a
+	// moment works.
+	ErrStarting = errors.New("starting")
 )
 
 // Error is a refusal: its kind (one of the sentinels above), the code a

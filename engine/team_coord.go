@@ -59,6 +59,8 @@ type team struct {
 	// reconciled is set once this clone's leases in snag.db and in the
 	// store were made to agree (at the start, and after a rejoin).
 	reconciled atomic.Bool
+	// started is set by the first reconcile, and stays set.
+	started atomic.Bool
 }
 
 // teamOp is one change of the live state for the store, in order.
@@ -371,8 +373,13 @@ func (e *Engine) teamReady(ctx context.Context) error {
 	}
 	if !e.team.reconciled.Load() {
 		// Until its leases agree with the store's, a grant could be taken
-		// for one the reconcile is about to end.
-		return refuse(ErrUnreachable, "coord_unreachable", "snagd is reconciling its leases with the coordination store (it started, or joined again): try again in a moment")
+		// for one the reconcile is about to end. The first reconcile is
+		// part of starting, and is waited out as the first rescan is; a
+		// later one follows a rejoin, and is the store's news.
+		if !e.team.started.Load() {
+			return refuse(ErrStarting, "starting", "snagd is reconciling its leases with the coordination store: try again in a moment")
+		}
+		return refuse(ErrUnreachable, "coord_unreachable", "snagd is reconciling its leases with the coordination store (it joined again after being cut off): try again in a moment")
 	}
 	if err := e.teamSend(ctx); err != nil {
 		return e.teamErr(err)
@@ -725,6 +732,7 @@ func (e *Engine) teamReconcile(ctx context.Context) {
 		}
 	}
 	t.reconciled.Store(true)
+	t.started.Store(true)
 	if kept+taken+released+ended > 0 {
 		e.log.Info("leases reconciled with the coordination store", "kept", kept, "taken_back", taken, "released", released, "grants_ended", ended)
 	}
