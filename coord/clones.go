@@ -60,9 +60,15 @@ func (s *Store) Sweep(ctx context.Context) (Swept, error) {
 	var out Swept
 	err := s.txOn(ctx, s.beats, "sweep silent clones", func(tx pgx.Tx) error {
 		reason := "silent for more than " + s.opts.Grace.String() + " (its snagd stopped heartbeating)"
-		rows, err := tx.Query(ctx, `UPDATE clones SET ended = now(), end_reason = $3
-			WHERE workspace = $1 AND ended IS NULL AND id <> $2 AND seen < now() - $4::interval
-			RETURNING id, host, root, branch, started, seen`, s.ws, s.Clone(), reason, interval(s.opts.Grace))
+		// FOR UPDATE waits for the grants in flight on those clones (their
+		// FOR KEY SHARE, in live), so the leases freed below include every
+		// grant they committed; a clone whose heartbeat came meanwhile is
+		// no longer silent when the row is read again, and is left.
+		rows, err := tx.Query(ctx, `WITH silent AS (
+				SELECT id FROM clones WHERE workspace = $1 AND ended IS NULL AND id <> $2 AND seen < now() - $4::interval
+				FOR UPDATE)
+			UPDATE clones c SET ended = now(), end_reason = $3 FROM silent WHERE c.id = silent.id
+			RETURNING c.id, c.host, c.root, c.branch, c.started, c.seen`, s.ws, s.Clone(), reason, interval(s.opts.Grace))
 		if err != nil {
 			return err
 		}

@@ -136,10 +136,14 @@ func scanLeases(rows pgx.Rows) ([]Lease, error) {
 }
 
 // live checks, inside tx, that this clone has not been ended, and locks
-// its row against a sweep that would end it meanwhile.
+// its row against a sweep that would end it meanwhile. The lock is FOR
+// KEY SHARE, which the sweep's FOR UPDATE waits for but the heartbeat's
+// plain UPDATE of seen does not: with FOR SHARE, a clone's heartbeat
+// queued behind its own grants, and under many claims it missed the grace
+// and the others swept a clone that was alive.
 func (s *Store) live(ctx context.Context, tx pgx.Tx) error {
 	var ok bool
-	err := tx.QueryRow(ctx, `SELECT ended IS NULL FROM clones WHERE id = $1 FOR SHARE`, s.Clone()).Scan(&ok)
+	err := tx.QueryRow(ctx, `SELECT ended IS NULL FROM clones WHERE id = $1 FOR KEY SHARE`, s.Clone()).Scan(&ok)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && !ok {
 		return ErrCloneEnded
 	}

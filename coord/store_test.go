@@ -447,3 +447,64 @@ func TestUnreachableIsRetryable(t *testing.T) {
 		t.Fatalf("grant after the restart: %+v %v", l, err)
 	}
 }
+
+// TestHeartbeatIsNotQueuedBehindGrants: a grant in flight holds its
+// clone's row against a sweep, but not against the clone's own heartbeat,
+// which lands at once; a sweep of that clone, silent by then, waits for
+// the grant and frees what it granted. (With the grant's lock FOR SHARE,
+// the heartbeat waited behind every grant, and under many claims a live
+// clone missed the grace and was swept.)
+func TestHeartbeatIsNotQueuedBehindGrants(t *testing.T) {
+	dsn := newDB(t)
+	ctx := context.Background()
+	grace := time.Second
+	a, b := openClone(t, dsn, "ws", 1, grace), openClone(t, dsn, "ws", 2, grace)
+	sa := Session{ID: 1, Name: "ADA"}
+	if err := a.Register(ctx, sa); err != nil {
+		t.Fatal(err)
+	}
+
+	tx, err := a.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if err := a.live(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+	beat, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := a.Heartbeat(beat, "main"); err != nil {
+		t.Fatalf("heartbeat while a grant of the same clone is in flight: %v; want it to land at once", err)
+	}
+
+	// The clone falls silent with its grant still in flight: b's sweep
+	// ends it only after the grant commits, and frees the lease it made.
+	time.Sleep(grace + 200*time.Millisecond)
+	if _, err := a.grant(ctx, tx, "T1", "SNAG-1", sa); err != nil {
+		t.Fatal(err)
+	}
+	swept := make(chan Swept, 1)
+	go func() {
+		sw, err := b.Sweep(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		swept <- sw
+	}()
+	select {
+	case sw := <-swept:
+		t.Fatalf("the sweep ended clone %d while its grant was in flight: %+v", a.Clone(), sw)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sw := <-swept
+	if len(sw.Clones) != 1 || len(sw.Leases) != 1 || sw.Leases[0].TaskID != "T1" {
+		t.Fatalf("swept %+v; want clone %d and the lease of T1 its grant committed", sw, a.Clone())
+	}
+	if l, err := b.LeaseOf(ctx, "T1"); err != nil || l.State != Free {
+		t.Fatalf("T1 after the sweep: %+v %v; want free", l, err)
+	}
+}
