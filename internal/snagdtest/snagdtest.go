@@ -1,7 +1,8 @@
 // Package snagdtest is what the tests of snag's packages share to run the
 // real thing: it builds snag and snagd, copies the sample project, finds
-// free ports, and starts snagd (or snag daemon) as a process of its own,
-// waiting until its /health says it is ready.
+// free ports, makes self-signed certificates for the hosted /mcp, and
+// starts snagd (or snag daemon) as a process of its own, waiting until its
+// /health says it is ready.
 //
 // It is for tests only: no package of snag's but tests imports it
 // (archtest checks). It has no _test.go files so that every package's
