@@ -38,6 +38,10 @@ type Backend interface {
 	// Sessions returns the live sessions with what they are doing, and
 	// every live lease.
 	Sessions(ctx context.Context) (api.Sessions, error)
+	// Team is what the repository's other clones have in team mode: their
+	// live agents with their tasks and file claims. Alone it is the zero
+	// Team, and the pages show nothing of it.
+	Team(ctx context.Context) (Team, error)
 	// Shots is the folder of the captures' screenshots (.snag/shots).
 	Shots() string
 	// Files lists the live file claims.

@@ -168,6 +168,9 @@ type Card struct {
 	Path      string // the task file, relative to .snag/
 	Problem   string // why the file is not clean, when it is not
 	Stale     bool
+	// Team, in team mode, is the lease of an agent of another clone that
+	// holds the task; nil when none does.
+	Team *TeamHold
 }
 
 // CardOf makes a card of a task as the API gives it.
@@ -410,7 +413,74 @@ type AgentsPage struct {
 	Page
 	Agents   []Agent
 	Detached []Held // leases no live session holds (re-derived from the files)
+	// Team is the other clones' agents, in team mode.
+	Team Team
 }
+
+// Team is what the board shows of the repository's other clones in team
+// mode, as the coordination store has it (source: team). The zero Team is
+// snagd running alone.
+type Team struct {
+	// On is set when snagd runs in team mode.
+	On bool
+	// Unreachable, when set, says why the other clones are not shown.
+	Unreachable string
+	// Clones are the other live clones.
+	Clones []TeamClone
+	// Agents are the other clones' live agents, by name.
+	Agents []TeamAgent
+}
+
+// Holds maps the id of each task an agent of another clone holds to its
+// lease.
+func (t Team) Holds() map[string]*TeamHold {
+	m := map[string]*TeamHold{}
+	for _, a := range t.Agents {
+		for _, h := range a.Held {
+			m[h.ID] = &TeamHold{Holder: a.Name, Host: a.Host, Branch: a.Branch, Epoch: h.Epoch, Since: h.Acquired}
+		}
+	}
+	return m
+}
+
+// TeamClone is another snagd of the repository: its machine, folder and
+// branch.
+type TeamClone struct {
+	Host, Root, Branch string
+	// Agents counts its live agents.
+	Agents int
+}
+
+// TeamAgent is a live agent of another clone and what it holds there.
+type TeamAgent struct {
+	Name, Client string
+	// Host, Root and Branch are its clone's machine, folder and branch.
+	Host, Root, Branch string
+	Held               []TeamHeld
+	// Files are its live file claims.
+	Files []api.FileClaim
+}
+
+// TeamHeld is a task an agent of another clone holds.
+type TeamHeld struct {
+	Held
+	// ID is the task's id.
+	ID string
+	// Here is set when this clone's files have the task: Title is then
+	// its title here, and the task has a page.
+	Here bool
+}
+
+// TeamHold is a task's lease held through another clone: by whom, on
+// which machine and branch, under which epoch.
+type TeamHold struct {
+	Holder, Host, Branch string
+	Epoch                int64
+	Since                time.Time
+}
+
+// String names the holder with its machine: "LYNX on build-2".
+func (h TeamHold) String() string { return h.Holder + " on " + h.Host }
 
 // Problem is one thing wrong with the task files.
 type Problem struct {

@@ -23,7 +23,12 @@ func TestBoardPagesRender(t *testing.T) {
 		t.Fatal(err)
 	}
 	card := board.Card{ID: "tsk_1", Key: "SNAG-1", Title: hostile, Status: queue.StatusInbox, Trust: queue.TrustUnvetted,
-		Severity: queue.SeverityHigh, Kind: queue.KindBug, Wave: 1, Assignee: hostile, BlockedBy: []string{"SNAG-2"}}
+		Severity: queue.SeverityHigh, Kind: queue.KindBug, Wave: 1, Assignee: hostile, BlockedBy: []string{"SNAG-2"},
+		Team: &board.TeamHold{Holder: hostile, Host: hostile, Branch: hostile, Epoch: 2}}
+	team := board.Team{On: true, Clones: []board.TeamClone{{Host: hostile, Root: hostile, Branch: hostile, Agents: 1}},
+		Agents: []board.TeamAgent{{Name: hostile, Client: hostile, Host: hostile, Root: hostile, Branch: hostile,
+			Held:  []board.TeamHeld{{Held: board.Held{Key: "SNAG-1", Title: hostile}, Here: true}, {Held: board.Held{Key: hostile}}},
+			Files: []api.FileClaim{{Path: hostile, Holder: hostile}}}}}
 	page := board.Page{Head: hostile, CSRF: "tok", Live: true, Inbox: 1}
 	task := &queue.Task{ID: "tsk_1", Key: "SNAG-1", Title: hostile, Capture: &queue.Capture{URL: "javascript:alert(3)", ConsoleErrors: []string{hostile}}}
 	note := api.Note{Key: "N-1", Title: hostile, Type: "decision", Branch: hostile, Commit: hostile, Trust: queue.TrustUnvetted,
@@ -39,7 +44,7 @@ func TestBoardPagesRender(t *testing.T) {
 		{board.PageTask, &board.TaskPage{Page: page, Card: card, Task: task, Body: board.Markdown([]byte(hostile), false),
 			Audit: []board.Entry{entry}, Actions: []board.Action{{Name: "promote", Label: "Promote"}}, Severities: queue.Severities}},
 		{board.PageActivity, &board.ActivityPage{Page: page, Entries: []board.Entry{entry}, Agents: []string{hostile}}},
-		{board.PageAgents, &board.AgentsPage{Page: page, Agents: []board.Agent{{Session: api.Session{Name: hostile}, Held: []board.Held{{Key: "SNAG-1", Title: hostile}}}}}},
+		{board.PageAgents, &board.AgentsPage{Page: page, Agents: []board.Agent{{Session: api.Session{Name: hostile}, Held: []board.Held{{Key: "SNAG-1", Title: hostile}}}}, Team: team}},
 		{board.PageProblems, &board.ProblemsPage{Page: page, Problems: []board.Problem{{Path: hostile, Kind: "invalid", Message: hostile}}}},
 		{board.PageMessage, &board.MessagePage{Page: page, Heading: hostile, Message: hostile, Command: "snag open"}},
 		{board.PageNotes, &board.NotesPage{Page: page, Notes: []api.Note{note}}},

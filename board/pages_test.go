@@ -1040,6 +1040,9 @@ func TestBoardTeam(t *testing.T) {
 	d.as(lynx, http.MethodPost, "/files/claim", map[string]any{"paths": []string{"internal/cart/**"}}, nil)
 	d.as(lynx, http.MethodPost, "/reports", map[string]any{"message": "Rounding fixed; writing tests"}, nil)
 	b.waitFor("the claim and the report, live", `document.querySelector("#agents").textContent.includes("internal/cart/**") && document.querySelector("#agents").textContent.includes("Rounding fixed")`)
+	if evalIn[bool](b, `!!document.querySelector("#h-team, .team-agent, .team-held")`) {
+		t.Error("snagd alone shows a section of other clones on the agents page")
+	}
 
 	d.as(lynx, http.MethodPost, "/plans", map[string]any{"title": "Cart rewrite", "body": "Goals.\n"}, nil)
 	b.open(d.url("/team/plans/cart-rewrite"))

@@ -294,6 +294,7 @@ func (s *Server) boardPage(w http.ResponseWriter, r *http.Request) {
 	}
 	waves, plans := map[int]bool{}, map[string]bool{}
 	var resolved []api.Task
+	holds := s.team(ctx).Holds()
 	for _, row := range rows {
 		if row.ID == "" && row.State != api.StateOK {
 			out.Broken++ // never parsed: no status to place it by
@@ -312,8 +313,15 @@ func (s *Server) boardPage(w http.ResponseWriter, r *http.Request) {
 			resolved = append(resolved, row)
 			continue
 		}
-		if c := cols[row.Status]; c != nil {
-			c.Cards = append(c.Cards, CardOf(row))
+		card, st := CardOf(row), row.Status
+		if card.Team = holds[row.ID]; card.Team != nil && st == queue.StatusOpen {
+			// Claimed through another clone: this clone's file says open
+			// until git brings that clone's commit, but no clone may claim
+			// it, so it stands with the claimed tasks.
+			st = queue.StatusClaimed
+		}
+		if c := cols[st]; c != nil {
+			c.Cards = append(c.Cards, card)
 		}
 	}
 	res := cols[queue.StatusResolved]
@@ -420,6 +428,9 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	out.Actions = personActions(it.Row.Status)
+	if it.Row.ID != "" {
+		out.Card.Team = s.team(ctx).Holds()[it.Row.ID]
+	}
 	if it.Row.Key != "" {
 		if ns, err := s.b.Notes(ctx, api.NoteQuery{Task: it.Row.Key, Limit: 200}); err == nil {
 			out.Notes = ns
@@ -542,7 +553,19 @@ func (s *Server) agentsPage(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Agents = append(out.Agents, a)
 	}
+	out.Team = s.team(ctx)
 	s.render(w, http.StatusOK, PageAgents, out)
+}
+
+// team reads what the other clones have in team mode. A failure leaves
+// the page with this clone's state alone, and says why.
+func (s *Server) team(ctx context.Context) Team {
+	t, err := s.b.Team(ctx)
+	if err != nil {
+		s.log.Warn("board: read the other clones' agents", "err", err)
+		return Team{On: true, Unreachable: "the other clones' agents could not be read: " + err.Error()}
+	}
+	return t
 }
 
 // endAgent ends an agent's session for the person logged in to the board:

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snagdev/snag/internal/pgtest"
 	"github.com/snagdev/snag/internal/snagdtest"
 )
 
@@ -25,7 +26,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bins = dir
-	code := m.Run()
+	code := pgtest.Main(m) // the team-mode tests share a PostgreSQL cluster
 	dir.Remove()
 	os.Exit(code)
 }
@@ -48,12 +49,19 @@ func sampleProject(t *testing.T) string { return snagdtest.Sample(t) }
 // its own and waits until it is ready.
 func startDaemon(t *testing.T, root string) *daemon {
 	t.Helper()
+	return startDaemonEnv(t, root, nil)
+}
+
+// startDaemonEnv is startDaemon with more environment and flags: team
+// mode's $SNAG_COORD, say.
+func startDaemonEnv(t *testing.T, root string, env []string, args ...string) *daemon {
+	t.Helper()
 	bin, err := bins.Build("snagd", snagdtest.Snagd, "-race")
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := snagdtest.Start(t, snagdtest.Options{Bin: bin, Root: root, Home: filepath.Join(t.TempDir(), "home"),
-		Port: snagdtest.FreePort(t), Args: []string{"--log", "debug"}})
+		Port: snagdtest.FreePort(t), Args: append([]string{"--log", "debug"}, args...), Env: env})
 	p.WaitReady(t, 30*time.Second)
 	return &daemon{t: t, p: p, root: root, port: p.Port, token: p.Token, log: p.Log}
 }

@@ -179,6 +179,28 @@ func (b boardBackend) Sessions(ctx context.Context) (api.Sessions, error) {
 	return sessionsAnswer(views, leases), nil
 }
 
+func (b boardBackend) Team(ctx context.Context) (board.Team, error) {
+	tb := b.d.e.TeamBoard(ctx)
+	out := board.Team{On: tb.On, Unreachable: tb.Unreachable}
+	agents := map[int64]int{}
+	for _, a := range tb.Agents {
+		agents[a.Clone]++
+	}
+	for _, c := range tb.Clones {
+		out.Clones = append(out.Clones, board.TeamClone{Host: c.Host, Root: c.Root, Branch: c.Branch, Agents: agents[c.ID]})
+	}
+	for _, a := range tb.Agents {
+		v := board.TeamAgent{Name: a.Name, Client: a.Client, Host: a.Host, Root: a.Root, Branch: a.Branch,
+			Files: index.WireFileClaims(a.Files)}
+		for _, h := range a.Tasks {
+			v.Held = append(v.Held, board.TeamHeld{ID: h.ID, Here: h.Here,
+				Held: board.Held{Key: h.Key, Title: h.Title, Epoch: h.Epoch, Acquired: h.Since, Holder: a.Holder()}})
+		}
+		out.Agents = append(out.Agents, v)
+	}
+	return out, nil
+}
+
 func (b boardBackend) Shots() string { return filepath.Join(b.d.root, project.Folder, "shots") }
 
 func (b boardBackend) Promote(ctx context.Context, ref queue.Ref, sev queue.Severity, wave int, by string) (*queue.Task, error) {

@@ -113,7 +113,10 @@
     const es = new EventSource("/events");
     es.onopen = () => { live.textContent = "live"; live.classList.add("on"); soon(); };
     es.onerror = () => { live.textContent = "reconnecting…"; live.classList.remove("on"); };
-    for (const kind of ["task", "lease", "session", "rescan", "verify", "problem", "resync", "message", "audit", "files", "report", "handoff", "plan", "note"]) {
+    // Another clone's changes come as the same kinds with source "team";
+    // "clone" (a clone joined or was ended) and "team" (the listener
+    // missed some and resynced) are the team's alone.
+    for (const kind of ["task", "lease", "session", "rescan", "verify", "problem", "resync", "message", "audit", "files", "report", "handoff", "plan", "note", "clone", "team"]) {
       es.addEventListener(kind, soon);
     }
     es.onmessage = soon;
