@@ -201,6 +201,14 @@ func (s *Store) Publish(ctx context.Context, ready []Ready) error {
 			SELECT $1, * FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[])
 			ON CONFLICT (clone, task_id) DO UPDATE SET key = excluded.key, wave = excluded.wave,
 				sev_rank = excluded.sev_rank, created = excluded.created`, s.Clone(), ids, keys, waves, sevs, created)
+		if err != nil {
+			return err
+		}
+		// Every ready task has a lease row, free at epoch 0 until its
+		// first grant, for claim-next to lock (GrantNext).
+		_, err = tx.Exec(ctx, `INSERT INTO leases (workspace, task_id, key, epoch, state)
+			SELECT $1, t.id, t.key, 0, 'free' FROM unnest($2::text[], $3::text[]) AS t (id, key)
+			ON CONFLICT (workspace, task_id) DO NOTHING`, s.ws, ids, keys)
 		return err
 	})
 	if err != nil {

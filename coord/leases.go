@@ -333,73 +333,54 @@ func (s *Store) LeaseOf(ctx context.Context, id string) (Lease, error) {
 // GrantNext gives session ses the lease of the first task in the queue's
 // order that this clone's files say is ready and that no one holds or
 // resolved, skipping the ids skip names (claims under way), or
-// ErrNoneReady. A task another claim is taking at this moment, on any
-// clone, is passed by, not waited for: the candidates are read in order
-// without a lock, and each is tried with a transaction-scoped advisory
-// lock on its id, which a claim of the same task elsewhere holds until
-// its transaction ends. Each round is its own short transaction, so a
-// round that loses every candidate to other clones holds no lock while
-// the next is made.
+// ErrNoneReady. It is one statement, one round trip: the candidates' lease
+// rows (free at epoch 0 from the publication of the ready tasks on) are
+// locked FOR UPDATE SKIP LOCKED in the queue's order, so a task another
+// grant is taking at this moment, on any clone, is passed by, not waited
+// for, and a row granted since the statement's snapshot is read again and
+// passed. The clone's row is locked as live does, and the grant's event
+// is sent in the same transaction.
 func (s *Store) GrantNext(ctx context.Context, ses Session, skip []string) (Lease, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
 	skip = append([]string{}, skip...) // never NULL: NOT (id = ANY(NULL)) passes nothing
-	for {
-		var l Lease
-		var passed []string
-		granted := false
-		err := s.tx(ctx, "grant the next task", func(tx pgx.Tx) error {
-			passed, granted = nil, false
-			if err := s.live(ctx, tx); err != nil {
-				return err
-			}
-			rows, err := tx.Query(ctx, `SELECT r.task_id, r.key FROM ready r
-				WHERE r.clone = $1 AND NOT (r.task_id = ANY($3))
-				AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.workspace = $2 AND l.task_id = r.task_id AND l.state <> 'free')
-				ORDER BY r.wave, r.sev_rank, r.created, r.task_id
-				LIMIT $4`, s.Clone(), s.ws, skip, nextCandidates)
-			if err != nil {
-				return err
-			}
-			type cand struct{ id, key string }
-			cands, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (cand, error) {
-				var c cand
-				return c, r.Scan(&c.id, &c.key)
-			})
-			if err != nil {
-				return err
-			}
-			if len(cands) == 0 {
-				return ErrNoneReady
-			}
-			for _, c := range cands {
-				var locked bool
-				if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended($1, $2))`, c.id, s.ws).Scan(&locked); err != nil {
-					return err
-				}
-				if !locked {
-					passed = append(passed, c.id) // another claim is taking it now
-					continue
-				}
-				l, err = s.grant(ctx, tx, c.id, c.key, ses)
-				if err == nil {
-					granted = true
-					return nil
-				}
-				if !errors.Is(err, ErrHeld) && !errors.Is(err, ErrDone) {
-					return err
-				}
-				passed = append(passed, c.id) // taken by another clone since the read
-			}
-			return nil
-		})
-		if err != nil || granted {
-			return l, err
-		}
-		skip = append(skip, passed...)
+	var live bool
+	var l Lease
+	var id, key, state, holder *string
+	var epoch *int64
+	var updated *time.Time
+	err := s.pool.QueryRow(ctx, `WITH alive AS (
+			SELECT id FROM clones WHERE id = $1 AND ended IS NULL FOR KEY SHARE
+		), pick AS (
+			SELECT l.task_id FROM ready r JOIN leases l ON l.workspace = $2 AND l.task_id = r.task_id
+			WHERE r.clone = $1 AND l.state = 'free' AND NOT (r.task_id = ANY($3)) AND EXISTS (SELECT 1 FROM alive)
+			ORDER BY r.wave, r.sev_rank, r.created, r.task_id
+			LIMIT 1
+			FOR UPDATE OF l SKIP LOCKED
+		), granted AS (
+			UPDATE leases l SET epoch = l.epoch + 1, state = 'held', clone = $1, session = $4, holder = $5, updated = now(), why = ''
+			FROM pick WHERE l.workspace = $2 AND l.task_id = pick.task_id
+			RETURNING l.task_id, l.key, l.epoch, l.state, l.holder, l.updated
+		)
+		SELECT EXISTS (SELECT 1 FROM alive), g.task_id, g.key, g.epoch, g.state, g.holder, g.updated,
+			CASE WHEN g.task_id IS NOT NULL THEN pg_notify($6, json_build_object('c', $1::bigint, 'h', $7::text, 'b', $8::text, 'k', 'lease',
+				'd', json_build_object('task', g.key, 'id', g.task_id, 'holder', g.holder, 'epoch', g.epoch))::text) END
+		FROM (VALUES (1)) AS one LEFT JOIN granted g ON true`,
+		s.Clone(), s.ws, skip, ses.ID, ses.Name, channel(s.ws), s.opts.Host, s.Branch()).
+		Scan(&live, &id, &key, &epoch, &state, &holder, &updated, nil)
+	if err != nil {
+		return l, s.wrap("grant the next task", err)
 	}
+	s.ok()
+	switch {
+	case !live:
+		return l, ErrCloneEnded
+	case id == nil:
+		return l, ErrNoneReady
+	}
+	l = Lease{TaskID: *id, Key: *key, Epoch: *epoch, State: *state, Holder: *holder, Updated: *updated, Clone: s.Clone(), Session: ses.ID}
+	return l, nil
 }
-
-// nextCandidates is how many ready rows one round of GrantNext tries.
-const nextCandidates = 16
 
 // Check verifies that this clone's session holds task id under epoch (0:
 // whichever epoch is live), for a write fenced by it: ErrStale when the

@@ -115,6 +115,11 @@ func (t *team) queue(op teamOp) {
 	t.mu.Lock()
 	t.outbox = append(t.outbox, op)
 	t.mu.Unlock()
+	t.wake()
+}
+
+// wake has the sender send the outbox and the audit queue.
+func (t *team) wake() {
 	select {
 	case t.kick <- struct{}{}:
 	default:
@@ -136,10 +141,7 @@ func (t *team) audited(es []index.AuditEntry) {
 		t.auditDropped += over
 	}
 	t.mu.Unlock()
-	select {
-	case t.kick <- struct{}{}:
-	default:
-	}
+	t.wake()
 }
 
 // teamSendAudits sends the queued audit entries to the shared log, a
@@ -319,7 +321,7 @@ func (e *Engine) teamClaimNext(ctx context.Context, s index.Session, force bool)
 	}
 	var tried []string
 	for range 5 {
-		if err := e.teamReady(ctx); err != nil {
+		if err := e.teamReadyFor(ctx, claimConcern(s.ID, "")); err != nil {
 			return Claimed{}, err
 		}
 		l, err := e.team.s.GrantNext(ctx, coordSession(s), append(e.chosenIDs(), tried...))
@@ -356,9 +358,9 @@ func (e *Engine) teamUngrant(ctx context.Context, l *coord.Lease, s index.Sessio
 }
 
 // teamGrant takes the shared lease of task it for session s, after the
-// outbox is sent.
+// changes of the outbox it depends on are sent (claimConcern).
 func (e *Engine) teamGrant(ctx context.Context, it *index.Item, s index.Session) (coord.Lease, error) {
-	if err := e.teamReady(ctx); err != nil {
+	if err := e.teamReadyFor(ctx, claimConcern(s.ID, it.ID)); err != nil {
 		return coord.Lease{}, err
 	}
 	l, err := e.team.s.Grant(ctx, it.ID, it.Key, coordSession(s))
@@ -367,7 +369,17 @@ func (e *Engine) teamGrant(ctx context.Context, it *index.Item, s index.Session)
 
 // teamReady refuses a grant while this clone is cut off or its leases
 // are being reconciled with the store, and sends the outbox.
-func (e *Engine) teamReady(ctx context.Context) error {
+func (e *Engine) teamReady(ctx context.Context) error { return e.teamReadyFor(ctx, nil) }
+
+// teamReadyFor is teamReady for a grant that depends only on the changes
+// of the outbox that concern says it does: when none waits, the outbox
+// is left to its sender and the grant goes ahead at once. A claim's grant
+// depends on its session's changes and its task's, not on the ends of
+// other tasks: one of those the store has not heard of yet is still held
+// there, so no grant can take it, and a later end under an old epoch is
+// refused as stale. (Sending every end first made each claim wait for the
+// whole outbox, and claims queued behind one another.)
+func (e *Engine) teamReadyFor(ctx context.Context, concern func(teamOp) bool) error {
 	if e.team.gaveUp.Load() {
 		return e.teamErr(coord.ErrUnreachable)
 	}
@@ -381,10 +393,46 @@ func (e *Engine) teamReady(ctx context.Context) error {
 		}
 		return refuse(ErrUnreachable, "coord_unreachable", "snagd is reconciling its leases with the coordination store (it joined again after being cut off): try again in a moment")
 	}
+	if concern != nil && !e.team.waiting(concern) {
+		e.team.wake()
+		return nil
+	}
 	if err := e.teamSend(ctx); err != nil {
 		return e.teamErr(err)
 	}
 	return nil
+}
+
+// waiting reports whether a change concern says matters waits in the
+// outbox.
+func (t *team) waiting(concern func(teamOp) bool) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.ContainsFunc(t.outbox, concern)
+}
+
+// claimConcern says which changes of the outbox a grant of task id (any
+// task when id is "") to session sid must come after: the session's own
+// (its registration, its end, a lease it adopted, its file claims) and
+// the task's.
+func claimConcern(sid int64, id string) func(teamOp) bool {
+	return func(op teamOp) bool {
+		switch {
+		case op.register != nil:
+			return op.register.ID == sid
+		case op.endID != 0:
+			return op.endID == sid
+		case op.adopt != nil:
+			return op.adopt.SessionID == sid || op.adopt.TaskID == id
+		case op.files != nil:
+			return op.files.session == sid
+		case op.ended != nil:
+			return id != "" && op.ended.TaskID == id
+		case op.set != nil:
+			return id != "" && op.set.id == id
+		}
+		return false
+	}
 }
 
 // teamErr words an error of the store as the engine's refusals.
