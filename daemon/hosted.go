@@ -433,7 +433,7 @@ func zero(t token.Token) bool { return t.String() == "" }
 func (s *hostedSecret) check(r *http.Request) (msg string, sent bool) {
 	tok := s.current()
 	how := "send Authorization: Bearer with this snagd's hosted token (its owner set it with --hosted-token-file or $" + HostedTokenEnv +
-		"); pass it from your MCP client's environment or secret store, as in --header \"Authorization: Bearer ${SNAG_TOKEN}\", never in a committed config"
+		"); pass it from your MCP client's environment or secret store, as in --header 'Authorization: Bearer ${SNAG_TOKEN}' (single quotes, so the shell leaves the variable for the client), never in a committed config"
 	h := r.Header.Get("Authorization")
 	if h == "" {
 		return how, false
