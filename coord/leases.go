@@ -72,6 +72,22 @@ func (s *Store) Register(ctx context.Context, ses Session) error {
 	})
 }
 
+// LiveSessions lists the ids of this clone's sessions the store has live.
+func (s *Store) LiveSessions(ctx context.Context) ([]int64, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT id FROM sessions WHERE clone = $1 AND ended IS NULL ORDER BY id`, s.Clone())
+	if err != nil {
+		return nil, s.wrap("list this clone's sessions", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, s.wrap("list this clone's sessions", err)
+	}
+	s.ok()
+	return ids, nil
+}
+
 // EndSession ends a session of this clone and frees every task it held,
 // returning those leases as they were.
 func (s *Store) EndSession(ctx context.Context, id int64, why string) ([]Lease, error) {

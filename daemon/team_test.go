@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/coord"
 	"github.com/snagdev/snag/internal/pgtest"
@@ -1007,5 +1009,78 @@ func TestTeamLoneCloneRestartKeepsLeases(t *testing.T) {
 	}
 	if code, body, _ := a.call(http.MethodPost, "/tasks/SNAG-1/resolve", map[string]any{"epoch": c.Epoch}); code != http.StatusOK {
 		t.Fatalf("resolve under the epoch from before the restart: %d %s", code, body)
+	}
+}
+
+// TestTeamSessionEndUnsentAtACrashIsReconciled: a person ends an agent's
+// session while its clone is cut off from the store, so the end waits in
+// the outbox, and snagd is killed before it is sent. The store still has
+// the session live, holding its task and its name across the workspace.
+// The restarted snagd ends it there at its start (the reconcile), so the
+// name is free for an agent of another clone and the task for any claim.
+func TestTeamSessionEndUnsentAtACrashIsReconciled(t *testing.T) {
+	bare := teamRepo(t, 2, teamNoVerify)
+	dsn := teamDB(t)
+	c := pgtest.Shared(t)
+	proxy, err := pgtest.NewProxy(fmt.Sprintf("127.0.0.1:%d", c.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	u := strings.Replace(dsn, fmt.Sprintf("127.0.0.1:%d", c.Port), proxy.Addr(), 1)
+	root, home := teamClone(t, bare), filepath.Join(t.TempDir(), "home")
+	grace := time.Minute // no clone is swept, and none gives up, in this test
+	d1 := startTeamHome(t, root, home, u, grace)
+	a := newTeamAgent(t, d1)
+	if _, code, body := a.claim("SNAG-1"); code != http.StatusOK {
+		t.Fatalf("claim: %d %s", code, body)
+	}
+
+	proxy.Cut()
+	if code := d1.do(http.MethodPost, "/sessions/"+strconv.FormatInt(a.session, 10)+"/end", map[string]any{"reason": "gone for the day"}, nil); code != http.StatusOK {
+		t.Fatalf("end the session: %d", code)
+	}
+	if st := teamStatus(d1, "SNAG-1"); st != "open" {
+		t.Fatalf("SNAG-1 after its holder's session ended: %s, want open", st)
+	}
+	d1.cmd.Process.Kill()
+	<-d1.done
+	proxy.Heal()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect to the store: %s", strings.ReplaceAll(err.Error(), c.Password, "[redacted]"))
+	}
+	defer conn.Close(ctx)
+	live := func() bool {
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE name = $1 AND ended IS NULL`, a.name).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n > 0
+	}
+	held := func() bool {
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM leases WHERE key = 'SNAG-1' AND state = 'held'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n > 0
+	}
+	if !live() || !held() {
+		t.Fatalf("the test did not reach its state: with the end unsent, the store should still have %s live (%v) holding SNAG-1 (%v)", a.name, live(), held())
+	}
+
+	d1 = startTeamHome(t, root, home, u, grace)
+	eventually(t, "the restarted clone to end the session in the store", func() bool { return !live() && !held() })
+	if !d1.auditHas("reconcile", "the session had ended here before snagd stopped") {
+		t.Fatal("the restarted clone's audit does not say it ended the session in the store")
+	}
+	d2 := startTeam(t, teamClone(t, bare), dsn, grace)
+	var s struct{ Name string }
+	if code := d2.do(http.MethodPost, "/sessions", map[string]any{"client": "team-test", "client_version": "1", "name": a.name,
+		"pid": os.Getpid(), "transport": "stdio", "root": d2.root}, &s); code != http.StatusCreated || s.Name != a.name {
+		t.Fatalf("an agent of another clone asks for %s: %d, given %q", a.name, code, s.Name)
 	}
 }

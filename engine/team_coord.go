@@ -657,9 +657,10 @@ func (e *Engine) teamBeat(ctx context.Context) {
 		t.lastBeat.Store(time.Now().UnixNano())
 		t.pubDirty.Store(true)
 		t.mu.Lock()
-		// Every change it held was about the old clone's leases, claims
-		// and sessions, which the sweep ended; its audit entries still go.
-		t.outbox = slices.DeleteFunc(t.outbox, func(op teamOp) bool { return op.post == nil })
+		// Its changes of the old clone's leases, claims and sessions are
+		// moot: the sweep ended them. A person's move of a task and what
+		// was posted for the team still go, as its audit entries do.
+		t.outbox = slices.DeleteFunc(t.outbox, func(op teamOp) bool { return op.post == nil && op.set == nil })
 		t.mu.Unlock()
 		e.teamRegisterLive(ctx)
 		e.teamReconcile(ctx)
@@ -672,6 +673,46 @@ func (e *Engine) teamBeat(ctx context.Context) {
 	}
 }
 
+// teamReconcileSessions ends in the store this clone's sessions that
+// snag.db no longer has live: they ended here while their end was waiting
+// in the outbox when snagd stopped, and would otherwise stay live in the
+// store for as long as this clone does, keeping their names from every
+// other agent of the workspace. The store's list is read first: a
+// session registered meanwhile is in snag.db before it is in the store,
+// so it is never taken for an ended one. It returns the sessions live
+// here, and whether the store answered.
+func (e *Engine) teamReconcileSessions(ctx context.Context) (map[int64]bool, bool) {
+	t := e.team
+	shared, err := t.s.LiveSessions(ctx)
+	if err != nil {
+		e.log.Warn("reconcile the sessions with the coordination store: will try again", "err", err)
+		return nil, false
+	}
+	local, err := e.p.DB.LiveSessions(ctx)
+	if err != nil {
+		e.log.Warn("reconcile the sessions with the coordination store: will try again", "err", err)
+		return nil, false
+	}
+	live := make(map[int64]bool, len(local))
+	for _, s := range local {
+		live[s.ID] = true
+	}
+	for _, id := range shared {
+		if live[id] {
+			continue
+		}
+		const why = "reconcile: the session had ended here before snagd stopped, and the store had not heard"
+		freed, err := t.s.EndSession(ctx, id, why)
+		if err != nil {
+			e.log.Warn("reconcile the sessions with the coordination store: will try again", "err", err)
+			return nil, false
+		}
+		e.Audit(ctx, index.AuditEntry{SessionID: id, Actor: queue.System, Action: "reconcile", Outcome: "ok",
+			Detail: fmt.Sprintf("%s (%d leases freed there)", why, len(freed))})
+	}
+	return live, true
+}
+
 // teamReconcile makes this clone's leases in snag.db and in the store
 // agree, at the start and after a rejoin. A lease snag.db holds is kept
 // when the store has it for this clone at the same epoch, and taken back
@@ -682,6 +723,10 @@ func (e *Engine) teamBeat(ctx context.Context) {
 // the file's rewrite) is ended in the store. The audit says which.
 func (e *Engine) teamReconcile(ctx context.Context) {
 	t := e.team
+	live, ok := e.teamReconcileSessions(ctx)
+	if !ok {
+		return
+	}
 	mine, err := t.s.Mine(ctx)
 	if err != nil {
 		e.log.Warn("reconcile the leases with the coordination store: will try again", "err", err)
@@ -703,6 +748,21 @@ func (e *Engine) teamReconcile(ctx context.Context) {
 			// another clone, or one a rebuilt index read): no agent of this
 			// clone holds it, so it is nothing to take or give back here.
 			delete(shared, l.TaskID)
+			continue
+		}
+		if !live[l.SessionID] {
+			// Its holder ended here, and snagd stopped before it had
+			// released all its tasks: the task goes back to the queue, and
+			// the store's lease, freed with the session above, stays so.
+			delete(shared, l.TaskID)
+			released++
+			e.mu.Lock()
+			if e.p != nil {
+				if err := e.releaseLocked(ctx, l.TaskID, queue.System, l.Holder, "reconcile: holder gone before snagd stopped"); err != nil {
+					e.log.Error("release a gone session's task", "task", l.TaskID, "err", err)
+				}
+			}
+			e.mu.Unlock()
 			continue
 		}
 		if m, ok := shared[l.TaskID]; ok && m.Epoch == l.Epoch {
