@@ -439,23 +439,37 @@ func (s *Store) End(ctx context.Context, id string, epoch int64, state, why stri
 }
 
 func (s *Store) end(ctx context.Context, id string, epoch, session int64, state, why string) error {
-	return s.tx(ctx, state+" "+id, func(tx pgx.Tx) error {
-		if err := s.live(ctx, tx); err != nil {
-			return err
-		}
-		var key string
-		err := tx.QueryRow(ctx, `UPDATE leases SET state = $6, updated = now(), why = $7
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	// One statement, one round trip, as GrantNext: the clone's row locked
+	// as live does, the lease ended, and its event sent.
+	var live bool
+	var key *string
+	err := s.pool.QueryRow(ctx, `WITH alive AS (
+			SELECT id FROM clones WHERE id = $3 AND ended IS NULL FOR KEY SHARE
+		), ended AS (
+			UPDATE leases SET state = $6, updated = now(), why = $7
 			WHERE workspace = $1 AND task_id = $2 AND state = 'held' AND clone = $3 AND ($4 = 0 OR session = $4) AND ($5 = 0 OR epoch = $5)
-			RETURNING key`, s.ws, id, s.Clone(), session, epoch, state, why).Scan(&key)
-		if errors.Is(err, pgx.ErrNoRows) {
-			l, _ := s.leaseOf(ctx, tx, id)
-			return fmt.Errorf("%w: %s is %s at epoch %d", ErrStale, id, orNone(l.State), l.Epoch)
-		}
-		if err != nil {
-			return err
-		}
-		return s.notify(ctx, tx, "lease", map[string]any{"task": key, "id": id, "state": state, "reason": why})
-	})
+			AND EXISTS (SELECT 1 FROM alive)
+			RETURNING key
+		)
+		SELECT EXISTS (SELECT 1 FROM alive), e.key,
+			CASE WHEN e.key IS NOT NULL THEN pg_notify($8, json_build_object('c', $3::bigint, 'h', $9::text, 'b', $10::text, 'k', 'lease',
+				'd', json_build_object('task', e.key, 'id', $2::text, 'state', $6::text, 'reason', left($7::text, 1000)))::text) END
+		FROM (VALUES (1)) AS one LEFT JOIN ended e ON true`,
+		s.ws, id, s.Clone(), session, epoch, state, why, channel(s.ws), s.opts.Host, s.Branch()).Scan(&live, &key, nil)
+	if err != nil {
+		return s.wrap(state+" "+id, err)
+	}
+	s.ok()
+	switch {
+	case !live:
+		return ErrCloneEnded
+	case key == nil:
+		l, _ := s.leaseOf(ctx, s.pool, id)
+		return fmt.Errorf("%w: %s is %s at epoch %d", ErrStale, id, orNone(l.State), l.Epoch)
+	}
+	return nil
 }
 
 // MarkDone puts task id's lease in state Done when it is free at an

@@ -347,6 +347,20 @@ func TestTeamKilledCloneLeasesFreedAfterGrace(t *testing.T) {
 	}
 }
 
+// teamProxy puts a TCP proxy (pgtest.Proxy) between a snagd and the
+// test's database dsn, for the test to cut: it returns the proxy and the
+// DSN through it.
+func teamProxy(t *testing.T, dsn string) (*pgtest.Proxy, string) {
+	t.Helper()
+	addr := fmt.Sprintf("127.0.0.1:%d", pgtest.Shared(t).Port)
+	proxy, err := pgtest.NewProxy(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	return proxy, strings.Replace(dsn, addr, proxy.Addr(), 1)
+}
+
 // TestTeamPartitionedCloneFencedByEpoch: a clone's connection to the
 // database is cut (a TCP proxy that stops forwarding). Its lease is given
 // up after the grace and taken by another clone; when the connection
@@ -354,13 +368,7 @@ func TestTeamKilledCloneLeasesFreedAfterGrace(t *testing.T) {
 func TestTeamPartitionedCloneFencedByEpoch(t *testing.T) {
 	bare := teamRepo(t, 4, teamNoVerify)
 	dsn := teamDB(t)
-	c := pgtest.Shared(t)
-	proxy, err := pgtest.NewProxy(fmt.Sprintf("127.0.0.1:%d", c.Port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
-	u := strings.Replace(dsn, fmt.Sprintf("127.0.0.1:%d", c.Port), proxy.Addr(), 1)
+	proxy, u := teamProxy(t, dsn)
 	grace := 3 * time.Second
 	d1 := startTeam(t, teamClone(t, bare), u, grace)
 	d2 := startTeam(t, teamClone(t, bare), dsn, grace)
@@ -1021,13 +1029,8 @@ func TestTeamLoneCloneRestartKeepsLeases(t *testing.T) {
 func TestTeamSessionEndUnsentAtACrashIsReconciled(t *testing.T) {
 	bare := teamRepo(t, 2, teamNoVerify)
 	dsn := teamDB(t)
+	proxy, u := teamProxy(t, dsn)
 	c := pgtest.Shared(t)
-	proxy, err := pgtest.NewProxy(fmt.Sprintf("127.0.0.1:%d", c.Port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
-	u := strings.Replace(dsn, fmt.Sprintf("127.0.0.1:%d", c.Port), proxy.Addr(), 1)
 	root, home := teamClone(t, bare), filepath.Join(t.TempDir(), "home")
 	grace := time.Minute // no clone is swept, and none gives up, in this test
 	d1 := startTeamHome(t, root, home, u, grace)

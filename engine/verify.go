@@ -260,7 +260,31 @@ func (e *Engine) VerifyPlan(ctx context.Context, ref queue.Ref, dir string) (Pla
 // alone. The holder's resolve and a person's verify both come here; the
 // task goes to verifying with a check queued, or where the project's
 // config and the approvals send it (see Resolution).
+//
+// In team mode an agent's resolve is answered once the store has heard
+// the change it made (the lease's end, when the task is resolved at
+// once): a clone killed after the answer would otherwise leave the
+// lease held in the store, its sweep would free it, and another clone
+// would do the finished work again. A store that does not hear it within
+// resolveAwait leaves the answer as it is; the next start's reconcile
+// marks the task done there.
 func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, error) {
+	r, err := e.resolve(ctx, req)
+	if err == nil && e.team != nil && req.Session != nil {
+		wait, cancel := context.WithTimeout(ctx, resolveAwait)
+		if err := e.teamAwait(wait, e.team.queuedCount()); err != nil {
+			e.log.Warn("an agent's resolve was answered before the coordination store heard it", "task", r.Key, "err", err)
+		}
+		cancel()
+	}
+	return r, err
+}
+
+// resolveAwait bounds how long an agent's resolve waits for the store to
+// hear it, in team mode.
+const resolveAwait = 5 * time.Second
+
+func (e *Engine) resolve(ctx context.Context, req VerifyRequest) (Resolution, error) {
 	var s index.Session
 	agent := req.Session != nil
 	if agent {
