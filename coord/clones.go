@@ -172,11 +172,13 @@ func (s *Store) Publish(ctx context.Context, ready []Ready) error {
 		}
 	}
 	whole := s.published == nil
-	for id, r := range now {
-		if old, ok := s.published[id]; ok && old == r {
+	sent := make(map[string]bool)
+	for _, r := range ready { // in the queue's order, the same on every clone, so that two publications lock shared rows in one order
+		if old, ok := s.published[r.TaskID]; ok && old == r || now[r.TaskID] != r || sent[r.TaskID] {
 			continue
 		}
-		ids, keys, waves, sevs, created = append(ids, id), append(keys, r.Key), append(waves, r.Wave), append(sevs, r.SevRank), append(created, r.Created)
+		sent[r.TaskID] = true
+		ids, keys, waves, sevs, created = append(ids, r.TaskID), append(keys, r.Key), append(waves, r.Wave), append(sevs, r.SevRank), append(created, r.Created)
 	}
 	if !whole && len(gone) == 0 && len(ids) == 0 {
 		return nil
@@ -205,10 +207,22 @@ func (s *Store) Publish(ctx context.Context, ready []Ready) error {
 			return err
 		}
 		// Every ready task has a lease row, free at epoch 0 until its
-		// first grant, for claim-next to lock (GrantNext).
-		_, err = tx.Exec(ctx, `INSERT INTO leases (workspace, task_id, key, epoch, state)
-			SELECT $1, t.id, t.key, 0, 'free' FROM unnest($2::text[], $3::text[]) AS t (id, key)
-			ON CONFLICT (workspace, task_id) DO NOTHING`, s.ws, ids, keys)
+		// first grant, for claim-next to lock (GrantNext), with the
+		// task's place in the queue's order. Rows whose order is already
+		// right are neither written nor locked: a grant passes a locked
+		// row by, and a whole publication must not hide the queue from
+		// claim-next while it commits.
+		_, err = tx.Exec(ctx, `INSERT INTO leases (workspace, task_id, key, epoch, state, wave, sev_rank, created)
+			SELECT $1, t.id, t.key, 0, 'free', t.wave, t.sev_rank, t.created
+			FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[]) AS t (id, key, wave, sev_rank, created)
+			ON CONFLICT (workspace, task_id) DO NOTHING`, s.ws, ids, keys, waves, sevs, created)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE leases l SET wave = t.wave, sev_rank = t.sev_rank, created = t.created
+			FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[]) AS t (id, wave, sev_rank, created)
+			WHERE l.workspace = $1 AND l.task_id = t.id
+				AND (l.wave, l.sev_rank, l.created) IS DISTINCT FROM (t.wave, t.sev_rank, t.created)`, s.ws, ids, waves, sevs, created)
 		return err
 	})
 	if err != nil {

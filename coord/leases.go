@@ -349,9 +349,12 @@ func (s *Store) LeaseOf(ctx context.Context, id string) (Lease, error) {
 // GrantNext gives session ses the lease of the first task in the queue's
 // order that this clone's files say is ready and that no one holds or
 // resolved, skipping the ids skip names (claims under way), or
-// ErrNoneReady. It is one statement, one round trip: the candidates' lease
-// rows (free at epoch 0 from the publication of the ready tasks on) are
-// locked FOR UPDATE SKIP LOCKED in the queue's order, so a task another
+// ErrNoneReady. It is one statement, one round trip: it walks the free
+// lease rows (free at epoch 0 from the publication of the ready tasks on)
+// in the queue's order, as the last clone to publish each task has it,
+// through a partial index, so tasks done or held elsewhere cost nothing.
+// It takes the first this clone has ready, locking it FOR UPDATE SKIP
+// LOCKED, so a task another
 // grant is taking at this moment, on any clone, is passed by, not waited
 // for, and a row granted since the statement's snapshot is read again and
 // passed. The clone's row is locked as live does, and the grant's event
@@ -368,9 +371,10 @@ func (s *Store) GrantNext(ctx context.Context, ses Session, skip []string) (Leas
 	err := s.pool.QueryRow(ctx, `WITH alive AS (
 			SELECT id FROM clones WHERE id = $1 AND ended IS NULL FOR KEY SHARE
 		), pick AS (
-			SELECT l.task_id FROM ready r JOIN leases l ON l.workspace = $2 AND l.task_id = r.task_id
-			WHERE r.clone = $1 AND l.state = 'free' AND NOT (r.task_id = ANY($3)) AND EXISTS (SELECT 1 FROM alive)
-			ORDER BY r.wave, r.sev_rank, r.created, r.task_id
+			SELECT l.task_id FROM leases l
+			WHERE l.workspace = $2 AND l.state = 'free' AND NOT (l.task_id = ANY($3)) AND EXISTS (SELECT 1 FROM alive)
+				AND EXISTS (SELECT 1 FROM ready r WHERE r.clone = $1 AND r.task_id = l.task_id)
+			ORDER BY l.wave, l.sev_rank, l.created, l.task_id
 			LIMIT 1
 			FOR UPDATE OF l SKIP LOCKED
 		), granted AS (

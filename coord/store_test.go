@@ -508,3 +508,73 @@ func TestHeartbeatIsNotQueuedBehindGrants(t *testing.T) {
 		t.Fatalf("T1 after the sweep: %+v %v; want free", l, err)
 	}
 }
+
+// TestGrantNextOrder: claim-next takes the free tasks in the queue's order
+// (wave, then severity, then creation), only among those the clone
+// published as ready, passing by tasks done or held; a task released comes
+// back at its place, and a publication that moves a task in the order
+// moves its lease row too.
+func TestGrantNextOrder(t *testing.T) {
+	dsn := newDB(t)
+	ctx := context.Background()
+	one, two := openClone(t, dsn, "ws", 1, 0), openClone(t, dsn, "ws", 2, 0)
+	tasks := map[string]Ready{
+		"A": {TaskID: "A", Key: "SNAG-1", Wave: 2, SevRank: 0, Created: 1},
+		"B": {TaskID: "B", Key: "SNAG-2", Wave: 1, SevRank: 2, Created: 2},
+		"C": {TaskID: "C", Key: "SNAG-3", Wave: 1, SevRank: 1, Created: 3},
+		"D": {TaskID: "D", Key: "SNAG-4", Wave: 0, SevRank: 0, Created: 4}, // ready on clone 2 only
+		"E": {TaskID: "E", Key: "SNAG-5", Wave: 1, SevRank: 1, Created: 5},
+	}
+	pick := func(ids ...string) []Ready {
+		var rs []Ready
+		for _, id := range ids {
+			rs = append(rs, tasks[id])
+		}
+		return rs
+	}
+	if err := one.Publish(ctx, pick("A", "B", "C", "E")); err != nil {
+		t.Fatal(err)
+	}
+	if err := two.Publish(ctx, pick("D")); err != nil {
+		t.Fatal(err)
+	}
+	ses := Session{ID: 1, Name: "VESPER"}
+	if err := one.Register(ctx, ses); err != nil {
+		t.Fatal(err)
+	}
+	grant := func(want string) Lease {
+		t.Helper()
+		l, err := one.GrantNext(ctx, ses, nil)
+		if want == "" {
+			if !errors.Is(err, ErrNoneReady) {
+				t.Fatalf("granted %s (%v), want nothing ready", l.TaskID, err)
+			}
+			return l
+		}
+		if err != nil || l.TaskID != want {
+			t.Fatalf("granted %q (%v), want %s", l.TaskID, err, want)
+		}
+		return l
+	}
+	c := grant("C") // wave 1 before 2; severity 1 before 2; D is not ready here
+	e := grant("E") // C is held: passed by
+	if err := one.Release(ctx, c.TaskID, c.Epoch, ses.ID, "back"); err != nil {
+		t.Fatal(err)
+	}
+	c = grant("C") // released: back at its place, before B
+	if err := one.Resolve(ctx, c.TaskID, c.Epoch, ses.ID, "done"); err != nil {
+		t.Fatal(err)
+	}
+	if err := one.Resolve(ctx, e.TaskID, e.Epoch, ses.ID, "done"); err != nil {
+		t.Fatal(err)
+	}
+	a := tasks["A"]
+	a.Wave = 0 // a person moved A to the front
+	tasks["A"] = a
+	if err := one.Publish(ctx, pick("A", "B", "C", "E")); err != nil {
+		t.Fatal(err)
+	}
+	grant("A")
+	grant("B")
+	grant("") // C and E done, D never ready here
+}

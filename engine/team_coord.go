@@ -219,20 +219,7 @@ func (e *Engine) teamSendAudits(ctx context.Context) {
 			return
 		}
 		es := make([]coord.Entry, n)
-		branches := map[int64]string{}
 		for i, a := range batch {
-			if a.Branch == "" && a.SessionID != 0 {
-				// snag.db fills an entry's branch from its session's as it
-				// writes it; the copy the hook had does not have it yet.
-				b, ok := branches[a.SessionID]
-				if !ok {
-					if ses, err := e.p.DB.SessionByID(ctx, a.SessionID); err == nil {
-						b = ses.Branch
-					}
-					branches[a.SessionID] = b
-				}
-				a.Branch = b
-			}
 			es[i] = coord.Entry{At: a.At, Session: a.SessionID, Actor: string(a.Actor), Agent: a.Agent, Action: a.Action,
 				TaskID: a.TaskID, Outcome: a.Outcome, Detail: a.Detail, Branch: a.Branch}
 		}

@@ -139,7 +139,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 			// the prefix of a search's last word (see Search): a table of
 			// the connection's own, so snag.db's schema does not change.
 			for _, pragma := range []string{`PRAGMA foreign_keys = ON;`, `PRAGMA synchronous = NORMAL;`,
-				`PRAGMA temp_store = MEMORY;`, `PRAGMA cache_size = -4096;`,
+				`PRAGMA temp_store = MEMORY;`, `PRAGMA cache_size = -4096;`, `PRAGMA mmap_size = 268435456;`,
 				`CREATE VIRTUAL TABLE IF NOT EXISTS temp.tasks_fts_terms USING fts5vocab(main, tasks_fts, instance);`} {
 				if err := sqlitex.ExecuteTransient(conn, pragma, nil); err != nil {
 					return err

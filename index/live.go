@@ -592,16 +592,22 @@ func (tx *Tx) Audit(e AuditEntry) error {
 	if e.SessionID != 0 {
 		sid = e.SessionID
 	}
-	if tx.db != nil && tx.db.onAudited != nil {
-		tx.db.audited = append(tx.db.audited, e)
-	}
-	// An entry without a branch takes its session's, as last seen.
-	return sqlitex.Execute(tx.conn, `INSERT INTO audit (at, session_id, actor, agent, action, task_id, outcome, detail, branch)
+	// An entry without a branch takes its session's, as last seen, and
+	// the hook's copy has it too.
+	err := sqlitex.Execute(tx.conn, `INSERT INTO audit (at, session_id, actor, agent, action, task_id, outcome, detail, branch)
 		VALUES (:at, :sid, :actor, :agent, :action, :task, :outcome, :detail,
-			coalesce(nullif(:branch, ''), (SELECT branch FROM sessions WHERE id = :sid), ''))`, &sqlitex.ExecOptions{Named: map[string]any{
+			coalesce(nullif(:branch, ''), (SELECT branch FROM sessions WHERE id = :sid), ''))
+		RETURNING branch`, &sqlitex.ExecOptions{Named: map[string]any{
 		":at": e.At.UnixNano(), ":sid": sid, ":actor": string(e.Actor), ":agent": e.Agent, ":action": e.Action,
 		":task": e.TaskID, ":outcome": e.Outcome, ":detail": e.Detail, ":branch": e.Branch,
+	}, ResultFunc: func(st *sqlite.Stmt) error {
+		e.Branch = st.ColumnText(0)
+		return nil
 	}})
+	if err == nil && tx.db != nil && tx.db.onAudited != nil {
+		tx.db.audited = append(tx.db.audited, e)
+	}
+	return err
 }
 
 // AuditLog returns audit entries after id (0: from the start), oldest
