@@ -29,7 +29,8 @@ const (
 	// CodeBadContentType (415): a write whose body is not
 	// application/json.
 	CodeBadContentType = "bad_content_type"
-	// CodeTooLarge (413): a request body over 1 MiB.
+	// CodeTooLarge (413): a request body over 1 MiB (24 MiB for POST
+	// /captures), or a capture's image over 8 MiB or 40 million pixels.
 	CodeTooLarge = "too_large"
 	// CodeBadJSON (400): a body that does not decode, has an unknown
 	// field, or a value a task file cannot hold.
@@ -114,6 +115,26 @@ const (
 	// CodeInternal (500): anything else; the message says what.
 	CodeInternal = "internal"
 
+	// CodeBadURL (400): a capture's URL is not an http or https address.
+	CodeBadURL = "bad_url"
+	// CodeHostNotAllowed (400): a capture's URL is on a host that is not
+	// on browser.allowed_hosts.
+	CodeHostNotAllowed = "host_not_allowed"
+	// CodeBadAnchor (400): a capture's anchor has a selector over 1 KiB or
+	// with a control character, or a box that is not a rectangle.
+	CodeBadAnchor = "bad_anchor"
+	// CodeBadViewport (400): a capture's viewport is not a window's size.
+	CodeBadViewport = "bad_viewport"
+	// CodeBadCapture (400): a capture's page title or user agent is too
+	// long.
+	CodeBadCapture = "bad_capture"
+	// CodeNoScreenshot (400): a capture without a screenshot.
+	CodeNoScreenshot = "no_screenshot"
+	// CodeNotPNG (400): a capture's image is not a PNG, or not base64.
+	CodeNotPNG = "not_png"
+	// CodeBadPNG (400): a capture's PNG cannot be read to its end.
+	CodeBadPNG = "bad_png"
+
 	// CodeBadToolsets (400): /mcp?toolsets= names a toolset snag lacks.
 	CodeBadToolsets = "bad_toolsets"
 	// CodeNoPaths (400): a file claim or check names no paths.
@@ -149,7 +170,8 @@ const (
 	CodeNoTitle = "no_title"
 	// CodeLongTitle (400): a handoff's title is over 200 bytes.
 	CodeLongTitle = "long_title"
-	// CodeLongBody (400): a handoff's body is over 8000 bytes.
+	// CodeLongBody (400): a handoff's body is over 8000 bytes, or a
+	// capture's note over 64 KiB.
 	CodeLongBody = "long_body"
 	// CodeToSelf (400): an agent hands off to itself.
 	CodeToSelf = "to_self"
@@ -214,6 +236,7 @@ var Codes = []string{
 	CodeNoTitle, CodeLongTitle, CodeLongBody, CodeToSelf, CodeNotLive, CodeCycle,
 	CodeBadType, CodeBadLink, CodeNoSource, CodeNoNote, CodeNotHere, CodeBadTree, CodeMissingBranch, CodeBadBranch,
 	CodeBranchHeld, CodeBadNote, CodeWrongWorkspace, CodeBadBranches, CodeBadMethod, CodeCoordUnreachable, CodeResolvedElsewhere,
+	CodeBadURL, CodeHostNotAllowed, CodeBadAnchor, CodeBadViewport, CodeBadCapture, CodeNoScreenshot, CodeNotPNG, CodeBadPNG,
 }
 
 // The headers of an agent's request.

@@ -57,6 +57,8 @@ var Routes = []Route{
 		Doc: "The holder hands the task to verify: 202 with a started check, or 200 when no check runs (verify disabled, a command waiting for approval)."},
 	{Method: "POST", Path: "/tasks/{ref}/accept", Who: Person, Request: MoveRequest{}, Answer: Moved{}, Status: 200,
 		Doc: "A person resolves the task without verify (snag resolve): verified stays false."},
+	{Method: "POST", Path: "/captures", Who: Token, Request: CaptureRequest{}, Answer: Captured{}, Status: 201,
+		Doc: "Make a capture an inbox task: unvetted, source: capture, its screenshot and the anchor's crop in .snag/shots/. Refused, with nothing written: a URL off browser.allowed_hosts, an image that is not PNG or is over 8 MiB, a selector over 1 KiB."},
 	{Method: "POST", Path: "/tasks/{ref}/{action}", Who: Person, Request: MoveRequest{}, Answer: Moved{}, Status: 200,
 		Doc: "A person's move: action is promote, reject, cancel or reopen."},
 	{Method: "POST", Path: "/verify/{ref}", Who: Token, Request: VerifyRequest{}, Answer: Resolved{}, Status: 202,

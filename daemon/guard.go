@@ -15,8 +15,28 @@ import (
 	"github.com/snagdev/snag/token"
 )
 
-// MaxBody caps a request body.
-const MaxBody = 1 << 20
+// MaxBody caps a request body; MaxCaptureBody caps POST /captures's,
+// which carries two screenshots of up to 8 MiB each in base64.
+const (
+	MaxBody        = 1 << 20
+	MaxCaptureBody = 24 << 20
+)
+
+// bodyLimit is the cap of r's body.
+func bodyLimit(r *http.Request) int64 {
+	if r.Method == http.MethodPost && r.URL.Path == "/captures" {
+		return MaxCaptureBody
+	}
+	return MaxBody
+}
+
+// tooLarge says what to do about a body over limit.
+func tooLarge(limit int64) string {
+	if limit == MaxCaptureBody {
+		return "request body over 24 MiB: a capture's screenshot may be at most 8 MiB; capture a smaller window, or the element alone"
+	}
+	return "request body over 1 MiB"
+}
 
 // apiError is an error answer: its HTTP status, and the api.Error every
 // error answer carries (a code a program can branch on, and a sentence that
@@ -123,11 +143,12 @@ func (g *guard) wrap(public func(*http.Request) bool, next http.Handler) http.Ha
 				return
 			}
 		}
-		if r.ContentLength > MaxBody {
-			writeError(w, &apiError{http.StatusRequestEntityTooLarge, "too_large", "request body over 1 MiB"})
+		limit := bodyLimit(r)
+		if r.ContentLength > limit {
+			writeError(w, &apiError{http.StatusRequestEntityTooLarge, "too_large", tooLarge(limit)})
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		if browser {
 			var ok bool
 			if r, ok = g.board.Admit(w, r); !ok {
@@ -204,7 +225,7 @@ func decode(r *http.Request, v any) *apiError {
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return &apiError{http.StatusRequestEntityTooLarge, "too_large", "request body over 1 MiB"}
+			return &apiError{http.StatusRequestEntityTooLarge, "too_large", tooLarge(mbe.Limit)}
 		}
 		if errors.Is(err, io.EOF) {
 			return nil // an empty body means no arguments

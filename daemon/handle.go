@@ -158,6 +158,7 @@ var statusOfKind = []struct {
 	{engine.ErrNotLive, http.StatusConflict},
 	{engine.ErrUnreachable, http.StatusServiceUnavailable},
 	{engine.ErrStarting, http.StatusServiceUnavailable},
+	{engine.ErrTooLarge, http.StatusRequestEntityTooLarge},
 }
 
 // fail writes the HTTP answer of an error (see answerOf).

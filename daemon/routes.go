@@ -1,7 +1,11 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"image"
+	"math"
 	"net/http"
 	"os"
 	"slices"
@@ -22,6 +26,7 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 	mux.HandleFunc("GET /tasks", handle(d, route{}, d.listTasks))
 	mux.HandleFunc("GET /tasks/{ref}", handle(d, route{ref: true}, d.getTask))
 	mux.HandleFunc("POST /tasks", handle(d, route{}, d.addTask))
+	mux.HandleFunc("POST /captures", handle(d, route{}, d.addCapture))
 	mux.HandleFunc("POST /tasks/{ref}/{action}", handle(d, route{ref: true}, d.moveTask))
 	mux.HandleFunc("GET /search", handle(d, route{}, d.search))
 	mux.HandleFunc("POST /tasks/{ref}/claim", handle(d, route{ref: true, caller: agent}, d.claim))
@@ -200,6 +205,58 @@ func (d *Daemon) addTask(ctx context.Context, c *call[addRequest]) (answer, erro
 		return answer{}, err
 	}
 	return answer{http.StatusCreated, added(t, project.Rel(path))}, nil
+}
+
+// addCapture makes a capture an inbox task (engine.AddCapture).
+func (d *Daemon) addCapture(ctx context.Context, c *call[api.CaptureRequest]) (answer, error) {
+	req := c.body
+	nt, err := newTask(api.AddRequest{Title: "capture", Kind: req.Kind, Severity: req.Severity, Files: req.Files})
+	if err != nil {
+		return answer{}, err
+	}
+	in := engine.Capture{URL: req.URL, Title: req.Title, Viewport: req.Viewport, UserAgent: req.UserAgent,
+		ConsoleErrors: req.ConsoleErrors, Note: req.Note, Summary: req.Summary,
+		Kind: nt.Kind, Severity: nt.Severity, Files: nt.Files, AllowWiderHost: req.AllowHost}
+	if a := req.Anchor; a != nil {
+		in.Selector, in.AnchorText, in.Box = a.Selector, a.Text, a.Box
+	}
+	if s := req.Scroll; s != nil {
+		in.Scroll = image.Pt(int(math.Round(s.X)), int(math.Round(s.Y)))
+	}
+	for _, ne := range req.NetworkErrors {
+		in.NetworkErrors = append(in.NetworkErrors, networkError(ne))
+	}
+	if in.Screenshot, err = engine.DecodeImageData(req.Screenshot); err != nil {
+		return answer{}, err
+	}
+	if req.Crop != "" {
+		if in.Crop, err = engine.DecodeImageData(req.Crop); err != nil {
+			return answer{}, err
+		}
+	}
+	who := req.By
+	if c.session != nil {
+		who = c.session.Name
+	}
+	t, path, err := d.e.AddCapture(ctx, in, who)
+	if err != nil {
+		return answer{}, err
+	}
+	out := api.Captured{Added: added(t, project.Rel(path)), Source: t.Source}
+	if tc := t.Capture; tc != nil {
+		out.Screenshot, out.Crop = tc.Screenshots[0], tc.Crop
+	}
+	return answer{http.StatusCreated, out}, nil
+}
+
+// networkError is a failed request as a capture's frontmatter lists it:
+// "500 GET URL", or "failed GET URL: why".
+func networkError(ne api.NetworkError) string {
+	method := cmp.Or(strings.ToUpper(ne.Method), "GET")
+	if ne.Status >= 400 {
+		return fmt.Sprintf("%d %s %s", ne.Status, method, ne.URL)
+	}
+	return fmt.Sprintf("failed %s %s: %s", method, ne.URL, cmp.Or(ne.Error, "no answer"))
 }
 
 var personMoves = map[string]queue.Action{

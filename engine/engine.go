@@ -80,6 +80,7 @@ type Engine struct {
 	live      liveSessions
 	repos     repoRoots  // each worktree's repository, for file claims
 	wtMu      sync.Mutex // task worktrees are made one at a time
+	capMu     sync.Mutex // captures' images are decoded one capture at a time (up to 160 MB each)
 	notes     notesSync  // when the notes index last read its folder
 	team      *team      // the coordination store's side; nil when snagd runs alone
 	// tasks is p.Tasks, for the writes that prepare their files with no

@@ -39,6 +39,9 @@ var (
 	// being reconciled with the coordination store); asking again in a
 	// moment works.
 	ErrStarting = errors.New("starting")
+	// ErrTooLarge: what was sent is over a bound (a capture's screenshot);
+	// it must be made smaller.
+	ErrTooLarge = errors.New("too large")
 )
 
 // Error is a refusal: its kind (one of the sentinels above), the code a

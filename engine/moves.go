@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +30,11 @@ type NewTask struct {
 	Files     []queue.FileRef
 	DependsOn []string
 	Capture   *queue.Capture
+	// Source names what made it, when not a person or an agent
+	// (queue.SourceCapture); ID is its id when the caller named files by it
+	// first, else a new one.
+	Source string
+	ID     string
 }
 
 // Add creates a task file and returns the task and its path, relative to
@@ -60,7 +66,7 @@ func (e *Engine) Add(ctx context.Context, nt NewTask, actor queue.Actor, who str
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	t := &queue.Task{
-		ID: queue.NewID(now), Title: title,
+		ID: cmp.Or(nt.ID, queue.NewID(now)), Title: title, Source: nt.Source,
 		Status: queue.StatusOpen, Trust: queue.TrustVetted,
 		Severity: orDefault(nt.Severity, queue.DefaultSeverity), Kind: orDefault(nt.Kind, queue.DefaultKind),
 		Wave: nt.Wave, Plan: nt.Plan, DependsOn: nt.DependsOn, SuspectFiles: nt.Files, Capture: nt.Capture,

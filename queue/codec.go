@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -422,6 +423,11 @@ func (d *document) field(t *Task, key string, v *yaml.Node) error {
 		}
 	case "suspect_files":
 		t.SuspectFiles, err = d.fileRefs(key, v)
+	case "source":
+		t.Source, err = d.str(key, v)
+		if err == nil && !validSource(t.Source) {
+			return d.errf(v, key, "%q is not a source (want lower-case letters, like capture)", truncate(t.Source, 40))
+		}
 	case "capture":
 		t.Capture, err = d.capture(key, v)
 	case "verify":
@@ -636,22 +642,45 @@ func (d *document) capture(field string, n *yaml.Node) (*Capture, error) {
 		return nil, d.errf(n, field, "want a mapping with url, anchor, console_errors, screenshots")
 	}
 	c := &Capture{}
+	inSnag := func(v *yaml.Node, key, s string) error {
+		if perr := checkRelPath(s); perr != nil || s == "" {
+			return d.errf(v, field+"."+key, "%q must be a path inside .snag/, like shots/SNAG-12-0.png", truncate(s, 60))
+		}
+		return nil
+	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i].Value, n.Content[i+1]
 		var err error
 		switch k {
 		case "url":
 			c.URL, err = d.str(field+".url", v)
+		case "title":
+			c.Title, err = d.str(field+".title", v)
+		case "viewport":
+			c.Viewport, err = d.viewport(field+".viewport", v)
+		case "user_agent":
+			c.UserAgent, err = d.str(field+".user_agent", v)
 		case "anchor":
 			c.Anchor, err = d.str(field+".anchor", v)
+		case "anchor_text":
+			c.AnchorText, err = d.str(field+".anchor_text", v)
+		case "anchor_box":
+			c.AnchorBox, err = d.box(field+".anchor_box", v)
 		case "console_errors":
 			c.ConsoleErrors, err = d.strs(field+".console_errors", v)
+		case "network_errors":
+			c.NetworkErrors, err = d.strs(field+".network_errors", v)
 		case "screenshots":
 			c.Screenshots, err = d.strs(field+".screenshots", v)
 			for _, s := range c.Screenshots {
-				if perr := checkRelPath(s); perr != nil || s == "" {
-					return nil, d.errf(v, field+".screenshots", "%q must be a path inside .snag/, like shots/SNAG-12-0.png", truncate(s, 60))
+				if err := inSnag(v, "screenshots", s); err != nil {
+					return nil, err
 				}
+			}
+		case "crop":
+			c.Crop, err = d.str(field+".crop", v)
+			if err == nil && c.Crop != "" {
+				err = inSnag(v, "crop", c.Crop)
 			}
 		}
 		if err != nil {
@@ -659,6 +688,80 @@ func (d *document) capture(field string, n *yaml.Node) (*Capture, error) {
 		}
 	}
 	return c, nil
+}
+
+// viewport reads {width: W, height: H, scale: S}: whole numbers of CSS
+// pixels from 1 to 100,000 and a scale above 0 and at most 10 (1 when
+// left out).
+func (d *document) viewport(field string, n *yaml.Node) (*Viewport, error) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil, nil
+	}
+	nums, err := d.numbers(field, n, "width", "height", "scale")
+	if err != nil {
+		return nil, err
+	}
+	v := &Viewport{Width: int(nums["width"]), Height: int(nums["height"]), Scale: nums["scale"]}
+	if _, ok := nums["scale"]; !ok {
+		v.Scale = 1
+	}
+	if float64(v.Width) != nums["width"] || float64(v.Height) != nums["height"] || v.Width < 1 || v.Height < 1 ||
+		v.Width > 100_000 || v.Height > 100_000 || !(v.Scale > 0 && v.Scale <= 10) {
+		return nil, d.errf(n, field, "want {width: 1280, height: 800, scale: 1}: whole pixels from 1 and a scale from above 0 to 10")
+	}
+	return v, nil
+}
+
+// box reads {x: X, y: Y, width: W, height: H} in CSS pixels: sizes from 0,
+// every number under a million in size.
+func (d *document) box(field string, n *yaml.Node) (*Box, error) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil, nil
+	}
+	nums, err := d.numbers(field, n, "x", "y", "width", "height")
+	if err != nil {
+		return nil, err
+	}
+	b := &Box{X: nums["x"], Y: nums["y"], Width: nums["width"], Height: nums["height"]}
+	if b.Width < 0 || b.Height < 0 || math.Abs(b.X) >= 1e6 || math.Abs(b.Y) >= 1e6 || b.Width >= 1e6 || b.Height >= 1e6 {
+		return nil, d.errf(n, field, "want {x: 10, y: 20, width: 120, height: 40}: sizes from 0, under a million pixels")
+	}
+	return b, nil
+}
+
+// numbers reads a mapping of the given keys to finite numbers; a key left
+// out is not in the map, any other key is refused.
+func (d *document) numbers(field string, n *yaml.Node, keys ...string) (map[string]float64, error) {
+	if n.Kind != yaml.MappingNode {
+		return nil, d.errf(n, field, "want a mapping of %s", strings.Join(keys, ", "))
+	}
+	out := make(map[string]float64, len(keys))
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i].Value, n.Content[i+1]
+		if !slices.Contains(keys, k) {
+			return nil, d.errf(n.Content[i], field, "unknown key %q (want %s)", truncate(k, 40), strings.Join(keys, ", "))
+		}
+		f, err := strconv.ParseFloat(v.Value, 64)
+		if v.Kind != yaml.ScalarNode || v.Tag != "!!int" && v.Tag != "!!float" || err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, d.errf(v, field+"."+k, "want a number, not %q", truncate(v.Value, 40))
+		}
+		out[k] = f
+	}
+	return out, nil
+}
+
+// validSource says whether s is a source: lower-case ASCII letters, at
+// most 20.
+func validSource(s string) bool {
+	if s == "" || len(s) > 20 {
+		return s == ""
+	}
+	for _, r := range s {
+		if r < 'a' || r > 'z' {
+			return false
+		}
+	}
+	return true
 }
 
 func (d *document) verify(field string, n *yaml.Node) (*VerifySpec, error) {

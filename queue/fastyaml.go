@@ -373,10 +373,30 @@ func plainTag(s string) (tag string, ok bool) {
 	switch {
 	case digits && (s == "0" || s[0] != '0') && len(s) <= 18:
 		return "!!int", true
+	case isDecimal(s):
+		return "!!float", true
 	case isTimestamp(s):
 		return "!!timestamp", true
 	}
 	return "", false
+}
+
+// isDecimal reports whether s is a number with one point and digits on
+// both sides, the whole part without a leading zero (12.5, 0.25): what
+// Format writes for a fraction, and what the YAML library reads as a float.
+func isDecimal(s string) bool {
+	whole, frac, ok := strings.Cut(s, ".")
+	if !ok || whole == "" || frac == "" || len(s) > 30 || len(whole) > 1 && whole[0] == '0' {
+		return false
+	}
+	for _, part := range []string{whole, frac} {
+		for i := 0; i < len(part); i++ {
+			if part[i] < '0' || part[i] > '9' {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // isTimestamp reports whether s is 2006-01-02 or 2006-01-02T15:04:05Z,

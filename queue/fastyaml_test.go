@@ -77,7 +77,8 @@ func fastSeeds(tb testing.TB) [][]byte {
 		"capture:\n  url: \"http://x\"\n  console_errors:\n    - \"e: 1\"\n    - two\n  screenshots: [shots/a.png]\n",
 		"capture:\n  url: \"http://x\"\n   anchor: b\n", "suspect_files:\n  - {path: a.go, lines: [1, 2]}\n  - {path: b c.go}\n  - c.go:3\n",
 		"suspect_files:\n  - {path: a.go, lines: [1, 2]}\n    - x\n", "null: 1\n", "true: x\n", "a_b2: [\"x\", 'y']\n",
-		"title: Prix affiché — 价格\n", "title: \"🛒 \u00a0x\"\n", "title: _x/y (z) +@.\n", "plan:\tx\n", "plan: x\r\n",
+		"title: Prix affiché — 价格\n", "title: \"🛒 \u00a0x\"\n", "title: _x/y (z) +@.\n", "title: 2.625\n", "title: 0.5\n", "title: 00.5\n", "title: 1.\n", "title: .5\n", "title: 1.2.3\n",
+		"capture: {viewport: {width: 390, height: 844, scale: 2.5}, anchor_box: {x: -1.5, y: 0, width: 1e3, height: 0.25}}\n", "plan:\tx\n", "plan: x\r\n",
 	} {
 		out = append(out, []byte(head+s+"---\nbody\n"))
 	}
@@ -98,8 +99,12 @@ func formattedTasks() []*Task {
 	all.Plan, all.Assignee = "checkout-revamp", "VESPER"
 	all.DependsOn = []string{"SNAG-2", "tsk_01KJ3VV4PG8Q87DGHHMFN2HB3Y"}
 	all.SuspectFiles = []FileRef{{Path: "web/checkout.ts", Lines: [2]int{120, 148}}, {Path: "web/a b.ts"}}
-	all.Capture = &Capture{URL: "http://localhost:3000/checkout", Anchor: "#checkout-form button[type=submit]",
-		ConsoleErrors: []string{"TypeError: cart is undefined", "second\tline"}, Screenshots: []string{"shots/SNAG-1-0.png"}}
+	all.Source = SourceCapture
+	all.Capture = &Capture{URL: "http://localhost:3000/checkout", Title: "Checkout — Shop", Viewport: &Viewport{Width: 390, Height: 844, Scale: 2.625},
+		UserAgent: "Mozilla/5.0 (X11; Linux x86_64) Chrome/156.0.0.0 Safari/537.36",
+		Anchor:    "#checkout-form button[type=submit]", AnchorText: "Pay now", AnchorBox: &Box{X: 12.5, Y: 640, Width: 366, Height: 48.25},
+		ConsoleErrors: []string{"TypeError: cart is undefined", "second\tline"}, NetworkErrors: []string{"500 GET http://localhost:3000/api/cart", "failed GET http://localhost:9/x: net::ERR_CONNECTION_REFUSED"},
+		Screenshots: []string{"shots/SNAG-1-0.png"}, Crop: "shots/SNAG-1-anchor.png"}
 	all.Verify = &VerifySpec{Command: `go test ./checkout/... -run 'Test\d'`}
 	all.Verified = true
 	odd := base()

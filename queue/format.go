@@ -3,6 +3,7 @@ package queue
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -21,6 +22,9 @@ func Format(t *Task) []byte {
 	kv("trust", string(t.Trust))
 	kv("severity", string(t.Severity))
 	kv("kind", string(t.Kind))
+	if t.Source != "" {
+		kv("source", t.Source)
+	}
 	kv("wave", t.Wave)
 	if t.Plan != "" {
 		kv("plan", t.Plan)
@@ -43,20 +47,41 @@ func Format(t *Task) []byte {
 	}
 	if c := t.Capture; c != nil {
 		b.WriteString("capture:\n")
-		if c.URL != "" {
-			fmt.Fprintf(&b, "  url: %s\n", quoteAlways(c.URL))
-		}
-		if c.Anchor != "" {
-			fmt.Fprintf(&b, "  anchor: %s\n", quoteAlways(c.Anchor))
-		}
-		if len(c.ConsoleErrors) > 0 {
-			b.WriteString("  console_errors:\n")
-			for _, e := range c.ConsoleErrors {
-				fmt.Fprintf(&b, "    - %s\n", quoteAlways(e))
+		str := func(k, v string) {
+			if v != "" {
+				fmt.Fprintf(&b, "  %s: %s\n", k, quoteAlways(v))
 			}
 		}
+		list := func(k string, vs []string) {
+			if len(vs) > 0 {
+				fmt.Fprintf(&b, "  %s:\n", k)
+				for _, v := range vs {
+					fmt.Fprintf(&b, "    - %s\n", quoteAlways(v))
+				}
+			}
+		}
+		str("url", c.URL)
+		str("title", c.Title)
+		if v := c.Viewport; v != nil {
+			scale := v.Scale
+			if scale == 0 {
+				scale = 1
+			}
+			fmt.Fprintf(&b, "  viewport: {width: %d, height: %d, scale: %s}\n", v.Width, v.Height, number(scale))
+		}
+		str("user_agent", c.UserAgent)
+		str("anchor", c.Anchor)
+		str("anchor_text", c.AnchorText)
+		if x := c.AnchorBox; x != nil {
+			fmt.Fprintf(&b, "  anchor_box: {x: %s, y: %s, width: %s, height: %s}\n", number(x.X), number(x.Y), number(x.Width), number(x.Height))
+		}
+		list("console_errors", c.ConsoleErrors)
+		list("network_errors", c.NetworkErrors)
 		if len(c.Screenshots) > 0 {
 			fmt.Fprintf(&b, "  screenshots: %s\n", flowList(c.Screenshots))
+		}
+		if c.Crop != "" {
+			fmt.Fprintf(&b, "  crop: %s\n", flowScalar(c.Crop))
 		}
 	}
 	if t.Verify != nil && t.Verify.Command != "" {
@@ -74,6 +99,12 @@ func Format(t *Task) []byte {
 	b.WriteString("---\n")
 	b.Write(t.Body)
 	return b.Bytes()
+}
+
+// number renders f as YAML reads it back: a whole number without a
+// point, else the shortest decimal that is f.
+func number(f float64) string {
+	return strconv.FormatFloat(f, 'f', -1, 64)
 }
 
 func flowList(items []string) string {

@@ -205,10 +205,15 @@ func FuzzFormat(f *testing.F) {
 			ID: testID, Key: "SNAG-1", Title: title, Status: queue.StatusOpen, Trust: queue.TrustUnvetted,
 			Severity: queue.SeverityHigh, Kind: queue.KindUX, Wave: 2, Plan: plan, Assignee: assignee,
 			DependsOn: []string{"SNAG-2", testID2},
-			Capture:   &queue.Capture{URL: "http://localhost:3000/" + plan, Anchor: assignee, ConsoleErrors: []string{title}, Screenshots: []string{"shots/SNAG-1-0.png"}},
-			Verify:    &queue.VerifySpec{Command: "go test ./... # " + plan},
-			Verified:  created%2 == 0,
-			Body:      body,
+			Source:    queue.SourceCapture,
+			Capture: &queue.Capture{URL: "http://localhost:3000/" + plan, Title: title, UserAgent: plan,
+				Viewport: &queue.Viewport{Width: int(1 + abs(created)%4000), Height: int(1 + abs(created)%3000), Scale: float64(1+abs(created)%12) / 4},
+				Anchor:   assignee, AnchorText: title, AnchorBox: &queue.Box{X: float64(created%100000) / 8, Y: float64(abs(created) % 7), Width: float64(abs(created)%5000) / 3, Height: 0.1},
+				ConsoleErrors: []string{title}, NetworkErrors: []string{"500 GET http://localhost/" + plan},
+				Screenshots: []string{"shots/SNAG-1-0.png"}, Crop: "shots/SNAG-1-anchor.png"},
+			Verify:   &queue.VerifySpec{Command: "go test ./... # " + plan},
+			Verified: created%2 == 0,
+			Body:     body,
 		}
 		if p := safePath(path); p != "" {
 			in.SuspectFiles = []queue.FileRef{{Path: p}, {Path: p, Lines: [2]int{3, 9}}}
@@ -234,6 +239,13 @@ func FuzzFormat(f *testing.F) {
 			t.Fatal("Format wrote invalid UTF-8")
 		}
 	})
+}
+
+func abs(n int64) int64 {
+	if n < 0 {
+		return -(n + 1) // never overflows
+	}
+	return n
 }
 
 // safePath turns a fuzzed string into a path the codec accepts: relative,

@@ -36,6 +36,7 @@ const (
 	Agent  Actor = "agent"  // an agent, through MCP
 	Person Actor = "person" // a person: CLI, board, editor
 	System Actor = "system" // snag itself: verify, and the sweep that releases a dead agent's leases
+	Tool   Actor = "tool"   // a capture tool for a person: snag capture, the browser extension; what it adds is unvetted
 )
 
 type move struct {

@@ -148,14 +148,50 @@ func (f FileRef) check() error {
 }
 
 // Capture is what a capture tool brought with a task: the page, the element a
-// person pointed at, the console errors seen, and screenshots (paths relative
-// to .snag/).
+// person pointed at, the console errors and failed requests seen, and
+// screenshots (paths relative to .snag/). The browser verifier reads it to
+// check the task again: it re-opens URL at Viewport, looks the anchor up by
+// Anchor (else by AnchorText), and compares a fresh crop of it with Crop.
 type Capture struct {
-	URL           string   `json:"url,omitempty"`
+	URL       string    `json:"url,omitempty"`
+	Title     string    `json:"title,omitempty"`      // the page's title
+	Viewport  *Viewport `json:"viewport,omitempty"`   // the window it was seen in
+	UserAgent string    `json:"user_agent,omitempty"` // the browser it was seen in
+	// Anchor is the CSS selector of the element the person pointed at,
+	// AnchorText its text and AnchorBox where it was, in CSS pixels of the
+	// page.
 	Anchor        string   `json:"anchor,omitempty"`
+	AnchorText    string   `json:"anchor_text,omitempty"`
+	AnchorBox     *Box     `json:"anchor_box,omitempty"`
 	ConsoleErrors []string `json:"console_errors,omitempty"`
+	// NetworkErrors are the requests that failed: "500 GET URL" for an
+	// HTTP error, "failed GET URL: why" for one with no answer.
+	NetworkErrors []string `json:"network_errors,omitempty"`
 	Screenshots   []string `json:"screenshots,omitempty"`
+	Crop          string   `json:"crop,omitempty"` // the anchor's pixels, as captured
 }
+
+// Viewport is a browser window's size in CSS pixels and its device scale
+// factor (2 on most high-density screens).
+type Viewport struct {
+	Width  int     `json:"width"`
+	Height int     `json:"height"`
+	Scale  float64 `json:"scale,omitempty"`
+}
+
+// Box is a rectangle in CSS pixels of the page.
+type Box struct {
+	X      float64 `json:"x"`
+	Y      float64 `json:"y"`
+	Width  float64 `json:"width"`
+	Height float64 `json:"height"`
+}
+
+// Sources a task's source: key may name: what added it, when it was not a
+// person or an agent's snag_add.
+const (
+	SourceCapture = "capture" // snag capture, the browser extension, POST /captures
+)
 
 // VerifySpec is a task's own verify step.
 type VerifySpec struct {
@@ -173,6 +209,7 @@ type Task struct {
 	Trust        Trust       `json:"trust"`
 	Severity     Severity    `json:"severity"`
 	Kind         Kind        `json:"kind"`
+	Source       string      `json:"source,omitempty"`
 	Wave         int         `json:"wave"`
 	Plan         string      `json:"plan,omitempty"`
 	Assignee     string      `json:"assignee,omitempty"`
