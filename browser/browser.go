@@ -78,6 +78,27 @@ type Check struct {
 	// screenshot). Stopping the browser and removing its profile come
 	// after.
 	Timeout time.Duration
+
+	// Viewport is the viewport the page is shown at, as [Capture] sets
+	// it. The zero value leaves the browser's window as it is (1280 by 800
+	// at scale 1), unless Crop is set: then it means what it means for
+	// Capture, and the default viewport is set the same way.
+	Viewport Viewport
+	// AnchorText is the captured anchor's text. When Anchor is empty or
+	// matches nothing, the anchor is looked for by this text, by the rule
+	// [Capture] uses.
+	AnchorText string
+	// WaitFor is the CSS selector the capture waited for, if any. It
+	// counts only with Crop, which waits for the page to settle as
+	// [Capture] does.
+	WaitFor string
+	// Crop is the path the PNG crop of the anchor is written to; empty
+	// takes none. When it is set, Run waits for the page to settle as
+	// Capture does (with Settle as the quiet period), and if the anchor
+	// resolves it takes the crop exactly as Capture takes it: same
+	// viewport, scale, scrolling and clip. Its folder is created if
+	// needed.
+	Crop string
 }
 
 // Result is what a check found. Reason and Errors are written for a model
@@ -95,6 +116,16 @@ type Result struct {
 	AnchorFound bool
 	// Shot is the path of the screenshot written, "" if none was.
 	Shot string
+	// AnchorByText reports that the anchor was found by Check.AnchorText
+	// because Check.Anchor was empty or matched nothing.
+	AnchorByText bool
+	// Box is where the anchor was, in CSS pixels of the page, when it was
+	// found by the rules of [Capture]: with Check.AnchorText or Check.Crop
+	// set. It is the zero Box otherwise.
+	Box Box
+	// Cropped reports that the crop of the anchor was written to
+	// Check.Crop.
+	Cropped bool
 	// Took is how long the check took, stopping the browser included.
 	Took time.Duration
 }
@@ -116,106 +147,85 @@ func Run(ctx context.Context, c Check) (_ Result, err error) {
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultTimeout
 	}
-	if err := CheckURL(c.URL, c.AllowedHosts); err != nil {
-		return Result{}, err
-	}
-	exe, err := Find(c.Chromium)
-	if err != nil {
-		return Result{}, err
-	}
-	dir, err := os.MkdirTemp("", "snag-chromium-")
-	if err != nil {
-		return Result{}, fmt.Errorf("browser: make a temporary profile: %w (check that TMPDIR is writable)", err)
-	}
-	tmp := scratch(dir)
-	defer func() {
-		// The browser has exited; its helpers may not have. This runs even
-		// when ctx is canceled, so nothing is left behind.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		reap(cctx, dir)
-		for _, d := range []string{dir, tmp} {
-			if rerr := removeAll(cctx, d); rerr != nil && err == nil {
-				err = rerr
-			}
+	// The viewport is set when one is given, or when the crop must be
+	// taken as Capture takes it.
+	var vp Viewport
+	if c.Viewport != (Viewport{}) || c.Crop != "" {
+		if vp, err = c.Viewport.resolve(); err != nil {
+			return Result{}, fmt.Errorf("browser: check %s: %w", c.URL, err)
 		}
-	}()
-	r, err := c.run(ctx, exe, dir, tmp)
-	r.Took = time.Since(start)
-	trace("stopped")
+	}
+	var r Result
+	err = launch(ctx, c.Chromium, c.URL, c.AllowedHosts, func(exe, dir, tmp string) error {
+		var err error
+		r, err = c.run(ctx, exe, dir, tmp, vp)
+		r.Took = time.Since(start)
+		trace("stopped")
+		return err
+	})
 	return r, err
 }
 
 // run starts the browser with its profile in dir and its TMPDIR in tmp,
-// checks the page and stops the browser.
-func (c Check) run(parent context.Context, exe, dir, tmp string) (Result, error) {
+// checks the page at viewport vp (none when it is zero) and stops the
+// browser.
+func (c Check) run(parent context.Context, exe, dir, tmp string, vp Viewport) (Result, error) {
 	deadline := time.Now().Add(c.Timeout)
 	ctx, cancel := context.WithDeadline(parent, deadline)
 	defer cancel()
 
-	// The browser lives as long as ctx; cancelTab stops it and waits for it.
-	var out capped
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, allocatorOptions(exe, dir, tmp, &out)...)
-	defer cancelAlloc()
-	tab, cancelTab := chromedp.NewContext(actx)
-	defer cancelTab()
-	if err := chromedp.Do(tab); err != nil {
-		if parent.Err() != nil {
-			return Result{}, fmt.Errorf("browser: check %s: %w", c.URL, parent.Err())
-		}
-		if ctx.Err() != nil {
-			return Result{}, fmt.Errorf("browser: start %s: it did not answer within the %s timeout (a busy machine? verify again, or give the check more time): %w", exe, c.Timeout, ErrUnavailable)
-		}
-		msg := err.Error()
-		if o := out.String(); o != "" && !strings.Contains(msg, o) {
-			msg += "; chromium said: " + o
-		}
-		msg = strings.Join(strings.Fields(msg), " ")
-		return Result{}, fmt.Errorf("browser: start %s: %s: %w", exe, clip(msg, 1000), ErrUnavailable)
-	}
-	trace("started")
-
 	rec := newRecorder(c.CapturedErrors)
-	if err := chromedp.Listen(tab, rec.event); err != nil {
-		return Result{}, fmt.Errorf("browser: listen to the console: %w", err)
+	net := newNetlog()
+	t, err := open(parent, ctx, checkJob, exe, dir, tmp, c.URL, c.Timeout, c.AllowedHosts, rec, net.event)
+	if err != nil {
+		return Result{}, err
 	}
-	// The main frame of a page target has the target's id.
-	main := cdp.FrameID(chromedp.FromContext(tab).Target.TargetID)
-	gctx, stopGuard := context.WithCancel(tab)
-	paused := chromedp.Events(gctx, fetch.RequestPaused)
-	guarded := make(chan struct{})
-	go func() {
-		defer close(guarded)
-		guard(gctx, paused, main, c.AllowedHosts, rec)
-	}()
-	defer func() { stopGuard(); <-guarded }()
-	docs := []*fetch.RequestPattern{{ResourceType: network.ResourceTypeDocument}}
-	if _, err := chromedp.Call(tab, fetch.Enable, fetch.EnableParams{Patterns: docs}); err != nil {
-		if parent.Err() != nil {
-			return Result{}, fmt.Errorf("browser: check %s: %w", c.URL, parent.Err())
+	defer t.stop()
+	tab := t.ctx
+	if vp != (Viewport{}) {
+		if err := t.emulate(vp); err != nil {
+			if parent.Err() != nil {
+				return Result{}, fmt.Errorf("browser: check %s: %w", c.URL, parent.Err())
+			}
+			return Result{}, fmt.Errorf("browser: check %s: %w: %w", c.URL, err, ErrUnavailable)
 		}
-		return Result{}, fmt.Errorf("browser: intercept navigations: %v: %w", err, ErrUnavailable)
 	}
 
+	var unsettled string
 	lctx, cancelLoad := context.WithDeadline(tab, deadline.Add(-reserve(c.Timeout)))
 	resp, navErr := chromedp.Run(lctx, chromedp.NavigateResponse(c.URL))
 	if navErr == nil {
 		trace("loaded")
-		sleep(lctx, c.Settle) // cut short by the load deadline, which is fine
+		if c.Crop != "" {
+			// As Capture waits; a page that does not settle still gets
+			// its crop, and the reason says so.
+			unsettled = settle(lctx, net, rec, c.Settle, c.WaitFor)
+		} else {
+			sleep(lctx, c.Settle) // cut short by the load deadline, which is fine
+		}
 		trace("settled")
 	}
 	cancelLoad()
 
 	var j judgement
+	var box Box
 	j.settle, j.timeout, j.url = c.Settle, c.Timeout, c.URL
 	switch {
 	case navErr == nil:
 		if resp != nil && resp.Status >= 400 {
 			j.status = resp.Status
 		}
-		if c.Anchor != "" {
-			j.anchor = c.Anchor
+		j.anchor, j.anchorText = c.Anchor, c.AnchorText
+		switch {
+		case c.AnchorText == "" && c.Crop == "" && c.Anchor != "":
 			j.anchorFound, j.anchorErr = findAnchor(tab, c.Anchor)
+		case c.Anchor != "" || c.AnchorText != "":
+			var a found
+			a, j.anchorErr = t.resolve(c.Anchor, c.AnchorText)
+			j.anchorFound, j.anchorByText = a.Found, a.By == "text"
+			if a.Found {
+				box = a.box()
+			}
 		}
 	case parent.Err() != nil:
 		return Result{}, fmt.Errorf("browser: check %s: %w", c.URL, parent.Err())
@@ -240,6 +250,20 @@ func (c Check) run(parent context.Context, exe, dir, tmp string) (Result, error)
 		}
 		trace("shot")
 	}
+	cropped := false
+	if c.Crop != "" && j.anchorFound && rec.refused() == "" {
+		j.unsettled = unsettled
+		png, err := t.crop(box, vp.Scale)
+		if err == nil {
+			err = writeFile(c.Crop, png)
+		}
+		if err != nil {
+			j.cropErr = err
+		} else {
+			cropped = true
+		}
+		trace("cropped")
+	}
 	if parent.Err() != nil {
 		return Result{}, fmt.Errorf("browser: check %s: %w", c.URL, parent.Err())
 	}
@@ -252,11 +276,14 @@ func (c Check) run(parent context.Context, exe, dir, tmp string) (Result, error)
 		errs = append(errs, clip(e, maxErrorLen))
 	}
 	return Result{
-		Outcome:     outcome,
-		Reason:      clip(reason, maxReason),
-		Errors:      errs,
-		AnchorFound: j.anchorFound,
-		Shot:        shot,
+		Outcome:      outcome,
+		Reason:       clip(reason, maxReason),
+		Errors:       errs,
+		AnchorFound:  j.anchorFound,
+		AnchorByText: j.anchorByText,
+		Box:          box,
+		Shot:         shot,
+		Cropped:      cropped,
 	}, nil
 }
 
@@ -377,9 +404,13 @@ type judgement struct {
 	loadErr         error
 	status          int64 // an HTTP error status of the page, or 0
 	anchor          string
+	anchorText      string
 	anchorFound     bool
+	anchorByText    bool // found by anchorText, as anchor matched nothing
 	anchorErr       error
 	shotErr         error
+	unsettled       string // what the page was still doing when the crop was taken
+	cropErr         error
 }
 
 // judge returns the outcome and the reason for it.
@@ -420,14 +451,29 @@ func (j judgement) judge() (outcome, reason string) {
 		sentence("%d console error(s) appeared this time.", len(j.seen))
 	}
 	switch {
-	case j.anchor == "":
-	case j.anchorErr != nil:
+	case j.anchor == "" && j.anchorText == "":
+	case j.anchorErr != nil && j.anchor != "":
 		sentence("The captured anchor %q could not be looked up (%s).", clip(j.anchor, 100), clip(j.anchorErr.Error(), 100))
-	case !j.anchorFound:
+	case j.anchorErr != nil:
+		sentence("The captured anchor's text %q could not be looked up (%s).", clip(j.anchorText, 100), clip(j.anchorErr.Error(), 100))
+	case j.anchorByText && j.anchor != "":
+		sentence("The captured anchor %q matched nothing; the element was found by its text %q.", clip(j.anchor, 100), clip(j.anchorText, 100))
+	case j.anchorFound:
+	case j.anchor == "":
+		sentence("No element shows the captured anchor's text %q any more.", clip(j.anchorText, 100))
+	case j.anchorText != "":
+		sentence("The captured anchor %q is gone from the page, and no element shows its text %q.", clip(j.anchor, 100), clip(j.anchorText, 100))
+	default:
 		sentence("The captured anchor %q is gone from the page.", clip(j.anchor, 100))
 	}
 	if j.shotErr != nil {
 		sentence("No screenshot was written (%s).", clip(j.shotErr.Error(), 100))
+	}
+	if j.unsettled != "" {
+		sentence("The page had not settled when the crop was taken (%s).", clip(j.unsettled, 150))
+	}
+	if j.cropErr != nil {
+		sentence("No crop was written (%s).", clip(j.cropErr.Error(), 100))
 	}
 	return outcome, b.String()
 }
