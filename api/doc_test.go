@@ -114,8 +114,8 @@ func generate(t *testing.T) string {
 	w("The snag CLI, `snag mcp` and the board are its clients; this page is for a program of your own. ")
 	w("The Go types are in package `github.com/snagdev/snag/api`, and package `client` calls every route with them.\n\n")
 	w("## Rules every request follows\n\n")
-	w("- **Token.** Every route but `GET /health` needs `Authorization: Bearer TOKEN`, the token in `~/.snag/token` (or `$SNAG_HOME/token`). A token in a query string is never read. snagd has no OAuth: its `/.well-known/` paths answer 404.\n")
-	w("- **Host and Origin.** The Host must be `127.0.0.1`, `localhost` or `[::1]` with snagd's port (`bad_host`); a browser's request from another origin is refused (`bad_origin`). snagd sets no CORS headers.\n")
+	w("- **Token.** Every route but `GET /health` and `POST /pair` needs `Authorization: Bearer TOKEN`, the token in `~/.snag/token` (or `$SNAG_HOME/token`). A token in a query string is never read. snagd has no OAuth: its `/.well-known/` paths answer 404. A capture credential (`%s...`, the browser extension's) opens `POST /captures` alone (`capture_only` anywhere else).\n", api.CaptureCredentialPrefix)
+	w("- **Host and Origin.** The Host must be `127.0.0.1`, `localhost` or `[::1]` with snagd's port (`bad_host`); a browser's request from another origin is refused (`bad_origin`). The one other origin taken is a browser extension's, `chrome-extension://ID`, on `POST /captures` and `POST /pair` alone: snagd answers CORS preflights for those two routes, for that origin, and sets no CORS headers anywhere else.\n")
 	w("- **Bodies.** A write sends `Content-Type: application/json` (`bad_content_type`), at most 1 MiB (`too_large`). Unknown fields are refused (`bad_json`); an empty body means no arguments.\n")
 	w("- **Queries.** An unknown query parameter, one given twice, or a value that does not read is refused with a 400 naming it, never read as its default.\n")
 	w("- **Agents and people.** A request with `%s` (the id `POST /sessions` gave) acts for that agent's session; one without it is a person's. `%s` names the MCP tool call a request serves, for the audit log.\n", api.SessionHeader, api.ToolHeader)
@@ -140,7 +140,7 @@ func generate(t *testing.T) string {
 		}
 		w("| %s | `%s` | %s | %s | %s | %s |\n", r.Method, r.Path, r.Who, cell(r.Query), cell(r.Request), ans)
 	}
-	w("\nWho: *anyone* needs no token; *token* is a person or an agent; *agent* sends the session header; *person* sends none.\n\n")
+	w("\nWho: *anyone* needs no token; *token* is a person or an agent; *agent* sends the session header; *person* sends none; *extension* is the browser extension, from its `chrome-extension://` origin, with its capture credential and never the token.\n\n")
 	patterns := map[string]int{}
 	for _, r := range api.Routes {
 		patterns[r.Method+" "+r.Path]++
@@ -366,6 +366,7 @@ var allTypes = []any{
 	api.Rescanned{}, api.LoginCode{}, api.Event{}, api.EventTask{}, api.Error{}, api.ListQuery{},
 	api.SearchQuery{}, api.AuditQuery{}, api.Route{},
 	api.CaptureRequest{}, api.CaptureAnchor{}, api.Point{}, api.NetworkError{}, api.Captured{},
+	api.PairingCode{}, api.PairRequest{}, api.Paired{}, api.CaptureCredential{}, api.CaptureCredentials{}, api.Revoked{},
 	api.FileClaim{}, api.FilesRequest{}, api.FilesClaimed{}, api.FilesReleased{}, api.FilesCheck{}, api.FilesChecked{},
 	api.FileClaims{}, api.Link{}, api.LinkRequest{}, api.Graph{}, api.TaskLease{}, api.BranchLease{}, api.BranchActivity{}, api.ActivityReport{}, api.ActivityFeed{}, api.ForceReleaseRequest{}, api.GuardRequest{}, api.Guarded{}, api.Message{}, api.ReportRequest{},
 	api.Messages{}, api.HandoffRequest{}, api.HandedOff{}, api.ContextRequest{}, api.HeldTask{}, api.AgentView{}, api.TeamItem{},

@@ -22,8 +22,25 @@ const (
 	// CodeBadHost (403): the Host header is not 127.0.0.1 or localhost
 	// with snagd's port.
 	CodeBadHost = "bad_host"
-	// CodeBadOrigin (403): a browser's request from another origin.
+	// CodeBadOrigin (403): a browser's request from another origin (a
+	// browser extension's is taken on POST /captures and POST /pair
+	// alone), or a capture credential sent from an origin it was not
+	// paired with.
 	CodeBadOrigin = "bad_origin"
+	// CodeCaptureOnly (403): a capture credential on any route but POST
+	// /captures, or a capture with it that sets allow_host.
+	CodeCaptureOnly = "capture_only"
+	// CodeNotPaired (401): the browser extension sent no capture
+	// credential, or one snagd does not know (never paired, or revoked by
+	// snag pair --revoke): pair again with snag pair.
+	CodeNotPaired = "not_paired"
+	// CodeBadPairingCode (403): POST /pair with a code snagd has not open:
+	// mistyped, used, older than 5 minutes, or voided by snag pair
+	// --revoke or by too many wrong codes. snag pair makes a new one.
+	CodeBadPairingCode = "bad_pairing_code"
+	// CodeTooManyTries (429, with Retry-After): pairing codes came faster
+	// than snagd takes them.
+	CodeTooManyTries = "too_many_tries"
 	// CodePersonOnly (403): an agent's session asked for a person's move.
 	CodePersonOnly = "person_only"
 	// CodeBadContentType (415): a write whose body is not
@@ -225,7 +242,7 @@ const (
 
 // Codes lists every error code, for the reference and its test.
 var Codes = []string{
-	CodeUnauthorized, CodeBadHost, CodeBadOrigin, CodePersonOnly, CodeBadContentType, CodeTooLarge,
+	CodeUnauthorized, CodeBadHost, CodeBadOrigin, CodeCaptureOnly, CodeNotPaired, CodeBadPairingCode, CodeTooManyTries, CodePersonOnly, CodeBadContentType, CodeTooLarge,
 	CodeBadJSON, CodeBadQuery, CodeBadStatus, CodeBadKind, CodeBadWave, CodeBadLimit, CodeBadAll,
 	CodeBadAfter, CodeBadSince, CodeBadSeverity, CodeBadFile, CodeBadRef, CodeBadSession, CodeNoSession,
 	CodeNoReason, CodeNotFound, CodeSessionEnded, CodeNotClean, CodeHeld, CodeHolding, CodeNotHeld,

@@ -10,6 +10,10 @@ const (
 	Agent = "agent"
 	// Person: a person, with the token and no session header.
 	Person = "person"
+	// Extension: the browser extension, from its chrome-extension://
+	// origin, with the capture credential (or, on POST /pair, a pairing
+	// code) and never the token.
+	Extension = "extension"
 )
 
 // Route is one route of snagd's HTTP API.
@@ -18,7 +22,7 @@ type Route struct {
 	Method string
 	// Path is the path pattern; {name} is one segment.
 	Path string
-	// Who may call it: Anyone, Token, Agent or Person.
+	// Who may call it: Anyone, Token, Agent, Person or Extension.
 	Who string
 	// Query is the type of its query (a ListQuery, say), or nil.
 	Query any
@@ -59,6 +63,8 @@ var Routes = []Route{
 		Doc: "A person resolves the task without verify (snag resolve): verified stays false."},
 	{Method: "POST", Path: "/captures", Who: Token, Request: CaptureRequest{}, Answer: Captured{}, Status: 201,
 		Doc: "Make a capture an inbox task: unvetted, source: capture, its screenshot and the anchor's crop in .snag/shots/. Refused, with nothing written: a URL off browser.allowed_hosts, an image that is not PNG or is over 8 MiB, a selector over 1 KiB."},
+	{Method: "POST", Path: "/captures", Who: Extension, Request: CaptureRequest{}, Answer: Captured{}, Status: 201,
+		Doc: "The same from the browser extension, with the capture credential POST /pair gave it and from the chrome-extension:// origin it was paired with (snagd answers the CORS preflight for that origin). A capture credential opens this route and no other (capture_only); one snagd does not know, or none, is not_paired; allow_host is refused (capture_only)."},
 	{Method: "POST", Path: "/tasks/{ref}/{action}", Who: Person, Request: MoveRequest{}, Answer: Moved{}, Status: 200,
 		Doc: "A person's move: action is promote, reject, cancel or reopen."},
 	{Method: "POST", Path: "/verify/{ref}", Who: Token, Request: VerifyRequest{}, Answer: Resolved{}, Status: 202,
@@ -129,6 +135,14 @@ var Routes = []Route{
 		Doc: "Removes the worktrees of resolved and cancelled tasks that are clean and merged, with their branches."},
 	{Method: "POST", Path: "/login-codes", Who: Person, Request: MoveRequest{}, Answer: LoginCode{}, Status: 201,
 		Doc: "Mints a one-time link that logs a browser in to the board (snag open)."},
+	{Method: "POST", Path: "/pairing-codes", Who: Person, Request: MoveRequest{}, Answer: PairingCode{}, Status: 201,
+		Doc: "Mints a one-time pairing code for the browser extension (snag pair): it works once, for 5 minutes; at most 3 are open, and a fourth voids the oldest."},
+	{Method: "POST", Path: "/pair", Who: Extension, Request: PairRequest{}, Answer: Paired{}, Status: 201,
+		Doc: "The extension's popup exchanges a pairing code for a capture credential bound to its chrome-extension:// origin; no token. A wrong, used or expired code gets the same bad_pairing_code; codes are taken 5 at once and then one every 2 s (too_many_tries), and 10 wrong ones void every open code. snagd keeps the credential's SHA-256 only, in capture-credentials.json beside the token."},
+	{Method: "GET", Path: "/capture-credentials", Who: Person, Answer: CaptureCredentials{}, Status: 200,
+		Doc: "The paired extensions of this user, for every project (snag pair --list); never a credential, which snagd does not keep."},
+	{Method: "DELETE", Path: "/capture-credentials", Who: Person, Answer: Revoked{}, Status: 200,
+		Doc: "Revokes every capture credential, of every project, and voids the open pairing codes (snag pair --revoke)."},
 	{Method: "POST, GET, DELETE", Path: "/mcp", Who: Token,
 		Doc: "The MCP server over Streamable HTTP (the same tools as snag mcp); its sessions are agents' sessions. snagd --listen serves it alone on a second listener, over TLS with a hosted token of its own, to agents on other machines."},
 }

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -80,6 +81,9 @@ type guard struct {
 	// cookie instead of the token: on the board's own paths and /events
 	// only, never the JSON API (see board.Gate).
 	board *board.Gate
+	// pair, once the routes are made, holds the pairing codes and the
+	// capture credentials of the browser extension (pair.go).
+	pair *pairing
 }
 
 // loopbackHost reports whether a Host header names this daemon: a loopback
@@ -108,7 +112,13 @@ func (g *guard) sameOrigin(origin string) bool {
 // DELETE without a body), and the body cap. A request without the token to
 // a path the board covers goes to the board's gate instead, after the body
 // cap: its session cookie, and on a write its CSRF token, a form body and
-// an Origin. It never sets CORS headers.
+// an Origin.
+//
+// The browser extension is the one exception to the Origin check: a
+// chrome-extension:// origin is taken on POST /captures and POST /pair
+// alone, and only there are CORS headers set (and preflights answered),
+// for that origin. A capture credential (snagcap_) opens POST /captures
+// alone, from the origin it was paired with; POST /pair needs no token.
 func (g *guard) wrap(public func(*http.Request) bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !g.loopbackHost(r.Host) {
@@ -119,13 +129,55 @@ func (g *guard) wrap(public func(*http.Request) bool, next http.Handler) http.Ha
 		// Host names are case-insensitive: what passed is passed on in
 		// lower case, so the MCP SDK's own loopback check agrees.
 		r.Host = strings.ToLower(r.Host)
-		if o := r.Header.Get("Origin"); o != "" && !g.sameOrigin(o) {
+		secret, capture := captureBearer(r)
+		if capture && (r.Method != http.MethodPost || r.URL.Path != "/captures") {
+			writeError(w, errCaptureOnly)
+			return
+		}
+		origin := r.Header.Get("Origin")
+		ext := extensionOrigin(origin) && extensionRoute(r)
+		if origin != "" && !g.sameOrigin(origin) && !ext {
 			writeError(w, &apiError{http.StatusForbidden, "bad_origin",
 				"requests from other origins are refused: call snagd from the snag CLI, the MCP bridge, or its own board"})
 			return
 		}
+		if ext {
+			w.Header().Set("Access-Control-Allow-Origin", origin)
+			w.Header().Add("Vary", "Origin")
+			if r.Method == http.MethodOptions {
+				preflight(w, r)
+				return
+			}
+		}
+		admitted := false // by a capture credential, or to pair
+		switch {
+		case capture:
+			if e := g.pair.admit(secret, origin); e != nil {
+				writeError(w, e)
+				return
+			}
+			r = r.WithContext(context.WithValue(r.Context(), extensionKey{}, origin))
+			admitted = true
+		case r.Method == http.MethodPost && r.URL.Path == api.PairPath:
+			if !ext {
+				writeError(w, errPairElsewhere)
+				return
+			}
+			admitted = true
+		case ext && r.Header.Get("Authorization") != "":
+			writeError(w, errTokenFromExtension)
+			return
+		case ext:
+			writeError(w, errNotPaired)
+			return
+		}
+		if admitted {
+			// The extension acts for no agent's session.
+			r.Header.Del(SessionHeader)
+			r.Header.Del(ToolHeader)
+		}
 		browser := false
-		if !public(r) && !g.authorized(r) {
+		if !admitted && !public(r) && !g.authorized(r) {
 			if g.board == nil || !g.board.Covers(r) {
 				g.unauthorized(w, r, "")
 				return

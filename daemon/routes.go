@@ -22,11 +22,16 @@ import (
 
 func (d *Daemon) routes(ctx context.Context) http.Handler {
 	mux := http.NewServeMux()
+	d.guard.pair = newPairing(d.home(), d.root, d.port, d.log)
 	mux.HandleFunc("GET /health", d.health)
 	mux.HandleFunc("GET /tasks", handle(d, route{}, d.listTasks))
 	mux.HandleFunc("GET /tasks/{ref}", handle(d, route{ref: true}, d.getTask))
 	mux.HandleFunc("POST /tasks", handle(d, route{}, d.addTask))
 	mux.HandleFunc("POST /captures", handle(d, route{}, d.addCapture))
+	mux.HandleFunc("POST /pairing-codes", handle(d, route{caller: person, refusal: "a person pairs the browser extension: snag pair"}, d.pairingCode))
+	mux.HandleFunc("POST /pair", d.pair)
+	mux.HandleFunc("GET /capture-credentials", handle(d, route{caller: person, refusal: "a person lists the paired extensions: snag pair --list"}, d.listCredentials))
+	mux.HandleFunc("DELETE /capture-credentials", handle(d, route{caller: person, refusal: "a person revokes the extension's credentials: snag pair --revoke"}, d.revokeCredentials))
 	mux.HandleFunc("POST /tasks/{ref}/{action}", handle(d, route{ref: true}, d.moveTask))
 	mux.HandleFunc("GET /search", handle(d, route{}, d.search))
 	mux.HandleFunc("POST /tasks/{ref}/claim", handle(d, route{ref: true, caller: agent}, d.claim))
@@ -210,6 +215,11 @@ func (d *Daemon) addTask(ctx context.Context, c *call[addRequest]) (answer, erro
 // addCapture makes a capture an inbox task (engine.AddCapture).
 func (d *Daemon) addCapture(ctx context.Context, c *call[api.CaptureRequest]) (answer, error) {
 	req := c.body
+	ext := fromExtension(c.r)
+	if ext != "" && req.AllowHost {
+		return answer{}, &apiError{http.StatusForbidden, "capture_only",
+			"the browser extension cannot widen browser.allowed_hosts: add the page's host to browser.allowed_hosts in .snag/config.json, or capture it with snag capture --allow-host"}
+	}
 	nt, err := newTask(api.AddRequest{Title: "capture", Kind: req.Kind, Severity: req.Severity, Files: req.Files})
 	if err != nil {
 		return answer{}, err
@@ -235,8 +245,11 @@ func (d *Daemon) addCapture(ctx context.Context, c *call[api.CaptureRequest]) (a
 		}
 	}
 	who := req.By
-	if c.session != nil {
+	switch {
+	case c.session != nil:
 		who = c.session.Name
+	case ext != "":
+		who = "browser extension"
 	}
 	t, path, err := d.e.AddCapture(ctx, in, who)
 	if err != nil {
