@@ -411,8 +411,29 @@ type VerifyState struct {
 	Verifier string `json:"verifier,omitempty"`
 	// Shot is the latest screenshot, relative to .snag/.
 	Shot string `json:"shot,omitempty"`
+	// Visual is the latest run's visual comparison, when it ran one.
+	Visual *Visual `json:"visual,omitempty"`
 	// History is the recent runs, newest first.
 	History []VerifyRun `json:"history,omitempty"`
+}
+
+// Visual is a visual verify's comparison: the anchor's crop as captured
+// with the same crop taken again, at the same viewport. Paths are relative
+// to .snag/.
+type Visual struct {
+	// Before is the anchor's crop as captured.
+	Before string `json:"before"`
+	// After is the crop the run took.
+	After string `json:"after"`
+	// Diff pictures what changed: the after crop faded, the changed pixels
+	// red, anti-aliasing alone amber.
+	Diff string `json:"diff,omitempty"`
+	// Changed is the fraction of the anchor's pixels that changed, from 0
+	// to 1.
+	Changed float64 `json:"changed"`
+	// Identical says the two look the same: under 0.1% and under 10
+	// pixels changed, anti-aliasing and sub-pixel shifts not counted.
+	Identical bool `json:"identical"`
 }
 
 // VerifyRun is one check of a resolved task: queued when the task goes to
@@ -445,6 +466,8 @@ type VerifyRun struct {
 	Reason string `json:"reason,omitempty"`
 	// Shot is a screenshot the run took, relative to .snag/.
 	Shot string `json:"shot,omitempty"`
+	// Visual is the run's visual comparison, when it ran one.
+	Visual *Visual `json:"visual,omitempty"`
 }
 
 // Registration is the body of POST /sessions: what an agent tells snagd

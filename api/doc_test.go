@@ -365,7 +365,7 @@ var allTypes = []any{
 	api.Sessions{}, api.EndRequest{}, api.Ended{}, api.AuditEntry{}, api.AuditLog{}, api.Reindexed{},
 	api.Rescanned{}, api.LoginCode{}, api.Event{}, api.EventTask{}, api.Error{}, api.ListQuery{},
 	api.SearchQuery{}, api.AuditQuery{}, api.Route{},
-	api.CaptureRequest{}, api.CaptureAnchor{}, api.Point{}, api.NetworkError{}, api.Captured{},
+	api.CaptureRequest{}, api.CaptureAnchor{}, api.Point{}, api.NetworkError{}, api.Captured{}, api.Visual{},
 	api.PairingCode{}, api.PairRequest{}, api.Paired{}, api.CaptureCredential{}, api.CaptureCredentials{}, api.Revoked{},
 	api.FileClaim{}, api.FilesRequest{}, api.FilesClaimed{}, api.FilesReleased{}, api.FilesCheck{}, api.FilesChecked{},
 	api.FileClaims{}, api.Link{}, api.LinkRequest{}, api.Graph{}, api.TaskLease{}, api.BranchLease{}, api.BranchActivity{}, api.ActivityReport{}, api.ActivityFeed{}, api.ForceReleaseRequest{}, api.GuardRequest{}, api.Guarded{}, api.Message{}, api.ReportRequest{},

@@ -34,6 +34,30 @@ type Full interface {
 	Open(ctx context.Context, root string, reader bool) (Index, error)
 	// Coord gives team mode's coordination store, for snag team.
 	Coord() Coord
+	// Capture opens a page in headless Chromium, as the browser verifier
+	// does, and gives what snag capture sends to snagd: the page, its
+	// errors, the anchor, the screenshot and the anchor's crop.
+	Capture(ctx context.Context, job CaptureJob) (api.CaptureRequest, error)
+}
+
+// CaptureJob is what snag capture asks [Full.Capture] to capture.
+type CaptureJob struct {
+	// Root is the project's root: its config.json says which browser and
+	// which hosts.
+	Root string
+	URL  string
+	// AnchorSelector or AnchorText names the element to point at.
+	AnchorSelector, AnchorText string
+	// WaitFor is a CSS selector the page must show before it counts as
+	// settled.
+	WaitFor string
+	// Viewport is the window; zero is 1280 by 800 at scale 1.
+	Viewport queue.Viewport
+	// AllowHost lets the URL's host be opened though it is not on
+	// browser.allowed_hosts.
+	AllowHost bool
+	// Timeout bounds the capture; zero is 30 s.
+	Timeout time.Duration
 }
 
 // MCPOptions is what [Full.MCP] serves with.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/approval"
 	verifier "github.com/snagdev/snag/browser"
 	"github.com/snagdev/snag/queue"
@@ -25,6 +26,7 @@ type verifyView struct {
 	Outcome string
 	Reason  string
 	Shot    string
+	Visual  *api.Visual
 	History []struct {
 		ID       int64
 		Verifier string

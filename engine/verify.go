@@ -69,6 +69,7 @@ type VerifyState struct {
 	LastAt   time.Time         `json:"last_at,omitzero"`
 	Verifier string            `json:"verifier,omitempty"`
 	Shot     string            `json:"shot,omitempty"`
+	Visual   *index.Visual     `json:"visual,omitempty"`
 	History  []index.VerifyRun `json:"history,omitempty"`
 }
 
@@ -492,7 +493,7 @@ func (e *Engine) needsApproval(ctx context.Context, it *index.Item, p Plan, leas
 		if err != nil {
 			return err
 		}
-		if err := tx.EndVerify(run.ID, OutcomeNeedsApproval, reason, ""); err != nil {
+		if err := tx.EndVerify(run.ID, index.RunEnd{Outcome: OutcomeNeedsApproval, Reason: reason}); err != nil {
 			return err
 		}
 		return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: action, TaskID: it.ID,
@@ -566,7 +567,7 @@ func (e *Engine) verifyState(ctx context.Context, it *index.Item) (VerifyState, 
 	}
 	for _, run := range runs {
 		if !run.Ended.IsZero() && run.Outcome != OutcomeInterrupted {
-			st.Outcome, st.Reason, st.LastAt, st.Shot = run.Outcome, run.Reason, run.Ended, run.Shot
+			st.Outcome, st.Reason, st.LastAt, st.Shot, st.Visual = run.Outcome, run.Reason, run.Ended, run.Shot, run.Visual
 			break
 		}
 	}
@@ -592,6 +593,7 @@ func (e *Engine) launch(it *index.Item, run index.VerifyRun) {
 // result is what a verifier found.
 type result struct {
 	outcome, reason, shot string
+	visual                *index.Visual
 }
 
 func (e *Engine) runVerify(ctx context.Context, t *queue.Task, run index.VerifyRun) {
@@ -631,7 +633,7 @@ func (e *Engine) settleCancelled(run index.VerifyRun) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := e.p.DB.Update(ctx, func(tx *index.Tx) error {
-		return tx.EndVerify(run.ID, OutcomeInterrupted, "stopped: the task was moved on before the check ended", "")
+		return tx.EndVerify(run.ID, index.RunEnd{Outcome: OutcomeInterrupted, Reason: "stopped: the task was moved on before the check ended"})
 	})
 	if err != nil {
 		e.log.Warn("verify: end a stopped run", "err", err)
@@ -672,9 +674,14 @@ func (e *Engine) check(ctx context.Context, t *queue.Task, run index.VerifyRun) 
 			return result{outcome: OutcomeInconclusive, reason: fmt.Sprintf("cannot make .snag/shots for the screenshot: %v", err)}
 		}
 		name := fmt.Sprintf("%s-verify-%d.png", t.Key, run.ID)
-		res, err := browser.Run(ctx, browser.Check{Chromium: cfg.Browser.Chromium, URL: run.Command, Anchor: c.Anchor,
+		check := browser.Check{Chromium: cfg.Browser.Chromium, URL: run.Command, Anchor: c.Anchor, AnchorText: c.AnchorText,
 			CapturedErrors: c.ConsoleErrors, AllowedHosts: cfg.Browser.AllowedHosts, Shot: filepath.Join(shots, name),
-			Settle: time.Duration(cfg.Browser.SettleMS) * time.Millisecond, Timeout: min(timeout, browser.DefaultTimeout)})
+			Settle: time.Duration(cfg.Browser.SettleMS) * time.Millisecond, Timeout: min(timeout, browser.DefaultTimeout)}
+		vis := visualOf(e.p.Abs, t, run.ID)
+		if vis.on {
+			check.Crop, check.Viewport = e.p.Abs(vis.after), vis.viewport
+		}
+		res, err := browser.Run(ctx, check)
 		if errors.Is(err, browser.ErrUnavailable) {
 			return result{outcome: OutcomeUnavailable, reason: err.Error() + "; the task stays verifying: resolve it again once a browser is available"}
 		}
@@ -685,7 +692,14 @@ func (e *Engine) check(ctx context.Context, t *queue.Task, run index.VerifyRun) 
 		if res.Shot != "" {
 			shot = "shots/" + name
 		}
-		return result{outcome: res.Outcome, reason: capReason(res.Reason), shot: shot}
+		r := result{outcome: res.Outcome, reason: res.Reason, shot: shot}
+		if vis.on {
+			r = vis.judge(e.p.Abs, t, res, r)
+		} else if vis.why != "" {
+			r.reason += "; " + vis.why
+		}
+		r.reason = capReason(r.reason)
+		return r
 	}
 	return result{outcome: OutcomeInconclusive, reason: "unknown verifier " + run.Verifier}
 }
@@ -743,7 +757,7 @@ func (e *Engine) finishVerify(t *queue.Task, run index.VerifyRun, res result) {
 				now = string(it.Status)
 			}
 			reason += fmt.Sprintf(" (not applied: the task is %s now)", now)
-			if err := tx.EndVerify(run.ID, res.outcome, reason, res.shot); err != nil {
+			if err := tx.EndVerify(run.ID, index.RunEnd{Outcome: res.outcome, Reason: reason, Shot: res.shot, Visual: res.visual}); err != nil {
 				return err
 			}
 			return tx.Audit(index.AuditEntry{SessionID: run.SessionID, Actor: queue.System, Agent: run.Holder, Action: "verify",
@@ -778,7 +792,7 @@ func (e *Engine) finishVerify(t *queue.Task, run index.VerifyRun, res result) {
 				return err
 			}
 		}
-		if err := tx.EndVerify(run.ID, res.outcome, reason, res.shot); err != nil {
+		if err := tx.EndVerify(run.ID, index.RunEnd{Outcome: res.outcome, Reason: reason, Shot: res.shot, Visual: res.visual}); err != nil {
 			return err
 		}
 		return tx.Audit(index.AuditEntry{SessionID: run.SessionID, Actor: queue.System, Agent: run.Holder, Action: "verify",
@@ -816,7 +830,7 @@ func (e *Engine) resumeVerify(ctx context.Context) {
 			if again {
 				reason += "; queued again"
 			}
-			if err := tx.EndVerify(old.ID, OutcomeInterrupted, reason, ""); err != nil {
+			if err := tx.EndVerify(old.ID, index.RunEnd{Outcome: OutcomeInterrupted, Reason: reason}); err != nil {
 				return err
 			}
 			if !again {

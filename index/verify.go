@@ -25,15 +25,41 @@ type VerifyRun struct {
 	Outcome   string    `json:"outcome,omitempty"` // pass | fail | inconclusive | needs_approval | interrupted | ...
 	Reason    string    `json:"reason,omitempty"`
 	Shot      string    `json:"shot,omitempty"` // a screenshot the run took, relative to .snag/
+	// Visual is the visual verify's comparison, when one ran.
+	Visual *Visual `json:"visual,omitempty"`
+}
+
+// Visual is a visual verify's comparison of the anchor's crop as captured
+// (Before) with the crop taken again (After): Diff pictures what changed,
+// Changed is the fraction of the anchor's pixels that did, and Identical
+// says the two look the same (pixdiff's rule). Paths are relative to
+// .snag/.
+type Visual struct {
+	Before    string  `json:"before"`
+	After     string  `json:"after"`
+	Diff      string  `json:"diff,omitempty"`
+	Changed   float64 `json:"changed"`
+	Identical bool    `json:"identical"`
+}
+
+// RunEnd is how a run ended: its outcome, why, a screenshot it took, and
+// its visual comparison, if one ran.
+type RunEnd struct {
+	Outcome, Reason, Shot string
+	Visual                *Visual
 }
 
 const runColumns = `id, task_id, queued, coalesce(started, 0), coalesce(ended, 0), verifier, command, dir,
-	coalesce(session_id, 0), holder, outcome, reason, shot`
+	coalesce(session_id, 0), holder, outcome, reason, shot, before_shot, after_shot, diff_shot, changed, identical`
 
 func scanRun(st *sqlite.Stmt) VerifyRun {
 	r := VerifyRun{ID: st.ColumnInt64(0), TaskID: st.ColumnText(1), Queued: time.Unix(0, st.ColumnInt64(2)),
 		Verifier: st.ColumnText(5), Command: st.ColumnText(6), Dir: st.ColumnText(7), SessionID: st.ColumnInt64(8),
 		Holder: st.ColumnText(9), Outcome: st.ColumnText(10), Reason: st.ColumnText(11), Shot: st.ColumnText(12)}
+	if st.ColumnType(16) != sqlite.TypeNull {
+		r.Visual = &Visual{Before: st.ColumnText(13), After: st.ColumnText(14), Diff: st.ColumnText(15),
+			Changed: st.ColumnFloat(16), Identical: st.ColumnBool(17)}
+	}
 	if n := st.ColumnInt64(3); n != 0 {
 		r.Started = time.Unix(0, n)
 	}
@@ -65,10 +91,15 @@ func (tx *Tx) QueueVerify(r VerifyRun) (VerifyRun, error) {
 }
 
 // EndVerify ends a run with its outcome.
-func (tx *Tx) EndVerify(id int64, outcome, reason, shot string) error {
+func (tx *Tx) EndVerify(id int64, end RunEnd) error {
+	args := map[string]any{":now": time.Now().UnixNano(), ":o": end.Outcome, ":r": end.Reason, ":s": end.Shot, ":id": id,
+		":b": "", ":a": "", ":d": "", ":c": nil, ":i": false}
+	if v := end.Visual; v != nil {
+		args[":b"], args[":a"], args[":d"], args[":c"], args[":i"] = v.Before, v.After, v.Diff, v.Changed, v.Identical
+	}
 	return sqlitex.Execute(tx.conn, `UPDATE verify_runs SET ended = :now, outcome = :o, reason = :r, shot = :s,
-		started = coalesce(started, :now) WHERE id = :id`, &sqlitex.ExecOptions{Named: map[string]any{
-		":now": time.Now().UnixNano(), ":o": outcome, ":r": reason, ":s": shot, ":id": id}})
+		before_shot = :b, after_shot = :a, diff_shot = :d, changed = :c, identical = :i,
+		started = coalesce(started, :now) WHERE id = :id`, &sqlitex.ExecOptions{Named: args})
 }
 
 // StartVerify marks a run started.

@@ -90,7 +90,15 @@ func WireAudit(es []AuditEntry) []api.AuditEntry {
 func (r VerifyRun) Wire() api.VerifyRun {
 	return api.VerifyRun{ID: r.ID, TaskID: r.TaskID, Queued: r.Queued, Started: r.Started, Ended: r.Ended,
 		Verifier: r.Verifier, Command: r.Command, Dir: r.Dir, SessionID: r.SessionID, Holder: r.Holder,
-		Outcome: r.Outcome, Reason: r.Reason, Shot: r.Shot}
+		Outcome: r.Outcome, Reason: r.Reason, Shot: r.Shot, Visual: r.Visual.Wire()}
+}
+
+// Wire is the comparison as the API gives it; nil stays nil.
+func (v *Visual) Wire() *api.Visual {
+	if v == nil {
+		return nil
+	}
+	return &api.Visual{Before: v.Before, After: v.After, Diff: v.Diff, Changed: v.Changed, Identical: v.Identical}
 }
 
 // WireRuns is runs as the API gives them; nil stays nil.

@@ -27,8 +27,13 @@ func fill(t *testing.T, v any) {
 			f.SetInt(7)
 		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String:
 			f.Set(reflect.ValueOf([]string{"x"}))
+		case f.Kind() == reflect.Float64:
+			f.SetFloat(0.5)
 		case f.Kind() == reflect.Struct:
 			fill(t, f.Addr().Interface())
+		case f.Kind() == reflect.Pointer && f.Type().Elem().Kind() == reflect.Struct:
+			f.Set(reflect.New(f.Type().Elem()))
+			fill(t, f.Interface())
 		default:
 			t.Fatalf("fill: %s.%s: no value for a %s", rv.Type(), sf.Name, f.Type())
 		}
@@ -69,7 +74,7 @@ func TestWireCarriesEveryField(t *testing.T) {
 	fill(t, &r)
 	for name, got := range map[string]any{
 		"Row": row.Wire(), "Hit": hit.Wire(), "Hit.Task": hit.Wire().Task, "Counts": c.Wire(), "Session": s.Wire(),
-		"Activity": a.Wire(), "Lease": l.Wire(), "AuditEntry": e.Wire(), "VerifyRun": r.Wire(),
+		"Activity": a.Wire(), "Lease": l.Wire(), "AuditEntry": e.Wire(), "VerifyRun": r.Wire(), "VerifyRun.Visual": *r.Wire().Visual,
 	} {
 		if z := zeroFields(got); len(z) > 0 {
 			t.Errorf("%s.Wire() leaves %v zero: set them in wire.go", name, z)

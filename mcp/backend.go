@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/snagdev/snag/api"
@@ -41,6 +42,7 @@ type Detail struct {
 	Anchor        string   `json:"anchor,omitempty"`
 	ConsoleErrors []string `json:"console_errors,omitempty"`
 	Screenshots   []string `json:"screenshots,omitempty"`
+	Crop          string   `json:"crop,omitempty" jsonschema:"the element's pixels as captured"`
 	VerifyCommand string   `json:"-"`
 	Verified      bool     `json:"verified"`
 	Body          string   `json:"-"`
@@ -57,6 +59,19 @@ type VerifyState struct {
 	LastAt   time.Time `json:"last_at,omitzero"`
 	Verifier string    `json:"verifier,omitempty"`
 	Shot     string    `json:"shot,omitempty"`
+	Visual   *Visual   `json:"visual,omitempty"`
+}
+
+// Visual is a visual verify's comparison of the element's crop as
+// captured (Before) with the crop taken again (After); Diff pictures what
+// changed, and Changed is the fraction of its pixels that did. Paths are
+// relative to .snag/.
+type Visual struct {
+	Before    string  `json:"before"`
+	After     string  `json:"after"`
+	Diff      string  `json:"diff,omitempty"`
+	Changed   float64 `json:"changed"`
+	Identical bool    `json:"identical"`
 }
 
 // Fill copies what a task file says into a detail.
@@ -69,12 +84,39 @@ func (det *Detail) Fill(t *queue.Task) {
 		det.SuspectFiles = append(det.SuspectFiles, f.String())
 	}
 	if c := t.Capture; c != nil {
-		det.URL, det.Anchor, det.ConsoleErrors, det.Screenshots = c.URL, c.Anchor, c.ConsoleErrors, c.Screenshots
+		det.URL, det.Anchor, det.ConsoleErrors, det.Screenshots, det.Crop = c.URL, c.Anchor, c.ConsoleErrors, c.Screenshots, c.Crop
 	}
 	if t.Verify != nil {
 		det.VerifyCommand = t.Verify.Command
 	}
 	det.Verified = t.Verified
+}
+
+// Picture is one of a task's pictures, as snag_get links them and
+// snag_screenshot shows them by index.
+type Picture struct {
+	Path string // relative to .snag/
+	What string // "screenshot 0", "before", "after", "diff"
+}
+
+// Pictures lists a task's pictures in snag_screenshot's order: the
+// capture's screenshots, the element's crop as captured (before), then
+// the latest visual verify's after and diff.
+func (det *Detail) Pictures() []Picture {
+	var out []Picture
+	for i, s := range det.Screenshots {
+		out = append(out, Picture{s, fmt.Sprintf("screenshot %d", i)})
+	}
+	if det.Crop != "" {
+		out = append(out, Picture{det.Crop, "before: the element as captured"})
+	}
+	if v := det.Verify; v != nil && v.Visual != nil {
+		out = append(out, Picture{v.Visual.After, "after: the element as verify saw it"})
+		if v.Visual.Diff != "" {
+			out = append(out, Picture{v.Visual.Diff, "diff: what changed, in red"})
+		}
+	}
+	return out
 }
 
 // Page is a page of a list.

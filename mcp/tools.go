@@ -45,10 +45,11 @@ type idIn struct {
 }
 
 type verifyOut struct {
-	Running bool   `json:"running"`
-	Outcome string `json:"outcome,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-	LastAt  string `json:"last_at,omitempty"`
+	Running bool     `json:"running"`
+	Outcome string   `json:"outcome,omitempty"`
+	Reason  string   `json:"reason,omitempty"`
+	LastAt  string   `json:"last_at,omitempty"`
+	Changed *float64 `json:"changed,omitempty" jsonschema:"visual verify: fraction of the element's pixels changed"`
 }
 
 type getOut struct {
@@ -416,6 +417,9 @@ func (s *server) get(ctx context.Context, req *sdk.CallToolRequest, in idIn) (*s
 	case det.Verify != nil:
 		v := det.Verify
 		out.Verify = verifyOut{Running: v.Running, Outcome: v.Outcome, Reason: v.Reason}
+		if v.Visual != nil {
+			out.Verify.Changed = &v.Visual.Changed
+		}
 		if !v.LastAt.IsZero() {
 			out.Verify.LastAt = v.LastAt.UTC().Format(time.RFC3339)
 		}
@@ -504,17 +508,17 @@ func (s *server) get(ctx context.Context, req *sdk.CallToolRequest, in idIn) (*s
 	b.WriteString("---\n" + body + "\n---\n")
 	b.WriteString("next: " + strings.Join(out.NextActions, "; "))
 	content := text(b.String())
-	for i, shot := range det.Screenshots {
-		uri := shotURI(shot)
+	for _, pic := range det.Pictures() {
+		uri := shotURI(pic.Path)
 		if uri == "" { // not in .snag/shots: a file link, for a client that can read files
-			abs := s.absShot(shot)
+			abs := s.absShot(pic.Path)
 			if abs == "" {
 				continue
 			}
 			uri = "file://" + abs
 		}
-		content = append(content, &sdk.ResourceLink{URI: uri, Name: path0(shot),
-			MIMEType: mimeOf(shot), Description: fmt.Sprintf("screenshot %d of %s", i, det.Key)})
+		content = append(content, &sdk.ResourceLink{URI: uri, Name: path0(pic.Path),
+			MIMEType: mimeOf(pic.Path), Description: pic.What + " of " + det.Key})
 	}
 	return &sdk.CallToolResult{Content: content}, out, nil
 }
@@ -569,7 +573,9 @@ func (s *server) nextActions(det *Detail) []string {
 	if len(det.SuspectFiles) > 0 {
 		next = append(next, "Read "+det.SuspectFiles[0])
 	}
-	if len(det.Screenshots) > 0 {
+	if pics := det.Pictures(); det.Verify != nil && det.Verify.Visual != nil && det.Verify.Visual.Diff != "" {
+		next = append(next, "snag_screenshot {\"id\": "+q+", \"index\": "+strconv.Itoa(len(pics)-1)+"} shows what verify saw change")
+	} else if len(det.Screenshots) > 0 {
 		if slices.Contains([]string{"ux", "a11y", "layout"}, det.Kind) {
 			next = append(next, "snag_screenshot {\"id\": "+q+"} to see it")
 		} else {
@@ -737,20 +743,21 @@ func (s *server) screenshot(ctx context.Context, req *sdk.CallToolRequest, in sh
 	if err != nil {
 		return nil, shotOut{}, err
 	}
-	if len(det.Screenshots) == 0 {
+	pics := det.Pictures()
+	if len(pics) == 0 {
 		return nil, shotOut{}, fmt.Errorf("%s has no screenshots", det.Key)
 	}
-	if in.Index < 0 || in.Index >= len(det.Screenshots) {
-		return nil, shotOut{}, fmt.Errorf("%s has %d screenshots: index 0 to %d", det.Key, len(det.Screenshots), len(det.Screenshots)-1)
+	if in.Index < 0 || in.Index >= len(pics) {
+		return nil, shotOut{}, fmt.Errorf("%s has %d pictures: index 0 to %d", det.Key, len(pics), len(pics)-1)
 	}
-	rel := det.Screenshots[in.Index]
+	rel := pics[in.Index].Path
 	data, err := readLocal(s.opts.Root, rel, maxShot)
 	if err != nil {
-		return nil, shotOut{}, fmt.Errorf("screenshot %d of %s: %v", in.Index, det.Key, err)
+		return nil, shotOut{}, fmt.Errorf("picture %d of %s: %v", in.Index, det.Key, err)
 	}
-	out := shotOut{Source: src, Key: det.Key, Index: in.Index, Of: len(det.Screenshots), Path: ".snag/" + rel}
+	out := shotOut{Source: src, Key: det.Key, Index: in.Index, Of: len(pics), Path: ".snag/" + rel}
 	return &sdk.CallToolResult{Content: []sdk.Content{
-		&sdk.TextContent{Text: fmt.Sprintf("screenshot %d of %d of %s (.snag/%s)", in.Index+1, len(det.Screenshots), det.Key, rel)},
+		&sdk.TextContent{Text: fmt.Sprintf("%s, picture %d of %d of %s (.snag/%s)", pics[in.Index].What, in.Index+1, len(pics), det.Key, rel)},
 		&sdk.ImageContent{Data: data, MIMEType: mimeOf(rel)},
 	}}, out, nil
 }

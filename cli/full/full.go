@@ -9,16 +9,21 @@ package full
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/browser"
 	"github.com/snagdev/snag/cli"
 	"github.com/snagdev/snag/client"
 	"github.com/snagdev/snag/coord"
@@ -211,3 +216,41 @@ func wireAudit(es []index.AuditEntry) []api.AuditEntry {
 func (o opened) KeyOf(ctx context.Context, id string) string { return o.p.KeyOf(ctx, id) }
 
 func (o opened) Close() error { return o.p.Close() }
+
+// Capture opens job's page in headless Chromium with a fresh profile and
+// gives what snag capture posts: the page, its errors and failed requests,
+// the anchor, the screenshot and the anchor's crop, in base64.
+func (Full) Capture(ctx context.Context, job cli.CaptureJob) (api.CaptureRequest, error) {
+	cfg, err := queue.LoadConfig(filepath.Join(job.Root, ".snag", "config.json"))
+	if err != nil {
+		return api.CaptureRequest{}, err
+	}
+	hosts := cfg.Browser.AllowedHosts
+	if job.AllowHost {
+		if u, err := url.Parse(job.URL); err == nil && u.Hostname() != "" {
+			hosts = append(slices.Clip(hosts), u.Hostname())
+		}
+	}
+	got, err := browser.Capture(ctx, browser.CaptureRequest{Chromium: cfg.Browser.Chromium, URL: job.URL, AllowedHosts: hosts,
+		AnchorSelector: job.AnchorSelector, AnchorText: job.AnchorText, WaitFor: job.WaitFor,
+		Viewport: browser.Viewport{Width: job.Viewport.Width, Height: job.Viewport.Height, Scale: job.Viewport.Scale},
+		Settle:   time.Duration(cfg.Browser.SettleMS) * time.Millisecond, Timeout: job.Timeout})
+	if err != nil {
+		return api.CaptureRequest{}, err
+	}
+	req := api.CaptureRequest{URL: got.URL, Title: got.Title, UserAgent: got.UserAgent, ConsoleErrors: got.Errors,
+		Viewport:   &queue.Viewport{Width: got.Viewport.Width, Height: got.Viewport.Height, Scale: got.Viewport.Scale},
+		Screenshot: base64.StdEncoding.EncodeToString(got.Screenshot), AllowHost: job.AllowHost,
+		Scroll: &api.Point{X: got.ScrollX, Y: got.ScrollY}}
+	if a := got.Anchor; a != nil {
+		req.Anchor = &api.CaptureAnchor{Selector: a.Selector, Text: a.Text,
+			Box: &queue.Box{X: a.Box.X, Y: a.Box.Y, Width: a.Box.Width, Height: a.Box.Height}}
+	}
+	if len(got.Crop) > 0 {
+		req.Crop = base64.StdEncoding.EncodeToString(got.Crop)
+	}
+	for _, f := range got.FailedRequests {
+		req.NetworkErrors = append(req.NetworkErrors, api.NetworkError{Method: f.Method, URL: f.URL, Status: f.Status, Error: f.Error})
+	}
+	return req, nil
+}
