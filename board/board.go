@@ -11,6 +11,34 @@
 // carries. snagd's guard (the Host and Origin checks, the bearer token)
 // runs before the gate.
 //
+// # Captures and visual verify
+//
+// A task made by a capture (snag capture, the browser extension, POST
+// /captures) shows on its page what the person saw: the page's screenshot
+// with the element they pointed at outlined on it, the element's crop
+// beside it, and the page's URL, title, window, browser and element, its
+// console errors and its failed requests, one per line. All of it is
+// marked as captured, unvetted data and drawn as text: a URL is never a
+// link, a console error that is markup shows as the markup. The outline is
+// an SVG over the image whose viewBox is the screenshot's size in CSS
+// pixels of the page (the viewport's width, and the height the image's
+// shape gives), so it scales with the image at any width. A capture keeps
+// no scroll position, so the element's box (in CSS pixels of the page) is
+// placed as if the screenshot were taken at the page's top: an element
+// that starts below the window's height is not outlined, and the page says
+// it was below the fold and lets the crop show it.
+//
+// After a verify that compared pixels, the page shows before (the crop as
+// captured), after (the crop the run took) and diff side by side, stacked
+// on a phone, with how much of the element changed ("12.5% of the
+// element's pixels changed", or that it looks exactly as captured). A task
+// the comparison sent to needs_review has Resolve and Reopen beside the
+// pictures: the same forms as the moves at the page's top.
+//
+// The inbox review shows each capture with a thumbnail, at most 160 by
+// 120 CSS pixels, beside its Promote and Reject: the element's crop, else
+// the page's screenshot.
+//
 // Task text reaches a page only through html/template's escaping, through
 // [Markdown], which escapes every byte of its source, or through
 // graphdraw's SVG, which escapes every string of the graph it draws.
@@ -240,6 +268,13 @@ type InboxItem struct {
 	Capture *queue.Capture
 	Files   []queue.FileRef
 	Created time.Time
+	// Thumb is a capture's picture, small, beside the item's moves: the
+	// element's crop, else the page's screenshot; ThumbAlt says which.
+	// A screenshot is loaded when it scrolls into view (ThumbLazy); a
+	// crop, a few kilobytes, at once.
+	Thumb     *Picture
+	ThumbAlt  string
+	ThumbLazy bool
 }
 
 // InboxPage is the review of what agents and captures added.
@@ -283,10 +318,19 @@ func (e Entry) Who() string {
 type TaskPage struct {
 	Page
 	Card
-	Task       *queue.Task // nil for a file that never parsed
-	File       string      // the task file, as a person finds it from the project root
-	Body       template.HTML
-	Shots      []string // URLs of the capture's screenshots
+	Task *queue.Task // nil for a file that never parsed
+	File string      // the task file, as a person finds it from the project root
+	Body template.HTML
+	// Capture is what a capture brought, drawn for a person: the
+	// screenshot with the element outlined, its crop, the page's errors.
+	// nil for a task with no capture block.
+	Capture *CaptureView
+	// Shots are the URLs of the capture's other screenshots (the first is
+	// Capture.Shot).
+	Shots []string
+	// Visual is the latest visual verify's before, after and diff; nil
+	// when no run compared pixels.
+	Visual     *VisualView
 	Verify     Verify
 	Audit      []Entry
 	Actions    []Action

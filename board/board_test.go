@@ -31,6 +31,9 @@ func TestBoardPagesRender(t *testing.T) {
 			Files: []api.FileClaim{{Path: hostile, Holder: hostile}}}}}
 	page := board.Page{Head: hostile, CSRF: "tok", Live: true, Inbox: 1}
 	task := &queue.Task{ID: "tsk_1", Key: "SNAG-1", Title: hostile, Capture: &queue.Capture{URL: "javascript:alert(3)", ConsoleErrors: []string{hostile}}}
+	capture := &queue.Capture{URL: "javascript:alert(3)", Title: hostile, UserAgent: hostile, Anchor: hostile, AnchorText: hostile,
+		Viewport: &queue.Viewport{Width: 1024, Height: 640, Scale: 2}, AnchorBox: &queue.Box{X: 1, Y: 2, Width: 3, Height: 4},
+		ConsoleErrors: []string{hostile}, NetworkErrors: []string{hostile}, Screenshots: []string{"shots/a.png"}, Crop: "shots/b.png"}
 	note := api.Note{Key: "N-1", Title: hostile, Type: "decision", Branch: hostile, Commit: hostile, Trust: queue.TrustUnvetted,
 		Author: hostile, Tasks: []string{hostile}, Files: []string{hostile}, File: hostile, Worktree: hostile}
 	link := api.Link{From: "N-1", To: "N-2", Kind: "chose", Why: hostile, Trust: queue.TrustUnvetted}
@@ -40,9 +43,15 @@ func TestBoardPagesRender(t *testing.T) {
 		data any
 	}{
 		{board.PageBoard, &board.BoardPage{Page: page, Columns: []board.Column{{Status: queue.StatusInbox, Title: "Inbox", Cards: []board.Card{card}}}}},
-		{board.PageInbox, &board.InboxPage{Page: page, Items: []board.InboxItem{{Card: card, Body: hostile, Capture: task.Capture}}, Severities: queue.Severities}},
+		{board.PageInbox, &board.InboxPage{Page: page, Items: []board.InboxItem{{Card: card, Body: hostile, Capture: capture,
+			Thumb: &board.Picture{URL: "/board/shots/b.png", Width: 160, Height: 48}, ThumbAlt: hostile}}, Severities: queue.Severities}},
 		{board.PageTask, &board.TaskPage{Page: page, Card: card, Task: task, Body: board.Markdown([]byte(hostile), false),
 			Audit: []board.Entry{entry}, Actions: []board.Action{{Name: "promote", Label: "Promote"}}, Severities: queue.Severities}},
+		{board.PageTask, &board.TaskPage{Page: page, Card: card, Task: task, Body: board.Markdown([]byte(hostile), false),
+			Capture: &board.CaptureView{Capture: capture, Shot: &board.Picture{URL: "/board/shots/a.png", Width: 1024, Height: 640},
+				Crop: &board.Picture{URL: "/board/shots/b.png"}, Outline: &board.Outline{ViewW: 1024, ViewH: 640, X: 1, Y: 2, W: 3, H: 4}, Fold: hostile},
+			Visual: &board.VisualView{Before: &board.Picture{URL: "/board/shots/b.png"}, After: &board.Picture{URL: "/board/shots/c.png"},
+				Visual: api.Visual{Changed: 0.125}, Outcome: hostile, Decide: true}}},
 		{board.PageActivity, &board.ActivityPage{Page: page, Entries: []board.Entry{entry}, Agents: []string{hostile}}},
 		{board.PageAgents, &board.AgentsPage{Page: page, Agents: []board.Agent{{Session: api.Session{Name: hostile}, Held: []board.Held{{Key: "SNAG-1", Title: hostile}}}}, Team: team}},
 		{board.PageProblems, &board.ProblemsPage{Page: page, Problems: []board.Problem{{Path: hostile, Kind: "invalid", Message: hostile}}}},
@@ -76,5 +85,45 @@ func TestBoardPagesRender(t *testing.T) {
 				t.Errorf("%s page does not show the hostile text escaped", tc.page)
 			}
 		})
+	}
+}
+
+// TestVisualFigure: how much of the element changed, as the task's page
+// says it: one decimal at most, never 0% or 100% when it is not.
+func TestVisualFigure(t *testing.T) {
+	for _, tc := range []struct {
+		v    api.Visual
+		want string
+	}{
+		{api.Visual{Changed: 0.125}, "12.5% of the element's pixels changed"},
+		{api.Visual{Changed: 0.25}, "25% of the element's pixels changed"},
+		{api.Visual{Changed: 0.03125}, "3.1% of the element's pixels changed"},
+		{api.Visual{Changed: 0.0004}, "under 0.1% of the element's pixels changed"},
+		{api.Visual{Changed: 0.9996}, "over 99.9% of the element's pixels changed"},
+		{api.Visual{Changed: 1}, "100% of the element's pixels changed"},
+		{api.Visual{Changed: 0}, "0% of the element's pixels changed"},
+		{api.Visual{Changed: 0.0004, Identical: true}, "The element looks exactly as captured"},
+	} {
+		if got := (board.VisualView{Visual: tc.v}).Figure(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}
+
+// TestPictureFit: a thumbnail keeps its picture's shape and never grows.
+func TestPictureFit(t *testing.T) {
+	for _, tc := range []struct {
+		in, want board.Picture
+	}{
+		{board.Picture{Width: 1024, Height: 640}, board.Picture{Width: 160, Height: 100}},
+		{board.Picture{Width: 200, Height: 60}, board.Picture{Width: 160, Height: 48}},
+		{board.Picture{Width: 100, Height: 600}, board.Picture{Width: 20, Height: 120}},
+		{board.Picture{Width: 50, Height: 20}, board.Picture{Width: 50, Height: 20}},
+		{board.Picture{Width: 4000, Height: 1}, board.Picture{Width: 160, Height: 1}},
+		{board.Picture{}, board.Picture{}},
+	} {
+		if got := tc.in.Fit(160, 120); got != tc.want {
+			t.Errorf("%+v fit in 160 by 120: %+v, want %+v", tc.in, got, tc.want)
+		}
 	}
 }

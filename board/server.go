@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -373,6 +372,8 @@ func (s *Server) inboxPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := &InboxPage{Page: s.page(r, "Inbox", PageInbox), Severities: queue.Severities}
+	pics := openShots(s.b.Shots())
+	defer pics.Close()
 	for _, row := range rows {
 		item := InboxItem{Card: CardOf(row)}
 		if it, err := s.b.Task(ctx, queue.Ref{ID: row.ID}); err == nil && it.Task != nil {
@@ -380,6 +381,7 @@ func (s *Server) inboxPage(w http.ResponseWriter, r *http.Request) {
 			item.Capture = it.Task.Capture
 			item.Files = it.Task.SuspectFiles
 			item.Created = it.Task.Created
+			item.Thumb, item.ThumbAlt, item.ThumbLazy = pics.thumb(it.Task.Capture)
 		}
 		out.Items = append(out.Items, item)
 	}
@@ -407,18 +409,23 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
 	if out.Card.Key == "" {
 		out.Head = it.Row.Path
 	}
+	pics := openShots(s.b.Shots())
+	defer pics.Close()
+	var capture *queue.Capture
 	if it.Task != nil {
 		out.Body = Markdown(it.Task.Body, it.Row.Trust != queue.TrustUnvetted)
-		if c := it.Task.Capture; c != nil {
-			for _, sh := range c.Screenshots {
-				if name, ok := strings.CutPrefix(path.Clean(sh), "shots/"); ok && shotName.MatchString(name) {
-					out.Shots = append(out.Shots, "/board/shots/"+url.PathEscape(name))
+		if capture = it.Task.Capture; capture != nil {
+			out.Capture = pics.captureView(capture)
+			for _, sh := range capture.Screenshots[min(1, len(capture.Screenshots)):] {
+				if p := pics.picture(sh, 1); p != nil {
+					out.Shots = append(out.Shots, p.URL)
 				}
 			}
 		}
 	}
 	if st, err := s.b.Verify(ctx, ref); err == nil && st != nil {
 		out.Verify = Verify{Running: st.Running, Outcome: st.Outcome, Reason: st.Reason, LastAt: st.LastAt, History: st.History}
+		out.Visual = pics.visualView(st, capture, it.Row.Status)
 	}
 	if es, err := s.b.Audit(ctx, auditScan); err == nil {
 		for _, e := range slices.Backward(es) {
