@@ -56,6 +56,8 @@ type verifyAnswer struct {
 	Reason   string    `json:"reason,omitempty"`
 	LastAt   time.Time `json:"last_at,omitzero"`
 	Shot     string    `json:"shot,omitempty"`
+	// Visual is a visual verify's comparison of the element's pixels.
+	Visual *api.Visual `json:"visual,omitempty"`
 	// Verify and ETA come with a check that was just started.
 	Verify struct {
 		Verifier string `json:"verifier"`
@@ -69,7 +71,7 @@ type verifyAnswer struct {
 // stateAnswer is GET /verify/{ref}'s answer as the CLI shows it.
 func stateAnswer(st api.VerifyState) verifyAnswer {
 	return verifyAnswer{Key: st.Key, Status: string(st.Status), Running: st.Running, Outcome: st.Outcome,
-		Reason: st.Reason, LastAt: st.LastAt, Verifier: st.Verifier, Shot: st.Shot}
+		Reason: st.Reason, LastAt: st.LastAt, Verifier: st.Verifier, Shot: st.Shot, Visual: st.Visual}
 }
 
 // planAnswer is a dry run's answer as the CLI shows it.
@@ -169,6 +171,13 @@ func runVerify(ctx context.Context, c *call) error {
 		}
 		if ans.Shot != "" {
 			fmt.Fprintf(c.Stdout, "  screenshot: .snag/%s\n", ans.Shot)
+		}
+		if v := ans.Visual; v != nil {
+			fmt.Fprintf(c.Stdout, "  the element: before .snag/%s, after .snag/%s", v.Before, v.After)
+			if v.Diff != "" {
+				fmt.Fprintf(c.Stdout, ", diff .snag/%s", v.Diff)
+			}
+			fmt.Fprintln(c.Stdout)
 		}
 	}
 	if ans.Outcome != "pass" {

@@ -123,7 +123,7 @@ func (e *Engine) AddCapture(ctx context.Context, c Capture, who string) (*queue.
 		}
 		qc.Crop = "shots/" + cropName
 	}
-	nt := NewTask{Title: captureTitle(c), Body: []byte(strings.TrimSpace(c.Note)), Kind: c.Kind, Severity: c.Severity,
+	nt := NewTask{Title: captureTitle(c), Body: []byte(captureBody(c)), Kind: c.Kind, Severity: c.Severity,
 		Files: c.Files, Capture: qc, Source: queue.SourceCapture, ID: id}
 	t, path, err := e.Add(ctx, nt, queue.Tool, who)
 	if err != nil {
@@ -248,6 +248,28 @@ func captureTitle(c Capture) string {
 		return clipText("Captured on "+c.Title, 120)
 	}
 	return clipText("Captured on "+c.URL, 120)
+}
+
+// captureBody is the task's body: the person's note, less its first line
+// when that became the title, and where the capture was made.
+func captureBody(c Capture) string {
+	note := strings.TrimSpace(c.Note)
+	if strings.TrimSpace(c.Summary) == "" {
+		_, rest, _ := strings.Cut(note, "\n")
+		note = strings.TrimSpace(rest)
+	}
+	where := "Captured from " + c.URL
+	if v := c.Viewport; v != nil {
+		where += fmt.Sprintf(" in a %d × %d window", v.Width, v.Height)
+		if v.Scale != 1 {
+			where += fmt.Sprintf(" at %g×", v.Scale)
+		}
+	}
+	where += "."
+	if note == "" {
+		return where
+	}
+	return note + "\n\n" + where
 }
 
 func scaleOf(v *queue.Viewport) float64 {
