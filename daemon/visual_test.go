@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -223,4 +224,98 @@ func samePixels(t *testing.T, a, b string) bool {
 		}
 	}
 	return true
+}
+
+// snagCaptureFails runs snag capture expecting it to fail, and returns
+// what it said.
+func snagCaptureFails(t *testing.T, d *daemon, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(snagdBin, append([]string{"snag", "capture"}, args...)...)
+	cmd.Dir = d.root
+	cmd.Env = append(os.Environ(), "SNAG_HOME="+d.home, "SNAG_NO_AUTOSTART=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("snag capture %s succeeded: %s", strings.Join(args, " "), out)
+	}
+	return string(out)
+}
+
+// TestSnagCapture (issue 18): snag capture as a person runs it, against
+// pages the test serves. A console error, an uncaught exception and a
+// failed request are in the inbox task. A host not on
+// browser.allowed_hosts is refused before any request reaches it, unless
+// --allow-host widens the list; a redirect off the list is refused; a page
+// that never settles is a clear error naming --wait-for; nothing is added
+// by a refused capture.
+func TestSnagCapture(t *testing.T) {
+	chromiumPath(t)
+	var mu sync.Mutex
+	hits := map[string]int{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits[r.URL.Path]++
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/broken":
+			fmt.Fprint(w, `<!doctype html><title>Cart</title><main id="cart"><h1>Cart</h1><button>Remove</button></main>
+<script>console.error("cart is undefined"); fetch("/api/cart"); setTimeout(() => { throw new Error("boom") }, 0)</script>`)
+		case "/api/cart":
+			http.Error(w, "no", http.StatusInternalServerError)
+		case "/away":
+			http.Redirect(w, r, "http://localhost:"+strings.Split(r.Host, ":")[1]+"/broken", http.StatusFound)
+		case "/busy":
+			fmt.Fprint(w, `<!doctype html><title>Busy</title><p id="p">Loading</p><script>fetch("/hang")</script>`)
+		case "/hang":
+			<-r.Context().Done()
+		case "/favicon.ico":
+			http.NotFound(w, r)
+		}
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	root, home := verifyProject(t, `{"version": 1, "browser": {"allowed_hosts": ["127.0.0.1"]}}`)
+	d := startDaemon(t, root, home)
+
+	key := snagCapture(t, d, srv.URL+"/broken", "--anchor-text", "Remove", "--note", "Remove does nothing")
+	var shown api.TaskDetail
+	if code := d.get("/tasks/"+key, &shown); code != http.StatusOK || shown.Task == nil || shown.Task.Capture == nil {
+		t.Fatalf("GET /tasks/%s: %d", key, code)
+	}
+	c := shown.Task.Capture
+	joined := strings.Join(c.ConsoleErrors, "\n")
+	if !strings.Contains(joined, "cart is undefined") || !strings.Contains(joined, "boom") ||
+		len(c.NetworkErrors) != 1 || !strings.HasPrefix(c.NetworkErrors[0], "500 GET ") || !strings.HasSuffix(c.NetworkErrors[0], "/api/cart") {
+		t.Errorf("console %q, network %q", c.ConsoleErrors, c.NetworkErrors)
+	}
+	if c.Anchor == "" || c.AnchorText != "Remove" || c.AnchorBox == nil || c.Crop == "" {
+		t.Errorf("anchor %q %q %+v crop %q", c.Anchor, c.AnchorText, c.AnchorBox, c.Crop)
+	}
+
+	before := shotsAndTasks(t, root)
+	local := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+	mu.Lock()
+	hits["/broken"] = 0
+	mu.Unlock()
+	if out := snagCaptureFails(t, d, local+"/broken"); !strings.Contains(out, "allowed_hosts") || !strings.Contains(out, "--allow-host") {
+		t.Errorf("a host off the list: %s", out)
+	}
+	if out := snagCaptureFails(t, d, srv.URL+"/away"); !strings.Contains(out, "localhost") {
+		t.Errorf("a redirect off the list: %s", out)
+	}
+	mu.Lock()
+	if hits["/broken"] != 0 {
+		t.Errorf("the page off the list was asked for %d times: it must be refused before any request", hits["/broken"])
+	}
+	mu.Unlock()
+	if out := snagCaptureFails(t, d, srv.URL+"/busy", "--timeout", "3s"); !strings.Contains(out, "--wait-for") || !strings.Contains(out, "/hang") {
+		t.Errorf("a page that never settles: %s", out)
+	}
+	if after := shotsAndTasks(t, root); !slices.Equal(before, after) {
+		t.Errorf("refused captures wrote files: %q, then %q", before, after)
+	}
+	// --wait-for lets the busy page count as settled; --allow-host widens
+	// the list for one capture.
+	snagCapture(t, d, srv.URL+"/busy", "--wait-for", "#p", "--timeout", "10s")
+	snagCapture(t, d, local+"/broken", "--allow-host")
 }

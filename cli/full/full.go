@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -235,6 +237,9 @@ func (Full) Capture(ctx context.Context, job cli.CaptureJob) (api.CaptureRequest
 		AnchorSelector: job.AnchorSelector, AnchorText: job.AnchorText, WaitFor: job.WaitFor,
 		Viewport: browser.Viewport{Width: job.Viewport.Width, Height: job.Viewport.Height, Scale: job.Viewport.Scale},
 		Settle:   time.Duration(cfg.Browser.SettleMS) * time.Millisecond, Timeout: job.Timeout})
+	if u, perr := url.Parse(job.URL); errors.Is(err, browser.ErrRefused) && perr == nil && strings.Contains(err.Error(), strconv.Quote(u.Hostname())) {
+		return api.CaptureRequest{}, fmt.Errorf("%w, or pass --allow-host to open it for this capture only", err)
+	}
 	if err != nil {
 		return api.CaptureRequest{}, err
 	}
