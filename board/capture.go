@@ -218,10 +218,10 @@ func scaleOf(c *queue.Capture) float64 {
 
 // captureView makes the view of a task's capture. The screenshot is the
 // window as the person saw it and the element's box is in CSS pixels of
-// the page; the capture block keeps no scroll, so the box is placed on the
-// screenshot as if it was taken at the page's top, and outlined only when
-// it starts inside it. Else the page says the element was below the fold,
-// and its crop beside the screenshot shows it.
+// the page; the box is placed on the screenshot less the capture's scroll
+// (none kept: the page's top), and outlined only when it starts inside
+// the window. Else the page says where the element was, and its crop
+// beside the screenshot shows it.
 func (s shots) captureView(c *queue.Capture) *CaptureView {
 	scale := scaleOf(c)
 	v := &CaptureView{Capture: c}
@@ -254,15 +254,23 @@ func (s shots) captureView(c *queue.Capture) *CaptureView {
 		if v.Crop == nil {
 			crop = "no crop of it was captured"
 		}
+		var sx, sy float64
+		if c.Scroll != nil {
+			sx, sy = c.Scroll.X, c.Scroll.Y
+		}
+		x, y := box.X-sx, box.Y-sy
 		switch {
-		case box.Y >= view.ViewH:
-			v.Fold = fmt.Sprintf("The element was below the fold: it starts %s px down the page, and a window of this size shows the first %s px. It is not outlined, as the screenshot may be of the page scrolled; %s.",
-				px(box.Y), px(view.ViewH), crop)
-		case box.X >= view.ViewW:
-			v.Fold = fmt.Sprintf("The element was right of the window: it starts %s px from the page's left edge, and the window is %s px wide. It is not outlined; %s.",
-				px(box.X), px(view.ViewW), crop)
+		case y >= view.ViewH:
+			v.Fold = fmt.Sprintf("The element was below the fold: it starts %s px down the page, and the window showed %s px from %s. It is not outlined; %s.",
+				px(box.Y), px(view.ViewH), px(sy), crop)
+		case y+box.Height <= 0:
+			v.Fold = fmt.Sprintf("The element was above the window: it ends %s px down the page, and the window was scrolled to %s px. It is not outlined; %s.",
+				px(box.Y+box.Height), px(sy), crop)
+		case x >= view.ViewW || x+box.Width <= 0:
+			v.Fold = fmt.Sprintf("The element was beside the window: it starts %s px from the page's left edge, and the window showed %s px from %s. It is not outlined; %s.",
+				px(box.X), px(view.ViewW), px(sx), crop)
 		default:
-			view.X, view.Y, view.W, view.H = box.X, box.Y, box.Width, box.Height
+			view.X, view.Y, view.W, view.H = x, y, box.Width, box.Height
 			v.Outline = &view
 		}
 	}

@@ -83,7 +83,9 @@ func (d *daemon) capture(req api.CaptureRequest) api.Captured {
 //     URL (text, not a link), title, window and errors as unvetted data:
 //     a console error that is markup shows as text.
 //   - A capture whose element was below the fold: no outline; the page
-//     says so, and the crop stands beside the screenshot.
+//     says so, and the crop stands beside the screenshot. The same element
+//     captured with the page scrolled to it is outlined at its box less
+//     the scroll.
 //   - A layout capture that went through a real visual verify (the test
 //     sends the before crop; Chromium takes the after of the page the test
 //     serves, which changed; snagd writes the diff): needs_review, with
@@ -136,14 +138,23 @@ func TestBoardCaptureView(t *testing.T) {
 		Screenshot: picture(t, 2048, 1280, fill{image.Rect(0, 0, 2048, 120), grey}, fill{image.Rect(1200, 840, 1600, 960), red}),
 		Note:       "Pay now does nothing\n\nThe console says the cart is undefined.", Kind: "bug", Severity: "high", By: "dana",
 	})
-	// Scrolled 500 px down a 1024 by 640 window: the element at y 900 was
-	// in the window the extension took, but below the fold of the page.
+	// At the top of a page in a 1024 by 640 window, an element at y 900
+	// is below the fold: not on the screenshot.
 	fold := d.capture(api.CaptureRequest{
+		URL: site.URL + "/checkout", Title: "Checkout", Viewport: &queue.Viewport{Width: 1024, Height: 640, Scale: 1},
+		Anchor:     &api.CaptureAnchor{Selector: "footer .terms", Box: &queue.Box{X: 100, Y: 900, Width: 300, Height: 50}},
+		Screenshot: picture(t, 1024, 640, fill{image.Rect(0, 0, 1024, 120), grey}),
+		Crop:       picture(t, 300, 50, fill{image.Rect(0, 0, 300, 50), red}),
+		Note:       "The terms link is cut off", Kind: "layout", By: "dana",
+	})
+	// Scrolled 500 px down, as the extension sends it: the element at y
+	// 900 of the page is at 400 in the window taken, and outlined there.
+	scrolled := d.capture(api.CaptureRequest{
 		URL: site.URL + "/checkout", Title: "Checkout", Viewport: &queue.Viewport{Width: 1024, Height: 640, Scale: 1},
 		Anchor:     &api.CaptureAnchor{Selector: "footer .terms", Box: &queue.Box{X: 100, Y: 900, Width: 300, Height: 50}},
 		Scroll:     &api.Point{Y: 500},
 		Screenshot: picture(t, 1024, 640, fill{image.Rect(100, 400, 400, 450), red}),
-		Note:       "The terms link is cut off", Kind: "layout", By: "dana",
+		Note:       "The terms link is cut off when scrolled", Kind: "layout", By: "dana",
 	})
 	// The basket's total as captured: its right quarter red.
 	before := picture(t, 200, 80, fill{image.Rect(0, 0, 150, 80), grey}, fill{image.Rect(150, 0, 200, 80), red})
@@ -275,6 +286,18 @@ func TestBoardCaptureView(t *testing.T) {
 	if got := evalIn[int](b, `document.querySelectorAll(".capture .crop img").length`); got != 1 {
 		t.Errorf("%d crops beside the screenshot, want 1", got)
 	}
+	each("scrolled", "/task/"+scrolled.Key, `document.querySelector("#task .capture .anchor-outline")`, func(width int64) {
+		got := evalIn[[]float64](b, `(() => {
+  const img = document.querySelector(".capture .shot-frame img").getBoundingClientRect();
+  const line = document.querySelector(".capture .anchor-outline rect.line").getBoundingClientRect();
+  return [img.left, img.top, img.width, line.left, line.top];
+})()`)
+		k := got[2] / 1024
+		if math.Abs(got[3]-(got[0]+100*k)) > 1 || math.Abs(got[4]-(got[1]+400*k)) > 1 {
+			t.Errorf("at %d px the scrolled capture's outline is at %.1f, %.1f; want %.1f, %.1f (the box less the scroll)",
+				width, got[3], got[4], got[0]+100*k, got[1]+400*k)
+		}
+	})
 
 	// The visual verify: before, after and diff, side by side, then stacked.
 	figure := regexp.MustCompile(`^([0-9.]+)% of the element's pixels changed`)

@@ -87,7 +87,8 @@ func TestCaptureMakesAnInboxTask(t *testing.T) {
 		t.Errorf("task %q %s %s source %q", tk.Title, tk.Kind, tk.Severity, tk.Source)
 	case !strings.Contains(string(tk.Body), "On narrow windows only."):
 		t.Errorf("body %q lacks the note", tk.Body)
-	case c == nil || c.URL != req.URL || c.Anchor != "#pay" || c.AnchorText != "Pay now" || *c.AnchorBox != *req.Anchor.Box || *c.Viewport != *req.Viewport:
+	case c == nil || c.URL != req.URL || c.Anchor != "#pay" || c.AnchorText != "Pay now" || *c.AnchorBox != *req.Anchor.Box || *c.Viewport != *req.Viewport ||
+		c.Scroll == nil || *c.Scroll != (queue.Point{X: 0, Y: 500}):
 		t.Errorf("capture %+v", c)
 	case !slices.Equal(c.ConsoleErrors, req.ConsoleErrors) ||
 		!slices.Equal(c.NetworkErrors, []string{"500 GET http://localhost:3000/api/cart", "failed GET http://localhost:9/x: net::ERR_CONNECTION_REFUSED"}):

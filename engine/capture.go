@@ -109,6 +109,9 @@ func (e *Engine) AddCapture(ctx context.Context, c Capture, who string) (*queue.
 	qc := &queue.Capture{URL: c.URL, Title: c.Title, Viewport: c.Viewport, UserAgent: c.UserAgent,
 		Anchor: c.Selector, AnchorText: c.AnchorText, AnchorBox: c.Box,
 		ConsoleErrors: c.ConsoleErrors, NetworkErrors: c.NetworkErrors, Screenshots: []string{"shots/" + pageName}}
+	if c.Scroll != (image.Point{}) {
+		qc.Scroll = &queue.Point{X: float64(c.Scroll.X), Y: float64(c.Scroll.Y)}
+	}
 	if crop != nil {
 		var b bytes.Buffer
 		if len(c.Crop) > 0 {

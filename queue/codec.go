@@ -666,6 +666,8 @@ func (d *document) capture(field string, n *yaml.Node) (*Capture, error) {
 			c.AnchorText, err = d.str(field+".anchor_text", v)
 		case "anchor_box":
 			c.AnchorBox, err = d.box(field+".anchor_box", v)
+		case "scroll":
+			c.Scroll, err = d.point(field+".scroll", v)
 		case "console_errors":
 			c.ConsoleErrors, err = d.strs(field+".console_errors", v)
 		case "network_errors":
@@ -727,6 +729,22 @@ func (d *document) box(field string, n *yaml.Node) (*Box, error) {
 		return nil, d.errf(n, field, "want {x: 10, y: 20, width: 120, height: 40}: sizes from 0, under a million pixels")
 	}
 	return b, nil
+}
+
+// point reads {x: X, y: Y} in CSS pixels, each under a million in size.
+func (d *document) point(field string, n *yaml.Node) (*Point, error) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil, nil
+	}
+	nums, err := d.numbers(field, n, "x", "y")
+	if err != nil {
+		return nil, err
+	}
+	p := &Point{X: nums["x"], Y: nums["y"]}
+	if math.Abs(p.X) >= 1e6 || math.Abs(p.Y) >= 1e6 {
+		return nil, d.errf(n, field, "want {x: 0, y: 300}: under a million pixels")
+	}
+	return p, nil
 }
 
 // numbers reads a mapping of the given keys to finite numbers; a key left

@@ -102,7 +102,7 @@ func formattedTasks() []*Task {
 	all.Source = SourceCapture
 	all.Capture = &Capture{URL: "http://localhost:3000/checkout", Title: "Checkout — Shop", Viewport: &Viewport{Width: 390, Height: 844, Scale: 2.625},
 		UserAgent: "Mozilla/5.0 (X11; Linux x86_64) Chrome/156.0.0.0 Safari/537.36",
-		Anchor:    "#checkout-form button[type=submit]", AnchorText: "Pay now", AnchorBox: &Box{X: 12.5, Y: 640, Width: 366, Height: 48.25},
+		Anchor:    "#checkout-form button[type=submit]", AnchorText: "Pay now", AnchorBox: &Box{X: 12.5, Y: 640, Width: 366, Height: 48.25}, Scroll: &Point{X: 0, Y: 300.5},
 		ConsoleErrors: []string{"TypeError: cart is undefined", "second\tline"}, NetworkErrors: []string{"500 GET http://localhost:3000/api/cart", "failed GET http://localhost:9/x: net::ERR_CONNECTION_REFUSED"},
 		Screenshots: []string{"shots/SNAG-1-0.png"}, Crop: "shots/SNAG-1-anchor.png"}
 	all.Verify = &VerifySpec{Command: `go test ./checkout/... -run 'Test\d'`}

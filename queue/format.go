@@ -75,6 +75,9 @@ func Format(t *Task) []byte {
 		if x := c.AnchorBox; x != nil {
 			fmt.Fprintf(&b, "  anchor_box: {x: %s, y: %s, width: %s, height: %s}\n", number(x.X), number(x.Y), number(x.Width), number(x.Height))
 		}
+		if p := c.Scroll; p != nil {
+			fmt.Fprintf(&b, "  scroll: {x: %s, y: %s}\n", number(p.X), number(p.Y))
+		}
 		list("console_errors", c.ConsoleErrors)
 		list("network_errors", c.NetworkErrors)
 		if len(c.Screenshots) > 0 {

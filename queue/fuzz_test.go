@@ -209,6 +209,7 @@ func FuzzFormat(f *testing.F) {
 			Capture: &queue.Capture{URL: "http://localhost:3000/" + plan, Title: title, UserAgent: plan,
 				Viewport: &queue.Viewport{Width: int(1 + abs(created)%4000), Height: int(1 + abs(created)%3000), Scale: float64(1+abs(created)%12) / 4},
 				Anchor:   assignee, AnchorText: title, AnchorBox: &queue.Box{X: float64(created%100000) / 8, Y: float64(abs(created) % 7), Width: float64(abs(created)%5000) / 3, Height: 0.1},
+				Scroll:        &queue.Point{X: float64(created % 1000), Y: float64(abs(created)%99999) / 4},
 				ConsoleErrors: []string{title}, NetworkErrors: []string{"500 GET http://localhost/" + plan},
 				Screenshots: []string{"shots/SNAG-1-0.png"}, Crop: "shots/SNAG-1-anchor.png"},
 			Verify:   &queue.VerifySpec{Command: "go test ./... # " + plan},

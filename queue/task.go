@@ -160,9 +160,12 @@ type Capture struct {
 	// Anchor is the CSS selector of the element the person pointed at,
 	// AnchorText its text and AnchorBox where it was, in CSS pixels of the
 	// page.
-	Anchor        string   `json:"anchor,omitempty"`
-	AnchorText    string   `json:"anchor_text,omitempty"`
-	AnchorBox     *Box     `json:"anchor_box,omitempty"`
+	Anchor     string `json:"anchor,omitempty"`
+	AnchorText string `json:"anchor_text,omitempty"`
+	AnchorBox  *Box   `json:"anchor_box,omitempty"`
+	// Scroll is where the page was scrolled to when the screenshot was
+	// taken, in CSS pixels: the anchor is on it at AnchorBox less Scroll.
+	Scroll        *Point   `json:"scroll,omitempty"`
 	ConsoleErrors []string `json:"console_errors,omitempty"`
 	// NetworkErrors are the requests that failed: "500 GET URL" for an
 	// HTTP error, "failed GET URL: why" for one with no answer.
@@ -177,6 +180,12 @@ type Viewport struct {
 	Width  int     `json:"width"`
 	Height int     `json:"height"`
 	Scale  float64 `json:"scale,omitempty"`
+}
+
+// Point is a position in CSS pixels of the page.
+type Point struct {
+	X float64 `json:"x"`
+	Y float64 `json:"y"`
 }
 
 // Box is a rectangle in CSS pixels of the page.
