@@ -695,3 +695,73 @@ func BenchmarkVerifyBrowser(b *testing.B) {
 	b.ReportMetric(percentile(lat, 0.50), "p50-ms")
 	b.ReportMetric(percentile(lat, 1), "max-ms")
 }
+
+// BenchmarkVerifyVisual measures a visual verify through snagd, as
+// BenchmarkVerifyBrowser does a plain browser one: the task's capture has
+// the element's crop (taken once, before the timer, by browser.Capture as
+// snag capture takes it), so each check also takes the crop again at the
+// captured viewport, compares the two and writes the diff. The page is
+// unchanged, so each outcome is fail: the element looks as captured.
+func BenchmarkVerifyVisual(b *testing.B) {
+	chromiumPath(b)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<!doctype html><title>Checkout</title><body style="margin:0"><div style="height:300px"></div>
+<button id="pay" style="width:160px;height:44px;font:bold 20px sans-serif">Place order</button>`)
+	}))
+	defer srv.Close()
+	vp := verifier.Viewport{Width: 1280, Height: 800, Scale: 1}
+	got, err := verifier.Capture(context.Background(), verifier.CaptureRequest{URL: srv.URL + "/checkout",
+		AllowedHosts: []string{"127.0.0.1"}, AnchorSelector: "#pay", Viewport: vp})
+	if err != nil {
+		b.Fatal(err)
+	}
+	root := b.TempDir()
+	tasks, shots := filepath.Join(root, ".snag", "tasks"), filepath.Join(root, ".snag", "shots")
+	for _, dir := range []string{tasks, shots} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(shots, "pay.png"), got.Crop, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	n := b.N
+	for i := 1; i <= n; i++ {
+		tk := genTask(i, fmt.Sprintf("Checkout %d", i))
+		tk.Status, tk.Assignee, tk.Kind = queue.StatusClaimed, "VESPER", queue.KindLayout
+		tk.Capture = &queue.Capture{URL: srv.URL + "/checkout", Anchor: "#pay", Viewport: &queue.Viewport{Width: 1280, Height: 800, Scale: 1},
+			Crop: "shots/pay.png"}
+		if err := os.WriteFile(filepath.Join(tasks, queue.FileName(tk.Key, tk.Title)), queue.Format(tk), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	d := startBench(b, root)
+	var lat []time.Duration
+	b.ResetTimer()
+	for i := 1; i <= n; i++ {
+		ref := fmt.Sprintf("SNAG-%d", i)
+		start := time.Now()
+		if code, body, err := d.call(d.client, "POST", "/verify/"+ref, 0, map[string]any{"by": "bench"}); err != nil || code != http.StatusAccepted {
+			b.Fatalf("verify %s: %d %s %v", ref, code, body, err)
+		}
+		for {
+			_, body, err := d.call(d.client, "GET", "/verify/"+ref, 0, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var v verifyView
+			json.Unmarshal(body, &v)
+			if !v.Running && v.Outcome != "" {
+				if v.Outcome != "fail" || v.Visual == nil || !v.Visual.Identical {
+					b.Fatalf("%s: %+v", ref, v)
+				}
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	b.ReportMetric(percentile(lat, 0.50), "p50-ms")
+	b.ReportMetric(percentile(lat, 1), "max-ms")
+}
