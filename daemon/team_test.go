@@ -201,6 +201,13 @@ func (a *teamAgent) keepAlive(t *testing.T) {
 // claim claims task key and returns the answer and its status.
 func (a *teamAgent) claim(key string) (teamClaim, int, []byte) {
 	code, b, _ := a.call(http.MethodPost, "/tasks/"+key+"/claim", map[string]any{})
+	// A snagd still reconciling its leases at its start answers 503
+	// starting, "try again in a moment": the agent does.
+	for deadline := time.Now().Add(20 * time.Second); code == http.StatusServiceUnavailable &&
+		bytes.Contains(b, []byte(`"error":"starting"`)) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		code, b, _ = a.call(http.MethodPost, "/tasks/"+key+"/claim", map[string]any{})
+	}
 	var c teamClaim
 	json.Unmarshal(b, &c)
 	return c, code, b
