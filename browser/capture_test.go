@@ -435,11 +435,14 @@ func TestCaptureNotSettled(t *testing.T) {
 		{name: "a document that never answers", url: old.URL + "/stuck", says: []string{"its load event never fired"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := capture(t, CaptureRequest{URL: tc.url, Timeout: 4 * time.Second})
+			// The timeout covers Chromium's start too, which on a loaded
+			// machine takes seconds: long enough that the page itself
+			// loads, short enough for a test.
+			_, err := capture(t, CaptureRequest{URL: tc.url, Timeout: 12 * time.Second})
 			if !errors.Is(err, ErrNotSettled) {
 				t.Fatalf("Capture = %v, want an error wrapping ErrNotSettled", err)
 			}
-			for _, s := range append(tc.says, "within the 4s timeout", "--wait-for SELECTOR", "longer --timeout") {
+			for _, s := range append(tc.says, "within the 12s timeout", "--wait-for SELECTOR", "longer --timeout") {
 				if !strings.Contains(err.Error(), s) {
 					t.Errorf("error %q does not say %q", err, s)
 				}
@@ -447,7 +450,7 @@ func TestCaptureNotSettled(t *testing.T) {
 		})
 	}
 	t.Run("a selector to wait for", func(t *testing.T) {
-		_, err := capture(t, CaptureRequest{URL: srv.URL + "/pending", WaitFor: "#nothing", Timeout: 4 * time.Second})
+		_, err := capture(t, CaptureRequest{URL: srv.URL + "/pending", WaitFor: "#nothing", Timeout: 12 * time.Second})
 		if !errors.Is(err, ErrNotSettled) || !strings.Contains(err.Error(), `no element matched "#nothing"`) {
 			t.Errorf("Capture = %v, want ErrNotSettled saying nothing matched", err)
 		}

@@ -308,7 +308,7 @@ func TestSnagCapture(t *testing.T) {
 		t.Errorf("the page off the list was asked for %d times: it must be refused before any request", hits["/broken"])
 	}
 	mu.Unlock()
-	if out := snagCaptureFails(t, d, srv.URL+"/busy", "--timeout", "3s"); !strings.Contains(out, "--wait-for") || !strings.Contains(out, "/hang") {
+	if out := snagCaptureFails(t, d, srv.URL+"/busy", "--timeout", "12s"); !strings.Contains(out, "--wait-for") || !strings.Contains(out, "/hang") {
 		t.Errorf("a page that never settles: %s", out)
 	}
 	if after := shotsAndTasks(t, root); !slices.Equal(before, after) {
