@@ -45,6 +45,18 @@ type Health struct {
 	Polling bool `json:"polling"`
 	// Counts are the index's counts, once Ready.
 	Counts Counts `json:"counts"`
+	// Worktree is the project root the request named (X-Snag-Worktree)
+	// when this snagd serves it: through Root's view, which is the same
+	// folder, or for a worktree snag made for a task, the main worktree's.
+	Worktree string `json:"worktree,omitempty"`
+	// Repository is the folder of what the repository's worktrees share
+	// on this machine (the daemon's lock, the key sequences): set by a
+	// snagd that serves every worktree of its repository.
+	Repository string `json:"repository,omitempty"`
+	// Worktrees are the project roots snagd has open, one per worktree.
+	Worktrees []string `json:"worktrees,omitempty"`
+	// Error, when set, is why snagd cannot serve the worktree asked for.
+	Error string `json:"error,omitempty"`
 	// Proof is the hex HMAC-SHA256 of the query's nonce under the token,
 	// when GET /health?nonce=... asked for one.
 	Proof string `json:"proof,omitempty"`
@@ -102,6 +114,10 @@ type Task struct {
 	Stale bool `json:"stale,omitempty"`
 	// Duplicate is set when another file has the same id or alias.
 	Duplicate bool `json:"duplicate,omitempty"`
+	// HeldIn is the project root in another worktree of the repository
+	// where Assignee holds the task, when this worktree's file says it is
+	// open: the task is claimed there, and a claim of it here is refused.
+	HeldIn string `json:"held_in,omitempty"`
 }
 
 // The states of a task row (Task.State).

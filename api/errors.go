@@ -151,6 +151,13 @@ const (
 	CodeNotPNG = "not_png"
 	// CodeBadPNG (400): a capture's PNG cannot be read to its end.
 	CodeBadPNG = "bad_png"
+	// CodeBadWorktree (400): the request's X-Snag-Worktree names no
+	// worktree of the repository this snagd serves, or a folder without
+	// .snag/.
+	CodeBadWorktree = "bad_worktree"
+	// CodeWorktreeFailed (500): snagd could not open the worktree the
+	// request is for; the message says why and what fixes it.
+	CodeWorktreeFailed = "worktree_failed"
 
 	// CodeBadToolsets (400): /mcp?toolsets= names a toolset snag lacks.
 	CodeBadToolsets = "bad_toolsets"
@@ -254,6 +261,7 @@ var Codes = []string{
 	CodeBadType, CodeBadLink, CodeNoSource, CodeNoNote, CodeNotHere, CodeBadTree, CodeMissingBranch, CodeBadBranch,
 	CodeBranchHeld, CodeBadNote, CodeWrongWorkspace, CodeBadBranches, CodeBadMethod, CodeCoordUnreachable, CodeResolvedElsewhere,
 	CodeBadURL, CodeHostNotAllowed, CodeBadAnchor, CodeBadViewport, CodeBadCapture, CodeNoScreenshot, CodeNotPNG, CodeBadPNG,
+	CodeBadWorktree, CodeWorktreeFailed,
 }
 
 // The headers of an agent's request.
@@ -273,4 +281,10 @@ const (
 	// lease of SNAG-3 will be given up at 15 s"). A 503 that carries it is
 	// the agent's to retry: a client does not wait it out itself.
 	CoordHeader = "X-Snag-Coord"
+	// WorktreeHeader names the project root, in one worktree of the
+	// repository, that a request is for (the path, percent-encoded as a URL
+	// path segment is): one snagd serves every worktree of a repository, and
+	// reads and writes the files of the worktree its caller is in. A request
+	// without it is for the repository's main worktree.
+	WorktreeHeader = "X-Snag-Worktree"
 )

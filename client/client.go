@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -151,6 +152,7 @@ func Dial(ctx context.Context, root string, opts Options) (*Client, error) {
 	tok, tokErr := token.Read(opts.Home)
 	c := &Client{root: abs, home: opts.Home, tok: tok,
 		waiting: opts.Waiting, waitingAfter: opts.WaitingAfter}
+	c.wire.worktree = url.PathEscape(abs)
 	if c.waitingAfter == 0 {
 		c.waitingAfter = WaitingAfter
 	}
@@ -245,6 +247,8 @@ func (c *Client) awaitReady(ctx context.Context, waiting func(Health)) error {
 		pause = min(2*pause, 250*time.Millisecond)
 		h, err := c.probe(ctx, h0.Port, time.Second)
 		switch {
+		case err == nil && h.Error != "":
+			return fmt.Errorf("snagd on :%d cannot serve %s: %s", h0.Port, c.root, h.Error)
 		case err == nil && h.PID == h0.PID:
 			c.use(h)
 			lastAnswer = time.Now()
@@ -406,13 +410,27 @@ func home() string {
 // moment to its exit; it names the daemon's pid and, once bound, its port.
 const LockFile = "snagd.lock"
 
-// LockHeld reports whether a snagd holds the lock of the project at root.
-// A daemon takes it before anything else and the kernel drops it when the
-// daemon exits, however it exits, so a free lock means that no snagd runs
-// for root. known is false when the lock cannot tell (a file system without
-// flock); a missing lock file is known to be free.
+// LockHeld reports whether a snagd holds the lock of the project at root:
+// its repository's (in the git common folder's snag/, gitdir.State), which
+// the one snagd that serves every worktree of the repository holds, or the
+// project's own .snag/snagd.lock, which that snagd holds for each worktree
+// it has open (and an older snagd, serving one worktree alone, held). A
+// daemon takes its lock before anything else and the kernel drops it when
+// the daemon exits, however it exits, so a free lock means that no snagd
+// runs for root. known is false when a lock cannot tell (a file system
+// without flock); a missing lock file is known to be free.
 func LockHeld(root string) (held, known bool) {
-	f, err := os.Open(filepath.Join(root, ".snag", LockFile))
+	held, known = lockFileHeld(filepath.Join(gitdir.State(root), LockFile))
+	if held {
+		return true, true
+	}
+	own, ownKnown := lockFileHeld(filepath.Join(root, ".snag", LockFile))
+	return own, known && ownKnown
+}
+
+// lockFileHeld reports whether a daemon holds the lock file at path.
+func lockFileHeld(path string) (held, known bool) {
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, true
 	}
@@ -433,7 +451,8 @@ func LockHeld(root string) (held, known bool) {
 }
 
 // portsOf gives the ports a project's files name for its daemon: .snag/.port,
-// and the port in the daemon's lock file.
+// the port in the project's lock file, and the port in its repository's
+// lock file (the snagd that serves every worktree of the repository).
 func portsOf(root string) []int {
 	var ports []int
 	add := func(s string) {
@@ -444,46 +463,30 @@ func portsOf(root string) []int {
 	if b, err := os.ReadFile(filepath.Join(root, ".snag", ".port")); err == nil {
 		add(string(b))
 	}
-	if b, err := os.ReadFile(filepath.Join(root, ".snag", LockFile)); err == nil {
-		if _, port, ok := strings.Cut(strings.TrimSpace(string(b)), " "); ok {
-			add(port)
+	for _, lock := range []string{filepath.Join(root, ".snag", LockFile), filepath.Join(gitdir.State(root), LockFile)} {
+		if b, err := os.ReadFile(lock); err == nil {
+			if _, port, ok := strings.Cut(strings.TrimSpace(string(b)), " "); ok {
+				add(port)
+			}
 		}
 	}
 	return ports
 }
 
-// siblings gives the project roots in the other worktrees of root's
-// repository: the same folder below each worktree's top.
-func siblings(root, common string) []string {
-	top := gitdir.Top(root)
-	rel, err := filepath.Rel(top, root)
-	if top == "" || err != nil {
-		return nil
-	}
-	var out []string
-	for _, wt := range gitdir.Worktrees(common) {
-		if real, err := filepath.EvalSymlinks(wt); err == nil {
-			wt = real
-		}
-		if other := filepath.Join(wt, rel); other != root {
-			out = append(out, other)
-		}
-	}
-	return out
-}
-
-// find looks for the daemon: the ports this project's files name
-// (.snag/.port, the lock), then those of the other worktrees of its
-// repository, whose daemon it may share. It probes the whole range
-// 7654-7664 only when this project's lock is held (a daemon runs but did
-// not answer on a port its files name) or cannot tell: when the lock is
-// free no snagd serves the project, and other projects' daemons are left
-// alone. A daemon of this project wins over one of another worktree.
+// find looks for the daemon: at the ports this project's files name
+// (.snag/.port, its lock, its repository's lock). One snagd serves every
+// worktree of a repository, each through a view of its own: every request
+// names the client's project root (api.WorktreeHeader), and a snagd that
+// serves it says so in /health (Root, or Worktree for a worktree snag made
+// for a task, which the main worktree's view serves). It probes the whole
+// range 7654-7664 only when this project's lock is held (a daemon runs but
+// did not answer on a port its files name) or cannot tell: when the lock
+// is free no snagd serves the project, and other projects' daemons are
+// left alone.
 func (c *Client) find(ctx context.Context, timeout time.Duration) (bool, []string) {
 	myCommon := gitdir.Common(c.root)
 	c.mismatch = nil
 	var notes []string
-	var sibling *Health
 	tried := map[int]bool{}
 	var slow []int // this project's ports where something took too long
 	ask := func(p int, timeout time.Duration) bool {
@@ -501,15 +504,13 @@ func (c *Client) find(ctx context.Context, timeout time.Duration) (bool, []strin
 			}
 			return false
 		}
-		switch {
-		case h.Root == c.root:
+		if c.serves(h) {
 			c.use(h)
 			return true
-		case myCommon != "" && h.GitCommonDir == myCommon:
-			if sibling == nil {
-				sibling = h
-			}
-		default:
+		}
+		if myCommon != "" && h.GitCommonDir == myCommon && h.Repository == "" {
+			notes = append(notes, fmt.Sprintf("snagd on :%d (pid %d) is an older one that serves %s alone: stop it (snag daemon stop in %[3]s), and the next command starts one that serves every worktree", p, h.PID, h.Root))
+		} else {
 			notes = append(notes, fmt.Sprintf("snagd on :%d serves %s, not %s", p, h.Root, c.root))
 		}
 		return false
@@ -548,18 +549,13 @@ func (c *Client) find(ctx context.Context, timeout time.Duration) (bool, []strin
 			}
 		}
 	}
-	if sibling == nil && myCommon != "" {
-		for _, other := range siblings(c.root, myCommon) {
-			for _, p := range portsOf(other) {
-				try(p)
-			}
-		}
-	}
-	if sibling != nil {
-		c.use(sibling)
-		return true, nil
-	}
 	return false, notes
+}
+
+// serves reports whether the snagd that answered h serves this client's
+// project root.
+func (c *Client) serves(h *Health) bool {
+	return h.Root == c.root || h.Worktree == c.root
 }
 
 func (c *Client) use(h *Health) {
@@ -632,7 +628,7 @@ func (c *Client) Fresh(ctx context.Context) (Health, error) {
 	}
 	if quick {
 		// What the lock said is confirmed, or discovery starts over.
-		if h.PID != was.PID || h.Root != c.root {
+		if h.PID != was.PID || !c.serves(h) {
 			if err := c.unquick(ctx); err != nil {
 				return Health{}, err
 			}
@@ -651,7 +647,7 @@ func (c *Client) Fresh(ctx context.Context) (Health, error) {
 func (c *Client) Recheck(ctx context.Context) error {
 	was := c.Health()
 	h, err := c.probe(ctx, was.Port, time.Second)
-	if err == nil && h.PID == was.PID && h.Root == was.Root {
+	if err == nil && h.PID == was.PID && c.serves(h) {
 		return nil
 	}
 	c.findMu.Lock()

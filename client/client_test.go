@@ -176,7 +176,8 @@ func TestX6_SquatterNeverSeesTheToken(t *testing.T) {
 }
 
 // TestWorktreesShareOneDaemon: a client in a second worktree of the same
-// repository finds the first worktree's daemon.
+// repository finds the first worktree's daemon, which serves it through a
+// view of its own: its own files, the repository's live state.
 func TestWorktreesShareOneDaemon(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -209,8 +210,8 @@ func TestWorktreesShareOneDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Dial from the second worktree: %v", err)
 	}
-	if c.Health().Port != port || c.Health().Root != main {
-		t.Errorf("found %+v; want the main worktree's daemon on %d", c.Health(), port)
+	if h := c.Health(); h.Port != port || h.Root != wt || h.Worktree != wt || h.Repository != filepath.Join(main, ".git", "snag") {
+		t.Errorf("found %+v; want the main worktree's daemon on %d serving %s through its own view", h, port, wt)
 	}
 }
 

@@ -22,6 +22,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/snagdev/snag/api"
 )
 
 // maxIdle is how many idle connections a transport keeps per port.
@@ -38,6 +40,9 @@ const (
 type transport struct {
 	mu   sync.Mutex
 	idle map[int][]*wireConn
+	// worktree, when set, is sent with every request as
+	// api.WorktreeHeader: the project root the client serves, escaped.
+	worktree string
 }
 
 // wireConn is one connection and the reader of its answers.
@@ -211,7 +216,7 @@ func (t *transport) exchange(ctx context.Context, c *wireConn, port int, req *re
 		}
 		return nil, err
 	}
-	if _, err := c.Write(head(req, port)); err != nil {
+	if _, err := c.Write(head(req, port, t.worktree)); err != nil {
 		return fail(err, false)
 	}
 	resp, keep, err := readHead(c.br, req.method)
@@ -234,7 +239,7 @@ func (t *transport) exchange(ctx context.Context, c *wireConn, port int, req *re
 }
 
 // head is req's request line, headers and body, as they are written.
-func head(req *request, port int) []byte {
+func head(req *request, port int, worktree string) []byte {
 	var w bytes.Buffer
 	w.Grow(256 + len(req.body))
 	w.WriteString(req.method)
@@ -243,6 +248,12 @@ func head(req *request, port int) []byte {
 	w.WriteString(" HTTP/1.1\r\nHost: 127.0.0.1:")
 	w.WriteString(strconv.Itoa(port))
 	w.WriteString("\r\n")
+	if worktree != "" {
+		w.WriteString(api.WorktreeHeader)
+		w.WriteString(": ")
+		w.WriteString(worktree)
+		w.WriteString("\r\n")
+	}
 	for i := 0; i+1 < len(req.header); i += 2 {
 		w.WriteString(req.header[i])
 		w.WriteString(": ")

@@ -29,6 +29,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/coord"
 	"github.com/snagdev/snag/engine"
 	"github.com/snagdev/snag/gitdir"
@@ -111,7 +112,9 @@ type Options struct {
 // DefaultCoordGrace is [Options.CoordGrace]'s default.
 const DefaultCoordGrace = coord.DefaultGrace
 
-// Daemon is a running snagd: the engine, and the HTTP server over it.
+// Daemon is one worktree's view in a running snagd: the worktree's engine,
+// and the routes over it. The host holds the listener and the lock; the
+// views of one repository share its engine.Repository.
 type Daemon struct {
 	opts      Options
 	log       *slog.Logger
@@ -121,12 +124,18 @@ type Daemon struct {
 	guard     *guard
 	root      string // absolute, symlinks resolved
 	gitCommon string
+	host      *host
+	// handler is the view's routes behind d.opening; stopView ends its run.
+	handler  http.Handler
+	stopView context.CancelFunc
 
 	// lastUse is when the last request but /health came, in Unix nanoseconds.
 	lastUse atomic.Int64
 	// opened is set once the engine is open (and the index rebuilt, when
 	// snag.db was damaged); until then every request but /health gets 503.
 	opened atomic.Bool
+	// failed is why the view could not open, once it could not.
+	failed atomic.Pointer[error]
 
 	// mcp serves /mcp; calls holds, by session id, when each session's
 	// latest tool call came (since this snagd started).
@@ -134,7 +143,22 @@ type Daemon struct {
 	calls sync.Map
 }
 
-// Run serves the project until ctx ends.
+// fail records why the view could not open: its requests are answered
+// with it.
+func (d *Daemon) failOpen(err error) { d.failed.Store(&err) }
+
+// failure is why the view could not open, or nil.
+func (d *Daemon) failure() error {
+	if p := d.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Run serves the project at opts.Root, and every other worktree of its
+// repository that a request names, until ctx ends. One snagd serves a
+// repository: a second one started for any of its worktrees finds the
+// repository's lock held and exits, naming the first.
 func Run(ctx context.Context, opts Options) error {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
@@ -149,65 +173,91 @@ func Run(ctx context.Context, opts Options) error {
 	if fi, err := os.Stat(filepath.Join(root, project.Folder)); err != nil || !fi.IsDir() {
 		return fmt.Errorf("snagd: %s has no .snag/ folder: run snag init there first", root)
 	}
-	d := &Daemon{opts: opts, log: opts.Log, root: root}
-	d.gitCommon = gitdir.Common(root)
-	d.lastUse.Store(time.Now().UnixNano())
+	h := &host{opts: opts, log: opts.Log, views: map[string]*Daemon{}, aliases: map[string]string{}, empty: make(chan struct{})}
+	h.common = gitdir.Common(root)
+	h.state = gitdir.State(root)
+	if top := gitdir.Top(root); h.common != "" && top != "" {
+		if real, err := filepath.EvalSymlinks(top); err == nil {
+			top = real
+		}
+		if rel, err := filepath.Rel(top, root); err == nil {
+			h.rel = rel
+		}
+	}
+	if err := os.MkdirAll(h.state, 0o755); err != nil {
+		return fmt.Errorf("snagd: make %s: %w: check that the repository's git folder can be written", h.state, err)
+	}
 
-	unlock, err := lock(filepath.Join(root, project.Folder, LockFile))
+	what := "this project"
+	if h.common != "" {
+		what = "this repository's worktrees"
+	}
+	unlock, err := lock(filepath.Join(h.state, hostLock), what)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 
-	home := opts.Home
-	if home == "" {
-		home = project.Home()
+	h.home = opts.Home
+	if h.home == "" {
+		h.home = project.Home()
 	}
-	if d.tok, err = token.Load(home); err != nil {
+	if h.tok, err = token.Load(h.home); err != nil {
 		return fmt.Errorf("snagd: %w", err)
 	}
-	var hosted *hostedMCP
-	if opts.Hosted != nil {
-		if hosted, err = newHosted(d, *opts.Hosted, d.tok); err != nil {
-			return fmt.Errorf("snagd: %w", err)
-		}
-	}
-
 	ln, err := listen(opts.Port)
 	if err != nil {
 		return err
 	}
-	d.port = ln.Addr().(*net.TCPAddr).Port
-	d.guard = &guard{tok: d.tok, port: d.port, tokenFile: tokenFileName(home)}
-	writeLock(filepath.Join(root, project.Folder, LockFile), d.port)
+	h.port = ln.Addr().(*net.TCPAddr).Port
+	writeLock(filepath.Join(h.state, hostLock), h.port)
 	if err := failpoint.Arm(); err != nil {
 		ln.Close()
 		return fmt.Errorf("snagd: %w", err)
 	}
 	failpoint.Hit("start", StepListening)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	h.ctx, h.g = gctx, g
+	h.repo = engine.NewRepository(h.state)
+	if main := h.mainRoot(); main != "" && main != root {
+		if r, err := h.rootOf(root); err == nil && r == main {
+			root = main // a task's worktree: the main worktree's view serves it
+		}
+	}
+	h.mu.Lock()
+	h.primary = h.openLocked(root)
+	h.mu.Unlock()
+	primary := h.primary
+
+	var hosted *hostedMCP
 	var hostedLn net.Listener
-	if hosted != nil {
-		if hostedLn, err = hosted.listenOn(ctx); err != nil {
+	if opts.Hosted != nil {
+		if hosted, err = newHosted(primary, *opts.Hosted, h.tok); err == nil {
+			hostedLn, err = hosted.listenOn(ctx)
+		}
+		if err != nil {
 			ln.Close()
+			cancel()
+			g.Wait()
 			return fmt.Errorf("snagd: %w", err)
 		}
 	}
 
-	// The server answers from the start: until the index is open and the
-	// first rescan is done (a damaged snag.db may be rebuilding), every
-	// request but /health gets 503 with Retry-After, never data from an
-	// index that may not match the files.
+	// The server answers from the start: until a view's index is open and
+	// its first rescan is done (a damaged snag.db may be rebuilding), every
+	// request to it but /health gets 503 with Retry-After, never data from
+	// an index that may not match the files.
 	srv := &http.Server{
-		Handler:           failpointOps(d.opening(d.routes(ctx))),
+		Handler:           failpointOps(h),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       60 * time.Second,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelDebug),
+		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	g, gctx := errgroup.WithContext(ctx)
 	serveIn(gctx, g, srv, func() error {
 		err := srv.Serve(ln)
 		if errors.Is(err, http.ErrServerClosed) {
@@ -216,62 +266,31 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	})
 	if hosted != nil {
-		// The same /mcp as the local listener's (d.routes made it), behind
-		// the hosted gate: its sessions are ordinary /mcp sessions.
-		hosted.secret.onChange = d.mcp.closeHosted
-		hsrv := hosted.server(d.opening(d.mcp))
+		// The same /mcp as the local listener's (the primary's routes made
+		// it), behind the hosted gate: its sessions are ordinary /mcp sessions.
+		hosted.secret.onChange = primary.mcp.closeHosted
+		hsrv := hosted.server(primary.opening(primary.mcp))
 		serveIn(gctx, g, hsrv, func() error { return hosted.serve(hsrv, hostedLn) })
 	}
-	stop := func(err error) error {
-		cancel()
-		g.Wait()
-		return err
-	}
-
-	portFile := filepath.Join(root, project.Folder, project.PortFile)
-	if err := os.WriteFile(portFile, []byte(strconv.Itoa(d.port)+"\n"), 0o644); err != nil {
-		return stop(fmt.Errorf("snagd: write %s: %w", portFile, err))
-	}
-	defer os.Remove(portFile)
-
-	store, err := d.openCoord(gctx, home)
-	if err != nil {
-		return stop(fmt.Errorf("snagd: %w", err))
-	}
-	if store != nil {
-		defer store.Close()
-	}
-	e, err := engine.Open(gctx, engine.Options{Root: root, Home: home, Log: d.log, Watch: opts.Watch,
-		Settle: opts.Settle, Grace: opts.Grace, Sweep: opts.Sweep, PlanDelay: opts.PlanDelay,
-		Coord: store, CoordBeat: opts.CoordBeat})
-	if err != nil {
-		return stop(fmt.Errorf("snagd: %w", err))
-	}
-	defer e.Close()
-	d.e = e
-	installFailpoints(e.Project())
-	d.opened.Store(true)
-	g.Go(func() error {
-		if err := e.Run(gctx); err != nil {
-			return fmt.Errorf("snagd: %w", err)
-		}
-		return nil
-	})
-	g.Go(func() error { return d.lifetime(gctx) })
-	d.log.Info("snagd serving", "root", root, "addr", ln.Addr().String(), "pid", os.Getpid())
+	h.openKnown()
+	g.Go(func() error { return h.lifetime(gctx) })
+	h.log.Info("snagd serving", "root", root, "repository", h.state, "addr", ln.Addr().String(), "pid", os.Getpid())
 	if hosted != nil {
 		attrs := []any{"addr", hostedLn.Addr().String(), "tls", hosted.tls != nil, "allowed_hosts", hosted.allowedNames()}
 		if hosted.tls == nil {
-			d.log.Warn("hosted /mcp serving plain HTTP on loopback: put a TLS proxy or an SSH tunnel in front of it for other machines", attrs...)
+			h.log.Warn("hosted /mcp serving plain HTTP on loopback: put a TLS proxy or an SSH tunnel in front of it for other machines", attrs...)
 		} else {
-			d.log.Info("hosted /mcp serving", attrs...)
+			h.log.Info("hosted /mcp serving", attrs...)
 		}
 	}
-	link, _ := d.guard.board.LoginURL(boardPerson())
-	d.log.Info("the board: open this one-time login link (snag open makes another)", "url", link)
+	link, _ := primary.guard.board.LoginURL(boardPerson())
+	h.log.Info("the board: open this one-time login link (snag open makes another)", "url", link)
 	if opts.Ready != nil {
 		go func() {
-			for !e.Ready() && gctx.Err() == nil {
+			for gctx.Err() == nil && (!primary.opened.Load() || !primary.e.Ready()) {
+				if primary.failure() != nil {
+					return
+				}
 				time.Sleep(5 * time.Millisecond)
 			}
 			if gctx.Err() == nil {
@@ -315,9 +334,10 @@ func listen(port int) (net.Listener, error) {
 	return nil, fmt.Errorf("snagd: every port of 127.0.0.1:%d-%d is taken: stop a snagd you no longer need (snag daemon stop) or choose a port with --port", FirstPort, LastPort)
 }
 
-// lock takes the project's daemon lock, so a second snagd for the same root
-// refuses to start and names the first.
-func lock(path string) (func(), error) {
+// lock takes a daemon lock, the repository's or a worktree's (what names
+// which), so a second snagd for the same repository refuses to start and
+// names the first.
+func lock(path, what string) (func(), error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("snagd: %w", err)
@@ -336,7 +356,7 @@ func lock(path string) (func(), error) {
 		if pid == "" {
 			pid = "?"
 		}
-		return nil, fmt.Errorf("snagd: another snagd already serves this project (pid %s, port %s): use it, or stop it first (snag daemon stop)", pid, port)
+		return nil, fmt.Errorf("snagd: another snagd already serves %s (pid %s, port %s): use it, or stop it first (snag daemon stop)", what, pid, port)
 	}
 	return func() {
 		f.Truncate(0)
@@ -349,10 +369,15 @@ func writeLock(path string, port int) {
 }
 
 // opening answers 503 with Retry-After to every request but /health until
-// the project is open.
+// the project is open, and 500 worktree_failed, saying why, when it could
+// not be opened.
 func (d *Daemon) opening(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !d.opened.Load() && r.URL.Path != "/health" {
+			if err := d.failure(); err != nil {
+				writeError(w, &apiError{http.StatusInternalServerError, api.CodeWorktreeFailed, err.Error()})
+				return
+			}
 			writeError(w, &apiError{http.StatusServiceUnavailable, "starting", "snagd is opening its index: try again in a moment"})
 			return
 		}

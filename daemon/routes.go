@@ -111,6 +111,15 @@ func (d *Daemon) ready503(h http.HandlerFunc) http.HandlerFunc {
 func (d *Daemon) health(w http.ResponseWriter, r *http.Request) {
 	h := Health{Service: "snagd", Root: d.root, GitCommonDir: d.gitCommon, PID: os.Getpid(), Port: d.port,
 		Version: d.opts.Version}
+	if d.host != nil {
+		h.Repository, h.Worktrees = d.host.state, d.host.roots()
+		if asked, ok := r.Context().Value(askedKey{}).(string); ok {
+			h.Worktree = asked
+		}
+	}
+	if err := d.failure(); err != nil {
+		h.Error = err.Error()
+	}
 	if d.opened.Load() && d.e.Ready() {
 		h.Ready, h.Polling = true, d.e.Polling()
 		c, _ := d.e.Counts(r.Context())

@@ -120,12 +120,13 @@ func (e *Engine) Context(ctx context.Context, s index.Session) (TeamContext, err
 			tc.Others = append(tc.Others, *v)
 		}
 	}
-	page, err := e.p.DB.List(ctx, index.Filter{Statuses: []queue.Status{queue.StatusOpen}, Limit: 4 * contextReady})
+	page, err := e.List(ctx, index.Filter{Statuses: []queue.Status{queue.StatusOpen}, Limit: 4 * contextReady})
 	if err != nil {
 		return tc, err
 	}
 	for _, r := range page.Rows {
-		if len(r.BlockedBy) == 0 && r.State == index.StateOK {
+		// (A task another worktree holds reads as claimed there: not ready.)
+		if len(r.BlockedBy) == 0 && r.State == index.StateOK && r.Status == queue.StatusOpen {
 			if len(tc.Ready) == contextReady {
 				tc.ReadyMore = true
 				break

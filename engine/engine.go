@@ -66,6 +66,10 @@ type Options struct {
 	Coord *coord.Store
 	// CoordBeat is how often this clone heartbeats to Coord (DefaultHeartbeat).
 	CoordBeat time.Duration
+	// Repository, when set, is shared with the engines of the repository's
+	// other worktrees in this snagd: a task is leased in one worktree at a
+	// time, and keys come from the repository's sequences.
+	Repository *Repository
 }
 
 // Engine is the one writer of an open project.
@@ -185,6 +189,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	e.p.Tasks.OnDisplaced(e.displaced)
 	e.tasks = e.p.Tasks
+	if opts.Repository != nil {
+		opts.Repository.join(e)
+	}
 	cfg := e.p.Config
 	e.cfg.Store(&cfg)
 	e.verify = newVerifier(cfg.Verify.MaxConcurrent)
@@ -263,6 +270,9 @@ func (e *Engine) Run(ctx context.Context) error {
 func (e *Engine) Close() error {
 	var err error
 	e.closeOnce.Do(func() {
+		if e.opts.Repository != nil {
+			e.opts.Repository.leave(e) // before its index closes: the others read it
+		}
 		e.stop()
 		if e.verify != nil {
 			e.verify.wg.Wait() // their context has ended: commands are killed, browsers closed

@@ -205,8 +205,24 @@ func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 	if e.team != nil && ref == nil {
 		return e.teamClaimNext(ctx, s, force)
 	}
+	if ref == nil && e.opts.Repository != nil {
+		// Claim-next skips the tasks other worktrees hold; one whose claim
+		// there began after this one chose it is skipped on the next try.
+		// Each such refusal is another claim's progress, so the tries end:
+		// in a grant, or when nothing is left that others are not taking.
+		for try := 0; ; try++ {
+			got, err := e.claim(ctx, s, nil, force, nil)
+			if !errors.Is(err, ErrHeldElsewhere) || try == claimNextTries-1 || ctx.Err() != nil {
+				return got, err
+			}
+		}
+	}
 	return e.claim(ctx, s, ref, force, nil)
 }
+
+// claimNextTries bounds how often a claim of the next task chooses again
+// after another worktree took its choice first.
+const claimNextTries = 100
 
 // claim is Claim of task ref, or of the next task when ref is nil; pre is
 // the shared lease a team's claim-next was granted for it, given back when
@@ -229,6 +245,15 @@ func (e *Engine) claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 			e.Audit(ctx, claimEntry(s, it.ID, "refused", err.Error()))
 		}
 		return Claimed{}, err
+	}
+	if r := e.opts.Repository; r != nil {
+		// No other worktree of the repository holds the task, nor can take
+		// it until this claim's lease row is committed or the claim fails.
+		release, err := r.reserve(ctx, e, it.ID)
+		if err != nil {
+			return refused(err)
+		}
+		defer release()
 	}
 	if e.team != nil && pre == nil {
 		l, err := e.teamGrant(ctx, it, s)
@@ -326,6 +351,10 @@ func (e *Engine) claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 // no task to claim it returns none, and the answer (nothing ready, or the
 // holder's own lease) or the refusal.
 func (e *Engine) chooseClaim(ctx context.Context, s index.Session, ref *queue.Ref, force bool) (*index.Item, Claimed, error) {
+	var elsewhere map[string]Holder
+	if ref == nil && e.opts.Repository != nil {
+		elsewhere = e.opts.Repository.elsewhere(ctx, e)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	// The choice and the checks read on the writer's connection, whose
@@ -339,7 +368,7 @@ func (e *Engine) chooseClaim(ctx context.Context, s index.Session, ref *queue.Re
 	)
 	err := e.p.DB.Read(ctx, func(tx *index.Tx) error {
 		if ref == nil {
-			id, err := e.nextReady(tx)
+			id, err := e.nextReady(tx, elsewhere)
 			if err != nil {
 				return err
 			}
@@ -348,9 +377,16 @@ func (e *Engine) chooseClaim(ctx context.Context, s index.Session, ref *queue.Re
 				if err != nil {
 					return err
 				}
-				if row == nil || e.chosen(row.ID) {
+				heldElsewhere := false
+				if row != nil {
+					_, heldElsewhere = elsewhere[row.ID]
+				}
+				if row == nil || e.chosen(row.ID) || heldElsewhere {
 					reason = rd.String()
-					if row != nil {
+					if heldElsewhere {
+						h := elsewhere[row.ID]
+						reason = fmt.Sprintf("nothing is ready here: the ready tasks are held or being claimed in other worktrees of the repository (%s in %s)", row.Key, h.Worktree)
+					} else if row != nil {
 						reason = "nothing is ready: the ready tasks are being claimed by others"
 					}
 					return nil
@@ -455,21 +491,30 @@ type nextMark struct {
 // nextReady finds the task claim-next hands out (index.Tx.NextReadyFrom),
 // walking from where the last claim-next found its task when nothing but
 // claims was written since; e.mu must be held, and tx be a DB.Read.
-func (e *Engine) nextReady(tx *index.Tx) (string, error) {
+func (e *Engine) nextReady(tx *index.Tx, elsewhere map[string]Holder) (string, error) {
 	writes := e.p.DB.Writes()
 	version, err := tx.DataVersion()
 	if err != nil {
 		return "", err
 	}
 	from := index.Mark{}
-	if e.nextMark.writes == writes && e.nextMark.version == version {
+	if e.nextMark.writes == writes && e.nextMark.version == version && len(elsewhere) == 0 {
+		// (A task another worktree holds may be freed there without a
+		// write here: with any held elsewhere, the walk starts over.)
 		from = e.nextMark.mark
 	}
-	id, mark, err := tx.NextReadyFrom(from, e.chosen)
+	skip := e.chosen
+	if len(elsewhere) > 0 {
+		skip = func(id string) bool {
+			_, held := elsewhere[id]
+			return held || e.chosen(id)
+		}
+	}
+	id, mark, err := tx.NextReadyFrom(from, skip)
 	if err == nil && id == "" && from != (index.Mark{}) {
 		// Nothing from the mark on: the whole queue is walked before
 		// saying so.
-		id, mark, err = tx.NextReadyFrom(index.Mark{}, e.chosen)
+		id, mark, err = tx.NextReadyFrom(index.Mark{}, skip)
 	}
 	if err != nil {
 		e.nextMark = nextMark{}

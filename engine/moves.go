@@ -142,6 +142,13 @@ func (e *Engine) createKeyed(ctx context.Context, t *queue.Task) (string, error)
 				return "", err
 			}
 		}
+		if r := e.opts.Repository; r != nil {
+			// Worktrees adding at once, and a snagd started again in any of
+			// them, take numbers from the repository's one sequence.
+			if n, err = r.nextAlias(ctx, e, "task", n); err != nil {
+				return "", fmt.Errorf("add: %w", err)
+			}
+		}
 		t.Key = queue.Alias(n)
 		if cycle := e.depCycle(ctx, t.Key, t.DependsOn); cycle != nil {
 			return "", refuse(ErrInvalid, "cycle", "add: depends_on would make a cycle: %s: depend on none of those, or change the task that depends on %s",

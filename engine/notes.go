@@ -143,6 +143,11 @@ func (e *Engine) AddNote(ctx context.Context, actor queue.Actor, who string, in 
 			return index.NoteRow{}, err
 		}
 	}
+	if r := e.opts.Repository; r != nil {
+		if next, err = r.nextAlias(ctx, e, "note", next); err != nil {
+			return index.NoteRow{}, fmt.Errorf("note: %w", err)
+		}
+	}
 	path := ""
 	for i := 0; ; i++ {
 		if i == noteTries {

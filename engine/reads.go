@@ -12,12 +12,36 @@ import (
 
 // List pages through the tasks that match f.
 func (e *Engine) List(ctx context.Context, f index.Filter) (index.Page, error) {
-	return e.p.DB.List(ctx, f)
+	page, err := e.p.DB.List(ctx, f)
+	if err == nil {
+		e.heldElsewhere(ctx, page.Rows...)
+	}
+	return page, err
 }
 
 // Get is one task, its row, its parsed file and its file's facts.
 func (e *Engine) Get(ctx context.Context, ref queue.Ref) (*index.Item, error) {
-	return e.p.DB.Get(ctx, ref)
+	it, err := e.p.DB.Get(ctx, ref)
+	if err == nil {
+		e.heldElsewhere(ctx, &it.Row)
+	}
+	return it, err
+}
+
+// heldElsewhere shows the rows whose tasks another worktree of the
+// repository holds as that worktree's lease says: claimed, by its holder,
+// in that worktree (Row.HeldIn), where this worktree's file says open.
+func (e *Engine) heldElsewhere(ctx context.Context, rows ...*index.Row) {
+	r := e.opts.Repository
+	if r == nil || len(rows) == 0 {
+		return
+	}
+	held := r.elsewhere(ctx, e)
+	for _, row := range rows {
+		if h, ok := held[row.ID]; ok && h.Name != "" && row.Status == queue.StatusOpen {
+			row.Status, row.Assignee, row.HeldIn = queue.StatusClaimed, h.Name, h.Worktree
+		}
+	}
 }
 
 // Search runs a full-text query; a query that is a task's alias or id

@@ -532,7 +532,7 @@ func (e *Engine) eta(ctx context.Context, taskID string, run index.VerifyRun) in
 // Verification is where verify of task ref stands, with its recent runs,
 // and the task as the runs agree with.
 func (e *Engine) Verification(ctx context.Context, ref queue.Ref) (VerifyState, *index.Item, error) {
-	it, err := e.p.DB.Get(ctx, ref)
+	it, err := e.Get(ctx, ref)
 	if err != nil {
 		return VerifyState{}, nil, err
 	}
@@ -554,7 +554,7 @@ func (e *Engine) verifyState(ctx context.Context, it *index.Item) (VerifyState, 
 	}
 	if it.Status == queue.StatusVerifying && len(runs) > 0 && !runs[0].Ended.IsZero() &&
 		runs[0].Outcome != OutcomeUnavailable && runs[0].Outcome != OutcomeInterrupted {
-		if fresh, err := e.p.DB.Get(ctx, queue.Ref{ID: it.ID}); err == nil {
+		if fresh, err := e.Get(ctx, queue.Ref{ID: it.ID}); err == nil {
 			it = fresh
 		}
 	}

@@ -238,3 +238,36 @@ func Workspace(root, configured string) string {
 	}
 	return filepath.Base(root)
 }
+
+// StateFolder is the name of the folder in a repository's git common
+// folder that holds what snag shares among the repository's worktrees on
+// this machine.
+const StateFolder = "snag"
+
+// State returns the folder that holds what every worktree of root's
+// repository shares on this machine (the daemon's lock, its port, the
+// sequences of keys): snag/ in the git common folder, or root's own .snag/
+// when root is not in a git repository.
+func State(root string) string {
+	if c := Common(root); c != "" {
+		return filepath.Join(c, StateFolder)
+	}
+	return filepath.Join(root, ".snag")
+}
+
+// Main returns the top folder of the main worktree of the repository whose
+// common folder is common (the one git init or clone made), or "" for a
+// bare repository, which has none.
+func Main(common string) string {
+	if filepath.Base(common) == ".git" {
+		return filepath.Dir(common)
+	}
+	return ""
+}
+
+// TaskBranch reports whether branch is one that snag made for a task's
+// worktree (snag/<key>).
+func TaskBranch(branch string) bool {
+	rest, ok := strings.CutPrefix(branch, "snag/")
+	return ok && rest != ""
+}

@@ -52,6 +52,26 @@ func TestWorktreesShareTheCommonDir(t *testing.T) {
 	if got := Common(t.TempDir()); got != "" {
 		t.Errorf("a folder outside git reports %q", got)
 	}
+	// The worktrees of one repository share one state folder, in its
+	// common folder; a folder outside git keeps its own in .snag/.
+	if s1, s2 := State(main), State(sub); s1 != s2 || s1 != filepath.Join(a, StateFolder) {
+		t.Errorf("State(main) = %q, State(worktree) = %q; want both %q", s1, s2, filepath.Join(a, StateFolder))
+	}
+	if State(other) == State(main) {
+		t.Errorf("another repository shares the state folder %q", State(other))
+	}
+	plain := t.TempDir()
+	if got := State(plain); got != filepath.Join(plain, ".snag") {
+		t.Errorf("State outside git = %q; want %q", got, filepath.Join(plain, ".snag"))
+	}
+	if got := Main(a); got != Top(main) {
+		t.Errorf("Main(%q) = %q; want %q", a, got, Top(main))
+	}
+	for branch, want := range map[string]bool{"snag/SNAG-3": true, "snag/": false, "main": false, "feature/snag": false} {
+		if TaskBranch(branch) != want {
+			t.Errorf("TaskBranch(%q) = %v; want %v", branch, !want, want)
+		}
+	}
 }
 
 // Every way of writing one remote gives one workspace name.

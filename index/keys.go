@@ -157,3 +157,18 @@ func (db *DB) NextFreeKey(ctx context.Context, dir *queue.Dir) (int, error) {
 	}
 	return n, nil
 }
+
+// HighestKey is the highest alias number the index knows of: its tasks'
+// and the last one reserved ([DB.NextFreeKey]). It reserves nothing.
+func (db *DB) HighestKey(ctx context.Context) (int, error) {
+	n := 0
+	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
+		return sqlitex.Execute(conn, `SELECT max(coalesce((SELECT max(key_num) FROM tasks), 0),
+			coalesce((SELECT CAST(v AS INTEGER) FROM meta WHERE k = 'last_key'), 0))`,
+			&sqlitex.ExecOptions{ResultFunc: func(s *sqlite.Stmt) error { n = s.ColumnInt(0); return nil }})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("highest key: %w", err)
+	}
+	return n, nil
+}

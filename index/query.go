@@ -49,6 +49,10 @@ type Row struct {
 	// longer parses; Dup when another file has the same id or alias.
 	Stale bool `json:"stale,omitempty"`
 	Dup   bool `json:"duplicate,omitempty"`
+	// HeldIn is the project root of another worktree of the repository
+	// whose agent holds the task that this worktree's file says is open
+	// (set by the engine's reads, never stored).
+	HeldIn string `json:"held_in,omitempty"`
 
 	n        int64
 	created  int64

@@ -1,0 +1,341 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/snagdev/snag/atomicfile"
+	"github.com/snagdev/snag/gitdir"
+	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/queue"
+)
+
+// Repository is what the worktrees of one repository share inside the one
+// snagd that serves them all: which tasks their agents hold, and the
+// sequences their keys come from. Each worktree has an engine of its own
+// (its files, its index, its sessions); every engine of the repository is
+// opened with the same Repository, so that a task is leased in at most one
+// worktree at a time and a key is minted once in the whole repository.
+//
+// The sequences are kept in a file of the repository's state folder
+// (gitdir.State: snag/ in git's common folder), so they outlive the snagd
+// and count every key ever minted on this machine, in any worktree or
+// branch. A Repository is safe for concurrent use.
+type Repository struct {
+	state string // the state folder
+	// mu guards members, expected and reserved. It is held while other
+	// engines' leases are read, never while an engine's own lock is.
+	mu       sync.Mutex
+	members  map[string]*Engine // by root
+	expected map[string]bool    // roots whose engines are being opened
+	reserved map[string]string  // task id -> the root whose claim of it is under way
+	// seqMu serialises the minting of keys; seq is the sequences as last
+	// written (nil until read).
+	seqMu sync.Mutex
+	seq   map[string]int
+}
+
+// NewRepository returns the Repository whose shared state lives in the
+// folder state (gitdir.State of any of its worktrees), made when missing.
+func NewRepository(state string) *Repository {
+	return &Repository{state: state, members: map[string]*Engine{}, expected: map[string]bool{}, reserved: map[string]string{}}
+}
+
+// Expect says that the engine of the worktree whose project root is root
+// is being opened: until it has joined and read its files, or [Repository.Gone]
+// says it will not, no claim is granted in the repository, since its
+// index may hold leases no other engine knows of.
+func (r *Repository) Expect(root string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.expected[root] = true
+}
+
+// Gone says that the engine of root will not be opened after all (it
+// failed), or has closed.
+func (r *Repository) Gone(root string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.expected, root)
+	delete(r.members, root)
+}
+
+// Roots lists the project roots of the engines open in the repository.
+func (r *Repository) Roots() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.members))
+	for root := range r.members {
+		out = append(out, root)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (r *Repository) join(e *Engine) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.members[e.root] = e
+}
+
+func (r *Repository) leave(e *Engine) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.members[e.root] == e {
+		delete(r.members, e.root)
+	}
+	delete(r.expected, e.root)
+}
+
+// Holder is who holds a task in another worktree of the repository.
+type Holder struct {
+	Name     string // the holder's name, as its worktree's lease says
+	Worktree string // the project root of that worktree
+	Epoch    int64
+}
+
+// ErrHeldElsewhere is a claim refused because another worktree of the
+// repository holds the task, or is claiming it; it wraps index.ErrHeld.
+var ErrHeldElsewhere = fmt.Errorf("%w, in another worktree", index.ErrHeld)
+
+// settled waits until every engine the repository expects has joined and
+// read its files, so that every lease of the repository is known.
+func (r *Repository) settled(ctx context.Context) error {
+	for {
+		r.mu.Lock()
+		waiting := ""
+		for root := range r.expected {
+			if e := r.members[root]; e == nil || !e.Ready() {
+				waiting = root
+				break
+			}
+		}
+		r.mu.Unlock()
+		if waiting == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("claim: waiting for snagd to read the task files of %s: %w", waiting, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// reserve marks task id as being claimed by e until release is called,
+// once the lease row is committed (or the claim failed): it is refused,
+// wrapping ErrHeldElsewhere, when another worktree's live lease holds the
+// task or its claim of it is under way. Between the reservation and the
+// commit no other worktree can take the task; after the commit, e's lease
+// row says it is held.
+func (r *Repository) reserve(ctx context.Context, e *Engine, id string) (release func(), err error) {
+	if err := r.settled(ctx); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if root, ok := r.reserved[id]; ok && root != e.root {
+		return nil, fmt.Errorf("%w: a claim of it is under way in %s: claim another task", ErrHeldElsewhere, root)
+	}
+	for root, m := range r.members {
+		if m == e {
+			continue
+		}
+		l, err := m.p.DB.LeaseOf(ctx, id)
+		if errors.Is(err, index.ErrNoLease) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("claim: read the leases of %s: %w", root, err)
+		}
+		return nil, fmt.Errorf("%w: %s holds it in %s (epoch %d): claim another task", ErrHeldElsewhere, l.Holder, root, l.Epoch)
+	}
+	r.reserved[id] = e.root
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.reserved[id] == e.root {
+			delete(r.reserved, id)
+		}
+	}, nil
+}
+
+// elsewhere gives the tasks that the live leases of the repository's other
+// worktrees hold, or whose claims are under way there, by task id; nil
+// when e is the repository's only engine.
+func (r *Repository) elsewhere(ctx context.Context, e *Engine) map[string]Holder {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out map[string]Holder
+	for root, m := range r.members {
+		if m == e {
+			continue
+		}
+		ls, err := m.p.DB.Leases(ctx)
+		if err != nil {
+			continue // its rows are not known now: the grant's reserve checks again
+		}
+		for _, l := range ls {
+			if out == nil {
+				out = map[string]Holder{}
+			}
+			out[l.TaskID] = Holder{Name: l.Holder, Worktree: root, Epoch: l.Epoch}
+		}
+	}
+	for id, root := range r.reserved {
+		if root != e.root {
+			if _, ok := out[id]; !ok {
+				if out == nil {
+					out = map[string]Holder{}
+				}
+				out[id] = Holder{Worktree: root}
+			}
+		}
+	}
+	return out
+}
+
+// seqFile, in the state folder, holds the last number minted of each kind
+// of key, one "kind number" line each.
+const seqFile = "keys"
+
+// nextAlias mints the next number of kind ("task" for SNAG-n, "note" for
+// N-n) for e: above floor (what e's own index and folders leave free),
+// above every number minted before in the repository on this machine, and
+// above every one the other worktrees' files use, indexed or not. The
+// number is written down before it is returned, so a snagd that stops and
+// starts again, in any worktree, never mints it again.
+func (r *Repository) nextAlias(ctx context.Context, e *Engine, kind string, floor int) (int, error) {
+	r.seqMu.Lock()
+	defer r.seqMu.Unlock()
+	if r.seq == nil {
+		seq, err := readSeq(filepath.Join(r.state, seqFile))
+		if err != nil {
+			return 0, err
+		}
+		r.seq = seq
+	}
+	n := max(floor, r.seq[kind]+1)
+	for _, root := range r.worktreeRoots(e) {
+		n = max(n, r.highest(ctx, root, kind)+1)
+	}
+	seq := map[string]int{}
+	for k, v := range r.seq {
+		seq[k] = v
+	}
+	seq[kind] = n
+	if err := writeSeq(r.state, seq); err != nil {
+		return 0, fmt.Errorf("%s key: %w", kind, err)
+	}
+	r.seq = seq
+	return n, nil
+}
+
+// worktreeRoots lists the project roots in the repository's other
+// worktrees than e's: the folder of e's root below each worktree's top.
+func (r *Repository) worktreeRoots(e *Engine) []string {
+	seen := map[string]bool{e.root: true}
+	var out []string
+	add := func(root string) {
+		if !seen[root] {
+			seen[root] = true
+			out = append(out, root)
+		}
+	}
+	for _, root := range r.Roots() {
+		add(root)
+	}
+	if e.gitCommon == "" {
+		return out
+	}
+	top := gitdir.Top(e.root)
+	rel, err := filepath.Rel(top, e.root)
+	if top == "" || err != nil {
+		return out
+	}
+	for _, wt := range gitdir.Worktrees(e.gitCommon) {
+		if real, err := filepath.EvalSymlinks(wt); err == nil {
+			wt = real
+		}
+		add(filepath.Join(wt, rel))
+	}
+	return out
+}
+
+// highest is the highest number of kind that the project at root uses: in
+// its index when its engine is open here, and in its folder's file names.
+func (r *Repository) highest(ctx context.Context, root, kind string) int {
+	top := 0
+	r.mu.Lock()
+	m := r.members[root]
+	r.mu.Unlock()
+	if m != nil {
+		if kind == "task" {
+			if n, err := m.p.DB.HighestKey(ctx); err == nil {
+				top = n
+			}
+		} else if n, err := m.p.DB.NextNoteKey(ctx); err == nil {
+			top = n - 1
+		}
+	}
+	folder, parse := "tasks", func(key string) int { n, _ := queue.AliasNumber(key); return n }
+	if kind == "note" {
+		folder, parse = "notes", queue.NoteNum
+	}
+	ents, _ := os.ReadDir(filepath.Join(root, ".snag", folder))
+	for _, ent := range ents {
+		key, _, _ := strings.Cut(ent.Name(), " ")
+		top = max(top, parse(strings.TrimSuffix(key, ".md")))
+	}
+	return top
+}
+
+// readSeq reads the sequences file; a missing one is empty.
+func readSeq(path string) (map[string]int, error) {
+	seq := map[string]int{}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return seq, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w: check that it can be read", path, err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		kind, num, ok := strings.Cut(strings.TrimSpace(sc.Text()), " ")
+		n, err := strconv.Atoi(strings.TrimSpace(num))
+		if !ok || err != nil || n < 0 {
+			continue // a damaged line counts for nothing: the files still do
+		}
+		seq[kind] = max(seq[kind], n)
+	}
+	return seq, nil
+}
+
+// writeSeq replaces the sequences file in folder state, made when missing.
+func writeSeq(state string, seq map[string]int) error {
+	if err := os.MkdirAll(state, 0o755); err != nil {
+		return fmt.Errorf("make %s: %w: check that it can be written", state, err)
+	}
+	kinds := make([]string, 0, len(seq))
+	for k := range seq {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	var b strings.Builder
+	for _, k := range kinds {
+		fmt.Fprintf(&b, "%s %d\n", k, seq[k])
+	}
+	return atomicfile.WriteFile(filepath.Join(state, seqFile), []byte(b.String()), 0o644)
+}

@@ -1,0 +1,326 @@
+package mcp_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/snagdev/snag/internal/snagdtest"
+)
+
+// repo is a git repository holding a copy of the sample project, with
+// worktrees of it beside the main one, and the environment its snag
+// commands run with: their own SNAG_HOME and a port of the test's, so an
+// autostarted snagd never meets another test's.
+type repo struct {
+	main, home string
+	port       int
+	trees      []string // every worktree's project root, the main one first
+}
+
+// requireGit skips a test without git, or fails it in CI.
+func requireGit(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("git is not installed: .ci/run must install it")
+		}
+		t.Skip("git is not installed")
+	}
+}
+
+// newRepo makes the repository with n worktrees in all (the main one among
+// them), each on a branch of its own.
+func newRepo(t *testing.T, n int) *repo {
+	t.Helper()
+	requireGit(t)
+	tmp, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &repo{main: filepath.Join(tmp, "shop"), home: filepath.Join(tmp, "home"), port: freePort(t)}
+	snagdtest.CopySample(t, r.main)
+	os.Remove(filepath.Join(r.main, ".snag", "plan.json"))
+	wtGit(t, r.main, "init", "-q", "-b", "main")
+	wtGit(t, r.main, "add", ".")
+	wtGit(t, r.main, "commit", "-q", "-m", "tasks")
+	r.trees = []string{r.main}
+	for i := 1; i < n; i++ {
+		wt := filepath.Join(tmp, fmt.Sprintf("shop-%d", i))
+		wtGit(t, r.main, "worktree", "add", "-q", "-b", fmt.Sprintf("feature-%d", i), wt)
+		r.trees = append(r.trees, wt)
+	}
+	t.Cleanup(func() { r.stopDaemons(t) })
+	return r
+}
+
+func (r *repo) environ() []string {
+	return append(os.Environ(), "SNAG_HOME="+r.home, "SNAG_PORT="+strconv.Itoa(r.port), "SNAG_NO_AUTOSTART=")
+}
+
+// snag runs the snag command line in dir and returns its output and error.
+func (r *repo) snag(dir string, args ...string) (string, error) {
+	cmd := exec.Command(snagBin, args...)
+	cmd.Dir = dir
+	cmd.Env = r.environ()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		return out.String(), fmt.Errorf("snag %s in %s: %w: %s", strings.Join(args, " "), dir, err, errb.String())
+	}
+	return out.String(), nil
+}
+
+// mustSnag is snag, failing the test on an error.
+func (r *repo) mustSnag(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := r.snag(dir, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// bridge connects an MCP client to a snag mcp started in dir.
+func (r *repo) bridge(t *testing.T, dir string) (*sdk.ClientSession, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command(snagBin, "mcp")
+	cmd.Dir = dir
+	cmd.Env = r.environ()
+	c := sdk.NewClient(&sdk.Implementation{Name: "go-test", Version: "1.0"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Errorf("snag mcp in %s: %v", dir, err)
+		return nil, cmd
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, cmd
+}
+
+// daemons lists the pids of the snagd processes serving the repository
+// (snagd --root one of its worktrees), from /proc.
+func (r *repo) daemons() []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(args) < 3 || filepath.Base(args[0]) != filepath.Base(snagBin) && filepath.Base(args[0]) != "snagd" {
+			continue
+		}
+		if i := slices.Index(args, "--root"); i > 0 && i+1 < len(args) {
+			for _, tree := range r.trees {
+				if args[i+1] == tree {
+					pids = append(pids, pid)
+				}
+			}
+		}
+	}
+	return pids
+}
+
+// readyFromFiles lists the keys of the tasks claim-next may hand out, as
+// snag reads them from the main worktree's files with no daemon.
+func (r *repo) readyFromFiles(t *testing.T) []string {
+	t.Helper()
+	out := r.mustSnag(t, r.main, "list", "--json", "--no-autostart")
+	var list struct {
+		Tasks []struct {
+			Key, Status, State string
+			BlockedBy          []string `json:"blocked_by"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("snag list --json: %v\n%s", err, out)
+	}
+	var keys []string
+	for _, task := range list.Tasks {
+		if task.Status == "open" && task.State == "ok" && len(task.BlockedBy) == 0 {
+			keys = append(keys, task.Key)
+		}
+	}
+	return keys
+}
+
+// stopDaemons ends every snagd of the repository and waits until they are gone.
+func (r *repo) stopDaemons(t *testing.T) {
+	for _, pid := range r.daemons() {
+		syscall.Kill(pid, syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(r.daemons()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, pid := range r.daemons() {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// TestR1_OrchestratedStart: 14 worktrees of one repository and no snagd
+// running; in each, a snag list and a snag mcp agent's claim-next,
+// released from one start line, as an orchestrator launches its agents.
+// Every worktree is served, by one snagd, and no task is granted twice:
+// the sample's ready tasks go to as many agents, and the others are told
+// nothing is ready.
+func TestR1_OrchestratedStart(t *testing.T) {
+	const n = 14
+	r := newRepo(t, n)
+	ready := r.readyFromFiles(t)
+	if len(ready) == 0 || len(ready) >= n {
+		t.Fatalf("the sample has %d ready tasks; the test wants some, and fewer than its %d agents", len(ready), n)
+	}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	granted := map[string]string{} // task id -> the worktree whose agent got it
+	var nothing, failed, keys []string
+	for _, tree := range r.trees {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			<-start
+			out, err := r.snag(tree, "list")
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil || !strings.Contains(out, "SNAG-") {
+				failed = append(failed, fmt.Sprintf("snag list in %s: %v\n%s", tree, err, out))
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			<-start
+			cs, _ := r.bridge(t, tree)
+			if cs == nil {
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			defer cancel()
+			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "snag_claim", Arguments: map[string]any{}})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed = append(failed, fmt.Sprintf("snag_claim in %s: %v", tree, err))
+				return
+			}
+			var sc struct {
+				Source string `json:"source"`
+				Task   *struct {
+					ID, Key string
+				} `json:"task"`
+			}
+			b, _ := json.Marshal(res.StructuredContent)
+			json.Unmarshal(b, &sc)
+			switch {
+			case res.IsError || sc.Source != "daemon":
+				var txt string
+				for _, c := range res.Content {
+					if tc, ok := c.(*sdk.TextContent); ok {
+						txt += tc.Text
+					}
+				}
+				failed = append(failed, fmt.Sprintf("snag_claim in %s: %s %s", tree, b, txt))
+			case sc.Task == nil:
+				nothing = append(nothing, tree)
+			case granted[sc.Task.ID] != "":
+				failed = append(failed, fmt.Sprintf("%s was granted twice: in %s and in %s", sc.Task.Key, granted[sc.Task.ID], tree))
+			default:
+				granted[sc.Task.ID] = tree
+				keys = append(keys, sc.Task.Key)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for _, f := range failed {
+		t.Error(f)
+	}
+	if len(granted) != len(ready) || len(nothing) != n-len(ready) {
+		t.Errorf("%d tasks granted (%v) and %d agents told nothing is ready; want the %d ready tasks %v granted once each and %d told",
+			len(granted), keys, len(nothing), len(ready), ready, n-len(ready))
+	}
+	// The daemons that lost the repository's lock exit at once.
+	waitFor(t, 10*time.Second, func() bool { return len(r.daemons()) == 1 },
+		func() string {
+			return fmt.Sprintf("%d snagd serve the repository; want 1: pids %v", len(r.daemons()), r.daemons())
+		})
+}
+
+// TestR2_WritesLandWhereAsked: one snagd, started from one worktree, serves
+// the others through views of their own: an add, an agent's add and a note
+// made in worktree B land in B's files and nowhere else, and a key is
+// minted once in the whole repository.
+func TestR2_WritesLandWhereAsked(t *testing.T) {
+	r := newRepo(t, 3)
+	a, b := r.trees[1], r.trees[2] // the daemon starts in a, not in the main worktree
+	r.mustSnag(t, a, "add", "Started the daemon here")
+	added := r.mustSnag(t, b, "add", "--json", "Added in B")
+	var got struct{ Key, Path string }
+	if err := json.Unmarshal([]byte(added), &got); err != nil {
+		t.Fatalf("snag add --json: %v\n%s", err, added)
+	}
+	if _, err := os.Stat(filepath.Join(b, got.Path)); err != nil {
+		t.Errorf("the file snag add --json in B names, relative to B: %v", err)
+	}
+	cs, _ := r.bridge(t, b)
+	res, txt, sc := call(t, cs, "snag_add", map[string]any{"title": "Found by the agent in B", "body": "steps"})
+	mustOK(t, "snag_add in B", res, txt)
+	agentKey, _ := sc["key"].(string)
+	r.mustSnag(t, b, "note", "add", "Chose the B way", "--type", "decision")
+	for _, c := range []struct {
+		tree, glob string
+		want       int
+	}{
+		{b, ".snag/tasks/" + got.Key + " - *.md", 1},
+		{b, ".snag/tasks/" + agentKey + " - *.md", 1},
+		{b, ".snag/notes/N-* - Chose the B way.md", 1},
+		{a, ".snag/tasks/" + got.Key + " - *.md", 0},
+		{a, ".snag/tasks/" + agentKey + " - *.md", 0},
+		{a, ".snag/notes/N-* - Chose the B way.md", 0},
+		{r.main, ".snag/tasks/" + got.Key + " - *.md", 0},
+		{r.main, ".snag/tasks/" + agentKey + " - *.md", 0},
+	} {
+		m, _ := filepath.Glob(filepath.Join(c.tree, c.glob))
+		if len(m) != c.want {
+			t.Errorf("%s in %s: %d files; want %d", c.glob, c.tree, len(m), c.want)
+		}
+	}
+	keys := map[string][]string{}
+	for _, tree := range r.trees {
+		m, _ := filepath.Glob(filepath.Join(tree, ".snag", "tasks", "*.md"))
+		for _, f := range m {
+			k, _, _ := strings.Cut(filepath.Base(f), " ")
+			keys[k] = append(keys[k], tree)
+		}
+	}
+	for _, k := range []string{"SNAG-21", "SNAG-22", "SNAG-23"} {
+		if len(keys[k]) != 1 {
+			t.Errorf("%s is in %d worktrees' files (%v); want one", k, len(keys[k]), keys[k])
+		}
+	}
+	if n := len(r.daemons()); n != 1 {
+		t.Errorf("%d snagd serve the repository; want 1", n)
+	}
+}
