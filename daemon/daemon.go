@@ -228,7 +228,7 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	h.mu.Lock()
-	h.primary = h.openLocked(root)
+	h.openLocked(root) // the primary
 	h.mu.Unlock()
 	primary := h.primary
 

@@ -197,11 +197,13 @@ func (h *host) served() string {
 }
 
 // openLocked makes the view of root and starts opening its engine; until
-// that is done the view answers 503 starting (and /health not ready).
-// h.mu must be held.
+// that is done the view answers 503 starting (and /health not ready). The
+// first view made is the primary. h.mu must be held.
 func (h *host) openLocked(root string) *Daemon {
 	d := &Daemon{opts: h.opts, log: h.log, root: root, tok: h.tok, port: h.port, gitCommon: h.common, host: h}
-	if h.primary != nil {
+	if h.primary == nil {
+		h.primary = d // the first view, made by Run before any request: set before its run starts
+	} else {
 		d.log = h.log.With("worktree", root)
 	}
 	d.guard = &guard{tok: h.tok, port: h.port, tokenFile: tokenFileName(h.home)}

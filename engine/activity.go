@@ -93,20 +93,59 @@ func (e *Engine) Activity(ctx context.Context, branches int) (Activity, error) {
 		return a, err
 	}
 	since := a.Now.Add(-ActivityWindow)
-	if e.team == nil || e.team.cutOff() > 0 {
-		a.Recent, a.BranchesTotal, err = e.p.DB.Activity(ctx, since, branches)
-		return a, err
-	}
 	own, _, err := e.p.DB.Activity(ctx, since, 0)
 	if err != nil {
 		return a, err
 	}
-	team, err := e.team.s.Activity(ctx, since)
-	if err != nil {
-		return a, nil
+	// The repository's other worktrees, served by this snagd, keep their
+	// own audit: their branches' claims, resolves and links are theirs.
+	if r := e.opts.Repository; r != nil {
+		own = mergeWorktrees(own, r.activity(ctx, e, since))
+	}
+	var team map[string]*coord.BranchActivity
+	if e.team != nil && e.team.cutOff() == 0 {
+		team, _ = e.team.s.Activity(ctx, since)
 	}
 	a.Recent, a.BranchesTotal = mergeActivity(own, team, branches)
 	return a, nil
+}
+
+// mergeWorktrees adds the activity by branch that the repository's other
+// worktrees recorded to this one's: a branch's latest time, and its keys
+// of each kind, newest first, at most five (its notes are in every
+// worktree's reads already).
+func mergeWorktrees(own []index.BranchActivity, others [][]index.BranchActivity) []index.BranchActivity {
+	by := map[string]int{}
+	for i := range own {
+		by[own[i].Branch] = i
+	}
+	add := func(list []string, keys ...string) []string {
+		for _, k := range keys {
+			if len(list) < 5 && !slices.Contains(list, k) {
+				list = append(list, k)
+			}
+		}
+		return list
+	}
+	for _, list := range others {
+		for _, o := range list {
+			i, ok := by[o.Branch]
+			if !ok {
+				own = append(own, index.BranchActivity{Branch: o.Branch})
+				i = len(own) - 1
+				by[o.Branch] = i
+			}
+			a := &own[i]
+			if o.Last.After(a.Last) {
+				a.Last = o.Last
+			}
+			a.Nodes, a.Claimed, a.Resolved = add(a.Nodes, o.Nodes...), add(a.Claimed, o.Claimed...), add(a.Resolved, o.Resolved...)
+			if o.Report != nil && (a.Report == nil || o.Report.At.After(a.Report.At)) {
+				a.Report = o.Report
+			}
+		}
+	}
+	return own
 }
 
 // mergeActivity adds the other clones' activity by branch to this

@@ -100,6 +100,7 @@ func (e *Engine) apply(ctx context.Context, b watch.Batch, polling bool) {
 			e.reconcile(ctx, nil)
 			e.adoptSessions(ctx)
 			e.ready.Store(true)
+			e.fixKeysLater()
 		} else if st.Changed() {
 			e.reconcile(ctx, nil)
 		}
@@ -127,6 +128,9 @@ func (e *Engine) apply(ctx context.Context, b watch.Batch, polling bool) {
 	}
 	if changed || b.PlanGone {
 		e.writePlan(ctx)
+	}
+	if changed && e.ready.Load() {
+		e.fixKeysLater()
 	}
 }
 
@@ -473,6 +477,7 @@ func (e *Engine) stopPlan() {
 // person who wants the index to have seen their latest edits.
 func (e *Engine) Rescan(ctx context.Context) {
 	e.apply(ctx, watch.Batch{Rescan: true, Reasons: []string{"requested"}}, false)
+	e.fixKeys(ctx) // what the rescan found settled before its answer
 }
 
 // Reindex rebuilds the index from the task files, as snag reindex does

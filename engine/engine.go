@@ -86,6 +86,7 @@ type Engine struct {
 	wtMu      sync.Mutex // task worktrees are made one at a time
 	capMu     sync.Mutex // captures' images are decoded one capture at a time (up to 160 MB each)
 	notes     notesSync  // when the notes index last read its folder
+	keyFix    keyFix     // the settling of keys two tasks share (keys.go)
 	team      *team      // the coordination store's side; nil when snagd runs alone
 	// tasks is p.Tasks, for the writes that prepare their files with no
 	// lock held (commit.go): it stays set when Close lets p go.

@@ -131,23 +131,12 @@ const keyTries = 20
 // leaves a file whose key another file has. It returns the file's name.
 func (e *Engine) createKeyed(ctx context.Context, t *queue.Task) (string, error) {
 	for range keyTries {
-		n, err := e.p.DB.NextFreeKey(ctx, e.p.Tasks)
+		n, err := e.mintKey(ctx)
 		if err != nil {
-			return "", fmt.Errorf("add: %w", err)
-		}
-		if e.team != nil {
-			// Clones adding at once, on any branch, take numbers from one
-			// sequence: merging their branches needs no renumbering.
-			if n, err = e.teamAlias(ctx, "task", n); err != nil {
+			if _, said := errors.AsType[*Error](err); said {
 				return "", err
 			}
-		}
-		if r := e.opts.Repository; r != nil {
-			// Worktrees adding at once, and a snagd started again in any of
-			// them, take numbers from the repository's one sequence.
-			if n, err = r.nextAlias(ctx, e, "task", n); err != nil {
-				return "", fmt.Errorf("add: %w", err)
-			}
+			return "", fmt.Errorf("add: %w", err)
 		}
 		t.Key = queue.Alias(n)
 		if cycle := e.depCycle(ctx, t.Key, t.DependsOn); cycle != nil {

@@ -1,23 +1,19 @@
 package engine
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/snagdev/snag/atomicfile"
 	"github.com/snagdev/snag/gitdir"
 	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/project"
 	"github.com/snagdev/snag/queue"
 )
 
@@ -29,9 +25,9 @@ import (
 // worktree at a time and a key is minted once in the whole repository.
 //
 // The sequences are kept in a file of the repository's state folder
-// (gitdir.State: snag/ in git's common folder), so they outlive the snagd
-// and count every key ever minted on this machine, in any worktree or
-// branch. A Repository is safe for concurrent use.
+// (gitdir.State: snag/ in git's common folder; project.Reserve), so they
+// outlive the snagd and count every key ever minted on this machine, in
+// any worktree or branch. A Repository is safe for concurrent use.
 type Repository struct {
 	state string // the state folder
 	// mu guards members, expected and reserved. It is held while other
@@ -40,10 +36,9 @@ type Repository struct {
 	members  map[string]*Engine // by root
 	expected map[string]bool    // roots whose engines are being opened
 	reserved map[string]string  // task id -> the root whose claim of it is under way
-	// seqMu serialises the minting of keys; seq is the sequences as last
-	// written (nil until read).
+	// seqMu serialises the minting of keys in this process (the file's
+	// lock, across processes).
 	seqMu sync.Mutex
-	seq   map[string]int
 }
 
 // NewRepository returns the Repository whose shared state lives in the
@@ -96,6 +91,23 @@ func (r *Repository) leave(e *Engine) {
 		delete(r.members, e.root)
 	}
 	delete(r.expected, e.root)
+}
+
+// activity is the activity by branch since since that the repository's
+// other worktrees than e's recorded, one list each.
+func (r *Repository) activity(ctx context.Context, e *Engine, since time.Time) [][]index.BranchActivity {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out [][]index.BranchActivity
+	for _, m := range r.members {
+		if m == e {
+			continue
+		}
+		if list, _, err := m.p.DB.Activity(ctx, since, 0); err == nil {
+			out = append(out, list)
+		}
+	}
+	return out
 }
 
 // Holder is who holds a task in another worktree of the repository.
@@ -206,40 +218,21 @@ func (r *Repository) elsewhere(ctx context.Context, e *Engine) map[string]Holder
 	return out
 }
 
-// seqFile, in the state folder, holds the last number minted of each kind
-// of key, one "kind number" line each.
-const seqFile = "keys"
-
 // nextAlias mints the next number of kind ("task" for SNAG-n, "note" for
 // N-n) for e: above floor (what e's own index and folders leave free),
-// above every number minted before in the repository on this machine, and
-// above every one the other worktrees' files use, indexed or not. The
-// number is written down before it is returned, so a snagd that stops and
-// starts again, in any worktree, never mints it again.
+// above every number minted before in the repository on this machine
+// (project.Reserve), and above every one the other worktrees' files use,
+// indexed or not. The number is written down before it is returned, so a
+// snagd that stops and starts again, in any worktree, never mints it again.
 func (r *Repository) nextAlias(ctx context.Context, e *Engine, kind string, floor int) (int, error) {
 	r.seqMu.Lock()
 	defer r.seqMu.Unlock()
-	if r.seq == nil {
-		seq, err := readSeq(filepath.Join(r.state, seqFile))
-		if err != nil {
-			return 0, err
+	return project.Reserve(r.state, kind, floor, func(n int) int {
+		for _, root := range r.worktreeRoots(e) {
+			n = max(n, r.highest(ctx, root, kind)+1)
 		}
-		r.seq = seq
-	}
-	n := max(floor, r.seq[kind]+1)
-	for _, root := range r.worktreeRoots(e) {
-		n = max(n, r.highest(ctx, root, kind)+1)
-	}
-	seq := map[string]int{}
-	for k, v := range r.seq {
-		seq[k] = v
-	}
-	seq[kind] = n
-	if err := writeSeq(r.state, seq); err != nil {
-		return 0, fmt.Errorf("%s key: %w", kind, err)
-	}
-	r.seq = seq
-	return n, nil
+		return n
+	})
 }
 
 // worktreeRoots lists the project roots in the repository's other
@@ -299,43 +292,4 @@ func (r *Repository) highest(ctx context.Context, root, kind string) int {
 		top = max(top, parse(strings.TrimSuffix(key, ".md")))
 	}
 	return top
-}
-
-// readSeq reads the sequences file; a missing one is empty.
-func readSeq(path string) (map[string]int, error) {
-	seq := map[string]int{}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return seq, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w: check that it can be read", path, err)
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		kind, num, ok := strings.Cut(strings.TrimSpace(sc.Text()), " ")
-		n, err := strconv.Atoi(strings.TrimSpace(num))
-		if !ok || err != nil || n < 0 {
-			continue // a damaged line counts for nothing: the files still do
-		}
-		seq[kind] = max(seq[kind], n)
-	}
-	return seq, nil
-}
-
-// writeSeq replaces the sequences file in folder state, made when missing.
-func writeSeq(state string, seq map[string]int) error {
-	if err := os.MkdirAll(state, 0o755); err != nil {
-		return fmt.Errorf("make %s: %w: check that it can be written", state, err)
-	}
-	kinds := make([]string, 0, len(seq))
-	for k := range seq {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	var b strings.Builder
-	for _, k := range kinds {
-		fmt.Fprintf(&b, "%s %d\n", k, seq[k])
-	}
-	return atomicfile.WriteFile(filepath.Join(state, seqFile), []byte(b.String()), 0o644)
 }

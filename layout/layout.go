@@ -42,6 +42,8 @@ snagd.lock
 snagd.log
 plan.json
 *.snag-tmp
+keys
+keys.lock
 `
 
 // ErrNoProject is returned by [Find] when no folder above dir has .snag/.

@@ -29,10 +29,11 @@ type repo struct {
 	main, home string
 	port       int
 	trees      []string // every worktree's project root, the main one first
+	bin        string   // the snag program its commands run
 }
 
 // requireGit skips a test without git, or fails it in CI.
-func requireGit(t *testing.T) {
+func requireGit(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -44,14 +45,14 @@ func requireGit(t *testing.T) {
 
 // newRepo makes the repository with n worktrees in all (the main one among
 // them), each on a branch of its own.
-func newRepo(t *testing.T, n int) *repo {
+func newRepo(t testing.TB, n int) *repo {
 	t.Helper()
 	requireGit(t)
 	tmp, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &repo{main: filepath.Join(tmp, "shop"), home: filepath.Join(tmp, "home"), port: freePort(t)}
+	r := &repo{main: filepath.Join(tmp, "shop"), home: filepath.Join(tmp, "home"), port: snagdtest.FreePort(t), bin: snagBin}
 	snagdtest.CopySample(t, r.main)
 	os.Remove(filepath.Join(r.main, ".snag", "plan.json"))
 	wtGit(t, r.main, "init", "-q", "-b", "main")
@@ -73,7 +74,7 @@ func (r *repo) environ() []string {
 
 // snag runs the snag command line in dir and returns its output and error.
 func (r *repo) snag(dir string, args ...string) (string, error) {
-	cmd := exec.Command(snagBin, args...)
+	cmd := exec.Command(r.bin, args...)
 	cmd.Dir = dir
 	cmd.Env = r.environ()
 	var out, errb bytes.Buffer
@@ -86,7 +87,7 @@ func (r *repo) snag(dir string, args ...string) (string, error) {
 }
 
 // mustSnag is snag, failing the test on an error.
-func (r *repo) mustSnag(t *testing.T, dir string, args ...string) string {
+func (r *repo) mustSnag(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	out, err := r.snag(dir, args...)
 	if err != nil {
@@ -96,9 +97,9 @@ func (r *repo) mustSnag(t *testing.T, dir string, args ...string) string {
 }
 
 // bridge connects an MCP client to a snag mcp started in dir.
-func (r *repo) bridge(t *testing.T, dir string) (*sdk.ClientSession, *exec.Cmd) {
+func (r *repo) bridge(t testing.TB, dir string) (*sdk.ClientSession, *exec.Cmd) {
 	t.Helper()
-	cmd := exec.Command(snagBin, "mcp")
+	cmd := exec.Command(r.bin, "mcp")
 	cmd.Dir = dir
 	cmd.Env = r.environ()
 	c := sdk.NewClient(&sdk.Implementation{Name: "go-test", Version: "1.0"}, nil)
@@ -128,7 +129,7 @@ func (r *repo) daemons() []int {
 			continue
 		}
 		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if len(args) < 3 || filepath.Base(args[0]) != filepath.Base(snagBin) && filepath.Base(args[0]) != "snagd" {
+		if len(args) < 3 || filepath.Base(args[0]) != "snagd" {
 			continue
 		}
 		if i := slices.Index(args, "--root"); i > 0 && i+1 < len(args) {
@@ -144,7 +145,7 @@ func (r *repo) daemons() []int {
 
 // readyFromFiles lists the keys of the tasks claim-next may hand out, as
 // snag reads them from the main worktree's files with no daemon.
-func (r *repo) readyFromFiles(t *testing.T) []string {
+func (r *repo) readyFromFiles(t testing.TB) []string {
 	t.Helper()
 	out := r.mustSnag(t, r.main, "list", "--json", "--no-autostart")
 	var list struct {
@@ -166,7 +167,7 @@ func (r *repo) readyFromFiles(t *testing.T) []string {
 }
 
 // stopDaemons ends every snagd of the repository and waits until they are gone.
-func (r *repo) stopDaemons(t *testing.T) {
+func (r *repo) stopDaemons(t testing.TB) {
 	for _, pid := range r.daemons() {
 		syscall.Kill(pid, syscall.SIGTERM)
 	}
@@ -322,5 +323,127 @@ func TestR2_WritesLandWhereAsked(t *testing.T) {
 	}
 	if n := len(r.daemons()); n != 1 {
 		t.Errorf("%d snagd serve the repository; want 1", n)
+	}
+}
+
+// taskFiles reads every task file of the project at root: key -> ids, and
+// id -> key.
+func taskFiles(t testing.TB, root string) (byKey map[string][]string, byID map[string]string) {
+	t.Helper()
+	byKey, byID = map[string][]string{}, map[string]string{}
+	m, _ := filepath.Glob(filepath.Join(root, ".snag", "tasks", "*.md"))
+	for _, f := range m {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var id, key string
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "id: "); ok {
+				id = strings.Trim(strings.TrimSpace(v), `'"`)
+			}
+			if v, ok := strings.CutPrefix(line, "key: "); ok {
+				key = strings.Trim(strings.TrimSpace(v), `'"`)
+			}
+		}
+		byKey[key] = append(byKey[key], id)
+		byID[id] = key
+	}
+	return byKey, byID
+}
+
+// TestR3_KeysNeverCollide: two worktrees adding at once share one
+// sequence, so their keys never meet; a clone that added offline, pulled
+// in, leaves keys that two tasks share, and snagd settles them by itself:
+// the task created first keeps its key, the other gets a new one by an
+// edit of its key: line and a rename of its file, its id unchanged, and
+// the renumbering is in the audit log.
+func TestR3_KeysNeverCollide(t *testing.T) {
+	r := newRepo(t, 2)
+	main, wt := r.trees[0], r.trees[1]
+	r.mustSnag(t, main, "list") // the daemon, before the adds race
+	var wg sync.WaitGroup
+	for i := range 10 {
+		for _, tree := range []string{main, wt} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := r.snag(tree, "add", fmt.Sprintf("Added %d in %s", i, filepath.Base(tree))); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	keysMain, _ := taskFiles(t, main)
+	keysWT, _ := taskFiles(t, wt)
+	for k, ids := range keysWT {
+		if other := keysMain[k]; len(other) > 0 && other[0] != ids[0] {
+			t.Errorf("%s is %s in one worktree and %s in the other", k, other[0], ids[0])
+		}
+	}
+	if len(keysMain) != 30 || len(keysWT) != 30 {
+		t.Errorf("%d keys in the main worktree and %d in the other; want 30 each", len(keysMain), len(keysWT))
+	}
+
+	// An offline clone and its origin each add SNAG-21..23; the clone's
+	// history is pulled in.
+	r2 := newRepo(t, 1)
+	main = r2.main
+	clone := filepath.Join(filepath.Dir(main), "clone")
+	wtGit(t, main, "clone", "-q", main, clone)
+	rc := &repo{main: clone, home: r2.home, port: snagdtest.FreePort(t), bin: r2.bin, trees: []string{clone}}
+	t.Cleanup(func() { rc.stopDaemons(t) })
+	for i := range 3 {
+		r2.mustSnag(t, main, "add", fmt.Sprintf("Added in main %d", i))
+	}
+	for i := range 3 { // made after main's: main's keep their keys
+		rc.mustSnag(t, clone, "add", fmt.Sprintf("Added offline %d", i))
+	}
+	_, cloneIDs := taskFiles(t, clone)
+	_, mainIDs := taskFiles(t, main)
+	wtGit(t, clone, "add", "-A")
+	wtGit(t, clone, "commit", "-q", "-m", "offline adds")
+	wtGit(t, main, "add", "-A")
+	wtGit(t, main, "commit", "-q", "-m", "more adds in main")
+	wtGit(t, main, "pull", "-q", "--no-rebase", "--no-edit", clone, "main")
+
+	r2.mustSnag(t, main, "list") // its snagd sees the merge
+	var byKey map[string][]string
+	var byID map[string]string
+	waitFor(t, 30*time.Second, func() bool {
+		byKey, byID = taskFiles(t, main)
+		for _, ids := range byKey {
+			if len(ids) > 1 {
+				return false
+			}
+		}
+		return true
+	}, func() string { return fmt.Sprintf("keys still shared 30 s after the pull: %v", byKey) })
+	for id, key := range mainIDs {
+		if byID[id] != key {
+			t.Errorf("main's task %s was %s and is %q after the pull: the task made first keeps its key", id, key, byID[id])
+		}
+	}
+	renumbered := 0
+	for id, key := range cloneIDs {
+		now, ok := byID[id]
+		switch {
+		case !ok:
+			t.Errorf("the clone's task %s (%s) is gone after the pull", id, key)
+		case mainIDs[id] == "" && now == key:
+			t.Errorf("the clone's task %s kept %s, which a task made before it has", id, key)
+		case now != key:
+			renumbered++
+		}
+	}
+	if renumbered != 3 {
+		t.Errorf("%d of the clone's tasks were renumbered; want its 3 offline adds", renumbered)
+	}
+	if out, _ := r2.snag(main, "doctor"); strings.Contains(out, "duplicate") {
+		t.Errorf("snag doctor still finds duplicates:\n%s", out)
+	}
+	if out := r2.mustSnag(t, main, "log", "--limit", "200"); strings.Count(out, "renumber") < 3 {
+		t.Errorf("the audit log has %d renumberings; want 3:\n%s", strings.Count(out, "renumber"), out)
 	}
 }

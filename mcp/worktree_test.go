@@ -13,7 +13,7 @@ import (
 )
 
 // wtGit runs git in dir, failing the test on an error.
-func wtGit(t *testing.T, dir string, args ...string) {
+func wtGit(t testing.TB, dir string, args ...string) {
 	t.Helper()
 	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.invalid"}, args...)...)
 	cmd.Dir = dir

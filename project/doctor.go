@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snagdev/snag/gitdir"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/queue"
 )
@@ -135,8 +136,11 @@ func duplicates(tasks []queue.Located) []Finding {
 		for _, k := range keys {
 			if files := by[k]; len(files) > 1 {
 				slices.Sort(files)
-				out = append(out, Finding{Path: files[0], Kind: "duplicate",
-					Message: fmt.Sprintf("%s %s is in %d files: %s; keep it in one and give the others a fresh id and key (delete those two lines and run snag doctor --fix)", field, k, len(files), strings.Join(files, ", "))})
+				msg := fmt.Sprintf("id %s is in %d files: %s; a file was copied: keep the task in one, and give each copy that is a task of its own a fresh id and key (delete its id: and key: lines, then run snag doctor --fix)", k, len(files), strings.Join(files, ", "))
+				if field == "key" {
+					msg = fmt.Sprintf("key %s is in %d files: %s; the task made first keeps it and each other gets a new key, its id unchanged: snagd does it when it sees the files, snag doctor --fix now", k, len(files), strings.Join(files, ", "))
+				}
+				out = append(out, Finding{Path: files[0], Kind: "duplicate", Message: msg})
 			}
 		}
 	}
@@ -195,6 +199,17 @@ func cycles(tasks []queue.Located, lookup queue.Lookup) []Finding {
 
 const tempAge = time.Minute
 
+// nextKey reserves the next task key number for a fix made without snagd:
+// above the index's and the files', and from the repository's sequence
+// (Reserve), which snagd takes its keys from too.
+func (p *Project) nextKey(ctx context.Context) (int, error) {
+	n, err := p.DB.NextFreeKey(ctx, p.Tasks)
+	if err != nil {
+		return 0, err
+	}
+	return Reserve(gitdir.State(p.Root), "task", n, nil)
+}
+
 func staleTemps(d *queue.Dir) ([]string, error) { return d.Temps(tempAge) }
 
 // Fix repairs what doctor can repair by itself: it gives task files that
@@ -224,7 +239,7 @@ func (p *Project) Fix(ctx context.Context) ([]string, error) {
 				fields = append(fields, queue.Set("id", queue.NewID(time.Now())))
 			}
 			if !strings.Contains(string(cur), "\nkey:") {
-				n, err := p.DB.NextFreeKey(ctx, p.Tasks)
+				n, err := p.nextKey(ctx)
 				if err != nil {
 					return nil, err
 				}
@@ -241,6 +256,22 @@ func (p *Project) Fix(ctx context.Context) ([]string, error) {
 			msg += " and the key " + key
 		}
 		done = append(done, msg)
+	}
+	// Keys two tasks share: the task made first keeps it (SharedKeys).
+	for _, r := range SharedKeys(ctx, probs, func(ref queue.Ref) (*index.Item, error) { return p.DB.Get(ctx, ref) }) {
+		n, err := p.nextKey(ctx)
+		if err != nil {
+			return done, fmt.Errorf("fix %s: %w", r.Path, err)
+		}
+		newKey := queue.Alias(n)
+		newName, err := Renumber(p.Tasks, r, newKey)
+		if err != nil && newName == "" {
+			return done, err
+		}
+		if newName != "" {
+			done = append(done, fmt.Sprintf("gave %s the key %s (%s keeps %s, made first); its id is unchanged; its file is %s",
+				r.Path, newKey, r.Keeper, r.Key, Rel(path.Join(index.TasksFolder, newName))))
+		}
 	}
 	keep := func(l queue.Leftover) error {
 		saved, err := p.KeepAside(l.Name, l.Data)

@@ -734,6 +734,20 @@ func (d *Dir) Write(name string, data []byte) error {
 	return d.syncDir(root)
 }
 
+// Rename gives the file old the name new, which must not exist: it is
+// linked under new, then old is removed, so it is never overwritten and
+// never gone. The folder is synced after.
+func (d *Dir) Rename(old, new string) error {
+	root := d.root.Load()
+	if err := root.Link(old, new); err != nil {
+		return fmt.Errorf("rename %s to %s: %w", old, new, err)
+	}
+	if err := root.Remove(old); err != nil {
+		return fmt.Errorf("rename %s to %s: remove %s: %w", old, new, old, err)
+	}
+	return d.syncDir(root)
+}
+
 // Remove deletes a file; it is for generated files and tests, never for
 // task files.
 func (d *Dir) Remove(name string) error { return d.root.Load().Remove(name) }
