@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -15,8 +16,9 @@ func init() {
 	register(&command{
 		name: "daemon", args: "[--root DIR] [--port N] [--log LEVEL] | status | stop",
 		summary: "Run snagd, the project's daemon, in the foreground (the same as the snagd command).\n\n" +
-			"snag daemon status says whether one serves this project (pid, port, root, counts);\n" +
-			"snag daemon stop stops it and waits until it has gone. Other commands start one in\n" +
+			"One snagd serves every git worktree of a repository. snag daemon status says whether\n" +
+			"one serves this project (pid, port, root, counts, the worktrees open); snag daemon stop\n" +
+			"stops it, for every worktree, and waits until it has gone. Other commands start one in\n" +
 			"the background when none answers, logging to .snag/snagd.log.",
 		run: runDaemon,
 		raw: true,
@@ -69,7 +71,10 @@ func daemonStatus(ctx context.Context, c *call) error {
 		fmt.Fprintln(c.Stdout, "polling: the system gave no file watches (raise fs.inotify.max_user_watches)")
 	}
 	if h.Root != r.root {
-		fmt.Fprintf(c.Stdout, "shared with this worktree (%s): both are worktrees of one repository\n", r.root)
+		fmt.Fprintf(c.Stdout, "this worktree (%s) is a task's: the main worktree's view serves it\n", r.root)
+	}
+	if len(h.Worktrees) > 1 {
+		fmt.Fprintf(c.Stdout, "it serves every worktree of the repository; open now: %s\n", strings.Join(h.Worktrees, ", "))
 	}
 	return nil
 }
@@ -84,9 +89,8 @@ func daemonStop(ctx context.Context, c *call) error {
 		return nil
 	}
 	h := r.cl.Health()
-	if h.Root != r.root {
-		return fmt.Errorf("the snagd on :%d serves %s, another worktree of this repository: stop it from there (cd %s && snag daemon stop)", h.Port, h.Root, h.Root)
-	}
+	// One snagd serves every worktree of the repository: stopping it stops
+	// it for all of them (their agents' leases survive in the files).
 	if err := syscall.Kill(h.PID, syscall.SIGTERM); err != nil {
 		return fmt.Errorf("stop snagd (pid %d): %w", h.PID, err)
 	}

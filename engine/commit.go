@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -251,6 +252,14 @@ type move struct {
 // bytes the file holds when it is put, and only the lines that change are
 // rewritten.
 func (e *Engine) prepareMove(item *index.Item, who string, steps ...Step) (*move, error) {
+	return e.prepareMoveOf(item, nil, who, steps...)
+}
+
+// prepareMoveOf is prepareMove of a task under lease l (nil: none known).
+// A release whose file holds exactly what l's claim wrote puts back the
+// bytes from before the claim (restore), and one whose file holds those
+// already (git put them back) writes nothing.
+func (e *Engine) prepareMoveOf(item *index.Item, l *index.Lease, who string, steps ...Step) (*move, error) {
 	if len(steps) == 0 {
 		return nil, errors.New("move: no steps")
 	}
@@ -271,6 +280,17 @@ func (e *Engine) prepareMove(item *index.Item, who string, steps ...Step) (*move
 		}
 		if t.ID != item.Task.ID {
 			return nil, fmt.Errorf("%s %s: %s now holds %s: run snag reindex and try again", action, ref, item.Path, t.ID)
+		}
+		if l != nil && len(steps) == 1 && action == queue.ActRelease {
+			if b := restore(*l, cur); b != nil {
+				if m.moved, err = queue.Parse(b); err == nil && m.moved.ID == t.ID && m.moved.Status == queue.StatusOpen {
+					return b, nil
+				}
+			}
+			if bytes.Equal(cur, l.Base) && t.Status == queue.StatusOpen {
+				m.moved = t
+				return cur, nil
+			}
 		}
 		var fields []queue.Field
 		at := t.Status

@@ -328,6 +328,11 @@ func (e *Engine) claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 		if moved, err = m.written(tx, e.p.Tasks); err != nil {
 			return err
 		}
+		if m.wrote.Info != nil {
+			if err := tx.SetBase(it.ID, lease.Epoch, m.wrote.Old, digest(m.wrote.New)); err != nil {
+				return err
+			}
+		}
 		return tx.Audit(claimEntry(s, it.ID, "ok", fmt.Sprintf("epoch %d", lease.Epoch)))
 	}})
 	if err != nil {
@@ -352,8 +357,18 @@ func (e *Engine) claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 // holder's own lease) or the refusal.
 func (e *Engine) chooseClaim(ctx context.Context, s index.Session, ref *queue.Ref, force bool) (*index.Item, Claimed, error) {
 	var elsewhere map[string]Holder
-	if ref == nil && e.opts.Repository != nil {
-		elsewhere = e.opts.Repository.elsewhere(ctx, e)
+	if ref == nil {
+		if e.opts.Repository != nil {
+			elsewhere = e.opts.Repository.elsewhere(ctx, e)
+		}
+		// A task whose file git put back as it was before its claim reads
+		// open, but its lease holds it.
+		for id, h := range e.leasedOpen(ctx) {
+			if elsewhere == nil {
+				elsewhere = map[string]Holder{}
+			}
+			elsewhere[id] = h
+		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -628,6 +643,7 @@ func (e *Engine) Release(ctx context.Context, s index.Session, ref queue.Ref, ep
 	// release is refused as such; the new bytes are then written with no
 	// lock held, and the check, the swap and the rows made in a batch.
 	var it *index.Item
+	var lease index.Lease
 	err := func() error {
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -635,7 +651,11 @@ func (e *Engine) Release(ctx context.Context, s index.Session, ref queue.Ref, ep
 			if it, err = tx.Get(ref); err != nil {
 				return err
 			}
-			return holds(tx, it, s, epoch)
+			if err := holds(tx, it, s, epoch); err != nil {
+				return err
+			}
+			lease, err = tx.LeaseOf(it.ID)
+			return err
 		})
 	}()
 	refused := func(err error) (Released, error) {
@@ -648,7 +668,7 @@ func (e *Engine) Release(ctx context.Context, s index.Session, ref queue.Ref, ep
 	if err != nil {
 		return refused(err)
 	}
-	m, err := e.prepareMove(it, s.Name, Step{queue.ActRelease, queue.Agent})
+	m, err := e.prepareMoveOf(it, &lease, s.Name, Step{queue.ActRelease, queue.Agent})
 	if err != nil {
 		return refused(err)
 	}
@@ -730,11 +750,16 @@ func (e *Engine) releaseLocked(ctx context.Context, taskID string, actor queue.A
 		return err
 	}
 	return e.p.DB.Update(ctx, func(tx *index.Tx) error {
+		l, lerr := tx.LeaseOf(taskID)
 		if _, _, err := tx.End(taskID, why); err != nil {
 			return err
 		}
 		if it.Status == queue.StatusClaimed || it.Status == queue.StatusVerifying {
-			if _, err := e.moveFile(tx, it, queue.ActRelease, actor, who); err != nil {
+			var under *index.Lease
+			if lerr == nil {
+				under = &l
+			}
+			if _, err := e.moveStepsOf(tx, it, under, who, Step{queue.ActRelease, actor}); err != nil {
 				return err
 			}
 		}

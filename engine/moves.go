@@ -205,7 +205,12 @@ func (e *Engine) moveFile(tx *index.Tx, item *index.Item, action queue.Action, a
 // the task as the file now holds it. Its temp file is written and synced
 // inside tx; the writes that can wait for a batch go through commit.
 func (e *Engine) moveSteps(tx *index.Tx, item *index.Item, who string, steps ...Step) (*queue.Task, error) {
-	m, err := e.prepareMove(item, who, steps...)
+	return e.moveStepsOf(tx, item, nil, who, steps...)
+}
+
+// moveStepsOf is moveSteps of a task under lease l (see prepareMoveOf).
+func (e *Engine) moveStepsOf(tx *index.Tx, item *index.Item, l *index.Lease, who string, steps ...Step) (*queue.Task, error) {
+	m, err := e.prepareMoveOf(item, l, who, steps...)
 	if err != nil {
 		return nil, err
 	}

@@ -28,17 +28,30 @@ func (e *Engine) Get(ctx context.Context, ref queue.Ref) (*index.Item, error) {
 	return it, err
 }
 
-// heldElsewhere shows the rows whose tasks another worktree of the
-// repository holds as that worktree's lease says: claimed, by its holder,
-// in that worktree (Row.HeldIn), where this worktree's file says open.
+// heldElsewhere shows the rows whose tasks a lease holds while their
+// files say open as the lease says: claimed, by its holder. The lease is
+// another worktree's of the repository (Row.HeldIn names it), or this
+// worktree's own when git put the file back as it was before the claim.
 func (e *Engine) heldElsewhere(ctx context.Context, rows ...*index.Row) {
-	r := e.opts.Repository
-	if r == nil || len(rows) == 0 {
+	open := false
+	for _, row := range rows {
+		open = open || row.Status == queue.StatusOpen
+	}
+	if !open {
 		return
 	}
-	held := r.elsewhere(ctx, e)
+	own := e.leasedOpen(ctx)
+	var held map[string]Holder
+	if r := e.opts.Repository; r != nil {
+		held = r.elsewhere(ctx, e)
+	}
 	for _, row := range rows {
-		if h, ok := held[row.ID]; ok && h.Name != "" && row.Status == queue.StatusOpen {
+		if row.Status != queue.StatusOpen {
+			continue
+		}
+		if h, ok := own[row.ID]; ok {
+			row.Status, row.Assignee = queue.StatusClaimed, h.Name
+		} else if h, ok := held[row.ID]; ok && h.Name != "" {
 			row.Status, row.Assignee, row.HeldIn = queue.StatusClaimed, h.Name, h.Worktree
 		}
 	}

@@ -210,6 +210,12 @@ func (e *Engine) reconcile(ctx context.Context, ids []string) {
 		l, leased := byTask[r.ID]
 		holding := r.Status == queue.StatusClaimed || r.Status == queue.StatusVerifying
 		switch {
+		case leased && !holding && e.putBack(r, l):
+			// git put the file back as it was before the claim (a stash, a
+			// checkout, a merge): the lease holds.
+			e.Audit(ctx, index.AuditEntry{Actor: queue.System, Agent: l.Holder, Action: "lease_kept", TaskID: r.ID, Outcome: "ok",
+				Detail: "the file is back as it was before the claim (git stash, checkout or merge): " + l.Holder +
+					" keeps the lease; snag release frees the task"})
 		case leased && !holding:
 			why := fmt.Sprintf("the file says %s (edited by hand)", r.Status)
 			e.p.DB.Update(ctx, func(tx *index.Tx) error {

@@ -96,6 +96,11 @@ type Lease struct {
 	// Worktree is the git worktree made for the lease (snag_claim with
 	// worktree), where its agent works and its verify runs; "" for none.
 	Worktree string `json:"worktree,omitempty"`
+	// Base is the task file's bytes before the claim, and Wrote the
+	// SHA-256 (hex) of the bytes the claim wrote; empty for a lease that
+	// no claim of this snag made (re-derived from the files, handed over).
+	Base  []byte `json:"-"`
+	Wrote string `json:"-"`
 }
 
 // Register opens a session. A session that asks for a name (s.Name) gets
@@ -248,12 +253,41 @@ func (db *DB) EndSession(ctx context.Context, id int64, reason string) ([]Lease,
 	return held, err
 }
 
-const leaseColumns = `task_id, coalesce(session_id, 0), holder, epoch, acquired, detached, worktree`
+const leaseColumns = `task_id, coalesce(session_id, 0), holder, epoch, acquired, detached, worktree, base, wrote`
 
 func scanLease(st *sqlite.Stmt) Lease {
-	return Lease{TaskID: st.ColumnText(0), SessionID: st.ColumnInt64(1), Holder: st.ColumnText(2),
+	l := Lease{TaskID: st.ColumnText(0), SessionID: st.ColumnInt64(1), Holder: st.ColumnText(2),
 		Epoch: st.ColumnInt64(3), Acquired: time.Unix(0, st.ColumnInt64(4)), Detached: st.ColumnBool(5),
-		Worktree: st.ColumnText(6)}
+		Worktree: st.ColumnText(6), Wrote: st.ColumnText(8)}
+	if n := st.ColumnLen(7); n > 0 {
+		l.Base = make([]byte, n)
+		st.ColumnBytes(7, l.Base)
+	}
+	return l
+}
+
+// ClaimedLeases lists the live leases that a claim made, which recorded
+// the file's bytes before it (see [Tx.SetBase]), without those bytes.
+func (db *DB) ClaimedLeases(ctx context.Context) ([]Lease, error) {
+	var out []Lease
+	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
+		return sqlitex.Execute(conn, `SELECT task_id, holder, epoch FROM leases WHERE ended IS NULL AND base IS NOT NULL`,
+			&sqlitex.ExecOptions{ResultFunc: func(st *sqlite.Stmt) error {
+				out = append(out, Lease{TaskID: st.ColumnText(0), Holder: st.ColumnText(1), Epoch: st.ColumnInt64(2)})
+				return nil
+			}})
+	})
+	return out, err
+}
+
+// SetBase records, on task id's live lease of epoch, the file's bytes
+// before its claim (base) and the SHA-256 of the bytes the claim wrote
+// (schema 011): git putting base back does not end the lease, and a
+// release of the claim's bytes writes base back.
+func (tx *Tx) SetBase(taskID string, epoch int64, base []byte, wrote string) error {
+	return sqlitex.Execute(tx.conn, `UPDATE leases SET base = :b, wrote = :w
+		WHERE task_id = :t AND epoch = :e AND ended IS NULL`, &sqlitex.ExecOptions{
+		Named: map[string]any{":t": taskID, ":e": epoch, ":b": base, ":w": wrote}})
 }
 
 func leasesWhere(conn *sqlite.Conn, where string, args map[string]any) ([]Lease, error) {

@@ -27,6 +27,8 @@ func fill(t *testing.T, v any) {
 			f.SetInt(7)
 		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String:
 			f.Set(reflect.ValueOf([]string{"x"}))
+		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Uint8:
+			f.SetBytes([]byte("x"))
 		case f.Kind() == reflect.Float64:
 			f.SetFloat(0.5)
 		case f.Kind() == reflect.Struct:

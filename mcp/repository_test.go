@@ -447,3 +447,68 @@ func TestR3_KeysNeverCollide(t *testing.T) {
 		t.Errorf("the audit log has %d renumberings; want 3:\n%s", strings.Count(out, "renumber"), out)
 	}
 }
+
+// TestR4_GitUnderAClaim: a claim leaves its task file modified, so a
+// person's git pull is refused until they stash. git stash puts the file
+// back as it was before the claim: the holder keeps its lease, the task
+// reads as claimed by it, and another agent is granted neither it nor it
+// by claim-next; after git stash pop the holder releases it. A claim and a
+// release that changed nothing leave git status clean.
+func TestR4_GitUnderAClaim(t *testing.T) {
+	r := newRepo(t, 1)
+	main := r.main
+	a, _ := r.bridge(t, main)
+	b, _ := r.bridge(t, main)
+	res, txt, sc := call(t, a, "snag_claim", map[string]any{"id": "SNAG-4"})
+	mustOK(t, "claim SNAG-4", res, txt)
+	status := func() string {
+		cmd := exec.Command("git", "status", "--porcelain", "--", ".snag")
+		cmd.Dir = main
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if !strings.Contains(status(), "SNAG-4") {
+		t.Fatalf("git status after the claim: %q; want SNAG-4's file modified", status())
+	}
+	wtGit(t, main, "stash")
+	if s := status(); s != "" {
+		t.Fatalf("git status after git stash: %q", s)
+	}
+	// snagd sees the file back as before the claim: the lease holds.
+	waitFor(t, 10*time.Second, func() bool {
+		out, _ := r.snag(main, "log", "--limit", "20")
+		return strings.Contains(out, "lease_kept")
+	}, func() string {
+		out, _ := r.snag(main, "log", "--limit", "20")
+		return "no lease_kept in the audit:\n" + out
+	})
+	res, txt, _ = call(t, b, "snag_claim", map[string]any{"id": "SNAG-4"})
+	if !res.IsError {
+		t.Errorf("another agent was granted SNAG-4 while its file was stashed: %s", txt)
+	}
+	_, _, got := call(t, b, "snag_get", map[string]any{"id": "SNAG-4"})
+	if task, _ := got["task"].(map[string]any); task["status"] != "claimed" {
+		t.Errorf("SNAG-4 reads as %v while stashed; want claimed by its holder", task["status"])
+	}
+	for range 6 { // every ready task but SNAG-4
+		res, txt, sc = call(t, b, "snag_claim", nil)
+		if task, _ := sc["task"].(map[string]any); task != nil && task["key"] == "SNAG-4" {
+			t.Fatalf("claim-next granted SNAG-4 while its file was stashed: %s", txt)
+		}
+		if task, _ := sc["task"].(map[string]any); task != nil {
+			call(t, b, "snag_release", map[string]any{"id": task["key"], "reason": "only looking"})
+		}
+		if res.IsError || sc["task"] == nil {
+			break
+		}
+	}
+	wtGit(t, main, "stash", "pop")
+	res, txt, _ = call(t, a, "snag_release", map[string]any{"id": "SNAG-4", "reason": "done looking"})
+	mustOK(t, "the holder's release after git stash pop", res, txt)
+	if s := status(); s != "" {
+		t.Errorf("git status after a claim and a release that changed nothing: %q; want it clean", s)
+	}
+}
