@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,16 +18,18 @@ import (
 
 func init() {
 	register(&command{
-		name: "team", args: "init [DSN] [--no-save | --save] | status [--json]",
-		summary: "Turn team mode on, and see who is connected: clones on several machines share leases through PostgreSQL.\n\n" +
+		name: "team", args: "init [DSN] [--no-save | --save] | status [--json] | leave",
+		summary: "Turn team mode on for this repository, and see who is connected: clones on several machines share leases through PostgreSQL.\n\n" +
 			"snag team init DSN creates snag's schema in the PostgreSQL database at DSN (or brings it up to\n" +
-			"date), checks that snagd can connect, and saves the DSN in ~/.snag/coord (mode 0600), where\n" +
-			"every snagd of this user finds it; --no-save leaves the file alone. With no DSN it uses\n" +
-			"$SNAG_COORD or the saved file. A snagd that starts with a DSN joins its repository's clones.\n" +
-			"snag team status lists the clones of this repository that are connected: their machine,\n" +
-			"folder, branch, last heartbeat, agents and the tasks they hold.",
+			"date), checks that snagd can connect, and saves the DSN in this repository's .git/snag/coord\n" +
+			"(mode 0600), where its snagd finds it: this repository joins, your other projects stay alone;\n" +
+			"--no-save leaves the file alone. With no DSN it uses $SNAG_COORD or the saved file. A snagd\n" +
+			"that starts with a DSN joins its repository's clones. snag team leave removes the saved DSN:\n" +
+			"the repository runs alone from its snagd's next start. snag team status lists the clones of\n" +
+			"this repository that are connected: their machine, folder, branch, last heartbeat, agents\n" +
+			"and the tasks they hold.",
 		flags: func(fs *flag.FlagSet, c *call) {
-			fs.Bool("save", false, "init: save the DSN in ~/.snag/coord even when it came from $SNAG_COORD")
+			fs.Bool("save", false, "init: save the DSN in the repository's .git/snag/coord even when it came from $SNAG_COORD")
 			fs.Bool("no-save", false, "init: do not save a DSN given on the command line")
 			fs.BoolVar(&c.opt.json, "json", false, "status: print the status as JSON")
 		},
@@ -37,13 +41,13 @@ func init() {
 // as snag team uses it. Only snagd's program links it (see [Full]).
 type Coord interface {
 	// FindDSN finds the DSN as snagd does without --coord: $SNAG_COORD,
-	// else the file coord in home. It returns "" when neither gives one,
-	// and says where the DSN came from.
-	FindDSN(home string) (dsn, from string, err error)
-	// SaveDSN writes dsn into the file coord in home, mode 0600, and
+	// else the file coord in state, the repository's state folder. It
+	// returns "" when neither gives one, and says where the DSN came from.
+	FindDSN(state string) (dsn, from string, err error)
+	// SaveDSN writes dsn into the file coord in state, mode 0600, and
 	// returns its path and, redacted, the other DSN it replaced ("" when
 	// the file held none, or this one).
-	SaveDSN(home, dsn string) (path, replaced string, err error)
+	SaveDSN(state, dsn string) (path, replaced string, err error)
 	// Redact gives dsn with its password replaced by xxxxx.
 	Redact(dsn string) string
 	// Init creates or upgrades snag's schema in the database at dsn and
@@ -88,9 +92,9 @@ type TeamClone struct {
 // What snag team status says with no DSN set: two lines, or with --json
 // one note.
 const (
-	aloneNote = "snag runs alone here: no coordination store is set ($SNAG_COORD, or ~/.snag/coord)"
-	aloneHow  = "to share leases with clones on other machines: snag team init DSN (a PostgreSQL database),\n" +
-		"then start snagd again in each clone (snag daemon stop; the next snag command starts it)"
+	aloneNote = "snag runs alone here: no coordination store is set ($SNAG_COORD, or the repo's .git/snag/coord)"
+	aloneHow  = "to share leases with clones on other machines: snag team init DSN (a PostgreSQL database) in this\n" +
+		"repository, then start snagd again in each clone (snag daemon stop; the next snag command starts it)"
 )
 
 func runTeam(ctx context.Context, c *call) error {
@@ -111,8 +115,13 @@ func runTeam(ctx context.Context, c *call) error {
 		return usagef("team status takes no arguments: snag team status [--json]")
 	case sub == "status" && (save || noSave):
 		return usagef("team status: --save and --no-save go with init: snag team init DSN")
-	case sub != "init" && sub != "status":
-		return usagef("team: unknown subcommand %q (want init or status)", sub)
+	case sub == "leave" && (len(c.args) > 1 || save || noSave || c.opt.json):
+		return usagef("team leave takes nothing: snag team leave")
+	case sub != "init" && sub != "status" && sub != "leave":
+		return usagef("team: unknown subcommand %q (want init, status or leave)", sub)
+	}
+	if sub := c.args[0]; sub == "leave" {
+		return teamLeave(c)
 	}
 	f, err := c.full()
 	if err != nil {
@@ -133,8 +142,62 @@ func runTeam(ctx context.Context, c *call) error {
 // fromArgs is where a DSN typed after snag team init came from.
 const fromArgs = "the command line"
 
+// teamState is the folder of the repository snag team runs in that holds
+// its saved DSN (gitdir.State: .git/snag, or .snag outside git).
+func teamState(c *call) (root, state string, err error) {
+	root, err = layout.Find(c.Dir)
+	if err != nil {
+		return "", "", fmt.Errorf("snag team works on the repository it runs in: %w", err)
+	}
+	return root, gitdir.State(root), nil
+}
+
+// legacyNote is what snag team says of the per-user DSN file of older
+// versions, when it is there, or "".
+func legacyNote() string {
+	p := filepath.Join(layout.Home(), "coord")
+	if _, err := os.Lstat(p); err != nil {
+		return ""
+	}
+	return "snag: note: " + p + " is no longer read (it made every project of yours join): snag team init in each repository that should join, then remove it"
+}
+
+func teamLeave(c *call) error {
+	_, state, err := teamState(c)
+	if err != nil {
+		return err
+	}
+	p := filepath.Join(state, "coord")
+	switch err := os.Remove(p); {
+	case err == nil:
+		fmt.Fprintf(c.Stdout, "left team mode: removed %s; this repository's snagd runs alone from its next start (snag daemon stop; the next snag command starts it)\n", p)
+	case errors.Is(err, fs.ErrNotExist):
+		fmt.Fprintf(c.Stdout, "this repository saved no DSN (%s): nothing to leave\n", p)
+	default:
+		return fmt.Errorf("team leave: %w: check that %s can be written", err, state)
+	}
+	if os.Getenv("SNAG_COORD") != "" {
+		fmt.Fprintln(c.Stderr, "snag: note: $SNAG_COORD is set: a snagd started where it is set still joins: unset it")
+	}
+	return nil
+}
+
 func teamInit(ctx context.Context, c *call, co Coord, dsn string, save, noSave bool) error {
-	home := layout.Home()
+	root, home, err := teamState(c)
+	if err != nil {
+		return err
+	}
+	cfg, err := queue.LoadConfig(filepath.Join(root, layout.Folder, layout.ConfigFile))
+	if err != nil {
+		return fmt.Errorf("%w (fix it in .snag/%s: it names the workspace the clones share)", err, layout.ConfigFile)
+	}
+	named := strings.TrimSpace(cfg.Workspace) != ""
+	if common := gitdir.Common(root); common != "" && gitdir.RemoteName(gitdir.Origin(common)) != "" {
+		named = true
+	}
+	if note := legacyNote(); note != "" {
+		fmt.Fprintln(c.Stderr, note)
+	}
 	found, from, err := co.FindDSN(home)
 	if err != nil && dsn == "" {
 		return err
@@ -151,7 +214,7 @@ func teamInit(ctx context.Context, c *call, co Coord, dsn string, save, noSave b
 		if found != "" && found != dsn && strings.HasPrefix(from, "$") {
 			// snagd reads $SNAG_COORD before the file: saving this DSN
 			// would not make snagd use it.
-			fmt.Fprintf(c.Stderr, "snag: note: %s is set to another DSN (%s), and snagd uses it before ~/.snag/coord: unset it, or set it to this DSN\n",
+			fmt.Fprintf(c.Stderr, "snag: note: %s is set to another DSN (%s), and snagd uses it before the saved one: unset it, or set it to this DSN\n",
 				from, co.Redact(found))
 		}
 		from = fromArgs
@@ -171,6 +234,12 @@ func teamInit(ctx context.Context, c *call, co Coord, dsn string, save, noSave b
 		fmt.Fprintf(c.Stdout, "schema at version %d (applied %d): %s\n", v, len(applied), safe(shown))
 	}
 	w := c.Stdout
+	if !named {
+		// A workspace named after the folder would join unrelated projects
+		// that share a folder name.
+		return fmt.Errorf("team init: this repository has no origin remote, so its clones have no name in common: " +
+			"set \"workspace\" in .snag/config.json (the same in every clone, for example \"acme/shop\") and commit it, then snag team init again (nothing was saved)")
+	}
 	env := strings.HasPrefix(from, "$")
 	saved := ""
 	switch {
@@ -183,14 +252,14 @@ func teamInit(ctx context.Context, c *call, co Coord, dsn string, save, noSave b
 		}
 		saved = p
 		if replaced != "" {
-			fmt.Fprintf(w, "saved the DSN in %s (mode 0600), in place of %s: every snagd you start finds it there\n", p, replaced)
+			fmt.Fprintf(w, "saved the DSN in %s (mode 0600), in place of %s: this repository's snagd finds it there\n", p, replaced)
 		} else {
-			fmt.Fprintf(w, "saved the DSN in %s (mode 0600): every snagd you start finds it there\n", p)
+			fmt.Fprintf(w, "saved the DSN in %s (mode 0600): this repository's snagd finds it there\n", p)
 		}
 	case env:
-		fmt.Fprintf(w, "the DSN came from %s: a snagd finds it when it starts where %s is set (--save keeps it in ~/.snag/coord for every one)\n", from, from)
+		fmt.Fprintf(w, "the DSN came from %s: a snagd finds it when it starts where %s is set (--save keeps it in this repository's .git/snag/coord)\n", from, from)
 	default:
-		fmt.Fprintf(w, "the DSN came from %s, where every snagd you start finds it\n", from)
+		fmt.Fprintf(w, "the DSN came from %s, where this repository's snagd finds it\n", from)
 	}
 	if from != fromArgs || !noSave {
 		fmt.Fprintln(w, "restart snagd in each clone so that it joins (snag daemon stop; the next snag command starts it)")
@@ -199,7 +268,7 @@ func teamInit(ctx context.Context, c *call, co Coord, dsn string, save, noSave b
 	if from == fromArgs && strings.Contains(shown, "xxxxx") && !strings.Contains(dsn, "xxxxx") {
 		// The DSN holds a password, which the shell's history and the
 		// process list now hold too.
-		how := "set $SNAG_COORD instead, or let snag team init save it in ~/.snag/coord"
+		how := "set $SNAG_COORD instead, or let snag team init save it in the repository's .git/snag/coord"
 		if saved != "" {
 			how = "from now on snag and snagd read it from " + saved + " (snag team init with no DSN too)"
 		}
@@ -209,9 +278,16 @@ func teamInit(ctx context.Context, c *call, co Coord, dsn string, save, noSave b
 }
 
 func teamStatus(ctx context.Context, c *call, co Coord) error {
-	dsn, from, err := co.FindDSN(layout.Home())
+	_, state, err := teamState(c)
 	if err != nil {
 		return err
+	}
+	dsn, from, err := co.FindDSN(state)
+	if err != nil {
+		return err
+	}
+	if note := legacyNote(); note != "" && !c.opt.json {
+		fmt.Fprintln(c.Stderr, note)
 	}
 	if dsn == "" {
 		st := TeamStatus{Clones: []TeamClone{}, Note: aloneNote + "; " + strings.ReplaceAll(aloneHow, ",\n", ", ")}

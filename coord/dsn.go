@@ -15,23 +15,28 @@ import (
 // when --coord is not given.
 const Env = "SNAG_COORD"
 
-// FileName is the file in the per-user folder (~/.snag/coord) that holds
-// the DSN when neither --coord nor $SNAG_COORD gives one. It must be mode
-// 0600: it holds a password.
+// FileName is the file in a repository's state folder (gitdir.State:
+// .git/snag/coord, or .snag/coord outside git) that holds the DSN when
+// neither --coord nor $SNAG_COORD gives one: snag team init in a
+// repository writes it, so that repository joins and others stay alone.
+// It must be mode 0600: it holds a password. Older versions kept it in
+// the per-user folder (~/.snag/coord), where every project of the user
+// found it; that file is no longer read (see [Legacy]).
 const FileName = "coord"
 
 // FindDSN returns the DSN snagd coordinates through, and where it came
 // from: flag (the --coord value) when set, else $SNAG_COORD, else the file
-// coord in home. It returns "" with no error when none is set: snagd then
-// runs alone, with its live state in snag.db.
-func FindDSN(flag, home string) (dsn, from string, err error) {
+// coord in state, the repository's state folder. It returns "" with no
+// error when none is set: snagd then runs alone, with its live state in
+// snag.db.
+func FindDSN(flag, state string) (dsn, from string, err error) {
 	if flag != "" {
 		return flag, "--coord", nil
 	}
 	if v := os.Getenv(Env); v != "" {
 		return v, "$" + Env, nil
 	}
-	p := filepath.Join(home, FileName)
+	p := filepath.Join(state, FileName)
 	fi, err := os.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", "", nil
@@ -51,18 +56,43 @@ func FindDSN(flag, home string) (dsn, from string, err error) {
 	}
 	dsn = strings.TrimSpace(string(b))
 	if dsn == "" {
-		return "", "", fmt.Errorf("%s is empty: write the DSN into it, or remove it to run without a coordination store", p)
+		return "", "", fmt.Errorf("%s is empty: write the DSN into it, or remove it to run without a coordination store (snag team leave)", p)
 	}
 	return dsn, p, nil
 }
 
-// SaveDSN writes dsn into the file coord in home, mode 0600, for snagd to
-// find (FindDSN).
-func SaveDSN(home, dsn string) (string, error) {
-	if err := os.MkdirAll(home, 0o700); err != nil {
+// Legacy returns the per-user DSN file of older versions (home/coord) when
+// it is there, else "": it made every project of the user join, and is no
+// longer read. Whoever finds it says so, with the fix: snag team init in
+// each repository that should join, then remove the file.
+func Legacy(home string) string {
+	p := filepath.Join(home, FileName)
+	if _, err := os.Lstat(p); err == nil {
+		return p
+	}
+	return ""
+}
+
+// LeaveDSN removes the file coord from state: the repository runs alone
+// from snagd's next start. It reports whether there was one.
+func LeaveDSN(state string) (bool, error) {
+	err := os.Remove(filepath.Join(state, FileName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("leave team mode: %w: check that %s can be written", err, state)
+	}
+	return true, nil
+}
+
+// SaveDSN writes dsn into the file coord in state, the repository's state
+// folder, mode 0600, for snagd to find (FindDSN).
+func SaveDSN(state, dsn string) (string, error) {
+	if err := os.MkdirAll(state, 0o755); err != nil {
 		return "", fmt.Errorf("save the DSN: %w", err)
 	}
-	p := filepath.Join(home, FileName)
+	p := filepath.Join(state, FileName)
 	tmp := p + ".tmp"
 	if err := os.WriteFile(tmp, []byte(dsn+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("save the DSN: %w", err)

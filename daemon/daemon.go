@@ -99,8 +99,9 @@ type Options struct {
 	Hosted *Hosted
 	// Coord is the PostgreSQL DSN of the coordination store shared with
 	// the other clones of the repository; "" looks in $SNAG_COORD and then
-	// the per-user file coord (coord.FindDSN), and with none there snagd
-	// runs alone. It is never logged: only its redacted form is.
+	// the repository's file coord (coord.FindDSN: snag team init writes
+	// it), and with none there snagd runs alone. It is never logged: only
+	// its redacted form is.
 	Coord string
 	// CoordGrace is how long a clone may stay silent before the others end
 	// its sessions and free its tasks (DefaultCoordGrace).
@@ -411,12 +412,21 @@ func tokenFileName(home string) string {
 }
 
 // openCoord opens the coordination store when a DSN is given (the
-// option, $SNAG_COORD or the per-user file coord), joining the workspace
-// of the repository's clones as this clone; nil when there is none.
-func (d *Daemon) openCoord(ctx context.Context, home string) (*coord.Store, error) {
-	dsn, from, err := coord.FindDSN(d.opts.Coord, home)
-	if err != nil || dsn == "" {
+// option, $SNAG_COORD or the repository's file coord in state), joining the
+// workspace of the repository's clones as this clone; nil when there is
+// none. The per-user file of older versions (home/coord) is no longer
+// read: it made every project of the user join.
+func (d *Daemon) openCoord(ctx context.Context, state, home string) (*coord.Store, error) {
+	dsn, from, err := coord.FindDSN(d.opts.Coord, state)
+	if err != nil {
 		return nil, err
+	}
+	if dsn == "" {
+		if p := coord.Legacy(home); p != "" {
+			d.log.Warn("a DSN file of an older snag is not read: every project of this user joined the team through it; "+
+				"run snag team init in each repository that should join, then remove the file", "file", p)
+		}
+		return nil, nil
 	}
 	cfg, err := queue.LoadConfig(filepath.Join(d.root, project.Folder, project.ConfigFile))
 	if err != nil {

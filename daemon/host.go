@@ -274,7 +274,7 @@ func (h *host) run(ctx context.Context, d *Daemon) (err error) {
 		return err
 	}
 	defer os.Remove(portFile)
-	store, err := d.openCoord(ctx, h.home)
+	store, err := d.openCoord(ctx, h.state, h.home)
 	if err != nil {
 		err = fmt.Errorf("snagd: %w", err)
 		d.failOpen(err)

@@ -44,6 +44,7 @@ plan.json
 *.snag-tmp
 keys
 keys.lock
+coord
 `
 
 // ErrNoProject is returned by [Find] when no folder above dir has .snag/.

@@ -68,11 +68,10 @@ func TestTeamInitSavesAndSaysWhatItApplied(t *testing.T) {
 	root := project(t)
 	dsn := pgtest.NewDB(t)
 	pw := secretOf(t, dsn)
-	home := os.Getenv("SNAG_HOME")
+	// The DSN is saved in the repository's state folder (.snag/ outside
+	// git), so this repository joins and no other project of the user does.
+	home := filepath.Join(root, ".snag")
 	// A file others can read is replaced, mode 0600, by the DSN given.
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
 	if err := os.WriteFile(filepath.Join(home, "coord"), []byte("postgres://old:0ld-pw@db.example/snag\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -132,6 +131,60 @@ func TestTeamInitSavesAndSaysWhatItApplied(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(home, "coord")); strings.TrimSpace(string(b)) != other {
 		t.Error("team init --save did not save $SNAG_COORD's DSN")
+	}
+}
+
+// TestR6_TeamScope: snag team init in one repository saves its DSN there:
+// a snagd of another project of the same user runs alone, and says so; the
+// per-user file of older versions is not read, and both commands say what
+// to do with it; snag team leave removes the repository's DSN; a repository
+// whose clones share no name (no origin, no workspace in config.json) is
+// refused with the fix.
+func TestR6_TeamScope(t *testing.T) {
+	root := project(t)
+	other := filepath.Join(filepath.Dir(root), "other")
+	if err := os.MkdirAll(filepath.Join(other, ".snag"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	home := os.Getenv("SNAG_HOME")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	legacy := filepath.Join(home, "coord")
+	if err := os.WriteFile(legacy, []byte("postgres://old:0ld-pw@db.example/snag\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dsn := pgtest.NewDB(t)
+	code, out, errs := snag(t, root, "team", "init", dsn)
+	if code != 0 || !strings.Contains(out, "saved the DSN in "+filepath.Join(root, ".snag", "coord")) {
+		t.Fatalf("team init in one repository: exit %d\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(errs, legacy+" is no longer read") {
+		t.Errorf("team init does not name the per-user file it no longer reads:\n%s", errs)
+	}
+	// The other project stays alone, whatever the per-user file says.
+	code, out, errs = snag(t, other, "team", "status")
+	if code != 0 || !strings.Contains(out, "snag runs alone here") {
+		t.Errorf("team status in another project: exit %d\n%s%s\nwant it alone", code, out, errs)
+	}
+	if dsnOther, _, err := coord.FindDSN("", filepath.Join(other, ".snag")); dsnOther != "" || err != nil {
+		t.Errorf("the other project finds the DSN %q (%v); want none", coord.Redact(dsnOther), err)
+	}
+	// Leave: the saved DSN is gone, and leaving again says there is none.
+	code, out, errs = snag(t, root, "team", "leave")
+	if code != 0 || !strings.Contains(out, "left team mode") {
+		t.Errorf("team leave: exit %d\n%s%s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(root, ".snag", "coord")); err == nil {
+		t.Error("team leave left the saved DSN")
+	}
+	if code, out, _ = snag(t, root, "team", "leave"); code != 0 || !strings.Contains(out, "nothing to leave") {
+		t.Errorf("team leave again: exit %d\n%s", code, out)
+	}
+	// A project whose clones have no name in common is refused, with the fix.
+	code, _, errs = snag(t, other, "team", "init", dsn)
+	if code == 0 || !strings.Contains(errs, `set "workspace" in .snag/config.json`) {
+		t.Errorf("team init with no origin and no workspace: exit %d\n%s", code, errs)
 	}
 }
 
