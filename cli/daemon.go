@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/snagdev/snag/version"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,6 +64,9 @@ func daemonStatus(ctx context.Context, c *call) error {
 		return err
 	}
 	fmt.Fprintf(c.Stdout, "snagd %s serves %s\n", h.Version, h.Root)
+	if mine := version.String(); h.Version != mine {
+		fmt.Fprintf(c.Stdout, "this snag is %s: the next command that starts snagd replaces an older one (snag daemon stop does it now)\n", mine)
+	}
 	fmt.Fprintf(c.Stdout, "pid %d, 127.0.0.1:%d, %d tasks, %d with problems\n", h.PID, h.Port, h.Counts.Tasks, h.Counts.Problems)
 	if !h.Ready {
 		fmt.Fprintln(c.Stdout, "still reading the task files")

@@ -13,6 +13,7 @@ import (
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/client"
 	"github.com/snagdev/snag/layout"
+	"github.com/snagdev/snag/version"
 	"github.com/snagdev/snag/queue"
 )
 
@@ -62,7 +63,9 @@ func connect(ctx context.Context, c *call, write bool) (*remote, error) {
 	}
 	auto := !c.opt.noAutostart && !envSet(NoAutostartEnv)
 	if auto {
-		opts.Start = startDaemon
+		// An older snagd is replaced by this version's (client.Options.Version).
+		opts.Start, opts.Version = startDaemon, version.String()
+		opts.Note = func(s string) { fmt.Fprintln(c.Stderr, "snag: note: "+s) }
 	}
 	cl, err := client.Dial(ctx, root, opts)
 	switch {

@@ -129,13 +129,136 @@ type Options struct {
 	WaitingAfter time.Duration
 	// Quick skips the /health round trip when the project's files show a
 	// snagd of this user that serves it (see [Client.Quick]): the first
-	// request is the command's own. Health then knows only the pid, port
-	// and root until [Client.Fresh].
+	// request is the command's own. Health then knows only the pid, port,
+	// root and version until [Client.Fresh].
 	Quick bool
+	// Version is the caller's own version (version.String()). With Start
+	// set, a snagd found of an older version, or one too old to name its
+	// version in its lock, is stopped and one of the caller's started in
+	// its place: leases live in the files and snag.db, and agents'
+	// sessions get the restart's grace. A snagd whose version cannot be
+	// ordered against the caller's (a development build) is used, and
+	// Note is told.
+	Version string
+	// Note, when set, is told what the caller should know but that is no
+	// error (a snagd of another version).
+	Note func(string)
 }
 
-// Dial finds the daemon for the project at root.
+// Dial finds the daemon for the project at root, replacing an older one
+// when opts say (Options.Version).
 func Dial(ctx context.Context, root string, opts Options) (*Client, error) {
+	c, err := dial(ctx, root, opts)
+	if err != nil || opts.Version == "" {
+		return c, err
+	}
+	h := c.Health()
+	older, comparable := Older(h.Version, opts.Version)
+	switch {
+	case older && opts.Start != nil:
+		if err := c.stopOlder(ctx, h, opts.Version); err != nil {
+			return nil, err
+		}
+		c.wire.closeIdle()
+		return dial(ctx, root, opts)
+	case !comparable && opts.Note != nil && h.Version != opts.Version:
+		opts.Note(fmt.Sprintf("snagd (pid %d) is version %s and this snag is %s: snag daemon stop, and the next command starts this version's", h.PID, h.Version, opts.Version))
+	}
+	return c, nil
+}
+
+// Older reports whether the snagd version running is older than mine:
+// one that names none predates the version handshake; two of the form
+// vMAJOR.MINOR.PATCH (a release, git describe's vX.Y.Z-N-gHASH, a Go
+// pseudo-version) compare by those numbers, a later git describe of one
+// tag by its count of commits. comparable is false when the two cannot
+// be ordered (a development build): then older is false.
+func Older(running, mine string) (older, comparable bool) {
+	switch {
+	case running == mine:
+		return false, true
+	case running == "":
+		return true, true
+	}
+	r, rn, ok1 := semver(running)
+	m, mn, ok2 := semver(mine)
+	if !ok1 || !ok2 {
+		return false, false
+	}
+	for i := range r {
+		if r[i] != m[i] {
+			return r[i] < m[i], true
+		}
+	}
+	return rn < mn, true
+}
+
+// semver reads vMAJOR.MINOR.PATCH at the start of v, and the count of
+// commits git describe adds after it (-N-gHASH; 0 for none).
+func semver(v string) (nums [3]int, after int, ok bool) {
+	rest, found := strings.CutPrefix(v, "v")
+	if !found {
+		return nums, 0, false
+	}
+	core, suffix, _ := strings.Cut(rest, "-")
+	core, _, _ = strings.Cut(core, "+")
+	parts := strings.Split(core, ".")
+	if len(parts) != 3 {
+		return nums, 0, false
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return nums, 0, false
+		}
+		nums[i] = n
+	}
+	if n, _, ok := strings.Cut(suffix, "-g"); ok {
+		after, _ = strconv.Atoi(n)
+	}
+	return nums, after, true
+}
+
+// stopOlder stops the snagd of an older version that answered h, so that
+// one of version mine starts in its place: SIGTERM, then a wait until it
+// has gone and given up its lock. Only a process of this user is stopped.
+func (c *Client) stopOlder(ctx context.Context, h Health, mine string) error {
+	running := h.Version
+	if running == "" {
+		running = "one too old to name its version"
+	}
+	fi, err := os.Stat("/proc/" + strconv.Itoa(h.PID))
+	if st, ok := func() (*syscall.Stat_t, bool) {
+		if err != nil {
+			return nil, false
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		return st, ok
+	}(); !ok || int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("snagd (pid %d) is version %s, older than this snag (%s), and is not yours to stop: ask its owner to stop it (snag daemon stop)", h.PID, running, mine)
+	}
+	if err := syscall.Kill(h.PID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("stop the older snagd (pid %d, version %s): %w", h.PID, running, err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		// Its lock goes when it exits (a zombie's too: its files are closed).
+		if !lockHeld(c.root) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the older snagd (pid %d, version %s) is still running 15 s after SIGTERM: kill %d, then run the command again", h.PID, running, h.PID)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// dial is Dial without the version handshake.
+func dial(ctx context.Context, root string, opts Options) (*Client, error) {
 	abs, err := filepath.Abs(root)
 	if err == nil {
 		abs, err = filepath.EvalSymlinks(abs)
@@ -278,11 +401,19 @@ func lockedBy(root string) (*Health, bool) {
 	if err != nil {
 		return nil, false
 	}
-	pidText, portText, ok := strings.Cut(strings.TrimSpace(string(b)), " ")
-	pid, err1 := strconv.Atoi(pidText)
-	port, err2 := strconv.Atoi(portText)
-	if !ok || err1 != nil || err2 != nil || pid <= 0 || port <= 0 || port > 65535 {
+	fields := strings.Fields(string(b))
+	if len(fields) < 2 {
 		return nil, false
+	}
+	pidText := fields[0]
+	pid, err1 := strconv.Atoi(pidText)
+	port, err2 := strconv.Atoi(fields[1])
+	if err1 != nil || err2 != nil || pid <= 0 || port <= 0 || port > 65535 {
+		return nil, false
+	}
+	version := "" // a snagd that writes none is older than the version handshake
+	if len(fields) > 2 {
+		version = fields[2]
 	}
 	if ports := portsOf(root); len(ports) == 0 || ports[0] != port {
 		return nil, false // .port is missing or names another port: not fresh
@@ -297,7 +428,7 @@ func lockedBy(root string) (*Health, bool) {
 	if held, known := LockHeld(root); !held || !known {
 		return nil, false
 	}
-	return &Health{Service: "snagd", Root: root, PID: pid, Port: port}, true
+	return &Health{Service: "snagd", Root: root, PID: pid, Port: port, Version: version}, true
 }
 
 // unquick leaves the trust of the lock for discovery and its proof, after
@@ -465,8 +596,8 @@ func portsOf(root string) []int {
 	}
 	for _, lock := range []string{filepath.Join(root, ".snag", LockFile), filepath.Join(gitdir.State(root), LockFile)} {
 		if b, err := os.ReadFile(lock); err == nil {
-			if _, port, ok := strings.Cut(strings.TrimSpace(string(b)), " "); ok {
-				add(port)
+			if f := strings.Fields(string(b)); len(f) >= 2 { // pid port [version]
+				add(f[1])
 			}
 		}
 	}

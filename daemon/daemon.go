@@ -211,7 +211,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	h.port = ln.Addr().(*net.TCPAddr).Port
-	writeLock(filepath.Join(h.state, hostLock), h.port)
+	writeLock(filepath.Join(h.state, hostLock), h.port, opts.Version)
 	if err := failpoint.Arm(); err != nil {
 		ln.Close()
 		return fmt.Errorf("snagd: %w", err)
@@ -353,9 +353,9 @@ func lock(path, what string) (func(), error) {
 	if err != nil {
 		b, _ := os.ReadFile(path)
 		f.Close()
-		pid, port, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
-		if pid == "" {
-			pid = "?"
+		pid, port := "?", "?"
+		if f := strings.Fields(string(b)); len(f) >= 2 {
+			pid, port = f[0], f[1]
 		}
 		return nil, fmt.Errorf("snagd: another snagd already serves %s (pid %s, port %s): use it, or stop it first (snag daemon stop)", what, pid, port)
 	}
@@ -365,8 +365,14 @@ func lock(path, what string) (func(), error) {
 	}, nil
 }
 
-func writeLock(path string, port int) {
-	os.WriteFile(path, []byte(fmt.Sprintf("%d %d\n", os.Getpid(), port)), 0o644)
+// writeLock names, in a lock file this snagd holds, its pid, its port and
+// its version: a client compares the version with its own before it sends
+// a request (an older snagd is replaced), without asking /health first.
+func writeLock(path string, port int, version string) {
+	if version == "" || strings.ContainsAny(version, " \n") {
+		version = "unknown"
+	}
+	os.WriteFile(path, []byte(fmt.Sprintf("%d %d %s\n", os.Getpid(), port, version)), 0o644)
 }
 
 // opening answers 503 with Retry-After to every request but /health until

@@ -338,7 +338,7 @@ func (h *host) lockView(root string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (an older snagd that serves one worktree alone: once it is stopped, this one serves every worktree of the repository)", err)
 	}
-	writeLock(path, h.port)
+	writeLock(path, h.port, h.opts.Version)
 	return unlock, nil
 }
 

@@ -512,3 +512,59 @@ func TestR4_GitUnderAClaim(t *testing.T) {
 		t.Errorf("git status after a claim and a release that changed nothing: %q; want it clean", s)
 	}
 }
+
+// TestR5_UpgradeReplacesAnOlderSnagd: after an upgrade, the new snag finds
+// the snagd an older version started and replaces it: the old one stops,
+// one of the new version serves, snag daemon status says which, and the
+// agent's lease taken under the old one is still held.
+func TestR5_UpgradeReplacesAnOlderSnagd(t *testing.T) {
+	const stamp = "-X github.com/snagdev/snag/version.stamp="
+	old, err := bins.Build("snag-v0.1.0", snagdtest.Snag, "-ldflags", stamp+"v0.1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	upgraded, err := bins.Build("snag-v0.2.0", snagdtest.Snag, "-ldflags", stamp+"v0.2.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRepo(t, 1)
+	r.bin = old
+	r.mustSnag(t, r.main, "list")
+	lockFile := filepath.Join(r.main, ".git", "snag", "snagd.lock")
+	b, _ := os.ReadFile(lockFile)
+	f := strings.Fields(string(b))
+	if len(f) != 3 || f[2] != "v0.1.0" {
+		t.Fatalf("the repository's lock says %q; want pid, port and v0.1.0", b)
+	}
+	oldPID, _ := strconv.Atoi(f[0])
+	agent, _ := r.bridge(t, r.main)
+	res, txt, _ := call(t, agent, "snag_claim", map[string]any{"id": "SNAG-4"})
+	mustOK(t, "claim under the old snagd", res, txt)
+
+	r.bin = upgraded
+	r.mustSnag(t, r.main, "list")
+	if err := syscall.Kill(oldPID, 0); err == nil {
+		if st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", oldPID)); !strings.Contains(string(st), ") Z") {
+			t.Errorf("the old snagd (pid %d) still runs after the upgraded snag's first command", oldPID)
+		}
+	}
+	status := r.mustSnag(t, r.main, "daemon", "status")
+	if !strings.HasPrefix(status, "snagd v0.2.0 serves "+r.main) {
+		t.Errorf("snag daemon status after the upgrade:\n%s\nwant snagd v0.2.0", status)
+	}
+	r.bin = old
+	if status := r.mustSnag(t, r.main, "daemon", "status"); !strings.Contains(status, "this snag is v0.1.0") {
+		t.Errorf("snag daemon status of an older snag does not say both versions:\n%s", status)
+	}
+	r.bin = upgraded
+	out := r.mustSnag(t, r.main, "list", "--json", "--all")
+	var list struct {
+		Tasks []struct{ Key, Status, Assignee string }
+	}
+	json.Unmarshal([]byte(out), &list)
+	for _, task := range list.Tasks {
+		if task.Key == "SNAG-4" && (task.Status != "claimed" || task.Assignee == "") {
+			t.Errorf("SNAG-4 is %s (%q) after the upgrade; want still claimed by its agent", task.Status, task.Assignee)
+		}
+	}
+}

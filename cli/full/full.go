@@ -61,7 +61,7 @@ func (Full) MCP(ctx context.Context, o cli.MCPOptions) error {
 		debug.SetGCPercent(400)
 	}
 	log := slog.New(slog.NewTextHandler(o.Stderr, nil))
-	opts := client.Options{Home: layout.Home(), Start: o.Start, Waiting: func(h client.Health) {
+	opts := client.Options{Home: layout.Home(), Start: o.Start, Version: version.String(), Waiting: func(h client.Health) {
 		log.Info("waiting for snagd to finish reading the task files", "pid", h.PID, "root", h.Root)
 	}}
 	cfg, _ := queue.LoadConfig(filepath.Join(root, ".snag", "config.json"))
