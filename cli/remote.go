@@ -13,8 +13,8 @@ import (
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/client"
 	"github.com/snagdev/snag/layout"
-	"github.com/snagdev/snag/version"
 	"github.com/snagdev/snag/queue"
+	"github.com/snagdev/snag/version"
 )
 
 // NoAutostartEnv, when set to anything but "" or "0", stops the CLI from
