@@ -318,7 +318,9 @@ func serveIn(ctx context.Context, g *errgroup.Group, srv *http.Server, serve fun
 }
 
 // listen binds 127.0.0.1 on the given port, or on the first free one of
-// FirstPort..LastPort. It never binds another address.
+// FirstPort..LastPort, or, with all of those taken (a machine with many
+// repositories served), on any free port: clients find it through the
+// lock files and .port, not by probing. It never binds another address.
 func listen(port int) (net.Listener, error) {
 	if port != 0 {
 		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
@@ -332,7 +334,11 @@ func listen(port int) (net.Listener, error) {
 			return ln, nil
 		}
 	}
-	return nil, fmt.Errorf("snagd: every port of 127.0.0.1:%d-%d is taken: stop a snagd you no longer need (snag daemon stop) or choose a port with --port", FirstPort, LastPort)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("snagd: every port of 127.0.0.1:%d-%d is taken, and no other could be had: %w (is the loopback interface up? ip link set lo up)", FirstPort, LastPort, err)
+	}
+	return ln, nil
 }
 
 // lock takes a daemon lock, the repository's or a worktree's (what names
