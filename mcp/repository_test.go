@@ -272,7 +272,8 @@ func TestR1_OrchestratedStart(t *testing.T) {
 // TestR2_WritesLandWhereAsked: one snagd, started from one worktree, serves
 // the others through views of their own: an add, an agent's add and a note
 // made in worktree B land in B's files and nowhere else, and a key is
-// minted once in the whole repository.
+// minted once in the whole repository. A restart begun in a task's
+// worktree reads the main worktree's queue.
 func TestR2_WritesLandWhereAsked(t *testing.T) {
 	r := newRepo(t, 3)
 	a, b := r.trees[1], r.trees[2] // the daemon starts in a, not in the main worktree
@@ -323,6 +324,31 @@ func TestR2_WritesLandWhereAsked(t *testing.T) {
 	}
 	if n := len(r.daemons()); n != 1 {
 		t.Errorf("%d snagd serve the repository; want 1", n)
+	}
+
+	// A restart begun in a task's worktree reads the main worktree's
+	// queue, not the branch's stale checkout of it.
+	taskTree := filepath.Join(filepath.Dir(r.main), "shop.snag", "SNAG-11")
+	wtGit(t, r.main, "worktree", "add", "-q", "-b", "snag/SNAG-11", taskTree)
+	r.mustSnag(t, r.main, "cancel", "SNAG-12")
+	r.stopDaemons(t)
+	out := r.mustSnag(t, taskTree, "list", "--json", "--all")
+	var list struct {
+		Tasks []struct{ Key, Status string }
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("snag list --json in the task's worktree: %v\n%s", err, out)
+	}
+	for _, task := range list.Tasks {
+		if task.Key == "SNAG-12" && task.Status != "cancelled" {
+			t.Errorf("SNAG-12 reads as %s in a task's worktree after a restart begun there; the main worktree cancelled it", task.Status)
+		}
+	}
+	if status := r.mustSnag(t, taskTree, "daemon", "status"); !strings.Contains(status, "serves "+r.main) || !strings.Contains(status, "a task's") {
+		t.Errorf("snag daemon status in a task's worktree:\n%s\nwant the main worktree's view, said so", status)
+	}
+	if _, err := os.Stat(filepath.Join(taskTree, ".snag", "snag.db")); err == nil {
+		t.Error("the task's worktree got an index of its own")
 	}
 }
 
