@@ -233,10 +233,14 @@ func Run(ctx context.Context, opts Options) error {
 	h.mu.Unlock()
 	primary := h.primary
 
+	h.openKnown()
+	// The board and the hosted /mcp are the default view's: the main
+	// worktree's when it has a project, else the primary's.
+	def := h.defaultView()
 	var hosted *hostedMCP
 	var hostedLn net.Listener
 	if opts.Hosted != nil {
-		if hosted, err = newHosted(primary, *opts.Hosted, h.tok); err == nil {
+		if hosted, err = newHosted(def, *opts.Hosted, h.tok); err == nil {
 			hostedLn, err = hosted.listenOn(ctx)
 		}
 		if err != nil {
@@ -267,13 +271,13 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	})
 	if hosted != nil {
-		// The same /mcp as the local listener's (the primary's routes made
-		// it), behind the hosted gate: its sessions are ordinary /mcp sessions.
-		hosted.secret.onChange = primary.mcp.closeHosted
-		hsrv := hosted.server(primary.opening(primary.mcp))
+		// The same /mcp as the local listener's (the default view's routes
+		// made it), behind the hosted gate: its sessions are ordinary /mcp
+		// sessions.
+		hosted.secret.onChange = def.mcp.closeHosted
+		hsrv := hosted.server(def.opening(def.mcp))
 		serveIn(gctx, g, hsrv, func() error { return hosted.serve(hsrv, hostedLn) })
 	}
-	h.openKnown()
 	g.Go(func() error { return h.lifetime(gctx) })
 	h.log.Info("snagd serving", "root", root, "repository", h.state, "addr", ln.Addr().String(), "pid", os.Getpid())
 	if hosted != nil {
@@ -284,7 +288,7 @@ func Run(ctx context.Context, opts Options) error {
 			h.log.Info("hosted /mcp serving", attrs...)
 		}
 	}
-	link, _ := primary.guard.board.LoginURL(boardPerson())
+	link, _ := def.guard.board.LoginURL(boardPerson())
 	h.log.Info("the board: open this one-time login link (snag open makes another)", "url", link)
 	if opts.Ready != nil {
 		go func() {

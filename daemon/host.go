@@ -410,6 +410,11 @@ func (h *host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
+	if r.URL.Path == LoginCodesPath {
+		// The board is the default view's (a browser names no worktree):
+		// its login links are minted there, whoever asks for one.
+		v = h.defaultView()
+	}
 	if asked != "" {
 		r = r.WithContext(context.WithValue(r.Context(), askedKey{}, asked))
 	}

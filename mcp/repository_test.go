@@ -412,6 +412,55 @@ func TestR3_KeysNeverCollide(t *testing.T) {
 		t.Errorf("%d keys in the main worktree and %d in the other; want 30 each", len(keysMain), len(keysWT))
 	}
 
+	// Adds at once while a person hand-writes files with the next keys:
+	// once snagd has seen them, no key is shared, and no id changed.
+	_, before := taskFiles(t, main)
+	next := len(keysMain) + 21 // the worktrees' adds took 21..40
+	var hand []string
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := r.snag(main, "add", fmt.Sprintf("Raced %d", i)); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	for i := range 10 {
+		id := fmt.Sprintf("tsk_01M9HAND%018d", i)
+		hand = append(hand, id)
+		name := filepath.Join(main, ".snag", "tasks", fmt.Sprintf("SNAG-%d - Written by hand %d.md", next+i, i))
+		body := fmt.Sprintf("---\nid: %s\nkey: SNAG-%d\ntitle: Written by hand %d\nstatus: open\ntrust: vetted\nseverity: low\nkind: chore\nwave: 3\ncreated: %s\n---\nBy hand.\n",
+			id, next+i, i, time.Now().UTC().Format(time.RFC3339))
+		if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	waitFor(t, 30*time.Second, func() bool {
+		byKey, _ := taskFiles(t, main)
+		for _, ids := range byKey {
+			if len(ids) > 1 {
+				return false
+			}
+		}
+		return true
+	}, func() string { byKey, _ := taskFiles(t, main); return fmt.Sprintf("keys still shared after the race: %v", byKey) })
+	_, raced := taskFiles(t, main)
+	if len(raced) != len(before)+50 {
+		t.Errorf("%d tasks after 40 adds and 10 hand-written files beside %d; want %d", len(raced), len(before), len(before)+50)
+	}
+	for _, id := range hand {
+		if raced[id] == "" {
+			t.Errorf("the hand-written task %s is gone", id)
+		}
+	}
+	for id, key := range before {
+		if raced[id] != key {
+			t.Errorf("%s was %s before the race and is %q after", id, key, raced[id])
+		}
+	}
+
 	// An offline clone and its origin each add SNAG-21..23; the clone's
 	// history is pulled in.
 	r2 := newRepo(t, 1)
