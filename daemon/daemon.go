@@ -278,6 +278,7 @@ func Run(ctx context.Context, opts Options) error {
 		hsrv := hosted.server(def.opening(def.mcp))
 		serveIn(gctx, g, hsrv, func() error { return hosted.serve(hsrv, hostedLn) })
 	}
+	g.Go(func() error { return reachable(gctx, ln.Addr().String()) })
 	g.Go(func() error { return h.lifetime(gctx) })
 	h.log.Info("snagd serving", "root", root, "repository", h.state, "addr", ln.Addr().String(), "pid", os.Getpid())
 	if hosted != nil {
@@ -343,6 +344,32 @@ func listen(port int) (net.Listener, error) {
 		return nil, fmt.Errorf("snagd: every port of 127.0.0.1:%d-%d is taken, and no other could be had: %w (is the loopback interface up? ip link set lo up)", FirstPort, LastPort, err)
 	}
 	return ln, nil
+}
+
+// reachable checks, once, that snagd can connect to its own address, as
+// every client will: with the loopback interface down (some sandboxes) a
+// port on 127.0.0.1 can be bound but not reached, and a snagd nobody can
+// reach would hold the repository's lock while every command waited for
+// it. It stops snagd, saying why, when three tries fail.
+func reachable(ctx context.Context, addr string) error {
+	var err error
+	for try := range 3 {
+		var c net.Conn
+		d := net.Dialer{Timeout: 2 * time.Second}
+		if c, err = d.DialContext(ctx, "tcp", addr); err == nil {
+			c.Close()
+			return nil
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Duration(try+1) * 100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("snagd: cannot reach its own address %s: %w: no command could either (is the loopback interface up? ip link set lo up)", addr, err)
 }
 
 // lock takes a daemon lock, the repository's or a worktree's (what names

@@ -39,6 +39,9 @@ type Repository struct {
 	// seqMu serialises the minting of keys in this process (the file's
 	// lock, across processes).
 	seqMu sync.Mutex
+	// filesMu serialises file claims across the worktrees: a claim checks
+	// the other worktrees' claims and writes its own under it.
+	filesMu sync.Mutex
 }
 
 // NewRepository returns the Repository whose shared state lives in the
@@ -105,6 +108,30 @@ func (r *Repository) activity(ctx context.Context, e *Engine, since time.Time) [
 		}
 		if list, _, err := m.p.DB.Activity(ctx, since, 0); err == nil {
 			out = append(out, list)
+		}
+	}
+	return out
+}
+
+// otherFileClaims lists the live file claims of the repository's other
+// worktrees than e's. Paths are the repository's (the same in every
+// worktree); a holder's session id means nothing outside its worktree, so
+// it is 0.
+func (r *Repository) otherFileClaims(ctx context.Context, e *Engine, now time.Time) []index.FileClaim {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []index.FileClaim
+	for _, m := range r.members {
+		if m == e {
+			continue
+		}
+		cs, err := m.p.DB.FileClaims(ctx, now)
+		if err != nil {
+			continue
+		}
+		for _, c := range cs {
+			c.SessionID = 0
+			out = append(out, c)
 		}
 	}
 	return out

@@ -168,6 +168,26 @@ func (e *Engine) ClaimFiles(ctx context.Context, s index.Session, r FilesRequest
 			return FilesClaimed{Conflicts: cs}, err
 		}
 	}
+	if repo := e.opts.Repository; repo != nil && e.team == nil {
+		// The repository's other worktrees hold claims of the same paths:
+		// checked, and this one written, under the repository's lock. (In
+		// team mode each worktree is a clone of the store, which checks.)
+		repo.filesMu.Lock()
+		defer repo.filesMu.Unlock()
+		var conflicts []index.FileClaim
+		for _, c := range repo.otherFileClaims(ctx, e, now) {
+			for _, p := range paths {
+				if (c.Exclusive || !r.Shared) && repopath.Overlap(c.Path, p) {
+					conflicts = append(conflicts, c)
+					break
+				}
+			}
+		}
+		if len(conflicts) > 0 {
+			_, err := refused(refuse(ErrFilesHeld, "files_held", "claim: nothing was claimed: %s (in another worktree)", HoldersOf(conflicts, now)))
+			return FilesClaimed{Conflicts: conflicts}, err
+		}
+	}
 	res, err := e.p.DB.ClaimFiles(ctx, index.FileClaimRequest{SessionID: s.ID, Holder: s.Name, Paths: paths,
 		TaskID: taskID, TTL: r.TTL, Exclusive: !r.Shared}, now)
 	if err != nil {
@@ -296,11 +316,18 @@ func (e *Engine) CheckFiles(ctx context.Context, s *index.Session, paths []strin
 	return out, nil
 }
 
-// FileClaims lists every live file claim: in team mode, the other
-// clones' too, each holder named with its machine ("LYNX on build-2").
-// With the store out of reach, this clone's alone.
+// FileClaims lists every live file claim: the repository's other
+// worktrees' too, and in team mode the other clones', each holder named
+// with its machine ("LYNX on build-2"). With the store out of reach, this
+// machine's alone.
 func (e *Engine) FileClaims(ctx context.Context) ([]index.FileClaim, error) {
-	local, err := e.p.DB.FileClaims(ctx, time.Now())
+	now := time.Now()
+	local, err := e.p.DB.FileClaims(ctx, now)
+	if err == nil && e.opts.Repository != nil && e.team == nil {
+		// The other worktrees' agents', served by this snagd (in team
+		// mode, the store's other clones include them).
+		local = append(local, e.opts.Repository.otherFileClaims(ctx, e, now)...)
+	}
 	if err != nil || e.team == nil || e.team.cutOff() > 0 {
 		return local, err
 	}

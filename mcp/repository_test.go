@@ -97,9 +97,9 @@ func (r *repo) mustSnag(t testing.TB, dir string, args ...string) string {
 }
 
 // bridge connects an MCP client to a snag mcp started in dir.
-func (r *repo) bridge(t testing.TB, dir string) (*sdk.ClientSession, *exec.Cmd) {
+func (r *repo) bridge(t testing.TB, dir string, args ...string) (*sdk.ClientSession, *exec.Cmd) {
 	t.Helper()
-	cmd := exec.Command(r.bin, "mcp")
+	cmd := exec.Command(r.bin, append([]string{"mcp"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = r.environ()
 	c := sdk.NewClient(&sdk.Implementation{Name: "go-test", Version: "1.0"}, nil)
@@ -445,7 +445,10 @@ func TestR3_KeysNeverCollide(t *testing.T) {
 			}
 		}
 		return true
-	}, func() string { byKey, _ := taskFiles(t, main); return fmt.Sprintf("keys still shared after the race: %v", byKey) })
+	}, func() string {
+		byKey, _ := taskFiles(t, main)
+		return fmt.Sprintf("keys still shared after the race: %v", byKey)
+	})
 	_, raced := taskFiles(t, main)
 	if len(raced) != len(before)+50 {
 		t.Errorf("%d tasks after 40 adds and 10 hand-written files beside %d; want %d", len(raced), len(before), len(before)+50)
@@ -641,5 +644,73 @@ func TestR5_UpgradeReplacesAnOlderSnagd(t *testing.T) {
 		if task.Key == "SNAG-4" && (task.Status != "claimed" || task.Assignee == "") {
 			t.Errorf("SNAG-4 is %s (%q) after the upgrade; want still claimed by its agent", task.Status, task.Assignee)
 		}
+	}
+}
+
+// TestR5_LoopbackDown: in a sandbox whose loopback interface is down (a
+// network namespace of its own), a port on 127.0.0.1 can be bound but not
+// reached. The snagd a command starts there finds it cannot reach itself
+// and stops, giving up the repository's lock, and the command reads from
+// the files at once, saying why, instead of waiting for ever.
+func TestR5_LoopbackDown(t *testing.T) {
+	unshare, err := exec.LookPath("unshare")
+	if err == nil && os.Geteuid() != 0 {
+		err = fmt.Errorf("not root")
+	}
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("unshare -n needs util-linux's unshare and root (CI runs as root): %v", err)
+		}
+		t.Skipf("unshare -n: %v", err)
+	}
+	r := newRepo(t, 1)
+	cmd := exec.Command(unshare, "-n", r.bin, "list")
+	cmd.Dir = r.main
+	cmd.Env = r.environ()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("snag list with the loopback down: %v\n%s%s", err, out.String(), errb.String())
+		}
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("snag list with the loopback down still waits after 60 s:\n%s", errb.String())
+	}
+	if !strings.Contains(errb.String(), "loopback interface") || !strings.Contains(errb.String(), "read from the files") {
+		t.Errorf("snag list with the loopback down says:\n%s\nwant the cause and that it read the files", errb.String())
+	}
+	if !strings.Contains(out.String(), "SNAG-") {
+		t.Errorf("snag list with the loopback down printed no tasks:\n%s", out.String())
+	}
+	waitFor(t, 10*time.Second, func() bool { return len(r.daemons()) == 0 },
+		func() string { return fmt.Sprintf("a snagd nobody can reach still runs: %v", r.daemons()) })
+}
+
+// TestR2_FileClaimsAcrossWorktrees: file claims are the repository's: an
+// agent in one worktree claiming a path an agent in another worktree holds
+// is refused, naming the holder; both see each other's claims; a shared
+// claim beside a shared one is granted.
+func TestR2_FileClaimsAcrossWorktrees(t *testing.T) {
+	r := newRepo(t, 2)
+	a, _ := r.bridge(t, r.trees[0], "--toolsets", "queue,team")
+	b, _ := r.bridge(t, r.trees[1], "--toolsets", "queue,team")
+	res, txt, _ := call(t, a, "snag_files", map[string]any{"action": "claim", "paths": []string{"web/checkout.ts"}})
+	mustOK(t, "the first worktree's agent claims", res, txt)
+	res, txt, _ = call(t, b, "snag_files", map[string]any{"action": "claim", "paths": []string{"web"}})
+	if !res.IsError || !strings.Contains(txt, "holds web/checkout.ts") {
+		t.Errorf("a claim of web from the other worktree over a held web/checkout.ts: %s; want it refused naming the holder", txt)
+	}
+	res, txt, _ = call(t, b, "snag_files", map[string]any{"action": "claim", "paths": []string{"docs/**"}, "exclusive": false})
+	mustOK(t, "a claim of other paths from the other worktree", res, txt)
+	out := r.mustSnag(t, r.trees[0], "files")
+	if !strings.Contains(out, "web/checkout.ts") || !strings.Contains(out, "docs/**") {
+		t.Errorf("snag files in the first worktree does not list both worktrees' claims:\n%s", out)
 	}
 }
