@@ -38,6 +38,14 @@ func (e *Engine) Register(ctx context.Context, s index.Session) (index.Session, 
 			s.Avoid = names
 		}
 	}
+	if r := e.opts.Repository; r != nil {
+		// One live name per repository: an agent in another worktree has
+		// this one. Registered under the repository's lock, so two
+		// worktrees' agents starting at once never get one name.
+		r.namesMu.Lock()
+		defer r.namesMu.Unlock()
+		s.Avoid = append(s.Avoid, r.liveNames(ctx, e)...)
+	}
 	s, err := e.p.DB.Register(ctx, s)
 	if err != nil {
 		return s, err

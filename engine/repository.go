@@ -40,8 +40,9 @@ type Repository struct {
 	// lock, across processes).
 	seqMu sync.Mutex
 	// filesMu serialises file claims across the worktrees: a claim checks
-	// the other worktrees' claims and writes its own under it.
-	filesMu sync.Mutex
+	// the other worktrees' claims and writes its own under it. namesMu
+	// does the same for the names of new sessions.
+	filesMu, namesMu sync.Mutex
 }
 
 // NewRepository returns the Repository whose shared state lives in the
@@ -132,6 +133,25 @@ func (r *Repository) otherFileClaims(ctx context.Context, e *Engine, now time.Ti
 		for _, c := range cs {
 			c.SessionID = 0
 			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// liveNames lists the names of the live sessions of the repository's
+// other worktrees than e's.
+func (r *Repository) liveNames(ctx context.Context, e *Engine) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, m := range r.members {
+		if m == e {
+			continue
+		}
+		if ss, err := m.p.DB.LiveSessions(ctx); err == nil {
+			for _, s := range ss {
+				out = append(out, s.Name)
+			}
 		}
 	}
 	return out

@@ -197,6 +197,7 @@ func TestR1_OrchestratedStart(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	granted := map[string]string{} // task id -> the worktree whose agent got it
+	names := map[string]string{}   // an agent's name -> its worktree
 	var nothing, failed, keys []string
 	for _, tree := range r.trees {
 		wg.Add(2)
@@ -229,7 +230,7 @@ func TestR1_OrchestratedStart(t *testing.T) {
 			var sc struct {
 				Source string `json:"source"`
 				Task   *struct {
-					ID, Key string
+					ID, Key, Assignee string
 				} `json:"task"`
 			}
 			b, _ := json.Marshal(res.StructuredContent)
@@ -247,8 +248,11 @@ func TestR1_OrchestratedStart(t *testing.T) {
 				nothing = append(nothing, tree)
 			case granted[sc.Task.ID] != "":
 				failed = append(failed, fmt.Sprintf("%s was granted twice: in %s and in %s", sc.Task.Key, granted[sc.Task.ID], tree))
+			case names[sc.Task.Assignee] != "":
+				failed = append(failed, fmt.Sprintf("two agents are named %s: in %s and in %s", sc.Task.Assignee, names[sc.Task.Assignee], tree))
 			default:
 				granted[sc.Task.ID] = tree
+				names[sc.Task.Assignee] = tree
 				keys = append(keys, sc.Task.Key)
 			}
 		}()
