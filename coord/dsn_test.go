@@ -2,6 +2,9 @@ package coord
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,5 +89,64 @@ func TestWrongPasswordNotInError(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "xxxxx") {
 		t.Fatalf("the error does not name the (redacted) DSN: %v", err)
+	}
+}
+
+// TestBadDSNsNameTheFix: each way a DSN goes wrong is refused with its
+// cause and the fix, by snag team init (Init) and snagd's start (Open)
+// alike, against a real PostgreSQL: a wrong password, a database that does
+// not exist, a port nobody listens on, a host that accepts and never
+// answers (within the default connect timeout, not the call's 30 s), and a
+// DSN that does not parse.
+func TestBadDSNsNameTheFix(t *testing.T) {
+	dsn := pgtest.NewDB(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(f func(u *url.URL)) string {
+		c := *u
+		f(&c)
+		return c.String()
+	}
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedPort := closed.Addr().(*net.TCPAddr).Port
+	closed.Close()
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() { // accepts, and never says a word
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	for _, c := range []struct{ name, dsn, want string }{
+		{"wrong password", with(func(u *url.URL) { u.User = url.UserPassword(u.User.Username(), "not-the-password") }), "check the user and password"},
+		{"no such database", with(func(u *url.URL) { u.Path = "/no_such_db" }), "createdb"},
+		{"nobody listens", with(func(u *url.URL) { u.Host = fmt.Sprintf("127.0.0.1:%d", closedPort) }), "pg_isready -h 127.0.0.1 -p " + fmt.Sprint(closedPort)},
+		{"silent host", with(func(u *url.URL) { u.Host = silent.Addr().String() }), "nothing answered at 127.0.0.1"},
+		{"does not parse", "postgres://snag:pw@[::1", "write it as postgres://USER:PASSWORD@HOST:5432/DATABASE"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, ierr := Init(context.Background(), c.dsn)
+			_, oerr := Open(context.Background(), c.dsn, Options{Workspace: "w", Host: "h", Root: "/r"})
+			for _, err := range []error{ierr, oerr} {
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("%s: %v; want an error saying %q", c.name, err, c.want)
+				}
+				if err != nil && strings.Contains(err.Error(), "not-the-password") {
+					t.Errorf("%s: the error shows the password: %v", c.name, err)
+				}
+			}
+		})
 	}
 }

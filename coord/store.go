@@ -157,13 +157,16 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 func (s *Store) config() (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(s.dsn)
 	if err != nil {
-		return nil, fmt.Errorf("coord: the DSN %s does not parse: %w", Redact(s.dsn), s.scrub(err))
+		return nil, fmt.Errorf("coord: the DSN %s does not parse: %w: write it as postgres://USER:PASSWORD@HOST:5432/DATABASE", Redact(s.dsn), s.scrub(err))
 	}
 	cfg.MaxConns = s.opts.MaxConns
 	cfg.MinConns = 1
 	cfg.MaxConnIdleTime = time.Minute
 	cfg.HealthCheckPeriod = 5 * time.Second
-	cfg.ConnConfig.ConnectTimeout = s.opts.Timeout
+	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > s.opts.Timeout {
+		// The DSN's connect_timeout when it has a shorter one.
+		cfg.ConnConfig.ConnectTimeout = min(s.opts.Timeout, DefaultTimeout)
+	}
 	rp := cfg.ConnConfig.RuntimeParams
 	rp["application_name"] = "snagd"
 	rp["statement_timeout"] = "10000"
@@ -181,11 +184,11 @@ func (s *Store) connect(ctx context.Context) (*pgxpool.Pool, error) {
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, s.wrap("connect", err)
+		return nil, withFix(s.wrap("connect", err), s.dsn)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, s.wrap("connect to "+Redact(s.dsn), err)
+		return nil, withFix(s.wrap("connect to "+Redact(s.dsn), err), s.dsn)
 	}
 	v, err := schemaVersion(ctx, pool)
 	if err != nil {
@@ -330,6 +333,40 @@ func (s *Store) wrap(what string, err error) error {
 
 func (s *Store) scrub(err error) error { return scrub{err: err, secret: s.secret} }
 
+// withFix adds to a failed connection's error the fix its cause calls for:
+// the host that does not answer, the password refused, the database or
+// role that does not exist, the pg_hba.conf rule missing, TLS.
+func withFix(err error, dsn string) error {
+	if err == nil {
+		return nil
+	}
+	host, port := "HOST", "5432"
+	if cfg, perr := pgx.ParseConfig(dsn); perr == nil {
+		host, port = cfg.Host, strconv.Itoa(int(cfg.Port))
+	}
+	var fix string
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &pe) && pe.Code == "28P01":
+		fix = "the password was refused: check the user and password in the DSN"
+	case errors.As(err, &pe) && pe.Code == "3D000":
+		fix = "that database does not exist: create it (createdb, as a PostgreSQL superuser) or name another in the DSN"
+	case errors.As(err, &pe) && pe.Code == "28000":
+		fix = "the server does not let this user in from here: add a rule for it to pg_hba.conf and reload PostgreSQL, or use another user"
+	case errors.As(err, &pe) && strings.HasPrefix(pe.Code, "57P03"):
+		fix = "the server is starting or shutting down: try again in a moment"
+	case strings.Contains(err.Error(), "tls") || strings.Contains(err.Error(), "SSL"):
+		fix = "TLS failed: check sslmode in the DSN (verify-full needs the server's name in its certificate; disable only on a trusted network)"
+	case errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "timeout"):
+		fix = fmt.Sprintf("nothing answered at %s:%s in time: check the host and port, that PostgreSQL runs there (pg_isready -h %[1]s -p %[2]s), and that no firewall drops the connection", host, port)
+	case unreachable(err):
+		fix = fmt.Sprintf("%s:%s cannot be reached: check the host and port, and that PostgreSQL runs there (pg_isready -h %[1]s -p %[2]s)", host, port)
+	default:
+		return err
+	}
+	return fmt.Errorf("%w: %s", err, fix)
+}
+
 // isOurs reports whether err is one of the store's own refusals.
 func isOurs(err error) bool {
 	for _, e := range []error{ErrHeld, ErrDone, ErrStale, ErrNoneReady, ErrCloneEnded, ErrNotInitialised, ErrNameTaken} {
@@ -382,7 +419,7 @@ func Init(ctx context.Context, dsn string) ([]int, error) {
 	defer cancel()
 	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
 	if err != nil {
-		return nil, s.wrap("connect to "+Redact(dsn), err)
+		return nil, withFix(s.wrap("connect to "+Redact(dsn), err), dsn)
 	}
 	defer conn.Close(context.Background())
 	var applied []int
