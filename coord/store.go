@@ -19,12 +19,15 @@ package coord
 
 import (
 	"context"
+	"crypto/rand"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -80,6 +83,11 @@ type Options struct {
 	// Host, Root and Branch say where the clone is: its machine, its
 	// worktree's folder and its branch.
 	Host, Root, Branch string
+	// Identity tells this clone from another of the same host name and
+	// folder (two containers): a random id kept with the repository
+	// (CloneIdentity). A live row of the same host and folder is taken
+	// over only when its identity is this one, or none (an older snagd's).
+	Identity string
 	// Version is snagd's.
 	Version string
 	// Grace is how long a silent clone keeps its leases (DefaultGrace).
@@ -218,12 +226,13 @@ func (s *Store) join(ctx context.Context) error {
 		// a restart: no other clone ended it (its sweep would have), so its
 		// leases were never freed, and it takes them over, however long it
 		// was away.
-		err = tx.QueryRow(ctx, `UPDATE clones SET seen = now(), branch = $4, version = $5
-			WHERE id = (SELECT id FROM clones WHERE workspace = $1 AND host = $2 AND root = $3 AND ended IS NULL ORDER BY id DESC LIMIT 1)
-			RETURNING id`, s.ws, s.opts.Host, s.opts.Root, s.opts.Branch, s.opts.Version).Scan(&id)
+		err = tx.QueryRow(ctx, `UPDATE clones SET seen = now(), branch = $4, version = $5, identity = $6
+			WHERE id = (SELECT id FROM clones WHERE workspace = $1 AND host = $2 AND root = $3 AND ended IS NULL
+				AND identity IN ($6, '') ORDER BY id DESC LIMIT 1)
+			RETURNING id`, s.ws, s.opts.Host, s.opts.Root, s.opts.Branch, s.opts.Version, s.opts.Identity).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
-			err = tx.QueryRow(ctx, `INSERT INTO clones (workspace, host, root, branch, version) VALUES ($1, $2, $3, $4, $5)
-				RETURNING id`, s.ws, s.opts.Host, s.opts.Root, s.opts.Branch, s.opts.Version).Scan(&id)
+			err = tx.QueryRow(ctx, `INSERT INTO clones (workspace, host, root, branch, version, identity) VALUES ($1, $2, $3, $4, $5, $6)
+				RETURNING id`, s.ws, s.opts.Host, s.opts.Root, s.opts.Branch, s.opts.Version, s.opts.Identity).Scan(&id)
 		}
 		if err != nil {
 			return err
@@ -234,6 +243,45 @@ func (s *Store) join(ctx context.Context) error {
 		s.pubMu.Unlock()
 		return s.notify(ctx, tx, "clone", map[string]any{"host": s.opts.Host, "root": s.opts.Root, "joined": true})
 	})
+}
+
+// IdentityFile, in a repository's state folder, holds its clone identity
+// (Options.Identity).
+const IdentityFile = "clone-id"
+
+// CloneIdentity returns the clone identity kept in the state folder,
+// making it (16 random bytes, hex) the first time: every snagd of this
+// repository on this machine shares it, and no other machine or container
+// has it. It returns "" when the folder cannot be written, and the clone
+// is then known by its host and folder alone, as before.
+func CloneIdentity(state string) string {
+	p := filepath.Join(state, IdentityFile)
+	if b, err := os.ReadFile(p); err == nil {
+		if id := strings.TrimSpace(string(b)); id != "" {
+			return id
+		}
+	}
+	var raw [16]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return ""
+	}
+	id := hex.EncodeToString(raw[:])
+	if err := os.MkdirAll(state, 0o755); err != nil {
+		return ""
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		if b, err := os.ReadFile(p); err == nil { // another made it meanwhile
+			return strings.TrimSpace(string(b))
+		}
+		return ""
+	}
+	_, werr := f.WriteString(id + "\n")
+	if cerr := f.Close(); werr != nil || cerr != nil {
+		os.Remove(p)
+		return ""
+	}
+	return id
 }
 
 // Rejoin joins the workspace again after ErrCloneEnded, as a new clone.

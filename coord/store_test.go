@@ -578,3 +578,56 @@ func TestGrantNextOrder(t *testing.T) {
 	grant("B")
 	grant("") // C and E done, D never ready here
 }
+
+// TestCloneIdentity: two containers with the same host name and folder
+// are two clones: the second does not take over the first's row and
+// leases. The same clone restarting (its identity kept in the repository's
+// state folder) takes its row back, as does the first clone of a host and
+// folder after an upgrade from a version that kept no identity.
+func TestCloneIdentity(t *testing.T) {
+	dsn := newDB(t)
+	ctx := context.Background()
+	stateA, stateB := t.TempDir(), t.TempDir()
+	idA, idB := CloneIdentity(stateA), CloneIdentity(stateB)
+	if idA == "" || idA == idB || CloneIdentity(stateA) != idA {
+		t.Fatalf("identities %q and %q (again %q): want two, each kept", idA, idB, CloneIdentity(stateA))
+	}
+	open := func(id string) *Store {
+		t.Helper()
+		s, err := Open(ctx, dsn, Options{Workspace: "w", Host: "container", Root: "/src/shop", Identity: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		return s
+	}
+	a := open(idA)
+	if _, err := a.Grant(ctx, "T1", "SNAG-1", Session{ID: 1, Name: "ADA"}); err != nil {
+		t.Fatal(err)
+	}
+	b := open(idB)
+	if a.Clone() == b.Clone() {
+		t.Fatalf("a second container with the same host and folder took over clone %d", a.Clone())
+	}
+	if l, err := b.LeaseOf(ctx, "T1"); err != nil || l.Clone != a.Clone() {
+		t.Errorf("T1's lease after the second container joined: %+v, %v; want still the first's", l, err)
+	}
+	if again := open(idA); again.Clone() != a.Clone() {
+		t.Errorf("the first container, started again, is clone %d; want its own %d back", again.Clone(), a.Clone())
+	}
+	old, err := Open(ctx, dsn, Options{Workspace: "w", Host: "laptop", Root: "/src/shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if upgraded := func() *Store {
+		s, err := Open(ctx, dsn, Options{Workspace: "w", Host: "laptop", Root: "/src/shop", Identity: CloneIdentity(t.TempDir())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		return s
+	}(); upgraded.Clone() != old.Clone() {
+		t.Errorf("a clone upgraded from a version with no identity is clone %d; want its row %d back", upgraded.Clone(), old.Clone())
+	}
+}

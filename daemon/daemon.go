@@ -479,7 +479,7 @@ func (d *Daemon) openCoord(ctx context.Context, state, home string) (*coord.Stor
 	branch, _, _ := gitdir.Head(d.root)
 	ws := gitdir.Workspace(d.root, cfg.Workspace)
 	s, err := coord.Open(ctx, dsn, coord.Options{Workspace: ws, Host: host, Root: d.root, Branch: branch,
-		Version: d.opts.Version, Grace: d.opts.CoordGrace})
+		Identity: coord.CloneIdentity(state), Version: d.opts.Version, Grace: d.opts.CoordGrace})
 	if err != nil {
 		return nil, fmt.Errorf("%w (the DSN came from %s)", err, from)
 	}

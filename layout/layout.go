@@ -45,6 +45,7 @@ plan.json
 keys
 keys.lock
 coord
+clone-id
 `
 
 // ErrNoProject is returned by [Find] when no folder above dir has .snag/.
