@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -75,6 +76,9 @@ func flagsOf(r *api.Task) string {
 	if r.Assignee != "" && !r.Status.Terminal() {
 		flags = append(flags, "@"+r.Assignee)
 	}
+	if r.HeldIn != "" {
+		flags = append(flags, "[in "+filepath.Base(r.HeldIn)+"]")
+	}
 	if len(r.BlockedBy) > 0 {
 		flags = append(flags, "[BLOCKED by "+strings.Join(r.BlockedBy, ", ")+"]")
 	}
@@ -140,6 +144,10 @@ func writeShow(w io.Writer, d api.TaskDetail, v *verifyAnswer) {
 	status := string(t.Status)
 	if t.Assignee != "" {
 		status += " (" + t.Assignee + ")"
+	}
+	if d.Row.HeldIn != "" {
+		// Another worktree's agent holds it; this worktree's file says open.
+		status = fmt.Sprintf("%s (%s), in the worktree %s; this worktree's file says %s", d.Row.Status, d.Row.Assignee, d.Row.HeldIn, t.Status)
 	}
 	if t.Status == queue.StatusResolved {
 		status += map[bool]string{true: ", verified", false: ", not verified"}[t.Verified]
