@@ -21,6 +21,7 @@ import (
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/engine"
 	"github.com/snagdev/snag/gitdir"
+	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/project"
 	"github.com/snagdev/snag/token"
 )
@@ -57,6 +58,10 @@ type host struct {
 	empty     chan struct{}      // closed when the last view has closed
 	emptyOnce sync.Once
 }
+
+// secondaryConns is how many connections to snag.db the view of a
+// worktree other than the main one keeps: the writer's and two for reads.
+const secondaryConns = 3
 
 // hostLock is the name of the repository's lock file in its state folder:
 // the same file as a project's .snag/snagd.lock outside git.
@@ -284,9 +289,17 @@ func (h *host) run(ctx context.Context, d *Daemon) (err error) {
 	if store != nil {
 		defer store.Close()
 	}
+	// The main worktree's view (or the primary, outside a repository with
+	// one) keeps the index's full pool; the other worktrees' views, each
+	// an agent's or two, keep fewer connections: about half a megabyte
+	// each, times every worktree served.
+	conns := index.DefaultConns
+	if m := h.mainRoot(); d.root != m && (m != "" || d != h.primary) {
+		conns = secondaryConns
+	}
 	e, err := engine.Open(ctx, engine.Options{Root: d.root, Home: h.home, Log: d.log, Watch: h.opts.Watch,
 		Settle: h.opts.Settle, Grace: h.opts.Grace, Sweep: h.opts.Sweep, PlanDelay: h.opts.PlanDelay,
-		Coord: store, CoordBeat: h.opts.CoordBeat, Repository: h.repo})
+		Coord: store, CoordBeat: h.opts.CoordBeat, Repository: h.repo, Conns: conns})
 	if err != nil {
 		err = fmt.Errorf("snagd: %w", err)
 		d.failOpen(err)

@@ -70,6 +70,18 @@ type Options struct {
 	// other worktrees in this snagd: a task is leased in one worktree at a
 	// time, and keys come from the repository's sequences.
 	Repository *Repository
+	// Conns is how many connections to snag.db the engine keeps open
+	// (index.DefaultConns when 0): snagd gives the views of worktrees other
+	// than the main one fewer, each costing about half a megabyte.
+	Conns int
+}
+
+// conns is how many connections to snag.db the engine keeps open.
+func (e *Engine) conns() int {
+	if e.opts.Conns > 0 {
+		return e.opts.Conns
+	}
+	return index.DefaultConns
 }
 
 // Engine is the one writer of an open project.
@@ -324,7 +336,7 @@ func (e *Engine) openProject(ctx context.Context) error {
 		return damage
 	}
 	if damage == nil && !missing(dbPath) {
-		if e.p, err = project.Open(ctx, e.root); err == nil {
+		if e.p, err = project.OpenConns(ctx, e.root, e.conns()); err == nil {
 			if owed { // cut off after the build that was owed one was in place
 				return e.payFence(ctx, owedPath)
 			}
@@ -360,7 +372,7 @@ func (e *Engine) openProject(ctx context.Context) error {
 		return err
 	}
 	failpoint.Hit("start", StepRebuilt)
-	if e.p, err = project.Open(ctx, e.root); err != nil {
+	if e.p, err = project.OpenConns(ctx, e.root, e.conns()); err != nil {
 		return err
 	}
 	// plan.json is not written here, before snagd is ready (at 100,000

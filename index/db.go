@@ -119,6 +119,19 @@ var ErrBusy = errors.New("snag.db is locked by another process")
 // Open opens (creating when needed) the database at path and brings its
 // schema up to date. It fails when the file is not snag's.
 func Open(ctx context.Context, path string) (*DB, error) {
+	return OpenConns(ctx, path, DefaultConns)
+}
+
+// DefaultConns is how many connections [Open] keeps open to snag.db: the
+// writer's and seven for reads at once.
+const DefaultConns = 8
+
+// OpenConns is [Open] with conns connections (at least 2: the writer's and
+// one for reads). Each costs about half a megabyte and is opened at once;
+// snagd gives the repository's main worktree DefaultConns, and each other
+// worktree it serves fewer, so many worktrees stay within its memory.
+func OpenConns(ctx context.Context, path string, conns int) (*DB, error) {
+	conns = max(conns, 2)
 	if err := create(path); err != nil {
 		return nil, fmt.Errorf("index %s: %w", path, err)
 	}
@@ -127,13 +140,14 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		Migrations: migrations(),
 	}, sqlitemigration.Options{
 		Flags:    sqlite.OpenReadWrite | sqlite.OpenCreate | sqlite.OpenWAL | sqlite.OpenURI,
-		PoolSize: 8,
+		PoolSize: conns,
 		PrepareConn: func(conn *sqlite.Conn) error {
 			conn.SetBusyTimeout(BusyTimeout)
 			// temp_store = MEMORY keeps statement journals and sorts in
 			// memory rather than in temp files. The page cache is 4 MiB a
 			// connection (2 MiB by default, allocated as used): eight of
-			// them stay within snagd's memory budget at 100,000 tasks, and
+			// them (DefaultConns) stay within snagd's memory budget at
+			// 100,000 tasks, and
 			// the operating system's cache holds the rest of the file.
 			// temp.tasks_fts_terms lists the full-text index's words, for
 			// the prefix of a search's last word (see Search): a table of

@@ -66,11 +66,17 @@ type Project struct {
 // Open opens the project whose root is root: config, folders and index.
 // The index is opened (and migrated), not yet synced: see [Project.Sync].
 func Open(ctx context.Context, root string) (*Project, error) {
+	return OpenConns(ctx, root, index.DefaultConns)
+}
+
+// OpenConns is [Open] keeping conns connections to the index
+// (index.OpenConns).
+func OpenConns(ctx context.Context, root string, conns int) (*Project, error) {
 	root, err := filepath.Abs(root)
 	if err != nil {
 		return nil, err
 	}
-	return openAt(ctx, root, filepath.Join(root, Folder, DBFile))
+	return openAt(ctx, root, filepath.Join(root, Folder, DBFile), conns)
 }
 
 // Close closes the index and the folders.

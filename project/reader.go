@@ -47,14 +47,14 @@ func OpenReader(ctx context.Context, root string) (*Project, error) {
 	}
 	defer unlock()
 	built := buildCache(ctx, root, dbPath)
-	p, err := openAt(ctx, root, dbPath)
+	p, err := openAt(ctx, root, dbPath, index.DefaultConns)
 	if errors.Is(err, index.ErrCorrupt) {
 		// A cache can always be rebuilt: start it afresh.
 		for _, sfx := range []string{"", "-wal", "-shm"} {
 			os.Remove(dbPath + sfx)
 		}
 		built = buildCache(ctx, root, dbPath)
-		p, err = openAt(ctx, root, dbPath)
+		p, err = openAt(ctx, root, dbPath, index.DefaultConns)
 	}
 	if err != nil {
 		cleanup()
@@ -137,7 +137,7 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 }
 
 // openAt opens the project at root with its index at dbPath.
-func openAt(ctx context.Context, root, dbPath string) (*Project, error) {
+func openAt(ctx context.Context, root, dbPath string, conns int) (*Project, error) {
 	p := &Project{Root: root}
 	snagPath := filepath.Join(root, Folder)
 	cfg, err := queue.LoadConfig(filepath.Join(snagPath, ConfigFile))
@@ -155,7 +155,7 @@ func openAt(ctx context.Context, root, dbPath string) (*Project, error) {
 		}
 		return nil, err
 	}
-	if p.DB, err = index.Open(ctx, dbPath); err != nil {
+	if p.DB, err = index.OpenConns(ctx, dbPath, conns); err != nil {
 		p.Tasks.Close()
 		p.Snag.Close()
 		return nil, err
