@@ -53,7 +53,8 @@ type mcpHTTP struct {
 	hosted *sdk.StreamableHTTPHandler
 	// shared answers the SDK's per-request question of protocol versions
 	// for requests that do not start a session; it serves no session.
-	shared *sdk.Server
+	shared     *sdk.Server
+	sharedOnce sync.Once // shared is made at its first use: a view no MCP client asks keeps none
 
 	mu      sync.Mutex
 	pending map[*sdk.Server]*mcpSession // made for a request, not yet bound to its session id
@@ -90,7 +91,6 @@ func (d *Daemon) mcpHandler(ctx context.Context) *mcpHTTP {
 		h.lost = DefaultMCPStreamGrace
 	}
 	h.lost = min(h.lost, h.idle)
-	h.shared = mcp.NewServer(mcp.Options{Root: d.root, Version: d.opts.Version, Log: d.log, Workspace: d.workspace})
 	// The guard in front has checked Host, Origin and the token; the
 	// SDK's own Host check stays on too.
 	h.sdk = sdk.NewStreamableHTTPHandler(h.server, &sdk.StreamableHTTPOptions{Logger: d.log, MaxRequestBodyBytes: MaxBody})
@@ -108,6 +108,9 @@ func (d *Daemon) mcpHandler(ctx context.Context) *mcpHTTP {
 func (h *mcpHTTP) server(r *http.Request) *sdk.Server {
 	sl, _ := r.Context().Value(slotKey{}).(*slot)
 	if sl == nil || r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+		h.sharedOnce.Do(func() {
+			h.shared = mcp.NewServer(mcp.Options{Root: h.d.root, Version: h.d.opts.Version, Log: h.d.log, Workspace: h.d.workspace})
+		})
 		return h.shared
 	}
 	if sl.s != nil {

@@ -85,7 +85,16 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 	}
 	mux.HandleFunc("/.well-known/", noOAuth)
 	mux.HandleFunc(MCPPath+"/.well-known/", noOAuth)
-	mux.HandleFunc("/", d.mountBoard(mux))
+	if d.servesBoard() {
+		mux.HandleFunc("/", d.mountBoard(mux))
+	} else {
+		// A browser names no worktree: the board is the main worktree's
+		// view's, and the other views keep no board (about a megabyte each).
+		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, &apiError{http.StatusNotFound, "not_found", "no such endpoint: " + r.Method + " " + r.URL.Path +
+				" (the board is the main worktree's: snag open)"})
+		})
+	}
 	public := func(r *http.Request) bool { return r.URL.Path == "/health" || wellKnown(r) }
 	used := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !public(r) {
@@ -94,6 +103,13 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 		mux.ServeHTTP(w, r)
 	})
 	return d.guard.wrap(public, used)
+}
+
+// servesBoard reports whether this view mounts the board: the main
+// worktree's view and the primary (the first opened), which between them
+// are every view a request naming no worktree reaches.
+func (d *Daemon) servesBoard() bool {
+	return d.host == nil || d == d.host.primary || d.root == d.host.mainRoot()
 }
 
 // ready503 answers 503 with Retry-After until the first full rescan is done,
