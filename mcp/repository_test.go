@@ -718,3 +718,58 @@ func TestR2_FileClaimsAcrossWorktrees(t *testing.T) {
 		t.Errorf("snag files in the first worktree does not list both worktrees' claims:\n%s", out)
 	}
 }
+
+// TestR5_ReadOnlyHome: with $HOME mounted read-only (as some sandboxes do)
+// and its cache folder already there, reads still work: from the files
+// through a temporary private index, and, when snagd cannot start for want
+// of a token folder, the command says so and names the fix.
+func TestR5_ReadOnlyHome(t *testing.T) {
+	unshare, err := exec.LookPath("unshare")
+	if err == nil && os.Geteuid() != 0 {
+		err = fmt.Errorf("not root")
+	}
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("unshare -m needs util-linux's unshare and root (CI runs as root): %v", err)
+		}
+		t.Skipf("unshare -m: %v", err)
+	}
+	r := newRepo(t, 1)
+	home := filepath.Join(t.TempDir(), "home")
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); k != "HOME" && k != "SNAG_HOME" && k != "XDG_CACHE_HOME" && k != "SNAG_CACHE" {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "HOME="+home, "SNAG_PORT="+strconv.Itoa(r.port), "SNAG_NO_AUTOSTART=")
+	run := func(readOnly bool, args ...string) (string, string, error) {
+		script := `exec "$0" "$@"`
+		if readOnly {
+			script = `mount --bind -o ro "$HOME" "$HOME" && exec "$0" "$@"`
+		}
+		cmd := exec.Command(unshare, append([]string{"-m", "sh", "-c", script, r.bin}, args...)...)
+		cmd.Dir, cmd.Env = r.main, env
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return out.String(), errb.String(), err
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, err := run(false, "list", "--no-autostart"); err != nil { // the cache folder is made
+		t.Fatalf("snag list with a writable $HOME: %v\n%s", err, errs)
+	}
+	out, errs, err := run(true, "list", "--no-autostart")
+	if err != nil || !strings.Contains(out, "SNAG-") {
+		t.Errorf("snag list --no-autostart with $HOME read-only: %v\n%s%s", err, out, errs)
+	}
+	out, errs, err = run(true, "list")
+	if err != nil || !strings.Contains(out, "SNAG-") {
+		t.Errorf("snag list with $HOME read-only: %v\n%s%s", err, out, errs)
+	}
+	if !strings.Contains(errs, "set $SNAG_HOME to a folder you can write") {
+		t.Errorf("snag list with $HOME read-only does not name the fix for snagd:\n%s", errs)
+	}
+}

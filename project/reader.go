@@ -100,7 +100,10 @@ func cachePath(root string) (path string, cleanup func(), err error) {
 		}
 	}
 	if dir != "" {
-		if err := os.MkdirAll(dir, 0o700); err == nil {
+		// A cache folder that is there but cannot be written (a read-only
+		// $HOME, as some sandboxes mount it) is passed over for a
+		// temporary one, as a missing one is: a read needs no cache.
+		if err := os.MkdirAll(dir, 0o700); err == nil && syscall.Access(dir, 2 /* W_OK */) == nil {
 			return filepath.Join(dir, name), func() {}, nil
 		}
 	}

@@ -117,7 +117,7 @@ func checkDir(dir string, mk bool) error {
 	fi, err := os.Lstat(dir)
 	if errors.Is(err, fs.ErrNotExist) && mk {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("token: create %s: %w", dir, err)
+			return fmt.Errorf("token: create %s: %w: set $SNAG_HOME to a folder you can write (the token and the per-user files live there)", dir, err)
 		}
 		fi, err = os.Lstat(dir)
 	}
