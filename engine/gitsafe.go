@@ -19,7 +19,8 @@ import (
 // file), and nobody else is granted it; git stash pop brings the claim's
 // bytes back. A person frees a task with snag release. A file edited by
 // hand to say open (anything but the exact bytes from before the claim)
-// still ends the lease: the file wins.
+// still ends the lease: the file wins. So does a file found back as it was
+// when snagd starts: a release cut off by a crash leaves the same bytes.
 //
 // A release of a task whose file holds exactly what its claim wrote puts
 // the bytes from before the claim back, updated: line and all, so that a
@@ -33,8 +34,12 @@ func digest(b []byte) string {
 
 // putBack reports whether the task file of row r holds the bytes it had
 // before lease l's claim: git put it back (a stash, a checkout, a merge).
+//
+// Only while snagd runs: a file found so at its start may be a release's
+// write that a crash cut off before the lease's end was committed (the
+// release writes those very bytes), so the file wins then, as before.
 func (e *Engine) putBack(r *index.Row, l index.Lease) bool {
-	if len(l.Base) == 0 || r.Status != queue.StatusOpen {
+	if len(l.Base) == 0 || r.Status != queue.StatusOpen || !e.ready.Load() {
 		return false
 	}
 	cur, _, err := e.p.Tasks.Read(project.Name(&index.Item{Row: *r}))
