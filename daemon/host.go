@@ -148,9 +148,6 @@ func (h *host) view(path string) (*Daemon, error) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.views == nil {
-		return nil, fmt.Errorf("snagd is stopping: run the command again")
-	}
 	v := h.views[root]
 	if v == nil {
 		v = h.openLocked(root)
