@@ -130,7 +130,7 @@ func (b boardBackend) Problems(ctx context.Context) ([]board.Problem, error) {
 		}
 		msg := row.Error
 		if msg == "" && row.Dup {
-			msg = "another file has the same id or alias " + row.Key + ": give one of them a fresh one (snag doctor --fix)"
+			msg = "another file has the same id or alias " + row.Key + ": a key two tasks share is settled by snagd (the task made first keeps it, the other gets a new key); a file copied with its id is for a person: snag doctor says which"
 		}
 		out = append(out, board.Problem{Path: project.Rel(row.Path), Kind: kind, Message: msg})
 	}
