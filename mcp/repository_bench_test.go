@@ -1,8 +1,6 @@
 package mcp_test
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -76,21 +74,14 @@ func (r *repo) orchestratedStart(b *testing.B) (served float64, daemons, doubles
 			if cs == nil {
 				return
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-			defer cancel()
-			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "snag_claim", Arguments: map[string]any{}})
+			sc, err := claimNext(cs)
 			mu.Lock()
 			defer mu.Unlock()
 			sessions = append(sessions, cs)
-			if err != nil || res.IsError {
+			if err != nil {
 				b.Errorf("snag_claim in %s: %v", tree, err)
 				return
 			}
-			var sc struct {
-				Task *struct{ ID string } `json:"task"`
-			}
-			raw, _ := json.Marshal(res.StructuredContent)
-			json.Unmarshal(raw, &sc)
 			if sc.Task != nil {
 				if granted[sc.Task.ID] {
 					doubles++

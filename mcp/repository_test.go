@@ -114,6 +114,39 @@ func (r *repo) bridge(t testing.TB, dir string, args ...string) (*sdk.ClientSess
 	return cs, cmd
 }
 
+// claimed is what an agent's claim-next answered: the task, when one was
+// granted, and where the answer came from.
+type claimed struct {
+	Source string `json:"source"`
+	Task   *struct {
+		ID, Key, Assignee string
+	} `json:"task"`
+}
+
+// claimNext calls snag_claim {} in session cs: an error when the call
+// failed or the tool answered one.
+func claimNext(cs *sdk.ClientSession) (claimed, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	var sc claimed
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "snag_claim", Arguments: map[string]any{}})
+	if err != nil {
+		return sc, err
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	json.Unmarshal(b, &sc)
+	if res.IsError {
+		var txt string
+		for _, c := range res.Content {
+			if tc, ok := c.(*sdk.TextContent); ok {
+				txt += tc.Text
+			}
+		}
+		return sc, fmt.Errorf("%s", txt)
+	}
+	return sc, nil
+}
+
 // daemons lists the pids of the snagd processes serving the repository
 // (snagd --root one of its worktrees), from /proc.
 func (r *repo) daemons() []int {
@@ -218,32 +251,14 @@ func TestR1_OrchestratedStart(t *testing.T) {
 			if cs == nil {
 				return
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-			defer cancel()
-			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "snag_claim", Arguments: map[string]any{}})
+			sc, err := claimNext(cs)
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
-				failed = append(failed, fmt.Sprintf("snag_claim in %s: %v", tree, err))
-				return
-			}
-			var sc struct {
-				Source string `json:"source"`
-				Task   *struct {
-					ID, Key, Assignee string
-				} `json:"task"`
-			}
-			b, _ := json.Marshal(res.StructuredContent)
-			json.Unmarshal(b, &sc)
 			switch {
-			case res.IsError || sc.Source != "daemon":
-				var txt string
-				for _, c := range res.Content {
-					if tc, ok := c.(*sdk.TextContent); ok {
-						txt += tc.Text
-					}
-				}
-				failed = append(failed, fmt.Sprintf("snag_claim in %s: %s %s", tree, b, txt))
+			case err != nil:
+				failed = append(failed, fmt.Sprintf("snag_claim in %s: %v", tree, err))
+			case sc.Source != "daemon":
+				failed = append(failed, fmt.Sprintf("snag_claim in %s answered from %s, not the daemon", tree, sc.Source))
 			case sc.Task == nil:
 				nothing = append(nothing, tree)
 			case granted[sc.Task.ID] != "":
@@ -651,22 +666,31 @@ func TestR5_UpgradeReplacesAnOlderSnagd(t *testing.T) {
 	}
 }
 
-// TestR5_LoopbackDown: in a sandbox whose loopback interface is down (a
-// network namespace of its own), a port on 127.0.0.1 can be bound but not
-// reached. The snagd a command starts there finds it cannot reach itself
-// and stops, giving up the repository's lock, and the command reads from
-// the files at once, saying why, instead of waiting for ever.
-func TestR5_LoopbackDown(t *testing.T) {
+// requireUnshare returns util-linux's unshare, for a test that runs snag
+// in a namespace of its own (flag -n, -m): it needs root, which CI has; it
+// skips without them, and fails in CI.
+func requireUnshare(t *testing.T, flag string) string {
+	t.Helper()
 	unshare, err := exec.LookPath("unshare")
 	if err == nil && os.Geteuid() != 0 {
 		err = fmt.Errorf("not root")
 	}
 	if err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatalf("unshare -n needs util-linux's unshare and root (CI runs as root): %v", err)
+			t.Fatalf("unshare %s needs util-linux's unshare and root (CI runs as root): %v", flag, err)
 		}
-		t.Skipf("unshare -n: %v", err)
+		t.Skipf("unshare %s: %v", flag, err)
 	}
+	return unshare
+}
+
+// TestR5_LoopbackDown: in a sandbox whose loopback interface is down (a
+// network namespace of its own), a port on 127.0.0.1 can be bound but not
+// reached. The snagd a command starts there finds it cannot reach itself
+// and stops, giving up the repository's lock, and the command reads from
+// the files at once, saying why, instead of waiting for ever.
+func TestR5_LoopbackDown(t *testing.T) {
+	unshare := requireUnshare(t, "-n")
 	r := newRepo(t, 1)
 	cmd := exec.Command(unshare, "-n", r.bin, "list")
 	cmd.Dir = r.main
@@ -724,16 +748,7 @@ func TestR2_FileClaimsAcrossWorktrees(t *testing.T) {
 // through a temporary private index, and, when snagd cannot start for want
 // of a token folder, the command says so and names the fix.
 func TestR5_ReadOnlyHome(t *testing.T) {
-	unshare, err := exec.LookPath("unshare")
-	if err == nil && os.Geteuid() != 0 {
-		err = fmt.Errorf("not root")
-	}
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("unshare -m needs util-linux's unshare and root (CI runs as root): %v", err)
-		}
-		t.Skipf("unshare -m: %v", err)
-	}
+	unshare := requireUnshare(t, "-m")
 	r := newRepo(t, 1)
 	home := filepath.Join(t.TempDir(), "home")
 	var env []string
