@@ -1,14 +1,18 @@
-// Package daemon is snagd: the one process per worktree that watches a
-// project's task files, keeps its index live, makes every write, holds the
-// leases of connected agents, and serves the HTTP API on 127.0.0.1. Asked
-// to (Options.Hosted), it also serves /mcp alone on a second listener, over
-// TLS with a token of its own, to agents on other machines (hosted.go).
+// Package daemon is snagd: the one process per repository that watches the
+// task files of each of its worktrees, keeps their indexes live, makes
+// every write, holds the leases of connected agents, and serves the HTTP
+// API on 127.0.0.1. Each worktree is served through a view of its own
+// (host.go), chosen by the worktree a request names; the views share one
+// engine.Repository, so a task is leased in one worktree at a time and a
+// key is minted once. Asked to (Options.Hosted), it also serves /mcp alone
+// on a second listener, over TLS with a token of its own, to agents on
+// other machines (hosted.go).
 //
-// Run wires the parts together under one errgroup: the watcher's batches
-// feed the index, the HTTP server answers the CLI, the MCP bridge and the
-// board, and a sweep releases the leases of agents that are gone. One
-// failure stops them all, cleanly: in-flight writes finish, the index is
-// closed and .snag/.port is removed.
+// Run wires the parts together under one errgroup: each view's watcher
+// batches feed its index, the HTTP server answers the CLI, the MCP bridge
+// and the board, and a sweep releases the leases of agents that are gone.
+// One failure stops them all, cleanly: in-flight writes finish, the
+// indexes are closed and each .snag/.port is removed.
 package daemon
 
 import (
