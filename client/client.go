@@ -227,14 +227,8 @@ func (c *Client) stopOlder(ctx context.Context, h Health, mine string) error {
 	if running == "" {
 		running = "one too old to name its version"
 	}
-	fi, err := os.Stat("/proc/" + strconv.Itoa(h.PID))
-	if st, ok := func() (*syscall.Stat_t, bool) {
-		if err != nil {
-			return nil, false
-		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		return st, ok
-	}(); !ok || int(st.Uid) != os.Getuid() {
+	var st syscall.Stat_t
+	if err := syscall.Stat("/proc/"+strconv.Itoa(h.PID), &st); err != nil || int(st.Uid) != os.Getuid() {
 		return fmt.Errorf("snagd (pid %d) is version %s, older than this snag (%s), and is not yours to stop: ask its owner to stop it (snag daemon stop)", h.PID, running, mine)
 	}
 	if err := syscall.Kill(h.PID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {

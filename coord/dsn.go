@@ -73,19 +73,6 @@ func Legacy(home string) string {
 	return ""
 }
 
-// LeaveDSN removes the file coord from state: the repository runs alone
-// from snagd's next start. It reports whether there was one.
-func LeaveDSN(state string) (bool, error) {
-	err := os.Remove(filepath.Join(state, FileName))
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("leave team mode: %w: check that %s can be written", err, state)
-	}
-	return true, nil
-}
-
 // SaveDSN writes dsn into the file coord in state, the repository's state
 // folder, mode 0600, for snagd to find (FindDSN).
 func SaveDSN(state, dsn string) (string, error) {

@@ -110,6 +110,17 @@ func (e *Engine) Activity(ctx context.Context, branches int) (Activity, error) {
 	return a, nil
 }
 
+// addKeys adds keys to a branch's list of one kind, newest first, at most
+// five, each once.
+func addKeys(list []string, keys ...string) []string {
+	for _, k := range keys {
+		if len(list) < 5 && !slices.Contains(list, k) {
+			list = append(list, k)
+		}
+	}
+	return list
+}
+
 // mergeWorktrees adds the activity by branch that the repository's other
 // worktrees recorded to this one's: a branch's latest time, and its keys
 // of each kind, newest first, at most five (its notes are in every
@@ -118,14 +129,6 @@ func mergeWorktrees(own []index.BranchActivity, others [][]index.BranchActivity)
 	by := map[string]int{}
 	for i := range own {
 		by[own[i].Branch] = i
-	}
-	add := func(list []string, keys ...string) []string {
-		for _, k := range keys {
-			if len(list) < 5 && !slices.Contains(list, k) {
-				list = append(list, k)
-			}
-		}
-		return list
 	}
 	for _, list := range others {
 		for _, o := range list {
@@ -139,7 +142,7 @@ func mergeWorktrees(own []index.BranchActivity, others [][]index.BranchActivity)
 			if o.Last.After(a.Last) {
 				a.Last = o.Last
 			}
-			a.Nodes, a.Claimed, a.Resolved = add(a.Nodes, o.Nodes...), add(a.Claimed, o.Claimed...), add(a.Resolved, o.Resolved...)
+			a.Nodes, a.Claimed, a.Resolved = addKeys(a.Nodes, o.Nodes...), addKeys(a.Claimed, o.Claimed...), addKeys(a.Resolved, o.Resolved...)
 			if o.Report != nil && (a.Report == nil || o.Report.At.After(a.Report.At)) {
 				a.Report = o.Report
 			}
@@ -152,14 +155,6 @@ func mergeWorktrees(own []index.BranchActivity, others [][]index.BranchActivity)
 // clone's, keeps the latest branches first, at most limit, and returns
 // how many branches there were.
 func mergeActivity(own []index.BranchActivity, team map[string]*coord.BranchActivity, limit int) ([]index.BranchActivity, int) {
-	add := func(list []string, keys ...string) []string {
-		for _, k := range keys {
-			if len(list) < 5 && !slices.Contains(list, k) {
-				list = append(list, k)
-			}
-		}
-		return list
-	}
 	by := map[string]*index.BranchActivity{}
 	for i := range own {
 		by[own[i].Branch] = &own[i]
@@ -173,7 +168,7 @@ func mergeActivity(own []index.BranchActivity, team map[string]*coord.BranchActi
 		if t.Last.After(a.Last) {
 			a.Last = t.Last
 		}
-		a.Nodes, a.Claimed, a.Resolved = add(a.Nodes, t.Nodes...), add(a.Claimed, t.Claimed...), add(a.Resolved, t.Resolved...)
+		a.Nodes, a.Claimed, a.Resolved = addKeys(a.Nodes, t.Nodes...), addKeys(a.Claimed, t.Claimed...), addKeys(a.Resolved, t.Resolved...)
 		if r := t.Report; r != nil && (a.Report == nil || r.Created.After(a.Report.At)) {
 			a.Report = &index.Report{Agent: r.From + " on " + r.Host, Message: r.Body, At: r.Created}
 		}

@@ -61,16 +61,15 @@ func restore(l index.Lease, cur []byte) []byte {
 // free, so claim-next passes over them and reads show them claimed by
 // their holder.
 func (e *Engine) leasedOpen(ctx context.Context) map[string]Holder {
-	ls, err := e.p.DB.ClaimedLeases(ctx)
+	ls, err := e.p.DB.HeldTasks(ctx)
 	if err != nil {
 		return nil
 	}
-	var out map[string]Holder
+	out := map[string]Holder{}
 	for _, l := range ls {
-		if out == nil {
-			out = map[string]Holder{}
+		if l.Wrote != "" {
+			out[l.TaskID] = Holder{Name: l.Holder, Epoch: l.Epoch}
 		}
-		out[l.TaskID] = Holder{Name: l.Holder, Epoch: l.Epoch}
 	}
 	return out
 }

@@ -70,8 +70,8 @@ func (r *Repository) Gone(root string) {
 	delete(r.members, root)
 }
 
-// Roots lists the project roots of the engines open in the repository.
-func (r *Repository) Roots() []string {
+// roots lists the project roots of the engines open in the repository.
+func (r *Repository) roots() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]string, 0, len(r.members))
@@ -97,20 +97,28 @@ func (r *Repository) leave(e *Engine) {
 	delete(r.expected, e.root)
 }
 
+// others calls f with each engine of the repository but e, and its root,
+// under r.mu: f reads the other engine's index, never takes an engine's
+// lock.
+func (r *Repository) others(e *Engine, f func(root string, m *Engine)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for root, m := range r.members {
+		if m != e {
+			f(root, m)
+		}
+	}
+}
+
 // activity is the activity by branch since since that the repository's
 // other worktrees than e's recorded, one list each.
 func (r *Repository) activity(ctx context.Context, e *Engine, since time.Time) [][]index.BranchActivity {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var out [][]index.BranchActivity
-	for _, m := range r.members {
-		if m == e {
-			continue
-		}
+	r.others(e, func(_ string, m *Engine) {
 		if list, _, err := m.p.DB.Activity(ctx, since, 0); err == nil {
 			out = append(out, list)
 		}
-	}
+	})
 	return out
 }
 
@@ -119,41 +127,27 @@ func (r *Repository) activity(ctx context.Context, e *Engine, since time.Time) [
 // worktree); a holder's session id means nothing outside its worktree, so
 // it is 0.
 func (r *Repository) otherFileClaims(ctx context.Context, e *Engine, now time.Time) []index.FileClaim {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var out []index.FileClaim
-	for _, m := range r.members {
-		if m == e {
-			continue
-		}
-		cs, err := m.p.DB.FileClaims(ctx, now)
-		if err != nil {
-			continue
-		}
+	r.others(e, func(_ string, m *Engine) {
+		cs, _ := m.p.DB.FileClaims(ctx, now)
 		for _, c := range cs {
 			c.SessionID = 0
 			out = append(out, c)
 		}
-	}
+	})
 	return out
 }
 
 // liveNames lists the names of the live sessions of the repository's
 // other worktrees than e's.
 func (r *Repository) liveNames(ctx context.Context, e *Engine) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var out []string
-	for _, m := range r.members {
-		if m == e {
-			continue
+	r.others(e, func(_ string, m *Engine) {
+		ss, _ := m.p.DB.LiveSessions(ctx)
+		for _, s := range ss {
+			out = append(out, s.Name)
 		}
-		if ss, err := m.p.DB.LiveSessions(ctx); err == nil {
-			for _, s := range ss {
-				out = append(out, s.Name)
-			}
-		}
-	}
+	})
 	return out
 }
 
@@ -207,7 +201,7 @@ func (r *Repository) reserve(ctx context.Context, e *Engine, id string) (release
 	if root, ok := r.reserved[id]; ok && root != e.root {
 		return nil, fmt.Errorf("%w: a claim of it is under way in %s: claim another task", ErrHeldElsewhere, root)
 	}
-	for root, m := range r.members {
+	for root, m := range r.members { // under r.mu already: not r.others
 		if m == e {
 			continue
 		}
@@ -231,37 +225,20 @@ func (r *Repository) reserve(ctx context.Context, e *Engine, id string) (release
 }
 
 // elsewhere gives the tasks that the live leases of the repository's other
-// worktrees hold, or whose claims are under way there, by task id; nil
-// when e is the repository's only engine.
+// worktrees hold, or whose claims are under way there, by task id.
 func (r *Repository) elsewhere(ctx context.Context, e *Engine) map[string]Holder {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out map[string]Holder
-	for root, m := range r.members {
-		if m == e {
-			continue
-		}
-		ls, err := m.p.DB.Leases(ctx)
-		if err != nil {
-			continue // its rows are not known now: the grant's reserve checks again
-		}
+	out := map[string]Holder{}
+	r.others(e, func(root string, m *Engine) {
+		ls, _ := m.p.DB.HeldTasks(ctx) // unread now: the grant's reserve checks again
 		for _, l := range ls {
-			if out == nil {
-				out = map[string]Holder{}
-			}
 			out[l.TaskID] = Holder{Name: l.Holder, Worktree: root, Epoch: l.Epoch}
 		}
-	}
-	for id, root := range r.reserved {
-		if root != e.root {
-			if _, ok := out[id]; !ok {
-				if out == nil {
-					out = map[string]Holder{}
-				}
+		for id, by := range r.reserved { // r.mu is held
+			if _, ok := out[id]; !ok && by == root {
 				out[id] = Holder{Worktree: root}
 			}
 		}
-	}
+	})
 	return out
 }
 
@@ -293,7 +270,7 @@ func (r *Repository) worktreeRoots(e *Engine) []string {
 			out = append(out, root)
 		}
 	}
-	for _, root := range r.Roots() {
+	for _, root := range r.roots() {
 		add(root)
 	}
 	if e.gitCommon == "" {

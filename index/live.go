@@ -266,14 +266,16 @@ func scanLease(st *sqlite.Stmt) Lease {
 	return l
 }
 
-// ClaimedLeases lists the live leases that a claim made, which recorded
-// the file's bytes before it (see [Tx.SetBase]), without those bytes.
-func (db *DB) ClaimedLeases(ctx context.Context) ([]Lease, error) {
+// HeldTasks lists the live leases with their task, holder, epoch and
+// Wrote (set when a claim recorded the file's bytes before it, see
+// [Tx.SetBase]), without those bytes: what other readers of the leases
+// need, cheaply.
+func (db *DB) HeldTasks(ctx context.Context) ([]Lease, error) {
 	var out []Lease
 	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
-		return sqlitex.Execute(conn, `SELECT task_id, holder, epoch FROM leases WHERE ended IS NULL AND base IS NOT NULL`,
+		return sqlitex.Execute(conn, `SELECT task_id, holder, epoch, wrote FROM leases WHERE ended IS NULL`,
 			&sqlitex.ExecOptions{ResultFunc: func(st *sqlite.Stmt) error {
-				out = append(out, Lease{TaskID: st.ColumnText(0), Holder: st.ColumnText(1), Epoch: st.ColumnInt64(2)})
+				out = append(out, Lease{TaskID: st.ColumnText(0), Holder: st.ColumnText(1), Epoch: st.ColumnInt64(2), Wrote: st.ColumnText(3)})
 				return nil
 			}})
 	})
