@@ -163,6 +163,9 @@ type TaskDetail struct {
 	// Verify is where verify of the task stands, without its history,
 	// when a check runs or has run.
 	Verify *VerifyState `json:"verify,omitempty"`
+	// DependsOn is the task's depends_on as people read it: an entry
+	// written by id is named by its task's key.
+	DependsOn []string `json:"depends_on,omitempty"`
 }
 
 // Hit is one answer of a search: a task and the text that matched, with
@@ -250,6 +253,10 @@ type ClaimRequest struct {
 	// Worktree makes a git worktree for the task, on a branch snag/<key>
 	// (as the project's claim.worktree does for every claim).
 	Worktree bool `json:"worktree,omitempty"`
+	// Base is the branch (or commit) the task's branch starts from, when
+	// its worktree is made: default config.json's claim.base, else the
+	// repository's default branch.
+	Base string `json:"base,omitempty"`
 }
 
 // Claim is the answer of a claim. When nothing was claimed (POST /claim

@@ -162,10 +162,13 @@ func writeShow(w io.Writer, d api.TaskDetail, v *verifyAnswer) {
 	kv("severity", line)
 	if len(t.DependsOn) > 0 {
 		deps := make([]string, len(t.DependsOn))
-		for i, d := range t.DependsOn {
-			deps[i] = d
+		for i, dep := range t.DependsOn {
+			if len(d.DependsOn) == len(t.DependsOn) {
+				dep = d.DependsOn[i] // by key: snag writes ids
+			}
+			deps[i] = dep
 			for _, b := range it.BlockedBy {
-				if b == d || strings.EqualFold(b, d) {
+				if b == dep || strings.EqualFold(b, dep) {
 					deps[i] += " (not resolved)"
 				}
 			}

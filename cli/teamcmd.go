@@ -85,6 +85,7 @@ type TeamClone struct {
 	Silent   float64   `json:"silent_sec"`
 	Sessions []string  `json:"sessions,omitempty"`
 	Held     int       `json:"held"`
+	Grace    float64   `json:"grace_sec,omitempty"`
 	Ended    time.Time `json:"ended,omitzero"`
 	Reason   string    `json:"reason,omitempty"`
 }
@@ -332,6 +333,10 @@ func teamStatus(ctx context.Context, c *call, co Coord) error {
 	for _, cl := range st.Clones {
 		width = max(width, len(cl.Host))
 	}
+	graces := map[float64]bool{}
+	for _, cl := range st.Clones {
+		graces[cl.Grace] = true
+	}
 	for _, cl := range st.Clones {
 		branch := cl.Branch
 		if branch == "" {
@@ -343,6 +348,18 @@ func teamStatus(ctx context.Context, c *call, co Coord) error {
 		}
 		fmt.Fprintf(w, "%-*s %s on %s, heartbeat %s ago, %s, holding %s\n", width, safe(cl.Host), safe(cl.Root), safe(branch),
 			shortAgo(time.Duration(cl.Silent*float64(time.Second))), safe(agents), plural(cl.Held, "task"))
+	}
+	if len(graces) > 1 {
+		var gs []string
+		for _, cl := range st.Clones {
+			g := "default (older snagd)"
+			if cl.Grace > 0 {
+				g = fmt.Sprintf("%g s", cl.Grace)
+			}
+			gs = append(gs, safe(cl.Host)+" "+g)
+		}
+		fmt.Fprintf(w, "the clones run with different graces (%s): each is swept by its own, but a --coord-grace set on one clone is likely meant for all\n",
+			strings.Join(gs, ", "))
 	}
 	if r.cl == nil {
 		fmt.Fprintf(w, "no snagd serves %s: the next snag command starts one, which joins\n", r.root)

@@ -23,8 +23,11 @@ type Clone struct {
 	Silent   float64   `json:"silent_sec"` // seconds since its last heartbeat, by the database's clock
 	Sessions []string  `json:"sessions,omitempty"`
 	Held     int       `json:"held"`
-	Ended    time.Time `json:"ended,omitzero"`
-	Reason   string    `json:"reason,omitempty"`
+	// Grace is how long it may stay silent before it is swept, in seconds
+	// (0: a clone of an older snagd, swept by the sweeper's).
+	Grace  float64   `json:"grace_sec,omitempty"`
+	Ended  time.Time `json:"ended,omitzero"`
+	Reason string    `json:"reason,omitempty"`
 }
 
 // Heartbeat tells the others this clone is alive, and records its branch.
@@ -59,23 +62,28 @@ type Swept struct {
 func (s *Store) Sweep(ctx context.Context) (Swept, error) {
 	var out Swept
 	err := s.txOn(ctx, s.beats, "sweep silent clones", func(tx pgx.Tx) error {
-		reason := "silent for more than " + s.opts.Grace.String() + " (its snagd stopped heartbeating)"
+		// Each clone by its own grace (grace_ms), which it gives its leases
+		// up a margin before; a row from before it, by this clone's.
 		// FOR UPDATE waits for the grants in flight on those clones (their
 		// FOR KEY SHARE, in live), so the leases freed below include every
 		// grant they committed; a clone whose heartbeat came meanwhile is
 		// no longer silent when the row is read again, and is left.
 		rows, err := tx.Query(ctx, `WITH silent AS (
-				SELECT id FROM clones WHERE workspace = $1 AND ended IS NULL AND id <> $2 AND seen < now() - $4::interval
+				SELECT id FROM clones WHERE workspace = $1 AND ended IS NULL AND id <> $2
+					AND seen < now() - CASE WHEN grace_ms > 0 THEN grace_ms * interval '1 millisecond' ELSE $4::interval END
 				FOR UPDATE)
-			UPDATE clones c SET ended = now(), end_reason = $3 FROM silent WHERE c.id = silent.id
-			RETURNING c.id, c.host, c.root, c.branch, c.started, c.seen`, s.ws, s.Clone(), reason, interval(s.opts.Grace))
+			UPDATE clones c SET ended = now(), end_reason = 'silent for more than '
+				|| CASE WHEN c.grace_ms > 0 THEN trim_scale(c.grace_ms / 1000.0)::text || 's' ELSE $3::text END
+				|| ' (its snagd stopped heartbeating)'
+			FROM silent WHERE c.id = silent.id
+			RETURNING c.id, c.host, c.root, c.branch, c.started, c.seen, c.end_reason`,
+			s.ws, s.Clone(), s.opts.Grace.String(), interval(s.opts.Grace))
 		if err != nil {
 			return err
 		}
 		out.Clones, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Clone, error) {
 			var c Clone
-			err := r.Scan(&c.ID, &c.Host, &c.Root, &c.Branch, &c.Started, &c.Seen)
-			c.Reason = reason
+			err := r.Scan(&c.ID, &c.Host, &c.Root, &c.Branch, &c.Started, &c.Seen, &c.Reason)
 			return c, err
 		})
 		if err != nil || len(out.Clones) == 0 {
@@ -84,35 +92,38 @@ func (s *Store) Sweep(ctx context.Context) (Swept, error) {
 		ids := make([]int64, len(out.Clones))
 		for i, c := range out.Clones {
 			ids[i] = c.ID
-		}
-		if _, err := tx.Exec(ctx, `UPDATE sessions SET ended = now(), end_reason = $2 WHERE clone = ANY($1) AND ended IS NULL`, ids, reason); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM ready WHERE clone = ANY($1)`, ids); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE file_claims SET released = now(), why = $2 WHERE clone = ANY($1) AND released IS NULL`,
-			ids, "clone gone: "+reason); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM branch_leases WHERE clone = ANY($1)`, ids); err != nil {
-			return err
-		}
-		if out.Leases, err = s.free(ctx, tx, `clone = ANY($2)`, "clone gone: "+reason, ids); err != nil {
-			return err
-		}
-		for _, c := range out.Clones {
+			// Each clone's own: its sessions, ready rows, claims and
+			// leases end with the reason that names its grace.
+			if _, err := tx.Exec(ctx, `UPDATE sessions SET ended = now(), end_reason = $2 WHERE clone = $1 AND ended IS NULL`, c.ID, c.Reason); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM ready WHERE clone = $1`, c.ID); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE file_claims SET released = now(), why = $2 WHERE clone = $1 AND released IS NULL`,
+				c.ID, "clone gone: "+c.Reason); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM branch_leases WHERE clone = $1`, c.ID); err != nil {
+				return err
+			}
+			freed, err := s.free(ctx, tx, `clone = $2`, "clone gone: "+c.Reason, c.ID)
+			if err != nil {
+				return err
+			}
+			out.Leases = append(out.Leases, freed...)
 			if err := s.audit(ctx, tx, Entry{Actor: "system", Action: "clone", Outcome: "ended",
-				Detail: fmt.Sprintf("%s:%s %s", c.Host, c.Root, reason)}); err != nil {
+				Detail: fmt.Sprintf("%s:%s %s", c.Host, c.Root, c.Reason)}); err != nil {
 				return err
 			}
-		}
-		for _, l := range out.Leases {
-			if err := s.audit(ctx, tx, Entry{Actor: "system", Agent: l.Holder, Action: "release", TaskID: l.TaskID, Outcome: "ok",
-				Detail: "holder's clone gone: " + reason}); err != nil {
-				return err
+			for _, l := range freed {
+				if err := s.audit(ctx, tx, Entry{Actor: "system", Agent: l.Holder, Action: "release", TaskID: l.TaskID, Outcome: "ok",
+					Detail: "holder's clone gone: " + c.Reason}); err != nil {
+					return err
+				}
 			}
 		}
+		reason := out.Clones[0].Reason
 		return s.notify(ctx, tx, "clone", map[string]any{"ended": ids, "released": len(out.Leases), "reason": reason})
 	})
 	return out, err
@@ -124,7 +135,7 @@ func (s *Store) Clones(ctx context.Context) ([]Clone, error) {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT c.id, c.host, c.root, c.branch, c.version, c.started, c.seen,
-			extract(epoch FROM now() - c.seen)::float8,
+			extract(epoch FROM now() - c.seen)::float8, c.grace_ms / 1000.0::float8,
 			coalesce((SELECT array_agg(name ORDER BY name) FROM sessions x WHERE x.clone = c.id AND x.ended IS NULL), '{}'),
 			(SELECT count(*) FROM leases l WHERE l.clone = c.id AND l.state = 'held')
 		FROM clones c WHERE c.workspace = $1 AND c.ended IS NULL ORDER BY c.id`, s.ws)
@@ -133,7 +144,7 @@ func (s *Store) Clones(ctx context.Context) ([]Clone, error) {
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Clone, error) {
 		var c Clone
-		err := r.Scan(&c.ID, &c.Host, &c.Root, &c.Branch, &c.Version, &c.Started, &c.Seen, &c.Silent, &c.Sessions, &c.Held)
+		err := r.Scan(&c.ID, &c.Host, &c.Root, &c.Branch, &c.Version, &c.Started, &c.Seen, &c.Silent, &c.Grace, &c.Sessions, &c.Held)
 		return c, err
 	})
 	if err != nil {

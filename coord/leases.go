@@ -226,8 +226,12 @@ func orNone(s string) string {
 // GrantAt gives session ses of this clone the lease of task id at epoch
 // exactly, when no clone holds or resolved it and no grant since went past
 // that epoch: a clone taking back, after a restart, the leases its files
-// and snag.db still show, so that its agents' epochs stay good. It fails
-// with ErrHeld, ErrDone or ErrStale (granted to another since) otherwise.
+// and snag.db still show, so that its agents' epochs stay good. A lease
+// done at that very epoch is taken back too: only its holder's clone ends
+// a lease at its epoch, so it is an end this clone told the store first
+// whose commit never happened (snagd stopped in between; see End). It
+// fails with ErrHeld, ErrDone or ErrStale (granted to another since)
+// otherwise.
 func (s *Store) GrantAt(ctx context.Context, id, key string, ses Session, epoch int64) (Lease, error) {
 	var l Lease
 	err := s.tx(ctx, "take back "+key, func(tx pgx.Tx) error {
@@ -240,6 +244,7 @@ func (s *Store) GrantAt(ctx context.Context, id, key string, ses Session, epoch 
 				clone = excluded.clone, session = excluded.session, holder = excluded.holder, updated = now(), why = ''
 			WHERE l.state = 'free' AND l.epoch <= excluded.epoch
 			   OR l.state = 'held' AND l.clone = excluded.clone AND l.epoch = excluded.epoch
+			   OR l.state = 'done' AND l.epoch = excluded.epoch
 			RETURNING task_id, key, epoch, state, holder, updated`, s.ws, id, key, epoch, s.Clone(), ses.ID, ses.Name).
 			Scan(&l.TaskID, &l.Key, &l.Epoch, &l.State, &l.Holder, &l.Updated)
 		if err == nil {
@@ -474,6 +479,34 @@ func (s *Store) end(ctx context.Context, id string, epoch, session int64, state,
 		return fmt.Errorf("%w: %s is %s at epoch %d", ErrStale, id, orNone(l.State), l.Epoch)
 	}
 	return nil
+}
+
+// Unend takes back an end this clone told the store before the commit
+// that was to make it (End to Done at epoch), when that commit failed or
+// did not finish the task: the lease, still done at epoch, is held again
+// by session ses of this clone (hold) or free. A lease that moved on since
+// (a person's Set) is left as it is, and so is one never ended.
+func (s *Store) Unend(ctx context.Context, id string, epoch int64, ses Session, hold bool) error {
+	return s.tx(ctx, "take back the end of "+id, func(tx pgx.Tx) error {
+		if err := s.live(ctx, tx); err != nil {
+			return err
+		}
+		state, session := Free, any(nil)
+		if hold {
+			state, session = Held, ses.ID
+		}
+		var key string
+		err := tx.QueryRow(ctx, `UPDATE leases SET state = $4, clone = $5, session = $6, holder = $7, updated = now(), why = ''
+			WHERE workspace = $1 AND task_id = $2 AND state = 'done' AND epoch = $3
+			RETURNING key`, s.ws, id, epoch, state, s.Clone(), session, ses.Name).Scan(&key)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return s.notify(ctx, tx, "lease", map[string]any{"task": key, "id": id, "state": state, "epoch": epoch, "reason": "the end was not committed"})
+	})
 }
 
 // MarkDone puts task id's lease in state Done when it is free at an

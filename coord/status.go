@@ -100,6 +100,35 @@ func Status(ctx context.Context, dsn, workspace string) (TeamStatus, error) {
 	return st, nil
 }
 
+// NextAlias takes the next alias number of kind ("task" or "note") from
+// workspace's sequence in the database at dsn, never below floor, without
+// joining as a clone: snag doctor --fix in team mode, with no snagd, gives
+// a task file its key from the sequence every clone takes its keys from.
+func NextAlias(ctx context.Context, dsn, workspace, kind string, floor int64) (int64, error) {
+	if workspace == "" {
+		return 0, errors.New("coord: no workspace name: set config.json's workspace, or give the repository an origin remote")
+	}
+	s := peeker(dsn)
+	s.opts.Workspace = workspace
+	pool, _, err := s.peek(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer pool.Close()
+	s.pool = pool
+	var n int64
+	err = s.tx(ctx, "allocate a "+kind+" alias", func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `INSERT INTO workspaces (name) VALUES ($1)
+			ON CONFLICT (name) DO UPDATE SET name = excluded.name RETURNING id`, workspace).Scan(&s.ws); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `INSERT INTO aliases AS a (workspace, kind, next) VALUES ($1, $2, $3 + 1)
+			ON CONFLICT (workspace, kind) DO UPDATE SET next = greatest(a.next, $3) + 1
+			RETURNING next - 1`, s.ws, kind, floor).Scan(&n)
+	})
+	return n, err
+}
+
 // peeker is a Store that has not joined: it only reads, with the store's
 // DSN handling (the password scrubbed from every error) and timeouts.
 func peeker(dsn string) *Store {

@@ -28,6 +28,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -115,6 +116,8 @@ type Store struct {
 
 	// lastOK is when the database last answered, in Unix nanoseconds.
 	lastOK atomic.Int64
+
+	graces []time.Duration // OtherGraces
 
 	pubMu     sync.Mutex
 	published map[string]Ready // the ready rows of this clone, as last written
@@ -226,16 +229,30 @@ func (s *Store) join(ctx context.Context) error {
 		// a restart: no other clone ended it (its sweep would have), so its
 		// leases were never freed, and it takes them over, however long it
 		// was away.
-		err = tx.QueryRow(ctx, `UPDATE clones SET seen = now(), branch = $4, version = $5, identity = $6
+		grace := s.opts.Grace.Milliseconds()
+		err = tx.QueryRow(ctx, `UPDATE clones SET seen = now(), branch = $4, version = $5, identity = $6, grace_ms = $7
 			WHERE id = (SELECT id FROM clones WHERE workspace = $1 AND host = $2 AND root = $3 AND ended IS NULL
 				AND identity IN ($6, '') ORDER BY id DESC LIMIT 1)
-			RETURNING id`, s.ws, s.opts.Host, s.opts.Root, s.opts.Branch, s.opts.Version, s.opts.Identity).Scan(&id)
+			RETURNING id`, s.ws, s.opts.Host, s.opts.Root, s.opts.Branch, s.opts.Version, s.opts.Identity, grace).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
-			err = tx.QueryRow(ctx, `INSERT INTO clones (workspace, host, root, branch, version, identity) VALUES ($1, $2, $3, $4, $5, $6)
-				RETURNING id`, s.ws, s.opts.Host, s.opts.Root, s.opts.Branch, s.opts.Version, s.opts.Identity).Scan(&id)
+			err = tx.QueryRow(ctx, `INSERT INTO clones (workspace, host, root, branch, version, identity, grace_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)
+				RETURNING id`, s.ws, s.opts.Host, s.opts.Root, s.opts.Branch, s.opts.Version, s.opts.Identity, grace).Scan(&id)
 		}
 		if err != nil {
 			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT DISTINCT grace_ms FROM clones WHERE workspace = $1 AND ended IS NULL AND id <> $2
+			AND grace_ms > 0 AND grace_ms <> $3 ORDER BY grace_ms`, s.ws, id, grace)
+		if err != nil {
+			return err
+		}
+		others, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		s.graces = s.graces[:0]
+		for _, ms := range others {
+			s.graces = append(s.graces, time.Duration(ms)*time.Millisecond)
 		}
 		s.clone.Store(id)
 		s.pubMu.Lock()
@@ -314,6 +331,12 @@ func (s *Store) Workspace() string { return s.opts.Workspace }
 
 // Grace is how long a silent clone keeps its leases.
 func (s *Store) Grace() time.Duration { return s.opts.Grace }
+
+// OtherGraces lists the graces of the workspace's other live clones that
+// differ from this one's, as they were when it joined: each clone is swept
+// by its own, so a difference is safe, but a person who set
+// --coord-grace on one clone likely meant it for all.
+func (s *Store) OtherGraces() []time.Duration { return slices.Clone(s.graces) }
 
 // Unreachable reports how long the database has not answered, or 0 when
 // its last call succeeded.

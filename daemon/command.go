@@ -99,7 +99,7 @@ func Command(ctx context.Context, args []string, version string, stdout, stderr 
 		debug.SetMemoryLimit(MemoryLimit)
 	}
 	if *coordGrace < time.Second {
-		return fmt.Errorf("--coord-grace %v: want at least 1s (a clone heartbeats every %v)", *coordGrace, coord.DefaultHeartbeat)
+		return fmt.Errorf("--coord-grace %v: want at least 1s (a clone heartbeats five times per grace, at most every %v)", *coordGrace, coord.DefaultHeartbeat)
 	}
 	return Run(ctx, Options{Root: *root, Port: *port, Version: version, Log: log, ExitIdle: *idle, Settle: *settle, MCPIdle: *mcpIdle, MCPStreamGrace: *mcpLost,
 		Coord: *coordDSN, CoordGrace: *coordGrace,

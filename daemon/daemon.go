@@ -110,7 +110,8 @@ type Options struct {
 	// CoordGrace is how long a clone may stay silent before the others end
 	// its sessions and free its tasks (DefaultCoordGrace).
 	CoordGrace time.Duration
-	// CoordBeat is how often this clone heartbeats (coord.DefaultHeartbeat).
+	// CoordBeat is how often this clone heartbeats (default: a fifth of
+	// CoordGrace, at most coord.DefaultHeartbeat).
 	CoordBeat time.Duration
 }
 
@@ -489,5 +490,9 @@ func (d *Daemon) openCoord(ctx context.Context, state, home string) (*coord.Stor
 	}
 	d.log.Info("team mode: live state shared through the coordination store",
 		"store", coord.Redact(dsn), "from", from, "workspace", ws, "clone", s.Clone(), "grace", s.Grace())
+	if gs := s.OtherGraces(); len(gs) > 0 {
+		d.log.Warn("other clones of this workspace run with a different grace: each is swept by its own, but set --coord-grace alike on every clone",
+			"grace", s.Grace(), "others", gs)
+	}
 	return s, nil
 }

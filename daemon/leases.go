@@ -69,7 +69,7 @@ func (d *Daemon) claim(ctx context.Context, c *call[claimRequest]) (answer, erro
 	if c.r.PathValue("ref") != "" {
 		ref = &c.ref
 	}
-	got, err := d.e.ClaimWorktree(ctx, *c.session, ref, c.body.Force, c.body.Worktree)
+	got, err := d.e.ClaimWorktree(ctx, *c.session, ref, c.body.Force, c.body.Worktree, c.body.Base)
 	if err != nil {
 		return answer{}, err
 	}

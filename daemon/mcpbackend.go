@@ -303,6 +303,9 @@ func (b *engineBackend) Get(ctx context.Context, ref string) (*mcp.Detail, error
 			}
 		}
 		det.Fill(it.Task)
+		if it.Task != nil {
+			det.DependsOn = b.e.DepKeys(ctx, it.Task.DependsOn)
+		}
 		return nil
 	})
 	return det, err
@@ -349,7 +352,7 @@ func (b *engineBackend) Claim(ctx context.Context, ref string, force, worktree b
 			}
 			r = &rr
 		}
-		got, err := b.e.ClaimWorktree(ctx, s, r, force, worktree)
+		got, err := b.e.ClaimWorktree(ctx, s, r, force, worktree, "")
 		if err != nil {
 			return err
 		}

@@ -190,7 +190,11 @@ func (d *Daemon) getTask(ctx context.Context, c *call[struct{}]) (answer, error)
 		st.History = nil // GET /verify/{ref} has it
 		v = &st
 	}
-	return ok(taskDetail(it, project.Rel(it.Path), v)), nil
+	out := taskDetail(it, project.Rel(it.Path), v)
+	if it.Task != nil {
+		out.DependsOn = d.e.DepKeys(ctx, it.Task.DependsOn)
+	}
+	return ok(out), nil
 }
 
 // newTask reads an add's request: its kind, severity and files are checked.

@@ -845,32 +845,40 @@ func queueNumber(key string) int {
 	return n
 }
 
-// TestTeamDrainResolveKilledBeforeTheStoreHeard: snagd dies right after a
-// resolve's transaction commits (the failpoint resolve:committed), before
-// its outbox tells the coordination store. The task is resolved in the
-// clone's files and snag.db, and must stay done for every clone: when the
-// clone is back, within its grace or after it, another clone's claim of
-// the task is refused as resolved elsewhere, and the shared state says
-// done.
+// TestT3_ResolveOnceAcrossAKill: snagd dies in the middle of an agent's
+// resolve, with its agent never answered. The store is told a finish
+// before the file is written (engine teamEndFirst), so:
 //
-// The lease's end lives only in the outbox in memory and is lost with
-// the process; the clone's reconcile at its start puts it right. Within
-// the grace, the store's lease is still held by the clone with no lease in
-// snag.db, and it ends as done because the task is resolved here; after
-// the grace, the sweep has freed it, and the leases that ended here lately
-// with their task finished are marked done unless a grant went past them.
-func TestTeamDrainResolveKilledBeforeTheStoreHeard(t *testing.T) {
+//   - killed right after the commit (resolve:committed): the file says
+//     resolved and the store says done, at once. No other clone is granted
+//     the task while the clone is down, within its grace or after the
+//     others swept it (the window in which another clone used to be granted
+//     the finished task and do it again), nor after it is back.
+//   - killed after the store heard and before the file was written
+//     (resolve:temp-created): the file still says claimed. The task is done
+//     in the store, so no clone is granted it meanwhile; the restarted
+//     clone takes its lease back at its epoch (a lease done at its own
+//     epoch is an end this clone told first), and the agent's resolve,
+//     tried again, succeeds.
+func TestT3_ResolveOnceAcrossAKill(t *testing.T) {
 	for _, c := range []struct {
-		name  string
-		swept bool // clone 1 comes back after the others swept it
-	}{{"back within the grace", false}, {"back after the grace", true}} {
+		name     string
+		point    string
+		swept    bool // clone 1 comes back after the others swept it
+		resolved bool // the file says resolved after the kill
+	}{
+		{"committed, back within the grace", "resolve:committed", false, true},
+		{"committed, back after the sweep", "resolve:committed", true, true},
+		{"before the file, back within the grace", "resolve:temp-created", false, false},
+		{"before the file, back after the sweep", "resolve:temp-created", true, false},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			bare := teamRepo(t, 3, teamNoVerify)
 			dsn := teamDB(t)
 			pool := drainPool(t, dsn)
 			grace := 3 * time.Second
 			root1, home1 := teamClone(t, bare), filepath.Join(t.TempDir(), "home")
-			d1 := spawnEnv(t, root1, home1, []string{coord.Env + "=" + dsn, daemonpkg.FailpointEnv + "=resolve:committed"},
+			d1 := spawnEnv(t, root1, home1, []string{coord.Env + "=" + dsn, daemonpkg.FailpointEnv + "=" + c.point},
 				"--log", "debug", "--coord-grace", grace.String())
 			d1.waitReady()
 			d2 := startTeam(t, teamClone(t, bare), dsn, grace)
@@ -881,29 +889,48 @@ func TestTeamDrainResolveKilledBeforeTheStoreHeard(t *testing.T) {
 				t.Fatalf("claim SNAG-1 on clone 1: %d %s", code, body)
 			}
 			a.call(http.MethodPost, "/tasks/SNAG-1/resolve", map[string]any{"epoch": c1.Epoch})
-			crKilled(t, d1, "resolve:committed")
-			resolved := false
+			crKilled(t, d1, c.point)
+			status := ""
 			for _, f := range readTaskFiles(t, root1) {
-				resolved = resolved || f.task != nil && f.task.Key == "SNAG-1" && f.task.Status == queue.StatusResolved
+				if f.task != nil && f.task.Key == "SNAG-1" {
+					status = string(f.task.Status)
+				}
 			}
-			if !resolved {
-				t.Fatal("SNAG-1 is not resolved in clone 1's file after its resolve committed")
+			if want := map[bool]string{true: "resolved", false: "claimed"}[c.resolved]; status != want {
+				t.Fatalf("SNAG-1 is %q in clone 1's file after the kill at %s, want %s", status, c.point, want)
 			}
+			refusedElsewhere := func(when string) {
+				t.Helper()
+				if l, err := sharedLeaseOf(context.Background(), pool, "SNAG-1"); err != nil || l.state != coord.Done {
+					t.Fatalf("%s: SNAG-1 is %s in the shared state (%v), want done", when, l.state, err)
+				}
+				if _, code, body := b.claim("SNAG-1"); code == http.StatusOK {
+					t.Fatalf("%s: clone 2 was granted SNAG-1, which clone 1's agent was resolving: %s", when, body)
+				}
+			}
+			refusedElsewhere("right after the kill")
 			if c.swept {
 				eventually(t, "the other clone to sweep clone 1 after its grace", func() bool {
 					var ended int
 					pool.QueryRow(context.Background(), `SELECT count(*) FROM clones WHERE root = $1 AND ended IS NOT NULL`, root1).Scan(&ended)
 					return ended == 1
 				})
+				refusedElsewhere("after the sweep")
 			}
 			d1 = startTeamHome(t, root1, home1, dsn, grace)
-			eventually(t, "SNAG-1, resolved in clone 1's files, to be done in the shared state", func() bool {
-				l, err := sharedLeaseOf(context.Background(), pool, "SNAG-1")
-				return err == nil && l.state == coord.Done
-			})
-			if _, code, body := b.claim("SNAG-1"); code == http.StatusOK {
-				t.Fatalf("clone 2 was granted SNAG-1, resolved in clone 1's files: %s", body)
+			a.to(d1)
+			if c.resolved {
+				refusedElsewhere("after the restart")
+				return
 			}
+			eventually(t, "the restarted clone to take SNAG-1's lease back at its epoch", func() bool {
+				l, err := sharedLeaseOf(context.Background(), pool, "SNAG-1")
+				return err == nil && l.state == coord.Held && l.epoch == c1.Epoch && l.root == root1
+			})
+			if code, body, _ := a.call(http.MethodPost, "/tasks/SNAG-1/resolve", map[string]any{"epoch": c1.Epoch}); code != http.StatusOK {
+				t.Fatalf("the agent's resolve, tried again after the restart: %d %s", code, body)
+			}
+			refusedElsewhere("after the resolve tried again")
 		})
 	}
 }

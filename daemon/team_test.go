@@ -389,7 +389,7 @@ func TestTeamPartitionedCloneFencedByEpoch(t *testing.T) {
 	// Every answer to the agent says what the cut means for its lease.
 	eventually(t, "an answer to the cut-off clone's agent that names its lease at risk", func() bool {
 		h := a1.header(http.MethodGet, "/tasks/SNAG-2", api.CoordHeader)
-		return strings.Contains(h, "your lease of SNAG-1 will be given up at 3 s") || strings.Contains(h, "was given up")
+		return strings.Contains(h, "your lease of SNAG-1 will be given up at ") || strings.Contains(h, "was given up")
 	})
 	eventually(t, "clone 2 to get SNAG-1 once the cut-off clone's grace is over", func() bool {
 		c, code, _ := b.claim("SNAG-1")
@@ -494,8 +494,10 @@ func TestTeamDatabaseRestartMidRun(t *testing.T) {
 	}
 	n := 150
 	bare := teamRepo(t, n, teamNoVerify)
-	d1 := startTeam(t, teamClone(t, bare), dsn, 15*time.Second)
-	d2 := startTeam(t, teamClone(t, bare), dsn, 15*time.Second)
+	// The grace covers the outage, PostgreSQL's restart and the heartbeat
+	// of margin a clone gives its leases up before its grace ends.
+	d1 := startTeam(t, teamClone(t, bare), dsn, 20*time.Second)
+	d2 := startTeam(t, teamClone(t, bare), dsn, 20*time.Second)
 	var agents []*teamAgent
 	for i := range 6 {
 		a := newTeamAgent(t, []*daemon{d1, d2}[i%2])
@@ -1093,4 +1095,190 @@ func TestTeamSessionEndUnsentAtACrashIsReconciled(t *testing.T) {
 		"pid": os.Getpid(), "transport": "stdio", "root": d2.root}, &s); code != http.StatusCreated || s.Name != a.name {
 		t.Fatalf("an agent of another clone asks for %s: %d, given %q", a.name, code, s.Name)
 	}
+}
+
+// TestT5_ResolveOnceThroughACut: three clones drain the queue, and one is
+// cut from PostgreSQL (a TCP proxy that stops forwarding) for longer than
+// its grace, then healed. Its agents' resolves during the cut are never
+// acknowledged (the store must hear a finish before it is written), it
+// gives its leases up before the others may sweep them, and after the
+// heal it joins again and drains with the others. Every task is resolved
+// exactly once: one acknowledged resolve each, and its file says resolved
+// in one clone only, so the clones' branches merge without a conflict.
+func TestT5_ResolveOnceThroughACut(t *testing.T) {
+	const n, perClone = 60, 2
+	bare := teamRepo(t, n, teamNoVerify)
+	dsn := teamDB(t)
+	proxy, cut := teamProxy(t, dsn)
+	grace := 3 * time.Second
+	ds := []*daemon{startTeam(t, teamClone(t, bare), cut, grace), startTeam(t, teamClone(t, bare), dsn, grace), startTeam(t, teamClone(t, bare), dsn, grace)}
+	pool := drainPool(t, dsn)
+	waitPublished(t, pool, 3, n)
+
+	var mu sync.Mutex
+	acked := map[string][]string{} // task -> the agents whose resolve of it was acknowledged
+	var wg sync.WaitGroup
+	for c, d := range ds {
+		for range perClone {
+			a := newTeamAgent(t, d)
+			a.keepAlive(t)
+			wg.Go(func() {
+				for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); {
+					code, b, _ := a.call(http.MethodPost, "/claim", map[string]any{})
+					var got teamClaim
+					json.Unmarshal(b, &got)
+					if code == http.StatusServiceUnavailable || code == http.StatusOK && got.Task == nil {
+						if _, undone, err := leftIn(context.Background(), pool, n); err == nil && undone == 0 {
+							return
+						}
+						time.Sleep(50 * time.Millisecond)
+						continue
+					}
+					if code != http.StatusOK {
+						t.Errorf("clone %d's %s claim: %d %s", c+1, a.name, code, b)
+						return
+					}
+					for {
+						code, b, _ := a.call(http.MethodPost, "/tasks/"+got.Task.Key+"/resolve", map[string]any{"epoch": got.Epoch})
+						if code == http.StatusServiceUnavailable {
+							time.Sleep(100 * time.Millisecond)
+							continue
+						}
+						if code == http.StatusOK {
+							mu.Lock()
+							acked[got.Task.Key] = append(acked[got.Task.Key], fmt.Sprintf("clone %d's %s", c+1, a.name))
+							mu.Unlock()
+						} else if c != 0 {
+							t.Errorf("clone %d (never cut) lost its agent's claim of %s: resolve %d %s", c+1, got.Task.Key, code, b)
+						}
+						break // a lease given up in the cut: the agent claims again
+					}
+				}
+				t.Errorf("clone %d's %s did not see the queue drained within two minutes", c+1, a.name)
+			})
+		}
+	}
+	eventually(t, "a third of the tasks to be done", func() bool {
+		_, undone, err := leftIn(context.Background(), pool, n)
+		return err == nil && undone <= n-n/3
+	})
+	proxy.Cut()
+	eventually(t, "the cut clone to give its leases up", func() bool {
+		return strings.Contains(ds[0].log.String(), "giving up every lease of this clone")
+	})
+	eventually(t, "the others to sweep the cut clone", func() bool {
+		var ended int
+		pool.QueryRow(context.Background(), `SELECT count(*) FROM clones WHERE root = $1 AND ended IS NOT NULL`, ds[0].root).Scan(&ended)
+		return ended == 1
+	})
+	proxy.Heal()
+	wg.Wait()
+
+	for i := 1; i <= n; i++ {
+		key := queue.Alias(i)
+		if len(acked[key]) != 1 {
+			t.Errorf("%s: %d acknowledged resolves (%v), want 1", key, len(acked[key]), acked[key])
+		}
+		var in []string
+		for c, d := range ds {
+			for _, f := range readTaskFiles(t, d.root) {
+				if f.task != nil && f.task.Key == key && f.task.Status == queue.StatusResolved {
+					in = append(in, fmt.Sprintf("clone %d", c+1))
+				}
+			}
+		}
+		if len(in) != 1 {
+			t.Errorf("%s is resolved in the files of %v, want exactly one clone", key, in)
+		}
+	}
+	if _, undone, err := leftIn(context.Background(), pool, n); err != nil || undone != 0 {
+		t.Errorf("%d tasks not done in the shared state (%v)", undone, err)
+	}
+	if strings.Contains(ds[0].log.String(), "answered before the coordination store heard") {
+		t.Error("the cut clone answered a resolve the store had not heard")
+	}
+}
+
+// TestTeamNamesOnceWhateverTheStartOrder: eight agents register on each
+// of three clones at the same instant, as an orchestrator starts them.
+// Every live agent of the workspace has a name of its own, in every
+// clone's sessions and in the shared state: a registration that lost a
+// race for a name (even one that waited in a clone's outbox) is renamed,
+// never left live under the name another clone's agent has.
+func TestTeamNamesOnceWhateverTheStartOrder(t *testing.T) {
+	bare := teamRepo(t, 2, teamNoVerify)
+	dsn := teamDB(t)
+	ds := []*daemon{startTeam(t, teamClone(t, bare), dsn, 15*time.Second), startTeam(t, teamClone(t, bare), dsn, 15*time.Second),
+		startTeam(t, teamClone(t, bare), dsn, 15*time.Second)}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, d := range ds {
+		for range 8 {
+			wg.Go(func() {
+				<-start
+				var s struct {
+					ID   int64  `json:"id"`
+					Name string `json:"name"`
+				}
+				if code := d.do(http.MethodPost, "/sessions", map[string]any{"client": "team-test", "client_version": "1",
+					"pid": os.Getpid(), "transport": "stdio", "root": d.root}, &s); code != http.StatusCreated {
+					t.Errorf("register: %d", code)
+					return
+				}
+				(&teamAgent{d: d, session: s.ID, name: s.Name}).keepAlive(t) // live as a bridge keeps it
+			})
+		}
+	}
+	close(start)
+	wg.Wait()
+	ws := filepath.Dir(bare) + "/origin"
+	var shared []string
+	waitUntil(t, "24 live sessions in the shared state", func() bool {
+		st, err := coord.Status(context.Background(), dsn, ws)
+		if err != nil {
+			return false
+		}
+		shared = shared[:0]
+		for _, c := range st.Clones {
+			shared = append(shared, c.Sessions...)
+		}
+		return len(shared) == 24
+	}, func() string { return fmt.Sprintf("the shared state has %d: %v", len(shared), shared) })
+	seen := map[string]int{}
+	for c, d := range ds {
+		var ss struct {
+			Sessions []struct {
+				Name  string `json:"name"`
+				Ended string `json:"ended"`
+			} `json:"sessions"`
+		}
+		d.get("/sessions", &ss)
+		for _, s := range ss.Sessions {
+			if s.Ended == "" {
+				seen[s.Name]++
+			}
+		}
+		if len(ss.Sessions) != 8 {
+			t.Errorf("clone %d lists %d sessions, want 8", c+1, len(ss.Sessions))
+		}
+	}
+	for name, times := range seen {
+		if times > 1 {
+			t.Errorf("%s is live on %d clones", name, times)
+		}
+	}
+	if len(seen) != 24 {
+		t.Errorf("%d distinct live names across the clones, want 24: %v", len(seen), seen)
+	}
+}
+
+// waitUntil is eventually with what the test saw last, for its failure.
+func waitUntil(t *testing.T, what string, cond func() bool, saw func() string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s: %s", what, saw())
 }

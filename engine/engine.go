@@ -64,7 +64,8 @@ type Options struct {
 	// clones of the repository (team mode): leases are granted there first,
 	// aliases come from its sequences, and its events are passed on.
 	Coord *coord.Store
-	// CoordBeat is how often this clone heartbeats to Coord (DefaultHeartbeat).
+	// CoordBeat is how often this clone heartbeats to Coord (default: a
+	// fifth of its grace, at most DefaultHeartbeat).
 	CoordBeat time.Duration
 	// Repository, when set, is shared with the engines of the repository's
 	// other worktrees in this snagd: a task is leased in one worktree at a

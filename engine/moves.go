@@ -99,6 +99,46 @@ func (e *Engine) Add(ctx context.Context, nt NewTask, actor queue.Actor, who str
 	return t, path, nil
 }
 
+// depIDs is deps as snag writes them: by id, so that a reference follows
+// its task when a shared key is renumbered (keys.go), with the keys they
+// had, for a comment beside them. A reference no task answers to, or two
+// do, is written as it was given.
+func (e *Engine) depIDs(ctx context.Context, deps []string) (ids, keys []string) {
+	for _, d := range deps {
+		ref, err := queue.ParseRef(d)
+		if err != nil {
+			ids = append(ids, d)
+			continue
+		}
+		it, err := e.p.DB.Get(ctx, ref)
+		if err != nil || it.ID == "" {
+			ids = append(ids, d)
+			continue
+		}
+		ids = append(ids, it.ID)
+		if it.Key != "" {
+			keys = append(keys, it.Key)
+		}
+	}
+	return ids, keys
+}
+
+// withDepKeys puts a comment naming keys after the depends_on line of a
+// new task file: `depends_on: [tsk_...] # SNAG-3`, the ids for snag, the
+// keys for a person reading the file.
+func withDepKeys(data []byte, keys []string) []byte {
+	if len(keys) == 0 {
+		return data
+	}
+	i := bytes.Index(data, []byte("\ndepends_on: "))
+	if i < 0 {
+		return data
+	}
+	end := i + 1 + bytes.IndexByte(data[i+1:], '\n')
+	out := slices.Concat(data[:end], []byte(" # "+strings.Join(keys, ", ")), data[end:])
+	return out
+}
+
 // badValue is the refusal of a new task whose values its file cannot hold
 // (a negative wave, a suspect file outside the repository), named by the
 // field as the caller gave it, not by a line of a file it never saw.
@@ -130,6 +170,8 @@ const keyTries = 20
 // it does so, it removes its own file and takes the next key: it never
 // leaves a file whose key another file has. It returns the file's name.
 func (e *Engine) createKeyed(ctx context.Context, t *queue.Task) (string, error) {
+	var keys []string
+	t.DependsOn, keys = e.depIDs(ctx, t.DependsOn)
 	for range keyTries {
 		n, err := e.mintKey(ctx)
 		if err != nil {
@@ -143,7 +185,7 @@ func (e *Engine) createKeyed(ctx context.Context, t *queue.Task) (string, error)
 			return "", refuse(ErrInvalid, "cycle", "add: depends_on would make a cycle: %s: depend on none of those, or change the task that depends on %s",
 				strings.Join(cycle, " -> "), t.Key)
 		}
-		data := queue.Format(t)
+		data := withDepKeys(queue.Format(t), keys)
 		if _, err := queue.Parse(data); err != nil {
 			return "", badValue(err)
 		}

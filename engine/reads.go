@@ -97,6 +97,12 @@ func (e *Engine) Snapshot(ctx context.Context) ([]queue.Located, []queue.Problem
 	return e.p.DB.Snapshot(ctx)
 }
 
+// DepKeys is a task's depends_on as people and agents read it: an entry
+// written by id (as snag writes them) is named by its task's key.
+func (e *Engine) DepKeys(ctx context.Context, deps []string) []string {
+	return e.p.DB.DepKeys(ctx, deps)
+}
+
 // AuditTail is the latest n entries of the audit log, newest last.
 func (e *Engine) AuditTail(ctx context.Context, n int) ([]index.AuditEntry, error) {
 	return e.p.DB.AuditTail(ctx, n)

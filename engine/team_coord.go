@@ -29,28 +29,32 @@ var ErrUnreachable = errors.New("coordination unreachable")
 //
 // A grant is made there first, in one transaction, and mirrored in
 // snag.db with the same epoch by the claim's own batch, which rewrites the
-// file. Every lease that a committed write of snag.db ends (a release, a
-// resolve, a holder gone, a person's move) is told to the store after the
-// commit, in order, from an outbox that a store out of reach keeps until
-// it is back; a grant waits for the changes it depends on, so the store
-// never refuses a task as held by an end it has not heard yet, and an
-// agent's resolve is answered once the store has heard it.
+// file. A finish (a resolve, a verify's outcome that resolves the task or
+// sends it to a person's review) is told to the store before its file is
+// written (teamEndFirst): what the store has heard is what counts, and a
+// clone that dies right after it, or is cut off, can never have the task
+// granted again to another. Every other lease that a committed write of
+// snag.db ends (a release, a holder gone, a person's move) is told to the
+// store after the commit, in order, from an outbox that a store out of
+// reach keeps until it is back; a grant waits for the changes it depends
+// on, so the store never refuses a task as held by an end it has not
+// heard yet. A change the store refuses is logged and audited, never
+// dropped without a word.
 type team struct {
 	s    *coord.Store
 	beat time.Duration
 
 	mu     sync.Mutex // the outbox
 	outbox []teamOp
-	// queued counts the changes ever put in the outbox: those sent (or
-	// dropped) are the first queued-len(outbox). sent is closed, and made
-	// anew, each time the outbox shrinks.
-	queued uint64
-	sent   chan struct{}
 	// audits are the audit entries for the shared log, sent in the
 	// background alone: a grant never waits for them.
 	audits       []index.AuditEntry
 	auditDropped int // how many were not sent, the store out of reach too long
-	kick         chan struct{}
+	// endedFirst are the leases, by task id, whose end the store heard
+	// before the commit that made it here (teamEndFirst), at their epoch:
+	// the index's report of that end is not told again.
+	endedFirst map[string]int64
+	kick       chan struct{}
 	// recon asks the reconcile loop for a reconcile (at the start, after
 	// a rejoin, and after one that could not finish).
 	recon  chan struct{}
@@ -103,9 +107,12 @@ const DefaultHeartbeat = coord.DefaultHeartbeat
 
 func newTeam(s *coord.Store, beat time.Duration) *team {
 	if beat <= 0 {
-		beat = DefaultHeartbeat
+		// Five beats to a grace at least: a clone gives its leases up a
+		// margin of beats before the grace ends (giveUpAfter), and one slow
+		// beat must not make it.
+		beat = min(DefaultHeartbeat, s.Grace()/5)
 	}
-	t := &team{s: s, beat: beat, kick: make(chan struct{}, 1), recon: make(chan struct{}, 1), sent: make(chan struct{})}
+	t := &team{s: s, beat: beat, kick: make(chan struct{}, 1), recon: make(chan struct{}, 1)}
 	t.lastBeat.Store(time.Now().UnixNano())
 	t.pubDirty.Store(true)
 	return t
@@ -123,7 +130,6 @@ func (e *Engine) Coord() *coord.Store {
 func (t *team) queue(op teamOp) {
 	t.mu.Lock()
 	t.outbox = append(t.outbox, op)
-	t.queued++
 	t.mu.Unlock()
 	t.wake()
 }
@@ -134,45 +140,6 @@ func (t *team) askReconcile() {
 	case t.recon <- struct{}{}:
 	default:
 	}
-}
-
-// shrunk records, under t.mu, that changes left the outbox.
-func (t *team) shrunk() {
-	close(t.sent)
-	t.sent = make(chan struct{})
-}
-
-// teamAwait waits until the first n changes ever queued have left the
-// outbox (sent, or dropped as moot), until ctx ends, or until the store
-// is out of reach.
-func (e *Engine) teamAwait(ctx context.Context, n uint64) error {
-	t := e.team
-	for {
-		t.mu.Lock()
-		done := t.queued - uint64(len(t.outbox))
-		sent := t.sent
-		t.mu.Unlock()
-		if done >= n {
-			return nil
-		}
-		if t.cutOff() > 0 {
-			return coord.ErrUnreachable
-		}
-		t.wake()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-sent:
-		case <-time.After(t.beat):
-		}
-	}
-}
-
-// queuedCount is how many changes were ever put in the outbox.
-func (t *team) queuedCount() uint64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.queued
 }
 
 // wake has the sender send the outbox and the audit queue.
@@ -252,10 +219,111 @@ func (e *Engine) teamPost(m coord.Message) {
 	}
 }
 
-// ended is the index's hook after a commit that ended leases.
+// ended is the index's hook after a commit that ended leases: the store
+// hears each end, but for those it heard first (teamEndFirst).
 func (t *team) ended(ls []index.Ended) {
 	for i := range ls {
-		t.queue(teamOp{ended: &ls[i]})
+		t.mu.Lock()
+		epoch, first := t.endedFirst[ls[i].TaskID]
+		first = first && epoch == ls[i].Epoch
+		if first {
+			delete(t.endedFirst, ls[i].TaskID)
+		}
+		t.mu.Unlock()
+		if !first {
+			t.queue(teamOp{ended: &ls[i]})
+		}
+	}
+}
+
+// teamEndFirst tells the store, before the commit that finishes task id
+// here (resolved, or sent to a person's review), that its lease ends
+// done: what the store has heard is what counts. The end is recorded at
+// the lease's epoch, so no clone can be granted a task whose file here
+// says it is finished, even when snagd dies right after the commit, and a
+// lease the store ended or granted again meanwhile (this clone cut off
+// past the grace) refuses the finish with ErrStale. With the store out of
+// reach nothing is committed: the caller says to try again.
+//
+// It returns undo, to call when the commit then fails or does not finish
+// the task: the store takes the end back (Unend), the lease held again at
+// its epoch when it still is here, else free. A task no agent of this
+// clone holds is a person's move, told after its commit (teamMoved).
+func (e *Engine) teamEndFirst(ctx context.Context, id, why string) (undo func(), err error) {
+	undo = func() {}
+	if e.team == nil {
+		return undo, nil
+	}
+	l, err := e.p.DB.LeaseOf(ctx, id)
+	if err != nil || l.Detached || l.SessionID == 0 || l.Epoch == 0 {
+		return undo, nil
+	}
+	t := e.team
+	if err := e.teamReadyFor(ctx, claimConcern(l.SessionID, id)); err != nil {
+		return undo, err
+	}
+	if err := t.s.End(ctx, id, l.Epoch, coord.Done, why); err != nil {
+		return undo, e.teamErr(err)
+	}
+	t.mu.Lock()
+	if t.endedFirst == nil {
+		t.endedFirst = map[string]int64{}
+	}
+	t.endedFirst[id] = l.Epoch
+	t.mu.Unlock()
+	return func() {
+		t.mu.Lock()
+		if t.endedFirst[id] == l.Epoch {
+			delete(t.endedFirst, id)
+		}
+		t.mu.Unlock()
+		ctx := context.WithoutCancel(ctx)
+		now, err := e.p.DB.LeaseOf(ctx, id)
+		hold := err == nil && now.Epoch == l.Epoch && now.SessionID == l.SessionID
+		if err := t.s.Unend(ctx, id, l.Epoch, coordSession(index.Session{ID: l.SessionID, Name: l.Holder}), hold); err != nil {
+			// The start's reconcile takes it back (GrantAt of a lease done at
+			// its own epoch) or frees it; until then no clone is granted it.
+			e.log.Warn("the coordination store was told a task was finished, and the finish was not committed here: it is taken back at the next start", "task", id, "err", err)
+		}
+	}, nil
+}
+
+// finishRefused is the refusal of a finish the store did not record
+// (teamEndFirst's err): a lease the store ended or granted again is ended
+// here too, as teamFence does. e.mu must not be held.
+func (e *Engine) finishRefused(ctx context.Context, it *index.Item, l index.Lease, err error) *Error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.finishRefusedLocked(ctx, it, l, err)
+}
+
+// finishRefusedLocked is finishRefused with e.mu held.
+func (e *Engine) finishRefusedLocked(ctx context.Context, it *index.Item, l index.Lease, err error) *Error {
+	if errors.Is(err, ErrStale) && e.p != nil {
+		e.releaseLocked(ctx, it.ID, queue.System, l.Holder, "the shared lease ended: "+err.Error())
+	}
+	var r *Error
+	if errors.As(err, &r) {
+		return r
+	}
+	return refuse(ErrUnreachable, "coord_unreachable", "%s was not finished: %v", it.Key, err)
+}
+
+// teamEndFirstRetry is teamEndFirst for snagd's own finish (a verify's
+// outcome), which no one waits to be answered: while the store is out of
+// reach it tries again every beat, until the store hears it, refuses it,
+// or snagd stops.
+func (e *Engine) teamEndFirstRetry(ctx context.Context, id, why string) (undo func(), err error) {
+	for {
+		undo, err = e.teamEndFirst(ctx, id, why)
+		if !errors.Is(err, ErrUnreachable) && !errors.Is(err, ErrStarting) {
+			return undo, err
+		}
+		select {
+		case <-ctx.Done():
+			return undo, err
+		case <-time.After(e.team.beat):
+		}
 	}
 }
 
@@ -281,16 +349,70 @@ func (e *Engine) teamSend(ctx context.Context) error {
 		if errors.Is(err, coord.ErrUnreachable) || ctx.Err() != nil {
 			return err
 		}
+		if op.register != nil && errors.Is(err, coord.ErrNameTaken) && e.teamRename(ctx, op.register) {
+			continue // registered again under a free name
+		}
 		if err != nil && !errors.Is(err, coord.ErrStale) {
 			// Refused for good (this clone was ended meanwhile, say): the
-			// store's own sweep has freed what it held.
-			e.log.Debug("coordination store refused a change; dropped", "err", err)
+			// store's own sweep has freed what it held. Said, and audited:
+			// never dropped without a word.
+			e.log.Warn("the coordination store refused a change: it is not sent again", "change", op.String(), "err", err)
+			e.Audit(ctx, index.AuditEntry{Actor: queue.System, Action: "coord", Outcome: "refused",
+				Detail: op.String() + ": " + err.Error()})
 		}
 		t.mu.Lock()
 		t.outbox = t.outbox[1:]
-		t.shrunk()
 		t.mu.Unlock()
 	}
+}
+
+// String names the change for the log and the audit.
+func (op teamOp) String() string {
+	switch {
+	case op.register != nil:
+		return fmt.Sprintf("register session %d (%s)", op.register.ID, op.register.Name)
+	case op.endID != 0:
+		return fmt.Sprintf("end session %d", op.endID)
+	case op.set != nil:
+		return fmt.Sprintf("set %s %s", op.set.key, op.set.state)
+	case op.post != nil:
+		return "post a " + op.post.Kind
+	case op.files != nil:
+		return fmt.Sprintf("release the file claims of session %d", op.files.session)
+	case op.adopt != nil:
+		return fmt.Sprintf("adopt the lease of %s at epoch %d", op.adopt.TaskID, op.adopt.Epoch)
+	case op.ended != nil:
+		return fmt.Sprintf("end the lease of %s at epoch %d", op.ended.TaskID, op.ended.Epoch)
+	}
+	return "nothing"
+}
+
+// teamRename gives session *s, whose name a live session of another clone
+// has (a registration that waited in the outbox), a free name here, and
+// reports whether it did: the registration is then sent again.
+func (e *Engine) teamRename(ctx context.Context, s *index.Session) bool {
+	var name string
+	for try := 0; ; try++ {
+		var err error
+		if name, err = e.teamFreeName(ctx, s.Name); err != nil {
+			return false
+		}
+		err = e.p.DB.Rename(ctx, s.ID, name)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, index.ErrNameTaken) || try == 10 {
+			return false // taken here meanwhile, ten times over: the next start registers it again
+		}
+	}
+	e.live.ended(s.ID) // the kept copy has the old name
+	e.log.Warn("an agent's name was live on another clone: renamed", "session", s.ID, "was", s.Name, "now", name)
+	e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.System, Agent: name, Action: "rename", Outcome: "ok",
+		Detail: s.Name + " was live on another clone: renamed " + name})
+	renamed := *s
+	renamed.Name = name
+	*s = renamed
+	return true
 }
 
 func (e *Engine) teamApply(ctx context.Context, op teamOp) error {
@@ -310,7 +432,15 @@ func (e *Engine) teamApply(ctx context.Context, op teamOp) error {
 	case op.adopt != nil:
 		return s.Adopt(ctx, op.adopt.TaskID, op.adopt.Epoch, coord.Session{ID: op.adopt.SessionID, Name: op.adopt.Holder})
 	case op.ended != nil:
-		return s.End(ctx, op.ended.TaskID, op.ended.Epoch, e.endState(ctx, op.ended.TaskID), op.ended.Reason)
+		state := e.endState(ctx, op.ended.TaskID)
+		err := s.End(ctx, op.ended.TaskID, op.ended.Epoch, state, op.ended.Reason)
+		if state == coord.Done && (errors.Is(err, coord.ErrStale) || errors.Is(err, coord.ErrCloneEnded)) {
+			// Finished here, and the lease moved in the store meanwhile (the
+			// clone was swept, and joined again): done all the same unless a
+			// grant went past it.
+			_, err = s.MarkDone(ctx, op.ended.TaskID, op.ended.Epoch, op.ended.Reason)
+		}
+		return err
 	}
 	return nil
 }
@@ -504,6 +634,17 @@ func (e *Engine) teamErr(err error) error {
 	return err
 }
 
+// giveUpAfter is how long after its last heartbeat a clone cut off from
+// the store gives its leases up: a heartbeat (at most a quarter of the
+// grace) before the others may sweep it by its grace, so that it has
+// stopped holding them before any other clone can be granted them. The
+// last heartbeat counts from when it was sent (teamBeat), no later than
+// the store's own mark of it.
+func (t *team) giveUpAfter() time.Duration {
+	grace := t.s.Grace()
+	return grace - min(t.beat, grace/4)
+}
+
 // cutOff is how long the store has not taken a heartbeat, or 0 while it
 // does.
 func (t *team) cutOff() time.Duration {
@@ -517,8 +658,8 @@ func (t *team) cutOff() time.Duration {
 func (e *Engine) cutOffMessage() string {
 	d := e.team.cutOff()
 	if e.team.gaveUp.Load() {
-		return fmt.Sprintf("coordination unreachable for %d s: this clone's leases were given up at %d s; nothing is granted until it is back (try again in a few seconds)",
-			int(d.Seconds()), int(e.team.s.Grace().Seconds()))
+		return fmt.Sprintf("coordination unreachable for %d s: this clone's leases were given up at %s; nothing is granted until it is back (try again in a few seconds)",
+			int(d.Seconds()), seconds(e.team.giveUpAfter()))
 	}
 	if d == 0 {
 		return "coordination store unreachable: nothing is granted until it is back (try again in a few seconds)"
@@ -538,9 +679,9 @@ func (e *Engine) CoordNotice(ctx context.Context, id int64) string {
 	if d == 0 {
 		return ""
 	}
-	grace := e.team.s.Grace()
+	at := seconds(e.team.giveUpAfter())
 	if e.team.gaveUp.Load() {
-		return fmt.Sprintf("coordination unreachable for %d s: every lease of this clone was given up at %d s; claims wait until it is back", int(d.Seconds()), int(grace.Seconds()))
+		return fmt.Sprintf("coordination unreachable for %d s: every lease of this clone was given up at %s; claims wait until it is back", int(d.Seconds()), at)
 	}
 	var keys []string
 	if ls, err := e.p.DB.LeasesOf(ctx, id); err == nil {
@@ -553,7 +694,15 @@ func (e *Engine) CoordNotice(ctx context.Context, id int64) string {
 	if len(keys) == 0 {
 		return fmt.Sprintf("coordination unreachable for %d s: nothing is granted until it is back", int(d.Seconds()))
 	}
-	return fmt.Sprintf("coordination unreachable for %d s: your lease of %s will be given up at %d s", int(d.Seconds()), strings.Join(keys, ", "), int(grace.Seconds()))
+	return fmt.Sprintf("coordination unreachable for %d s: your lease of %s will be given up at %s", int(d.Seconds()), strings.Join(keys, ", "), at)
+}
+
+// seconds words d as "11 s", or "2.2 s" under ten seconds.
+func seconds(d time.Duration) string {
+	if d < 10*time.Second {
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
+	}
+	return strconv.Itoa(int(d.Seconds())) + " s"
 }
 
 // teamRun heartbeats, sweeps the clones gone silent, sends the outbox,
@@ -581,6 +730,23 @@ func (e *Engine) teamRun(ctx context.Context) error {
 			case <-ctx.Done():
 				return
 			case <-beat.C:
+			}
+		}
+	})
+	// The give-up has a loop of its own too: a heartbeat that waits on a
+	// store out of reach (up to its timeout) must not delay it past the
+	// moment the others may sweep this clone.
+	wg.Go(func() {
+		tick := time.NewTicker(min(t.beat/4, 250*time.Millisecond))
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if d := time.Since(time.Unix(0, t.lastBeat.Load())); d >= t.giveUpAfter() && !t.gaveUp.Load() {
+				e.teamGiveUp(ctx, fmt.Sprintf("coordination unreachable for %.1f s", d.Seconds()))
 			}
 		}
 	})
@@ -643,11 +809,10 @@ func (e *Engine) teamRegister(ctx context.Context, s index.Session) index.Sessio
 		if !errors.Is(err, coord.ErrNameTaken) {
 			break
 		}
-		taken, err := t.s.LiveNames(ctx)
+		name, err := e.teamFreeName(ctx, s.Name)
 		if err != nil {
 			break
 		}
-		name := freeName(append(taken, s.Name))
 		if err := e.p.DB.Rename(ctx, s.ID, name); err != nil {
 			continue // taken here meanwhile: the next round picks another
 		}
@@ -656,6 +821,27 @@ func (e *Engine) teamRegister(ctx context.Context, s index.Session) index.Sessio
 	}
 	t.queue(teamOp{register: &s})
 	return s
+}
+
+// teamFreeName is a name that no live session has: of the workspace (the
+// store's), of this worktree (its registrations may still wait in the
+// outbox) or of the repository's other worktrees; taken is the name that
+// was refused.
+func (e *Engine) teamFreeName(ctx context.Context, taken string) (string, error) {
+	names, err := e.team.s.LiveNames(ctx)
+	if err != nil {
+		return "", err
+	}
+	names = append(names, taken)
+	if local, err := e.p.DB.LiveSessions(ctx); err == nil {
+		for _, s := range local {
+			names = append(names, s.Name)
+		}
+	}
+	if r := e.opts.Repository; r != nil {
+		names = append(names, r.liveNames(ctx, e)...)
+	}
+	return freeName(names), nil
 }
 
 // freeName is the first of index.Names (then NAME-2, NAME-3 ...) not in
@@ -691,18 +877,21 @@ func (e *Engine) teamRegisterLive(ctx context.Context) {
 func (e *Engine) teamBeat(ctx context.Context) {
 	t := e.team
 	branch, _, _ := gitdir.Head(e.root)
+	sent := time.Now() // before the store marks it: the give-up counts from here
 	err := t.s.Heartbeat(ctx, branch)
 	switch {
 	case err == nil:
 		if t.gaveUp.Swap(false) {
 			e.log.Info("coordination store reachable again")
 		}
-		t.lastBeat.Store(time.Now().UnixNano())
+		t.lastBeat.Store(sent.UnixNano())
 		t.wake()
 		if !t.reconciled.Load() {
 			t.askReconcile()
 		}
-		if sw, err := t.s.Sweep(ctx); err == nil {
+		if sw, err := t.s.Sweep(ctx); err != nil {
+			e.log.Warn("sweep the clones gone silent: will try again at the next heartbeat", "err", err)
+		} else {
 			for _, c := range sw.Clones {
 				e.log.Warn("a clone went silent past the grace: its sessions ended and its tasks were freed",
 					"host", c.Host, "root", c.Root, "freed", len(sw.Leases))
@@ -723,21 +912,35 @@ func (e *Engine) teamBeat(ctx context.Context) {
 		t.gaveUp.Store(false)
 		t.lastBeat.Store(time.Now().UnixNano())
 		t.pubDirty.Store(true)
-		t.mu.Lock()
 		// Its changes of the old clone's leases, claims and sessions are
-		// moot: the sweep ended them. A person's move of a task and what
-		// was posted for the team still go, as its audit entries do.
-		t.outbox = slices.DeleteFunc(t.outbox, func(op teamOp) bool { return op.post == nil && op.set == nil })
-		t.shrunk()
+		// moot: the sweep ended them. A person's move of a task, what was
+		// posted for the team and the end of a lease whose task is finished
+		// here still go (MarkDone), as its audit entries do.
+		t.mu.Lock()
+		queued := slices.Clone(t.outbox)
 		t.mu.Unlock()
+		finished := map[string]bool{}
+		for _, op := range queued {
+			if op.ended != nil {
+				finished[op.ended.TaskID] = e.endState(ctx, op.ended.TaskID) == coord.Done
+			}
+		}
+		t.mu.Lock()
+		before := len(t.outbox)
+		t.outbox = slices.DeleteFunc(t.outbox, func(op teamOp) bool {
+			return op.post == nil && op.set == nil && (op.ended == nil || !finished[op.ended.TaskID])
+		})
+		dropped := before - len(t.outbox)
+		t.mu.Unlock()
+		if dropped > 0 {
+			e.log.Warn("changes of the ended clone's sessions and leases were not sent: the sweep had ended them", "changes", dropped)
+		}
 		e.teamRegisterLive(ctx)
 		t.askReconcile()
 	default:
 		d := time.Since(time.Unix(0, t.lastBeat.Load()))
-		e.log.Warn("coordination store unreachable", "for", d.Round(time.Second), "err", err)
-		if d >= t.s.Grace() {
-			e.teamGiveUp(ctx, fmt.Sprintf("coordination unreachable for %d s", int(d.Seconds())))
-		}
+		e.log.Warn("coordination store unreachable", "for", d.Round(time.Second), "err", err,
+			"leases_given_up_at", t.giveUpAfter().Round(100*time.Millisecond))
 	}
 }
 

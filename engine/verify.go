@@ -262,30 +262,12 @@ func (e *Engine) VerifyPlan(ctx context.Context, ref queue.Ref, dir string) (Pla
 // task goes to verifying with a check queued, or where the project's
 // config and the approvals send it (see Resolution).
 //
-// In team mode an agent's resolve is answered once the store has heard
-// the change it made (the lease's end, when the task is resolved at
-// once): a clone killed after the answer would otherwise leave the
-// lease held in the store, its sweep would free it, and another clone
-// would do the finished work again. A store that does not hear it within
-// resolveAwait leaves the answer as it is; the next start's reconcile
-// marks the task done there.
+// In team mode a resolve that finishes the task (resolved, or sent to a
+// person's review) is told to the store before its file is written
+// (teamEndFirst): a clone killed after the answer, or cut off from the
+// store, can never leave the lease to be swept and the finished work
+// granted to another clone.
 func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, error) {
-	r, err := e.resolve(ctx, req)
-	if err == nil && e.team != nil && req.Session != nil {
-		wait, cancel := context.WithTimeout(ctx, resolveAwait)
-		if err := e.teamAwait(wait, e.team.queuedCount()); err != nil {
-			e.log.Warn("an agent's resolve was answered before the coordination store heard it", "task", r.Key, "err", err)
-		}
-		cancel()
-	}
-	return r, err
-}
-
-// resolveAwait bounds how long an agent's resolve waits for the store to
-// hear it, in team mode.
-const resolveAwait = 5 * time.Second
-
-func (e *Engine) resolve(ctx context.Context, req VerifyRequest) (Resolution, error) {
 	var s index.Session
 	agent := req.Session != nil
 	if agent {
@@ -386,8 +368,13 @@ func (e *Engine) resolve(ctx context.Context, req VerifyRequest) (Resolution, er
 		if it.Status != queue.StatusVerifying {
 			steps = append([]Step{{Action: queue.ActResolve, Actor: actor}}, steps...)
 		}
+		undo, err := e.teamEndFirst(ctx, it.ID, "resolved: "+detail)
+		if err != nil {
+			return refused(e.finishRefused(ctx, it, lease, err))
+		}
 		m, err := e.prepareMove(it, who, steps...)
 		if err != nil {
+			undo()
 			return Resolution{}, err
 		}
 		err = e.commit(ctx, []*move{m}, func(tx *index.Tx) error {
@@ -408,6 +395,7 @@ func (e *Engine) resolve(ctx context.Context, req VerifyRequest) (Resolution, er
 				Outcome: "ok", Detail: strings.TrimSpace("verify disabled: resolved, not verified " + detail)})
 		}, nil)
 		if err != nil {
+			undo()
 			return Resolution{}, err
 		}
 		e.hub.Publish("lease", map[string]any{"task": it.Key, "action": "resolve", "status": queue.StatusResolved})
@@ -477,7 +465,11 @@ func needsApprovalReason(command, from, key string) string {
 func (e *Engine) needsApproval(ctx context.Context, it *index.Item, p Plan, lease index.Lease,
 	s index.Session, actor queue.Actor, who, action, detail string) (Resolution, error) {
 	reason := needsApprovalReason(p.Command, p.From, it.Key)
-	err := e.p.DB.Update(ctx, func(tx *index.Tx) error {
+	undo, err := e.teamEndFirst(ctx, it.ID, "verify: "+OutcomeNeedsApproval)
+	if err != nil {
+		return Resolution{}, e.finishRefusedLocked(ctx, it, lease, err)
+	}
+	err = e.p.DB.Update(ctx, func(tx *index.Tx) error {
 		steps := []Step{{Action: queue.ActInconclusive, Actor: queue.System}}
 		if it.Status != queue.StatusVerifying {
 			steps = append([]Step{{Action: queue.ActResolve, Actor: actor}}, steps...)
@@ -500,6 +492,7 @@ func (e *Engine) needsApproval(ctx context.Context, it *index.Item, p Plan, leas
 			Outcome: OutcomeNeedsApproval, Detail: strings.TrimSpace(fmt.Sprintf("%s -> %s: %s %s", it.Status, queue.StatusNeedsReview, reason, detail))})
 	})
 	if err != nil {
+		undo()
 		return Resolution{}, err
 	}
 	e.hub.Publish("task", map[string]any{"key": it.Key, "status": queue.StatusNeedsReview})
@@ -723,6 +716,20 @@ func capReason(s string) string {
 // finishVerify applies a run's outcome to the task, if it is still the
 // task's run and the task is still verifying.
 func (e *Engine) finishVerify(t *queue.Task, run index.VerifyRun, res result) {
+	// In team mode an outcome that finishes the task is told to the store
+	// first (teamEndFirst), waiting while the store is out of reach; one
+	// the store refuses (the lease ended there meanwhile) is not applied.
+	undo, lost := func() {}, error(nil)
+	if e.team != nil && (res.outcome == OutcomePass || res.outcome == OutcomeInconclusive || res.outcome == OutcomeNeedsApproval) {
+		var err error
+		undo, err = e.teamEndFirstRetry(e.runCtx, run.TaskID, "verify: "+res.outcome)
+		if e.runCtx.Err() != nil {
+			return // the run stays open; the next start queues it again
+		}
+		if err != nil {
+			lost = err
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	e.mu.Lock()
@@ -746,6 +753,11 @@ func (e *Engine) finishVerify(t *queue.Task, run index.VerifyRun, res result) {
 		return // the run stays open; the next start queues it again
 	}
 	failpoint.Hit("verify", StepVerifyChecked)
+	if lost != nil {
+		if l, err := e.p.DB.LeaseOf(ctx, run.TaskID); err == nil {
+			e.releaseLocked(ctx, run.TaskID, queue.System, l.Holder, "the shared lease ended: "+lost.Error())
+		}
+	}
 	it, err := e.p.DB.Get(ctx, queue.Ref{ID: run.TaskID})
 	applied := current && err == nil && it.Status == queue.StatusVerifying
 	var status queue.Status
@@ -757,6 +769,9 @@ func (e *Engine) finishVerify(t *queue.Task, run index.VerifyRun, res result) {
 				now = string(it.Status)
 			}
 			reason += fmt.Sprintf(" (not applied: the task is %s now)", now)
+			if lost != nil {
+				reason += " (" + lost.Error() + ")"
+			}
 			if err := tx.EndVerify(run.ID, index.RunEnd{Outcome: res.outcome, Reason: reason, Shot: res.shot, Visual: res.visual}); err != nil {
 				return err
 			}
@@ -798,6 +813,9 @@ func (e *Engine) finishVerify(t *queue.Task, run index.VerifyRun, res result) {
 		return tx.Audit(index.AuditEntry{SessionID: run.SessionID, Actor: queue.System, Agent: run.Holder, Action: "verify",
 			TaskID: it.ID, Outcome: res.outcome, Detail: fmt.Sprintf("%s -> %s: %s", queue.StatusVerifying, status, reason)})
 	})
+	if err != nil || !applied {
+		undo()
+	}
 	if err != nil {
 		e.log.Error("verify: apply the outcome", "task", t.Key, "outcome", res.outcome, "err", err)
 		return

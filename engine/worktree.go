@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,16 +18,18 @@ import (
 
 // ClaimWorktree is Claim, and when worktree is set (or the project's
 // claim.worktree), a git worktree for the task: at the configured folder
-// (default ../<repo>.snag/<key>) on a branch snag/<key> from the base
-// (default the head of the worktree snagd serves). The worktree is
-// recorded on the lease, and the task's verify runs there. A claim whose
-// worktree cannot be made is given back, and the refusal says why.
-func (e *Engine) ClaimWorktree(ctx context.Context, s index.Session, ref *queue.Ref, force, worktree bool) (Claimed, error) {
+// beside the repository's main worktree (default ../<repo>.snag/<key>),
+// never inside another task's, on a branch snag/<key> from base (the
+// branch the caller names; else the project's claim.base; else the
+// repository's default branch). The worktree is recorded on the lease,
+// and the task's verify runs there. A claim whose worktree cannot be made
+// is given back, and the refusal says why.
+func (e *Engine) ClaimWorktree(ctx context.Context, s index.Session, ref *queue.Ref, force, worktree bool, base string) (Claimed, error) {
 	c, err := e.Claim(ctx, s, ref, force)
 	if err != nil || c.Task == nil || !(worktree || e.Config().Claim.Worktree) {
 		return c, err
 	}
-	path, branch, err := e.taskWorktree(ctx, c.Task.Key)
+	path, branch, err := e.taskWorktree(ctx, c.Task.Key, base)
 	if err != nil {
 		why := "its worktree could not be made: " + err.Error()
 		e.Release(ctx, s, queue.Ref{ID: c.Task.ID}, c.Epoch, why)
@@ -69,13 +72,16 @@ func (e *Engine) worktreeDir(top string) string {
 	return filepath.Clean(d)
 }
 
-// taskWorktree makes (or finds again) the worktree of the task keyed key.
-// Worktrees are made one at a time: git's own locks would refuse two at
-// once.
-func (e *Engine) taskWorktree(ctx context.Context, key string) (path, branch string, err error) {
+// taskWorktree makes (or finds again) the worktree of the task keyed key,
+// from base ("": the default, see ClaimWorktree). Worktrees are made one
+// at a time: git's own locks would refuse two at once.
+func (e *Engine) taskWorktree(ctx context.Context, key, base string) (path, branch string, err error) {
 	top := gitdir.Top(e.root)
 	if top == "" {
 		return "", "", errors.New("the project is not in a git repository")
+	}
+	if main := gitdir.Main(gitdir.Common(top)); main != "" {
+		top = main // beside the main worktree, whichever worktree asked
 	}
 	e.wtMu.Lock()
 	defer e.wtMu.Unlock()
@@ -94,12 +100,30 @@ func (e *Engine) taskWorktree(ctx context.Context, key string) (path, branch str
 		_, err = git(ctx, top, "worktree", "add", "--quiet", path, branch)
 		return path, branch, err
 	}
-	base := e.Config().Claim.Base
-	if base == "" {
-		base = "HEAD"
+	base = cmp.Or(base, e.Config().Claim.Base, defaultBranch(ctx, top))
+	if _, err := git(ctx, top, "rev-parse", "--verify", "--quiet", base+"^{commit}"); err != nil {
+		return "", "", fmt.Errorf("the base %q names no branch or commit of the repository: name one that exists (git branch lists them)", base)
 	}
 	_, err = git(ctx, top, "worktree", "add", "--quiet", "-b", branch, path, base)
 	return path, branch, err
+}
+
+// defaultBranch is the repository's default branch, as seen from its main
+// worktree top: the local branch origin's HEAD names, else the branch the
+// main worktree is on, else its HEAD.
+func defaultBranch(ctx context.Context, top string) string {
+	if ref, err := git(ctx, top, "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"); err == nil {
+		if b, ok := strings.CutPrefix(ref, "origin/"); ok {
+			if _, err := git(ctx, top, "rev-parse", "--verify", "--quiet", "refs/heads/"+b); err == nil {
+				return b
+			}
+		}
+		return ref
+	}
+	if b, _, ok := gitdir.Head(top); ok && b != "" && !gitdir.TaskBranch(b) {
+		return b
+	}
+	return "HEAD"
 }
 
 // WorktreeView is a task's worktree as snag worktrees lists it.
@@ -124,10 +148,7 @@ func (e *Engine) Worktrees(ctx context.Context) ([]WorktreeView, error) {
 	if err != nil {
 		return nil, err
 	}
-	base := e.Config().Claim.Base
-	if base == "" {
-		base = "HEAD"
-	}
+	base := cmp.Or(e.Config().Claim.Base, defaultBranch(ctx, top))
 	merged := map[string]bool{}
 	if m, err := git(ctx, top, "branch", "--format=%(refname:short)", "--merged", base); err == nil {
 		for _, b := range strings.Fields(m) {

@@ -101,8 +101,10 @@ func blockers(conn *sqlite.Conn, rows []*Row) error {
 		if !r.hasDeps || r.Status.Terminal() {
 			continue
 		}
+		// A dependency written by id is named by its task's key.
 		err := sqlitex.Execute(conn, `
-			SELECT d.ref FROM deps d WHERE d.task_n = :n AND NOT `+depResolved+`
+			SELECT coalesce((SELECT u.key FROM tasks u WHERE u.id = d.ref AND u.key <> '' LIMIT 1), d.ref)
+			FROM deps d WHERE d.task_n = :n AND NOT `+depResolved+`
 			ORDER BY d.ref`, &sqlitex.ExecOptions{
 			Named: map[string]any{":n": r.n},
 			ResultFunc: func(s *sqlite.Stmt) error {
@@ -115,6 +117,32 @@ func blockers(conn *sqlite.Conn, rows []*Row) error {
 		}
 	}
 	return nil
+}
+
+// DepKeys is refs, a task's depends_on, as people and agents read them:
+// an id that names a task by its key, every other entry as it is.
+func (db *DB) DepKeys(ctx context.Context, refs []string) []string {
+	if len(refs) == 0 {
+		return nil
+	}
+	out := slices.Clone(refs)
+	db.withConn(ctx, func(conn *sqlite.Conn) error {
+		for i, d := range refs {
+			ref, err := queue.ParseRef(d)
+			if err != nil || ref.ID == "" {
+				continue
+			}
+			sqlitex.Execute(conn, `SELECT key FROM tasks WHERE id = :id AND key <> '' LIMIT 1`, &sqlitex.ExecOptions{
+				Named: map[string]any{":id": ref.ID},
+				ResultFunc: func(s *sqlite.Stmt) error {
+					out[i] = s.ColumnText(0)
+					return nil
+				},
+			})
+		}
+		return nil
+	})
+	return out
 }
 
 // Filter selects tasks for [DB.List].

@@ -119,6 +119,12 @@ func (f *Files) Get(ctx context.Context, ref string) (*Detail, error) {
 		if ft.t == t {
 			det := &Detail{Row: rowOf(ft, l.Find), Body: string(t.Body)}
 			det.Fill(t)
+			det.DependsOn = slices.Clone(det.DependsOn)
+			for i, dep := range det.DependsOn {
+				if d, ok := l.Find(dep); ok && d.Key != "" {
+					det.DependsOn[i] = d.Key
+				}
+			}
 			return det, nil
 		}
 	}

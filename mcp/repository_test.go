@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -494,8 +496,19 @@ func TestR3_KeysNeverCollide(t *testing.T) {
 	for i := range 3 {
 		r2.mustSnag(t, main, "add", fmt.Sprintf("Added in main %d", i))
 	}
+	var first struct{ ID, Key string }
 	for i := range 3 { // made after main's: main's keep their keys
-		rc.mustSnag(t, clone, "add", fmt.Sprintf("Added offline %d", i))
+		out := rc.mustSnag(t, clone, "add", "--json", fmt.Sprintf("Added offline %d", i))
+		if i == 0 {
+			json.Unmarshal([]byte(out), &first)
+		}
+	}
+	// A task that depends on the first of them, which will be renumbered:
+	// snag writes the reference by id (its key in a comment), so it follows.
+	var waiting struct{ Key, Path string }
+	json.Unmarshal([]byte(rc.mustSnag(t, clone, "add", "--json", "--depends", first.Key, "Waits on offline 0")), &waiting)
+	if b, err := os.ReadFile(filepath.Join(clone, waiting.Path)); err != nil || !strings.Contains(string(b), "depends_on: ["+first.ID+"] # "+first.Key+"\n") {
+		t.Fatalf("the dependent's file does not name %s by id with its key %s beside it (%v):\n%s", first.ID, first.Key, err, b)
 	}
 	_, cloneIDs := taskFiles(t, clone)
 	_, mainIDs := taskFiles(t, main)
@@ -528,7 +541,7 @@ func TestR3_KeysNeverCollide(t *testing.T) {
 		switch {
 		case !ok:
 			t.Errorf("the clone's task %s (%s) is gone after the pull", id, key)
-		case mainIDs[id] == "" && now == key:
+		case mainIDs[id] == "" && now == key && slices.Contains(slices.Collect(maps.Values(mainIDs)), key):
 			t.Errorf("the clone's task %s kept %s, which a task made before it has", id, key)
 		case now != key:
 			renumbered++
@@ -536,6 +549,9 @@ func TestR3_KeysNeverCollide(t *testing.T) {
 	}
 	if renumbered != 3 {
 		t.Errorf("%d of the clone's tasks were renumbered; want its 3 offline adds", renumbered)
+	}
+	if out := r2.mustSnag(t, main, "show", waiting.Key); !regexp.MustCompile(`(?m)^depends: +`+byID[first.ID]+`\b`).MatchString(out) || byID[first.ID] == first.Key {
+		t.Errorf("%s depended on %s, renumbered %s: snag show says\n%s", waiting.Key, first.Key, byID[first.ID], out)
 	}
 	if out, _ := r2.snag(main, "doctor"); strings.Contains(out, "duplicate") {
 		t.Errorf("snag doctor still finds duplicates:\n%s", out)
@@ -786,5 +802,42 @@ func TestR5_ReadOnlyHome(t *testing.T) {
 	}
 	if !strings.Contains(errs, "set $SNAG_HOME to a folder you can write") {
 		t.Errorf("snag list with $HOME read-only does not name the fix for snagd:\n%s", errs)
+	}
+}
+
+// TestR2_TaskWorktreeBesideMain: an agent in a feature worktree claims
+// with a worktree of its own. The task's worktree is made beside the main
+// worktree (../shop.snag/KEY), not beside or inside the feature worktree,
+// and its branch starts from the repository's default branch, not from
+// the feature branch's unmerged commit.
+func TestR2_TaskWorktreeBesideMain(t *testing.T) {
+	r := newRepo(t, 2)
+	feature := r.trees[1]
+	if err := os.WriteFile(filepath.Join(feature, "feature.txt"), []byte("unmerged\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wtGit(t, feature, "add", "feature.txt")
+	wtGit(t, feature, "commit", "-q", "-m", "unmerged feature work")
+	cs, _ := r.bridge(t, feature)
+	res, txt, sc := call(t, cs, "snag_claim", map[string]any{"worktree": true})
+	mustOK(t, "snag_claim with a worktree in the feature worktree", res, txt)
+	task, _ := sc["task"].(map[string]any)
+	key, _ := task["key"].(string)
+	path, _ := sc["worktree"].(string)
+	if want := filepath.Join(filepath.Dir(r.main), "shop.snag", key); path != want {
+		t.Fatalf("the task's worktree is %q, want %q beside the main worktree\n%s", path, want, txt)
+	}
+	head := func(dir, rev string) string {
+		out, err := exec.Command("git", "-C", dir, "rev-parse", rev).Output()
+		if err != nil {
+			t.Fatalf("git rev-parse %s in %s: %v", rev, dir, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if got, want := head(path, "HEAD"), head(r.main, "main"); got != want {
+		t.Errorf("the task's branch starts at %s, want main's %s (the feature branch is at %s)", got, want, head(feature, "HEAD"))
+	}
+	if _, err := os.Stat(filepath.Join(path, "feature.txt")); err == nil {
+		t.Error("the task's worktree holds the feature branch's unmerged file")
 	}
 }

@@ -207,6 +207,13 @@ func (p *Project) nextKey(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if p.Keys != nil {
+		// Team mode: the workspace's sequence first, so no other clone
+		// mints the same key; the repository's goes on above it.
+		if n, err = p.Keys(ctx, n); err != nil {
+			return 0, fmt.Errorf("take a key from the team's sequence (the coordination store): %w: fix the store's connection (snag team status), or run snag doctor --fix again once it answers", err)
+		}
+	}
 	return Reserve(gitdir.State(p.Root), "task", n, nil)
 }
 

@@ -59,6 +59,10 @@ type Project struct {
 	Tasks  *queue.Dir // .snag/tasks/
 	DB     *index.DB
 	Config queue.Config
+	// Keys, when set, takes the next task key number, never below floor,
+	// from a sequence shared beyond this machine (team mode's workspace
+	// sequence); nil: the repository's own (Reserve).
+	Keys func(ctx context.Context, floor int) (int, error)
 	// cleanup removes a temporary private index ([OpenReader]) at Close.
 	cleanup func()
 }

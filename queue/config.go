@@ -41,8 +41,9 @@ type ClaimConfig struct {
 	// repository's top folder; {repo} is that folder's name. Default
 	// ../{repo}.snag.
 	WorktreeDir string `json:"worktree_dir,omitempty"`
-	// Base is the branch (or any commit) a task's branch starts from;
-	// default the head of the worktree snagd serves.
+	// Base is the branch (or any commit) a task's branch starts from when
+	// the claim names none; default the repository's default branch (the
+	// one origin's HEAD names, else the main worktree's).
 	Base string `json:"base,omitempty"`
 }
 

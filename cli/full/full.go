@@ -166,7 +166,11 @@ func (o opened) Get(ctx context.Context, ref queue.Ref) (api.TaskDetail, error) 
 	if err != nil {
 		return api.TaskDetail{}, err
 	}
-	return it.Wire(project.Rel(it.Path)), nil
+	out := it.Wire(project.Rel(it.Path))
+	if it.Task != nil {
+		out.DependsOn = o.p.DB.DepKeys(ctx, it.Task.DependsOn)
+	}
+	return out, nil
 }
 
 func (o opened) Search(ctx context.Context, query string, limit int) ([]api.Hit, error) {
@@ -184,7 +188,22 @@ func (o opened) Sync(ctx context.Context) error {
 	return err
 }
 
-func (o opened) Fix(ctx context.Context) ([]string, error) { return o.p.Fix(ctx) }
+// Fix is project.Fix; in team mode (a DSN for the repository) the keys it
+// gives come from the workspace's sequence, which every clone shares.
+func (o opened) Fix(ctx context.Context) ([]string, error) {
+	dsn, _, err := coord.FindDSN("", gitdir.State(o.p.Root))
+	if err != nil {
+		return nil, err
+	}
+	if dsn != "" {
+		ws := gitdir.Workspace(o.p.Root, o.p.Config.Workspace)
+		o.p.Keys = func(ctx context.Context, floor int) (int, error) {
+			n, err := coord.NextAlias(ctx, dsn, ws, "task", int64(floor))
+			return int(n), err
+		}
+	}
+	return o.p.Fix(ctx)
+}
 
 func (o opened) Doctor(ctx context.Context) ([]cli.Finding, error) {
 	found, err := o.p.Doctor(ctx)

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -297,5 +298,52 @@ func TestTeamStatusAloneAndRefusals(t *testing.T) {
 	}
 	if code, _, errs := snag(t, root, "team", "init"); code != 2 || !strings.Contains(errs, "team init needs a DSN") {
 		t.Errorf("snag team init with no DSN anywhere: exit %d %q", code, errs)
+	}
+}
+
+// TestTeamDoctorFixTakesTheTeamsKeys: two clones of one workspace, no
+// snagd, each with a hand-written task file that has no key. snag doctor
+// --fix in each gives it a key from the workspace's sequence, so the two
+// never get the same key (each clone's own counter would give both
+// SNAG-1); a store out of reach refuses the fix, naming it, rather than
+// mint a key another clone may mint too.
+func TestTeamDoctorFixTakesTheTeamsKeys(t *testing.T) {
+	dsn := pgtest.NewDB(t)
+	if _, err := coord.Init(context.Background(), dsn); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for i := range 2 {
+		root := project(t)
+		if code, out, errs := snag(t, root, "team", "init", dsn); code != 0 {
+			t.Fatalf("team init in clone %d: exit %d\n%s%s", i+1, code, out, errs)
+		}
+		os.MkdirAll(filepath.Join(root, ".snag", "tasks"), 0o755)
+		file := filepath.Join(root, ".snag", "tasks", "no key.md")
+		body := fmt.Sprintf("---\nid: tsk_01M9NKEY%018d\ntitle: Written by hand\nstatus: open\n---\nNo key yet.\n", i)
+		if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := snag(t, root, "doctor", "--fix")
+		m := regexp.MustCompile(`the key (SNAG-\d+)`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("doctor --fix in clone %d gave no key: exit %d\n%s%s", i+1, code, out, errs)
+		}
+		keys = append(keys, m[1])
+	}
+	if keys[0] == keys[1] {
+		t.Fatalf("both clones' doctor --fix gave %s", keys[0])
+	}
+	// The store out of reach: the fix is refused, and names why.
+	root := project(t)
+	if err := os.WriteFile(filepath.Join(root, ".snag", "config.json"), []byte(`{"version": 1, "workspace": "`+workspace+`"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(coord.Env, "postgres://snag:pw@127.0.0.1:1/snag?connect_timeout=1")
+	os.MkdirAll(filepath.Join(root, ".snag", "tasks"), 0o755)
+	os.WriteFile(filepath.Join(root, ".snag", "tasks", "no key.md"), []byte("---\nid: tsk_01M9NKEY000000000000000009\ntitle: Written by hand\nstatus: open\n---\n"), 0o644)
+	code, out, errs := snag(t, root, "doctor", "--fix")
+	if code == 0 || strings.Contains(out, "the key SNAG-") || !strings.Contains(errs, "team's sequence") {
+		t.Errorf("doctor --fix with the store out of reach: exit %d\n%s%s\nwant it refused, naming the team's sequence", code, out, errs)
 	}
 }

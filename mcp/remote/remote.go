@@ -323,6 +323,9 @@ func (d *Daemon) Get(ctx context.Context, ref string) (*mcp.Detail, error) {
 		det.Path = strings.TrimPrefix(got.TaskFile, ".snag/")
 	}
 	det.Fill(got.Task)
+	if got.DependsOn != nil {
+		det.DependsOn = got.DependsOn
+	}
 	return det, nil
 }
 
