@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/snagdev/snag/internal/pgtest"
 )
 
@@ -631,107 +629,5 @@ func TestCloneIdentity(t *testing.T) {
 		return s
 	}(); upgraded.Clone() != old.Clone() {
 		t.Errorf("a clone upgraded from a version with no identity is clone %d; want its row %d back", upgraded.Clone(), old.Clone())
-	}
-}
-
-// TestEndFirstAndUnend: a clone tells the store a finish before it
-// commits it (End to Done at its epoch). When the commit fails it takes
-// the end back (Unend), held again or free; after a restart it takes a
-// lease done at its own epoch back (GrantAt). A lease a person moved on
-// meanwhile is left as it is.
-func TestEndFirstAndUnend(t *testing.T) {
-	dsn := newDB(t)
-	ctx := context.Background()
-	a, b := openClone(t, dsn, "ws", 1, DefaultGrace), openClone(t, dsn, "ws", 2, DefaultGrace)
-	sa, sb := Session{ID: 1, Name: "ADA"}, Session{ID: 2, Name: "BOB"}
-	a.Register(ctx, sa)
-	b.Register(ctx, sb)
-	l, err := a.Grant(ctx, "T1", "SNAG-1", sa)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.End(ctx, "T1", l.Epoch, Done, "resolved"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Grant(ctx, "T1", "SNAG-1", sb); !errors.Is(err, ErrDone) {
-		t.Fatalf("another clone's grant of a task done first: %v, want ErrDone", err)
-	}
-	if err := a.Unend(ctx, "T1", l.Epoch, sa, true); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := a.Check(ctx, "T1", l.Epoch, sa.ID); err != nil || got.State != Held {
-		t.Fatalf("after the end was taken back: %+v %v, want held at epoch %d", got, err, l.Epoch)
-	}
-	// Done first, then snagd stopped before its commit: the restart's
-	// reconcile takes the lease back at its epoch.
-	if err := a.End(ctx, "T1", l.Epoch, Done, "resolved"); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := a.GrantAt(ctx, "T1", "SNAG-1", sa, l.Epoch); err != nil || got.State != Held || got.Epoch != l.Epoch {
-		t.Fatalf("take back a lease done at its own epoch: %+v %v", got, err)
-	}
-	if _, err := a.GrantAt(ctx, "T1", "SNAG-1", sa, l.Epoch-1); err == nil {
-		t.Fatal("a take-back at an older epoch than the lease's was granted")
-	}
-	// Taken back free: the commit failed, and the lease ended here.
-	if err := a.End(ctx, "T1", l.Epoch, Done, "resolved"); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Unend(ctx, "T1", l.Epoch, sa, false); err != nil {
-		t.Fatal(err)
-	}
-	got, err := b.Grant(ctx, "T1", "SNAG-1", sb)
-	if err != nil || got.Epoch != l.Epoch+1 {
-		t.Fatalf("another clone's grant after the end was taken back free: %+v %v, want epoch %d", got, err, l.Epoch+1)
-	}
-	// A person's decision moves the epoch on: a late Unend changes nothing.
-	if err := b.End(ctx, "T1", got.Epoch, Done, "resolved"); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Set(ctx, "T1", "SNAG-1", Free, "reopened by a person"); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Unend(ctx, "T1", got.Epoch, sb, true); err != nil {
-		t.Fatal(err)
-	}
-	if now, err := b.LeaseOf(ctx, "T1"); err != nil || now.State != Free || now.Epoch != got.Epoch+1 {
-		t.Fatalf("after a person reopened the task, a late Unend: %+v %v, want free at epoch %d", now, err, got.Epoch+1)
-	}
-}
-
-// TestEachCloneSweptByItsOwnGrace: a clone that says it may stay silent
-// for 30 s is not swept by another whose grace is 1.5 s, and the other
-// learns at its join that the graces differ.
-func TestEachCloneSweptByItsOwnGrace(t *testing.T) {
-	dsn := newDB(t)
-	ctx := context.Background()
-	long := openClone(t, dsn, "ws", 1, 30*time.Second)
-	short := openClone(t, dsn, "ws", 2, 1500*time.Millisecond)
-	if gs := short.OtherGraces(); len(gs) != 1 || gs[0] != 30*time.Second {
-		t.Fatalf("the other clones' graces seen at the join: %v, want [30s]", gs)
-	}
-	s := Session{ID: 1, Name: "ADA"}
-	long.Register(ctx, s)
-	if _, err := long.Grant(ctx, "T1", "SNAG-1", s); err != nil {
-		t.Fatal(err)
-	}
-	// Past the sweeper's grace, well within the silent clone's own.
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if _, err := pool.Exec(ctx, `UPDATE clones SET seen = now() - interval '5 seconds' WHERE id = $1`, long.Clone()); err != nil {
-		t.Fatal(err)
-	}
-	if sw, err := short.Sweep(ctx); err != nil || len(sw.Clones) != 0 {
-		t.Fatalf("a clone silent for 5 s, with a grace of 30 s, was swept: %+v %v", sw, err)
-	}
-	if _, err := pool.Exec(ctx, `UPDATE clones SET seen = now() - interval '31 seconds' WHERE id = $1`, long.Clone()); err != nil {
-		t.Fatal(err)
-	}
-	sw, err := short.Sweep(ctx)
-	if err != nil || len(sw.Clones) != 1 || len(sw.Leases) != 1 || !strings.Contains(sw.Clones[0].Reason, "30s") {
-		t.Fatalf("a clone silent past its own grace of 30 s: %+v %v, want it swept with its lease, the reason naming 30s", sw, err)
 	}
 }

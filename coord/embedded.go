@@ -1,0 +1,875 @@
+package coord
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+)
+
+// EmbeddedFile is the embedded store's file in a repository's state folder
+// (.git/snag/live.db).
+const EmbeddedFile = "live.db"
+
+// embeddedSchema is the embedded store's tables: Store's, for one
+// repository (no workspace column), with times in Unix nanoseconds by the
+// one machine's clock.
+const embeddedSchema = `
+CREATE TABLE IF NOT EXISTS clones (
+  id         INTEGER PRIMARY KEY,
+  host       TEXT NOT NULL,
+  root       TEXT NOT NULL,
+  identity   TEXT NOT NULL DEFAULT '',
+  branch     TEXT NOT NULL DEFAULT '',
+  version    TEXT NOT NULL DEFAULT '',
+  grace_ms   INTEGER NOT NULL DEFAULT 0,
+  started    INTEGER NOT NULL,
+  seen       INTEGER NOT NULL,
+  ended      INTEGER,
+  end_reason TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS sessions (
+  clone      INTEGER NOT NULL,
+  id         INTEGER NOT NULL,
+  name       TEXT NOT NULL,
+  client     TEXT NOT NULL DEFAULT '',
+  branch     TEXT NOT NULL DEFAULT '',
+  started    INTEGER NOT NULL,
+  ended      INTEGER,
+  end_reason TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (clone, id)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS sessions_live_name ON sessions (name) WHERE ended IS NULL;
+CREATE TABLE IF NOT EXISTS leases (
+  task_id TEXT PRIMARY KEY,
+  key     TEXT NOT NULL DEFAULT '',
+  epoch   INTEGER NOT NULL,
+  state   TEXT NOT NULL CHECK (state IN ('held', 'free', 'done')),
+  clone   INTEGER,
+  session INTEGER,
+  holder  TEXT NOT NULL DEFAULT '',
+  updated INTEGER NOT NULL,
+  why     TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS leases_clone ON leases (clone) WHERE state = 'held';
+CREATE TABLE IF NOT EXISTS aliases (
+  kind TEXT PRIMARY KEY,
+  next INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS file_claims (
+  id        INTEGER PRIMARY KEY,
+  clone     INTEGER NOT NULL,
+  session   INTEGER NOT NULL,
+  holder    TEXT NOT NULL,
+  path      TEXT NOT NULL,
+  task_id   TEXT NOT NULL DEFAULT '',
+  exclusive INTEGER NOT NULL,
+  acquired  INTEGER NOT NULL,
+  expires   INTEGER NOT NULL,
+  released  INTEGER,
+  why       TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS file_claims_live ON file_claims (path) WHERE released IS NULL;
+CREATE TABLE IF NOT EXISTS branch_leases (
+  branch  TEXT PRIMARY KEY,
+  clone   INTEGER NOT NULL,
+  session INTEGER NOT NULL,
+  holder  TEXT NOT NULL,
+  expires INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS audit (
+  id      INTEGER PRIMARY KEY,
+  clone   INTEGER,
+  at      INTEGER NOT NULL,
+  session INTEGER NOT NULL DEFAULT 0,
+  actor   TEXT NOT NULL,
+  agent   TEXT NOT NULL DEFAULT '',
+  action  TEXT NOT NULL,
+  task_id TEXT NOT NULL DEFAULT '',
+  outcome TEXT NOT NULL DEFAULT '',
+  detail  TEXT NOT NULL DEFAULT '',
+  branch  TEXT NOT NULL DEFAULT ''
+);
+`
+
+// embeddedBusy is how long a write waits for another's lock on the file
+// (another snagd of the repository, or snag doctor --fix) before it fails
+// as ErrUnreachable.
+const embeddedBusy = 5 * time.Second
+
+// Embedded is the live state of one repository in a SQLite file that
+// every snagd of the repository on this machine shares (Live). Each write
+// is one immediate transaction, so writes are serialised, across
+// processes too, and a grant is exactly once as Store's is. A member is
+// what a clone is to Store: a snagd, or a worktree's view in one.
+type Embedded struct {
+	pool   *sqlitex.Pool
+	path   string
+	opts   Options
+	clone  atomic.Int64
+	graces []time.Duration
+}
+
+// OpenEmbedded opens (creating when needed) the embedded store at path and
+// joins it as the member opts describes (Workspace is not needed). A live
+// member of the same host, folder and identity is taken over, as Open
+// does: snagd started again keeps its leases.
+func OpenEmbedded(ctx context.Context, path string, opts Options) (*Embedded, error) {
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("coord: the live state's folder: %w", err)
+	}
+	pool, err := sqlitex.NewPool(path, sqlitex.PoolOptions{
+		Flags:    sqlite.OpenReadWrite | sqlite.OpenCreate | sqlite.OpenWAL | sqlite.OpenURI,
+		PoolSize: 4,
+		PrepareConn: func(conn *sqlite.Conn) error {
+			conn.SetBusyTimeout(embeddedBusy)
+			return sqlitex.ExecuteTransient(conn, `PRAGMA synchronous = NORMAL;`, nil)
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("coord: open the live state %s: %w", path, err)
+	}
+	s := &Embedded{pool: pool, path: path, opts: opts}
+	if err := s.write(ctx, func(conn *sqlite.Conn) error { return sqlitex.ExecuteScript(conn, embeddedSchema, nil) }); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("coord: make the live state's tables in %s: %w", path, err)
+	}
+	if err := s.join(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the file. The member's row stays: a snagd that starts
+// again takes it, and its leases, back.
+func (s *Embedded) Close() { s.pool.Close() }
+
+// Clone is the member's id.
+func (s *Embedded) Clone() int64 { return s.clone.Load() }
+
+// Grace is how long the member may stay silent.
+func (s *Embedded) Grace() time.Duration { return s.opts.Grace }
+
+// OtherGraces lists the other live members' graces that differ from this
+// one's, as they were when it joined.
+func (s *Embedded) OtherGraces() []time.Duration { return slices.Clone(s.graces) }
+
+// Rejoin joins again as a new member, after ErrCloneEnded.
+func (s *Embedded) Rejoin(ctx context.Context) error { return s.join(ctx) }
+
+func now() int64 { return time.Now().UnixNano() }
+
+func unix(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+// write runs f in one immediate transaction: it commits when f returns
+// nil. A lock held past embeddedBusy is ErrUnreachable.
+func (s *Embedded) write(ctx context.Context, f func(conn *sqlite.Conn) error) (err error) {
+	conn, err := s.pool.Take(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnreachable, err)
+	}
+	defer s.pool.Put(conn)
+	end, err := sqlitex.ImmediateTransaction(conn)
+	if err != nil {
+		return fmt.Errorf("%w: the live state %s is locked: %w", ErrUnreachable, s.path, err)
+	}
+	defer end(&err)
+	return f(conn)
+}
+
+// read runs f on a connection of its own.
+func (s *Embedded) read(ctx context.Context, f func(conn *sqlite.Conn) error) error {
+	conn, err := s.pool.Take(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnreachable, err)
+	}
+	defer s.pool.Put(conn)
+	return f(conn)
+}
+
+// exec runs query with args, calling row (when given) for each row.
+func exec(conn *sqlite.Conn, query string, row func(*sqlite.Stmt) error, args ...any) error {
+	return sqlitex.Execute(conn, query, &sqlitex.ExecOptions{Args: args, ResultFunc: row})
+}
+
+// live checks that the member was not ended.
+func (s *Embedded) live(conn *sqlite.Conn) error {
+	found, ok := false, false
+	err := exec(conn, `SELECT ended IS NULL FROM clones WHERE id = ?`, func(st *sqlite.Stmt) error {
+		found, ok = true, st.ColumnBool(0)
+		return nil
+	}, s.Clone())
+	if err != nil {
+		return err
+	}
+	if !found || !ok {
+		return ErrCloneEnded
+	}
+	return nil
+}
+
+// join finds or makes the member's row.
+func (s *Embedded) join(ctx context.Context) error {
+	return s.write(ctx, func(conn *sqlite.Conn) error {
+		grace := s.opts.Grace.Milliseconds()
+		var id int64
+		err := exec(conn, `SELECT id FROM clones WHERE host = ? AND root = ? AND ended IS NULL AND identity IN (?, '')
+			ORDER BY id DESC LIMIT 1`, func(st *sqlite.Stmt) error { id = st.ColumnInt64(0); return nil },
+			s.opts.Host, s.opts.Root, s.opts.Identity)
+		if err != nil {
+			return err
+		}
+		t := now()
+		if id != 0 {
+			err = exec(conn, `UPDATE clones SET seen = ?, branch = ?, version = ?, identity = ?, grace_ms = ? WHERE id = ?`, nil,
+				t, s.opts.Branch, s.opts.Version, s.opts.Identity, grace, id)
+		} else {
+			err = exec(conn, `INSERT INTO clones (host, root, identity, branch, version, grace_ms, started, seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, nil,
+				s.opts.Host, s.opts.Root, s.opts.Identity, s.opts.Branch, s.opts.Version, grace, t, t)
+			id = conn.LastInsertRowID()
+		}
+		if err != nil {
+			return err
+		}
+		s.clone.Store(id)
+		s.graces = s.graces[:0]
+		return exec(conn, `SELECT DISTINCT grace_ms FROM clones WHERE ended IS NULL AND id <> ? AND grace_ms > 0 AND grace_ms <> ? ORDER BY grace_ms`,
+			func(st *sqlite.Stmt) error {
+				s.graces = append(s.graces, time.Duration(st.ColumnInt64(0))*time.Millisecond)
+				return nil
+			}, id, grace)
+	})
+}
+
+// Heartbeat marks the member alive; ErrCloneEnded once another swept it.
+func (s *Embedded) Heartbeat(ctx context.Context, branch string) error {
+	return s.write(ctx, func(conn *sqlite.Conn) error {
+		if err := exec(conn, `UPDATE clones SET seen = ?, branch = ? WHERE id = ? AND ended IS NULL`, nil, now(), branch, s.Clone()); err != nil {
+			return err
+		}
+		if conn.Changes() == 0 {
+			return ErrCloneEnded
+		}
+		return nil
+	})
+}
+
+// Sweep ends every other member silent past its own grace (the sweeper's
+// for a row without one): its sessions end, its leases are freed, its file
+// and branch claims go, with the reason in the audit.
+func (s *Embedded) Sweep(ctx context.Context) (Swept, error) {
+	var out Swept
+	err := s.write(ctx, func(conn *sqlite.Conn) error {
+		out = Swept{}
+		t := now()
+		err := exec(conn, `SELECT id, host, root, branch, started, seen, grace_ms FROM clones
+			WHERE ended IS NULL AND id <> ? AND seen < ? - (CASE WHEN grace_ms > 0 THEN grace_ms * 1000000 ELSE ? END)`,
+			func(st *sqlite.Stmt) error {
+				grace := time.Duration(st.ColumnInt64(6)) * time.Millisecond
+				if grace == 0 {
+					grace = s.opts.Grace
+				}
+				out.Clones = append(out.Clones, Clone{ID: st.ColumnInt64(0), Host: st.ColumnText(1), Root: st.ColumnText(2), Branch: st.ColumnText(3),
+					Started: unix(st.ColumnInt64(4)), Seen: unix(st.ColumnInt64(5)),
+					Reason: "silent for more than " + grace.String() + " (its snagd stopped heartbeating)"})
+				return nil
+			}, s.Clone(), t, s.opts.Grace.Nanoseconds())
+		if err != nil {
+			return err
+		}
+		for _, c := range out.Clones {
+			for _, q := range []string{
+				`UPDATE clones SET ended = ?1, end_reason = ?2 WHERE id = ?3`,
+				`UPDATE sessions SET ended = ?1, end_reason = ?2 WHERE clone = ?3 AND ended IS NULL`,
+				`UPDATE file_claims SET released = ?1, why = 'clone gone: ' || ?2 WHERE clone = ?3 AND released IS NULL`,
+			} {
+				if err := exec(conn, q, nil, t, c.Reason, c.ID); err != nil {
+					return err
+				}
+			}
+			if err := exec(conn, `DELETE FROM branch_leases WHERE clone = ?`, nil, c.ID); err != nil {
+				return err
+			}
+			freed, err := s.free(conn, `clone = ?`, "clone gone: "+c.Reason, c.ID)
+			if err != nil {
+				return err
+			}
+			out.Leases = append(out.Leases, freed...)
+			if err := s.audit(conn, Entry{Actor: "system", Action: "clone", Outcome: "ended", Detail: fmt.Sprintf("%s:%s %s", c.Host, c.Root, c.Reason)}); err != nil {
+				return err
+			}
+			for _, l := range freed {
+				if err := s.audit(conn, Entry{Actor: "system", Agent: l.Holder, Action: "release", TaskID: l.TaskID, Outcome: "ok",
+					Detail: "holder's clone gone: " + c.Reason}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// free frees the held leases that match where (its arguments args),
+// returning them as they were.
+func (s *Embedded) free(conn *sqlite.Conn, where, why string, args ...any) ([]Lease, error) {
+	freed, err := s.leasesWhere(conn, `l.state = 'held' AND `+where, args...)
+	if err != nil || len(freed) == 0 {
+		return freed, err
+	}
+	return freed, exec(conn, `UPDATE leases SET state = 'free', updated = ?, why = ? WHERE state = 'held' AND `+where, nil,
+		append([]any{now(), why}, args...)...)
+}
+
+// Register records a session of this member, or its new name.
+func (s *Embedded) Register(ctx context.Context, ses Session) error {
+	return s.write(ctx, func(conn *sqlite.Conn) error {
+		if err := s.live(conn); err != nil {
+			return err
+		}
+		host := ""
+		err := exec(conn, `SELECT c.host FROM sessions x JOIN clones c ON c.id = x.clone
+			WHERE x.name = ? AND x.ended IS NULL AND NOT (x.clone = ? AND x.id = ?)`,
+			func(st *sqlite.Stmt) error { host = st.ColumnText(0); return nil }, ses.Name, s.Clone(), ses.ID)
+		if err != nil {
+			return err
+		}
+		if host != "" {
+			return fmt.Errorf("%w: %s is live on %s", ErrNameTaken, ses.Name, host)
+		}
+		return exec(conn, `INSERT INTO sessions (clone, id, name, client, branch, started) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (clone, id) DO UPDATE SET name = excluded.name, client = excluded.client, branch = excluded.branch,
+				ended = NULL, end_reason = ''`, nil, s.Clone(), ses.ID, ses.Name, ses.Client, ses.Branch, now())
+	})
+}
+
+// EndSession ends a session of this member and frees every task it held,
+// returning those leases as they were.
+func (s *Embedded) EndSession(ctx context.Context, id int64, why string) ([]Lease, error) {
+	var freed []Lease
+	err := s.write(ctx, func(conn *sqlite.Conn) error {
+		t := now()
+		if err := exec(conn, `UPDATE sessions SET ended = ?, end_reason = ? WHERE clone = ? AND id = ? AND ended IS NULL`, nil, t, why, s.Clone(), id); err != nil {
+			return err
+		}
+		var err error
+		if freed, err = s.free(conn, `clone = ? AND session = ?`, "holder gone: "+why, s.Clone(), id); err != nil {
+			return err
+		}
+		if err := exec(conn, `UPDATE file_claims SET released = ?, why = ? WHERE clone = ? AND session = ? AND released IS NULL`, nil,
+			t, "holder gone: "+why, s.Clone(), id); err != nil {
+			return err
+		}
+		return exec(conn, `DELETE FROM branch_leases WHERE clone = ? AND session = ?`, nil, s.Clone(), id)
+	})
+	return freed, err
+}
+
+// LiveSessions lists the ids of this member's live sessions.
+func (s *Embedded) LiveSessions(ctx context.Context) ([]int64, error) {
+	var ids []int64
+	err := s.read(ctx, func(conn *sqlite.Conn) error {
+		return exec(conn, `SELECT id FROM sessions WHERE clone = ? AND ended IS NULL ORDER BY id`,
+			func(st *sqlite.Stmt) error { ids = append(ids, st.ColumnInt64(0)); return nil }, s.Clone())
+	})
+	return ids, err
+}
+
+// LiveNames lists the names of the other live members' live sessions.
+func (s *Embedded) LiveNames(ctx context.Context) ([]string, error) {
+	var names []string
+	err := s.read(ctx, func(conn *sqlite.Conn) error {
+		return exec(conn, `SELECT x.name FROM sessions x JOIN clones c ON c.id = x.clone
+			WHERE x.clone <> ? AND x.ended IS NULL AND c.ended IS NULL ORDER BY x.name`,
+			func(st *sqlite.Stmt) error { names = append(names, st.ColumnText(0)); return nil }, s.Clone())
+	})
+	return names, err
+}
+
+const leaseColumns = `l.task_id, l.key, l.epoch, l.state, coalesce(l.clone, 0), coalesce(l.session, 0), l.holder, l.updated, l.why,
+	coalesce(c.host, ''), coalesce(c.branch, '')`
+
+func scanLease(st *sqlite.Stmt) Lease {
+	return Lease{TaskID: st.ColumnText(0), Key: st.ColumnText(1), Epoch: st.ColumnInt64(2), State: st.ColumnText(3),
+		Clone: st.ColumnInt64(4), Session: st.ColumnInt64(5), Holder: st.ColumnText(6), Updated: unix(st.ColumnInt64(7)),
+		Why: st.ColumnText(8), Host: st.ColumnText(9), Branch: st.ColumnText(10)}
+}
+
+// leasesWhere reads the leases that match where, by task id.
+func (s *Embedded) leasesWhere(conn *sqlite.Conn, where string, args ...any) ([]Lease, error) {
+	var out []Lease
+	err := exec(conn, `SELECT `+leaseColumns+` FROM leases l LEFT JOIN clones c ON c.id = l.clone WHERE `+where+` ORDER BY l.task_id`,
+		func(st *sqlite.Stmt) error { out = append(out, scanLease(st)); return nil }, args...)
+	return out, err
+}
+
+// leaseOf reads task id's lease; ok is false when it was never claimed.
+func (s *Embedded) leaseOf(conn *sqlite.Conn, id string) (Lease, bool, error) {
+	ls, err := s.leasesWhere(conn, `l.task_id = ?`, id)
+	if err != nil || len(ls) == 0 {
+		return Lease{TaskID: id, State: Free}, false, err
+	}
+	return ls[0], true, nil
+}
+
+// Grant gives session ses the lease of task id under a new epoch: ErrHeld
+// when another session holds it, ErrDone when it was resolved; the
+// session that holds it already gets its lease as it is.
+func (s *Embedded) Grant(ctx context.Context, id, key string, ses Session) (Lease, error) {
+	var l Lease
+	err := s.write(ctx, func(conn *sqlite.Conn) error {
+		if err := s.live(conn); err != nil {
+			return err
+		}
+		cur, found, err := s.leaseOf(conn, id)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !found || cur.State == Free:
+			epoch := cur.Epoch + 1
+			if err := s.hold(conn, id, key, epoch, ses); err != nil {
+				return err
+			}
+			l, _, err = s.leaseOf(conn, id)
+			return err
+		case cur.State == Done:
+			l = cur
+			return fmt.Errorf("%w: %s was resolved through %s (branch %s): pull to see it, or ask a person to reopen it", ErrDone, key, orNone(cur.Host), orNone(cur.Branch))
+		case cur.Clone == s.Clone() && cur.Session == ses.ID:
+			l = cur
+			return nil
+		default:
+			l = cur
+			return fmt.Errorf("%w: %s holds it (on %s)", ErrHeld, cur.Holder, orNone(cur.Host))
+		}
+	})
+	return l, err
+}
+
+// hold writes task id's lease as held by ses of this member at epoch.
+func (s *Embedded) hold(conn *sqlite.Conn, id, key string, epoch int64, ses Session) error {
+	return exec(conn, `INSERT INTO leases (task_id, key, epoch, state, clone, session, holder, updated) VALUES (?1, ?2, ?3, 'held', ?4, ?5, ?6, ?7)
+		ON CONFLICT (task_id) DO UPDATE SET key = ?2, epoch = ?3, state = 'held', clone = ?4, session = ?5, holder = ?6, updated = ?7, why = ''`,
+		nil, id, key, epoch, s.Clone(), ses.ID, ses.Name, now())
+}
+
+// GrantAt gives session ses the lease of task id at epoch exactly (see
+// Store.GrantAt).
+func (s *Embedded) GrantAt(ctx context.Context, id, key string, ses Session, epoch int64) (Lease, error) {
+	var l Lease
+	err := s.write(ctx, func(conn *sqlite.Conn) error {
+		if err := s.live(conn); err != nil {
+			return err
+		}
+		cur, found, err := s.leaseOf(conn, id)
+		if err != nil {
+			return err
+		}
+		if !found || cur.State == Free && cur.Epoch <= epoch || cur.State == Held && cur.Clone == s.Clone() && cur.Epoch == epoch ||
+			cur.State == Done && cur.Epoch == epoch {
+			if err := s.hold(conn, id, key, epoch, ses); err != nil {
+				return err
+			}
+			l, _, err = s.leaseOf(conn, id)
+			return err
+		}
+		l = cur
+		switch cur.State {
+		case Done:
+			return fmt.Errorf("%w: %s was resolved through %s", ErrDone, key, orNone(cur.Host))
+		case Held:
+			return fmt.Errorf("%w: %s holds it (on %s)", ErrHeld, cur.Holder, orNone(cur.Host))
+		}
+		return fmt.Errorf("%w: %s was granted at epoch %d since", ErrStale, key, cur.Epoch)
+	})
+	return l, err
+}
+
+// Transfer moves task id's lease, held by this member at epoch, to ses
+// under a new epoch (a handoff).
+func (s *Embedded) Transfer(ctx context.Context, id string, epoch int64, ses Session) (Lease, error) {
+	var l Lease
+	err := s.write(ctx, func(conn *sqlite.Conn) error {
+		if err := s.live(conn); err != nil {
+			return err
+		}
+		if err := exec(conn, `UPDATE leases SET epoch = epoch + 1, session = ?, holder = ?, updated = ?
+			WHERE task_id = ? AND clone = ? AND epoch = ? AND state = 'held'`, nil, ses.ID, ses.Name, now(), id, s.Clone(), epoch); err != nil {
+			return err
+		}
+		if conn.Changes() == 0 {
+			return fmt.Errorf("%w: %s is not held by this clone at epoch %d", ErrStale, id, epoch)
+		}
+		var err error
+		l, _, err = s.leaseOf(conn, id)
+		return err
+	})
+	return l, err
+}
+
+// Adopt moves task id's lease, held by this member at epoch, to ses.
+func (s *Embedded) Adopt(ctx context.Context, id string, epoch int64, ses Session) error {
+	return s.write(ctx, func(conn *sqlite.Conn) error {
+		if err := exec(conn, `UPDATE leases SET session = ?, holder = ?, updated = ?
+			WHERE task_id = ? AND clone = ? AND epoch = ? AND state = 'held'`, nil, ses.ID, ses.Name, now(), id, s.Clone(), epoch); err != nil {
+			return err
+		}
+		if conn.Changes() == 0 {
+			return fmt.Errorf("%w: %s is not held by this clone at epoch %d", ErrStale, id, epoch)
+		}
+		return nil
+	})
+}
+
+// Check verifies that this member's session holds task id under epoch (0:
+// whichever is live): ErrStale otherwise.
+func (s *Embedded) Check(ctx context.Context, id string, epoch int64, session int64) (Lease, error) {
+	var l Lease
+	var found bool
+	err := s.read(ctx, func(conn *sqlite.Conn) (err error) {
+		l, found, err = s.leaseOf(conn, id)
+		return err
+	})
+	switch {
+	case err != nil:
+		return l, err
+	case !found:
+		return l, fmt.Errorf("%w: %s is not held", ErrStale, id)
+	case l.State != Held || l.Clone != s.Clone() || l.Session != session || epoch != 0 && l.Epoch != epoch:
+		return l, fmt.Errorf("%w: %s is %s at epoch %d (held by %s on %s)", ErrStale, l.Key, l.State, l.Epoch, orNone(l.Holder), orNone(l.Host))
+	}
+	return l, nil
+}
+
+// Release frees task id, held by this member's session under epoch.
+func (s *Embedded) Release(ctx context.Context, id string, epoch, session int64, why string) error {
+	return s.end(ctx, id, epoch, session, Free, why)
+}
+
+// Resolve marks task id done, held by this member's session under epoch.
+func (s *Embedded) Resolve(ctx context.Context, id string, epoch, session int64, why string) error {
+	return s.end(ctx, id, epoch, session, Done, why)
+}
+
+// End ends task id's lease held by this member under epoch, whichever of
+// its sessions holds it, in state Free or Done.
+func (s *Embedded) End(ctx context.Context, id string, epoch int64, state, why string) error {
+	return s.end(ctx, id, epoch, 0, state, why)
+}
+
+func (s *Embedded) end(ctx context.Context, id string, epoch, session int64, state, why string) error {
+	return s.write(ctx, func(conn *sqlite.Conn) error {
+		if err := s.live(conn); err != nil {
+			return err
+		}
+		err := exec(conn, `UPDATE leases SET state = ?, updated = ?, why = ?
+			WHERE task_id = ? AND state = 'held' AND clone = ? AND (?6 = 0 OR session = ?6) AND (?7 = 0 OR epoch = ?7)`, nil,
+			state, now(), why, id, s.Clone(), session, epoch)
+		if err != nil {
+			return err
+		}
+		if conn.Changes() == 0 {
+			l, _, _ := s.leaseOf(conn, id)
+			return fmt.Errorf("%w: %s is %s at epoch %d", ErrStale, id, orNone(l.State), l.Epoch)
+		}
+		return nil
+	})
+}
+
+// Unend takes back an end this member told first (see Store.Unend).
+func (s *Embedded) Unend(ctx context.Context, id string, epoch int64, ses Session, hold bool) error {
+	return s.write(ctx, func(conn *sqlite.Conn) error {
+		if err := s.live(conn); err != nil {
+			return err
+		}
+		state, session := Free, any(nil)
+		if hold {
+			state, session = Held, ses.ID
+		}
+		return exec(conn, `UPDATE leases SET state = ?, clone = ?, session = ?, holder = ?, updated = ?, why = ''
+			WHERE task_id = ? AND state = 'done' AND epoch = ?`, nil, state, s.Clone(), session, ses.Name, now(), id, epoch)
+	})
+}
+
+// MarkDone puts task id's lease in state Done when it is free at an epoch
+// no later than epoch, or still held by this member at epoch.
+func (s *Embedded) MarkDone(ctx context.Context, id string, epoch int64, why string) (bool, error) {
+	var changed bool
+	err := s.write(ctx, func(conn *sqlite.Conn) error {
+		err := exec(conn, `UPDATE leases SET state = 'done', updated = ?, why = ?
+			WHERE task_id = ? AND epoch <= ?4 AND (state = 'free' OR (state = 'held' AND clone = ? AND epoch = ?4))`, nil,
+			now(), why, id, epoch, s.Clone())
+		changed = conn.Changes() > 0
+		return err
+	})
+	return changed, err
+}
+
+// Set puts task id's lease in state Free or Done under a new epoch, whoever
+// holds it: a person's decision.
+func (s *Embedded) Set(ctx context.Context, id, key, state, why string) error {
+	if state != Free && state != Done {
+		return fmt.Errorf("coord: set %s to %q: only %q and %q can be set", key, state, Free, Done)
+	}
+	return s.write(ctx, func(conn *sqlite.Conn) error {
+		return exec(conn, `INSERT INTO leases (task_id, key, epoch, state, why, clone, updated) VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6)
+			ON CONFLICT (task_id) DO UPDATE SET state = ?3, epoch = epoch + 1, updated = ?6, why = ?4, clone = ?5, session = NULL`,
+			nil, id, key, state, why, s.Clone(), now())
+	})
+}
+
+// LeaseOf returns task id's lease; a task never claimed is Free at epoch 0.
+func (s *Embedded) LeaseOf(ctx context.Context, id string) (Lease, error) {
+	var l Lease
+	err := s.read(ctx, func(conn *sqlite.Conn) (err error) {
+		l, _, err = s.leaseOf(conn, id)
+		return err
+	})
+	return l, err
+}
+
+// Leases lists the held leases.
+func (s *Embedded) Leases(ctx context.Context) ([]Lease, error) {
+	var out []Lease
+	err := s.read(ctx, func(conn *sqlite.Conn) (err error) {
+		out, err = s.leasesWhere(conn, `l.state = 'held'`)
+		return err
+	})
+	return out, err
+}
+
+// Mine lists the leases this member holds.
+func (s *Embedded) Mine(ctx context.Context) ([]Lease, error) {
+	var out []Lease
+	err := s.read(ctx, func(conn *sqlite.Conn) (err error) {
+		out, err = s.leasesWhere(conn, `l.state = 'held' AND l.clone = ?`, s.Clone())
+		return err
+	})
+	return out, err
+}
+
+// Finished lists the tasks that are done, by id.
+func (s *Embedded) Finished(ctx context.Context) (map[string]bool, error) {
+	out := map[string]bool{}
+	err := s.read(ctx, func(conn *sqlite.Conn) error {
+		return exec(conn, `SELECT task_id FROM leases WHERE state = 'done'`, func(st *sqlite.Stmt) error {
+			out[st.ColumnText(0)] = true
+			return nil
+		})
+	})
+	return out, err
+}
+
+// NextAlias takes the next number of kind's sequence, never below floor.
+func (s *Embedded) NextAlias(ctx context.Context, kind string, floor int64) (int64, error) {
+	var n int64
+	err := s.write(ctx, func(conn *sqlite.Conn) error {
+		return exec(conn, `INSERT INTO aliases (kind, next) VALUES (?1, ?2 + 1)
+			ON CONFLICT (kind) DO UPDATE SET next = max(next, ?2) + 1
+			RETURNING next - 1`, func(st *sqlite.Stmt) error { n = st.ColumnInt64(0); return nil }, kind, floor)
+	})
+	return n, err
+}
+
+// fileClaims reads the live, unexpired claims (and where, when given).
+func (s *Embedded) fileClaims(conn *sqlite.Conn, where string, args ...any) ([]FileClaim, error) {
+	if where != "" {
+		where = " AND " + where
+	}
+	var out []FileClaim
+	err := exec(conn, `SELECT f.id, f.clone, coalesce(c.host, ''), f.session, f.holder, f.path, f.task_id, f.exclusive, f.acquired, f.expires
+		FROM file_claims f LEFT JOIN clones c ON c.id = f.clone
+		WHERE f.released IS NULL AND f.expires > ?`+where+` ORDER BY f.path, f.id`, func(st *sqlite.Stmt) error {
+		out = append(out, FileClaim{ID: st.ColumnInt64(0), Clone: st.ColumnInt64(1), Host: st.ColumnText(2), Session: st.ColumnInt64(3),
+			Holder: st.ColumnText(4), Path: st.ColumnText(5), TaskID: st.ColumnText(6), Exclusive: st.ColumnBool(7),
+			Acquired: unix(st.ColumnInt64(8)), Expires: unix(st.ColumnInt64(9))})
+		return nil
+	}, append([]any{now()}, args...)...)
+	return out, err
+}
+
+// ClaimFiles claims r's paths for a session of this member, all or
+// nothing, against every other session's live claims.
+func (s *Embedded) ClaimFiles(ctx context.Context, r FilesRequest, overlap func(a, b string) bool) (FilesResult, error) {
+	var res FilesResult
+	err := s.write(ctx, func(conn *sqlite.Conn) error {
+		res = FilesResult{}
+		if err := s.live(conn); err != nil {
+			return err
+		}
+		live, err := s.fileClaims(conn, "")
+		if err != nil {
+			return err
+		}
+		own := map[string]FileClaim{}
+		for _, c := range live {
+			if c.Clone == s.Clone() && c.Session == r.Session.ID {
+				own[c.Path] = c
+				continue
+			}
+			if !(r.Exclusive || c.Exclusive) {
+				continue
+			}
+			for _, p := range r.Paths {
+				if overlap(c.Path, p) {
+					res.Conflicts = append(res.Conflicts, c)
+					break
+				}
+			}
+		}
+		if len(res.Conflicts) > 0 {
+			return nil
+		}
+		t := now()
+		expires := t + r.TTL.Nanoseconds()
+		for _, p := range r.Paths {
+			c := FileClaim{Clone: s.Clone(), Host: s.opts.Host, Session: r.Session.ID, Holder: r.Session.Name, Path: p, TaskID: r.TaskID,
+				Exclusive: r.Exclusive, Expires: unix(expires)}
+			if old, ok := own[p]; ok {
+				err = exec(conn, `UPDATE file_claims SET expires = ?, exclusive = ?, task_id = ? WHERE id = ?`, nil, expires, r.Exclusive, r.TaskID, old.ID)
+				c.ID, c.Acquired = old.ID, old.Acquired
+				res.Renewed++
+			} else {
+				err = exec(conn, `INSERT INTO file_claims (clone, session, holder, path, task_id, exclusive, acquired, expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, nil,
+					s.Clone(), r.Session.ID, r.Session.Name, p, r.TaskID, r.Exclusive, t, expires)
+				c.ID, c.Acquired = conn.LastInsertRowID(), unix(t)
+			}
+			if err != nil {
+				return err
+			}
+			res.Claimed = append(res.Claimed, c)
+		}
+		return nil
+	})
+	return res, err
+}
+
+// FileClaims lists the live file claims of every member.
+func (s *Embedded) FileClaims(ctx context.Context) ([]FileClaim, error) {
+	var out []FileClaim
+	err := s.read(ctx, func(conn *sqlite.Conn) (err error) {
+		out, err = s.fileClaims(conn, "")
+		return err
+	})
+	return out, err
+}
+
+// ReleaseFiles ends this member's session's claims of paths, or all of
+// them when paths is empty.
+func (s *Embedded) ReleaseFiles(ctx context.Context, session int64, paths []string, why string) error {
+	return s.write(ctx, func(conn *sqlite.Conn) error {
+		q := `UPDATE file_claims SET released = ?, why = ? WHERE clone = ? AND session = ? AND released IS NULL`
+		args := []any{now(), why, s.Clone(), session}
+		if len(paths) > 0 {
+			q += ` AND path IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(paths)), ", ") + `)`
+			for _, p := range paths {
+				args = append(args, p)
+			}
+		}
+		return exec(conn, q, nil, args...)
+	})
+}
+
+// ForceReleaseFile ends every live claim of path, whoever holds it: a
+// person's decision. It returns the claims it ended.
+func (s *Embedded) ForceReleaseFile(ctx context.Context, path, why string) ([]FileClaim, error) {
+	var out []FileClaim
+	err := s.write(ctx, func(conn *sqlite.Conn) error {
+		var err error
+		if out, err = s.fileClaims(conn, "f.path = ?", path); err != nil || len(out) == 0 {
+			return err
+		}
+		return exec(conn, `UPDATE file_claims SET released = ?, why = ? WHERE path = ? AND released IS NULL`, nil, now(), why, path)
+	})
+	return out, err
+}
+
+// TakeBranch takes, or renews, the write lease of branch for ses for ttl,
+// unless another session holds it: then ok is false and held says who.
+func (s *Embedded) TakeBranch(ctx context.Context, branch string, ses Session, ttl time.Duration) (held BranchLease, ok bool, err error) {
+	err = s.write(ctx, func(conn *sqlite.Conn) error {
+		if err := s.live(conn); err != nil {
+			return err
+		}
+		t := now()
+		err := exec(conn, `INSERT INTO branch_leases (branch, clone, session, holder, expires) VALUES (?1, ?2, ?3, ?4, ?5)
+			ON CONFLICT (branch) DO UPDATE SET clone = ?2, session = ?3, holder = ?4, expires = ?5
+			WHERE expires <= ?6 OR (clone = ?2 AND session = ?3)`, nil, branch, s.Clone(), ses.ID, ses.Name, t+ttl.Nanoseconds(), t)
+		if err != nil {
+			return err
+		}
+		if ok = conn.Changes() == 1; ok {
+			return nil
+		}
+		return exec(conn, `SELECT b.branch, b.clone, coalesce(c.host, ''), b.session, b.holder, b.expires
+			FROM branch_leases b LEFT JOIN clones c ON c.id = b.clone WHERE b.branch = ?`, func(st *sqlite.Stmt) error {
+			held = BranchLease{Branch: st.ColumnText(0), Clone: st.ColumnInt64(1), Host: st.ColumnText(2), Session: st.ColumnInt64(3),
+				Holder: st.ColumnText(4), Expires: unix(st.ColumnInt64(5))}
+			return nil
+		}, branch)
+	})
+	return held, ok, err
+}
+
+// Audit appends e to the audit of live actions as this member's.
+func (s *Embedded) Audit(ctx context.Context, e Entry) error {
+	return s.write(ctx, func(conn *sqlite.Conn) error { return s.audit(conn, e) })
+}
+
+// AuditBatch appends entries in one transaction.
+func (s *Embedded) AuditBatch(ctx context.Context, entries []Entry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	return s.write(ctx, func(conn *sqlite.Conn) error {
+		for _, e := range entries {
+			if err := s.audit(conn, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (s *Embedded) audit(conn *sqlite.Conn, e Entry) error {
+	at := e.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	return exec(conn, `INSERT INTO audit (clone, at, session, actor, agent, action, task_id, outcome, detail, branch)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, nil,
+		s.Clone(), at.UnixNano(), e.Session, e.Actor, e.Agent, e.Action, e.TaskID, e.Outcome, e.Detail, e.Branch)
+}
+
+// AuditLog returns the entries after id after, oldest first, at most limit.
+func (s *Embedded) AuditLog(ctx context.Context, after int64, limit int) ([]Entry, error) {
+	var out []Entry
+	err := s.read(ctx, func(conn *sqlite.Conn) error {
+		return exec(conn, `SELECT a.id, coalesce(a.clone, 0), coalesce(c.host, ''), a.at, a.session, a.actor, a.agent,
+				a.action, a.task_id, a.outcome, a.detail, a.branch
+			FROM audit a LEFT JOIN clones c ON c.id = a.clone WHERE a.id > ? ORDER BY a.id LIMIT ?`, func(st *sqlite.Stmt) error {
+			out = append(out, Entry{ID: st.ColumnInt64(0), Clone: st.ColumnInt64(1), Host: st.ColumnText(2), At: unix(st.ColumnInt64(3)),
+				Session: st.ColumnInt64(4), Actor: st.ColumnText(5), Agent: st.ColumnText(6), Action: st.ColumnText(7),
+				TaskID: st.ColumnText(8), Outcome: st.ColumnText(9), Detail: st.ColumnText(10), Branch: st.ColumnText(11)})
+			return nil
+		}, after, limit)
+	})
+	return out, err
+}

@@ -1,0 +1,468 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The store contract suite (TESTPLAN R7, T1): every test here runs against
+// both implementations of Live, the embedded one (a SQLite file, shared by
+// the snagd of one repository on one machine) and the PostgreSQL one
+// (shared by a team's clones), with the same expectations.
+
+// opener opens member n of one shared live state, with grace (0: the
+// default).
+type opener func(t *testing.T, n int, grace time.Duration) Live
+
+// eachStore runs f once per implementation, each on a fresh shared state.
+func eachStore(t *testing.T, f func(t *testing.T, open opener)) {
+	t.Run("embedded", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "snag", EmbeddedFile)
+		f(t, func(t *testing.T, n int, grace time.Duration) Live {
+			t.Helper()
+			s, err := OpenEmbedded(context.Background(), path, Options{Host: fmt.Sprintf("host%d", n),
+				Root: fmt.Sprintf("/work/tree%d", n), Branch: "main", Grace: grace})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(s.Close)
+			return s
+		})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		dsn := newDB(t)
+		f(t, func(t *testing.T, n int, grace time.Duration) Live {
+			t.Helper()
+			return openClone(t, dsn, "ws", n, grace)
+		})
+	})
+}
+
+// TestR7_OneWinner: sessions of three members grant one task at the same
+// instant, round after round: exactly one wins each round, the others are
+// told who holds it.
+func TestR7_OneWinner(t *testing.T) {
+	eachStore(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		ms := []Live{open(t, 1, 0), open(t, 2, 0), open(t, 3, 0)}
+		for i := range 12 {
+			if err := ms[i%3].Register(ctx, Session{ID: int64(i + 1), Name: fmt.Sprintf("A%d", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for r := range 40 {
+			id := fmt.Sprintf("T%04d", r)
+			var wins atomic.Int32
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := range 12 {
+				m := ms[i%3]
+				wg.Go(func() {
+					<-start
+					l, err := m.Grant(ctx, id, "SNAG-"+id, Session{ID: int64(i + 1), Name: fmt.Sprintf("A%d", i)})
+					switch {
+					case err == nil:
+						if l.Epoch != 1 || l.State != Held {
+							t.Errorf("round %d: granted %+v, want held at epoch 1", r, l)
+						}
+						wins.Add(1)
+					case !errors.Is(err, ErrHeld):
+						t.Errorf("round %d: %v", r, err)
+					}
+				})
+			}
+			close(start)
+			wg.Wait()
+			if w := wins.Load(); w != 1 {
+				t.Fatalf("round %d: %d winners, want exactly 1", r, w)
+			}
+		}
+	})
+}
+
+// TestR7_EpochsFence: a lease released and granted again moves its epoch
+// on; a write under the old epoch is refused as stale; a resolved task is
+// granted to no one until a person reopens it (Set), which moves the
+// epoch on too; a grant to the session that holds the task gives its
+// lease as it is.
+func TestR7_EpochsFence(t *testing.T) {
+	eachStore(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		a, b := open(t, 1, 0), open(t, 2, 0)
+		sa, sb := Session{ID: 1, Name: "ADA"}, Session{ID: 2, Name: "BOB"}
+		a.Register(ctx, sa)
+		b.Register(ctx, sb)
+		l1, err := a.Grant(ctx, "T1", "SNAG-1", sa)
+		if err != nil || l1.Epoch != 1 {
+			t.Fatalf("grant: %+v %v", l1, err)
+		}
+		if again, err := a.Grant(ctx, "T1", "SNAG-1", sa); err != nil || again.Epoch != 1 {
+			t.Fatalf("the holder's grant again: %+v %v, want its lease at epoch 1", again, err)
+		}
+		if _, err := b.Grant(ctx, "T1", "SNAG-1", sb); !errors.Is(err, ErrHeld) || !strings.Contains(err.Error(), "ADA") {
+			t.Fatalf("another member's grant of a held task: %v, want ErrHeld naming ADA", err)
+		}
+		if err := a.Release(ctx, "T1", l1.Epoch, sa.ID, "done for now"); err != nil {
+			t.Fatal(err)
+		}
+		l2, err := b.Grant(ctx, "T1", "SNAG-1", sb)
+		if err != nil || l2.Epoch != 2 {
+			t.Fatalf("grant after the release: %+v %v, want epoch 2", l2, err)
+		}
+		if _, err := a.Check(ctx, "T1", l1.Epoch, sa.ID); !errors.Is(err, ErrStale) {
+			t.Fatalf("check under the old epoch: %v, want ErrStale", err)
+		}
+		if err := a.Resolve(ctx, "T1", l1.Epoch, sa.ID, "late"); !errors.Is(err, ErrStale) {
+			t.Fatalf("a resolve under the old epoch: %v, want ErrStale", err)
+		}
+		if _, err := b.Check(ctx, "T1", l2.Epoch, sb.ID); err != nil {
+			t.Fatalf("the holder's check: %v", err)
+		}
+		if err := b.Resolve(ctx, "T1", l2.Epoch, sb.ID, "fixed"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Grant(ctx, "T1", "SNAG-1", sa); !errors.Is(err, ErrDone) {
+			t.Fatalf("a grant of a resolved task: %v, want ErrDone", err)
+		}
+		if done, err := a.Finished(ctx); err != nil || !done["T1"] {
+			t.Fatalf("finished: %v %v, want T1", done, err)
+		}
+		if err := a.Set(ctx, "T1", "SNAG-1", Free, "reopened by a person"); err != nil {
+			t.Fatal(err)
+		}
+		if l, err := a.Grant(ctx, "T1", "SNAG-1", sa); err != nil || l.Epoch != 4 {
+			t.Fatalf("a grant after a person reopened it: %+v %v, want epoch 4", l, err)
+		}
+		// A handoff moves the lease and its epoch to another session.
+		sc := Session{ID: 3, Name: "CAL"}
+		a.Register(ctx, sc)
+		l, err := a.Transfer(ctx, "T1", 4, sc)
+		if err != nil || l.Epoch != 5 || l.Holder != "CAL" {
+			t.Fatalf("transfer: %+v %v, want CAL at epoch 5", l, err)
+		}
+		if _, err := a.Check(ctx, "T1", 4, sa.ID); !errors.Is(err, ErrStale) {
+			t.Fatalf("the old holder's check after the handoff: %v, want ErrStale", err)
+		}
+	})
+}
+
+// TestR7_EndFirstAndUnend: a finish told to the store before its commit
+// (End to Done) is taken back when the commit fails (Unend), held again or
+// free, and a lease done at a member's own epoch is taken back at a
+// restart (GrantAt); a person's decision in between wins.
+func TestR7_EndFirstAndUnend(t *testing.T) {
+	eachStore(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		a, b := open(t, 1, 0), open(t, 2, 0)
+		sa, sb := Session{ID: 1, Name: "ADA"}, Session{ID: 2, Name: "BOB"}
+		a.Register(ctx, sa)
+		b.Register(ctx, sb)
+		l, _ := a.Grant(ctx, "T1", "SNAG-1", sa)
+		if err := a.End(ctx, "T1", l.Epoch, Done, "resolved"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Grant(ctx, "T1", "SNAG-1", sb); !errors.Is(err, ErrDone) {
+			t.Fatalf("a grant of a task finished first: %v, want ErrDone", err)
+		}
+		if err := a.Unend(ctx, "T1", l.Epoch, sa, true); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := a.Check(ctx, "T1", l.Epoch, sa.ID); err != nil || got.State != Held {
+			t.Fatalf("after Unend: %+v %v, want held at epoch %d", got, err, l.Epoch)
+		}
+		a.End(ctx, "T1", l.Epoch, Done, "resolved")
+		if got, err := a.GrantAt(ctx, "T1", "SNAG-1", sa, l.Epoch); err != nil || got.Epoch != l.Epoch || got.State != Held {
+			t.Fatalf("take back a lease done at its own epoch: %+v %v", got, err)
+		}
+		a.End(ctx, "T1", l.Epoch, Done, "resolved")
+		a.Unend(ctx, "T1", l.Epoch, sa, false)
+		got, err := b.Grant(ctx, "T1", "SNAG-1", sb)
+		if err != nil || got.Epoch != l.Epoch+1 {
+			t.Fatalf("a grant after the end was taken back free: %+v %v", got, err)
+		}
+		b.End(ctx, "T1", got.Epoch, Done, "resolved")
+		b.Set(ctx, "T1", "SNAG-1", Free, "reopened by a person")
+		b.Unend(ctx, "T1", got.Epoch, sb, true)
+		if now, err := b.LeaseOf(ctx, "T1"); err != nil || now.State != Free || now.Epoch != got.Epoch+1 {
+			t.Fatalf("a late Unend after a person's reopen: %+v %v, want free at epoch %d", now, err, got.Epoch+1)
+		}
+		// MarkDone: a finish whose end the store never heard.
+		l3, _ := a.Grant(ctx, "T3", "SNAG-3", sa)
+		if changed, err := a.MarkDone(ctx, "T3", l3.Epoch, "resolved before a crash"); err != nil || !changed {
+			t.Fatalf("mark done: %v %v", changed, err)
+		}
+		if changed, err := a.MarkDone(ctx, "T3", l3.Epoch, "again"); err != nil || changed {
+			t.Fatalf("mark done again: %v %v, want no change", changed, err)
+		}
+	})
+}
+
+// TestR7_SilentMemberSwept: a member that stops heartbeating is ended by
+// another after its grace: its sessions end and its leases are freed, no
+// one else's; its own calls are then refused until it joins again, as a
+// new member, and its old epochs are stale.
+func TestR7_SilentMemberSwept(t *testing.T) {
+	eachStore(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		grace := 1200 * time.Millisecond
+		a, b := open(t, 1, grace), open(t, 2, grace)
+		sa, sb := Session{ID: 1, Name: "ADA"}, Session{ID: 7, Name: "BOB"}
+		a.Register(ctx, sa)
+		b.Register(ctx, sb)
+		la, _ := a.Grant(ctx, "T1", "SNAG-1", sa)
+		lb, _ := b.Grant(ctx, "T2", "SNAG-2", sb)
+		if sw, err := b.Sweep(ctx); err != nil || len(sw.Clones) != 0 {
+			t.Fatalf("a sweep while both beat: %+v %v", sw, err)
+		}
+		var swept Swept
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && len(swept.Clones) == 0; time.Sleep(100 * time.Millisecond) {
+			if err := b.Heartbeat(ctx, "main"); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			if swept, err = b.Sweep(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(swept.Clones) != 1 || swept.Clones[0].ID != a.Clone() || len(swept.Leases) != 1 || swept.Leases[0].TaskID != "T1" {
+			t.Fatalf("swept %+v, want member %d and its lease of T1", swept, a.Clone())
+		}
+		if !strings.Contains(swept.Clones[0].Reason, "silent for more than 1.2s") {
+			t.Errorf("the sweep's reason %q does not name the grace", swept.Clones[0].Reason)
+		}
+		if _, err := b.Check(ctx, "T2", lb.Epoch, sb.ID); err != nil {
+			t.Fatalf("the live member's lease after the sweep: %v", err)
+		}
+		if err := a.Heartbeat(ctx, "main"); !errors.Is(err, ErrCloneEnded) {
+			t.Fatalf("the ended member's heartbeat: %v, want ErrCloneEnded", err)
+		}
+		if err := a.Resolve(ctx, "T1", la.Epoch, sa.ID, "late"); !errors.Is(err, ErrCloneEnded) {
+			t.Fatalf("the ended member's late resolve: %v, want ErrCloneEnded", err)
+		}
+		if _, err := b.Grant(ctx, "T1", "SNAG-1", sb); err != nil {
+			t.Fatalf("another takes the freed task: %v", err)
+		}
+		old := a.Clone()
+		if err := a.Rejoin(ctx); err != nil || a.Clone() == old {
+			t.Fatalf("rejoin: %v, member %d (was %d)", err, a.Clone(), old)
+		}
+		if err := a.Resolve(ctx, "T1", la.Epoch, sa.ID, "late"); !errors.Is(err, ErrStale) {
+			t.Fatalf("the rejoined member's stale resolve: %v, want ErrStale", err)
+		}
+		if names, err := b.LiveNames(ctx); err != nil || slices.Contains(names, "ADA") {
+			t.Fatalf("live names after the sweep: %v %v; ADA's session ended with its member", names, err)
+		}
+		log, err := b.AuditLog(ctx, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		saw := slices.ContainsFunc(log, func(e Entry) bool {
+			return e.Action == "release" && e.TaskID == "T1" && strings.Contains(e.Detail, "clone gone")
+		})
+		if !saw {
+			t.Fatalf("the audit has no release of T1 naming the sweep: %+v", log)
+		}
+	})
+}
+
+// TestR7_EachSweptByItsOwnGrace: a member whose grace is long is not
+// swept by one whose grace is short while it is within its own, and the
+// short one learns at its join that they differ.
+func TestR7_EachSweptByItsOwnGrace(t *testing.T) {
+	eachStore(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		long := open(t, 1, 30*time.Second)
+		short := open(t, 2, 300*time.Millisecond)
+		if gs := short.OtherGraces(); len(gs) != 1 || gs[0] != 30*time.Second {
+			t.Fatalf("the other graces seen at the join: %v, want [30s]", gs)
+		}
+		quick := open(t, 3, 300*time.Millisecond)
+		ses := Session{ID: 1, Name: "ADA"}
+		long.Register(ctx, ses)
+		long.Grant(ctx, "T1", "SNAG-1", ses)
+		time.Sleep(800 * time.Millisecond)
+		short.Heartbeat(ctx, "main")
+		sw, err := short.Sweep(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sw.Clones) != 1 || sw.Clones[0].ID != quick.Clone() {
+			t.Fatalf("swept %+v, want only member %d (silent past its 300 ms), not member %d (within its 30 s)", sw.Clones, quick.Clone(), long.Clone())
+		}
+		if _, err := long.Check(ctx, "T1", 1, ses.ID); err != nil {
+			t.Fatalf("the long-grace member's lease: %v", err)
+		}
+	})
+}
+
+// TestR7_Names: one live session per name across members; a name is free
+// again once its session ends.
+func TestR7_Names(t *testing.T) {
+	eachStore(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		a, b := open(t, 1, 0), open(t, 2, 0)
+		if err := a.Register(ctx, Session{ID: 1, Name: "ADA"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Register(ctx, Session{ID: 1, Name: "ADA"}); !errors.Is(err, ErrNameTaken) || !strings.Contains(err.Error(), "host1") {
+			t.Fatalf("a second live ADA: %v, want ErrNameTaken naming host1", err)
+		}
+		if names, _ := b.LiveNames(ctx); !slices.Equal(names, []string{"ADA"}) {
+			t.Fatalf("the names b sees live elsewhere: %v, want [ADA]", names)
+		}
+		if ids, _ := a.LiveSessions(ctx); !slices.Equal(ids, []int64{1}) {
+			t.Fatalf("a's live sessions: %v, want [1]", ids)
+		}
+		if _, err := a.EndSession(ctx, 1, "bridge closed"); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Register(ctx, Session{ID: 1, Name: "ADA"}); err != nil {
+			t.Fatalf("ADA after the first ended: %v", err)
+		}
+		// Names at once from every member: one winner per name.
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		ms := []Live{a, b, open(t, 3, 0)}
+		for i := range 9 {
+			wg.Go(func() {
+				if err := ms[i%3].Register(ctx, Session{ID: int64(100 + i), Name: "ZED"}); err == nil {
+					wins.Add(1)
+				} else if !errors.Is(err, ErrNameTaken) {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if wins.Load() != 1 {
+			t.Fatalf("%d sessions registered as ZED at once, want 1", wins.Load())
+		}
+	})
+}
+
+// TestR7_Sequences: members take alias numbers at once: every number once,
+// none below the floor each asked for.
+func TestR7_Sequences(t *testing.T) {
+	eachStore(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		ms := []Live{open(t, 1, 0), open(t, 2, 0), open(t, 3, 0)}
+		var mu sync.Mutex
+		seen := map[int64]bool{}
+		var wg sync.WaitGroup
+		for i := range 3 {
+			wg.Go(func() {
+				for range 60 {
+					n, err := ms[i].NextAlias(ctx, "task", 10)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					if seen[n] || n < 10 {
+						t.Errorf("alias %d twice, or below the floor of 10", n)
+					}
+					seen[n] = true
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if n, err := ms[0].NextAlias(ctx, "task", 1000); err != nil || n != 1000 {
+			t.Fatalf("a floor above the sequence: %d %v, want 1000", n, err)
+		}
+		if n, err := ms[1].NextAlias(ctx, "note", 0); err != nil || n != 0 && n != 1 {
+			t.Fatalf("the note sequence is its own: %d %v", n, err)
+		}
+	})
+}
+
+// TestR7_FileClaims: exclusive claims that overlap are refused across
+// members, all or nothing, naming the holder; shared claims coexist; a
+// release, a person's force release and the expiry end them.
+func TestR7_FileClaims(t *testing.T) {
+	eachStore(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		a, b := open(t, 1, 0), open(t, 2, 0)
+		sa, sb := Session{ID: 1, Name: "ADA"}, Session{ID: 2, Name: "BOB"}
+		a.Register(ctx, sa)
+		b.Register(ctx, sb)
+		prefix := func(x, y string) bool { return strings.HasPrefix(x, y) || strings.HasPrefix(y, x) }
+		r, err := a.ClaimFiles(ctx, FilesRequest{Session: sa, Paths: []string{"src/api/"}, TTL: time.Minute, Exclusive: true}, prefix)
+		if err != nil || len(r.Claimed) != 1 {
+			t.Fatalf("a's claim: %+v %v", r, err)
+		}
+		r, err = b.ClaimFiles(ctx, FilesRequest{Session: sb, Paths: []string{"docs/x.md", "src/api/h.go"}, TTL: time.Minute, Exclusive: true}, prefix)
+		if err != nil || len(r.Claimed) != 0 || len(r.Conflicts) != 1 || r.Conflicts[0].Holder != "ADA" {
+			t.Fatalf("b's overlapping claim: %+v %v, want none made and ADA's in the way", r, err)
+		}
+		if all, _ := b.FileClaims(ctx); len(all) != 1 {
+			t.Fatalf("claims after the refusal: %+v, want a's alone (all or nothing)", all)
+		}
+		if r, err := b.ClaimFiles(ctx, FilesRequest{Session: sb, Paths: []string{"docs/"}, TTL: time.Minute}, prefix); err != nil || len(r.Claimed) != 1 {
+			t.Fatalf("b's shared claim of another path: %+v %v", r, err)
+		}
+		if r, err := a.ClaimFiles(ctx, FilesRequest{Session: sa, Paths: []string{"docs/y.md"}, TTL: time.Minute}, prefix); err != nil || len(r.Claimed) != 1 {
+			t.Fatalf("a's shared claim beside b's: %+v %v", r, err)
+		}
+		if r, err := a.ClaimFiles(ctx, FilesRequest{Session: sa, Paths: []string{"src/api/"}, TTL: time.Minute, Exclusive: true}, prefix); err != nil || r.Renewed != 1 {
+			t.Fatalf("a's claim again: %+v %v, want it renewed", r, err)
+		}
+		if err := a.ReleaseFiles(ctx, sa.ID, []string{"src/api/"}, "done"); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := b.ClaimFiles(ctx, FilesRequest{Session: sb, Paths: []string{"src/api/h.go"}, TTL: 300 * time.Millisecond, Exclusive: true}, prefix); err != nil || len(r.Claimed) != 1 {
+			t.Fatalf("b's claim after a released: %+v %v", r, err)
+		}
+		time.Sleep(400 * time.Millisecond)
+		if r, err := a.ClaimFiles(ctx, FilesRequest{Session: sa, Paths: []string{"src/"}, TTL: time.Minute, Exclusive: true}, prefix); err != nil || len(r.Claimed) != 1 {
+			t.Fatalf("a's claim after b's expired: %+v %v", r, err)
+		}
+		ended, err := b.ForceReleaseFile(ctx, "src/", "a person took it back")
+		if err != nil || len(ended) != 1 || ended[0].Holder != "ADA" {
+			t.Fatalf("force release: %+v %v", ended, err)
+		}
+		// A branch's write lease: one session at a time, renewable.
+		if _, ok, err := a.TakeBranch(ctx, "main", sa, time.Minute); err != nil || !ok {
+			t.Fatalf("take main: %v %v", ok, err)
+		}
+		if held, ok, err := b.TakeBranch(ctx, "main", sb, time.Minute); err != nil || ok || held.Holder != "ADA" {
+			t.Fatalf("b takes main while a holds it: %+v %v %v", held, ok, err)
+		}
+		if _, ok, err := a.TakeBranch(ctx, "main", sa, time.Minute); err != nil || !ok {
+			t.Fatalf("a renews main: %v %v", ok, err)
+		}
+	})
+}
+
+// TestR7_Audit: entries come back in order, after an id, with their
+// member.
+func TestR7_Audit(t *testing.T) {
+	eachStore(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		a, b := open(t, 1, 0), open(t, 2, 0)
+		if err := a.Audit(ctx, Entry{Actor: "agent", Agent: "ADA", Action: "claim", TaskID: "T1", Outcome: "ok"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.AuditBatch(ctx, []Entry{{Actor: "agent", Agent: "BOB", Action: "claim", TaskID: "T2", Outcome: "ok"},
+			{Actor: "agent", Agent: "BOB", Action: "resolve", TaskID: "T2", Outcome: "ok"}}); err != nil {
+			t.Fatal(err)
+		}
+		log, err := a.AuditLog(ctx, 0, 10)
+		if err != nil || len(log) != 3 {
+			t.Fatalf("audit log: %+v %v", log, err)
+		}
+		if log[0].Agent != "ADA" || log[0].Clone != a.Clone() || log[0].Host != "host1" || log[2].Action != "resolve" || log[2].Clone != b.Clone() {
+			t.Fatalf("audit log out of order or without its member: %+v", log)
+		}
+		if after, _ := a.AuditLog(ctx, log[0].ID, 10); len(after) != 2 {
+			t.Fatalf("the log after the first entry: %+v", after)
+		}
+	})
+}
