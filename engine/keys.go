@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -64,10 +66,19 @@ func (e *Engine) fixKeys(ctx context.Context) {
 		return
 	}
 	todo := project.SharedKeys(ctx, rows, func(ref queue.Ref) (*index.Item, error) { return e.p.DB.Get(ctx, ref) })
+	tasks, _, _ := e.p.DB.Snapshot(ctx)
+	if r := e.opts.Repository; r != nil {
+		// Keys another worktree's tasks have: settled now, before the
+		// branches meet, by the same rule.
+		for _, x := range r.sharedAcross(ctx, e, tasks) {
+			if !slices.ContainsFunc(todo, func(t project.Renumbering) bool { return t.ID == x.ID }) {
+				todo = append(todo, x)
+			}
+		}
+	}
 	if len(todo) == 0 {
 		return
 	}
-	tasks, _, _ := e.p.DB.Snapshot(ctx)
 	for _, r := range todo {
 		n, err := e.mintKey(ctx)
 		if err != nil {
@@ -86,8 +97,12 @@ func (e *Engine) fixKeys(ctx context.Context) {
 		old := path.Base(r.Path)
 		e.syncOne(ctx, old, true)
 		e.syncOne(ctx, newName, true)
+		keeper := path.Base(r.Keeper)
+		if filepath.IsAbs(r.Keeper) {
+			keeper = r.Keeper // in another worktree
+		}
 		detail := fmt.Sprintf("%s was the key of two tasks: %s (created first) keeps it; this one is %s now, its file %s, its id %s unchanged",
-			r.Key, path.Base(r.Keeper), newKey, newName, r.ID)
+			r.Key, keeper, newKey, newName, r.ID)
 		if deps := project.Dependents(tasks, r.Key); len(deps) > 0 {
 			detail += fmt.Sprintf("; %s depend on %s: each means %s now, change it to %s where it meant this task",
 				strings.Join(deps, ", "), r.Key, path.Base(r.Keeper), newKey)

@@ -43,6 +43,10 @@ type Repository struct {
 	// the other worktrees' claims and writes its own under it. namesMu
 	// does the same for the names of new sessions.
 	filesMu, namesMu sync.Mutex
+	// seen caches the identity of other worktrees' task files
+	// (sharedAcross), by path.
+	seenMu sync.Mutex
+	seen   map[string]fileIdentity
 }
 
 // NewRepository returns the Repository whose shared state lives in the
@@ -288,6 +292,113 @@ func (r *Repository) worktreeRoots(e *Engine) []string {
 		add(filepath.Join(wt, rel))
 	}
 	return out
+}
+
+// sharedAcross lists the tasks of e's worktree (tasks, its snapshot) whose
+// key a task of another worktree of the repository has under another id:
+// a hand-written file, or a branch brought into one worktree, that the
+// branches' merge would make a shared key. The rule is the one for a
+// shared key in one worktree (project.SharedKeys): the task created first
+// keeps the key. Those of e's worktree that must give theirs up are
+// returned, for e to renumber in its own files; a worktree whose task
+// must give its key up is asked to look (its view, when open, settles it;
+// one not open does so when it opens).
+func (r *Repository) sharedAcross(ctx context.Context, e *Engine, tasks []queue.Located) []project.Renumbering {
+	mine := map[string]queue.Located{}
+	for _, l := range tasks {
+		if l.Task != nil && l.Task.Key != "" && l.Task.ID != "" {
+			mine[l.Task.Key] = l
+		}
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	var out []project.Renumbering
+	for _, root := range r.worktreeRoots(e) {
+		dir := filepath.Join(root, ".snag", index.TasksFolder)
+		ents, _ := os.ReadDir(dir)
+		theirsLose := false
+		for _, ent := range ents {
+			key, _, _ := strings.Cut(ent.Name(), " ")
+			l, ok := mine[strings.TrimSuffix(key, ".md")]
+			if !ok || !queue.IsTaskFileName(ent.Name()) {
+				continue
+			}
+			t := r.fileTask(filepath.Join(dir, ent.Name()), ent)
+			if t == nil || t.ID == l.Task.ID || t.Key != l.Task.Key {
+				continue // the same task on another branch, or not this key after all
+			}
+			if firstMade(t, l.Task) {
+				out = append(out, project.Renumbering{ID: l.Task.ID, Key: l.Task.Key, Path: l.File,
+					KeptBy: t.ID, Keeper: filepath.Join(dir, ent.Name())})
+			} else {
+				theirsLose = true
+			}
+		}
+		if theirsLose {
+			r.mu.Lock()
+			m := r.members[root]
+			r.mu.Unlock()
+			if m != nil {
+				m.fixKeysLater()
+			}
+		}
+	}
+	return out
+}
+
+// fileTask is the identity of the task in the file at p (ent its entry),
+// or nil when it does not parse: read once, and again only when the
+// file's size or time changed, since every worktree holds most tasks
+// under the same keys and each look would read them all.
+func (r *Repository) fileTask(p string, ent os.DirEntry) *queue.Task {
+	fi, err := ent.Info()
+	if err != nil {
+		return nil
+	}
+	r.seenMu.Lock()
+	c, ok := r.seen[p]
+	r.seenMu.Unlock()
+	if ok && c.size == fi.Size() && c.mod.Equal(fi.ModTime()) {
+		return c.task
+	}
+	var t *queue.Task
+	if b, err := os.ReadFile(p); err == nil {
+		if pt, err := queue.Parse(b); err == nil && pt.ID != "" {
+			t = &queue.Task{ID: pt.ID, Key: pt.Key, Created: pt.Created}
+		}
+	}
+	r.seenMu.Lock()
+	if r.seen == nil || len(r.seen) > maxSeen {
+		r.seen = map[string]fileIdentity{} // renamed and removed files' entries go with the rest
+	}
+	r.seen[p] = fileIdentity{size: fi.Size(), mod: fi.ModTime(), task: t}
+	r.seenMu.Unlock()
+	return t
+}
+
+// maxSeen bounds Repository.seen: past it the cache starts again.
+const maxSeen = 100_000
+
+// fileIdentity is a task file of another worktree as sharedAcross last
+// read it.
+type fileIdentity struct {
+	size int64
+	mod  time.Time
+	task *queue.Task // id, key and created time; nil when it did not parse
+}
+
+// firstMade reports whether task a was made before task b, as
+// project.SharedKeys orders them: by created time (a task with none counts
+// as made last), then by id.
+func firstMade(a, b *queue.Task) bool {
+	switch {
+	case a.Created.IsZero() != b.Created.IsZero():
+		return b.Created.IsZero()
+	case !a.Created.Equal(b.Created):
+		return a.Created.Before(b.Created)
+	}
+	return a.ID < b.ID
 }
 
 // highest is the highest number of kind that the project at root uses: in

@@ -841,3 +841,54 @@ func TestR2_TaskWorktreeBesideMain(t *testing.T) {
 		t.Error("the task's worktree holds the feature branch's unmerged file")
 	}
 }
+
+// TestR3_KeysSettledAcrossWorktrees: a person hand-writes, in a feature
+// worktree, a task file under a key that a task of the main worktree has
+// (another id): the branches' merge would make it a shared key. snagd
+// settles it before the branches meet, by the rule of a shared key: the
+// task made first keeps it, in whichever worktree it is, and the other is
+// renumbered in its own worktree, its id unchanged.
+func TestR3_KeysSettledAcrossWorktrees(t *testing.T) {
+	r := newRepo(t, 2)
+	main, feature := r.trees[0], r.trees[1]
+	var added struct{ ID, Key string }
+	json.Unmarshal([]byte(r.mustSnag(t, main, "add", "--json", "Made in main")), &added)
+	r.mustSnag(t, feature, "list") // the feature worktree's view is open
+	write := func(id, key, title string, created time.Time) {
+		t.Helper()
+		body := fmt.Sprintf("---\nid: %s\nkey: %s\ntitle: %s\nstatus: open\ntrust: vetted\nseverity: low\nkind: chore\nwave: 3\ncreated: %s\n---\nBy hand.\n",
+			id, key, title, created.UTC().Format(time.RFC3339))
+		if err := os.WriteFile(filepath.Join(feature, ".snag", "tasks", key+" - "+title+".md"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settled := func(id, want string, in string, renumbered bool) {
+		t.Helper()
+		waitFor(t, 30*time.Second, func() bool {
+			_, byID := taskFiles(t, in)
+			return byID[id] != "" && (byID[id] != want) == renumbered
+		}, func() string {
+			_, byID := taskFiles(t, in)
+			return fmt.Sprintf("%s in %s is %q; want it renumbered: %v (from %s)", id, in, byID[id], renumbered, want)
+		})
+	}
+	// Written later than main's task: the hand-written one gives the key up.
+	later := "tsk_01M9HANDXX0000000000000001"
+	write(later, added.Key, "Written later", time.Now().Add(time.Hour))
+	settled(later, added.Key, feature, true)
+	if _, byID := taskFiles(t, main); byID[added.ID] != added.Key {
+		t.Errorf("main's task %s is %q after the feature's later file was settled; want it to keep %s", added.ID, byID[added.ID], added.Key)
+	}
+	// Written as made before main's task: main's gives the key up, in main.
+	var second struct{ ID, Key string }
+	json.Unmarshal([]byte(r.mustSnag(t, main, "add", "--json", "Made in main too")), &second)
+	earlier := "tsk_01M9HANDYY0000000000000002"
+	write(earlier, second.Key, "Written earlier", time.Now().Add(-24*time.Hour))
+	settled(second.ID, second.Key, main, true)
+	if _, byID := taskFiles(t, feature); byID[earlier] != second.Key {
+		t.Errorf("the feature's earlier task %s is %q; want it to keep %s", earlier, byID[earlier], second.Key)
+	}
+	if out := r.mustSnag(t, main, "log", "--limit", "50"); !strings.Contains(out, "renumber") {
+		t.Errorf("main's audit log has no renumbering:\n%s", out)
+	}
+}
