@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -84,6 +85,30 @@ CREATE TABLE IF NOT EXISTS branch_leases (
   holder  TEXT NOT NULL,
   expires INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS ready (
+  clone    INTEGER NOT NULL,
+  task_id  TEXT NOT NULL,
+  key      TEXT NOT NULL,
+  wave     INTEGER NOT NULL,
+  sev_rank INTEGER NOT NULL,
+  created  INTEGER NOT NULL,
+  PRIMARY KEY (clone, task_id)
+);
+CREATE INDEX IF NOT EXISTS ready_order ON ready (clone, wave, sev_rank, created, task_id);
+CREATE TABLE IF NOT EXISTS messages (
+  id        INTEGER PRIMARY KEY,
+  clone     INTEGER NOT NULL,
+  kind      TEXT NOT NULL,
+  from_name TEXT NOT NULL DEFAULT '',
+  to_name   TEXT NOT NULL DEFAULT '',
+  key       TEXT NOT NULL DEFAULT '',
+  type      TEXT NOT NULL DEFAULT '',
+  title     TEXT NOT NULL DEFAULT '',
+  body      TEXT NOT NULL DEFAULT '',
+  branch    TEXT NOT NULL DEFAULT '',
+  created   INTEGER NOT NULL,
+  seen      INTEGER
+);
 CREATE TABLE IF NOT EXISTS audit (
   id      INTEGER PRIMARY KEY,
   clone   INTEGER,
@@ -114,7 +139,11 @@ type Embedded struct {
 	path   string
 	opts   Options
 	clone  atomic.Int64
+	branch atomic.Pointer[string]
 	graces []time.Duration
+
+	pubMu     sync.Mutex
+	published map[string]Ready // the ready rows as last written; nil: write them all
 }
 
 // OpenEmbedded opens (creating when needed) the embedded store at path and
@@ -257,8 +286,17 @@ func (s *Embedded) join(ctx context.Context) error {
 	})
 }
 
+// Branch is the member's branch, as its last heartbeat said.
+func (s *Embedded) Branch() string {
+	if b := s.branch.Load(); b != nil {
+		return *b
+	}
+	return s.opts.Branch
+}
+
 // Heartbeat marks the member alive; ErrCloneEnded once another swept it.
 func (s *Embedded) Heartbeat(ctx context.Context, branch string) error {
+	s.branch.Store(&branch)
 	return s.write(ctx, func(conn *sqlite.Conn) error {
 		if err := exec(conn, `UPDATE clones SET seen = ?, branch = ? WHERE id = ? AND ended IS NULL`, nil, now(), branch, s.Clone()); err != nil {
 			return err
@@ -303,8 +341,10 @@ func (s *Embedded) Sweep(ctx context.Context) (Swept, error) {
 					return err
 				}
 			}
-			if err := exec(conn, `DELETE FROM branch_leases WHERE clone = ?`, nil, c.ID); err != nil {
-				return err
+			for _, q := range []string{`DELETE FROM branch_leases WHERE clone = ?`, `DELETE FROM ready WHERE clone = ?`} {
+				if err := exec(conn, q, nil, c.ID); err != nil {
+					return err
+				}
 			}
 			freed, err := s.free(conn, `clone = ?`, "clone gone: "+c.Reason, c.ID)
 			if err != nil {
@@ -872,4 +912,228 @@ func (s *Embedded) AuditLog(ctx context.Context, after int64, limit int) ([]Entr
 		}, after, limit)
 	})
 	return out, err
+}
+
+// Clones lists the live members, with their live sessions and how many
+// tasks each holds.
+func (s *Embedded) Clones(ctx context.Context) ([]Clone, error) {
+	var out []Clone
+	err := s.read(ctx, func(conn *sqlite.Conn) error {
+		t := now()
+		return exec(conn, `SELECT c.id, c.host, c.root, c.branch, c.version, c.started, c.seen, c.grace_ms,
+				coalesce((SELECT group_concat(name, char(10)) FROM (SELECT name FROM sessions x WHERE x.clone = c.id AND x.ended IS NULL ORDER BY name)), ''),
+				(SELECT count(*) FROM leases l WHERE l.clone = c.id AND l.state = 'held')
+			FROM clones c WHERE c.ended IS NULL ORDER BY c.id`, func(st *sqlite.Stmt) error {
+			c := Clone{ID: st.ColumnInt64(0), Host: st.ColumnText(1), Root: st.ColumnText(2), Branch: st.ColumnText(3), Version: st.ColumnText(4),
+				Started: unix(st.ColumnInt64(5)), Seen: unix(st.ColumnInt64(6)), Grace: float64(st.ColumnInt64(7)) / 1000,
+				Held: st.ColumnInt(9)}
+			c.Silent = time.Duration(t - st.ColumnInt64(6)).Seconds()
+			if names := st.ColumnText(8); names != "" {
+				c.Sessions = strings.Split(names, "\n")
+			}
+			out = append(out, c)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// Publish makes the ready rows of this member the tasks of ready, in one
+// transaction, when they changed since the last publication.
+func (s *Embedded) Publish(ctx context.Context, ready []Ready) error {
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
+	now := make(map[string]Ready, len(ready))
+	for _, r := range ready {
+		now[r.TaskID] = r
+	}
+	if s.published != nil && len(now) == len(s.published) && !slices.ContainsFunc(ready, func(r Ready) bool { return s.published[r.TaskID] != r }) {
+		return nil
+	}
+	err := s.write(ctx, func(conn *sqlite.Conn) error {
+		if err := s.live(conn); err != nil {
+			return err
+		}
+		if err := exec(conn, `DELETE FROM ready WHERE clone = ?`, nil, s.Clone()); err != nil {
+			return err
+		}
+		for _, r := range now {
+			if err := exec(conn, `INSERT INTO ready (clone, task_id, key, wave, sev_rank, created) VALUES (?, ?, ?, ?, ?, ?)`, nil,
+				s.Clone(), r.TaskID, r.Key, r.Wave, r.SevRank, r.Created); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.published = nil
+		return err
+	}
+	s.published = now
+	return nil
+}
+
+// GrantNext gives session ses the lease of the first task, in the queue's
+// order, of this member's ready rows that no one holds or resolved,
+// passing over the ids of skip (claims under way); ErrNoneReady when none.
+func (s *Embedded) GrantNext(ctx context.Context, ses Session, skip []string) (Lease, error) {
+	var l Lease
+	err := s.write(ctx, func(conn *sqlite.Conn) error {
+		if err := s.live(conn); err != nil {
+			return err
+		}
+		q := `SELECT r.task_id, r.key, coalesce(l.epoch, 0) FROM ready r LEFT JOIN leases l ON l.task_id = r.task_id
+			WHERE r.clone = ? AND (l.state IS NULL OR l.state = 'free')`
+		args := []any{s.Clone()}
+		if len(skip) > 0 {
+			q += ` AND r.task_id NOT IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(skip)), ", ") + `)`
+			for _, id := range skip {
+				args = append(args, id)
+			}
+		}
+		q += ` ORDER BY r.wave, r.sev_rank, r.created, r.task_id LIMIT 1`
+		var id, key string
+		var epoch int64
+		if err := exec(conn, q, func(st *sqlite.Stmt) error {
+			id, key, epoch = st.ColumnText(0), st.ColumnText(1), st.ColumnInt64(2)
+			return nil
+		}, args...); err != nil {
+			return err
+		}
+		if id == "" {
+			return ErrNoneReady
+		}
+		if err := s.hold(conn, id, key, epoch+1, ses); err != nil {
+			return err
+		}
+		var err error
+		l, _, err = s.leaseOf(conn, id)
+		return err
+	})
+	return l, err
+}
+
+// Listen calls f for the other members' events until ctx ends. The
+// members of the embedded store are the views of one snagd, which hear
+// each other in process: it has none to pass, and returns when ctx ends.
+func (s *Embedded) Listen(ctx context.Context, f func(Event)) error {
+	<-ctx.Done()
+	return nil
+}
+
+// Post adds m, from this member, for the others to read. A body over
+// 4,000 bytes is cut.
+func (s *Embedded) Post(ctx context.Context, m Message) error {
+	m.Body = cutBody(m.Body)
+	if m.Branch == "" {
+		m.Branch = s.Branch()
+	}
+	return s.write(ctx, func(conn *sqlite.Conn) error {
+		return exec(conn, `INSERT INTO messages (clone, kind, from_name, to_name, key, type, title, body, branch, created)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, nil, s.Clone(), m.Kind, m.From, m.To, m.Key, m.Type, m.Title, m.Body, m.Branch, now())
+	})
+}
+
+// Messages lists the other members' messages of kind, newest first, at
+// most limit: to name alone when to is set, and not yet seen when unseen
+// is.
+func (s *Embedded) Messages(ctx context.Context, kind, to string, unseen bool, limit int) ([]Message, error) {
+	var out []Message
+	err := s.read(ctx, func(conn *sqlite.Conn) error {
+		return exec(conn, `SELECT m.id, m.clone, coalesce(c.host, ''), m.kind, m.from_name, m.to_name, m.key, m.type,
+				m.title, m.body, m.branch, m.created, m.seen IS NOT NULL
+			FROM messages m LEFT JOIN clones c ON c.id = m.clone
+			WHERE m.kind = ? AND m.clone <> ? AND (?3 = '' OR m.to_name = ?3) AND (NOT ?4 OR m.seen IS NULL)
+			ORDER BY m.id DESC LIMIT ?`, func(st *sqlite.Stmt) error {
+			out = append(out, Message{ID: st.ColumnInt64(0), Clone: st.ColumnInt64(1), Host: st.ColumnText(2), Kind: st.ColumnText(3),
+				From: st.ColumnText(4), To: st.ColumnText(5), Key: st.ColumnText(6), Type: st.ColumnText(7), Title: st.ColumnText(8),
+				Body: st.ColumnText(9), Branch: st.ColumnText(10), Created: unix(st.ColumnInt64(11)), Seen: st.ColumnBool(12)})
+			return nil
+		}, kind, s.Clone(), to, unseen, limit)
+	})
+	return out, err
+}
+
+// MarkSeen marks messages ids seen.
+func (s *Embedded) MarkSeen(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return s.write(ctx, func(conn *sqlite.Conn) error {
+		t := now()
+		for _, id := range ids {
+			if err := exec(conn, `UPDATE messages SET seen = ? WHERE id = ? AND seen IS NULL`, nil, t, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Agents lists the live agents of the other members, each with its held
+// leases and live file claims.
+func (s *Embedded) Agents(ctx context.Context) ([]TeamAgent, error) {
+	var agents []TeamAgent
+	err := s.read(ctx, func(conn *sqlite.Conn) error {
+		err := exec(conn, `SELECT x.clone, c.host, c.branch, x.id, x.name, x.client
+			FROM sessions x JOIN clones c ON c.id = x.clone
+			WHERE x.clone <> ? AND x.ended IS NULL AND c.ended IS NULL ORDER BY x.name`, func(st *sqlite.Stmt) error {
+			agents = append(agents, TeamAgent{Clone: st.ColumnInt64(0), Host: st.ColumnText(1), Branch: st.ColumnText(2),
+				ID: st.ColumnInt64(3), Name: st.ColumnText(4), Client: st.ColumnText(5)})
+			return nil
+		}, s.Clone())
+		if err != nil || len(agents) == 0 {
+			return err
+		}
+		type who struct{ clone, id int64 }
+		at := map[who]int{}
+		for i, a := range agents {
+			at[who{a.Clone, a.ID}] = i
+		}
+		leases, err := s.leasesWhere(conn, `l.state = 'held' AND l.clone <> ?`, s.Clone())
+		if err != nil {
+			return err
+		}
+		for _, l := range leases {
+			if i, ok := at[who{l.Clone, l.Session}]; ok {
+				agents[i].Leases = append(agents[i].Leases, l)
+			}
+		}
+		claims, err := s.fileClaims(conn, "f.clone <> ?", s.Clone())
+		if err != nil {
+			return err
+		}
+		for _, c := range claims {
+			if i, ok := at[who{c.Clone, c.Session}]; ok {
+				agents[i].Files = append(agents[i].Files, c)
+			}
+		}
+		return nil
+	})
+	return agents, err
+}
+
+// Activity reads, by branch, what the other members did since since: the
+// notes they published, the tasks claimed and resolved, the latest report.
+func (s *Embedded) Activity(ctx context.Context, since time.Time) (map[string]*BranchActivity, error) {
+	act := newActivity()
+	err := s.read(ctx, func(conn *sqlite.Conn) error {
+		err := exec(conn, `SELECT a.branch, a.action, a.at, a.agent, a.detail, coalesce(nullif(l.key, ''), a.task_id), coalesce(c.host, '')
+			FROM audit a LEFT JOIN leases l ON l.task_id = a.task_id LEFT JOIN clones c ON c.id = a.clone
+			WHERE a.clone <> ? AND a.branch <> '' AND a.at > ?
+			AND a.action IN ('claim', 'resolve', 'report') AND a.outcome <> 'refused'
+			ORDER BY a.at DESC LIMIT 5000`, func(st *sqlite.Stmt) error {
+			act.event(st.ColumnText(0), st.ColumnText(1), unix(st.ColumnInt64(2)), st.ColumnText(3), st.ColumnText(4), st.ColumnText(5), st.ColumnText(6))
+			return nil
+		}, s.Clone(), since.UnixNano())
+		if err != nil {
+			return err
+		}
+		return exec(conn, `SELECT branch, key, created FROM messages
+			WHERE clone <> ? AND kind = 'note' AND branch <> '' AND created > ? ORDER BY created DESC LIMIT 1000`, func(st *sqlite.Stmt) error {
+			act.note(st.ColumnText(0), st.ColumnText(1), unix(st.ColumnInt64(2)))
+			return nil
+		}, s.Clone(), since.UnixNano())
+	})
+	return act.by, err
 }

@@ -59,6 +59,12 @@ type Live interface {
 	Mine(ctx context.Context) ([]Lease, error)
 	Finished(ctx context.Context) (map[string]bool, error)
 
+	// Publish makes the member's ready tasks what claim-next picks from;
+	// GrantNext grants the first of them no one holds or resolved
+	// (ErrNoneReady when none).
+	Publish(ctx context.Context, ready []Ready) error
+	GrantNext(ctx context.Context, ses Session, skip []string) (Lease, error)
+
 	// NextAlias takes the next number of an alias sequence.
 	NextAlias(ctx context.Context, kind string, floor int64) (int64, error)
 
@@ -74,6 +80,19 @@ type Live interface {
 	Audit(ctx context.Context, e Entry) error
 	AuditBatch(ctx context.Context, entries []Entry) error
 	AuditLog(ctx context.Context, after int64, limit int) ([]Entry, error)
+
+	// Post, Messages and MarkSeen carry reports, handoffs, notes and inbox
+	// items between members; Agents, Activity and Clones say what the
+	// other members' agents hold and did; Listen passes the other
+	// members' events until ctx ends.
+	Post(ctx context.Context, m Message) error
+	Messages(ctx context.Context, kind, to string, unseen bool, limit int) ([]Message, error)
+	MarkSeen(ctx context.Context, ids []int64) error
+	Agents(ctx context.Context) ([]TeamAgent, error)
+	Activity(ctx context.Context, since time.Time) (map[string]*BranchActivity, error)
+	Clones(ctx context.Context) ([]Clone, error)
+	Branch() string
+	Listen(ctx context.Context, f func(Event)) error
 
 	Close()
 }

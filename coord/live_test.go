@@ -466,3 +466,129 @@ func TestR7_Audit(t *testing.T) {
 		}
 	})
 }
+
+// TestR7_DrainExactlyOnce (L2): three members publish the same ready
+// tasks and sessions on each take the next one until none is left: every
+// task is granted once, in the queue's order for each member, and done.
+func TestR7_DrainExactlyOnce(t *testing.T) {
+	eachStore(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		ms := []Live{open(t, 1, 0), open(t, 2, 0), open(t, 3, 0)}
+		const n = 150
+		var ready []Ready
+		for i := range n {
+			ready = append(ready, Ready{TaskID: fmt.Sprintf("T%05d", i), Key: fmt.Sprintf("SNAG-%d", i+1), Wave: int64(i % 3), Created: int64(i)})
+		}
+		for _, m := range ms {
+			if err := m.Publish(ctx, ready); err != nil {
+				t.Fatal(err)
+			}
+		}
+		first, err := ms[0].GrantNext(ctx, Session{ID: 99, Name: "FIRST"}, nil)
+		if err != nil || first.TaskID != "T00000" || first.Epoch != 1 {
+			t.Fatalf("the first grant: %+v %v, want T00000 (wave 0, made first) at epoch 1", first, err)
+		}
+		if l, err := ms[1].GrantNext(ctx, Session{ID: 98, Name: "SKIP"}, []string{"T00003"}); err != nil || l.TaskID != "T00006" {
+			t.Fatalf("a grant passing T00003 over: %+v %v, want T00006", l, err)
+		}
+		var mu sync.Mutex
+		got := map[string]int{"T00000": 1, "T00006": 1}
+		var wg sync.WaitGroup
+		for i := range 12 {
+			m := ms[i%3]
+			ses := Session{ID: int64(i + 1), Name: fmt.Sprintf("A%d", i)}
+			if err := m.Register(ctx, ses); err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				for {
+					l, err := m.GrantNext(ctx, ses, nil)
+					if errors.Is(err, ErrNoneReady) {
+						return
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					got[l.TaskID]++
+					mu.Unlock()
+					if err := m.Resolve(ctx, l.TaskID, l.Epoch, ses.ID, "done"); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if len(got) != n {
+			t.Fatalf("%d tasks granted, want %d", len(got), n)
+		}
+		for id, k := range got {
+			if k != 1 {
+				t.Fatalf("%s granted %d times", id, k)
+			}
+		}
+		if done, err := ms[2].Finished(ctx); err != nil || len(done) != n-2 {
+			t.Fatalf("finished: %d %v, want %d", len(done), err, n-2)
+		}
+		// A publication without a task takes it out of claim-next.
+		ms[0].Set(ctx, "T00000", "SNAG-1", Free, "reopened by a person")
+		ms[0].Publish(ctx, nil)
+		if _, err := ms[0].GrantNext(ctx, Session{ID: 99, Name: "FIRST"}, nil); !errors.Is(err, ErrNoneReady) {
+			t.Fatalf("claim-next with nothing published: %v, want ErrNoneReady", err)
+		}
+		if l, err := ms[1].GrantNext(ctx, Session{ID: 98, Name: "SKIP"}, nil); err != nil || l.TaskID != "T00000" {
+			t.Fatalf("claim-next on a member that has it ready: %+v %v, want the reopened T00000", l, err)
+		}
+	})
+}
+
+// TestR7_MessagesAndAgents: what one member posts the others read (not
+// their own), a handoff to one agent alone, marked seen once read; the
+// other members' agents with what they hold, their activity by branch,
+// and the members themselves.
+func TestR7_MessagesAndAgents(t *testing.T) {
+	eachStore(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		a, b := open(t, 1, 0), open(t, 2, 0)
+		sa := Session{ID: 1, Name: "ADA", Client: "claude-code"}
+		a.Register(ctx, sa)
+		l, _ := a.Grant(ctx, "T1", "SNAG-1", sa)
+		a.ClaimFiles(ctx, FilesRequest{Session: sa, Paths: []string{"src/"}, TTL: time.Minute, Exclusive: true}, func(x, y string) bool { return x == y })
+		a.Heartbeat(ctx, "feature")
+		a.Post(ctx, Message{Kind: Handoff, From: "ADA", To: "BOB", Key: "SNAG-1", Title: "take it", Body: strings.Repeat("é", 3000)})
+		a.Post(ctx, Message{Kind: Note, From: "ADA", Key: "N-4", Title: "chose X"})
+		a.Audit(ctx, Entry{Actor: "agent", Agent: "ADA", Action: "claim", TaskID: "T1", Outcome: "ok", Branch: "feature"})
+		if own, _ := a.Messages(ctx, Handoff, "", false, 10); len(own) != 0 {
+			t.Fatalf("a member reads its own messages: %+v", own)
+		}
+		hs, err := b.Messages(ctx, Handoff, "BOB", true, 10)
+		if err != nil || len(hs) != 1 || hs[0].From != "ADA" || hs[0].Branch != "feature" || hs[0].Host != "host1" {
+			t.Fatalf("BOB's handoffs: %+v %v", hs, err)
+		}
+		if len(hs[0].Body) > maxBody+40 || !strings.HasSuffix(hs[0].Body, "[cut: the file has the rest]") {
+			t.Fatalf("a long body is not cut: %d bytes", len(hs[0].Body))
+		}
+		if others, _ := b.Messages(ctx, Handoff, "CAL", true, 10); len(others) != 0 {
+			t.Fatalf("CAL reads BOB's handoff: %+v", others)
+		}
+		b.MarkSeen(ctx, []int64{hs[0].ID})
+		if again, _ := b.Messages(ctx, Handoff, "BOB", true, 10); len(again) != 0 {
+			t.Fatalf("a seen handoff is unseen still: %+v", again)
+		}
+		agents, err := b.Agents(ctx)
+		if err != nil || len(agents) != 1 || agents[0].Name != "ADA" || len(agents[0].Leases) != 1 || agents[0].Leases[0].Epoch != l.Epoch ||
+			len(agents[0].Files) != 1 || agents[0].Branch != "feature" {
+			t.Fatalf("the other members' agents: %+v %v", agents, err)
+		}
+		act, err := b.Activity(ctx, time.Now().Add(-time.Hour))
+		if err != nil || act["feature"] == nil || !slices.Equal(act["feature"].Claimed, []string{"SNAG-1"}) || !slices.Equal(act["feature"].Nodes, []string{"N-4"}) {
+			t.Fatalf("the activity of feature: %+v %v", act["feature"], err)
+		}
+		cs, err := b.Clones(ctx)
+		if err != nil || len(cs) != 2 || cs[0].Held != 1 || !slices.Equal(cs[0].Sessions, []string{"ADA"}) || cs[0].Branch != "feature" {
+			t.Fatalf("the members: %+v %v", cs, err)
+		}
+	})
+}

@@ -42,13 +42,7 @@ type Message struct {
 // Post adds m, from this clone, for every clone to read, and tells them.
 // A body over 4,000 bytes is cut.
 func (s *Store) Post(ctx context.Context, m Message) error {
-	if len(m.Body) > maxBody {
-		cut := maxBody
-		for cut > 0 && m.Body[cut]&0xC0 == 0x80 {
-			cut--
-		}
-		m.Body = m.Body[:cut] + " [cut: the file has the rest]"
-	}
+	m.Body = cutBody(m.Body)
 	if m.Branch == "" {
 		m.Branch = s.Branch()
 	}
@@ -62,6 +56,19 @@ func (s *Store) Post(ctx context.Context, m Message) error {
 		return s.notify(ctx, tx, m.Kind, map[string]any{"id": m.ID, "from": m.From, "to": m.To, "key": m.Key,
 			"type": m.Type, "title": m.Title, "branch": m.Branch})
 	})
+}
+
+// cutBody is body cut to maxBody bytes, on a character's boundary, saying
+// so.
+func cutBody(body string) string {
+	if len(body) <= maxBody {
+		return body
+	}
+	cut := maxBody
+	for cut > 0 && body[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return body[:cut] + " [cut: the file has the rest]"
 }
 
 // Messages lists the other clones' messages of kind, newest first, at most
@@ -185,24 +192,7 @@ const activityKeep = 5
 func (s *Store) Activity(ctx context.Context, since time.Time) (map[string]*BranchActivity, error) {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
-	by := map[string]*BranchActivity{}
-	get := func(b string, at time.Time) *BranchActivity {
-		a := by[b]
-		if a == nil {
-			a = &BranchActivity{Branch: b}
-			by[b] = a
-		}
-		if at.After(a.Last) {
-			a.Last = at
-		}
-		return a
-	}
-	add := func(list []string, key string) []string {
-		if len(list) < activityKeep && !slices.Contains(list, key) {
-			return append(list, key)
-		}
-		return list
-	}
+	act := newActivity()
 	rows, err := s.pool.Query(ctx, `SELECT a.branch, a.action, a.at, a.agent, a.detail, coalesce(nullif(l.key, ''), a.task_id), coalesce(c.host, '')
 		FROM audit a LEFT JOIN leases l ON l.workspace = a.workspace AND l.task_id = a.task_id LEFT JOIN clones c ON c.id = a.clone
 		WHERE a.workspace = $1 AND a.clone <> $2 AND a.branch <> '' AND a.at > $3
@@ -218,17 +208,7 @@ func (s *Store) Activity(ctx context.Context, since time.Time) (map[string]*Bran
 			rows.Close()
 			return nil, s.wrap("read the team's activity", err)
 		}
-		a := get(branch, at)
-		switch action {
-		case "claim":
-			a.Claimed = add(a.Claimed, key)
-		case "resolve":
-			a.Resolved = add(a.Resolved, key)
-		case "report":
-			if a.Report == nil {
-				a.Report = &Message{Kind: Report, From: agent, Host: host, Body: detail, Created: at, Branch: branch}
-			}
-		}
+		act.event(branch, action, at, agent, detail, key, host)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -247,13 +227,59 @@ func (s *Store) Activity(ctx context.Context, since time.Time) (map[string]*Bran
 			notes.Close()
 			return nil, s.wrap("read the team's activity", err)
 		}
-		a := get(branch, at)
-		a.Nodes = add(a.Nodes, key)
+		act.note(branch, key, at)
 	}
 	notes.Close()
 	if err := notes.Err(); err != nil {
 		return nil, s.wrap("read the team's activity", err)
 	}
 	s.ok()
-	return by, nil
+	return act.by, nil
+}
+
+// activity gathers the other members' activity by branch, newest first.
+type activity struct{ by map[string]*BranchActivity }
+
+func newActivity() *activity { return &activity{by: map[string]*BranchActivity{}} }
+
+// branch is the activity of branch b, its last moment at or after at.
+func (a *activity) branch(b string, at time.Time) *BranchActivity {
+	x := a.by[b]
+	if x == nil {
+		x = &BranchActivity{Branch: b}
+		a.by[b] = x
+	}
+	if at.After(x.Last) {
+		x.Last = at
+	}
+	return x
+}
+
+// keep adds key to list, up to activityKeep keys, once.
+func keep(list []string, key string) []string {
+	if len(list) < activityKeep && !slices.Contains(list, key) {
+		return append(list, key)
+	}
+	return list
+}
+
+// event counts an audit entry: a claim, a resolve or a report.
+func (a *activity) event(branch, action string, at time.Time, agent, detail, key, host string) {
+	x := a.branch(branch, at)
+	switch action {
+	case "claim":
+		x.Claimed = keep(x.Claimed, key)
+	case "resolve":
+		x.Resolved = keep(x.Resolved, key)
+	case "report":
+		if x.Report == nil {
+			x.Report = &Message{Kind: Report, From: agent, Host: host, Body: detail, Created: at, Branch: branch}
+		}
+	}
+}
+
+// note counts a note published on branch.
+func (a *activity) note(branch, key string, at time.Time) {
+	x := a.branch(branch, at)
+	x.Nodes = keep(x.Nodes, key)
 }

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/coord"
 	"github.com/snagdev/snag/engine"
 	"github.com/snagdev/snag/gitdir"
 	"github.com/snagdev/snag/index"
@@ -294,9 +295,13 @@ func (h *host) run(ctx context.Context, d *Daemon) (err error) {
 	if m := h.mainRoot(); d.root != m && (m != "" || d != h.primary) {
 		conns = secondaryConns
 	}
+	var live coord.Live
+	if store != nil {
+		live = store // never a nil *Store in the interface: that would be team mode
+	}
 	e, err := engine.Open(ctx, engine.Options{Root: d.root, Home: h.home, Log: d.log, Watch: h.opts.Watch,
 		Settle: h.opts.Settle, Grace: h.opts.Grace, Sweep: h.opts.Sweep, PlanDelay: h.opts.PlanDelay,
-		Coord: store, CoordBeat: h.opts.CoordBeat, Repository: h.repo, Conns: conns})
+		Coord: live, CoordBeat: h.opts.CoordBeat, Repository: h.repo, Conns: conns})
 	if err != nil {
 		err = fmt.Errorf("snagd: %w", err)
 		d.failOpen(err)

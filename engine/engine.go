@@ -63,7 +63,7 @@ type Options struct {
 	// Coord, when set, is the coordination store shared with the other
 	// clones of the repository (team mode): leases are granted there first,
 	// aliases come from its sequences, and its events are passed on.
-	Coord *coord.Store
+	Coord coord.Live
 	// CoordBeat is how often this clone heartbeats to Coord (default: a
 	// fifth of its grace, at most DefaultHeartbeat).
 	CoordBeat time.Duration

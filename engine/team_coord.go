@@ -41,7 +41,7 @@ var ErrUnreachable = errors.New("coordination unreachable")
 // heard yet. A change the store refuses is logged and audited, never
 // dropped without a word.
 type team struct {
-	s    *coord.Store
+	s    coord.Live
 	beat time.Duration
 
 	mu     sync.Mutex // the outbox
@@ -105,7 +105,7 @@ type teamSet struct {
 // store.
 const DefaultHeartbeat = coord.DefaultHeartbeat
 
-func newTeam(s *coord.Store, beat time.Duration) *team {
+func newTeam(s coord.Live, beat time.Duration) *team {
 	if beat <= 0 {
 		// Five beats to a grace at least: a clone gives its leases up a
 		// margin of beats before the grace ends (giveUpAfter), and one slow
@@ -120,7 +120,7 @@ func newTeam(s *coord.Store, beat time.Duration) *team {
 
 // Coord is the coordination store snagd shares with other clones, or nil
 // when it runs alone.
-func (e *Engine) Coord() *coord.Store {
+func (e *Engine) Coord() coord.Live {
 	if e.team == nil {
 		return nil
 	}
