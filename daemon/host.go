@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -58,6 +59,28 @@ type host struct {
 	primary   *Daemon            // the view of --root (or the main worktree's, for a task worktree)
 	empty     chan struct{}      // closed when the last view has closed
 	emptyOnce sync.Once
+
+	trimMu sync.Mutex
+	trim   *time.Timer // trimSoon's
+}
+
+// trimAfter is how long after the last view opened snagd gives the memory
+// the openings used back to the system (trimSoon).
+const trimAfter = time.Second
+
+// trimSoon gives the memory that opening views took (an index built from
+// the files, each a burst of garbage) back to the system once no view
+// has opened for trimAfter. Go's scavenger would return it over minutes;
+// a snagd serving many worktrees is asked for its resident memory at
+// once, and its live heap is a few megabytes.
+func (h *host) trimSoon() {
+	h.trimMu.Lock()
+	defer h.trimMu.Unlock()
+	if h.trim != nil {
+		h.trim.Reset(trimAfter)
+		return
+	}
+	h.trim = time.AfterFunc(trimAfter, debug.FreeOSMemory)
 }
 
 // secondaryConns is how many connections to snag.db the view of a
@@ -323,6 +346,7 @@ func (h *host) run(ctx context.Context, d *Daemon) (err error) {
 	})
 	g.Go(func() error { return d.lifetime(gctx) })
 	d.log.Info("snagd serving a worktree", "root", d.root)
+	h.trimSoon()
 	return g.Wait()
 }
 

@@ -135,6 +135,17 @@ func OpenConns(ctx context.Context, path string, conns int) (*DB, error) {
 	if err := create(path); err != nil {
 		return nil, fmt.Errorf("index %s: %w", path, err)
 	}
+	// The file is mapped into memory for reads, but by an index with
+	// fewer connections than DefaultConns (a worktree's view beside the
+	// main one's, in a snagd serving many): its mapped pages count in the
+	// process's resident memory, about a megabyte a view, and its few
+	// reads go through the page cache as well.
+	mmap, cache := `PRAGMA mmap_size = 268435456;`, `PRAGMA cache_size = -4096;`
+	if conns < DefaultConns {
+		// and each connection's page cache holds a quarter megabyte: the
+		// operating system's cache holds the file for all of them.
+		mmap, cache = `PRAGMA mmap_size = 0;`, `PRAGMA cache_size = -256;`
+	}
 	pool := sqlitemigration.NewPool(path, sqlitemigration.Schema{
 		AppID:      AppID,
 		Migrations: migrations(),
@@ -153,7 +164,7 @@ func OpenConns(ctx context.Context, path string, conns int) (*DB, error) {
 			// the prefix of a search's last word (see Search): a table of
 			// the connection's own, so snag.db's schema does not change.
 			for _, pragma := range []string{`PRAGMA foreign_keys = ON;`, `PRAGMA synchronous = NORMAL;`,
-				`PRAGMA temp_store = MEMORY;`, `PRAGMA cache_size = -4096;`, `PRAGMA mmap_size = 268435456;`,
+				`PRAGMA temp_store = MEMORY;`, cache, mmap,
 				`CREATE VIRTUAL TABLE IF NOT EXISTS temp.tasks_fts_terms USING fts5vocab(main, tasks_fts, instance);`} {
 				if err := sqlitex.ExecuteTransient(conn, pragma, nil); err != nil {
 					return err
