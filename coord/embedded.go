@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"zombiezen.com/go/sqlite"
@@ -135,9 +136,11 @@ const embeddedBusy = 5 * time.Second
 // processes too, and a grant is exactly once as Store's is. A member is
 // what a clone is to Store: a snagd, or a worktree's view in one.
 type Embedded struct {
+	db     *EmbeddedDB
 	pool   *sqlitex.Pool
 	path   string
 	opts   Options
+	own    bool // Close closes db too (OpenEmbedded)
 	clone  atomic.Int64
 	branch atomic.Pointer[string]
 	graces []time.Duration
@@ -146,20 +149,25 @@ type Embedded struct {
 	published map[string]Ready // the ready rows as last written; nil: write them all
 }
 
-// OpenEmbedded opens (creating when needed) the embedded store at path and
-// joins it as the member opts describes (Workspace is not needed). A live
-// member of the same host, folder and identity is taken over, as Open
-// does: snagd started again keeps its leases.
-func OpenEmbedded(ctx context.Context, path string, opts Options) (*Embedded, error) {
-	if opts.Grace <= 0 {
-		opts.Grace = DefaultGrace
-	}
+// EmbeddedDB is the embedded store's file, open: the members of one
+// process (a snagd's worktree views) share its connections (Join).
+type EmbeddedDB struct {
+	pool *sqlitex.Pool
+	path string
+
+	mu      sync.Mutex
+	members map[int64]bool // joined through this file, in this process
+}
+
+// OpenEmbeddedDB opens (creating when needed) the embedded store's file at
+// path, with its tables.
+func OpenEmbeddedDB(ctx context.Context, path string) (*EmbeddedDB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("coord: the live state's folder: %w", err)
 	}
 	pool, err := sqlitex.NewPool(path, sqlitex.PoolOptions{
 		Flags:    sqlite.OpenReadWrite | sqlite.OpenCreate | sqlite.OpenWAL | sqlite.OpenURI,
-		PoolSize: 4,
+		PoolSize: 3,
 		PrepareConn: func(conn *sqlite.Conn) error {
 			conn.SetBusyTimeout(embeddedBusy)
 			return sqlitex.ExecuteTransient(conn, `PRAGMA synchronous = NORMAL;`, nil)
@@ -168,24 +176,78 @@ func OpenEmbedded(ctx context.Context, path string, opts Options) (*Embedded, er
 	if err != nil {
 		return nil, fmt.Errorf("coord: open the live state %s: %w", path, err)
 	}
-	s := &Embedded{pool: pool, path: path, opts: opts}
+	db := &EmbeddedDB{pool: pool, path: path}
+	s := &Embedded{db: db, pool: pool, path: path}
 	if err := s.write(ctx, func(conn *sqlite.Conn) error { return sqlitex.ExecuteScript(conn, embeddedSchema, nil) }); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("coord: make the live state's tables in %s: %w", path, err)
 	}
+	return db, nil
+}
+
+// Close closes the file.
+func (db *EmbeddedDB) Close() { db.pool.Close() }
+
+// Join joins the store as the member opts describes (Workspace is not
+// needed). A live member of the same host, folder and identity is taken
+// over, as Open does: snagd started again keeps its leases.
+func (db *EmbeddedDB) Join(ctx context.Context, opts Options) (*Embedded, error) {
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
+	}
+	s := &Embedded{db: db, pool: db.pool, path: db.path, opts: opts}
 	if err := s.join(ctx); err != nil {
-		pool.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// Close closes the file. The member's row stays: a snagd that starts
-// again takes it, and its leases, back.
-func (s *Embedded) Close() { s.pool.Close() }
+// joined records member id as one of this process's, and mine lists them.
+func (db *EmbeddedDB) joined(id int64) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.members == nil {
+		db.members = map[int64]bool{}
+	}
+	db.members[id] = true
+}
+
+func (db *EmbeddedDB) mine(id int64) bool {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.members[id]
+}
+
+// OpenEmbedded opens the embedded store at path and joins it as the member
+// opts describes; its Close closes the file too.
+func OpenEmbedded(ctx context.Context, path string, opts Options) (*Embedded, error) {
+	db, err := OpenEmbeddedDB(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	s, err := db.Join(ctx, opts)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.own = true
+	return s, nil
+}
+
+// Close leaves the member as it is, and closes the file when the store
+// was opened with OpenEmbedded. The member's row stays: a snagd that
+// starts again takes it, and its leases, back.
+func (s *Embedded) Close() {
+	if s.own {
+		s.db.Close()
+	}
+}
 
 // Clone is the member's id.
 func (s *Embedded) Clone() int64 { return s.clone.Load() }
+
+// Across is false: the members are the worktrees of one machine.
+func (s *Embedded) Across() bool { return false }
 
 // Grace is how long the member may stay silent.
 func (s *Embedded) Grace() time.Duration { return s.opts.Grace }
@@ -218,7 +280,12 @@ func (s *Embedded) write(ctx context.Context, f func(conn *sqlite.Conn) error) (
 	if err != nil {
 		return fmt.Errorf("%w: the live state %s is locked: %w", ErrUnreachable, s.path, err)
 	}
-	defer end(&err)
+	defer func() {
+		end(&err)
+		if code := sqlite.ErrCode(err).ToPrimary(); code == sqlite.ResultFull {
+			err = fmt.Errorf("the live state %s: %w: %w", s.path, syscall.ENOSPC, err) // the disk is full: nothing was changed
+		}
+	}()
 	return f(conn)
 }
 
@@ -277,6 +344,9 @@ func (s *Embedded) join(ctx context.Context) error {
 			return err
 		}
 		s.clone.Store(id)
+		if s.db != nil {
+			s.db.joined(id)
+		}
 		s.graces = s.graces[:0]
 		return exec(conn, `SELECT DISTINCT grace_ms FROM clones WHERE ended IS NULL AND id <> ? AND grace_ms > 0 AND grace_ms <> ? ORDER BY grace_ms`,
 			func(st *sqlite.Stmt) error {
@@ -310,7 +380,10 @@ func (s *Embedded) Heartbeat(ctx context.Context, branch string) error {
 
 // Sweep ends every other member silent past its own grace (the sweeper's
 // for a row without one): its sessions end, its leases are freed, its file
-// and branch claims go, with the reason in the audit.
+// and branch claims go, with the reason in the audit. The members this
+// process joined are never swept by each other: they live and stop
+// together (a machine that slept resumes them all at once, each silent
+// for as long as the others).
 func (s *Embedded) Sweep(ctx context.Context) (Swept, error) {
 	var out Swept
 	err := s.write(ctx, func(conn *sqlite.Conn) error {
@@ -319,6 +392,9 @@ func (s *Embedded) Sweep(ctx context.Context) (Swept, error) {
 		err := exec(conn, `SELECT id, host, root, branch, started, seen, grace_ms FROM clones
 			WHERE ended IS NULL AND id <> ? AND seen < ? - (CASE WHEN grace_ms > 0 THEN grace_ms * 1000000 ELSE ? END)`,
 			func(st *sqlite.Stmt) error {
+				if s.db != nil && s.db.mine(st.ColumnInt64(0)) {
+					return nil
+				}
 				grace := time.Duration(st.ColumnInt64(6)) * time.Millisecond
 				if grace == 0 {
 					grace = s.opts.Grace
@@ -950,16 +1026,32 @@ func (s *Embedded) Publish(ctx context.Context, ready []Ready) error {
 	if s.published != nil && len(now) == len(s.published) && !slices.ContainsFunc(ready, func(r Ready) bool { return s.published[r.TaskID] != r }) {
 		return nil
 	}
+	// Only the difference from the last publication is written; the whole
+	// set after a failure, or the first time.
+	whole := s.published == nil
 	err := s.write(ctx, func(conn *sqlite.Conn) error {
 		if err := s.live(conn); err != nil {
 			return err
 		}
-		if err := exec(conn, `DELETE FROM ready WHERE clone = ?`, nil, s.Clone()); err != nil {
-			return err
+		if whole {
+			if err := exec(conn, `DELETE FROM ready WHERE clone = ?`, nil, s.Clone()); err != nil {
+				return err
+			}
+		}
+		for id := range s.published {
+			if _, ok := now[id]; !ok {
+				if err := exec(conn, `DELETE FROM ready WHERE clone = ? AND task_id = ?`, nil, s.Clone(), id); err != nil {
+					return err
+				}
+			}
 		}
 		for _, r := range now {
-			if err := exec(conn, `INSERT INTO ready (clone, task_id, key, wave, sev_rank, created) VALUES (?, ?, ?, ?, ?, ?)`, nil,
-				s.Clone(), r.TaskID, r.Key, r.Wave, r.SevRank, r.Created); err != nil {
+			if old, ok := s.published[r.TaskID]; ok && old == r {
+				continue
+			}
+			if err := exec(conn, `INSERT INTO ready (clone, task_id, key, wave, sev_rank, created) VALUES (?, ?, ?, ?, ?, ?)
+				ON CONFLICT (clone, task_id) DO UPDATE SET key = excluded.key, wave = excluded.wave, sev_rank = excluded.sev_rank,
+					created = excluded.created`, nil, s.Clone(), r.TaskID, r.Key, r.Wave, r.SevRank, r.Created); err != nil {
 				return err
 			}
 		}

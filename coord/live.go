@@ -19,6 +19,10 @@ import (
 // the package's: ErrHeld, ErrDone, ErrStale, ErrCloneEnded, ErrNameTaken,
 // and ErrUnreachable (retryable) for a store out of reach.
 type Live interface {
+	// Across reports whether the members are clones on several machines
+	// (Store) rather than one machine's worktrees (Embedded): what is
+	// shown of the other members names their machines then.
+	Across() bool
 	// Clone is the member's id; Grace how long it may stay silent;
 	// OtherGraces the other live members' graces that differ from it.
 	Clone() int64

@@ -592,3 +592,43 @@ func TestR7_MessagesAndAgents(t *testing.T) {
 		}
 	})
 }
+
+// TestEmbeddedMembersOfOneProcess: the members one process joined through
+// one file (a snagd's worktree views) are never swept by each other,
+// however long they were silent together (a machine that slept); a
+// member another process left behind is.
+func TestEmbeddedMembersOfOneProcess(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), EmbeddedFile)
+	db, err := OpenEmbeddedDB(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	grace := 300 * time.Millisecond
+	a, err := db.Join(ctx, Options{Host: "h", Root: "/a", Grace: grace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := db.Join(ctx, Options{Host: "h", Root: "/b", Grace: grace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := OpenEmbedded(ctx, path, Options{Host: "h", Root: "/c", Grace: grace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	time.Sleep(2 * grace)
+	a.Heartbeat(ctx, "main")
+	sw, err := a.Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sw.Clones) != 1 || sw.Clones[0].ID != other.Clone() {
+		t.Fatalf("swept %+v, want the other process's member %d alone, not this process's %d", sw.Clones, other.Clone(), b.Clone())
+	}
+	if err := b.Heartbeat(ctx, "main"); err != nil {
+		t.Fatalf("this process's other member after the sweep: %v", err)
+	}
+}

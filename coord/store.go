@@ -326,6 +326,9 @@ func (s *Store) Branch() string {
 // Clone is this clone's id.
 func (s *Store) Clone() int64 { return s.clone.Load() }
 
+// Across is true: the clones of a team are on several machines.
+func (s *Store) Across() bool { return true }
+
 // Workspace is the workspace's name.
 func (s *Store) Workspace() string { return s.opts.Workspace }
 

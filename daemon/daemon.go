@@ -228,6 +228,14 @@ func Run(ctx context.Context, opts Options) error {
 	g, gctx := errgroup.WithContext(ctx)
 	h.ctx, h.g = gctx, g
 	h.repo = engine.NewRepository(h.state)
+	// The repository's live state on this machine: every view joins it as
+	// a member, unless the repository is in a team (its DSN), whose store
+	// the views join instead.
+	if h.live, err = coord.OpenEmbeddedDB(ctx, filepath.Join(h.state, coord.EmbeddedFile)); err != nil {
+		ln.Close()
+		return fmt.Errorf("snagd: %w: check that %s can be written", err, h.state)
+	}
+	defer h.live.Close()
 	if main := h.mainRoot(); main != "" && main != root {
 		if r, err := h.rootOf(root); err == nil && r == main {
 			root = main // a task's worktree: the main worktree's view serves it

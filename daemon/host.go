@@ -60,6 +60,10 @@ type host struct {
 	empty     chan struct{}      // closed when the last view has closed
 	emptyOnce sync.Once
 
+	// live is the repository's embedded live state, which every view
+	// joins as a member when the repository is not in a team.
+	live *coord.EmbeddedDB
+
 	trimMu sync.Mutex
 	trim   *time.Timer // trimSoon's
 }
@@ -321,6 +325,18 @@ func (h *host) run(ctx context.Context, d *Daemon) (err error) {
 	var live coord.Live
 	if store != nil {
 		live = store // never a nil *Store in the interface: that would be team mode
+	} else {
+		host, _ := os.Hostname()
+		branch, _, _ := gitdir.Head(d.root)
+		emb, err := h.live.Join(ctx, coord.Options{Host: host, Root: d.root,
+			Branch: branch, Identity: coord.CloneIdentity(h.state), Version: h.opts.Version, Grace: h.opts.CoordGrace})
+		if err != nil {
+			err = fmt.Errorf("snagd: %w", err)
+			d.failOpen(err)
+			h.forget(d, 5*time.Second)
+			return err
+		}
+		live = emb
 	}
 	e, err := engine.Open(ctx, engine.Options{Root: d.root, Home: h.home, Log: d.log, Watch: h.opts.Watch,
 		Settle: h.opts.Settle, Grace: h.opts.Grace, Sweep: h.opts.Sweep, PlanDelay: h.opts.PlanDelay,

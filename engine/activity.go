@@ -71,7 +71,7 @@ func (e *Engine) Activity(ctx context.Context, branches int) (Activity, error) {
 		}
 		a.Tasks = append(a.Tasks, t)
 	}
-	if e.team != nil && e.team.cutOff() == 0 {
+	if e.across() && e.team.cutOff() == 0 {
 		// The other clones' agents and what they hold, by their branch.
 		if agents, err := e.team.s.Agents(ctx); err == nil {
 			for _, ag := range agents {
@@ -103,7 +103,7 @@ func (e *Engine) Activity(ctx context.Context, branches int) (Activity, error) {
 		own = mergeWorktrees(own, r.activity(ctx, e, since))
 	}
 	var team map[string]*coord.BranchActivity
-	if e.team != nil && e.team.cutOff() == 0 {
+	if e.across() && e.team.cutOff() == 0 {
 		team, _ = e.team.s.Activity(ctx, since)
 	}
 	a.Recent, a.BranchesTotal = mergeActivity(own, team, branches)

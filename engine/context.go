@@ -158,7 +158,7 @@ func (e *Engine) Context(ctx context.Context, s index.Session) (TeamContext, err
 	if err := e.p.DB.MarkSeen(ctx, ids); err != nil {
 		return tc, err
 	}
-	if e.team != nil {
+	if e.across() {
 		e.teamContext(ctx, &tc, s)
 	}
 	return tc, nil

@@ -246,7 +246,13 @@ func (e *Engine) Events() *Hub { return e.hub }
 
 // Ready reports whether the first full rescan is done: until then the
 // index may not match the files, and nothing should be served from it.
-func (e *Engine) Ready() bool { return e.ready.Load() }
+func (e *Engine) Ready() bool {
+	// On the repository's embedded live state the first reconcile of the
+	// leases is part of starting, as the first rescan is: it reads a local
+	// file. (A team's store may be out of reach: its snagd answers meanwhile,
+	// and claims say starting.)
+	return e.ready.Load() && (e.team == nil || e.across() || e.team.started.Load())
+}
 
 // Config is the project's configuration as snag last read it.
 func (e *Engine) Config() queue.Config { return *e.cfg.Load() }

@@ -434,7 +434,7 @@ func (e *Engine) takeBranch(ctx context.Context, session int64, who, branch stri
 		}
 		if !ok {
 			holder := held.Holder
-			if held.Clone != e.team.s.Clone() && held.Host != "" {
+			if held.Clone != e.team.s.Clone() && held.Host != "" && e.across() {
 				holder += " on " + held.Host
 			}
 			left := max(time.Until(held.Expires).Round(time.Second), time.Second)

@@ -349,7 +349,11 @@ func (e *Engine) FileClaims(ctx context.Context) ([]index.FileClaim, error) {
 func (e *Engine) teamClaims(cs []coord.FileClaim) []index.FileClaim {
 	out := make([]index.FileClaim, len(cs))
 	for i, c := range cs {
-		out[i] = index.FileClaim{ID: c.ID, Path: c.Path, SessionID: c.Session, Holder: c.HolderOn(e.team.s.Clone()),
+		holder := c.Holder
+		if e.across() {
+			holder = c.HolderOn(e.team.s.Clone())
+		}
+		out[i] = index.FileClaim{ID: c.ID, Path: c.Path, SessionID: c.Session, Holder: holder,
 			TaskID: c.TaskID, Exclusive: c.Exclusive, Acquired: c.Acquired, Expires: c.Expires}
 		if c.Clone != e.team.s.Clone() {
 			out[i].SessionID = 0 // another clone's session: its id means nothing here

@@ -58,7 +58,7 @@ func (a TeamAgent) Holder() string { return a.Name + " on " + a.Host }
 // board still shows this clone's own state.
 func (e *Engine) TeamBoard(ctx context.Context) TeamBoard {
 	t := e.team
-	if t == nil {
+	if !e.across() {
 		return TeamBoard{}
 	}
 	out := TeamBoard{On: true}

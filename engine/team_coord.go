@@ -118,6 +118,13 @@ func newTeam(s coord.Live, beat time.Duration) *team {
 	return t
 }
 
+// across reports whether the live state is shared with clones on other
+// machines (team mode): what the engine shows of the other members (the
+// board's team section, a context's other agents, holders named with
+// their machines) is shown then alone. The repository's other worktrees
+// are shown through the Repository, with or without.
+func (e *Engine) across() bool { return e.team != nil && e.team.s.Across() }
+
 // Coord is the coordination store snagd shares with other clones, or nil
 // when it runs alone.
 func (e *Engine) Coord() coord.Live {
@@ -1371,7 +1378,7 @@ func (e *Engine) teamHas(ctx context.Context, kind, key string) bool {
 // teamHostOf is the machine of the live agent name on another clone, or
 // "" when none is (or snagd runs alone).
 func (e *Engine) teamHostOf(ctx context.Context, name string) string {
-	if e.team == nil || e.team.cutOff() > 0 {
+	if !e.across() || e.team.cutOff() > 0 {
 		return ""
 	}
 	agents, err := e.team.s.Agents(ctx)

@@ -46,6 +46,8 @@ keys
 keys.lock
 coord
 clone-id
+live.db
+live.db-*
 `
 
 // ErrNoProject is returned by [Find] when no folder above dir has .snag/.
