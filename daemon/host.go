@@ -88,8 +88,11 @@ func (h *host) trimSoon() {
 }
 
 // secondaryConns is how many connections to snag.db the view of a
-// worktree other than the main one keeps: the writer's and two for reads.
-const secondaryConns = 3
+// worktree other than the main one keeps: the writer's and one for reads
+// (an agent or two there; a read takes milliseconds). Each connection
+// costs about 0.4 MB, times every worktree served: with three, 14
+// worktrees took 65 MB, with two 59 MB (BenchmarkR1_Worktrees).
+const secondaryConns = 2
 
 // hostLock is the name of the repository's lock file in its state folder:
 // the same file as a project's .snag/snagd.lock outside git.
