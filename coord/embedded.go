@@ -157,6 +157,10 @@ type EmbeddedDB struct {
 
 	mu      sync.Mutex
 	members map[int64]bool // joined through this file, in this process
+	// wmu lets one write of this process at a time take the file's lock:
+	// the others wait their turn here, in order, rather than in SQLite's
+	// busy handler, which sleeps and retries and is not fair.
+	wmu sync.Mutex
 }
 
 // OpenEmbeddedDB opens (creating when needed) the embedded store's file at
@@ -271,6 +275,8 @@ func unix(n int64) time.Time {
 // write runs f in one immediate transaction: it commits when f returns
 // nil. A lock held past embeddedBusy is ErrUnreachable.
 func (s *Embedded) write(ctx context.Context, f func(conn *sqlite.Conn) error) (err error) {
+	s.db.wmu.Lock()
+	defer s.db.wmu.Unlock()
 	conn, err := s.pool.Take(ctx)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnreachable, err)
@@ -663,15 +669,10 @@ func (s *Embedded) Check(ctx context.Context, id string, epoch int64, session in
 		l, found, err = s.leaseOf(conn, id)
 		return err
 	})
-	switch {
-	case err != nil:
+	if err != nil {
 		return l, err
-	case !found:
-		return l, fmt.Errorf("%w: %s is not held", ErrStale, id)
-	case l.State != Held || l.Clone != s.Clone() || l.Session != session || epoch != 0 && l.Epoch != epoch:
-		return l, fmt.Errorf("%w: %s is %s at epoch %d (held by %s on %s)", ErrStale, l.Key, l.State, l.Epoch, orNone(l.Holder), orNone(l.Host))
 	}
-	return l, nil
+	return l, held(l, found, id, s.Clone(), session, epoch)
 }
 
 // Release frees task id, held by this member's session under epoch.
@@ -834,23 +835,8 @@ func (s *Embedded) ClaimFiles(ctx context.Context, r FilesRequest, overlap func(
 		if err != nil {
 			return err
 		}
-		own := map[string]FileClaim{}
-		for _, c := range live {
-			if c.Clone == s.Clone() && c.Session == r.Session.ID {
-				own[c.Path] = c
-				continue
-			}
-			if !(r.Exclusive || c.Exclusive) {
-				continue
-			}
-			for _, p := range r.Paths {
-				if overlap(c.Path, p) {
-					res.Conflicts = append(res.Conflicts, c)
-					break
-				}
-			}
-		}
-		if len(res.Conflicts) > 0 {
+		var own map[string]FileClaim
+		if own, res.Conflicts = inTheWay(live, s.Clone(), r, overlap); len(res.Conflicts) > 0 {
 			return nil
 		}
 		t := now()

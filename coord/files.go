@@ -57,23 +57,8 @@ func (s *Store) ClaimFiles(ctx context.Context, r FilesRequest, overlap func(a, 
 		if err != nil {
 			return err
 		}
-		own := map[string]FileClaim{}
-		for _, c := range live {
-			if c.Clone == s.Clone() && c.Session == r.Session.ID {
-				own[c.Path] = c
-				continue
-			}
-			if !(r.Exclusive || c.Exclusive) {
-				continue
-			}
-			for _, p := range r.Paths {
-				if overlap(c.Path, p) {
-					res.Conflicts = append(res.Conflicts, c)
-					break
-				}
-			}
-		}
-		if len(res.Conflicts) > 0 {
+		var own map[string]FileClaim
+		if own, res.Conflicts = inTheWay(live, s.Clone(), r, overlap); len(res.Conflicts) > 0 {
 			return nil
 		}
 		ttl := interval(r.TTL)
@@ -163,6 +148,29 @@ func (s *Store) ForceReleaseFile(ctx context.Context, path, why string) ([]FileC
 		return s.notify(ctx, tx, "files", map[string]any{"released": []string{path}, "reason": why, "force": true})
 	})
 	return out, err
+}
+
+// inTheWay sorts the live claims for r, a claim of a session of member
+// clone: the session's own, by path (a claim of one again renews it), and
+// the others' that r may not overlap (either side exclusive).
+func inTheWay(live []FileClaim, clone int64, r FilesRequest, overlap func(a, b string) bool) (own map[string]FileClaim, conflicts []FileClaim) {
+	own = map[string]FileClaim{}
+	for _, c := range live {
+		if c.Clone == clone && c.Session == r.Session.ID {
+			own[c.Path] = c
+			continue
+		}
+		if !(r.Exclusive || c.Exclusive) {
+			continue
+		}
+		for _, p := range r.Paths {
+			if overlap(c.Path, p) {
+				conflicts = append(conflicts, c)
+				break
+			}
+		}
+	}
+	return own, conflicts
 }
 
 // HolderOn names the claim's holder, with its machine when the claim is

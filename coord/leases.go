@@ -416,16 +416,26 @@ func (s *Store) Check(ctx context.Context, id string, epoch int64, session int64
 	l, err := s.leaseOf(ctx, s.pool, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		s.ok()
-		return l, fmt.Errorf("%w: %s is not held", ErrStale, id)
+		return l, held(l, false, id, s.Clone(), session, epoch)
 	}
 	if err != nil {
 		return l, s.wrap("check the lease of "+id, err)
 	}
 	s.ok()
-	if l.State != Held || l.Clone != s.Clone() || l.Session != session || epoch != 0 && l.Epoch != epoch {
-		return l, fmt.Errorf("%w: %s is %s at epoch %d (held by %s on %s)", ErrStale, l.Key, l.State, l.Epoch, orNone(l.Holder), orNone(l.Host))
+	return l, held(l, true, id, s.Clone(), session, epoch)
+}
+
+// held is Check's verdict on lease l of task id (found: there is a row):
+// nil when session of member clone holds it under epoch (0: whichever),
+// else ErrStale saying how it stands.
+func held(l Lease, found bool, id string, clone, session, epoch int64) error {
+	switch {
+	case !found:
+		return fmt.Errorf("%w: %s is not held", ErrStale, id)
+	case l.State != Held || l.Clone != clone || l.Session != session || epoch != 0 && l.Epoch != epoch:
+		return fmt.Errorf("%w: %s is %s at epoch %d (held by %s on %s)", ErrStale, l.Key, l.State, l.Epoch, orNone(l.Holder), orNone(l.Host))
 	}
-	return l, nil
+	return nil
 }
 
 // Release frees task id, held by this clone's session under epoch (0:
