@@ -312,12 +312,7 @@ func TestR7_EachSweptByItsOwnGrace(t *testing.T) {
 		ses := Session{ID: 1, Name: "ADA"}
 		long.Register(ctx, ses)
 		long.Grant(ctx, "T1", "SNAG-1", ses)
-		time.Sleep(800 * time.Millisecond)
-		short.Heartbeat(ctx, "main")
-		sw, err := short.Sweep(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		sw := sweepUntil(t, short)
 		if len(sw.Clones) != 1 || sw.Clones[0].ID != quick.Clone() {
 			t.Fatalf("swept %+v, want only member %d (silent past its 300 ms), not member %d (within its 30 s)", sw.Clones, quick.Clone(), long.Clone())
 		}
@@ -449,9 +444,14 @@ func TestR7_FileClaims(t *testing.T) {
 		if r, err := b.ClaimFiles(ctx, FilesRequest{Session: sb, Paths: []string{"src/api/h.go"}, TTL: 300 * time.Millisecond, Exclusive: true}, prefix); err != nil || len(r.Claimed) != 1 {
 			t.Fatalf("b's claim after a released: %+v %v", r, err)
 		}
-		time.Sleep(400 * time.Millisecond)
-		if r, err := a.ClaimFiles(ctx, FilesRequest{Session: sa, Paths: []string{"src/"}, TTL: time.Minute, Exclusive: true}, prefix); err != nil || len(r.Claimed) != 1 {
-			t.Fatalf("a's claim after b's expired: %+v %v", r, err)
+		r = FilesResult{}
+		for deadline := time.Now().Add(10 * time.Second); len(r.Claimed) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if r, err = a.ClaimFiles(ctx, FilesRequest{Session: sa, Paths: []string{"src/"}, TTL: time.Minute, Exclusive: true}, prefix); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(r.Claimed) != 1 {
+			t.Fatalf("a's claim once b's 300 ms claim expired: %+v, want it made", r)
 		}
 		ended, err := b.ForceReleaseFile(ctx, "src/", "a person took it back")
 		if err != nil || len(ended) != 1 || ended[0].Holder != "ADA" {
@@ -651,16 +651,32 @@ func TestEmbeddedMembersOfOneProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	time.Sleep(2 * grace)
-	a.Heartbeat(ctx, "main")
-	sw, err := a.Sweep(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sw := sweepUntil(t, a)
 	if len(sw.Clones) != 1 || sw.Clones[0].ID != other.Clone() {
 		t.Fatalf("swept %+v, want the other process's member %d alone, not this process's %d", sw.Clones, other.Clone(), b.Clone())
 	}
 	if err := b.Heartbeat(ctx, "main"); err != nil {
 		t.Fatalf("this process's other member after the sweep: %v", err)
 	}
+}
+
+// sweepUntil heartbeats m and sweeps until a sweep ends a member (10 s at
+// most), and returns that sweep.
+func sweepUntil(t *testing.T, m Live) Swept {
+	t.Helper()
+	ctx := context.Background()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if err := m.Heartbeat(ctx, "main"); err != nil {
+			t.Fatal(err)
+		}
+		sw, err := m.Sweep(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sw.Clones) > 0 {
+			return sw
+		}
+	}
+	t.Fatal("no member was swept within 10 s")
+	return Swept{}
 }
