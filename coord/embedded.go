@@ -326,8 +326,15 @@ func (s *Embedded) live(conn *sqlite.Conn) error {
 	return nil
 }
 
-// join finds or makes the member's row.
+// join finds or makes the member's row. The ready rows are written whole
+// at the next publication: a new member has none, and a taken-over one
+// is rewritten.
 func (s *Embedded) join(ctx context.Context) error {
+	defer func() {
+		s.pubMu.Lock()
+		s.published = nil
+		s.pubMu.Unlock()
+	}()
 	return s.write(ctx, func(conn *sqlite.Conn) error {
 		grace := s.opts.Grace.Milliseconds()
 		var id int64

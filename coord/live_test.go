@@ -243,6 +243,10 @@ func TestR7_SilentMemberSwept(t *testing.T) {
 		b.Register(ctx, sb)
 		la, _ := a.Grant(ctx, "T1", "SNAG-1", sa)
 		lb, _ := b.Grant(ctx, "T2", "SNAG-2", sb)
+		ready := []Ready{{TaskID: "T3", Key: "SNAG-3", Wave: 1}}
+		if err := a.Publish(ctx, ready); err != nil {
+			t.Fatal(err)
+		}
 		if sw, err := b.Sweep(ctx); err != nil || len(sw.Clones) != 0 {
 			t.Fatalf("a sweep while both beat: %+v %v", sw, err)
 		}
@@ -283,6 +287,18 @@ func TestR7_SilentMemberSwept(t *testing.T) {
 		}
 		if names, err := b.LiveNames(ctx); err != nil || slices.Contains(names, "ADA") {
 			t.Fatalf("live names after the sweep: %v %v; ADA's session ended with its member", names, err)
+		}
+		// The rejoined member is a new one: the same ready tasks published
+		// again are its ready rows, granted from.
+		sa2 := Session{ID: 2, Name: "ADA"}
+		if err := a.Register(ctx, sa2); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Publish(ctx, ready); err != nil {
+			t.Fatal(err)
+		}
+		if l, err := a.GrantNext(ctx, sa2, nil); err != nil || l.TaskID != "T3" {
+			t.Fatalf("grant next after the rejoin: %+v %v; want T3, published again", l, err)
 		}
 		log, err := b.AuditLog(ctx, 0, 100)
 		if err != nil {

@@ -69,6 +69,10 @@ type team struct {
 	// ready tasks.
 	published atomic.Uint64
 	pubDirty  atomic.Bool
+	// pubs counts the publications that reached the store: a claim that
+	// found nothing ready tries again when one was made since it looked.
+	pubs  atomic.Uint64
+	pubMu sync.Mutex // one publication at a time (teamPublish)
 	// reconciled is set once this clone's leases in snag.db and in the
 	// store were made to agree (at the start, and after a rejoin).
 	reconciled atomic.Bool
@@ -507,17 +511,23 @@ func (e *Engine) teamClaimNext(ctx context.Context, s index.Session, force bool)
 		if err := e.teamReadyFor(ctx, claimConcern(s.ID, "")); err != nil {
 			return Claimed{}, err
 		}
+		pubs := e.team.pubs.Load()
 		l, err := e.team.s.GrantNext(ctx, coordSession(s), append(e.chosenIDs(), tried...))
 		if errors.Is(err, coord.ErrNoneReady) {
 			row, rd, err := e.p.DB.Next(ctx)
 			if err != nil {
 				return Claimed{}, err
 			}
-			if row != nil && !republished && e.teamPublish(ctx) {
+			if row != nil && !republished {
 				// A task ready here since the last publication (added,
-				// released, reopened): published now, and tried again.
-				republished = true
-				continue
+				// released, reopened) is published now, and the grant
+				// tried again; so it is when the publisher's loop
+				// published it since the grant looked.
+				e.teamPublish(ctx)
+				if e.team.pubs.Load() != pubs {
+					republished = true
+					continue
+				}
 			}
 			reason := rd.String()
 			if row != nil {
@@ -1183,16 +1193,19 @@ func (e *Engine) teamGiveUp(ctx context.Context, why string) {
 const publishEvery = 250 * time.Millisecond
 
 // teamPublish writes this clone's ready tasks to the store when snag.db
-// changed since the last time, and reports whether it did.
-func (e *Engine) teamPublish(ctx context.Context) bool {
+// changed since the last time. One publication runs at a time: one that
+// read the rows earlier never lands after one that read them later.
+func (e *Engine) teamPublish(ctx context.Context) {
 	t := e.team
+	t.pubMu.Lock()
+	defer t.pubMu.Unlock()
 	w := e.p.DB.Writes()
 	if !t.pubDirty.Load() && t.published.Load() == w || t.gaveUp.Load() || !e.ready.Load() {
-		return false
+		return
 	}
 	rows, err := e.p.DB.ReadyRows(ctx)
 	if err != nil {
-		return false
+		return
 	}
 	ready := make([]coord.Ready, len(rows))
 	for i, r := range rows {
@@ -1200,11 +1213,11 @@ func (e *Engine) teamPublish(ctx context.Context) bool {
 	}
 	if err := t.s.Publish(ctx, ready); err != nil {
 		t.pubDirty.Store(true)
-		return false
+		return
 	}
+	t.pubs.Add(1) // before the marks that tell a claim nothing is left to publish
 	t.pubDirty.Store(false)
 	t.published.Store(w)
-	return true
 }
 
 // teamHeard passes another clone's event on to this snagd's subscribers,
