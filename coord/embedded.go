@@ -2,10 +2,13 @@ package coord
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -181,12 +184,68 @@ func OpenEmbeddedDB(ctx context.Context, path string) (*EmbeddedDB, error) {
 		return nil, fmt.Errorf("coord: open the live state %s: %w", path, err)
 	}
 	db := &EmbeddedDB{pool: pool, path: path}
-	s := &Embedded{db: db, pool: pool, path: path}
-	if err := s.write(ctx, func(conn *sqlite.Conn) error { return sqlitex.ExecuteScript(conn, embeddedSchema, nil) }); err != nil {
+	if err := db.write(ctx, func(conn *sqlite.Conn) error { return sqlitex.ExecuteScript(conn, embeddedSchema, nil) }); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("coord: make the live state's tables in %s: %w", path, err)
 	}
+	if err := db.importKeys(ctx, filepath.Join(filepath.Dir(path), legacyKeysFile)); err != nil {
+		pool.Close()
+		return nil, err
+	}
 	return db, nil
+}
+
+// legacyKeysFile, beside live.db, held the repository's key sequences
+// before they moved into it: one "kind number" line each, the last
+// number minted.
+const legacyKeysFile = "keys"
+
+// importKeys raises the sequences to the numbers the legacy keys file at
+// path says were minted, so that no key minted before the upgrade is
+// minted again. It changes nothing once they are (the file is left as it
+// is); a missing file is nothing to import, a damaged line counts for
+// nothing (the files' keys are a floor anyway).
+func (db *EmbeddedDB) importKeys(ctx context.Context, path string) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("coord: read the key sequences of %s: %w: check that it can be read", path, err)
+	}
+	seq := map[string]int64{}
+	for line := range strings.Lines(string(b)) {
+		kind, num, ok := strings.Cut(strings.TrimSpace(line), " ")
+		n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+		if ok && err == nil && n > 0 {
+			seq[kind] = max(seq[kind], n)
+		}
+	}
+	if len(seq) == 0 {
+		return nil
+	}
+	return db.write(ctx, func(conn *sqlite.Conn) error {
+		for kind, n := range seq {
+			if err := exec(conn, `INSERT INTO aliases (kind, next) VALUES (?1, ?2 + 1)
+				ON CONFLICT (kind) DO UPDATE SET next = max(next, ?2 + 1)`, nil, kind, n); err != nil {
+				return fmt.Errorf("coord: import the key sequences of %s: %w", path, err)
+			}
+		}
+		return nil
+	})
+}
+
+// NextAlias takes the next number of kind ("task" or "note") from the
+// repository's sequence, never below floor. It needs no member: snag
+// doctor --fix takes its keys here without a snagd.
+func (db *EmbeddedDB) NextAlias(ctx context.Context, kind string, floor int64) (int64, error) {
+	var n int64
+	err := db.write(ctx, func(conn *sqlite.Conn) error {
+		return exec(conn, `INSERT INTO aliases (kind, next) VALUES (?1, ?2 + 1)
+			ON CONFLICT (kind) DO UPDATE SET next = max(next, ?2) + 1
+			RETURNING next - 1`, func(st *sqlite.Stmt) error { n = st.ColumnInt64(0); return nil }, kind, floor)
+	})
+	return n, err
 }
 
 // Close closes the file.
@@ -274,22 +333,26 @@ func unix(n int64) time.Time {
 
 // write runs f in one immediate transaction: it commits when f returns
 // nil. A lock held past embeddedBusy is ErrUnreachable.
-func (s *Embedded) write(ctx context.Context, f func(conn *sqlite.Conn) error) (err error) {
-	s.db.wmu.Lock()
-	defer s.db.wmu.Unlock()
-	conn, err := s.pool.Take(ctx)
+func (s *Embedded) write(ctx context.Context, f func(conn *sqlite.Conn) error) error {
+	return s.db.write(ctx, f)
+}
+
+func (db *EmbeddedDB) write(ctx context.Context, f func(conn *sqlite.Conn) error) (err error) {
+	db.wmu.Lock()
+	defer db.wmu.Unlock()
+	conn, err := db.pool.Take(ctx)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
-	defer s.pool.Put(conn)
+	defer db.pool.Put(conn)
 	end, err := sqlitex.ImmediateTransaction(conn)
 	if err != nil {
-		return fmt.Errorf("%w: the live state %s is locked: %w", ErrUnreachable, s.path, err)
+		return fmt.Errorf("%w: the live state %s is locked: %w", ErrUnreachable, db.path, err)
 	}
 	defer func() {
 		end(&err)
 		if code := sqlite.ErrCode(err).ToPrimary(); code == sqlite.ResultFull {
-			err = fmt.Errorf("the live state %s: %w: %w", s.path, syscall.ENOSPC, err) // the disk is full: nothing was changed
+			err = fmt.Errorf("the live state %s: %w: %w", db.path, syscall.ENOSPC, err) // the disk is full: nothing was changed
 		}
 	}()
 	return f(conn)
@@ -803,13 +866,7 @@ func (s *Embedded) Finished(ctx context.Context) (map[string]bool, error) {
 
 // NextAlias takes the next number of kind's sequence, never below floor.
 func (s *Embedded) NextAlias(ctx context.Context, kind string, floor int64) (int64, error) {
-	var n int64
-	err := s.write(ctx, func(conn *sqlite.Conn) error {
-		return exec(conn, `INSERT INTO aliases (kind, next) VALUES (?1, ?2 + 1)
-			ON CONFLICT (kind) DO UPDATE SET next = max(next, ?2) + 1
-			RETURNING next - 1`, func(st *sqlite.Stmt) error { n = st.ColumnInt64(0); return nil }, kind, floor)
-	})
-	return n, err
+	return s.db.NextAlias(ctx, kind, floor)
 }
 
 // fileClaims reads the live, unexpired claims (and where, when given).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -695,4 +696,43 @@ func sweepUntil(t *testing.T, m Live) Swept {
 	}
 	t.Fatal("no member was swept within 10 s")
 	return Swept{}
+}
+
+// TestEmbeddedGoesOnFromTheKeysFile: the key sequences an earlier snagd
+// kept in the state folder's keys file are where live.db's go on from,
+// however often it is opened, and the file is left as it was; a damaged
+// line counts for nothing. The sequence needs no member (snag doctor
+// --fix takes keys from it without a snagd).
+func TestEmbeddedGoesOnFromTheKeysFile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	legacy := "note 7\ntask 41\ntask x\nbogus\n"
+	if err := os.WriteFile(filepath.Join(dir, legacyKeysFile), []byte(legacy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, EmbeddedFile)
+	for i, want := range []int64{42, 43} {
+		db, err := OpenEmbeddedDB(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := db.NextAlias(ctx, "task", 1); err != nil || n != want {
+			t.Errorf("open %d: the next task key %d %v, want %d", i+1, n, err, want)
+		}
+		db.Close()
+	}
+	s, err := OpenEmbedded(ctx, path, Options{Host: "h", Root: "/r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if n, err := s.NextAlias(ctx, "note", 0); err != nil || n != 8 {
+		t.Errorf("the next note key %d %v, want 8", n, err)
+	}
+	if n, err := s.NextAlias(ctx, "task", 100); err != nil || n != 100 {
+		t.Errorf("a floor above the sequence: %d %v, want 100", n, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, legacyKeysFile)); string(b) != legacy {
+		t.Errorf("the keys file was changed: %q", b)
+	}
 }

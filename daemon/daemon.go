@@ -227,7 +227,7 @@ func Run(ctx context.Context, opts Options) error {
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
 	h.ctx, h.g = gctx, g
-	h.repo = engine.NewRepository(h.state)
+	h.repo = engine.NewRepository()
 	// The repository's live state on this machine: every view joins it as
 	// a member, unless the repository is in a team (its DSN), whose store
 	// the views join instead.

@@ -118,26 +118,21 @@ func (e *Engine) fixKeys(ctx context.Context) {
 }
 
 // mintKey reserves the next task key number: above every key this
-// worktree's index and files know, from the repository's sequence when
-// the engine shares one, and from the team's when it is in one.
+// worktree's index and files and the repository's other worktrees' files
+// know, from the live state's sequence. Worktrees and clones adding at
+// once, on any branch, and a snagd started again in any of them, take
+// numbers from that one sequence: merging their branches needs no
+// renumbering.
 func (e *Engine) mintKey(ctx context.Context) (int, error) {
 	n, err := e.p.DB.NextFreeKey(ctx, e.p.Tasks)
 	if err != nil {
 		return 0, err
 	}
-	if e.team != nil {
-		// Clones adding at once, on any branch, take numbers from one
-		// sequence: merging their branches needs no renumbering.
-		if n, err = e.teamAlias(ctx, "task", n); err != nil {
-			return 0, err
-		}
-	}
 	if r := e.opts.Repository; r != nil {
-		// Worktrees adding at once, and a snagd started again in any of
-		// them, take numbers from the repository's one sequence.
-		if n, err = r.nextAlias(ctx, e, "task", n); err != nil {
-			return 0, err
-		}
+		n = r.floor(ctx, e, "task", n)
+	}
+	if e.team != nil {
+		return e.teamAlias(ctx, "task", n)
 	}
 	return n, nil
 }

@@ -138,13 +138,11 @@ func (e *Engine) AddNote(ctx context.Context, actor queue.Actor, who string, in 
 	for _, t := range e.noteTrees() {
 		next = max(next, maxNoteOnDisk(t.Dir)+1)
 	}
+	if r := e.opts.Repository; r != nil {
+		next = r.floor(ctx, e, "note", next)
+	}
 	if e.team != nil {
 		if next, err = e.teamAlias(ctx, "note", next); err != nil {
-			return index.NoteRow{}, err
-		}
-	}
-	if r := e.opts.Repository; r != nil {
-		if next, err = r.nextAlias(ctx, e, "note", next); err != nil {
 			return index.NoteRow{}, fmt.Errorf("note: %w", err)
 		}
 	}

@@ -24,21 +24,18 @@ import (
 // opened with the same Repository, so that a task is leased in at most one
 // worktree at a time and a key is minted once in the whole repository.
 //
-// The sequences are kept in a file of the repository's state folder
-// (gitdir.State: snag/ in git's common folder; project.Reserve), so they
-// outlive the snagd and count every key ever minted on this machine, in
-// any worktree or branch. A Repository is safe for concurrent use.
+// The sequences themselves are the live state's (coord.Live.NextAlias:
+// live.db in git's common folder, or a team's store), so they outlive the
+// snagd and count every key ever minted, in any worktree or branch; the
+// Repository raises their floor above every key the other worktrees'
+// files use. A Repository is safe for concurrent use.
 type Repository struct {
-	state string // the state folder
 	// mu guards members, expected and reserved. It is held while other
 	// engines' leases are read, never while an engine's own lock is.
 	mu       sync.Mutex
 	members  map[string]*Engine // by root
 	expected map[string]bool    // roots whose engines are being opened
 	reserved map[string]string  // task id -> the root whose claim of it is under way
-	// seqMu serialises the minting of keys in this process (the file's
-	// lock, across processes).
-	seqMu sync.Mutex
 	// filesMu serialises file claims across the worktrees: a claim checks
 	// the other worktrees' claims and writes its own under it. namesMu
 	// does the same for the names of new sessions.
@@ -49,10 +46,10 @@ type Repository struct {
 	seen   map[string]fileIdentity
 }
 
-// NewRepository returns the Repository whose shared state lives in the
-// folder state (gitdir.State of any of its worktrees), made when missing.
-func NewRepository(state string) *Repository {
-	return &Repository{state: state, members: map[string]*Engine{}, expected: map[string]bool{}, reserved: map[string]string{}}
+// NewRepository returns an empty Repository: its worktrees' engines join
+// it as they open.
+func NewRepository() *Repository {
+	return &Repository{members: map[string]*Engine{}, expected: map[string]bool{}, reserved: map[string]string{}}
 }
 
 // Expect says that the engine of the worktree whose project root is root
@@ -246,21 +243,14 @@ func (r *Repository) elsewhere(ctx context.Context, e *Engine) map[string]Holder
 	return out
 }
 
-// nextAlias mints the next number of kind ("task" for SNAG-n, "note" for
-// N-n) for e: above floor (what e's own index and folders leave free),
-// above every number minted before in the repository on this machine
-// (project.Reserve), and above every one the other worktrees' files use,
-// indexed or not. The number is written down before it is returned, so a
-// snagd that stops and starts again, in any worktree, never mints it again.
-func (r *Repository) nextAlias(ctx context.Context, e *Engine, kind string, floor int) (int, error) {
-	r.seqMu.Lock()
-	defer r.seqMu.Unlock()
-	return project.Reserve(r.state, kind, floor, func(n int) int {
-		for _, root := range r.worktreeRoots(e) {
-			n = max(n, r.highest(ctx, root, kind)+1)
-		}
-		return n
-	})
+// floor is the lowest number of kind ("task" for SNAG-n, "note" for N-n)
+// e may mint: above floor (what e's own index and folders leave free) and
+// above every number the other worktrees' files use, indexed or not.
+func (r *Repository) floor(ctx context.Context, e *Engine, kind string, floor int) int {
+	for _, root := range r.worktreeRoots(e) {
+		floor = max(floor, r.highest(ctx, root, kind)+1)
+	}
+	return floor
 }
 
 // worktreeRoots lists the project roots in the repository's other

@@ -1279,8 +1279,9 @@ func (e *Engine) teamFence(ctx context.Context, ref queue.Ref, s index.Session) 
 }
 
 // teamAlias is the next alias number of kind ("task" or "note") from the
-// workspace's sequence, never below floor: clones adding at once on
-// different branches never mint the same alias.
+// live state's sequence (the repository's, or a team's workspace's), never
+// below floor: worktrees and clones adding at once on different branches
+// never mint the same alias.
 func (e *Engine) teamAlias(ctx context.Context, kind string, floor int) (int, error) {
 	n, err := e.team.s.NextAlias(ctx, kind, int64(floor))
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snagdev/snag/gitdir"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/queue"
 )
@@ -200,21 +199,17 @@ func cycles(tasks []queue.Located, lookup queue.Lookup) []Finding {
 const tempAge = time.Minute
 
 // nextKey reserves the next task key number for a fix made without snagd:
-// above the index's and the files', and from the repository's sequence
-// (Reserve), which snagd takes its keys from too.
+// above the index's and the files', from the live state's sequence that
+// snagd takes its keys from too (Keys); without one, the files' floor.
 func (p *Project) nextKey(ctx context.Context) (int, error) {
 	n, err := p.DB.NextFreeKey(ctx, p.Tasks)
-	if err != nil {
-		return 0, err
+	if err != nil || p.Keys == nil {
+		return n, err
 	}
-	if p.Keys != nil {
-		// Team mode: the workspace's sequence first, so no other clone
-		// mints the same key; the repository's goes on above it.
-		if n, err = p.Keys(ctx, n); err != nil {
-			return 0, fmt.Errorf("take a key from the team's sequence (the coordination store): %w: fix the store's connection (snag team status), or run snag doctor --fix again once it answers", err)
-		}
+	if n, err = p.Keys(ctx, n); err != nil {
+		return 0, fmt.Errorf("take a key from %w, then run snag doctor --fix again", err)
 	}
-	return Reserve(gitdir.State(p.Root), "task", n, nil)
+	return n, nil
 }
 
 func staleTemps(d *queue.Dir) ([]string, error) { return d.Temps(tempAge) }

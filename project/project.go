@@ -60,8 +60,9 @@ type Project struct {
 	DB     *index.DB
 	Config queue.Config
 	// Keys, when set, takes the next task key number, never below floor,
-	// from a sequence shared beyond this machine (team mode's workspace
-	// sequence); nil: the repository's own (Reserve).
+	// from the sequence of the repository's live state (the embedded
+	// store, or a team's workspace); nil: the index's and the files' next
+	// number alone.
 	Keys func(ctx context.Context, floor int) (int, error)
 	// cleanup removes a temporary private index ([OpenReader]) at Close.
 	cleanup func()

@@ -188,10 +188,12 @@ func (o opened) Sync(ctx context.Context) error {
 	return err
 }
 
-// Fix is project.Fix; in team mode (a DSN for the repository) the keys it
-// gives come from the workspace's sequence, which every clone shares.
+// Fix is project.Fix, with the keys it gives taken from the sequence
+// snagd takes its keys from: the repository's live.db, or in team mode
+// (a DSN for the repository) the workspace's, which every clone shares.
 func (o opened) Fix(ctx context.Context) ([]string, error) {
-	dsn, _, err := coord.FindDSN("", gitdir.State(o.p.Root))
+	state := gitdir.State(o.p.Root)
+	dsn, _, err := coord.FindDSN("", state)
 	if err != nil {
 		return nil, err
 	}
@@ -199,8 +201,24 @@ func (o opened) Fix(ctx context.Context) ([]string, error) {
 		ws := gitdir.Workspace(o.p.Root, o.p.Config.Workspace)
 		o.p.Keys = func(ctx context.Context, floor int) (int, error) {
 			n, err := coord.NextAlias(ctx, dsn, ws, "task", int64(floor))
-			return int(n), err
+			if err != nil {
+				return 0, fmt.Errorf("the team's sequence (the coordination store): %w: fix the store's connection (snag team status)", err)
+			}
+			return int(n), nil
 		}
+		return o.p.Fix(ctx)
+	}
+	live, err := coord.OpenEmbeddedDB(ctx, filepath.Join(state, coord.EmbeddedFile))
+	if err != nil {
+		return nil, err
+	}
+	defer live.Close()
+	o.p.Keys = func(ctx context.Context, floor int) (int, error) {
+		n, err := live.NextAlias(ctx, "task", int64(floor))
+		if err != nil {
+			return 0, fmt.Errorf("the repository's sequence: %w", err)
+		}
+		return int(n), nil
 	}
 	return o.p.Fix(ctx)
 }
