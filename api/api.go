@@ -653,6 +653,12 @@ type AuditEntry struct {
 	Detail string `json:"detail,omitempty"`
 	// Branch is the git branch it was done on, when known.
 	Branch string `json:"branch,omitempty"`
+	// Worktree is the project folder of the worktree whose view made it,
+	// when another than the one asked (the log is the repository's).
+	Worktree string `json:"worktree,omitempty"`
+	// Host is the machine of the clone that made it, in team mode, when
+	// another than this one.
+	Host string `json:"host,omitempty"`
 }
 
 // AuditLog is the answer of GET /audit: entries after the given id, oldest

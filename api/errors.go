@@ -68,6 +68,9 @@ const (
 	CodeBadAll = "bad_all"
 	// CodeBadAfter (400): ?after= is not a whole number.
 	CodeBadAfter = "bad_after"
+	// CodeBadTail (400): ?tail= of GET /audit is not a whole number in
+	// range.
+	CodeBadTail = "bad_tail"
 	// CodeBadSince (400): ?since= of GET /events is not an event id.
 	CodeBadSince = "bad_since"
 	// CodeBadSeverity (400): an unknown severity.
@@ -251,7 +254,7 @@ const (
 var Codes = []string{
 	CodeUnauthorized, CodeBadHost, CodeBadOrigin, CodeCaptureOnly, CodeNotPaired, CodeBadPairingCode, CodeTooManyTries, CodePersonOnly, CodeBadContentType, CodeTooLarge,
 	CodeBadJSON, CodeBadQuery, CodeBadStatus, CodeBadKind, CodeBadWave, CodeBadLimit, CodeBadAll,
-	CodeBadAfter, CodeBadSince, CodeBadSeverity, CodeBadFile, CodeBadRef, CodeBadSession, CodeNoSession,
+	CodeBadAfter, CodeBadTail, CodeBadSince, CodeBadSeverity, CodeBadFile, CodeBadRef, CodeBadSession, CodeNoSession,
 	CodeNoReason, CodeNotFound, CodeSessionEnded, CodeNotClean, CodeHeld, CodeHolding, CodeNotHeld,
 	CodeStale, CodeBlocked, CodeMissing, CodeTransition, CodeNoCaptureURL, CodeVerifyUnavailable,
 	CodeStarting, CodeBusy, CodeChanging, CodeDiskFull, CodeNoStream, CodeInternal,

@@ -87,6 +87,9 @@ type AuditQuery struct {
 	After int64
 	// Limit is the most entries (limit=N), at most 1000; 0: 100.
 	Limit int
+	// Tail, when set (tail=N, at most 1000), asks for the latest N entries
+	// instead, oldest first; After and Limit are then not used.
+	Tail int
 }
 
 // Encode is the query string of GET /audit for q, without the "?".
@@ -97,6 +100,9 @@ func (q AuditQuery) Encode() string {
 	}
 	if q.Limit != 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.Tail != 0 {
+		v.Set("tail", strconv.Itoa(q.Tail))
 	}
 	return v.Encode()
 }

@@ -80,7 +80,7 @@ var Routes = []Route{
 	{Method: "GET", Path: "/sessions/{id}/stream", Who: Token, Status: 200,
 		Doc: "Holds the session alive: the agent keeps this stream open for its whole life (comments only); when it closes and does not come back within the grace, the session ends and its leases are released."},
 	{Method: "GET", Path: "/audit", Who: Token, Query: AuditQuery{}, Answer: AuditLog{}, Status: 200,
-		Doc: "The audit log, oldest first."},
+		Doc: "The audit log of live actions, oldest first: the repository's (every worktree's; in team mode the team's), kept in the live state, so a rebuilt index loses none of it."},
 	{Method: "POST", Path: "/reindex", Who: Token, Request: MoveRequest{}, Answer: Reindexed{}, Status: 200,
 		Doc: "Rebuilds the index from the task files; live state is kept and leases are reconciled with the files."},
 	{Method: "POST", Path: "/rescan", Who: Token, Answer: Rescanned{}, Status: 200,

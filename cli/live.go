@@ -54,13 +54,15 @@ func runLog(ctx context.Context, c *call) error {
 	if c.opt.limit <= 0 {
 		return usagef("--limit: want a number from 1")
 	}
-	// The audit log lives in snag.db beside the index; reading it needs no
-	// daemon and no rescan.
-	root, err := layout.Find(c.Dir)
+	// The audit log of live actions is the repository's, in its live
+	// state: a running snagd reads it with every entry made so far; with
+	// none, it is read in place (no daemon is started, no rescan made).
+	r, err := running(ctx, c)
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(root, layout.Folder, layout.DBFile)); errors.Is(err, fs.ErrNotExist) && !c.opt.follow {
+	root := r.root
+	if _, err := os.Stat(filepath.Join(root, layout.Folder, layout.DBFile)); errors.Is(err, fs.ErrNotExist) && r.cl == nil && !c.opt.follow {
 		// No snagd has run here: nothing was logged, and a read creates
 		// no snag.db.
 		fmt.Fprintln(c.Stdout, "the audit log is empty: it records every change made through snag")
@@ -75,7 +77,18 @@ func runLog(ctx context.Context, c *call) error {
 		return err
 	}
 	defer p.Close()
-	latest, err := p.AuditTail(ctx, c.opt.limit)
+	tail, after := p.AuditTail, p.AuditLog
+	if r.cl != nil {
+		tail = func(ctx context.Context, n int) ([]api.AuditEntry, error) {
+			l, err := r.cl.Audit(ctx, api.AuditQuery{Tail: n})
+			return l.Entries, said(err)
+		}
+		after = func(ctx context.Context, id int64, n int) ([]api.AuditEntry, error) {
+			l, err := r.cl.Audit(ctx, api.AuditQuery{After: id, Limit: n})
+			return l.Entries, said(err)
+		}
+	}
+	latest, err := tail(ctx, c.opt.limit)
 	if err != nil {
 		return err
 	}
@@ -93,7 +106,18 @@ func runLog(ctx context.Context, c *call) error {
 		if key := p.KeyOf(ctx, e.TaskID); key != "" {
 			task = key
 		}
-		return cells{safe(who), safe(e.Action), safe(task), safe(e.Outcome), safe(e.Detail)}
+		detail := e.Detail
+		switch {
+		case e.Host != "":
+			detail = "[on " + e.Host + "] " + detail
+		case e.Worktree != "":
+			where := e.Worktree
+			if rel, err := filepath.Rel(root, where); err == nil {
+				where = rel
+			}
+			detail = "[in " + where + "] " + detail
+		}
+		return cells{safe(who), safe(e.Action), safe(task), safe(e.Outcome), safe(detail)}
 	}
 	ww, wa, wt, wo := 3, 6, 4, 2
 	for _, e := range latest {
@@ -143,7 +167,7 @@ func runLog(ctx context.Context, c *call) error {
 			return nil
 		case <-time.After(300 * time.Millisecond):
 		}
-		es, err := p.AuditLog(ctx, last, 1000)
+		es, err := after(ctx, last, 1000)
 		if err != nil {
 			return err
 		}

@@ -58,13 +58,7 @@ func (s *Store) AuditBatch(ctx context.Context, entries []Entry) error {
 	return s.tx(ctx, "audit", func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		for _, e := range entries {
-			at := e.At
-			if at.IsZero() {
-				at = time.Now()
-			}
-			b.Queue(`INSERT INTO audit (workspace, clone, at, session, actor, agent, action, task_id, outcome, detail, branch)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-				s.ws, s.Clone(), at, e.Session, e.Actor, e.Agent, e.Action, e.TaskID, e.Outcome, e.Detail, e.Branch)
+			b.Queue(auditInsert, s.auditArgs(e)...)
 		}
 		return tx.SendBatch(ctx, b).Close()
 	})

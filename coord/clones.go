@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -268,9 +269,16 @@ func (s *Store) NextAlias(ctx context.Context, kind string, floor int64) (int64,
 
 // Entry is one line of the shared audit log.
 type Entry struct {
-	ID      int64     `json:"id"`
-	Clone   int64     `json:"clone,omitempty"`
-	Host    string    `json:"host,omitempty"`
+	ID    int64  `json:"id"`
+	Clone int64  `json:"clone,omitempty"`
+	Host  string `json:"host,omitempty"`
+	// Root is the folder of the member that wrote it (read back only).
+	Root string `json:"root,omitempty"`
+	// Log and Local are the id of the member's own log (its snag.db's
+	// audit) and the entry's id there; empty and 0 for an entry the store
+	// made itself (a sweep's).
+	Log     string    `json:"log,omitempty"`
+	Local   int64     `json:"local,omitempty"`
 	At      time.Time `json:"at"`
 	Session int64     `json:"session,omitempty"`
 	Actor   string    `json:"actor"`
@@ -288,27 +296,49 @@ func (s *Store) Audit(ctx context.Context, e Entry) error {
 }
 
 func (s *Store) audit(ctx context.Context, tx pgx.Tx, e Entry) error {
-	_, err := tx.Exec(ctx, `INSERT INTO audit (workspace, clone, session, actor, agent, action, task_id, outcome, detail, branch)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		s.ws, s.Clone(), e.Session, e.Actor, e.Agent, e.Action, e.TaskID, e.Outcome, e.Detail, e.Branch)
+	_, err := tx.Exec(ctx, auditInsert, s.auditArgs(e)...)
 	return err
+}
+
+// auditInsert and auditArgs write one entry as this clone's, at its own
+// time.
+const auditInsert = `INSERT INTO audit (workspace, clone, at, session, actor, agent, action, task_id, outcome, detail, branch, log, local)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+
+func (s *Store) auditArgs(e Entry) []any {
+	at := e.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	return []any{s.ws, s.Clone(), at, e.Session, e.Actor, e.Agent, e.Action, e.TaskID, e.Outcome, e.Detail, e.Branch, e.Log, e.Local}
 }
 
 // AuditLog returns the workspace's audit entries after id after, oldest
 // first, at most limit.
 func (s *Store) AuditLog(ctx context.Context, after int64, limit int) ([]Entry, error) {
+	return s.auditRead(ctx, `WHERE a.workspace = $1 AND a.id > $2 ORDER BY a.id LIMIT $3`, s.ws, after, limit)
+}
+
+// AuditTail returns the workspace's latest n audit entries, oldest first.
+func (s *Store) AuditTail(ctx context.Context, n int) ([]Entry, error) {
+	es, err := s.auditRead(ctx, `WHERE a.workspace = $1 ORDER BY a.id DESC LIMIT $2`, s.ws, n)
+	slices.Reverse(es)
+	return es, err
+}
+
+func (s *Store) auditRead(ctx context.Context, where string, args ...any) ([]Entry, error) {
 	ctx, cancel := s.deadline(ctx)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, `SELECT a.id, coalesce(a.clone, 0), coalesce(c.host, ''), a.at, a.session, a.actor, a.agent,
-			a.action, a.task_id, a.outcome, a.detail, a.branch
-		FROM audit a LEFT JOIN clones c ON c.id = a.clone WHERE a.workspace = $1 AND a.id > $2 ORDER BY a.id LIMIT $3`,
-		s.ws, after, limit)
+	rows, err := s.pool.Query(ctx, `SELECT a.id, coalesce(a.clone, 0), coalesce(c.host, ''), coalesce(c.root, ''), a.log, a.local, a.at,
+			a.session, a.actor, a.agent, a.action, a.task_id, a.outcome, a.detail, a.branch
+		FROM audit a LEFT JOIN clones c ON c.id = a.clone `+where, args...)
 	if err != nil {
 		return nil, s.wrap("read the audit log", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Entry, error) {
 		var e Entry
-		err := r.Scan(&e.ID, &e.Clone, &e.Host, &e.At, &e.Session, &e.Actor, &e.Agent, &e.Action, &e.TaskID, &e.Outcome, &e.Detail, &e.Branch)
+		err := r.Scan(&e.ID, &e.Clone, &e.Host, &e.Root, &e.Log, &e.Local, &e.At, &e.Session, &e.Actor, &e.Agent, &e.Action,
+			&e.TaskID, &e.Outcome, &e.Detail, &e.Branch)
 		return e, err
 	})
 	if err != nil {
@@ -316,6 +346,20 @@ func (s *Store) AuditLog(ctx context.Context, after int64, limit int) ([]Entry, 
 	}
 	s.ok()
 	return out, nil
+}
+
+// AuditSent is the id of the last entry of the log named log that the
+// store took (0: none).
+func (s *Store) AuditSent(ctx context.Context, log string) (int64, error) {
+	ctx, cancel := s.deadline(ctx)
+	defer cancel()
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(local), 0) FROM audit WHERE log = $1 AND local > 0`, log).Scan(&n)
+	if err != nil {
+		return 0, s.wrap("read the audit log", err)
+	}
+	s.ok()
+	return n, nil
 }
 
 // Event is a change of the shared state, as LISTEN/NOTIFY carries it.

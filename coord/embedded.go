@@ -124,8 +124,23 @@ CREATE TABLE IF NOT EXISTS audit (
   task_id TEXT NOT NULL DEFAULT '',
   outcome TEXT NOT NULL DEFAULT '',
   detail  TEXT NOT NULL DEFAULT '',
-  branch  TEXT NOT NULL DEFAULT ''
+  branch  TEXT NOT NULL DEFAULT '',
+  log     TEXT NOT NULL DEFAULT '',
+  local   INTEGER NOT NULL DEFAULT 0
 );
+`
+
+// embeddedColumns are the columns added to the embedded store's tables
+// since its first release, each with its definition: a file made before
+// gets them when it is opened.
+var embeddedColumns = []struct{ table, column, def string }{
+	{"audit", "log", "TEXT NOT NULL DEFAULT ''"},
+	{"audit", "local", "INTEGER NOT NULL DEFAULT 0"},
+}
+
+// embeddedIndexes are made after the columns they need.
+const embeddedIndexes = `
+CREATE INDEX IF NOT EXISTS audit_local ON audit (log, local) WHERE local > 0;
 `
 
 // embeddedBusy is how long a write waits for another's lock on the file
@@ -184,7 +199,7 @@ func OpenEmbeddedDB(ctx context.Context, path string) (*EmbeddedDB, error) {
 		return nil, fmt.Errorf("coord: open the live state %s: %w", path, err)
 	}
 	db := &EmbeddedDB{pool: pool, path: path}
-	if err := db.write(ctx, func(conn *sqlite.Conn) error { return sqlitex.ExecuteScript(conn, embeddedSchema, nil) }); err != nil {
+	if err := db.write(ctx, migrateEmbedded); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("coord: make the live state's tables in %s: %w", path, err)
 	}
@@ -193,6 +208,27 @@ func OpenEmbeddedDB(ctx context.Context, path string) (*EmbeddedDB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// migrateEmbedded makes the embedded store's tables, and adds to a file
+// made by an earlier snag the columns it lacks.
+func migrateEmbedded(conn *sqlite.Conn) error {
+	if err := sqlitex.ExecuteScript(conn, embeddedSchema, nil); err != nil {
+		return err
+	}
+	for _, c := range embeddedColumns {
+		has := false
+		err := exec(conn, `SELECT 1 FROM pragma_table_info(?) WHERE name = ?`, func(*sqlite.Stmt) error { has = true; return nil }, c.table, c.column)
+		if err != nil {
+			return err
+		}
+		if !has {
+			if err := exec(conn, `ALTER TABLE `+c.table+` ADD COLUMN `+c.column+` `+c.def, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return sqlitex.ExecuteScript(conn, embeddedIndexes, nil)
 }
 
 // legacyKeysFile, beside live.db, held the repository's key sequences
@@ -1019,25 +1055,62 @@ func (s *Embedded) audit(conn *sqlite.Conn, e Entry) error {
 	if at.IsZero() {
 		at = time.Now()
 	}
-	return exec(conn, `INSERT INTO audit (clone, at, session, actor, agent, action, task_id, outcome, detail, branch)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, nil,
-		s.Clone(), at.UnixNano(), e.Session, e.Actor, e.Agent, e.Action, e.TaskID, e.Outcome, e.Detail, e.Branch)
+	return exec(conn, `INSERT INTO audit (clone, at, session, actor, agent, action, task_id, outcome, detail, branch, log, local)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, nil,
+		s.Clone(), at.UnixNano(), e.Session, e.Actor, e.Agent, e.Action, e.TaskID, e.Outcome, e.Detail, e.Branch, e.Log, e.Local)
 }
 
 // AuditLog returns the entries after id after, oldest first, at most limit.
 func (s *Embedded) AuditLog(ctx context.Context, after int64, limit int) ([]Entry, error) {
+	return s.auditRead(ctx, `WHERE a.id > ? ORDER BY a.id LIMIT ?`, after, limit)
+}
+
+// AuditTail returns the latest n entries, oldest first.
+func (s *Embedded) AuditTail(ctx context.Context, n int) ([]Entry, error) {
+	es, err := s.auditRead(ctx, `ORDER BY a.id DESC LIMIT ?`, n)
+	slices.Reverse(es)
+	return es, err
+}
+
+func (s *Embedded) auditRead(ctx context.Context, where string, args ...any) ([]Entry, error) {
 	var out []Entry
 	err := s.read(ctx, func(conn *sqlite.Conn) error {
-		return exec(conn, `SELECT a.id, coalesce(a.clone, 0), coalesce(c.host, ''), a.at, a.session, a.actor, a.agent,
-				a.action, a.task_id, a.outcome, a.detail, a.branch
-			FROM audit a LEFT JOIN clones c ON c.id = a.clone WHERE a.id > ? ORDER BY a.id LIMIT ?`, func(st *sqlite.Stmt) error {
-			out = append(out, Entry{ID: st.ColumnInt64(0), Clone: st.ColumnInt64(1), Host: st.ColumnText(2), At: unix(st.ColumnInt64(3)),
-				Session: st.ColumnInt64(4), Actor: st.ColumnText(5), Agent: st.ColumnText(6), Action: st.ColumnText(7),
-				TaskID: st.ColumnText(8), Outcome: st.ColumnText(9), Detail: st.ColumnText(10), Branch: st.ColumnText(11)})
+		return exec(conn, `SELECT a.id, coalesce(a.clone, 0), coalesce(c.host, ''), coalesce(c.root, ''), a.log, a.local, a.at,
+				a.session, a.actor, a.agent, a.action, a.task_id, a.outcome, a.detail, a.branch
+			FROM audit a LEFT JOIN clones c ON c.id = a.clone `+where, func(st *sqlite.Stmt) error {
+			out = append(out, Entry{ID: st.ColumnInt64(0), Clone: st.ColumnInt64(1), Host: st.ColumnText(2), Root: st.ColumnText(3),
+				Log: st.ColumnText(4), Local: st.ColumnInt64(5), At: unix(st.ColumnInt64(6)), Session: st.ColumnInt64(7),
+				Actor: st.ColumnText(8), Agent: st.ColumnText(9), Action: st.ColumnText(10), TaskID: st.ColumnText(11),
+				Outcome: st.ColumnText(12), Detail: st.ColumnText(13), Branch: st.ColumnText(14)})
 			return nil
-		}, after, limit)
+		}, args...)
 	})
 	return out, err
+}
+
+// AuditLog reads the log as [Embedded.AuditLog] does, without a member:
+// snag log reads it so with no snagd running.
+func (db *EmbeddedDB) AuditLog(ctx context.Context, after int64, limit int) ([]Entry, error) {
+	return db.reader().AuditLog(ctx, after, limit)
+}
+
+// AuditTail reads the log as [Embedded.AuditTail] does, without a member.
+func (db *EmbeddedDB) AuditTail(ctx context.Context, n int) ([]Entry, error) {
+	return db.reader().AuditTail(ctx, n)
+}
+
+// reader is a member-less view of the file, for reads that need none.
+func (db *EmbeddedDB) reader() *Embedded { return &Embedded{db: db, pool: db.pool, path: db.path} }
+
+// AuditSent is the id of the last entry of the log named log that the
+// store took (0: none).
+func (s *Embedded) AuditSent(ctx context.Context, log string) (int64, error) {
+	var n int64
+	err := s.read(ctx, func(conn *sqlite.Conn) error {
+		return exec(conn, `SELECT coalesce(max(local), 0) FROM audit WHERE log = ? AND local > 0`,
+			func(st *sqlite.Stmt) error { n = st.ColumnInt64(0); return nil }, log)
+	})
+	return n, err
 }
 
 // Clones lists the live members, with their live sessions and how many

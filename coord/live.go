@@ -80,10 +80,15 @@ type Live interface {
 	ForceReleaseFile(ctx context.Context, path, why string) ([]FileClaim, error)
 	TakeBranch(ctx context.Context, branch string, ses Session, ttl time.Duration) (held BranchLease, ok bool, err error)
 
-	// Audit, AuditBatch and AuditLog keep the audit of live actions.
+	// Audit and AuditBatch append to the audit of live actions, the one
+	// log of the repository (or the team) that outlives any index;
+	// AuditLog and AuditTail read it; AuditSent is the id of the last
+	// entry of a member's own log (Entry.Log, Entry.Local) it took.
 	Audit(ctx context.Context, e Entry) error
 	AuditBatch(ctx context.Context, entries []Entry) error
 	AuditLog(ctx context.Context, after int64, limit int) ([]Entry, error)
+	AuditTail(ctx context.Context, n int) ([]Entry, error)
+	AuditSent(ctx context.Context, log string) (int64, error)
 
 	// Post, Messages and MarkSeen carry reports, handoffs, notes and inbox
 	// items between members; Agents, Activity and Clones say what the

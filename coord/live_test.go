@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
 )
 
 // The store contract suite (TESTPLAN R7, T1): every test here runs against
@@ -510,6 +513,33 @@ func TestR7_Audit(t *testing.T) {
 		if after, _ := a.AuditLog(ctx, log[0].ID, 10); len(after) != 2 {
 			t.Fatalf("the log after the first entry: %+v", after)
 		}
+		if !strings.HasSuffix(log[0].Root, "1") || !strings.HasSuffix(log[2].Root, "2") || log[0].Root == "" {
+			t.Errorf("the entries' folders: %q %q, want each member's", log[0].Root, log[2].Root)
+		}
+		// An entry keeps the time it was made at, and its id in the
+		// member's own log; what a member sent last is known after it
+		// joins again, and is its own.
+		at := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+		if err := a.AuditBatch(ctx, []Entry{{At: at, Actor: "person", Action: "edit", Outcome: "ok", Log: "L1", Local: 41},
+			{At: at, Actor: "person", Action: "edit", Outcome: "ok", Log: "L1", Local: 42}}); err != nil {
+			t.Fatal(err)
+		}
+		tail, err := b.AuditTail(ctx, 2)
+		if err != nil || len(tail) != 2 || tail[0].Local != 41 || tail[1].Local != 42 || !tail[1].At.Equal(at) {
+			t.Fatalf("the audit's tail: %+v %v; want the entries 41 and 42, oldest first, at %v", tail, err, at)
+		}
+		if err := a.Rejoin(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := a.AuditSent(ctx, "L1"); err != nil || n != 42 {
+			t.Errorf("the last entry of the log sent: %d %v, want 42", n, err)
+		}
+		if n, err := b.AuditSent(ctx, "L2"); err != nil || n != 0 {
+			t.Errorf("the last entry of a log never sent: %d %v, want 0", n, err)
+		}
+		if tail[1].Log != "L1" {
+			t.Errorf("the entry's log: %q, want L1", tail[1].Log)
+		}
 	})
 }
 
@@ -734,5 +764,48 @@ func TestEmbeddedGoesOnFromTheKeysFile(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, legacyKeysFile)); string(b) != legacy {
 		t.Errorf("the keys file was changed: %q", b)
+	}
+}
+
+// TestEmbeddedMigratesAnOlderFile: a live.db an earlier snag made, its
+// audit without the local column, is brought up to date when it is
+// opened, its entries kept.
+func TestEmbeddedMigratesAnOlderFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), EmbeddedFile)
+	conn, err := sqlite.OpenConn(path, sqlite.OpenReadWrite|sqlite.OpenCreate|sqlite.OpenWAL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = sqlitex.ExecuteScript(conn, `CREATE TABLE audit (id INTEGER PRIMARY KEY, clone INTEGER, at INTEGER NOT NULL,
+		session INTEGER NOT NULL DEFAULT 0, actor TEXT NOT NULL, agent TEXT NOT NULL DEFAULT '', action TEXT NOT NULL,
+		task_id TEXT NOT NULL DEFAULT '', outcome TEXT NOT NULL DEFAULT '', detail TEXT NOT NULL DEFAULT '',
+		branch TEXT NOT NULL DEFAULT '');
+		INSERT INTO audit (clone, at, actor, action) VALUES (1, 1, 'person', 'edit');`, nil)
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // and again, once it is up to date
+		s, err := OpenEmbedded(ctx, path, Options{Host: "h", Root: "/r"})
+		if err != nil {
+			t.Fatalf("open a live.db of an earlier snag: %v", err)
+		}
+		if err := s.Audit(ctx, Entry{Actor: "agent", Action: "claim", Log: "L", Local: 7}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.AuditSent(ctx, "L"); err != nil || n != 7 {
+			t.Errorf("AuditSent after the migration: %d %v, want 7", n, err)
+		}
+		s.Close()
+	}
+	s, err := OpenEmbedded(ctx, path, Options{Host: "h", Root: "/r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	log, err := s.AuditLog(ctx, 0, 10)
+	if err != nil || len(log) != 3 || log[0].Action != "edit" || log[0].Local != 0 {
+		t.Fatalf("the log after the migration: %+v %v; want the earlier entry kept, and two claims", log, err)
 	}
 }

@@ -1,134 +1,86 @@
 package daemon_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
-	"github.com/snagdev/snag/queue"
+	daemonpkg "github.com/snagdev/snag/daemon"
 )
 
-// auditEntry is one entry of snag log --json.
-type auditEntry struct {
-	Actor, Agent, Action, Outcome, Detail string
-	TaskID                                string `json:"task_id"`
-}
-
-func (d *daemon) logEntries() []auditEntry {
+// auditCount counts the entries of GET /audit for action on the task
+// with key key that ended with outcome.
+func (d *daemon) auditCount(action, outcome, key string) int {
 	d.t.Helper()
-	out := d.mustSnag("log", "--json", "--limit", "1000")
-	var es []auditEntry
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var e auditEntry
-		if line == "" || json.Unmarshal([]byte(line), &e) != nil {
-			continue
+	id := d.taskID(key)
+	var out struct {
+		Entries []struct {
+			Action, Outcome string
+			TaskID          string `json:"task_id"`
 		}
-		es = append(es, e)
 	}
-	return es
+	if code := d.get("/audit?tail=1000", &out); code != 200 {
+		d.t.Fatalf("GET /audit?tail=1000: %d", code)
+	}
+	n := 0
+	for _, e := range out.Entries {
+		if e.Action == action && e.Outcome == outcome && e.TaskID == id {
+			n++
+		}
+	}
+	return n
 }
 
-// TestAuditHandEdits: a person's edit of a task file is in snag log, as an
-// edit by the file naming the fields it changed; snag's own write (a
-// claim) is logged once, as the claim; a batch of many files (a git
-// checkout, a script) is one entry that counts them.
-func TestAuditHandEdits(t *testing.T) {
-	root := sampleProject(t)
-	d := startDaemon(t, root, "")
-	p := filepath.Join(root, samplePath)
-	raw, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tk, err := queue.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	edited := bytes.Replace(raw, []byte("title: "+tk.Title), []byte("title: Login form forgets the email"), 1)
-	edited = bytes.Replace(edited, []byte("severity: "+string(tk.Severity)), []byte("severity: critical"), 1)
-	if err := os.WriteFile(p, edited, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var edit auditEntry
-	eventually(t, "the hand edit in snag log", func() bool {
-		for _, e := range d.logEntries() {
-			if e.Action == "edit" && e.TaskID == tk.ID {
-				edit = e
-				return true
-			}
-		}
-		return false
-	})
-	if edit.Actor != "person" || edit.Agent != "the file" || !strings.Contains(edit.Detail, "title "+tk.Title+" -> Login form forgets the email") ||
-		!strings.Contains(edit.Detail, "severity "+string(tk.Severity)+" -> critical") {
-		t.Errorf("the hand edit's entry: %+v; want an edit by the file naming title and severity", edit)
-	}
-
+// TestS1_TheAuditOutlivesACrashAndTheIndex: the audit of live actions is
+// the repository's live state, not the index's. snagd dies right after a
+// claim's commit, before it could send the claim's entry on: after a
+// restart the log has it, once. snag.db deleted while snagd runs, and
+// again before a restart (the index is rebuilt from the files), takes
+// none of the log with it.
+func TestS1_TheAuditOutlivesACrashAndTheIndex(t *testing.T) {
+	root, home := sampleProject(t), filepath.Join(t.TempDir(), "home")
+	d := crSpawn(t, root, home, daemonpkg.FailpointEnv+"=claim:committed")
 	a := startAgent(t, d, "")
-	a.claim("SNAG-11")
-	eventually(t, "the claim in snag log", func() bool {
-		for _, e := range d.logEntries() {
-			if e.Action == "claim" && e.TaskID == tk.ID && e.Outcome == "ok" {
-				return true
-			}
-		}
-		return false
-	})
-	// A later hand edit is seen after snag's write would have been.
-	other := filepath.Join(root, ".snag", "tasks", "SNAG-90 - marker.md")
-	if err := os.WriteFile(other, queue.Format(genTask(90, "marker")), 0o644); err != nil {
-		t.Fatal(err)
+	if ans := a.do("claim SNAG-11"); strings.HasPrefix(ans, "ok ") {
+		t.Fatalf("the claim was acknowledged though snagd died: %s", ans)
 	}
-	eventually(t, "the marker file in snag log", func() bool {
-		for _, e := range d.logEntries() {
-			if e.Action == "edit" && strings.Contains(e.Detail, "SNAG-90 - marker.md") {
-				return true
-			}
-		}
-		return false
-	})
-	edits := 0
-	for _, e := range d.logEntries() {
-		if e.Action == "edit" && e.TaskID == tk.ID {
-			edits++
-		}
+	crKilled(t, d, "claim:committed")
+	d = startDaemon(t, root, home)
+	if n := d.auditCount("claim", "ok", "SNAG-11"); n != 1 {
+		t.Fatalf("the log has %d entries of the claim committed before the kill, want 1", n)
 	}
-	if edits != 1 {
-		t.Errorf("%d edit entries for SNAG-11; want 1 (the claim's own write is not a person's edit)", edits)
+	_, epoch := a.claim("SNAG-11") // the agent's own lease, as it was
+	if ans := a.do(fmt.Sprintf("release SNAG-11 %d handing it back", epoch)); !strings.HasPrefix(ans, "ok ") {
+		t.Fatalf("release: %s", ans)
 	}
-
-	// Many files at once (as a git checkout brings them): one entry.
-	stage := filepath.Join(root, "stage")
-	os.Mkdir(stage, 0o755)
-	w := taskWriter{t, stage}
-	var names []string
-	for n := 100; n < 300; n++ {
-		tk := genTask(n, fmt.Sprintf("Bulk %d", n))
-		w.write(tk)
-		names = append(names, queue.FileName(tk.Key, tk.Title))
+	claims, releases := d.auditCount("claim", "ok", "SNAG-11"), d.auditCount("release", "ok", "SNAG-11")
+	if claims != 2 || releases != 1 { // the claim before the kill, the agent's claim of its own lease after
+		t.Fatalf("the log has %d claims and %d releases of SNAG-11, want 2 and 1", claims, releases)
 	}
-	for _, name := range names {
-		mustRename(t, filepath.Join(stage, name), filepath.Join(root, ".snag", "tasks", name))
+	db := filepath.Join(root, ".snag", "snag.db")
+	for _, f := range []string{db, db + "-wal", db + "-shm"} {
+		os.Remove(f)
 	}
-	eventually(t, "the bulk change in snag log", func() bool {
-		for _, e := range d.logEntries() {
-			if e.Action == "edit" && strings.Contains(e.Detail, "files changed together") {
-				return true
-			}
-		}
-		return false
-	})
-	bulk := 0
-	for _, e := range d.logEntries() {
-		if e.Action == "edit" && strings.Contains(e.Detail, "Bulk") {
-			bulk++
-		}
+	if c, r := d.auditCount("claim", "ok", "SNAG-11"), d.auditCount("release", "ok", "SNAG-11"); c != claims || r != releases {
+		t.Fatalf("with snag.db deleted under snagd the log has %d claims and %d releases of SNAG-11, want %d and %d", c, r, claims, releases)
 	}
-	if bulk > 64 {
-		t.Errorf("%d entries for 200 files written at once; want them summed up", bulk)
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	<-d.done
+	for _, f := range []string{db, db + "-wal", db + "-shm"} {
+		os.Remove(f)
+	}
+	d = startDaemon(t, root, home)
+	if c, r := d.auditCount("claim", "ok", "SNAG-11"), d.auditCount("release", "ok", "SNAG-11"); c != claims || r != releases {
+		t.Fatalf("after a restart on a rebuilt index the log has %d claims and %d releases of SNAG-11, want %d and %d", c, r, claims, releases)
+	}
+	cmd := exec.Command(snagdBin, "snag", "log", "--limit", "1000")
+	cmd.Dir, cmd.Env = root, append(os.Environ(), "SNAG_HOME="+home, "SNAG_NO_AUTOSTART=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), " claim ") || !strings.Contains(string(out), " release ") {
+		t.Errorf("snag log after the rebuilt index: %v, misses the claim or the release:\n%s", err, out)
 	}
 }

@@ -123,12 +123,18 @@ func (d *Daemon) listSessions(ctx context.Context, c *call[struct{}]) (answer, e
 }
 
 func (d *Daemon) auditLog(ctx context.Context, c *call[struct{}]) (answer, error) {
-	q := readQuery(c.r, "after", "limit")
-	after, limit := q.int("after", 0, 1<<62, 0), min(q.int("limit", 0, 1<<30, 0), 1000)
+	q := readQuery(c.r, "after", "limit", "tail")
+	after, limit, tail := q.int("after", 0, 1<<62, 0), min(q.int("limit", 0, 1<<30, 0), 1000), min(q.int("tail", 0, 1<<30, 0), 1000)
 	if q.err != nil {
 		return answer{}, q.err
 	}
-	es, err := d.e.AuditLog(ctx, int64(after), limit)
+	var es []index.AuditEntry
+	var err error
+	if tail > 0 {
+		es, err = d.e.AuditTail(ctx, tail)
+	} else {
+		es, err = d.e.AuditLog(ctx, int64(after), limit)
+	}
 	if err != nil {
 		return answer{}, err
 	}

@@ -200,6 +200,11 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		e.p.DB.OnLeasesEnded(e.team.ended)
 		e.p.DB.OnAudited(e.team.audited)
 		e.p.DB.OnMessage(e.teamMessage)
+		if err := e.teamAuditLog(ctx); err != nil {
+			e.stop()
+			e.p.Close()
+			return nil, err
+		}
 	}
 	e.p.Tasks.OnDisplaced(e.displaced)
 	e.tasks = e.p.Tasks

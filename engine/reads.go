@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/snagdev/snag/coord"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/queue"
 )
@@ -79,9 +80,15 @@ func (e *Engine) LeasesOf(ctx context.Context, id int64) ([]index.Lease, error) 
 	return e.p.DB.LeasesOf(ctx, id)
 }
 
-// AuditLog is up to limit entries of the audit log after id after.
+// AuditLog is up to limit entries (0: 100) of the audit log after id
+// after: the repository's log of live actions (the team's, in team mode),
+// which outlives any index (teamAudit).
 func (e *Engine) AuditLog(ctx context.Context, after int64, limit int) ([]index.AuditEntry, error) {
-	return e.p.DB.AuditLog(ctx, after, limit)
+	if limit <= 0 {
+		limit = 100
+	}
+	return e.teamAudit(ctx, func(ctx context.Context) ([]coord.Entry, error) { return e.team.s.AuditLog(ctx, after, limit) },
+		func() ([]index.AuditEntry, error) { return e.p.DB.AuditLog(ctx, after, limit) })
 }
 
 // Polling reports whether the watcher polls, having no filesystem watches.
@@ -103,7 +110,9 @@ func (e *Engine) DepKeys(ctx context.Context, deps []string) []string {
 	return e.p.DB.DepKeys(ctx, deps)
 }
 
-// AuditTail is the latest n entries of the audit log, newest last.
+// AuditTail is the latest n entries of the audit log (as AuditLog's),
+// newest last.
 func (e *Engine) AuditTail(ctx context.Context, n int) ([]index.AuditEntry, error) {
-	return e.p.DB.AuditTail(ctx, n)
+	return e.teamAudit(ctx, func(ctx context.Context) ([]coord.Entry, error) { return e.team.s.AuditTail(ctx, n) },
+		func() ([]index.AuditEntry, error) { return e.p.DB.AuditTail(ctx, n) })
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,10 +47,16 @@ type team struct {
 
 	mu     sync.Mutex // the outbox
 	outbox []teamOp
-	// audits are the audit entries for the shared log, sent in the
-	// background alone: a grant never waits for them.
-	audits       []index.AuditEntry
-	auditDropped int // how many were not sent, the store out of reach too long
+	// The view's audit entries are sent to the store's log in the
+	// background, read from snag.db after the last one the store took
+	// (auditSent, -1 until the store said): a grant never waits for them,
+	// and none is lost while the store is out of reach or snagd restarts.
+	// auditLog names snag.db's log; entries up to auditFrom count as
+	// sent (teamAuditLog). auditMu makes one sender at a time.
+	auditMu   sync.Mutex
+	auditLog  string
+	auditFrom int64
+	auditSent int64
 	// endedFirst are the leases, by task id, whose end the store heard
 	// before the commit that made it here (teamEndFirst), at their epoch:
 	// the index's report of that end is not told again.
@@ -161,53 +168,88 @@ func (t *team) wake() {
 	}
 }
 
-// maxAuditBacklog bounds the audit entries kept for the shared log while
-// the store is out of reach: past it the oldest are not sent (snag.db
-// keeps every one).
-const maxAuditBacklog = 50_000
-
 // audited is the index's hook after a commit that wrote audit entries:
-// the shared audit log gets them too.
-func (t *team) audited(es []index.AuditEntry) {
-	t.mu.Lock()
-	t.audits = append(t.audits, es...)
-	if over := len(t.audits) - maxAuditBacklog; over > 0 {
-		t.audits = slices.Delete(t.audits, 0, over)
-		t.auditDropped += over
+// the sender sends them to the store's log.
+func (t *team) audited([]index.AuditEntry) { t.wake() }
+
+// teamAuditLog names this view's audit log for the store. An index that
+// had entries before its log had a name sent them to a team's store
+// already (snag before the log names): those count as sent there, while
+// the embedded store takes them all, the earlier history of snag log.
+func (e *Engine) teamAuditLog(ctx context.Context) error {
+	id, from, err := e.p.DB.AuditLogID(ctx, e.team.s.Across())
+	if err != nil {
+		return err
 	}
-	t.mu.Unlock()
-	t.wake()
+	e.team.auditLog, e.team.auditFrom, e.team.auditSent = id, from, -1
+	return nil
 }
 
-// teamSendAudits sends the queued audit entries to the shared log, a
-// thousand at a time, until none is left or the store cannot take them.
-func (e *Engine) teamSendAudits(ctx context.Context) {
+// teamSendAudits sends snag.db's audit entries the store has not taken
+// to its log, a thousand at a time, until none is left or the store
+// cannot take them.
+func (e *Engine) teamSendAudits(ctx context.Context) error {
 	t := e.team
+	t.auditMu.Lock()
+	defer t.auditMu.Unlock()
+	if t.auditSent < 0 {
+		sent, err := t.s.AuditSent(ctx, t.auditLog)
+		if err != nil {
+			return err
+		}
+		t.auditSent = max(sent, t.auditFrom)
+	}
 	for {
-		t.mu.Lock()
-		n := min(len(t.audits), 1000)
-		batch := slices.Clone(t.audits[:n])
-		dropped := t.auditDropped
-		t.auditDropped = 0
-		t.mu.Unlock()
-		if dropped > 0 {
-			e.log.Warn("the shared audit log misses entries written while the coordination store was out of reach (snag.db has them all)", "missed", dropped)
+		batch, err := e.p.DB.AuditLog(ctx, t.auditSent, 1000)
+		if err != nil || len(batch) == 0 {
+			return err
 		}
-		if n == 0 {
-			return
-		}
-		es := make([]coord.Entry, n)
+		es := make([]coord.Entry, len(batch))
 		for i, a := range batch {
 			es[i] = coord.Entry{At: a.At, Session: a.SessionID, Actor: string(a.Actor), Agent: a.Agent, Action: a.Action,
-				TaskID: a.TaskID, Outcome: a.Outcome, Detail: a.Detail, Branch: a.Branch}
+				TaskID: a.TaskID, Outcome: a.Outcome, Detail: a.Detail, Branch: a.Branch, Log: t.auditLog, Local: a.ID}
 		}
 		if err := t.s.AuditBatch(ctx, es); err != nil {
-			return
+			return err
 		}
-		t.mu.Lock()
-		t.audits = t.audits[n:]
-		t.mu.Unlock()
+		t.auditSent = batch[len(batch)-1].ID
 	}
+}
+
+// teamAudit reads the log of live actions with read, after this view's
+// entries were sent to it, so that it has every one made so far. With
+// the store out of reach (a team's, cut off) it is this view's own log,
+// read with local, as it is for an engine without a store.
+func (e *Engine) teamAudit(ctx context.Context, read func(context.Context) ([]coord.Entry, error),
+	local func() ([]index.AuditEntry, error)) ([]index.AuditEntry, error) {
+	if e.team == nil {
+		return local()
+	}
+	err := e.teamSendAudits(ctx)
+	var shared []coord.Entry
+	if err == nil {
+		shared, err = read(ctx)
+	}
+	if err != nil {
+		e.log.Warn("the log of live actions is out of reach: this worktree's own entries are shown", "err", err)
+		return local()
+	}
+	host, _ := os.Hostname()
+	out := make([]index.AuditEntry, len(shared))
+	for i, c := range shared {
+		a := index.AuditEntry{ID: c.ID, SessionID: c.Session, At: c.At, Actor: queue.Actor(c.Actor), Agent: c.Agent,
+			Action: c.Action, TaskID: c.TaskID, Outcome: c.Outcome, Detail: c.Detail, Branch: c.Branch}
+		if c.Log != e.team.auditLog {
+			if c.Root != e.root {
+				a.Worktree = c.Root
+			}
+			if e.across() && c.Host != host {
+				a.Host = c.Host
+			}
+		}
+		out[i] = a
+	}
+	return out, nil
 }
 
 // message is the index's hook after a commit that added a report or a

@@ -2,7 +2,9 @@ package index
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -644,6 +646,37 @@ func (tx *Tx) Audit(e AuditEntry) error {
 		tx.db.audited = append(tx.db.audited, e)
 	}
 	return err
+}
+
+// AuditLogID is the id of this index's audit log, made at its first call
+// (a rebuilt index has a new one), and the entry up to which the log
+// counted as sent to the repository's live state when the id was made:
+// with sentBefore, every entry it had then (an index that sent its
+// entries before logs had ids), else none.
+func (db *DB) AuditLogID(ctx context.Context, sentBefore bool) (id string, from int64, err error) {
+	err = db.write(ctx, func(conn *sqlite.Conn) error {
+		err := sqlitex.Execute(conn, `SELECT (SELECT v FROM meta WHERE k = 'audit_log'),
+				coalesce((SELECT CAST(v AS INTEGER) FROM meta WHERE k = 'audit_from'), 0), coalesce((SELECT max(id) FROM audit), 0)`,
+			&sqlitex.ExecOptions{ResultFunc: func(st *sqlite.Stmt) error {
+				id, from = st.ColumnText(0), st.ColumnInt64(1)
+				if id == "" && sentBefore {
+					from = st.ColumnInt64(2)
+				}
+				return nil
+			}})
+		if err != nil || id != "" {
+			return err
+		}
+		b := make([]byte, 16)
+		rand.Read(b)
+		id = hex.EncodeToString(b)
+		return sqlitex.Execute(conn, `INSERT INTO meta (k, v) VALUES ('audit_log', :id), ('audit_from', :from)`,
+			&sqlitex.ExecOptions{Named: map[string]any{":id": id, ":from": strconv.FormatInt(from, 10)}})
+	})
+	if err != nil {
+		return "", 0, fmt.Errorf("the audit log's id: %w", err)
+	}
+	return id, from, nil
 }
 
 // AuditLog returns audit entries after id (0: from the start), oldest

@@ -74,7 +74,7 @@ func WireLeases(ls []Lease) []api.Lease {
 // Wire is the entry as the API gives it.
 func (e AuditEntry) Wire() api.AuditEntry {
 	return api.AuditEntry{ID: e.ID, SessionID: e.SessionID, At: e.At, Actor: e.Actor, Agent: e.Agent, Action: e.Action,
-		TaskID: e.TaskID, Outcome: e.Outcome, Detail: e.Detail, Branch: e.Branch}
+		TaskID: e.TaskID, Outcome: e.Outcome, Detail: e.Detail, Branch: e.Branch, Worktree: e.Worktree, Host: e.Host}
 }
 
 // WireAudit is entries as the API gives them; [] for none.

@@ -234,22 +234,50 @@ func (o opened) Doctor(ctx context.Context) ([]cli.Finding, error) {
 
 func (o opened) Rel(path string) string { return o.p.Rel(path) }
 
+// AuditTail and AuditLog read the log of live actions with no snagd
+// running: the repository's live.db, as snagd would; in team mode (the
+// team's log needs snagd) or with no live.db, this worktree's snag.db.
 func (o opened) AuditTail(ctx context.Context, n int) ([]api.AuditEntry, error) {
-	es, err := o.p.DB.AuditTail(ctx, n)
-	return wireAudit(es), err
+	return o.audit(ctx, func(db *coord.EmbeddedDB) ([]coord.Entry, error) { return db.AuditTail(ctx, n) },
+		func() ([]index.AuditEntry, error) { return o.p.DB.AuditTail(ctx, n) })
 }
 
 func (o opened) AuditLog(ctx context.Context, after int64, n int) ([]api.AuditEntry, error) {
-	es, err := o.p.DB.AuditLog(ctx, after, n)
-	return wireAudit(es), err
+	return o.audit(ctx, func(db *coord.EmbeddedDB) ([]coord.Entry, error) { return db.AuditLog(ctx, after, n) },
+		func() ([]index.AuditEntry, error) { return o.p.DB.AuditLog(ctx, after, n) })
 }
 
-func wireAudit(es []index.AuditEntry) []api.AuditEntry {
+func (o opened) audit(ctx context.Context, shared func(*coord.EmbeddedDB) ([]coord.Entry, error),
+	local func() ([]index.AuditEntry, error)) ([]api.AuditEntry, error) {
+	state := gitdir.State(o.p.Root)
+	path := filepath.Join(state, coord.EmbeddedFile)
+	if dsn, _, err := coord.FindDSN("", state); err == nil && dsn == "" {
+		if _, err := os.Stat(path); err == nil {
+			if db, err := coord.OpenEmbeddedDB(ctx, path); err == nil {
+				defer db.Close()
+				es, err := shared(db)
+				root := o.p.Root
+				if real, err := filepath.EvalSymlinks(root); err == nil {
+					root = real
+				}
+				out := make([]api.AuditEntry, len(es))
+				for i, c := range es {
+					out[i] = api.AuditEntry{ID: c.ID, SessionID: c.Session, At: c.At, Actor: queue.Actor(c.Actor), Agent: c.Agent,
+						Action: c.Action, TaskID: c.TaskID, Outcome: c.Outcome, Detail: c.Detail, Branch: c.Branch}
+					if c.Root != "" && c.Root != root {
+						out[i].Worktree = c.Root
+					}
+				}
+				return out, err
+			}
+		}
+	}
+	es, err := local()
 	out := make([]api.AuditEntry, len(es))
 	for i, e := range es {
 		out[i] = api.AuditEntry(e)
 	}
-	return out
+	return out, err
 }
 
 func (o opened) KeyOf(ctx context.Context, id string) string { return o.p.KeyOf(ctx, id) }
