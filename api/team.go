@@ -241,8 +241,12 @@ type Context struct {
 	ReadyMore bool `json:"ready_more,omitempty"`
 	// Others are the other live agents.
 	Others []AgentView `json:"others"`
-	// Handoffs are those to it it had not seen.
+	// Handoffs are the oldest of those to it it had not seen (at most
+	// 3), now marked seen.
 	Handoffs []Message `json:"handoffs"`
+	// HandoffsMore counts the other unseen handoffs to it (at least):
+	// the next context shows them.
+	HandoffsMore int `json:"handoffs_more,omitempty"`
 	// Reports are the others' latest reports, newest first.
 	Reports []Message `json:"reports"`
 	// Detached are leases no live session holds.

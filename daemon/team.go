@@ -171,7 +171,7 @@ func (d *Daemon) contextOf(ctx context.Context, s index.Session, name string) (a
 func contextWire(tc engine.TeamContext, note string) api.Context {
 	out := api.Context{Me: tc.Me.Wire(), NameNote: note, Tasks: heldWire(tc.Tasks), Files: index.WireFileClaims(tc.Files),
 		Ready: index.WireRows(tc.Ready), ReadyMore: tc.ReadyMore, Others: make([]api.AgentView, len(tc.Others)),
-		Handoffs: index.WireMessages(tc.Handoffs), Reports: index.WireMessages(tc.Reports), Detached: index.WireLeases(tc.Detached),
+		Handoffs: index.WireMessages(tc.Handoffs), HandoffsMore: tc.HandoffsMore, Reports: index.WireMessages(tc.Reports), Detached: index.WireLeases(tc.Detached),
 		Plans: make([]api.Plan, len(tc.Plans))}
 	for i, p := range tc.Plans {
 		out.Plans[i] = planWire(p)

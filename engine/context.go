@@ -41,10 +41,14 @@ type TeamContext struct {
 	// ReadyMore: more tasks are ready than Ready lists.
 	ReadyMore bool
 	Others    []AgentView
-	Handoffs  []index.Message
-	Reports   []index.Message // the others' latest, newest first
-	Detached  []index.Lease   // leases no live session holds
-	Plans     []PlanView      // the active plans, newest first (at most contextPlans)
+	// Handoffs are the oldest of those to it it had not seen, at most
+	// contextHandoffs, marked seen by this read; HandoffsMore counts the
+	// others (at least), which the next context shows.
+	Handoffs     []index.Message
+	HandoffsMore int
+	Reports      []index.Message // the others' latest, newest first
+	Detached     []index.Lease   // leases no live session holds
+	Plans        []PlanView      // the active plans, newest first (at most contextPlans)
 	// Decisions are the latest decision notes.
 	Decisions []index.NoteRow
 	// Team, in team mode, are the decisions and inbox items other clones
@@ -55,10 +59,15 @@ type TeamContext struct {
 
 // How much a context holds.
 const (
-	contextReady   = 5
-	contextReports = 3
-	contextPlans   = 2
+	contextReady    = 5
+	contextReports  = 3
+	contextPlans    = 2
+	contextHandoffs = 3 // what snag_context's budget holds whole
 )
+
+// contextHandoffsRead bounds the unseen handoffs a context reads, to show
+// the oldest and count the rest.
+const contextHandoffsRead = 100
 
 // Context reads session s's screen of the team. The handoffs it shows
 // are marked seen: the next context shows them no more.
@@ -146,13 +155,16 @@ func (e *Engine) Context(ctx context.Context, s index.Session) (TeamContext, err
 	if tc.Decisions, err = e.Notes(ctx, NoteFilter{Type: "decision", Limit: contextReports}); err != nil {
 		return tc, err
 	}
-	tc.Handoffs, err = e.p.DB.Messages(ctx, index.MessageHandoff, s.Name, true, 20)
+	hs, err := e.p.DB.Messages(ctx, index.MessageHandoff, s.Name, true, contextHandoffsRead)
 	if err != nil {
 		return tc, err
 	}
-	slices.Reverse(tc.Handoffs) // oldest first: in the order they were left
+	slices.Reverse(hs) // oldest first: in the order they were left
+	// Only what is shown is marked seen: the rest waits for the next read.
+	shown := hs[:min(len(hs), contextHandoffs)]
+	tc.Handoffs, tc.HandoffsMore = shown, len(hs)-len(shown)
 	var ids []int64
-	for _, m := range tc.Handoffs {
+	for _, m := range shown {
 		ids = append(ids, m.ID)
 	}
 	if err := e.p.DB.MarkSeen(ctx, ids); err != nil {

@@ -1382,9 +1382,13 @@ func (e *Engine) teamContext(ctx context.Context, tc *TeamContext, s index.Sessi
 			tc.Reports = tc.Reports[:contextReports]
 		}
 	}
-	if hs, err := t.s.Messages(ctx, coord.Handoff, s.Name, true, 20); err == nil && len(hs) > 0 {
+	if hs, err := t.s.Messages(ctx, coord.Handoff, s.Name, true, contextHandoffsRead); err == nil && len(hs) > 0 {
 		var ids []int64
 		for i := len(hs) - 1; i >= 0; i-- { // oldest first, as the local ones
+			if len(tc.Handoffs) == contextHandoffs { // the rest waits, unseen, for the next read
+				tc.HandoffsMore += i + 1
+				break
+			}
 			tc.Handoffs = append(tc.Handoffs, asMessage(hs[i]))
 			ids = append(ids, hs[i].ID)
 		}

@@ -295,18 +295,6 @@ func (s *server) context(ctx context.Context, req *sdk.CallToolRequest, in conte
 		b.WriteString("plan: " + planLine(p) + "\n")
 		out.Plans = append(out.Plans, p.Slug)
 	}
-	if len(c.Handoffs) > 0 {
-		b.WriteString("handoffs to you (shown once):\n")
-		for _, h := range c.Handoffs {
-			ho := handoffOut{From: h.From, Title: h.Title, Body: oneLine(h.Body, 300), Task: h.TaskID, Trust: "unvetted"}
-			fmt.Fprintf(&b, "- from %s: %s", h.From, quoted(h.Title, 120))
-			if h.Body != "" {
-				fmt.Fprintf(&b, " %s", quoted(h.Body, 300))
-			}
-			b.WriteString("\n")
-			out.Handoffs = append(out.Handoffs, ho)
-		}
-	}
 	if len(c.Tasks) == 0 {
 		b.WriteString("your tasks: none\n")
 	}
@@ -331,11 +319,29 @@ func (s *server) context(ctx context.Context, req *sdk.CallToolRequest, in conte
 		}
 		b.WriteString("your files: " + strings.Join(fs, ", ") + "\n")
 	}
-	if len(c.Ready) > 0 && c.ReadyMore {
-		b.WriteString("ready (the next " + strconv.Itoa(len(c.Ready)) + "; snag_list shows the rest):\n")
-		out.Omitted = append(out.Omitted, "more ready tasks")
-	} else if len(c.Ready) > 0 {
-		b.WriteString("ready:\n")
+	if len(c.Handoffs) > 0 {
+		b.WriteString("handoffs to you (shown once):\n")
+		for _, h := range c.Handoffs {
+			ho := handoffOut{From: h.From, Title: h.Title, Body: oneLine(h.Body, 300), Task: h.TaskID, Trust: "unvetted"}
+			fmt.Fprintf(&b, "- from %s: %s", h.From, quoted(h.Title, 120))
+			if h.Body != "" {
+				fmt.Fprintf(&b, " %s", quoted(h.Body, 300))
+			}
+			b.WriteString("\n")
+			out.Handoffs = append(out.Handoffs, ho)
+		}
+	}
+	if c.HandoffsMore > 0 {
+		fmt.Fprintf(&b, "%d more handoffs to you: snag_context again shows the next\n", c.HandoffsMore)
+		out.Omitted = append(out.Omitted, fmt.Sprintf("%d more handoffs", c.HandoffsMore))
+	}
+	if len(c.Ready) > 0 {
+		if c.ReadyMore {
+			b.WriteString("ready (the next " + strconv.Itoa(len(c.Ready)) + "; snag_list shows the rest):\n")
+			out.Omitted = append(out.Omitted, "more ready tasks")
+		} else {
+			b.WriteString("ready:\n")
+		}
 		for _, t := range c.Ready {
 			r := RowOf(t)
 			out.Ready = append(out.Ready, r)

@@ -902,10 +902,14 @@ func TestWorktreePerTask(t *testing.T) {
 		go func() { defer wg.Done(); cs[i] = e.teamBridge(t, fmt.Sprintf("W%d", i)) }()
 	}
 	wg.Wait()
-	// More tasks are ready than a context lists: it says so.
+	// More tasks are ready than a context lists: it lists the next five
+	// and says so.
 	_, txt, sc := call(t, cs[0], "snag_context", nil)
 	if !strings.Contains(txt, "ready (the next 5; snag_list shows the rest)") || sc["omitted"] == nil {
 		t.Errorf("a context with more than 5 ready tasks:\n%s", txt)
+	}
+	if ready, _ := sc["ready"].([]any); len(ready) != 5 || strings.Count(txt, "Worktree task") != 5 {
+		t.Errorf("a context with more than 5 ready tasks lists %d of them (%d in its text), want 5:\n%s", len(ready), strings.Count(txt, "Worktree task"), txt)
 	}
 	type got struct{ key, path, branch string }
 	claims := make([]got, agents)
@@ -1049,5 +1053,44 @@ func TestPeopleSeeFileClaims(t *testing.T) {
 	}
 	if !found {
 		t.Error("the audit log does not say who freed ADA's claim and why")
+	}
+}
+
+// TestContextShowsEveryHandoffOnce: seven handoffs wait for an agent that
+// holds a task. Each snag_context shows its own task first, then the
+// oldest handoffs its budget holds whole, and says how many more wait:
+// three contexts show the seven, each once, in the order they were left;
+// a fourth shows none.
+func TestContextShowsEveryHandoffOnce(t *testing.T) {
+	e := newEnv(t)
+	e.daemon(t)
+	a, b := e.teamBridge(t, "ADA"), e.teamBridge(t, "BEA")
+	key, _ := claimKey(t, b, "")
+	body := strings.Repeat("Long notes on what was tried and what is left. ", 6)
+	for i := range 7 {
+		res, txt, _ := call(t, a, "snag_handoff", map[string]any{"to": "BEA", "title": fmt.Sprintf("Handoff number %d", i), "body": body})
+		mustOK(t, "handoff", res, txt)
+	}
+	var seen []int
+	for round, wantMore := range []int{4, 1, 0, 0} {
+		_, txt, sc := call(t, b, "snag_context", nil)
+		if !strings.Contains(txt, "yours: "+key) || strings.Index(txt, "yours: "+key) > strings.Index(txt+"handoffs to you", "handoffs to you") {
+			t.Errorf("context %d does not show BEA's task %s before the handoffs:\n%s", round+1, key, txt)
+		}
+		for i := range 7 {
+			if strings.Contains(txt, fmt.Sprintf("Handoff number %d", i)) {
+				seen = append(seen, i)
+			}
+		}
+		more := fmt.Sprintf("%d more handoffs to you", wantMore)
+		if wantMore > 0 && !strings.Contains(txt, more) || wantMore == 0 && strings.Contains(txt, "more handoffs") {
+			t.Errorf("context %d: want it to say %q (or nothing at 0):\n%s", round+1, more, txt)
+		}
+		if hs, _ := sc["handoffs"].([]any); round < 3 && len(hs) == 0 {
+			t.Errorf("context %d: no handoffs in structuredContent:\n%s", round+1, txt)
+		}
+	}
+	if want := []int{0, 1, 2, 3, 4, 5, 6}; !slices.Equal(seen, want) {
+		t.Errorf("the handoffs shown over four contexts: %v, want each once, in order: %v", seen, want)
 	}
 }
