@@ -269,6 +269,10 @@ type Claim struct {
 	Epoch int64 `json:"epoch,omitempty"`
 	// Reason says why nothing was claimed.
 	Reason string `json:"reason,omitempty"`
+	// Note says more about the task claimed: that the session had
+	// released it, and nothing else was ready (a claim of the next task
+	// passes over the tasks its session released while another is ready).
+	Note string `json:"note,omitempty"`
 	// Worktree is the task's git worktree, when one was made: work there.
 	Worktree string `json:"worktree,omitempty"`
 	// Branch is the worktree's branch.

@@ -77,7 +77,7 @@ func (d *Daemon) claim(ctx context.Context, c *call[claimRequest]) (answer, erro
 		return ok(api.Claim{Reason: got.Reason}), nil
 	}
 	out := claimed(got.Task, got.Epoch)
-	out.Worktree, out.Branch = got.Worktree, got.Branch
+	out.Worktree, out.Branch, out.Note = got.Worktree, got.Branch, got.Note
 	return ok(out), nil
 }
 

@@ -361,7 +361,7 @@ func (b *engineBackend) Claim(ctx context.Context, ref string, force, worktree b
 			return nil
 		}
 		row := rowOf(got.Task)
-		out.Task, out.Worktree, out.Branch = &row, got.Worktree, got.Branch
+		out.Task, out.Worktree, out.Branch, out.Note = &row, got.Worktree, got.Branch, got.Note
 		b.leases.Hold(row.ID, row.Key, got.Epoch)
 		return nil
 	})

@@ -117,6 +117,10 @@ type Engine struct {
 	// are, between their choice and their batch (under claimMu).
 	claimMu  sync.Mutex
 	claiming map[string]int
+	// gaveBack are the tasks each live session released, by session id
+	// (under claimMu): its claim-next passes over them while another task
+	// is ready, so an agent that gives a task up does not loop on it.
+	gaveBack map[int64]map[string]bool
 	nextMark nextMark // where claim-next's walk may start (under mu)
 	// ready is set once the first full rescan is done.
 	ready atomic.Bool

@@ -156,6 +156,7 @@ func (e *Engine) EndSession(id int64, why string) {
 	}
 	held, err := e.p.DB.EndSession(ctx, id, why)
 	e.live.ended(id) // when the end failed too: the next request reads the row
+	e.forgetGaveBack(id)
 	if e.team != nil {
 		e.team.queue(teamOp{endID: id, why: why})
 	}
@@ -194,6 +195,9 @@ type Claimed struct {
 	Task   *index.Row
 	Epoch  int64
 	Reason string
+	// Note says more about the task claimed: that the session had given
+	// it back, and nothing else was ready.
+	Note string
 	// Worktree and Branch are the git worktree made for the lease, when
 	// the claim asked for one (ClaimWorktree).
 	Worktree string
@@ -703,7 +707,39 @@ func (e *Engine) Release(ctx context.Context, s index.Session, ref queue.Ref, ep
 	}
 	e.hub.Publish("lease", map[string]any{"task": it.Key, "action": queue.ActRelease, "status": status})
 	e.writePlan(ctx)
+	e.noteGaveBack(s.ID, it.ID)
 	return Released{Key: it.Key, Status: status}, nil
+}
+
+// noteGaveBack records that session id released task: its claim-next
+// passes over it while another task is ready.
+func (e *Engine) noteGaveBack(id int64, task string) {
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock()
+	if e.gaveBack == nil {
+		e.gaveBack = map[int64]map[string]bool{}
+	}
+	if e.gaveBack[id] == nil {
+		e.gaveBack[id] = map[string]bool{}
+	}
+	e.gaveBack[id][task] = true
+}
+
+// gaveBackBy lists the tasks session id released.
+func (e *Engine) gaveBackBy(id int64) []string {
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock()
+	out := make([]string, 0, len(e.gaveBack[id]))
+	for task := range e.gaveBack[id] {
+		out = append(out, task)
+	}
+	return out
+}
+
+func (e *Engine) forgetGaveBack(id int64) {
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock()
+	delete(e.gaveBack, id)
 }
 
 // PersonRelease is a person, by, taking a task back from whoever holds

@@ -549,12 +549,16 @@ func (e *Engine) teamClaimNext(ctx context.Context, s index.Session, force bool)
 	}
 	var tried []string
 	republished := false
+	// The tasks the session gave back are passed over while another is
+	// ready: an agent that released one is not handed it again at once.
+	gaveBack := e.gaveBackBy(s.ID)
+	skipped := gaveBack
 	for range 5 {
 		if err := e.teamReadyFor(ctx, claimConcern(s.ID, "")); err != nil {
 			return Claimed{}, err
 		}
 		pubs := e.team.pubs.Load()
-		l, err := e.team.s.GrantNext(ctx, coordSession(s), append(e.chosenIDs(), tried...))
+		l, err := e.team.s.GrantNext(ctx, coordSession(s), slices.Concat(e.chosenIDs(), tried, skipped))
 		if errors.Is(err, coord.ErrNoneReady) {
 			row, rd, err := e.p.DB.Next(ctx)
 			if err != nil {
@@ -564,12 +568,23 @@ func (e *Engine) teamClaimNext(ctx context.Context, s index.Session, force bool)
 				// A task ready here since the last publication (added,
 				// released, reopened) is published now, and the grant
 				// tried again; so it is when the publisher's loop
-				// published it since the grant looked.
+				// published it since the grant looked. An end of a lease
+				// here that the store has not heard yet (a release just
+				// made) is sent first: the store still holds that task.
+				if e.team.waiting(func(op teamOp) bool { return op.ended != nil || op.set != nil }) {
+					e.teamSend(ctx)
+				}
 				e.teamPublish(ctx)
 				if e.team.pubs.Load() != pubs {
 					republished = true
 					continue
 				}
+			}
+			if len(skipped) > 0 {
+				// Nothing else is ready: a task it gave back may be
+				// granted, and the answer says so.
+				skipped = nil
+				continue
 			}
 			reason := rd.String()
 			if row != nil {
@@ -581,6 +596,9 @@ func (e *Engine) teamClaimNext(ctx context.Context, s index.Session, force bool)
 			return Claimed{}, e.teamErr(err)
 		}
 		got, err := e.claim(ctx, s, &queue.Ref{ID: l.TaskID}, force, &l)
+		if err == nil && got.Task != nil && slices.Contains(gaveBack, got.Task.ID) {
+			got.Note = "you released " + got.Task.Key + " earlier in this session and nothing else is ready: work on it only if what stopped you has changed; else say so to the person"
+		}
 		var r *Error
 		if err == nil || !errors.As(err, &r) || errors.Is(err, ErrHolding) || errors.Is(err, ErrUnreachable) || errors.Is(err, ErrSessionEnded) {
 			return got, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -82,5 +83,63 @@ func TestClaimNextRacesThePublication(t *testing.T) {
 		if got.Task == nil {
 			t.Fatalf("claim %d after an add: nothing claimed: %s", i, got.Reason)
 		}
+	}
+}
+
+// An agent that gives a task back is not handed it again while another
+// task is ready; when only tasks it gave back are left, it gets one, told
+// that it released it. Another agent gets it as any other.
+func TestClaimNextPassesOverWhatTheSessionGaveBack(t *testing.T) {
+	e := openAlone(t, sample(t)) // no sender loop: a claim sends the releases it needs
+	ctx := context.Background()
+	for i := 0; ; i++ { // the sample's ready tasks are taken by others
+		s, err := e.Register(ctx, index.Session{Name: fmt.Sprintf("DRAIN%d", i), Client: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e.Claim(ctx, s, nil, false); err != nil || got.Task == nil {
+			break
+		}
+	}
+	for _, title := range []string{"First of two", "Second of two"} {
+		if _, _, err := e.Add(ctx, NewTask{Title: title}, queue.Person, "dana"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := e.Register(ctx, index.Session{Name: "ADA", Client: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimNext := func(s index.Session) Claimed {
+		t.Helper()
+		got, err := e.Claim(ctx, s, nil, false)
+		if err != nil || got.Task == nil {
+			t.Fatalf("claim next: %+v %v", got, err)
+		}
+		return got
+	}
+	release := func(got Claimed) {
+		t.Helper()
+		if _, err := e.Release(ctx, s, queue.Ref{ID: got.Task.ID}, got.Epoch, "blocked on a decision"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := claimNext(s)
+	release(first)
+	second := claimNext(s)
+	if second.Task.ID == first.Task.ID || second.Note != "" {
+		t.Fatalf("after giving %s back, the next claim got %s (note %q); want the other task, no note", first.Task.Key, second.Task.Key, second.Note)
+	}
+	release(second)
+	again := claimNext(s)
+	if again.Task.ID != first.Task.ID || !strings.Contains(again.Note, "you released "+first.Task.Key) {
+		t.Fatalf("with only tasks it gave back left, the claim got %s, note %q; want %s, told it released it", again.Task.Key, again.Note, first.Task.Key)
+	}
+	bea, err := e.Register(ctx, index.Session{Name: "BEA", Client: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other := claimNext(bea); other.Task.ID != second.Task.ID || other.Note != "" {
+		t.Fatalf("another agent got %s (note %q); want %s, no note", other.Task.Key, other.Note, second.Task.Key)
 	}
 }

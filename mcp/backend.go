@@ -147,6 +147,9 @@ type Hit struct {
 type Claimed struct {
 	Task   *Row
 	Reason string
+	// Note says more about the task claimed (a task its session had
+	// released, granted as nothing else was ready).
+	Note string
 	// Worktree and Branch are the task's git worktree, when the claim
 	// made one.
 	Worktree string

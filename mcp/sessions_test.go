@@ -387,3 +387,22 @@ func TestHTTPGhostSessionsEnd(t *testing.T) {
 		t.Errorf("the client that holds its stream: idle %v, stream %q", idle, st)
 	}
 }
+
+// TestAGivenBackTaskIsNotHandedBack: an agent that releases the task it
+// claimed and claims the next one gets another task, three times in a
+// row: it does not loop on the task it gave up.
+func TestAGivenBackTaskIsNotHandedBack(t *testing.T) {
+	e := newEnv(t)
+	e.daemon(t)
+	a := e.teamBridge(t, "ADA")
+	seen := map[string]bool{}
+	for i := range 3 {
+		key, _ := claimKey(t, a, "")
+		if seen[key] {
+			t.Fatalf("claim %d handed back %s, which the agent released before", i+1, key)
+		}
+		seen[key] = true
+		res, txt, _ := call(t, a, "snag_release", map[string]any{"id": key, "reason": "blocked on a decision"})
+		mustOK(t, "release "+key, res, txt)
+	}
+}

@@ -73,6 +73,7 @@ type claimOut struct {
 	Source   string `json:"source"`
 	Task     *Row   `json:"task"`
 	Reason   string `json:"reason,omitempty"`
+	Note     string `json:"note,omitempty"`
 	Worktree string `json:"worktree,omitempty"`
 	Branch   string `json:"branch,omitempty"`
 }
@@ -592,7 +593,7 @@ func (s *server) claim(ctx context.Context, req *sdk.CallToolRequest, in claimIn
 	if err != nil {
 		return nil, claimOut{}, s.explain(err)
 	}
-	out := claimOut{Source: b.Source(), Task: c.Task, Reason: c.Reason, Worktree: c.Worktree, Branch: c.Branch}
+	out := claimOut{Source: b.Source(), Task: c.Task, Reason: c.Reason, Note: c.Note, Worktree: c.Worktree, Branch: c.Branch}
 	if c.Task == nil {
 		why := c.Reason
 		if why == "" {
@@ -602,6 +603,9 @@ func (s *server) claim(ctx context.Context, req *sdk.CallToolRequest, in claimIn
 	}
 	k := strconv.Quote(c.Task.Key)
 	msg := "claimed " + rowLine(*c.Task) + "\nnext: snag_get {\"id\": " + k + "}; when done snag_resolve {\"id\": " + k + "}, or snag_release with a reason"
+	if c.Note != "" {
+		msg += "\nnote: " + c.Note
+	}
 	if c.Worktree != "" {
 		msg += "\nwork in " + c.Worktree + " (branch " + c.Branch + "): verify runs there"
 	}

@@ -364,7 +364,7 @@ func (d *Daemon) Claim(ctx context.Context, ref string, force, worktree bool) (m
 	}
 	r := mcp.RowOf(*got.Task)
 	d.leases.Hold(r.ID, r.Key, got.Epoch)
-	return mcp.Claimed{Task: &r, Worktree: got.Worktree, Branch: got.Branch}, nil
+	return mcp.Claimed{Task: &r, Note: got.Note, Worktree: got.Worktree, Branch: got.Branch}, nil
 }
 
 // Holds reports whether the bridge holds a lease on ref.
