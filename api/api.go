@@ -118,6 +118,10 @@ type Task struct {
 	// where Assignee holds the task, when this worktree's file says it is
 	// open: the task is claimed there, and a claim of it here is refused.
 	HeldIn string `json:"held_in,omitempty"`
+	// HeldOn is the machine of another clone of the team where Assignee
+	// holds the task, when this clone's file says it is open (team mode):
+	// the task is claimed there, and a claim of it here is refused.
+	HeldOn string `json:"held_on,omitempty"`
 }
 
 // The states of a task row (Task.State).

@@ -79,6 +79,9 @@ func flagsOf(r *api.Task) string {
 	if r.HeldIn != "" {
 		flags = append(flags, "[in "+filepath.Base(r.HeldIn)+"]")
 	}
+	if r.HeldOn != "" {
+		flags = append(flags, "[on "+r.HeldOn+"]")
+	}
 	if len(r.BlockedBy) > 0 {
 		flags = append(flags, "[BLOCKED by "+strings.Join(r.BlockedBy, ", ")+"]")
 	}
@@ -148,6 +151,10 @@ func writeShow(w io.Writer, d api.TaskDetail, v *verifyAnswer) {
 	if d.Row.HeldIn != "" {
 		// Another worktree's agent holds it; this worktree's file says open.
 		status = fmt.Sprintf("%s (%s), in the worktree %s; this worktree's file says %s", d.Row.Status, d.Row.Assignee, d.Row.HeldIn, t.Status)
+	}
+	if d.Row.HeldOn != "" {
+		// Another clone's agent holds it; this clone's file says open.
+		status = fmt.Sprintf("%s (%s), on %s; this clone's file says %s", d.Row.Status, d.Row.Assignee, d.Row.HeldOn, t.Status)
 	}
 	if t.Status == queue.StatusResolved {
 		status += map[bool]string{true: ", verified", false: ", not verified"}[t.Verified]

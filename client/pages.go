@@ -99,7 +99,7 @@ func readSearchResult(b []byte) (res api.SearchResult, ok bool) {
 
 // taskKeys are api.Task's JSON names, then a Hit's snippet.
 var taskKeys = []string{"id", "key", "title", "status", "trust", "severity", "kind", "wave", "plan",
-	"assignee", "file", "blocked_by", "path", "state", "error", "stale", "duplicate", "held_in", "snippet"}
+	"assignee", "file", "blocked_by", "path", "state", "error", "stale", "duplicate", "held_in", "held_on", "snippet"}
 
 // task reads one task's object into t, and a hit's snippet into snippet
 // when it is not nil.
@@ -165,6 +165,8 @@ func (r *pageReader) task(t *api.Task, snippet *string) bool {
 			return r.bool(&t.Duplicate)
 		case "held_in":
 			return r.str(&t.HeldIn)
+		case "held_on":
+			return r.str(&t.HeldOn)
 		case "snippet":
 			return r.str(snippet)
 		}

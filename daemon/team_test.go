@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -1281,4 +1283,62 @@ func waitUntil(t *testing.T, what string, cond func() bool, saw func() string) {
 		}
 	}
 	t.Fatalf("timed out waiting for %s: %s", what, saw())
+}
+
+// TestTeamHeldOnAnotherCloneIsNotFree: a task an agent of clone 2 holds
+// reads claimed by that agent, on its machine, in clone 1, whose file
+// still says open (the claim has not travelled by git): in a show, in a
+// list, and in snag list; clone 1's claim of it is refused. Once it is
+// released there, clone 1 shows it open again.
+func TestTeamHeldOnAnotherCloneIsNotFree(t *testing.T) {
+	bare := teamRepo(t, 2, teamNoVerify)
+	dsn := teamDB(t)
+	r1, home1 := teamClone(t, bare), filepath.Join(t.TempDir(), "home")
+	d1 := startTeamHome(t, r1, home1, dsn, 15*time.Second)
+	d2 := startTeam(t, teamClone(t, bare), dsn, 15*time.Second)
+	a, b := newTeamAgent(t, d1), newTeamAgent(t, d2)
+	c, code, body := b.claim("SNAG-1")
+	if code != http.StatusOK {
+		t.Fatalf("claim on clone 2: %d %s", code, body)
+	}
+	host, _ := os.Hostname()
+	var show struct {
+		Row struct {
+			Status, Assignee string
+			HeldOn           string `json:"held_on"`
+		}
+	}
+	d1.get("/tasks/SNAG-1", &show)
+	if show.Row.Status != "claimed" || show.Row.Assignee != b.name || show.Row.HeldOn != host {
+		t.Fatalf("clone 1 shows SNAG-1 %+v; want claimed by %s, held on %s", show.Row, b.name, host)
+	}
+	var list struct {
+		Tasks []struct {
+			Key, Status string
+			HeldOn      string `json:"held_on"`
+		}
+	}
+	d1.get("/tasks", &list)
+	for _, tk := range list.Tasks {
+		if tk.Key == "SNAG-1" && (tk.Status != "claimed" || tk.HeldOn != host) {
+			t.Fatalf("clone 1 lists SNAG-1 %+v; want claimed, held on %s", tk, host)
+		}
+	}
+	cmd := exec.Command(snagdBin, "snag", "list")
+	cmd.Dir, cmd.Env = r1, append(os.Environ(), "SNAG_HOME="+home1, "SNAG_NO_AUTOSTART=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !regexp.MustCompile(`(?m)^SNAG-1 +claimed .*@`+b.name+` \[on `+regexp.QuoteMeta(host)+`\]`).Match(out) {
+		t.Errorf("snag list in clone 1: %v\n%s\nwant SNAG-1 claimed by %s [on %s]", err, out, b.name, host)
+	}
+	if _, code, body := a.claim("SNAG-1"); code != http.StatusConflict {
+		t.Fatalf("clone 1 claims the task clone 2 holds: %d %s, want 409", code, body)
+	}
+	if code, body, _ := b.call(http.MethodPost, "/tasks/SNAG-1/release", map[string]any{"epoch": c.Epoch, "reason": "giving it back"}); code != http.StatusOK {
+		t.Fatalf("release on clone 2: %d %s", code, body)
+	}
+	eventually(t, "clone 1 to show SNAG-1 open once clone 2 released it", func() bool {
+		show.Row.Status, show.Row.HeldOn = "", ""
+		d1.get("/tasks/SNAG-1", &show)
+		return show.Row.Status == "open" && show.Row.HeldOn == ""
+	})
 }

@@ -46,6 +46,7 @@ func (e *Engine) heldElsewhere(ctx context.Context, rows ...*index.Row) {
 	if r := e.opts.Repository; r != nil {
 		held = r.elsewhere(ctx, e)
 	}
+	clones := e.teamHeldElsewhere(ctx)
 	for _, row := range rows {
 		if row.Status != queue.StatusOpen {
 			continue
@@ -54,6 +55,8 @@ func (e *Engine) heldElsewhere(ctx context.Context, rows ...*index.Row) {
 			row.Status, row.Assignee = queue.StatusClaimed, h.Name
 		} else if h, ok := held[row.ID]; ok && h.Name != "" {
 			row.Status, row.Assignee, row.HeldIn = queue.StatusClaimed, h.Name, h.Worktree
+		} else if l, ok := clones[row.ID]; ok {
+			row.Status, row.Assignee, row.HeldOn = queue.StatusClaimed, l.Holder, l.Host
 		}
 	}
 }

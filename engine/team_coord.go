@@ -1453,6 +1453,33 @@ func (e *Engine) teamHas(ctx context.Context, kind, key string) bool {
 	return err == nil
 }
 
+// teamHeldElsewhere is the team's leases that other clones hold, by task
+// id (team mode, the store in reach): a task claimed on another clone is
+// shown claimed there, not free. A store slow to answer leaves the rows as
+// the files say, after heldReadTimeout.
+func (e *Engine) teamHeldElsewhere(ctx context.Context) map[string]coord.Lease {
+	if e.team == nil || !e.across() || e.team.cutOff() > 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, heldReadTimeout)
+	defer cancel()
+	ls, err := e.team.s.Leases(ctx)
+	if err != nil {
+		return nil
+	}
+	out := map[string]coord.Lease{}
+	for _, l := range ls {
+		if l.Clone != e.team.s.Clone() {
+			out[l.TaskID] = l
+		}
+	}
+	return out
+}
+
+// heldReadTimeout bounds the read of the other clones' leases that a list
+// or a show makes.
+const heldReadTimeout = 500 * time.Millisecond
+
 // teamHostOf is the machine of the live agent name on another clone, or
 // "" when none is (or snagd runs alone).
 func (e *Engine) teamHostOf(ctx context.Context, name string) string {

@@ -53,6 +53,10 @@ type Row struct {
 	// whose agent holds the task that this worktree's file says is open
 	// (set by the engine's reads, never stored).
 	HeldIn string `json:"held_in,omitempty"`
+	// HeldOn is the machine of another clone whose agent holds the task
+	// that this clone's file says is open (team mode; set by the engine's
+	// reads, never stored).
+	HeldOn string `json:"held_on,omitempty"`
 
 	n        int64
 	created  int64

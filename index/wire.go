@@ -14,7 +14,7 @@ import (
 func (r *Row) Wire() api.Task {
 	return api.Task{ID: r.ID, Key: r.Key, Title: r.Title, Status: r.Status, Trust: r.Trust, Severity: r.Severity,
 		Kind: r.Kind, Wave: r.Wave, Plan: r.Plan, Assignee: r.Assignee, File: r.File, BlockedBy: r.BlockedBy,
-		Path: r.Path, State: r.State, Error: r.Error, Stale: r.Stale, Duplicate: r.Dup, HeldIn: r.HeldIn}
+		Path: r.Path, State: r.State, Error: r.Error, Stale: r.Stale, Duplicate: r.Dup, HeldIn: r.HeldIn, HeldOn: r.HeldOn}
 }
 
 // WireRows is rows as the API gives them; [] for none.
