@@ -186,6 +186,9 @@ type HandedOff struct {
 	// Live is true when the agent has a live session now; a handoff to
 	// one that has none waits for it to come back under its name.
 	Live bool `json:"live"`
+	// Host is the machine of the clone the agent is connected to, when
+	// another than this one (team mode).
+	Host string `json:"host,omitempty"`
 }
 
 // ContextRequest is the body of an agent's POST /context.

@@ -133,6 +133,8 @@ func runHandoff(ctx context.Context, c *call) error {
 	switch {
 	case got.Moved:
 		fmt.Fprintf(c.Stdout, "%s is %s's now (epoch %d); the note shows in their next snag_context\n", got.Key, to, got.Epoch)
+	case got.Live && got.Host != "":
+		fmt.Fprintf(c.Stdout, "left for %s, connected on %s: it shows in their next snag_context there\n", to, got.Host)
 	case got.Live:
 		fmt.Fprintf(c.Stdout, "left for %s: it shows in their next snag_context\n", to)
 	default:

@@ -91,7 +91,7 @@ func (b *engineBackend) Handoff(ctx context.Context, r api.HandoffRequest) (api.
 		if err != nil {
 			return err
 		}
-		out = api.HandedOff{Message: got.Message.Wire(), Moved: got.Moved, Key: got.Key, Epoch: got.Epoch, Live: got.Live}
+		out = api.HandedOff{Message: got.Message.Wire(), Moved: got.Moved, Key: got.Key, Epoch: got.Epoch, Live: got.Live, Host: got.Host}
 		if got.Moved {
 			b.leases.Forget(r.Task, got.Key)
 		}

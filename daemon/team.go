@@ -132,7 +132,7 @@ func (d *Daemon) handoff(ctx context.Context, c *call[api.HandoffRequest]) (answ
 		return answer{}, err
 	}
 	return answer{http.StatusCreated, api.HandedOff{Message: got.Message.Wire(), Moved: got.Moved, Key: got.Key,
-		Epoch: got.Epoch, Live: got.Live}}, nil
+		Epoch: got.Epoch, Live: got.Live, Host: got.Host}}, nil
 }
 
 func (d *Daemon) teamContext(ctx context.Context, c *call[api.ContextRequest]) (answer, error) {

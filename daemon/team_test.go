@@ -822,6 +822,14 @@ func TestTeamContextAcrossClones(t *testing.T) {
 	must(code, body, "report")
 	code, body, _ = a.call(http.MethodPost, "/handoffs", map[string]any{"to": b.name, "title": "take the lexer after me"})
 	must(code, body, "handoff")
+	// The addressee is connected, on the other clone: the answer says so.
+	var sent struct {
+		Live bool
+		Host string
+	}
+	if json.Unmarshal([]byte(body), &sent); !sent.Live || sent.Host == "" {
+		t.Errorf("a handoff to %s, connected on the other clone, answered %s; want live, naming its machine", b.name, body)
+	}
 	code, body, _ = a.call(http.MethodPost, "/notes", map[string]any{"title": "Parse with a Pratt parser", "type": "decision",
 		"body": "Precedence climbing is simpler to extend.", "branch": "main"})
 	must(code, body, "note")

@@ -27,8 +27,10 @@ type HandedOff struct {
 	Key   string
 	Epoch int64
 	// Live: the addressee has a live session (a note to one that has none
-	// waits for it to come back under its name).
+	// waits for it to come back under its name); Host names the machine
+	// of the clone it is connected to, when another (team mode).
 	Live bool
+	Host string
 }
 
 // ErrNotLive: the agent a task is handed to has no live session.
@@ -81,7 +83,13 @@ func (e *Engine) Handoff(ctx context.Context, from *index.Session, by string, h 
 		entry.Outcome, entry.Detail = "ok", "to "+h.To+": "+h.Title
 		e.Audit(ctx, entry)
 		e.hub.Publish("handoff", map[string]any{"from": by, "to": h.To, "title": h.Title})
-		return HandedOff{Message: got, Live: live}, nil
+		out := HandedOff{Message: got, Live: live}
+		if !live {
+			// Connected on another clone: the message reaches it there.
+			out.Host = e.teamHostOf(ctx, h.To)
+			out.Live = out.Host != ""
+		}
+		return out, nil
 	}
 	it, err := e.taskOf(ctx, h.Task)
 	if err != nil {

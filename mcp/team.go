@@ -570,6 +570,8 @@ func (s *server) handoff(ctx context.Context, req *sdk.CallToolRequest, in hando
 		msg = fmt.Sprintf("%s is %s's now (epoch %d): you no longer hold it. %s", h.Key, to, h.Epoch, msg)
 	case !h.Live:
 		msg += " (" + to + " is not connected now: it waits for them)"
+	case h.Host != "":
+		msg += " (" + to + " is connected on " + h.Host + ")"
 	}
 	return &sdk.CallToolResult{Content: text(msg)}, sentOut{Source: SourceDaemon, ID: h.Message.ID, Moved: h.Moved, Epoch: h.Epoch}, nil
 }
