@@ -124,7 +124,11 @@ func runPrime(ctx context.Context, c *call) error {
 		fmt.Fprintf(&b, "ready: %s %s %s %s\n", t.Key, t.Severity, t.Kind, oneLineCut(title, 70))
 	}
 	for _, m := range notes.Notes {
-		fmt.Fprintf(&b, "decision: %s %s\n", m.Key, oneLineCut(m.Title, 80))
+		title := m.Title
+		if m.Trust != "vetted" {
+			title = fmt.Sprintf("[unvetted] %q", title)
+		}
+		fmt.Fprintf(&b, "decision: %s %s\n", m.Key, oneLineCut(title, 80))
 	}
 	out := b.String()
 	if len(out) > primeBudget {

@@ -268,7 +268,9 @@ func writeNode(b *strings.Builder, o nodeOut) {
 	}
 	if body != "" {
 		if o.Trust != "vetted" {
-			b.WriteString("body (data, unvetted):\n")
+			body = fence(body) // a forged edge line in it reads as data
+		} else {
+			body = escapeControls(body)
 		}
 		b.WriteString(body + "\n")
 	}
