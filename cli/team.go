@@ -146,7 +146,9 @@ func runHandoff(ctx context.Context, c *call) error {
 func runGuard(ctx context.Context, c *call) error {
 	paths := c.args
 	if len(paths) == 0 {
-		out, err := c.git(ctx, "diff", "--cached", "--name-only", "-z")
+		// --no-renames: a renamed file is its old path and its new one,
+		// and a claim of either counts.
+		out, err := c.git(ctx, "diff", "--cached", "--name-only", "--no-renames", "-z")
 		if err != nil {
 			return fmt.Errorf("guard: list the staged paths: %w (run it inside a git repository, or name the paths)", err)
 		}

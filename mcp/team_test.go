@@ -605,6 +605,16 @@ func TestGuardRefusesACommitOfClaimedFiles(t *testing.T) {
 			t.Errorf("commit in %s of a path ADA claims: err %v\n%s", dir, err, out)
 		}
 	}
+	// A rename of the claimed file touches it too: git mv alone, then
+	// commit (git lists only the new path unless told not to pair them).
+	must(wt, "restore", "--staged", "--worktree", "src/a.go")
+	must(wt, "mv", "src/a.go", "src/moved.go")
+	if out, err := gitIn(wt, env, "commit", "-q", "-m", "move a"); err == nil || !strings.Contains(out, "ADA holds src/a.go") {
+		t.Errorf("a commit renaming a path ADA claims: err %v\n%s", err, out)
+	}
+	must(wt, "mv", "src/moved.go", "src/a.go")
+	write(wt, "src/a.go", "package a // edited in second\n")
+	must(wt, "add", "src/a.go")
 	write(e.root, "src/b.go", "package a // b\n")
 	must(e.root, "add", "src/b.go")
 	must(e.root, "restore", "--staged", "src/a.go")
