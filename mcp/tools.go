@@ -64,7 +64,7 @@ type getOut struct {
 }
 
 type claimIn struct {
-	ID       string `json:"id,omitempty" jsonschema:"omit to take the next ready task"`
+	ID       string `json:"id,omitempty"`
 	Force    bool   `json:"force,omitempty" jsonschema:"claim a blocked task anyway"`
 	Worktree bool   `json:"worktree,omitempty" jsonschema:"a git worktree of its own"`
 }
@@ -226,15 +226,15 @@ func limit(p *jsonschema.Schema, def, maxv int) {
 func (s *server) addTools(srv *sdk.Server) {
 	addTool(srv, &sdk.Tool{Name: "snag_list", OutputSchema: outSchema[listOut](), Annotations: readOnly("List tasks"),
 		InputSchema: schema[listIn](func(p map[string]*jsonschema.Schema) { limit(p["limit"], 20, 50) }),
-		Description: "List tasks in queue order: key, status, severity, kind, wave, title, trust; [BLOCKED] flags."}, s.list)
+		Description: "Tasks in queue order, one row each; [BLOCKED] flags."}, s.list)
 	addTool(srv, &sdk.Tool{Name: "snag_get", OutputSchema: outSchema[getOut](), Annotations: readOnly("Show a task"),
-		Description: "One whole task: body, suspect files, capture, screenshots as links, verify state, next_actions."}, s.get)
+		Description: "One whole task: body, files, capture, pictures, verify state, next actions."}, s.get)
 	addTool(srv, &sdk.Tool{Name: "snag_claim", OutputSchema: outSchema[claimOut](), Annotations: writes("Claim a task", true),
-		Description: "Lease a task to work on it. No id: the next ready one. Blocked tasks need force."}, s.claim)
+		Description: "Lease a task to work on it; no id takes the next ready one."}, s.claim)
 	addTool(srv, &sdk.Tool{Name: "snag_release", OutputSchema: outSchema[moveOut](), Annotations: writes("Release a task", false),
-		Description: "Give a task you hold back to the queue, saying why."}, s.release)
+		Description: "Give a task you hold back, saying why."}, s.release)
 	addTool(srv, &sdk.Tool{Name: "snag_resolve", OutputSchema: outSchema[moveOut](), Annotations: writes("Resolve a task", false),
-		Description: "Mark a task you hold done; verify then checks it (the task goes to verifying)."}, s.resolve)
+		Description: "Mark a task you hold done: verify checks it (status verifying)."}, s.resolve)
 	addTool(srv, &sdk.Tool{Name: "snag_add", OutputSchema: outSchema[addOut](), Annotations: writes("Add to the inbox", false),
 		InputSchema: schema[addIn](func(p map[string]*jsonschema.Schema) {
 			p["kind"].Enum, p["kind"].Description = enum(queue.Kinds), ""
@@ -244,16 +244,16 @@ func (s *server) addTools(srv *sdk.Server) {
 			p["files"].Type, p["files"].Types = "array", nil
 			p["depends_on"].Type, p["depends_on"].Types = "array", nil
 		}),
-		Description: "File a finding, TODO or note into a person's inbox (unvetted until promoted)."}, s.add)
+		Description: "File a finding or TODO into a person's inbox, unvetted until promoted."}, s.add)
 	addTool(srv, &sdk.Tool{Name: "snag_search", OutputSchema: outSchema[searchOut](), Annotations: readOnly("Search tasks"),
 		InputSchema: schema[searchIn](func(p map[string]*jsonschema.Schema) { limit(p["limit"], 10, 30) }),
-		Description: "Full-text search over every task, inbox and closed ones included."}, s.search)
+		Description: "Full-text search over every task, closed ones too."}, s.search)
 	addTool(srv, &sdk.Tool{Name: "snag_screenshot", OutputSchema: outSchema[shotOut](), Annotations: readOnly("Show a screenshot"),
 		InputSchema: schema[shotIn](func(p map[string]*jsonschema.Schema) {
 			zero := 0.0
 			p["index"].Default, p["index"].Minimum, p["index"].Description = json.RawMessage("0"), &zero, ""
 		}),
-		Description: "One screenshot of a task, inline. Only for ux, a11y and layout tasks."}, s.screenshot)
+		Description: "A task's screenshot, inline (ux, a11y and layout tasks)."}, s.screenshot)
 }
 
 // fence frames text an agent or a tool wrote as data, its control
