@@ -47,7 +47,8 @@ const (
 	// application/json.
 	CodeBadContentType = "bad_content_type"
 	// CodeTooLarge (413): a request body over 1 MiB (24 MiB for POST
-	// /captures), or a capture's image over 8 MiB or 40 million pixels.
+	// /captures), or a capture's image over 8 MiB, or that decodes to over
+	// 160 MiB (its pixels times their depth).
 	CodeTooLarge = "too_large"
 	// CodeBadJSON (400): a body that does not decode, has an unknown
 	// field, or a value a task file cannot hold.

@@ -3,7 +3,9 @@ package daemon_test
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"hash/crc32"
 	"image"
 	"image/color"
 	"image/draw"
@@ -175,6 +177,24 @@ func TestCaptureBadInput(t *testing.T) {
 		json.NewDecoder(resp.Body).Decode(&e)
 		if resp.StatusCode != http.StatusRequestEntityTooLarge || e.Code != "too_large" || !strings.Contains(e.Message, "8 MiB") {
 			t.Errorf("%d %s %q; want 413 too_large naming 8 MiB", resp.StatusCode, e.Code, e.Message)
+		}
+	})
+	t.Run("a small PNG of many 16-bit pixels", func(t *testing.T) {
+		// 6000x6000 at 16 bits a channel: a header of a few bytes that
+		// would decode to 274 MiB.
+		ihdr := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, 6000), 6000)
+		ihdr = append(ihdr, 16, 6, 0, 0, 0)
+		chunk := func(typ string, data []byte) []byte {
+			b := binary.BigEndian.AppendUint32(nil, uint32(len(data)))
+			b = append(append(b, typ...), data...)
+			return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(append([]byte(typ), data...)))
+		}
+		deep := append(append([]byte("\x89PNG\r\n\x1a\n"), chunk("IHDR", ihdr)...), chunk("IEND", nil)...)
+		req := good()
+		req.Screenshot = base64.StdEncoding.EncodeToString(deep)
+		var e api.Error
+		if code := d.do("POST", "/captures", req, &e); code != http.StatusRequestEntityTooLarge || !strings.Contains(e.Message, "6000x6000 at 8 bytes a pixel decodes to 274 MiB") {
+			t.Errorf("%d %s %q; want 413 naming the decoded size", code, e.Code, e.Message)
 		}
 	})
 	t.Run("screenshot of 9 MiB under the body's cap", func(t *testing.T) {

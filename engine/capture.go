@@ -26,9 +26,10 @@ import (
 const (
 	// MaxShotBytes bounds each image of a capture, as PNG bytes.
 	MaxShotBytes = 8 << 20
-	// MaxShotPixels bounds each image's size in pixels, read from its
-	// header before it is decoded.
-	MaxShotPixels = 40_000_000
+	// MaxShotDecoded bounds each image's decoded size in bytes (its
+	// pixels times their depth), read from its header before it is
+	// decoded: a small PNG of many 16-bit pixels is refused.
+	MaxShotDecoded = pixdiff.DefaultMaxBytes
 	maxCaptureURL = 4096
 	maxSelector   = 1024
 	maxAnchorText = 200
@@ -192,14 +193,16 @@ func (e *Engine) checkCapture(c *Capture) error {
 }
 
 // decodeShot reads a capture's PNG, refusing anything else, and an image
-// over MaxShotPixels before it is decoded.
+// over MaxShotDecoded before it is decoded.
 func decodeShot(what string, data []byte) (image.Image, error) {
-	img, err := pixdiff.DecodePNG(bytes.NewReader(data), MaxShotPixels)
+	img, err := pixdiff.DecodePNG(bytes.NewReader(data), MaxShotDecoded)
 	switch {
 	case errors.Is(err, pixdiff.ErrNotPNG):
 		return nil, refuse(ErrInvalid, "not_png", "capture: the %s is not a PNG image: send what the browser's screenshot gave, as PNG", what)
 	case errors.Is(err, pixdiff.ErrTooLarge):
-		return nil, &Error{Kind: ErrTooLarge, Code: "too_large", Message: fmt.Sprintf("capture: the %s is over %d million pixels: capture a smaller window", what, MaxShotPixels/1_000_000)}
+		// The header's size and depth, and the limit: the fix follows.
+		why := strings.TrimPrefix(err.Error(), "pixdiff: decode png: "+pixdiff.ErrTooLarge.Error()+": ")
+		return nil, &Error{Kind: ErrTooLarge, Code: "too_large", Message: fmt.Sprintf("capture: the %s is too large: %s", what, why)}
 	case err != nil:
 		return nil, refuse(ErrInvalid, "bad_png", "capture: the %s: %v", what, err)
 	}

@@ -110,7 +110,7 @@ func compareCrops(before, after string) (pixdiff.Result, error) {
 		if err != nil {
 			return pixdiff.Result{}, fmt.Errorf("read %s: %w", p, err)
 		}
-		img, err := pixdiff.DecodePNG(f, MaxShotPixels)
+		img, err := pixdiff.DecodePNG(f, MaxShotDecoded)
 		f.Close()
 		if err != nil {
 			return pixdiff.Result{}, fmt.Errorf("read %s: %w", p, err)

@@ -5,35 +5,36 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"image/color"
 	"image/png"
 	"io"
 )
 
-// DefaultMaxPixels is the pixel count above which [DecodePNG] refuses an
-// image when its maxPixels is zero or less: 40 megapixels, a full page at
-// a large viewport, decoded into 160 MB.
-const DefaultMaxPixels = 40_000_000
+// DefaultMaxBytes is the decoded size above which [DecodePNG] refuses an
+// image when its maxBytes is zero or less: 160 MiB, a full page at a large
+// viewport (40 megapixels at 8 bits a channel; half as many at 16).
+const DefaultMaxBytes = 160 << 20
 
 // ErrNotPNG is returned, wrapped, by [DecodePNG] for input that is not a
 // PNG image.
 var ErrNotPNG = errors.New("not a PNG image")
 
-// ErrTooLarge is returned, wrapped, by [DecodePNG] for a PNG image with
-// more pixels than the limit.
+// ErrTooLarge is returned, wrapped, by [DecodePNG] for a PNG image that
+// decodes to more bytes than the limit.
 var ErrTooLarge = errors.New("image too large")
 
 // pngSignature starts every PNG file.
 const pngSignature = "\x89PNG\r\n\x1a\n"
 
 // DecodePNG reads a PNG image from r. It refuses input that is not a PNG
-// ([ErrNotPNG]) and an image with more than maxPixels pixels
-// ([ErrTooLarge]); the size is read from the header, before any pixel is
-// allocated. A maxPixels of zero or less means [DefaultMaxPixels]. DecodePNG
-// does not bound how many bytes it reads: wrap r in an [io.LimitedReader]
-// for that.
-func DecodePNG(r io.Reader, maxPixels int) (image.Image, error) {
-	if maxPixels <= 0 {
-		maxPixels = DefaultMaxPixels
+// ([ErrNotPNG]) and an image that would decode to more than maxBytes
+// ([ErrTooLarge]): its size and bit depth are read from the header,
+// before any pixel is allocated. A maxBytes of zero or less means
+// [DefaultMaxBytes]. DecodePNG does not bound how many bytes it reads:
+// wrap r in an [io.LimitedReader] for that.
+func DecodePNG(r io.Reader, maxBytes int64) (image.Image, error) {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
 	}
 	// The header is read twice, once for its size and once to decode:
 	// keep what the first read took, to read it again.
@@ -51,14 +52,41 @@ func DecodePNG(r io.Reader, maxPixels int) (image.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pixdiff: decode png: header: %w: take the screenshot again", err)
 	}
-	if pixels := int64(cfg.Width) * int64(cfg.Height); pixels > int64(maxPixels) {
-		return nil, fmt.Errorf("pixdiff: decode png: %w: %dx%d is %d pixels, over the limit of %d: crop the screenshot to the element", ErrTooLarge, cfg.Width, cfg.Height, pixels, maxPixels)
+	per := bytesPerPixel(cfg.ColorModel)
+	if size := int64(cfg.Width) * int64(cfg.Height) * per; size > maxBytes {
+		return nil, fmt.Errorf("pixdiff: decode png: %w: %dx%d at %d bytes a pixel decodes to %s, over the limit of %s: crop the screenshot to the element, or take it at 8 bits a channel",
+			ErrTooLarge, cfg.Width, cfg.Height, per, mib(size), mib(maxBytes))
 	}
 	img, err := png.Decode(io.MultiReader(&head, r))
 	if err != nil {
 		return nil, fmt.Errorf("pixdiff: decode png: %w: take the screenshot again", err)
 	}
 	return img, nil
+}
+
+// bytesPerPixel is what one pixel of an image of colour model m takes
+// once decoded by image/png.
+func bytesPerPixel(m color.Model) int64 {
+	switch m {
+	case color.GrayModel:
+		return 1
+	case color.Gray16Model:
+		return 2
+	case color.RGBA64Model, color.NRGBA64Model:
+		return 8
+	}
+	if _, ok := m.(color.Palette); ok {
+		return 1
+	}
+	return 4 // RGBA, NRGBA
+}
+
+// mib writes n bytes in MiB, with one decimal below 10.
+func mib(n int64) string {
+	if m := float64(n) / (1 << 20); m < 10 {
+		return fmt.Sprintf("%.1f MiB", m)
+	}
+	return fmt.Sprintf("%d MiB", n>>20)
 }
 
 // describe names what the first bytes of some input that is not a PNG

@@ -44,10 +44,16 @@ func pngChunk(typ string, data []byte) []byte {
 
 // hugeHeader is a PNG file of a few dozen bytes whose header claims an
 // RGBA image w by h, with no pixel data.
-func hugeHeader(w, h uint32) []byte {
+func hugeHeader(w, h uint32) []byte { return header(w, h, 8) }
+
+// deepHeader is hugeHeader at 16 bits a channel: 8 bytes a pixel once
+// decoded.
+func deepHeader(w, h uint32) []byte { return header(w, h, 16) }
+
+func header(w, h uint32, depth byte) []byte {
 	ihdr := binary.BigEndian.AppendUint32(nil, w)
 	ihdr = binary.BigEndian.AppendUint32(ihdr, h)
-	ihdr = append(ihdr, 8, 6, 0, 0, 0) // 8 bits, RGBA, deflate, no filter, no interlace
+	ihdr = append(ihdr, depth, 6, 0, 0, 0) // RGBA, deflate, no filter, no interlace
 	b := []byte("\x89PNG\r\n\x1a\n")
 	b = append(b, pngChunk("IHDR", ihdr)...)
 	return append(b, pngChunk("IEND", nil)...)
@@ -110,7 +116,7 @@ func TestDecodePNGRefuses(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		data      []byte
-		maxPixels int
+		maxBytes  int64
 		is        error // nil: any error but these two
 		want      string
 	}{
@@ -123,11 +129,12 @@ func TestDecodePNGRefuses(t *testing.T) {
 		{"a PNG cut in half", valid[:len(valid)/2], 0, nil, "take the screenshot again"},
 		{"a PNG cut after its signature", valid[:8], 0, nil, "pixdiff: decode png: header: "},
 		{"a PNG with a broken checksum", flipByte(valid, 30), 0, nil, "take the screenshot again"},
-		{"a PNG over a small limit", valid, 240*120 - 1, pixdiff.ErrTooLarge, "240x120 is 28800 pixels, over the limit of 28799: crop the screenshot to the element"},
-		{"a PNG whose header claims 100000x100000", hugeHeader(100000, 100000), 0, pixdiff.ErrTooLarge, "100000x100000 is 10000000000 pixels, over the limit of 40000000"},
+		{"a PNG over a small limit", valid, 240*120*4 - 1, pixdiff.ErrTooLarge, "240x120 at 4 bytes a pixel decodes to 0.1 MiB, over the limit of 0.1 MiB: crop the screenshot to the element, or take it at 8 bits a channel"},
+		{"a PNG whose header claims 100000x100000", hugeHeader(100000, 100000), 0, pixdiff.ErrTooLarge, "100000x100000 at 4 bytes a pixel decodes to 38146 MiB, over the limit of 160 MiB"},
+		{"a small PNG of many 16-bit pixels", deepHeader(6000, 6000), 0, pixdiff.ErrTooLarge, "6000x6000 at 8 bytes a pixel decodes to 274 MiB, over the limit of 160 MiB"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			img, err := pixdiff.DecodePNG(bytes.NewReader(c.data), c.maxPixels)
+			img, err := pixdiff.DecodePNG(bytes.NewReader(c.data), c.maxBytes)
 			if err == nil {
 				t.Fatalf("decoded a %v image, want an error", img.Bounds())
 			}
@@ -168,7 +175,7 @@ func TestDecodePNGRefusesAHugeHeaderWithoutAllocatingIt(t *testing.T) {
 	}
 	// A header just under the limit is read past the header: the missing
 	// pixel data is the error.
-	_, err = pixdiff.DecodePNG(bytes.NewReader(hugeHeader(100, 100)), 100*100)
+	_, err = pixdiff.DecodePNG(bytes.NewReader(hugeHeader(100, 100)), 100*100*4)
 	if err == nil || errors.Is(err, pixdiff.ErrTooLarge) || !strings.Contains(err.Error(), "take the screenshot again") {
 		t.Errorf("a 100x100 header without pixels: err = %v, want a decoding error", err)
 	}
