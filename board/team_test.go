@@ -278,8 +278,8 @@ func TestTeamBoardShowsOtherClonesClaims(t *testing.T) {
 	br.watchDOM()
 	measure("SNAG-8 on its page", `document.querySelector("#task .team-note") && document.querySelector("#task .team-note").textContent.includes("KESTREL holds this task through another clone")`,
 		func() time.Time { return a.teamClaim(kestrel, "SNAG-8") })
-	if got := br.text("#task .meta"); !strings.Contains(got, "held by KESTREL on "+host) || !strings.Contains(got, "open") {
-		t.Errorf("SNAG-8's page on B: %q, want its status here (open) and who holds it through A", got)
+	if got := br.text("#task .meta"); !strings.Contains(got, "held by KESTREL on "+host) || !strings.Contains(got, "claimed") {
+		t.Errorf("SNAG-8's page on B: %q, want it claimed (held through A, not free) and who holds it", got)
 	}
 	shots("task")
 
