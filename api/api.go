@@ -226,6 +226,9 @@ type Added struct {
 	Status queue.Status `json:"status"`
 	// Trust is vetted for a person's task, unvetted for an agent's.
 	Trust queue.Trust `json:"trust"`
+	// Warnings say what a person's new task names that is not there yet
+	// (a task it depends on, its plan): it was added, and waits on them.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // MoveRequest is the body of a person's move: POST /tasks/{ref}/{action}

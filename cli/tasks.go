@@ -149,6 +149,9 @@ func runAdd(ctx context.Context, c *call) error {
 	if err != nil {
 		return said(err)
 	}
+	for _, w := range added.Warnings {
+		fmt.Fprintln(c.Stderr, "snag add: note: "+safe(w))
+	}
 	if c.opt.json {
 		// The stable shape of snag add --json.
 		return writeJSON(c.Stdout, struct {

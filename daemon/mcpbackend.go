@@ -291,7 +291,7 @@ func (b *engineBackend) Get(ctx context.Context, ref string) (*mcp.Detail, error
 		if err != nil {
 			return err
 		}
-		det = &mcp.Detail{Row: rowOf(&it.Row)}
+		det = &mcp.Detail{Row: rowOf(&it.Row), Problem: mcp.ProblemOf(it.State, it.Error)}
 		if it.Task != nil {
 			det.Body = string(it.Task.Body)
 		}

@@ -238,7 +238,11 @@ func (d *Daemon) addTask(ctx context.Context, c *call[addRequest]) (answer, erro
 	if err != nil {
 		return answer{}, err
 	}
-	return answer{http.StatusCreated, added(t, project.Rel(path))}, nil
+	out := added(t, project.Rel(path))
+	if actor == queue.Person {
+		out.Warnings = d.e.AddWarnings(ctx, t)
+	}
+	return answer{http.StatusCreated, out}, nil
 }
 
 // addCapture makes a capture an inbox task (engine.AddCapture).

@@ -57,6 +57,12 @@ func (e *Engine) Add(ctx context.Context, nt NewTask, actor queue.Actor, who str
 			return nil, "", refuse(ErrInvalid, "bad_ref", "add: depends on: %v", err)
 		}
 	}
+	if missing := e.danglingDeps(ctx, nt.DependsOn); len(missing) > 0 && actor != queue.Person {
+		// The task would stay blocked until someone writes what it waits
+		// for (a person may be about to: they are told, not refused).
+		return nil, "", refuse(ErrInvalid, "bad_ref", "add: depends_on names %s, which no task has: name existing tasks (snag_list shows them), or leave depends_on out",
+			strings.Join(missing, ", "))
+	}
 	if nt.Plan != "" && actor != queue.Person {
 		// An agent names a plan that is there (a person may name the plan
 		// they are about to write).
@@ -121,6 +127,36 @@ func (e *Engine) depIDs(ctx context.Context, deps []string) (ids, keys []string)
 		}
 	}
 	return ids, keys
+}
+
+// danglingDeps lists the entries of deps that name no task here.
+func (e *Engine) danglingDeps(ctx context.Context, deps []string) []string {
+	var out []string
+	for _, d := range deps {
+		ref, err := queue.ParseRef(d)
+		if err != nil {
+			continue
+		}
+		if _, err := e.p.DB.Get(ctx, ref); err != nil {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// AddWarnings says what a person's new task t waits on that no task is
+// yet: it stays blocked until one is written.
+func (e *Engine) AddWarnings(ctx context.Context, t *queue.Task) []string {
+	var out []string
+	for _, d := range e.danglingDeps(ctx, t.DependsOn) {
+		out = append(out, fmt.Sprintf("%s depends on %s, which no task has yet: it stays blocked until one does", t.Key, d))
+	}
+	if t.Plan != "" {
+		if _, err := os.Stat(filepath.Join(e.plansDir(), t.Plan+".md")); err != nil {
+			out = append(out, fmt.Sprintf("%s names the plan %q, which does not exist yet: snag plans new writes one", t.Key, t.Plan))
+		}
+	}
+	return out
 }
 
 // withDepKeys puts a comment naming keys after the depends_on line of a

@@ -49,6 +49,20 @@ type Detail struct {
 	// Verify is snagd's latest verify run of the task; nil from the files,
 	// or when it was never checked.
 	Verify *VerifyState `json:"-"`
+	// Problem says why the task's file does not read cleanly (its state:
+	// invalid, conflict, missing), with the fix; "" when it does.
+	Problem string `json:"-"`
+}
+
+// ProblemOf words a task row's state for Detail.Problem.
+func ProblemOf(state, why string) string {
+	if state == "" || state == "ok" {
+		return ""
+	}
+	if why == "" {
+		return state
+	}
+	return state + ": " + why
 }
 
 // VerifyState is where verify of a task stands.

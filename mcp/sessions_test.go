@@ -406,3 +406,24 @@ func TestAGivenBackTaskIsNotHandedBack(t *testing.T) {
 		mustOK(t, "release "+key, res, txt)
 	}
 }
+
+// TestGetOfABrokenTaskDoesNotSuggestAClaim: snag_get of a task whose file
+// does not parse says so, and that a person fixes it, instead of
+// suggesting a claim that is refused.
+func TestGetOfABrokenTaskDoesNotSuggestAClaim(t *testing.T) {
+	e := newEnv(t)
+	e.daemon(t)
+	a := e.teamBridge(t, "ADA")
+	broken := "---\nid: tsk_01M9BROKEN000000000000021\nkey: SNAG-21\ntitle: [unclosed\nstatus: open\n---\nBody.\n"
+	if err := os.WriteFile(filepath.Join(e.root, ".snag", "tasks", "SNAG-21 - Broken.md"), []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var txt string
+	waitFor(t, 10*time.Second, func() bool {
+		_, txt, _ = call(t, a, "snag_get", map[string]any{"id": "SNAG-21"})
+		return strings.Contains(txt, "does not read")
+	}, func() string { return "snag_get of the broken task:\n" + txt })
+	if strings.Contains(txt, "snag_claim") {
+		t.Errorf("snag_get of a task whose file does not parse suggests a claim:\n%s", txt)
+	}
+}

@@ -769,12 +769,21 @@ func TestPlans(t *testing.T) {
 	key := sc["key"].(string)
 	res, txt, _ = call(t, a, "snag_add", map[string]any{"title": "No such plan", "plan": "nope"})
 	mustErr(t, "add to no plan", res, txt, `no plan "nope"`)
-	// A task file that depends on the key the next add will get: that add
-	// depending on it would close a cycle.
+	// An agent's task that waits on no task would stay blocked: refused.
+	res, txt, _ = call(t, a, "snag_add", map[string]any{"title": "Waits on nothing", "depends_on": []string{"SNAG-404"}})
+	mustErr(t, "add depending on no task", res, txt, "depends_on names SNAG-404, which no task has")
+	// A person's task that depends on the key the next add will get (they
+	// are told it waits on nothing yet): that add depending on it would
+	// close a cycle.
 	next := fmt.Sprintf("SNAG-%d", keyNum(t, key)+2)
-	res, txt, sc = call(t, a, "snag_add", map[string]any{"title": "Waits for the next", "depends_on": []string{next}})
-	mustOK(t, "add depending on a key not yet taken", res, txt)
-	mid := sc["key"].(string)
+	person := exec.Command(snagBin, "add", "Waits for the next", "--depends", next)
+	var stderr strings.Builder
+	person.Dir, person.Env, person.Stderr = e.root, e.environ(), &stderr
+	out, err := person.Output()
+	if err != nil || !strings.Contains(stderr.String(), "which no task has yet") {
+		t.Fatalf("a person's add depending on a key not yet taken: %v\n%s%s", err, out, stderr.String())
+	}
+	mid := strings.TrimSpace(string(out))
 	res, txt, _ = call(t, a, "snag_add", map[string]any{"title": "Closes the loop", "depends_on": []string{mid}})
 	mustErr(t, "a cycle", res, txt, next+" -> "+mid+" -> "+next)
 }

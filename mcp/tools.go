@@ -587,6 +587,9 @@ func (s *server) nextActions(det *Detail) []string {
 	q := strconv.Quote(det.Key)
 	var next []string
 	switch {
+	case det.Problem != "":
+		// No move is taken on a file that does not read: a person fixes it.
+		next = append(next, "its file does not read ("+det.Problem+"): a person fixes it (snag doctor says how); no call takes it until then")
 	case s.holds(det.Key):
 		next = append(next, "work it, then snag_resolve {\"id\": "+q+"} or snag_release {\"id\": "+q+", \"reason\": ...}")
 	case det.Status == "open" && len(det.BlockedBy) > 0:

@@ -308,7 +308,7 @@ func (d *Daemon) Get(ctx context.Context, ref string) (*mcp.Detail, error) {
 	if err := d.call(ctx, ref, func(k client.Caller) (err error) { got, err = k.Get(ctx, ref); return err }); err != nil {
 		return nil, err
 	}
-	det := &mcp.Detail{Row: mcp.RowOf(got.Row)}
+	det := &mcp.Detail{Row: mcp.RowOf(got.Row), Problem: mcp.ProblemOf(got.Row.State, got.Row.Error)}
 	if got.Body != nil {
 		det.Body = *got.Body
 	}
