@@ -30,14 +30,14 @@ const (
 	// pixels times their depth), read from its header before it is
 	// decoded: a small PNG of many 16-bit pixels is refused.
 	MaxShotDecoded = pixdiff.DefaultMaxBytes
-	maxCaptureURL = 4096
-	maxSelector   = 1024
-	maxAnchorText = 200
-	maxPageTitle  = 300
-	maxUserAgent  = 500
-	maxNote       = 64 << 10
-	maxCaptured   = 20  // console and network errors, each
-	maxErrorText  = 500 // bytes of each
+	maxCaptureURL  = 4096
+	maxSelector    = 1024
+	maxAnchorText  = 200
+	maxPageTitle   = 300
+	maxUserAgent   = 500
+	maxNote        = 64 << 10
+	maxCaptured    = 20  // console and network errors, each
+	maxErrorText   = 500 // bytes of each
 )
 
 // Capture is what a capture brings: the page as a person saw it, the

@@ -114,11 +114,11 @@ func TestDecodePNGRefuses(t *testing.T) {
 	}
 	valid := encode(t, el)
 	for _, c := range []struct {
-		name      string
-		data      []byte
-		maxBytes  int64
-		is        error // nil: any error but these two
-		want      string
+		name     string
+		data     []byte
+		maxBytes int64
+		is       error // nil: any error but these two
+		want     string
 	}{
 		{"a JPEG", jpg.Bytes(), 0, pixdiff.ErrNotPNG, "not a PNG image (it starts like a JPEG): take the screenshot as PNG"},
 		{"a GIF", gf.Bytes(), 0, pixdiff.ErrNotPNG, "(it starts like a GIF)"},
