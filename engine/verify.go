@@ -651,11 +651,11 @@ func (e *Engine) check(ctx context.Context, t *queue.Task, run index.VerifyRun) 
 		case err != nil:
 			return result{outcome: OutcomeInconclusive, reason: "the command could not run: " + strings.TrimPrefix(err.Error(), "verify: ")}
 		case res.TimedOut:
-			return result{outcome: OutcomeFail, reason: capReason(fmt.Sprintf("`%s` timed out after %s; last output:\n%s", run.Command, timeout, res.Tail))}
+			return result{outcome: OutcomeFail, reason: failReason(fmt.Sprintf("`%s` timed out after %s", run.Command, timeout), res)}
 		case res.ExitCode == 0:
 			return result{outcome: OutcomePass, reason: fmt.Sprintf("`%s` passed (exit 0) in %s", run.Command, res.Took.Round(time.Millisecond))}
 		default:
-			return result{outcome: OutcomeFail, reason: capReason(fmt.Sprintf("`%s` failed with exit %d; last output:\n%s", run.Command, res.ExitCode, res.Tail))}
+			return result{outcome: OutcomeFail, reason: failReason(fmt.Sprintf("`%s` failed with exit %d", run.Command, res.ExitCode), res)}
 		}
 	case "browser":
 		c := t.Capture
@@ -697,18 +697,36 @@ func (e *Engine) check(ctx context.Context, t *queue.Task, run index.VerifyRun) 
 	return result{outcome: OutcomeInconclusive, reason: "unknown verifier " + run.Verifier}
 }
 
-// capReason keeps a reason to what a person and a model read at a glance.
-func capReason(s string) string {
-	const max = 2000
-	if len(s) <= max {
+// failReason words a failed command's run: what happened, the lines of
+// its output that name the failure (wherever they were), then its last
+// output, cut from the front so that the whole fits maxReason.
+func failReason(what string, res verify.CommandResult) string {
+	head := what + "; last output:\n"
+	if len(res.Failing) > 0 {
+		head = what + "; failing:\n" + strings.Join(res.Failing, "\n") + "\nlast output:\n"
+	}
+	return head + keepEnd(res.Tail, maxReason-len(head))
+}
+
+// maxReason bounds a verify reason: what a person and a model read at a
+// glance.
+const maxReason = 2000
+
+// capReason keeps a reason to maxReason bytes, its end.
+func capReason(s string) string { return keepEnd(s, maxReason) }
+
+// keepEnd is s, or its last bytes within n with "…" before them, starting
+// on a whole character.
+func keepEnd(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := s[len(s)-max:]
-	for i := 0; i < 4 && i < len(cut); i++ { // start on a whole character
-		if cut[i]&0xC0 != 0x80 {
-			cut = cut[i:]
-			break
-		}
+	if n <= len("…") {
+		return ""
+	}
+	cut := s[len(s)-(n-len("…")):]
+	for len(cut) > 0 && cut[0]&0xC0 == 0x80 {
+		cut = cut[1:]
 	}
 	return "…" + cut
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +21,9 @@ const (
 	OutputKeep = 64 << 10 // bytes of output kept while the command runs: the last ones
 	TailLines  = 20       // lines in [CommandResult.Tail]
 	TailBytes  = 2000     // bytes in [CommandResult.Tail], at most
+
+	FailingLines     = 5   // lines in [CommandResult.Failing], at most
+	FailingLineBytes = 200 // bytes of each
 )
 
 // drainWait is how long RunCommand keeps reading output after the
@@ -52,6 +56,11 @@ type CommandResult struct {
 	// together: its last [TailLines] lines, at most [TailBytes] bytes, valid
 	// UTF-8 (invalid bytes become U+FFFD).
 	Tail string
+	// Failing are the first lines of the output that name a failure (a
+	// failed test or assertion, an error), at most [FailingLines] of at
+	// most [FailingLineBytes] bytes each, wherever they are: a stack trace
+	// at the end of the output pushes them out of Tail.
+	Failing []string
 	// Took is how long the command ran.
 	Took time.Duration
 }
@@ -306,6 +315,7 @@ func RunCommand(ctx context.Context, c Command) (CommandResult, error) {
 		res.ExitCode = -1
 	}
 	res.Tail = tail(out.bytes())
+	res.Failing = failing(out.bytes())
 	if ctxErr != nil {
 		return res, fmt.Errorf("verify: run %s: stopped: %w", show(c.Line), ctxErr)
 	}
@@ -357,6 +367,36 @@ func (b *tailBuffer) bytes() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf[max(0, len(b.buf)-b.max):]
+}
+
+// failurePattern matches a line that names a failure in the output of the
+// usual test runners and compilers: go test (--- FAIL, FAIL, file.go:12:),
+// pytest and unittest (FAILED, AssertionError, E   ...), jest and vitest
+// (✕, ●, Expected/Received), mocha (failing, AssertionError), TAP (not ok),
+// cargo (panicked at, test ... FAILED), and errors in general.
+var failurePattern = regexp.MustCompile(`(?i)(^\s*--- FAIL|^\s*FAIL\b|\bFAILED\b|^not ok\b|assert|expected|received|^\s*E\s{2,}|✕|✗|×|●|panicked at|^panic:|\berror\b|\w+_test\.go:\d+:)`)
+
+// failing picks [CommandResult.Failing] from out.
+func failing(out []byte) []string {
+	var lines []string
+	for line := range strings.Lines(strings.ToValidUTF8(string(out), "\uFFFD")) {
+		line = strings.TrimRight(line, "\r\n")
+		if strings.TrimSpace(line) == "" || !failurePattern.MatchString(line) {
+			continue
+		}
+		if len(line) > FailingLineBytes {
+			cut := FailingLineBytes
+			for cut > 0 && !utf8.RuneStart(line[cut]) {
+				cut--
+			}
+			line = line[:cut] + "…"
+		}
+		lines = append(lines, line)
+		if len(lines) == FailingLines {
+			break
+		}
+	}
+	return lines
 }
 
 // tail is the end of out as [CommandResult.Tail] holds it.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -441,5 +442,41 @@ func TestMarker(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, m)); err != nil {
 			t.Errorf("through a shell, %s was not created: %v", m, err)
 		}
+	}
+}
+
+// TestFailingLinesOutliveAStackTrace: a test run whose failing assertion
+// is followed by a long stack trace: Tail holds the trace's end, Failing
+// the lines that say what failed, whatever runner printed them.
+func TestFailingLinesOutliveAStackTrace(t *testing.T) {
+	for _, c := range []struct {
+		runner, failing string
+	}{
+		{"go test", "    cart_test.go:42: total = 1199, want 1200"},
+		{"pytest", "E       AssertionError: assert 1199 == 1200"},
+		{"jest", "    Expected: 1200"},
+		{"tap", "not ok 3 - total is rounded"},
+	} {
+		t.Run(c.runner, func(t *testing.T) {
+			dir := t.TempDir()
+			var out strings.Builder
+			out.WriteString("running 12 tests\nok 1 - loads\n" + c.failing + "\n")
+			for i := range 60 {
+				fmt.Fprintf(&out, "    at frame%d (/app/node_modules/lib/x.js:%d:7)\n", i, i)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "out.txt"), []byte(out.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			res := run(t, verify.Command{Dir: dir, Line: "cat out.txt; exit 1", Shell: true})
+			if strings.Contains(res.Tail, c.failing) {
+				t.Fatalf("the failing line is in Tail: the test shows nothing")
+			}
+			if !slices.Contains(res.Failing, c.failing) {
+				t.Errorf("Failing = %q, want it to hold %q", res.Failing, c.failing)
+			}
+			if len(res.Failing) > verify.FailingLines {
+				t.Errorf("Failing has %d lines, at most %d", len(res.Failing), verify.FailingLines)
+			}
+		})
 	}
 }
