@@ -26,7 +26,7 @@ const hashShown = 12
 func init() {
 	register(&command{
 		name: "approve", args: "[SNAG-12 | --project] [--yes] | --check SNAG-12|--project | --list | --revoke HASH|SNAG-12|--project",
-		summary: "Approve a verify command, so snagd may run it: a task's verify.command, or config.json's with --layout.\n\n" +
+		summary: "Approve a verify command, so snagd may run it: a task's verify.command, or config.json's with --project.\n\n" +
 			"A verify command comes from files a git pull can change, so snagd runs one only after a\n" +
 			"person on this machine approved that exact command, for this project, with the shell on\n" +
 			"or off as config.json says (verify.shell). A changed command needs approving again.\n" +
@@ -171,7 +171,7 @@ type verifyCommand struct {
 }
 
 // findVerify reads the verify command snag approve is about: the named
-// task's, or config.json's with --layout. It reads the files directly: no
+// task's, or config.json's with --project. It reads the files directly: no
 // daemon needed.
 func findVerify(c *call, o approveOptions) (*verifyCommand, error) {
 	root, err := layout.Find(c.Dir)

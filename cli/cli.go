@@ -16,9 +16,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/snagdev/snag/version"
 )
@@ -217,15 +219,19 @@ func Run(ctx context.Context, args []string, env Env) error {
 		cl.rawArgs = args[1:]
 		return c.run(ctx, cl)
 	}
+	// A mistake in a flag is said in one line, below; help asked for is
+	// the whole usage, on stdout.
+	cl.fs.SetOutput(io.Discard)
 	if slices.ContainsFunc(args[1:], func(a string) bool { return a == "-h" || a == "--help" || a == "-help" }) {
 		cl.fs.SetOutput(env.Stdout)
 	}
 	pos, err := parseInterleaved(cl.fs, args[1:])
+	cl.fs.SetOutput(env.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
 	if err != nil {
-		return usagef("%s: %v (snag help %s)", name, err, name)
+		return usagef("%s: %s (snag help %s)", name, flagError(cl.fs, err), name)
 	}
 	cl.args = pos
 	return c.run(ctx, cl)
@@ -253,6 +259,38 @@ func newCall(c *command, env Env) *call {
 	}
 	cl.fs = fs
 	return cl
+}
+
+// flagInvalid is how package flag words a value its flag cannot take.
+var flagInvalid = regexp.MustCompile(`^invalid value "(.*)" for flag -([^:]+): `)
+
+// flagError words err, from parsing fs, as a person reads it: the flag as
+// they typed it, and what it takes.
+func flagError(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return fmt.Sprintf("no flag --%s", name)
+	}
+	m := flagInvalid.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	want := "another value"
+	if f := fs.Lookup(m[2]); f != nil {
+		if g, ok := f.Value.(flag.Getter); ok {
+			switch g.Get().(type) {
+			case int, int64, uint, uint64:
+				want = "a whole number"
+			case float64:
+				want = "a number"
+			case bool:
+				want = "true or false"
+			case time.Duration:
+				want = "a duration, like 30s or 5m"
+			}
+		}
+	}
+	return fmt.Sprintf("--%s %q: want %s", m[2], m[1], want)
 }
 
 // parseInterleaved parses flags that may come before, between or after the

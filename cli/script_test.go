@@ -47,7 +47,11 @@ func TestMain(m *testing.M) {
 				exit(cli.Main(ctx, os.Args[2:], cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Full: full.New()}))
 			}
 			if err := full.New().Daemon(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-				fmt.Fprintln(os.Stderr, "snagd: "+err.Error())
+				msg := err.Error() // said once, as snagd's main does
+				if !strings.HasPrefix(msg, "snagd: ") {
+					msg = "snagd: " + msg
+				}
+				fmt.Fprintln(os.Stderr, msg)
 				os.Exit(1)
 			}
 			os.Exit(0)

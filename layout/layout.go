@@ -40,6 +40,7 @@ snag.db-*
 .port
 snagd.lock
 snagd.log
+snagd.log.*
 plan.json
 *.snag-tmp
 keys

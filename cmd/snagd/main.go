@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/snagdev/snag/cli"
@@ -31,7 +32,11 @@ func main() {
 	err := daemon.Command(ctx, os.Args[1:], version.String(), os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "snagd: "+err.Error())
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "snagd: ") { // said once
+			msg = "snagd: " + msg
+		}
+		fmt.Fprintln(os.Stderr, msg)
 		os.Exit(1)
 	}
 }
