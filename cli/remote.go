@@ -168,6 +168,9 @@ func envSet(name string) bool {
 func said(err error) error {
 	var e *client.Error
 	if errors.As(err, &e) {
+		if e.Code == api.CodeBadRef {
+			return usagef("%s", e.Message) // a malformed reference: exit 2
+		}
 		return errors.New(e.Message)
 	}
 	return err

@@ -259,7 +259,7 @@ func runShow(ctx context.Context, c *call) error {
 	}
 	ref, err := queue.ParseRef(c.args[0])
 	if err != nil {
-		return err
+		return usagef("%v", err) // a malformed reference is a usage mistake
 	}
 	r, err := connect(ctx, c, false)
 	if err != nil {

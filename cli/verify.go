@@ -100,7 +100,7 @@ func runVerify(ctx context.Context, c *call) error {
 		return usagef("verify takes one task: snag verify SNAG-12 [--dry-run] [--wait]")
 	}
 	if _, err := queue.ParseRef(c.args[0]); err != nil {
-		return err
+		return usagef("%v", err)
 	}
 	r, err := connect(ctx, c, true)
 	if err != nil {
@@ -213,7 +213,7 @@ func runMoveAs(ctx context.Context, c *call, action queue.Action, name string) e
 	}
 	for _, a := range c.args {
 		if _, err := queue.ParseRef(a); err != nil {
-			return err
+			return usagef("%v", err)
 		}
 	}
 	r, err := connect(ctx, c, true)
