@@ -145,6 +145,7 @@ type call struct {
 // options holds every flag any command takes; each command registers the
 // ones it uses.
 type options struct {
+	nested      bool // init: make a project inside another one's folder
 	json        bool
 	noAutostart bool
 	follow      bool

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,9 +17,12 @@ import (
 
 func init() {
 	register(&command{
-		name: "init", args: "",
+		name: "init", args: "[--nested]",
 		summary: "Create .snag/ in the current folder: tasks/, plans/, notes/, shots/, config.json and a .gitignore.",
-		run:     runInit,
+		flags: func(fs *flag.FlagSet, c *call) {
+			fs.BoolVar(&c.opt.nested, "nested", false, "make a project here though a folder above is one")
+		},
+		run: runInit,
 	})
 	register(&command{
 		name: "add", daemon: true, args: "TITLE [--kind K] [--severity S] [--wave N] [--plan P] [--file PATH[:A-B]]... [--depends ID]... [--body TEXT | --body -]",
@@ -81,6 +85,12 @@ func runInit(ctx context.Context, c *call) error {
 	if len(c.args) > 0 {
 		return usagef("init takes no arguments: run it in the project's root folder")
 	}
+	if above, err := layout.Find(filepath.Dir(absOr(c.Dir))); err == nil && !c.opt.nested {
+		// Commands run here would use the new .snag/, not the project's:
+		// almost always a mistake.
+		return fmt.Errorf("%s is inside the snag project at %s: its commands already work here (nothing was created); "+
+			"to make a separate project in this folder anyway, run snag init --nested", absOr(c.Dir), above)
+	}
 	res, err := layout.Init(c.Dir)
 	if err != nil {
 		return err
@@ -99,6 +109,14 @@ next:
   git add .snag && git commit -m "Track tasks with snag"
 `)
 	return nil
+}
+
+// absOr is dir made absolute, or dir when it cannot be.
+func absOr(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return dir
 }
 
 func runAdd(ctx context.Context, c *call) error {
