@@ -120,19 +120,24 @@ func runLog(ctx context.Context, c *call) error {
 		return cells{safe(who), safe(e.Action), safe(task), safe(e.Outcome), safe(detail)}
 	}
 	ww, wa, wt, wo := 3, 6, 4, 2
-	for _, e := range latest {
-		cs := cellsOf(e)
-		ww = max(ww, utf8.RuneCountInString(cs.who))
-		wa = max(wa, utf8.RuneCountInString(cs.action))
-		wt = max(wt, utf8.RuneCountInString(cs.task))
-		wo = max(wo, utf8.RuneCountInString(cs.outcome))
+	// grow widens the columns to fit es, within bounds: the first entries
+	// set them, and later ones (--follow) widen them rather than be cut.
+	grow := func(es []api.AuditEntry) {
+		for _, e := range es {
+			cs := cellsOf(e)
+			ww = max(ww, min(utf8.RuneCountInString(cs.who), 8))
+			wa = max(wa, min(utf8.RuneCountInString(cs.action), 14))
+			wt = max(wt, min(utf8.RuneCountInString(cs.task), 9))
+			wo = max(wo, min(utf8.RuneCountInString(cs.outcome), 14))
+		}
 	}
-	ww, wa, wt, wo = min(ww, 8), min(wa, 14), min(wt, 9), min(wo, 14)
+	grow(latest)
 	pad := func(s string, n int) string {
 		s = clip(s, n)
 		return s + strings.Repeat(" ", n-utf8.RuneCountInString(s))
 	}
 	print := func(es []api.AuditEntry) error {
+		grow(es)
 		for _, e := range es {
 			last = e.ID
 			if c.opt.json {

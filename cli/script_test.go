@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -161,6 +162,7 @@ func runScripts(t *testing.T, dir string) {
 			"concurrently": cmdConcurrently,
 			"firstuse":     cmdFirstUse,
 			"renamectl":    cmdRenameCtl,
+			"follow":       cmdFollow,
 		},
 	})
 }
@@ -424,6 +426,57 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("snag %s: stdout never matched %q (last error: %v)", strings.Join(args[2:], " "), args[0], err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// cmdFollow starts a following snag command, runs another once it has
+// printed its first output, and reads the follower's output until a line
+// matches, for at most thirty seconds: follow REGEXP snag FOLLOW-ARGS --
+// snag ARGS... The follower's output is the script's stdout.
+func cmdFollow(ts *testscript.TestScript, neg bool, args []string) {
+	sep := slices.Index(args, "--")
+	if neg || len(args) < 4 || args[1] != "snag" || sep < 0 || sep+2 > len(args) || args[sep+1] != "snag" {
+		ts.Fatalf("usage: follow REGEXP snag FOLLOW-ARGS -- snag ARGS...")
+	}
+	re, err := regexp.Compile(args[0])
+	ts.Check(err)
+	follower := snagCmd(ts, args[2:sep]...)
+	out, err := follower.StdoutPipe()
+	ts.Check(err)
+	ts.Check(follower.Start())
+	defer func() { follower.Process.Kill(); follower.Wait() }()
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	var got strings.Builder
+	deadline := time.After(30 * time.Second)
+	acted := false
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				ts.Fatalf("snag %s ended before a line matched %q:\n%s", strings.Join(args[2:sep], " "), args[0], got.String())
+			}
+			got.WriteString(line + "\n")
+			if !acted {
+				// Its first output is printed: it follows from here on.
+				acted = true
+				if b, err := snagCmd(ts, args[sep+2:]...).CombinedOutput(); err != nil {
+					ts.Logf("snag %s: %v\n%s", strings.Join(args[sep+2:], " "), err, b)
+				}
+			}
+			if re.MatchString(line) {
+				fmt.Fprint(ts.Stdout(), got.String())
+				return
+			}
+		case <-deadline:
+			ts.Fatalf("no line of snag %s matched %q in 30 s:\n%s", strings.Join(args[2:sep], " "), args[0], got.String())
+		}
 	}
 }
 
