@@ -1337,6 +1337,7 @@ func (s *Embedded) Activity(ctx context.Context, since time.Time) (map[string]*B
 			FROM audit a LEFT JOIN leases l ON l.task_id = a.task_id LEFT JOIN clones c ON c.id = a.clone
 			WHERE a.clone <> ? AND a.branch <> '' AND a.at > ?
 			AND a.action IN ('claim', 'resolve', 'report') AND a.outcome <> 'refused'
+			AND (a.action <> 'resolve' OR l.state = 'done')
 			ORDER BY a.at DESC LIMIT 5000`, func(st *sqlite.Stmt) error {
 			act.event(st.ColumnText(0), st.ColumnText(1), unix(st.ColumnInt64(2)), st.ColumnText(3), st.ColumnText(4), st.ColumnText(5), st.ColumnText(6))
 			return nil

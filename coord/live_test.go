@@ -669,6 +669,18 @@ func TestR7_MessagesAndAgents(t *testing.T) {
 		if err != nil || len(cs) != 2 || cs[0].Held != 1 || !slices.Equal(cs[0].Sessions, []string{"ADA"}) || cs[0].Branch != "feature" {
 			t.Fatalf("the members: %+v %v", cs, err)
 		}
+		// An agent's resolve hands the task to verify: it is not resolved
+		// in the activity until the task is done.
+		a.Audit(ctx, Entry{Actor: "agent", Agent: "ADA", Action: "resolve", TaskID: "T1", Outcome: "ok", Branch: "feature"})
+		if act, _ := b.Activity(ctx, time.Now().Add(-time.Hour)); len(act["feature"].Resolved) != 0 {
+			t.Fatalf("a task still verifying is resolved in the activity: %+v", act["feature"])
+		}
+		if err := a.Resolve(ctx, "T1", l.Epoch, sa.ID, "verified"); err != nil {
+			t.Fatal(err)
+		}
+		if act, _ := b.Activity(ctx, time.Now().Add(-time.Hour)); !slices.Equal(act["feature"].Resolved, []string{"SNAG-1"}) {
+			t.Fatalf("a done task is not resolved in the activity: %+v", act["feature"])
+		}
 	})
 }
 

@@ -197,6 +197,7 @@ func (s *Store) Activity(ctx context.Context, since time.Time) (map[string]*Bran
 		FROM audit a LEFT JOIN leases l ON l.workspace = a.workspace AND l.task_id = a.task_id LEFT JOIN clones c ON c.id = a.clone
 		WHERE a.workspace = $1 AND a.clone <> $2 AND a.branch <> '' AND a.at > $3
 		AND a.action IN ('claim', 'resolve', 'report') AND a.outcome <> 'refused'
+		AND (a.action <> 'resolve' OR l.state = 'done')
 		ORDER BY a.at DESC LIMIT 5000`, s.ws, s.Clone(), since)
 	if err != nil {
 		return nil, s.wrap("read the team's activity", err)

@@ -69,7 +69,10 @@ func (db *DB) Activity(ctx context.Context, since time.Time, limit int) ([]Branc
 			coalesce(nullif(tasks.key, ''), audit.task_id)
 			FROM audit LEFT JOIN tasks ON tasks.id = audit.task_id AND audit.task_id != ''
 			WHERE audit.branch != '' AND audit.at > :since AND audit.action IN ('claim', 'resolve', 'report', 'link')
-			AND audit.outcome != 'refused' ORDER BY audit.at DESC`, &sqlitex.ExecOptions{
+			AND audit.outcome != 'refused'
+			-- an agent's resolve hands the task to verify: it counts once the task is resolved
+			AND (audit.action != 'resolve' OR tasks.status = 'resolved')
+			ORDER BY audit.at DESC`, &sqlitex.ExecOptions{
 			Named: map[string]any{":since": since.UnixNano()},
 			ResultFunc: func(st *sqlite.Stmt) error {
 				at := time.Unix(0, st.ColumnInt64(2))

@@ -3,7 +3,9 @@ package index_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -187,5 +189,29 @@ func TestNextReadyAgreesWithNext(t *testing.T) {
 	want := []string{"SNAG-2", "SNAG-4", "SNAG-1", "SNAG-10"}
 	if diff := cmp.Diff(want, order); diff != "" {
 		t.Errorf("claim order (-want +got):\n%s", diff)
+	}
+}
+
+// TestActivityResolvedMeansResolved: an agent's resolve on a branch hands
+// its task to verify; the branch's activity lists it as resolved only
+// once its task is: one whose verify failed (back to claimed) is not.
+func TestActivityResolvedMeansResolved(t *testing.T) {
+	e := newEnv(t)
+	done := task(1, "Verified and resolved", withStatus(queue.StatusResolved))
+	failed := task(2, "Verify failed", withStatus(queue.StatusClaimed))
+	e.put(done)
+	e.put(failed)
+	e.scan()
+	for _, tk := range []*queue.Task{done, failed} {
+		if err := e.db.Audit(e.ctx, index.AuditEntry{Actor: queue.Agent, Agent: "ADA", Action: "resolve", TaskID: tk.ID, Outcome: "ok", Branch: "feat/x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acts, _, err := e.db.Activity(e.ctx, time.Now().Add(-time.Hour), 10)
+	if err != nil || len(acts) != 1 {
+		t.Fatalf("activity: %+v %v", acts, err)
+	}
+	if !slices.Equal(acts[0].Resolved, []string{"SNAG-1"}) {
+		t.Errorf("resolved on feat/x: %v, want SNAG-1 alone (SNAG-2's verify failed)", acts[0].Resolved)
 	}
 }
