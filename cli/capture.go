@@ -20,9 +20,10 @@ func init() {
 		name: "capture", daemon: true, raw: true,
 		args: "URL [--anchor SELECTOR | --anchor-text TEXT] [--note TEXT] [--kind K] [--severity S] [--wait-for SELECTOR] " +
 			"[--viewport WxH[@SCALE]] [--file PATH[:A-B]]... [--allow-host] [--timeout 30s] [--json]",
-		summary: "Capture a page into the inbox: headless Chromium opens URL, waits for it to settle, and takes its console\n" +
-			"errors, failed requests, a screenshot and the element you name (its selector, text, box and pixels). Prints\n" +
-			"the new alias. The task is unvetted until a person promotes it; verify compares the element's pixels again.",
+		summary: "Capture a page into the inbox: its errors, a screenshot and the element you name. Prints the new alias.\n\n" +
+			"Headless Chromium opens URL, waits for it to settle, and takes its console errors, failed requests, a\n" +
+			"screenshot and the element you name (its selector, text, box and pixels). The task is unvetted until a\n" +
+			"person promotes it; verify compares the element's pixels again.",
 		run: runCapture,
 	})
 }

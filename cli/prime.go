@@ -13,8 +13,9 @@ import (
 func init() {
 	register(&command{
 		name: "prime", args: "",
-		summary: "Print what an agent should know as its session starts: snag's workflow in a few lines and the\n" +
-			"live state of the team (agents and what they hold, ready tasks, active plans, recent decisions).\n\n" +
+		summary: "Print what an agent should know as its session starts: snag's workflow and the team's state.\n\n" +
+			"The workflow in a few lines, and the live state of the team: agents and what they hold, ready tasks,\n" +
+			"active plans, recent decisions.\n\n" +
 			"snag install claude-code runs it from a SessionStart hook. It stays under 500 tokens, starts no\n" +
 			"snagd, and with none running prints the workflow alone.",
 		run: runPrime,

@@ -11,8 +11,9 @@ import (
 func init() {
 	register(&command{
 		name: "worktrees", args: "[--json] | prune",
-		summary: "List the tasks' git worktrees (snag_claim with worktree, or claim.worktree in config.json): each\n" +
-			"with its branch snag/<key>, its task's status, and whether it is merged and clean.\n\n" +
+		summary: "List the tasks' git worktrees: each with its branch, its task's status, and whether it is merged.\n\n" +
+			"A claim makes one with snag_claim's worktree, or claim.worktree in config.json, on a branch\n" +
+			"snag/<key>; the list says whether each is merged and clean.\n\n" +
 			"snag worktrees prune removes those of resolved and cancelled tasks that are clean and merged,\n" +
 			"with their branches, and says why it keeps the others.",
 		flags: func(fs *flag.FlagSet, c *call) {
