@@ -427,3 +427,19 @@ func TestGetOfABrokenTaskDoesNotSuggestAClaim(t *testing.T) {
 		t.Errorf("snag_get of a task whose file does not parse suggests a claim:\n%s", txt)
 	}
 }
+
+// TestAnAgentWhoseSnagdIsGoneIsTold: an agent holds a task when snagd
+// goes away; its snag_get, answered from the files, says that its lease
+// lasts only if snagd is back within its grace, rather than only that it
+// holds the task.
+func TestAnAgentWhoseSnagdIsGoneIsTold(t *testing.T) {
+	e := newEnv(t)
+	stop := e.daemonStoppable(t)
+	a, _ := e.bridge(t)
+	key, _ := claimKey(t, a, "")
+	stop()
+	_, txt, sc := call(t, a, "snag_get", map[string]any{"id": key})
+	if sc["source"] != "files" || !strings.Contains(txt, "snagd is not answering: your lease of "+key+" lasts only if snagd is back within its grace") {
+		t.Errorf("snag_get of the held %s with snagd gone (source %v):\n%s", key, sc["source"], txt)
+	}
+}

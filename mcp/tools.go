@@ -428,6 +428,12 @@ func (s *server) get(ctx context.Context, req *sdk.CallToolRequest, in idIn) (*s
 	if err != nil {
 		return nil, getOut{}, err
 	}
+	if src == SourceFiles && s.holds(det.Key) {
+		// The files still say this agent holds it, but only snagd knows:
+		// past its grace another agent may have it.
+		note = "snagd is not answering: your lease of " + det.Key + " lasts only if snagd is back within its grace; " +
+			"until snag_get answers from snagd again, do not count on the task being yours; " + note
+	}
 	out := getOut{Source: src, Note: note, Task: *det, Body: det.Body, NextActions: s.nextActions(det)}
 	if len(out.Body) > maxBody { // the whole result stays within its budget
 		cut := maxBody
