@@ -70,6 +70,9 @@ type Counts struct {
 	// Problems counts the rows whose state is not ok, or that are
 	// duplicates.
 	Problems int `json:"problems"`
+	// Dangling counts the depends_on entries of readable tasks that name
+	// no task (the board's Problems page lists them with the rows).
+	Dangling int `json:"dangling"`
 }
 
 // Task is a task as lists show it: one row of the queue. GET /tasks,

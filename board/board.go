@@ -536,7 +536,8 @@ type Problem struct {
 // ProblemsPage lists the task files snag cannot use as they are.
 type ProblemsPage struct {
 	Page
-	Problems []Problem
+	// Found are the problems; the Page's Problems is the tab's count.
+	Found []Problem
 }
 
 // MessagePage is a sentence and a way on.

@@ -54,7 +54,7 @@ func TestBoardPagesRender(t *testing.T) {
 				Visual: api.Visual{Changed: 0.125}, Outcome: hostile, Decide: true}}},
 		{board.PageActivity, &board.ActivityPage{Page: page, Entries: []board.Entry{entry}, Agents: []string{hostile}}},
 		{board.PageAgents, &board.AgentsPage{Page: page, Agents: []board.Agent{{Session: api.Session{Name: hostile}, Held: []board.Held{{Key: "SNAG-1", Title: hostile}}}}, Team: team}},
-		{board.PageProblems, &board.ProblemsPage{Page: page, Problems: []board.Problem{{Path: hostile, Kind: "invalid", Message: hostile}}}},
+		{board.PageProblems, &board.ProblemsPage{Page: page, Found: []board.Problem{{Path: hostile, Kind: "invalid", Message: hostile}}}},
 		{board.PageMessage, &board.MessagePage{Page: page, Heading: hostile, Message: hostile, Command: "snag open"}},
 		{board.PageNotes, &board.NotesPage{Page: page, Notes: []api.Note{note}}},
 		{board.PageNote, &board.NotePage{Page: page, Note: &api.NoteDetail{Note: note, Body: hostile}, Body: board.Markdown([]byte(hostile), false),
@@ -85,6 +85,25 @@ func TestBoardPagesRender(t *testing.T) {
 				t.Errorf("%s page does not show the hostile text escaped", tc.page)
 			}
 		})
+	}
+}
+
+// TestProblemsTabCountsWhatThePageLists: the Problems tab of the problems
+// page shows the count the page was given (rows and dangling entries
+// alike), a number, never the page's list.
+func TestProblemsTabCountsWhatThePageLists(t *testing.T) {
+	v, err := board.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := []board.Problem{{Path: "a.md", Kind: "invalid", Message: "x"}, {Path: "b.md", Kind: "dangling", Message: "y"}, {Path: "c.md", Kind: "duplicate", Message: "z"}}
+	var buf bytes.Buffer
+	if err := v.Render(&buf, board.PageProblems, &board.ProblemsPage{Page: board.Page{Head: "Problems", CSRF: "tok", Problems: len(found)}, Found: found}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if !strings.Contains(out, `<span class="count warn" aria-label="3 problems">3</span>`) || strings.Contains(out, "[{") {
+		t.Errorf("the Problems tab does not show the count 3:\n%s", out)
 	}
 }
 

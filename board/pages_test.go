@@ -884,6 +884,9 @@ func TestBoardProblemsAndAgents(t *testing.T) {
 			t.Errorf("the problems page lacks %q", want)
 		}
 	}
+	if strings.Contains(got, "[{") {
+		t.Errorf("the problems page prints a Go value")
+	}
 
 	d.claim(d.register(map[string]any{"name": "WREN", "client": "claude-code", "client_version": "2.1"}), "SNAG-8")
 	got = page("/agents")

@@ -231,7 +231,7 @@ func (s *Server) page(r *http.Request, title, nav string) Page {
 		p.Inbox = len(inbox)
 	}
 	if c, err := s.b.Counts(ctx); err == nil {
-		p.Problems = c.Problems
+		p.Problems = c.Problems + c.Dangling // what the Problems page lists
 	}
 	return p
 }
@@ -606,7 +606,7 @@ func (s *Server) problemsPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.render(w, http.StatusOK, PageProblems, &ProblemsPage{Page: s.page(r, "Problems", PageProblems), Problems: ps})
+	s.render(w, http.StatusOK, PageProblems, &ProblemsPage{Page: s.page(r, "Problems", PageProblems), Found: ps})
 }
 
 // shotName is the shape of a screenshot file the board serves from .snag/shots/.

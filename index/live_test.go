@@ -215,3 +215,19 @@ func TestActivityResolvedMeansResolved(t *testing.T) {
 		t.Errorf("resolved on feat/x: %v, want SNAG-1 alone (SNAG-2's verify failed)", acts[0].Resolved)
 	}
 }
+
+// TestCountsDanglingDependencies: Count counts the depends_on entries of
+// readable tasks that name no task, by key or id, as the board's
+// Problems page lists them.
+func TestCountsDanglingDependencies(t *testing.T) {
+	e := newEnv(t)
+	first := task(1, "There")
+	e.put(first)
+	e.put(task(2, "Waits on one there and one not", withDeps("SNAG-1", "SNAG-404")))
+	e.put(task(3, "Waits by id", withDeps(first.ID)))
+	e.scan()
+	c, err := e.db.Count(e.ctx)
+	if err != nil || c.Dangling != 1 || c.Tasks != 3 {
+		t.Errorf("Count: %+v %v; want 3 tasks, 1 dangling entry", c, err)
+	}
+}

@@ -766,6 +766,9 @@ func (db *DB) Snapshot(ctx context.Context) ([]queue.Located, []queue.Problem, e
 type Counts struct {
 	Tasks    int `json:"tasks"`
 	Problems int `json:"problems"`
+	// Dangling counts depends_on entries of readable tasks that name no
+	// task.
+	Dangling int `json:"dangling"`
 }
 
 // Count returns the number of task rows and of problem rows.
@@ -773,9 +776,12 @@ func (db *DB) Count(ctx context.Context) (Counts, error) {
 	var c Counts
 	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
 		return sqlitex.Execute(conn, `SELECT (SELECT count(*) FROM tasks),
-			(SELECT count(*) FROM tasks WHERE state != 'ok' OR dup = 1)`,
+			(SELECT count(*) FROM tasks WHERE state != 'ok' OR dup = 1),
+			(SELECT count(*) FROM deps d JOIN tasks t ON t.n = d.task_n WHERE t.state = 'ok'
+				AND NOT EXISTS (SELECT 1 FROM tasks u WHERE u.id = d.ref)
+				AND NOT EXISTS (SELECT 1 FROM tasks u WHERE u.key = d.ref))`,
 			&sqlitex.ExecOptions{ResultFunc: func(s *sqlite.Stmt) error {
-				c.Tasks, c.Problems = s.ColumnInt(0), s.ColumnInt(1)
+				c.Tasks, c.Problems, c.Dangling = s.ColumnInt(0), s.ColumnInt(1), s.ColumnInt(2)
 				return nil
 			}})
 	})

@@ -42,7 +42,9 @@ func WireHits(hits []Hit) []api.Hit {
 }
 
 // Wire is the counts as the API gives them.
-func (c Counts) Wire() api.Counts { return api.Counts{Tasks: c.Tasks, Problems: c.Problems} }
+func (c Counts) Wire() api.Counts {
+	return api.Counts{Tasks: c.Tasks, Problems: c.Problems, Dangling: c.Dangling}
+}
 
 // Wire is the session as the API gives it.
 func (s Session) Wire() api.Session {
