@@ -254,6 +254,13 @@ func TestX4_Tokens(t *testing.T) {
 	if code := d.get("/tasks", nil); code != 200 {
 		t.Errorf("the right token: %d", code)
 	}
+	// What a browser asks for on its own, with no token, is no 401 in the
+	// board's console: /favicon.ico answers nothing.
+	fav := d.raw(mustReq(t, "GET", d.url("/favicon.ico"), nil))
+	fav.Body.Close()
+	if fav.StatusCode != http.StatusNoContent {
+		t.Errorf("GET /favicon.ico without a token: %d; want 204", fav.StatusCode)
+	}
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	<-d.done
 	if strings.Contains(d.log.String(), tok) {

@@ -24,6 +24,12 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 	mux := http.NewServeMux()
 	d.guard.pair = newPairing(d.home(), d.root, d.port, d.log)
 	mux.HandleFunc("GET /health", d.health)
+	// Browsers ask for /favicon.ico on every page of the board, without
+	// the token: nothing, rather than a 401 in the console.
+	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=86400")
+		w.WriteHeader(http.StatusNoContent)
+	})
 	mux.HandleFunc("GET /tasks", handle(d, route{}, d.listTasks))
 	mux.HandleFunc("GET /tasks/{ref}", handle(d, route{ref: true}, d.getTask))
 	mux.HandleFunc("POST /tasks", handle(d, route{}, d.addTask))
@@ -95,7 +101,7 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 				" (the board is the main worktree's: snag open)"})
 		})
 	}
-	public := func(r *http.Request) bool { return r.URL.Path == "/health" || wellKnown(r) }
+	public := func(r *http.Request) bool { return r.URL.Path == "/health" || r.URL.Path == "/favicon.ico" || wellKnown(r) }
 	used := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !public(r) {
 			d.lastUse.Store(time.Now().UnixNano())
