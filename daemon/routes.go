@@ -101,7 +101,9 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 				" (the board is the main worktree's: snag open)"})
 		})
 	}
-	public := func(r *http.Request) bool { return r.URL.Path == "/health" || r.URL.Path == "/favicon.ico" || wellKnown(r) }
+	public := func(r *http.Request) bool {
+		return r.URL.Path == "/health" || r.URL.Path == "/favicon.ico" || wellKnown(r)
+	}
 	used := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !public(r) {
 			d.lastUse.Store(time.Now().UnixNano())
