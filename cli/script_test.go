@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -441,6 +442,8 @@ func cmdFollow(ts *testscript.TestScript, neg bool, args []string) {
 	re, err := regexp.Compile(args[0])
 	ts.Check(err)
 	follower := snagCmd(ts, args[2:sep]...)
+	var stderr bytes.Buffer
+	follower.Stderr = &stderr
 	out, err := follower.StdoutPipe()
 	ts.Check(err)
 	ts.Check(follower.Start())
@@ -460,7 +463,8 @@ func cmdFollow(ts *testscript.TestScript, neg bool, args []string) {
 		select {
 		case line, ok := <-lines:
 			if !ok {
-				ts.Fatalf("snag %s ended before a line matched %q:\n%s", strings.Join(args[2:sep], " "), args[0], got.String())
+				follower.Wait()
+				ts.Fatalf("snag %s ended before a line matched %q:\n%s%s", strings.Join(args[2:sep], " "), args[0], got.String(), stderr.String())
 			}
 			got.WriteString(line + "\n")
 			if !acted {

@@ -142,9 +142,14 @@ func runVerify(ctx context.Context, c *call) error {
 		// A check can take a while (a first go test compiles): say what
 		// runs, so the wait is not a silent one.
 		fmt.Fprintf(c.Stdout, "%s is verifying: %s\n", ans.Key, waitingFor(ans))
+		flush(c.Stdout) // said now, not when the check ends
 	}
 	ctx, cancel := c.interruptible(ctx)
 	defer cancel()
+	// On a terminal a long wait says it is still waiting, now and then;
+	// piped, the output is the outcome alone.
+	started, told := time.Now(), time.Now()
+	progress := !c.opt.json && isTerminal(c.Stderr)
 	for {
 		st, err := r.cl.VerifyState(ctx, ref)
 		if err != nil {
@@ -153,6 +158,10 @@ func runVerify(ctx context.Context, c *call) error {
 		ans = stateAnswer(st)
 		if !ans.Running && ans.Status != string(queue.StatusVerifying) {
 			break
+		}
+		if progress && time.Since(told) >= progressEvery {
+			told = time.Now()
+			fmt.Fprintf(c.Stderr, "  still verifying %s: %d s so far\n", ans.Key, int(time.Since(started).Seconds()))
 		}
 		select {
 		case <-ctx.Done():
@@ -185,6 +194,10 @@ func runVerify(ctx context.Context, c *call) error {
 	}
 	return nil
 }
+
+// progressEvery is how often a wait on a terminal says it is waiting
+// still.
+const progressEvery = 5 * time.Second
 
 // waitingFor says what a started check waits for, from its answer.
 func waitingFor(ans verifyAnswer) string {
