@@ -41,6 +41,8 @@ type Route struct {
 var Routes = []Route{
 	{Method: "GET", Path: "/health", Who: Anyone, Answer: Health{}, Status: 200,
 		Doc: "Who is serving: the project, the version, whether the first read of the files is done. ?nonce=X adds the proof."},
+	{Method: "GET", Path: "/favicon.ico", Who: Anyone, Status: 204,
+		Doc: "Nothing: what a browser asks for on its own, on every page of the board, answered without the token."},
 	{Method: "GET", Path: "/tasks", Who: Token, Query: ListQuery{}, Answer: TaskList{}, Status: 200,
 		Doc: "One page of the queue, in queue order."},
 	{Method: "GET", Path: "/tasks/{ref}", Who: Token, Answer: TaskDetail{}, Status: 200,
