@@ -23,6 +23,7 @@ help:
 	@echo "make lint     gofmt check and go vet"
 
 build:
+	@echo "building snag and snagd into $(BIN)/ (a first build fetches and compiles the modules: a few minutes)"
 	$(BUILD) -ldflags "$(LDFLAGS)" -o $(BIN)/snag ./cmd/snag
 	$(BUILD) -ldflags "$(LDFLAGS)" -o $(BIN)/snagd ./cmd/snagd
 	$(BUILD) -o $(BIN)/taskgen ./cmd/taskgen

@@ -121,6 +121,11 @@ func runCapture(ctx context.Context, c *call) error {
 	if err != nil {
 		return err
 	}
+	if isTerminal(c.Stderr) && !f.json {
+		// A capture takes seconds, a page that never settles its whole
+		// timeout: say what runs, before the wait.
+		fmt.Fprintf(c.Stderr, "snag capture: headless Chromium opens %s and waits for it to settle (at most %s)\n", safe(job.URL), job.Timeout)
+	}
 	start := time.Now()
 	page, err := full.Capture(ctx, job)
 	if err != nil {
