@@ -267,6 +267,14 @@ func (s *Store) NextAlias(ctx context.Context, kind string, floor int64) (int64,
 	return n, err
 }
 
+// GiveBack returns n to kind's sequence when it was the last number taken.
+func (s *Store) GiveBack(ctx context.Context, kind string, n int64) error {
+	return s.tx(ctx, "give back a "+kind+" alias", func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE aliases SET next = $3 WHERE workspace = $1 AND kind = $2 AND next = $3 + 1`, s.ws, kind, n)
+		return err
+	})
+}
+
 // Entry is one line of the shared audit log.
 type Entry struct {
 	ID    int64  `json:"id"`

@@ -905,6 +905,13 @@ func (s *Embedded) NextAlias(ctx context.Context, kind string, floor int64) (int
 	return s.db.NextAlias(ctx, kind, floor)
 }
 
+// GiveBack returns n to kind's sequence when it was the last number taken.
+func (s *Embedded) GiveBack(ctx context.Context, kind string, n int64) error {
+	return s.write(ctx, func(conn *sqlite.Conn) error {
+		return exec(conn, `UPDATE aliases SET next = ?2 WHERE kind = ?1 AND next = ?2 + 1`, nil, kind, n)
+	})
+}
+
 // fileClaims reads the live, unexpired claims (and where, when given).
 func (s *Embedded) fileClaims(conn *sqlite.Conn, where string, args ...any) ([]FileClaim, error) {
 	if where != "" {

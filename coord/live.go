@@ -69,8 +69,11 @@ type Live interface {
 	Publish(ctx context.Context, ready []Ready) error
 	GrantNext(ctx context.Context, ses Session, skip []string) (Lease, error)
 
-	// NextAlias takes the next number of an alias sequence.
+	// NextAlias takes the next number of an alias sequence; GiveBack
+	// returns n, taken by NextAlias for an add that was then refused, when
+	// no number was taken after it (else it stays a gap).
 	NextAlias(ctx context.Context, kind string, floor int64) (int64, error)
+	GiveBack(ctx context.Context, kind string, n int64) error
 
 	// ClaimFiles claims paths all or nothing against every other
 	// session's live claims; the rest read and end claims.

@@ -424,6 +424,20 @@ func TestR7_Sequences(t *testing.T) {
 		if n, err := ms[1].NextAlias(ctx, "note", 0); err != nil || n != 0 && n != 1 {
 			t.Fatalf("the note sequence is its own: %d %v", n, err)
 		}
+		// A number given back is taken again, when it was the last taken;
+		// one with others taken after it stays a gap.
+		n, _ := ms[0].NextAlias(ctx, "task", 0)
+		if err := ms[1].GiveBack(ctx, "task", n); err != nil {
+			t.Fatal(err)
+		}
+		if again, err := ms[2].NextAlias(ctx, "task", 0); err != nil || again != n {
+			t.Fatalf("after giving %d back the next is %d %v, want %d", n, again, err, n)
+		}
+		next, _ := ms[0].NextAlias(ctx, "task", 0)
+		ms[0].GiveBack(ctx, "task", n) // not the last taken: a gap
+		if after, _ := ms[0].NextAlias(ctx, "task", 0); after != next+1 {
+			t.Fatalf("giving back %d after %d was taken made the next %d, want %d", n, next, after, next+1)
+		}
 	})
 }
 

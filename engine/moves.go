@@ -129,6 +129,16 @@ func (e *Engine) depIDs(ctx context.Context, deps []string) (ids, keys []string)
 	return ids, keys
 }
 
+// giveBackKey returns key number n, minted for an add that was refused,
+// to the index's reservation and the live state's sequence, where it was
+// the last taken: a refused add leaves no gap in the keys.
+func (e *Engine) giveBackKey(ctx context.Context, n int) {
+	e.p.DB.GiveBackKey(ctx, n)
+	if e.team != nil {
+		e.team.s.GiveBack(ctx, "task", int64(n))
+	}
+}
+
 // danglingDeps lists the entries of deps that name no task here.
 func (e *Engine) danglingDeps(ctx context.Context, deps []string) []string {
 	var out []string
@@ -218,11 +228,13 @@ func (e *Engine) createKeyed(ctx context.Context, t *queue.Task) (string, error)
 		}
 		t.Key = queue.Alias(n)
 		if cycle := e.depCycle(ctx, t.Key, t.DependsOn); cycle != nil {
+			e.giveBackKey(ctx, n) // refused: no key is used up
 			return "", refuse(ErrInvalid, "cycle", "add: depends_on would make a cycle: %s: depend on none of those, or change the task that depends on %s",
 				strings.Join(cycle, " -> "), t.Key)
 		}
 		data := withDepKeys(queue.Format(t), keys)
 		if _, err := queue.Parse(data); err != nil {
+			e.giveBackKey(ctx, n)
 			return "", badValue(err)
 		}
 		name := queue.FileName(t.Key, t.Title)

@@ -162,3 +162,38 @@ func TestFailReasonKeepsTheFailingLines(t *testing.T) {
 		t.Errorf("a short reason: %q", short)
 	}
 }
+
+// A refused add uses up no key: an add whose depends_on would close a
+// cycle is refused after its key was minted, and the next add gets that
+// key.
+func TestARefusedAddUsesUpNoKey(t *testing.T) {
+	e := openAlone(t, sample(t))
+	ctx := context.Background()
+	first, _, err := e.Add(ctx, NewTask{Title: "Waits on the next"}, queue.Person, "dana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := keyNumber(t, first.Key)
+	next := queue.Alias(n + 1)
+	// A person's task that waits on the key the next add will take.
+	waiting, _, err := e.Add(ctx, NewTask{Title: "Waits on a key not taken yet", DependsOn: []string{queue.Alias(n + 2)}}, queue.Person, "dana")
+	if err != nil || waiting.Key != next {
+		t.Fatalf("add: %v %v, want %s", waiting, err, next)
+	}
+	if _, _, err := e.Add(ctx, NewTask{Title: "Closes the loop", DependsOn: []string{next}}, queue.Person, "dana"); err == nil || !strings.Contains(err.Error(), "cycle") {
+		t.Fatalf("the add closing a cycle: %v, want it refused", err)
+	}
+	got, _, err := e.Add(ctx, NewTask{Title: "After the refusal"}, queue.Person, "dana")
+	if err != nil || got.Key != queue.Alias(n+2) {
+		t.Fatalf("the add after a refused one got %v (%v), want %s: the refused add used it up", got, err, queue.Alias(n+2))
+	}
+}
+
+func keyNumber(t *testing.T, key string) int {
+	t.Helper()
+	var n int
+	if _, err := fmt.Sscanf(key, "SNAG-%d", &n); err != nil {
+		t.Fatalf("key %q: %v", key, err)
+	}
+	return n
+}

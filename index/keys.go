@@ -158,6 +158,19 @@ func (db *DB) NextFreeKey(ctx context.Context, dir *queue.Dir) (int, error) {
 	return n, nil
 }
 
+// GiveBackKey returns n, reserved by NextFreeKey for an add that was then
+// refused, when no number was reserved after it.
+func (db *DB) GiveBackKey(ctx context.Context, n int) error {
+	err := db.write(ctx, func(conn *sqlite.Conn) error {
+		return sqlitex.Execute(conn, `UPDATE meta SET v = :prev WHERE k = 'last_key' AND v = :n`,
+			&sqlitex.ExecOptions{Named: map[string]any{":n": strconv.Itoa(n), ":prev": strconv.Itoa(n - 1)}})
+	})
+	if err != nil {
+		return fmt.Errorf("give back key %d: %w", n, err)
+	}
+	return nil
+}
+
 // HighestKey is the highest alias number the index knows of: its tasks'
 // and the last one reserved ([DB.NextFreeKey]). It reserves nothing.
 func (db *DB) HighestKey(ctx context.Context) (int, error) {
