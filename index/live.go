@@ -60,6 +60,10 @@ type Session struct {
 	LastSeen  time.Time `json:"last_seen"`
 	Ended     time.Time `json:"ended,omitzero"`
 	EndReason string    `json:"end_reason,omitempty"`
+	// Asked is set when the session's agent asked for its name (at
+	// registration or by Adopt), rather than being given one from Names:
+	// only then is work left under that name its own.
+	Asked bool `json:"-"`
 	// Avoid, at Register, are names a new session must not be given
 	// besides this DB's own: the live sessions of other clones sharing a
 	// coordination store. It is not stored.
@@ -166,7 +170,7 @@ func (db *DB) Register(ctx context.Context, s Session) (Session, error) {
 		if err != nil {
 			return err
 		}
-		s.ID = conn.LastInsertRowID()
+		s.ID, s.Asked = conn.LastInsertRowID(), asked
 		if !asked {
 			return nil
 		}
@@ -181,18 +185,30 @@ func (db *DB) Register(ctx context.Context, s Session) (Session, error) {
 }
 
 const sessionColumns = `id, name, client, client_version, pid, pid_start, boot_id, host, transport,
-	started, last_seen, coalesce(ended, 0), end_reason, root, branch`
+	started, last_seen, coalesce(ended, 0), end_reason, root, branch, asked`
 
 func scanSession(st *sqlite.Stmt) Session {
 	s := Session{ID: st.ColumnInt64(0), Name: st.ColumnText(1), Client: st.ColumnText(2),
 		ClientVersion: st.ColumnText(3), PID: st.ColumnInt(4), PIDStart: st.ColumnInt64(5),
 		BootID: st.ColumnText(6), Host: st.ColumnText(7), Transport: st.ColumnText(8),
 		Started: time.Unix(0, st.ColumnInt64(9)), LastSeen: time.Unix(0, st.ColumnInt64(10)),
-		EndReason: st.ColumnText(12), Root: st.ColumnText(13), Branch: st.ColumnText(14)}
+		EndReason: st.ColumnText(12), Root: st.ColumnText(13), Branch: st.ColumnText(14), Asked: st.ColumnInt64(15) != 0}
 	if e := st.ColumnInt64(11); e != 0 {
 		s.Ended = time.Unix(0, e)
 	}
 	return s
+}
+
+// HeldBefore reports whether session sid held a lease of task id at any
+// time, ended or not.
+func (db *DB) HeldBefore(ctx context.Context, id string, sid int64) bool {
+	held := false
+	db.withConn(ctx, func(conn *sqlite.Conn) error {
+		return sqlitex.Execute(conn, `SELECT 1 FROM leases WHERE task_id = :t AND session_id = :s LIMIT 1`,
+			&sqlitex.ExecOptions{Named: map[string]any{":t": id, ":s": sid},
+				ResultFunc: func(*sqlite.Stmt) error { held = true; return nil }})
+	})
+	return held
 }
 
 // SessionByID returns a session, live or ended.

@@ -382,9 +382,10 @@ func (db *DB) Adopt(ctx context.Context, id int64, name string) (Session, error)
 	var s Session
 	err := db.write(ctx, func(conn *sqlite.Conn) error {
 		found, asked := false, false
-		err := sqlitex.Execute(conn, `SELECT `+sessionColumns+`, asked FROM sessions WHERE id = :id AND ended IS NULL`,
+		err := sqlitex.Execute(conn, `SELECT `+sessionColumns+` FROM sessions WHERE id = :id AND ended IS NULL`,
 			&sqlitex.ExecOptions{Named: map[string]any{":id": id}, ResultFunc: func(st *sqlite.Stmt) error {
-				s, found, asked = scanSession(st), true, st.ColumnInt64(14) != 0
+				s, found = scanSession(st), true
+				asked = s.Asked
 				return nil
 			}})
 		switch {
