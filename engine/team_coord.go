@@ -92,6 +92,9 @@ type teamOp struct {
 	register *index.Session // a session opened
 	endID    int64          // a session ended (with why)
 	ended    *index.Ended   // a lease ended in snag.db
+	// unend takes back a finish the store was told of first (teamEndFirst)
+	// and that was not committed here, at its epoch: the task is free.
+	unend *index.Ended
 	adopt    *index.Lease   // a session took a lease back by its name
 	set      *teamSet       // a person moved a task no one held here
 	files    *teamFiles     // a session's file claims released
@@ -334,9 +337,12 @@ func (e *Engine) teamEndFirst(ctx context.Context, id, why string) (undo func(),
 		now, err := e.p.DB.LeaseOf(ctx, id)
 		hold := err == nil && now.Epoch == l.Epoch && now.SessionID == l.SessionID
 		if err := t.s.Unend(ctx, id, l.Epoch, coordSession(index.Session{ID: l.SessionID, Name: l.Holder}), hold); err != nil {
-			// The start's reconcile takes it back (GrantAt of a lease done at
-			// its own epoch) or frees it; until then no clone is granted it.
-			e.log.Warn("the coordination store was told a task was finished, and the finish was not committed here: it is taken back at the next start", "task", id, "err", err)
+			// Sent again from the outbox once the store answers (after a
+			// rejoin, too): a finish the store heard and this clone never
+			// committed must not leave the task done for every clone. The
+			// start's reconcile takes back one still held here meanwhile.
+			e.log.Warn("the coordination store was told a task was finished, and the finish was not committed here: the end is taken back once the store answers", "task", id, "err", err)
+			t.queue(teamOp{unend: &index.Ended{Lease: index.Lease{TaskID: id, Epoch: l.Epoch}}, why: "the finish was not committed"})
 		}
 	}, nil
 }
@@ -405,6 +411,9 @@ func (e *Engine) teamSend(ctx context.Context) error {
 		if op.register != nil && errors.Is(err, coord.ErrNameTaken) && e.teamRename(ctx, op.register) {
 			continue // registered again under a free name
 		}
+		if op.unend != nil && errors.Is(err, coord.ErrCloneEnded) {
+			return err // sent again once this clone has joined again
+		}
 		if err != nil && !errors.Is(err, coord.ErrStale) {
 			// Refused for good (this clone was ended meanwhile, say): the
 			// store's own sweep has freed what it held. Said, and audited:
@@ -436,6 +445,8 @@ func (op teamOp) String() string {
 		return fmt.Sprintf("adopt the lease of %s at epoch %d", op.adopt.TaskID, op.adopt.Epoch)
 	case op.ended != nil:
 		return fmt.Sprintf("end the lease of %s at epoch %d", op.ended.TaskID, op.ended.Epoch)
+	case op.unend != nil:
+		return fmt.Sprintf("take back the end of %s at epoch %d", op.unend.TaskID, op.unend.Epoch)
 	}
 	return "nothing"
 }
@@ -484,6 +495,11 @@ func (e *Engine) teamApply(ctx context.Context, op teamOp) error {
 		return s.ReleaseFiles(ctx, op.files.session, op.files.paths, op.why)
 	case op.adopt != nil:
 		return s.Adopt(ctx, op.adopt.TaskID, op.adopt.Epoch, coord.Session{ID: op.adopt.SessionID, Name: op.adopt.Holder})
+	case op.unend != nil:
+		if e.endState(ctx, op.unend.TaskID) == coord.Done {
+			return nil // finished here since, after all: the end stands
+		}
+		return s.Unend(ctx, op.unend.TaskID, op.unend.Epoch, coord.Session{}, false)
 	case op.ended != nil:
 		state := e.endState(ctx, op.ended.TaskID)
 		err := s.End(ctx, op.ended.TaskID, op.ended.Epoch, state, op.ended.Reason)
@@ -689,6 +705,8 @@ func claimConcern(sid int64, id string) func(teamOp) bool {
 			return id != "" && op.ended.TaskID == id
 		case op.set != nil:
 			return id != "" && op.set.id == id
+		case op.unend != nil:
+			return id != "" && op.unend.TaskID == id
 		}
 		return false
 	}

@@ -233,3 +233,40 @@ func TestAPoolNameInheritsNoWork(t *testing.T) {
 		t.Errorf("MARLOWE, who asked for the name, holds %+v; want the task its file says", ls)
 	}
 }
+
+// A finish the store was told of first and that was not committed here is
+// taken back even when the store could not be told at once: the take-back
+// waits in the outbox and frees the task when sent, so the task is not
+// left done for every clone while no file says so.
+func TestAnUncommittedFinishIsTakenBackLater(t *testing.T) {
+	e := openAlone(t, sample(t))
+	ctx := context.Background()
+	s, err := e.Register(ctx, index.Session{Name: "ADA", Client: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Claim(ctx, s, nil, false)
+	if err != nil || got.Task == nil {
+		t.Fatalf("claim: %+v %v", got, err)
+	}
+	id := got.Task.ID
+	// The store heard the finish (teamEndFirst), then the commit here
+	// failed while the store was out of reach: the take-back was queued.
+	if err := e.team.s.End(ctx, id, got.Epoch, coord.Done, "resolved"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Release(ctx, s, queue.Ref{ID: id}, got.Epoch, "the finish failed here"); err != nil {
+		t.Fatal(err)
+	}
+	e.team.queue(teamOp{unend: &index.Ended{Lease: index.Lease{TaskID: id, Epoch: got.Epoch}}, why: "the finish was not committed"})
+	if err := e.teamSend(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := e.team.s.LeaseOf(ctx, id); err != nil || l.State != coord.Free {
+		t.Fatalf("the store's lease after the take-back was sent: %+v %v; want free", l, err)
+	}
+	bea, _ := e.Register(ctx, index.Session{Name: "BEA", Client: "test"})
+	if again, err := e.Claim(ctx, bea, &queue.Ref{ID: id}, false); err != nil || again.Task == nil {
+		t.Fatalf("another agent's claim of the task after the take-back: %+v %v", again, err)
+	}
+}
