@@ -95,11 +95,11 @@ type teamOp struct {
 	// unend takes back a finish the store was told of first (teamEndFirst)
 	// and that was not committed here, at its epoch: the task is free.
 	unend *index.Ended
-	adopt    *index.Lease   // a session took a lease back by its name
-	set      *teamSet       // a person moved a task no one held here
-	files    *teamFiles     // a session's file claims released
-	post     *coord.Message // a report, handoff, note or inbox item for the team
-	why      string
+	adopt *index.Lease   // a session took a lease back by its name
+	set   *teamSet       // a person moved a task no one held here
+	files *teamFiles     // a session's file claims released
+	post  *coord.Message // a report, handoff, note or inbox item for the team
+	why   string
 }
 
 // teamFiles ends a session's file claims of paths (all of them when
