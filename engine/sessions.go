@@ -229,18 +229,16 @@ func (e *Engine) reconcile(ctx context.Context, ids []string) {
 			if holder == "" {
 				holder = "unknown"
 			}
-			// A live session of that name gets the lease back when the
-			// name is its agent's own (it asked for it) or it held the
-			// task before (a person saved from a buffer older than its
-			// release); a newcomer given the name from the pool inherits
-			// no work a pulled file names. Otherwise the lease is detached
-			// until the agent reconnects under the name.
+			// A live session of that name gets the lease back (a person
+			// saved from a buffer older than its release, a claim that
+			// snagd died committing); otherwise it is detached until the
+			// agent reconnects under the name.
 			var sid int64
 			if live == nil {
 				live, _ = e.p.DB.LiveSessions(ctx)
 			}
 			for _, s := range live {
-				if s.Name == holder && (s.Asked || e.p.DB.HeldBefore(ctx, r.ID, s.ID)) {
+				if s.Name == holder {
 					sid = s.ID
 				}
 			}

@@ -3,12 +3,10 @@ package engine
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/snagdev/snag/coord"
 	"github.com/snagdev/snag/index"
@@ -198,40 +196,6 @@ func keyNumber(t *testing.T, key string) int {
 		t.Fatalf("key %q: %v", key, err)
 	}
 	return n
-}
-
-// A newcomer given a name from the pool inherits no work: a task file
-// that arrives (a pull) claimed under that name leaves the task detached,
-// waiting for the agent that asked for the name; an agent that asked for
-// its name gets back what a file says it holds.
-func TestAPoolNameInheritsNoWork(t *testing.T) {
-	root := sample(t)
-	e := openAlone(t, root)
-	ctx := context.Background()
-	pooled, err := e.Register(ctx, index.Session{Client: "test"})
-	if err != nil || pooled.Asked {
-		t.Fatalf("register: %+v %v; want a name from the pool", pooled, err)
-	}
-	asked, err := e.Register(ctx, index.Session{Name: "MARLOWE", Client: "test"})
-	if err != nil || !asked.Asked || asked.Name != "MARLOWE" {
-		t.Fatalf("register MARLOWE: %+v %v", asked, err)
-	}
-	now := time.Now().UTC().Truncate(time.Second)
-	for i, holder := range []string{pooled.Name, "MARLOWE"} {
-		tk := &queue.Task{ID: queue.NewID(now.Add(time.Duration(i) * time.Second)), Key: queue.Alias(90 + i), Title: "Pulled claim " + holder,
-			Status: queue.StatusClaimed, Assignee: holder, Trust: queue.TrustVetted, Severity: queue.SeverityMedium, Kind: queue.KindBug,
-			Wave: 1, Created: now, Updated: now}
-		if err := os.WriteFile(filepath.Join(root, ".snag", "tasks", queue.FileName(tk.Key, tk.Title)), queue.Format(tk), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	e.Rescan(ctx)
-	if ls, _ := e.LeasesOf(ctx, pooled.ID); len(ls) != 0 {
-		t.Errorf("%s, named from the pool, holds %+v after a pulled file named it", pooled.Name, ls)
-	}
-	if ls, _ := e.LeasesOf(ctx, asked.ID); len(ls) != 1 {
-		t.Errorf("MARLOWE, who asked for the name, holds %+v; want the task its file says", ls)
-	}
 }
 
 // A finish the store was told of first and that was not committed here is

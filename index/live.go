@@ -199,18 +199,6 @@ func scanSession(st *sqlite.Stmt) Session {
 	return s
 }
 
-// HeldBefore reports whether session sid held a lease of task id at any
-// time, ended or not.
-func (db *DB) HeldBefore(ctx context.Context, id string, sid int64) bool {
-	held := false
-	db.withConn(ctx, func(conn *sqlite.Conn) error {
-		return sqlitex.Execute(conn, `SELECT 1 FROM leases WHERE task_id = :t AND session_id = :s LIMIT 1`,
-			&sqlitex.ExecOptions{Named: map[string]any{":t": id, ":s": sid},
-				ResultFunc: func(*sqlite.Stmt) error { held = true; return nil }})
-	})
-	return held
-}
-
 // SessionByID returns a session, live or ended.
 func (db *DB) SessionByID(ctx context.Context, id int64) (Session, error) {
 	var s Session
