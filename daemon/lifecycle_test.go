@@ -163,14 +163,13 @@ func openSession(t *testing.T, c *apiClient, fields map[string]any) (int64, stri
 // claimOK claims ref for a session and fails the test unless it is granted.
 func claimOK(t *testing.T, c *apiClient, session int64, ref string) claimAnswer {
 	t.Helper()
-	a := c.send(session, http.MethodPost, "/tasks/"+ref+"/claim", map[string]any{})
 	// In team mode a snagd answers 503 starting until its first reconcile
 	// with the store is done, as a client is told to retry: it is.
-	for deadline := time.Now().Add(30 * time.Second); a.Code == http.StatusServiceUnavailable &&
-		strings.Contains(a.Body, `"starting"`) && time.Now().Before(deadline); {
-		time.Sleep(100 * time.Millisecond)
+	var a answer
+	eventually(t, "snagd to be done starting, for the claim of "+ref, func() bool {
 		a = c.send(session, http.MethodPost, "/tasks/"+ref+"/claim", map[string]any{})
-	}
+		return a.Code != http.StatusServiceUnavailable || !strings.Contains(a.Body, `"starting"`)
+	})
 	var out claimAnswer
 	if a.Code != http.StatusOK || json.Unmarshal([]byte(a.Body), &out) != nil || out.Epoch == 0 {
 		t.Fatalf("claim %s: %v", ref, a)

@@ -39,6 +39,29 @@ func openAlone(t *testing.T, root string) *Engine {
 	return e
 }
 
+// claimNextAs registers a session named name and claims the next task
+// for it.
+func claimNextAs(t *testing.T, e *Engine, name string) Claimed {
+	t.Helper()
+	ctx := context.Background()
+	s, err := e.Register(ctx, index.Session{Name: name, Client: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Claim(ctx, s, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// drain has agents of their own claim every ready task.
+func drain(t *testing.T, e *Engine) {
+	t.Helper()
+	for i := 0; claimNextAs(t, e, fmt.Sprintf("DRAIN%d", i)).Task != nil; i++ {
+	}
+}
+
 // A claim of the next task is granted whatever the timing of the
 // publication of the ready tasks: a task added just before, while the
 // publication runs beside the claim as snagd's ticker does, is claimed,
@@ -56,31 +79,12 @@ func TestClaimNextRacesThePublication(t *testing.T) {
 	})
 	// The sample's ready tasks are taken first, so that each added task is
 	// the one ready task when its claim runs.
-	for i := 0; ; i++ {
-		s, err := e.Register(ctx, index.Session{Name: fmt.Sprintf("DRAIN%d", i), Client: "test"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := e.Claim(ctx, s, nil, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Task == nil {
-			break
-		}
-	}
+	drain(t, e)
 	for i := range 200 {
 		if _, _, err := e.Add(ctx, NewTask{Title: fmt.Sprintf("Added %d", i)}, queue.Person, "dana"); err != nil {
 			t.Fatal(err)
 		}
-		s, err := e.Register(ctx, index.Session{Name: fmt.Sprintf("AGENT%d", i), Client: "test"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := e.Claim(ctx, s, nil, false)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := claimNextAs(t, e, fmt.Sprintf("AGENT%d", i))
 		if got.Task == nil {
 			t.Fatalf("claim %d after an add: nothing claimed: %s", i, got.Reason)
 		}
@@ -93,15 +97,7 @@ func TestClaimNextRacesThePublication(t *testing.T) {
 func TestClaimNextPassesOverWhatTheSessionGaveBack(t *testing.T) {
 	e := openAlone(t, sample(t)) // no sender loop: a claim sends the releases it needs
 	ctx := context.Background()
-	for i := 0; ; i++ { // the sample's ready tasks are taken by others
-		s, err := e.Register(ctx, index.Session{Name: fmt.Sprintf("DRAIN%d", i), Client: "test"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, err := e.Claim(ctx, s, nil, false); err != nil || got.Task == nil {
-			break
-		}
-	}
+	drain(t, e) // the sample's ready tasks are taken by others
 	for _, title := range []string{"First of two", "Second of two"} {
 		if _, _, err := e.Add(ctx, NewTask{Title: title}, queue.Person, "dana"); err != nil {
 			t.Fatal(err)
