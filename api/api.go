@@ -255,6 +255,44 @@ type Moved struct {
 	Status queue.Status `json:"status"`
 }
 
+// EditRequest is the body of POST /tasks/{ref}/edit: a person's change of
+// a task's fields (snag edit, snag dep, the board's edit form). A field
+// left out keeps what the file says; only the values that change are
+// rewritten in the file.
+type EditRequest struct {
+	// Title is the new title.
+	Title *string `json:"title,omitempty"`
+	// Severity is critical, high, medium or low.
+	Severity *string `json:"severity,omitempty"`
+	// Kind is the task's kind (bug, feature ...).
+	Kind *string `json:"kind,omitempty"`
+	// Wave orders the queue: lower waves are handed out first.
+	Wave *int `json:"wave,omitempty"`
+	// Plan is the plan's slug; "" takes the task out of its plan.
+	Plan *string `json:"plan,omitempty"`
+	// Files is the whole list of suspect files, as path or
+	// path:line-line; an empty list removes them.
+	Files *[]string `json:"files,omitempty"`
+	// AddDeps are tasks it comes to depend on: each must be there and
+	// close no cycle.
+	AddDeps []string `json:"add_depends_on,omitempty"`
+	// RemoveDeps are entries of its depends_on to drop, by id or key.
+	RemoveDeps []string `json:"remove_depends_on,omitempty"`
+	// By is the person, for the audit log.
+	By string `json:"by,omitempty"`
+}
+
+// Edited is the answer of POST /tasks/{ref}/edit.
+type Edited struct {
+	// Task is the task as its file now holds it.
+	Task Task `json:"task"`
+	// Changed says what changed, one "field old -> new" each; empty when
+	// the file said so already (nothing was written).
+	Changed []string `json:"changed"`
+	// Warnings say what the task now names that is not there yet.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
 // ClaimRequest is the body of POST /tasks/{ref}/claim and POST /claim
 // (the next ready task). It needs the session header.
 type ClaimRequest struct {

@@ -206,6 +206,15 @@ const (
 	// CodeCycle (400): a task's depends_on would make a cycle; the
 	// message names it.
 	CodeCycle = "cycle"
+	// CodeBadTitle (400): a task's title that is empty, over 300 bytes, or
+	// has a control character.
+	CodeBadTitle = "bad_title"
+	// CodeBadPlan (400): a plan's slug that is malformed, or (from an
+	// agent) names no plan.
+	CodeBadPlan = "bad_plan"
+	// CodeNotADependency (400): a dependency to remove that the task's
+	// depends_on does not name; the message says what it names.
+	CodeNotADependency = "not_a_dependency"
 	// CodeBadType (400): a note type that is not one of the seven.
 	CodeBadType = "bad_type"
 	// CodeBadLink (400): a link of an unknown kind, with no target, or
@@ -265,7 +274,7 @@ var Codes = []string{
 	CodeBadType, CodeBadLink, CodeNoSource, CodeNoNote, CodeNotHere, CodeBadTree, CodeMissingBranch, CodeBadBranch,
 	CodeBranchHeld, CodeBadNote, CodeWrongWorkspace, CodeBadBranches, CodeBadMethod, CodeCoordUnreachable, CodeResolvedElsewhere,
 	CodeBadURL, CodeHostNotAllowed, CodeBadAnchor, CodeBadViewport, CodeBadCapture, CodeNoScreenshot, CodeNotPNG, CodeBadPNG,
-	CodeBadWorktree, CodeWorktreeFailed,
+	CodeBadWorktree, CodeWorktreeFailed, CodeBadTitle, CodeBadPlan, CodeNotADependency,
 }
 
 // The headers of an agent's request.

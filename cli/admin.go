@@ -39,10 +39,11 @@ func init() {
 		{queue.ActRelease, "Take tasks back from the agents that hold them: their leases end and the tasks are open again.\n\nThe agent's later writes to a released task are refused as stale."},
 	} {
 		register(&command{
-			name: string(m.action), args: "ID... [--reason TEXT]", daemon: true,
+			name: string(m.action), args: "ID... [--reason TEXT] [--json]", daemon: true,
 			summary: m.summary,
 			flags: func(fs *flag.FlagSet, c *call) {
 				fs.StringVar(&c.opt.reason, "reason", "", "why, for the audit log")
+				fs.BoolVar(&c.opt.json, "json", false, "print the tasks moved as JSON")
 			},
 			run: func(ctx context.Context, c *call) error {
 				return runMove(ctx, c, m.action)

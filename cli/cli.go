@@ -148,6 +148,8 @@ type options struct {
 	nested      bool // init: make a project inside another one's folder
 	json        bool
 	noAutostart bool
+	title       string
+	noFiles     bool
 	follow      bool
 	all         bool
 	fix         bool
@@ -337,7 +339,7 @@ like SNAG-12 (or just 12) or ids like tsk_01JD6Z3Q8R6V2X4N0H5K7M9P1C.
 `)
 }
 
-var order = []string{"init", "add", "list", "show", "search", "promote", "reject", "cancel", "reopen", "release", "resolve", "verify", "approve", "log", "agents", "files", "handoff", "plans", "notes", "note", "link", "graph", "activity", "team", "guard", "worktrees", "reindex", "doctor", "daemon", "open", "pair", "install", "mcp", "prime", "token", "version"}
+var order = []string{"init", "add", "list", "show", "search", "edit", "dep", "ready", "done", "promote", "reject", "cancel", "reopen", "release", "resolve", "verify", "approve", "log", "agents", "files", "handoff", "plans", "notes", "note", "link", "graph", "activity", "team", "guard", "worktrees", "reindex", "doctor", "daemon", "open", "pair", "install", "mcp", "prime", "token", "version"}
 
 func init() {
 	register(&command{

@@ -28,16 +28,6 @@ func init() {
 		},
 		run: runVerify,
 	})
-	register(&command{
-		name: "resolve", args: "ID... [--reason TEXT]", daemon: true,
-		summary: "Resolve tasks as a person: claimed (nothing could verify it), verifying or needs_review -> resolved.\n\n" +
-			"The holder's lease ends and a check still running is stopped; verified stays false.\n" +
-			"To have snag check a task instead, use snag verify.",
-		flags: func(fs *flag.FlagSet, c *call) {
-			fs.StringVar(&c.opt.reason, "reason", "", "why, for the audit log")
-		},
-		run: func(ctx context.Context, c *call) error { return runMoveAs(ctx, c, queue.ActAccept, "resolve") },
-	})
 }
 
 // verifyAnswer is POST /verify/{ref} and GET /verify/{ref}, the parts the
@@ -234,25 +224,43 @@ func runMoveAs(ctx context.Context, c *call, action queue.Action, name string) e
 		return err
 	}
 	var errs []error
+	var done []api.Moved
 	for _, a := range c.args {
 		req := api.MoveRequest{By: who(), Reason: c.opt.reason}
-		var key string
-		var status queue.Status
+		var m api.Moved
 		var err error
 		if action == queue.ActRelease {
 			var rel api.Released
 			rel, err = r.cl.TakeBack(ctx, a, req)
-			key, status = rel.Key, rel.Status
+			m = api.Moved{Key: rel.Key, Status: rel.Status}
 		} else {
-			var m api.Moved
 			m, err = r.cl.Move(ctx, a, string(action), req)
-			key, status = m.Key, m.Status
 		}
 		if err != nil {
 			errs = append(errs, said(err))
 			continue
 		}
-		fmt.Fprintf(c.Stdout, "%s is %s\n", key, status)
+		done = append(done, m)
+		if c.opt.json {
+			continue
+		}
+		if action == queue.ActAccept {
+			fmt.Fprintf(c.Stdout, "%s is %s (not verified: a person's word)\n", m.Key, m.Status)
+		} else {
+			fmt.Fprintf(c.Stdout, "%s is %s\n", m.Key, m.Status)
+		}
+	}
+	if c.opt.json {
+		if done == nil {
+			done = []api.Moved{}
+		}
+		// The stable shape of a move's --json: the tasks moved; what was
+		// refused goes to stderr, and the exit code says so.
+		if err := writeJSON(c.Stdout, struct {
+			Tasks []api.Moved `json:"tasks"`
+		}{done}); err != nil {
+			return err
+		}
 	}
 	return errors.Join(errs...)
 }

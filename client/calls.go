@@ -131,6 +131,14 @@ func (k Caller) Move(ctx context.Context, ref, action string, req api.MoveReques
 	return out, err
 }
 
+// Edit changes a task's fields for a person (POST /tasks/{ref}/edit):
+// only the values that change are rewritten in its file.
+func (k Caller) Edit(ctx context.Context, ref string, req api.EditRequest) (api.Edited, error) {
+	var out api.Edited
+	err := k.do(ctx, "POST", task(ref, "edit"), req, &out)
+	return out, err
+}
+
 // VerifyPlan says what would check a task, changing nothing (POST
 // /verify/{ref} with dry_run). A check that needs a missing browser comes
 // back as *Error with code verify_unavailable.

@@ -45,6 +45,8 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 	mux.HandleFunc("POST /tasks/{ref}/release", handle(d, route{ref: true}, d.release))
 	mux.HandleFunc("POST /tasks/{ref}/resolve", handle(d, route{ref: true, caller: agent, refusal: resolveRefusal}, d.verify))
 	mux.HandleFunc("POST /tasks/{ref}/accept", handle(d, route{ref: true, caller: person, refusal: acceptRefusal}, d.accept))
+	mux.HandleFunc("POST /tasks/{ref}/edit", handle(d, route{ref: true, caller: person,
+		refusal: "a person edits a task's fields (snag edit): an agent adds what it found to the inbox"}, d.editTask))
 	mux.HandleFunc("POST /verify/{ref}", handle(d, route{ref: true}, d.verify))
 	mux.HandleFunc("GET /verify/{ref}", handle(d, route{ref: true}, d.getVerify))
 	mux.HandleFunc("POST /sessions", handle(d, route{}, d.register))
@@ -327,6 +329,45 @@ func (d *Daemon) moveTask(ctx context.Context, c *call[moveRequest]) (answer, er
 		return answer{}, err
 	}
 	return ok(moved(t)), nil
+}
+
+// editTask is POST /tasks/{ref}/edit: a person's change of a task's fields.
+func (d *Daemon) editTask(ctx context.Context, c *call[editRequest]) (answer, error) {
+	ed, err := taskEdit(c.body)
+	if err != nil {
+		return answer{}, err
+	}
+	out, err := d.e.Edit(ctx, c.ref, ed, c.body.By)
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(edited(ctx, d.e, out)), nil
+}
+
+// taskEdit reads an edit's values, refusing a kind, severity or file that
+// no task may have.
+func taskEdit(req api.EditRequest) (engine.TaskEdit, error) {
+	ed := engine.TaskEdit{Title: req.Title, Wave: req.Wave, Plan: req.Plan, AddDeps: req.AddDeps, RemoveDeps: req.RemoveDeps}
+	if req.Kind != nil {
+		k := queue.Kind(*req.Kind)
+		ed.Kind = &k
+	}
+	if req.Severity != nil {
+		s := queue.Severity(*req.Severity)
+		ed.Severity = &s
+	}
+	if req.Files != nil {
+		files := []queue.FileRef{}
+		for _, f := range *req.Files {
+			ref, err := queue.ParseFileRef(f)
+			if err != nil {
+				return ed, &engine.Error{Kind: engine.ErrInvalid, Code: "bad_file", Message: err.Error()}
+			}
+			files = append(files, ref)
+		}
+		ed.Files = &files
+	}
+	return ed, nil
 }
 
 func (d *Daemon) search(ctx context.Context, c *call[struct{}]) (answer, error) {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/snagdev/snag/api"
@@ -20,6 +21,7 @@ type Health = api.Health
 type (
 	addRequest      = api.AddRequest
 	moveRequest     = api.MoveRequest
+	editRequest     = api.EditRequest
 	claimRequest    = api.ClaimRequest
 	leaseRequest    = api.LeaseRequest
 	verifyRequest   = api.VerifyRequest
@@ -116,4 +118,19 @@ func resolvedStatus(res engine.Resolution) int {
 		return http.StatusAccepted
 	}
 	return http.StatusOK
+}
+
+// edited is the answer of a person's edit: the task's row as the index
+// now has it.
+func edited(ctx context.Context, e *engine.Engine, ed engine.Edited) api.Edited {
+	out := api.Edited{Changed: ed.Changed, Warnings: ed.Warnings}
+	if out.Changed == nil {
+		out.Changed = []string{}
+	}
+	if it, err := e.Get(ctx, queue.Ref{ID: ed.Task.ID}); err == nil {
+		out.Task = it.Row.Wire()
+	} else {
+		out.Task = api.Task{ID: ed.Task.ID, Key: ed.Task.Key, Title: ed.Task.Title, Status: ed.Task.Status}
+	}
+	return out
 }

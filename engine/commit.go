@@ -271,6 +271,41 @@ func (e *Engine) prepareMoveOf(item *index.Item, l *index.Lease, who string, ste
 	if err := clean(item); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", action, ref, err)
 	}
+	return e.prepareBytes(item, string(action), ref, func(cur []byte, t *queue.Task) ([]byte, *queue.Task, error) {
+		if l != nil && len(steps) == 1 && action == queue.ActRelease {
+			if b := restore(*l, cur); b != nil {
+				if moved, err := queue.Parse(b); err == nil && moved.ID == t.ID && moved.Status == queue.StatusOpen {
+					return b, moved, nil
+				}
+			}
+			if bytes.Equal(cur, l.Base) && t.Status == queue.StatusOpen {
+				return cur, t, nil
+			}
+		}
+		var fields []queue.Field
+		at := t.Status
+		for _, st := range steps {
+			to, err := queue.Transition(at, st.Action, st.Actor)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s %s: %w", st.Action, t.Key, err)
+			}
+			fields = append(fields, changes(t, st.Action, to, who)...)
+			at = to
+		}
+		out, err := queue.Edit(cur, lastOfEach(fields)...)
+		if err != nil {
+			return nil, nil, err
+		}
+		moved, err := queue.Parse(out)
+		return out, moved, err
+	})
+}
+
+// prepareBytes prepares a rewrite of item's file (what, ref name it for
+// errors): change makes the new bytes, and the task they hold, from the
+// file's current bytes and the task those hold, which must still be
+// item's.
+func (e *Engine) prepareBytes(item *index.Item, what, ref string, change func(cur []byte, t *queue.Task) ([]byte, *queue.Task, error)) (*move, error) {
 	m := &move{item: item, name: project.Name(item)}
 	var err error
 	m.prep, err = e.tasks.Prepare(m.name, func(cur []byte) ([]byte, error) {
@@ -279,34 +314,10 @@ func (e *Engine) prepareMoveOf(item *index.Item, l *index.Lease, who string, ste
 			return nil, fmt.Errorf("%w: %w", ErrNotClean, queue.WithPath(err, item.Path))
 		}
 		if t.ID != item.Task.ID {
-			return nil, fmt.Errorf("%s %s: %s now holds %s: run snag reindex and try again", action, ref, item.Path, t.ID)
+			return nil, fmt.Errorf("%s %s: %s now holds %s: run snag reindex and try again", what, ref, item.Path, t.ID)
 		}
-		if l != nil && len(steps) == 1 && action == queue.ActRelease {
-			if b := restore(*l, cur); b != nil {
-				if m.moved, err = queue.Parse(b); err == nil && m.moved.ID == t.ID && m.moved.Status == queue.StatusOpen {
-					return b, nil
-				}
-			}
-			if bytes.Equal(cur, l.Base) && t.Status == queue.StatusOpen {
-				m.moved = t
-				return cur, nil
-			}
-		}
-		var fields []queue.Field
-		at := t.Status
-		for _, st := range steps {
-			to, err := queue.Transition(at, st.Action, st.Actor)
-			if err != nil {
-				return nil, fmt.Errorf("%s %s: %w", st.Action, t.Key, err)
-			}
-			fields = append(fields, changes(t, st.Action, to, who)...)
-			at = to
-		}
-		out, err := queue.Edit(cur, lastOfEach(fields)...)
-		if err != nil {
-			return nil, err
-		}
-		m.moved, err = queue.Parse(out)
+		out, moved, err := change(cur, t)
+		m.moved = moved
 		return out, err
 	})
 	if err != nil {

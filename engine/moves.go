@@ -44,13 +44,8 @@ func (e *Engine) Add(ctx context.Context, nt NewTask, actor queue.Actor, who str
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	title := strings.TrimSpace(nt.Title)
-	switch {
-	case title == "":
-		return nil, "", refuse(ErrInvalid, "bad_title", "add: empty title: say in a few words what is wrong or wanted")
-	case len(title) > 300:
-		return nil, "", refuse(ErrInvalid, "bad_title", "add: title is over 300 bytes: keep it short and put the detail in the body")
-	case strings.ContainsFunc(title, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		return nil, "", refuse(ErrInvalid, "bad_title", "add: title has a control character: keep it on one line")
+	if err := checkTitle("add", title); err != nil {
+		return nil, "", err
 	}
 	for _, d := range nt.DependsOn {
 		if _, err := queue.ParseRef(d); err != nil {
@@ -227,7 +222,7 @@ func (e *Engine) createKeyed(ctx context.Context, t *queue.Task) (string, error)
 			return "", fmt.Errorf("add: %w", err)
 		}
 		t.Key = queue.Alias(n)
-		if cycle := e.depCycle(ctx, t.Key, t.DependsOn); cycle != nil {
+		if cycle := e.depCycle(ctx, t.Key, "", t.DependsOn); cycle != nil {
 			e.giveBackKey(ctx, n) // refused: no key is used up
 			return "", refuse(ErrInvalid, "cycle", "add: depends_on would make a cycle: %s: depend on none of those, or change the task that depends on %s",
 				strings.Join(cycle, " -> "), t.Key)
@@ -374,10 +369,10 @@ func clean(it *index.Item) error {
 // maxDepWalk bounds the tasks a cycle check reads.
 const maxDepWalk = 10000
 
-// depCycle returns the cycle that a task keyed key depending on deps would
-// close (key -> dep -> ... -> key), or nil: a task file may already name
-// the key a new task is about to get.
-func (e *Engine) depCycle(ctx context.Context, key string, deps []string) []string {
+// depCycle returns the cycle that the task keyed key (and, once it has
+// one, id) depending on deps would close (key -> dep -> ... -> key), or
+// nil: a task file may already name the key a new task is about to get.
+func (e *Engine) depCycle(ctx context.Context, key, id string, deps []string) []string {
 	seen := map[string]bool{}
 	var walk func(ref string, path []string) []string
 	walk = func(ref string, path []string) []string {
@@ -385,7 +380,7 @@ func (e *Engine) depCycle(ctx context.Context, key string, deps []string) []stri
 		if err != nil {
 			return nil
 		}
-		if r.String() == key {
+		if r.String() == key || (id != "" && r.String() == id) {
 			return append(path, key)
 		}
 		if seen[r.String()] || len(seen) >= maxDepWalk {

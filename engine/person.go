@@ -101,9 +101,9 @@ func (e *Engine) Promote(ctx context.Context, ref queue.Ref, sev queue.Severity,
 	return t, nil
 }
 
-// Accept is a person's resolve without verify, of a task that is claimed
-// (nothing could verify it), verifying or needs_review. The lease ends and
-// a check in flight is stopped; verified stays false.
+// Accept is a person's resolve without verify (snag done), of a task that
+// is open, claimed (nothing could verify it), verifying or needs_review.
+// The lease ends and a check in flight is stopped; verified stays false.
 func (e *Engine) Accept(ctx context.Context, ref queue.Ref, by string) (*queue.Task, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -128,5 +128,8 @@ func (e *Engine) Accept(ctx context.Context, ref queue.Ref, by string) (*queue.T
 	e.verify.stop(it.ID)
 	e.hub.Publish("task", map[string]any{"key": it.Key, "status": moved.Status})
 	e.writePlan(ctx)
+	if it.Status == queue.StatusOpen {
+		e.teamMoved(moved, by) // no lease ended to say it: no clone may take it now
+	}
 	return moved, nil
 }

@@ -360,6 +360,10 @@ func render(v any, style yaml.Style) string {
 			return quote(s, style)
 		}
 		return s
+	case []string:
+		return flowList(x)
+	case []FileRef:
+		return flowFiles(x)
 	case fmt.Stringer:
 		return render(x.String(), style)
 	case string:

@@ -118,6 +118,20 @@ func flowList(items []string) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
+// flowFiles renders suspect files as one [flow, list] of {path, lines}
+// mappings: what Edit writes when a person replaces the list.
+func flowFiles(files []FileRef) string {
+	parts := make([]string, len(files))
+	for i, f := range files {
+		if f.Lines[0] > 0 {
+			parts[i] = fmt.Sprintf("{path: %s, lines: [%d, %d]}", flowScalar(f.Path), f.Lines[0], max(f.Lines[0], f.Lines[1]))
+		} else {
+			parts[i] = fmt.Sprintf("{path: %s}", flowScalar(f.Path))
+		}
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
 // flowScalar renders s for a [flow, list] or {flow: mapping}, where a comma
 // or a bracket would end a plain scalar.
 func flowScalar(s string) string {

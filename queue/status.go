@@ -23,7 +23,7 @@ const (
 	ActFail         Action = "fail"         // verifying -> claimed (same holder)
 	ActInconclusive Action = "inconclusive" // verifying -> needs_review
 	ActSkipVerify   Action = "skip_verify"  // verifying -> resolved, unverified (verify disabled)
-	ActAccept       Action = "accept"       // claimed|verifying|needs_review -> resolved, by a person
+	ActAccept       Action = "accept"       // open|claimed|verifying|needs_review -> resolved, unverified, by a person (snag done)
 	ActCancel       Action = "cancel"       // any live status -> cancelled
 	ActReopen       Action = "reopen"       // needs_review|resolved|cancelled -> open
 )
@@ -53,6 +53,7 @@ var moves = []move{
 	{StatusInbox, ActCancel, StatusCancelled, []Actor{Person}},
 
 	{StatusOpen, ActClaim, StatusClaimed, []Actor{Agent, Person}},
+	{StatusOpen, ActAccept, StatusResolved, []Actor{Person}},
 	{StatusOpen, ActCancel, StatusCancelled, []Actor{Person}},
 
 	{StatusClaimed, ActRelease, StatusOpen, []Actor{Agent, Person, System}},

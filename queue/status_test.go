@@ -31,6 +31,7 @@ var statusMachine = []allowedMove{
 
 	{queue.StatusOpen, queue.ActClaim, queue.Agent, queue.StatusClaimed},
 	{queue.StatusOpen, queue.ActClaim, queue.Person, queue.StatusClaimed},
+	{queue.StatusOpen, queue.ActAccept, queue.Person, queue.StatusResolved},
 	{queue.StatusOpen, queue.ActCancel, queue.Person, queue.StatusCancelled},
 
 	{queue.StatusClaimed, queue.ActRelease, queue.Agent, queue.StatusOpen},
