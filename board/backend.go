@@ -69,8 +69,15 @@ type Backend interface {
 	Promote(ctx context.Context, ref queue.Ref, sev queue.Severity, wave int, by string) (*queue.Task, error)
 	// Move makes a person's move on a task: reject, cancel or reopen.
 	Move(ctx context.Context, ref queue.Ref, act queue.Action, by string) (*queue.Task, error)
-	// Accept resolves a task that waits for a person's review.
+	// Accept resolves a task on a person's word (Mark done): open,
+	// claimed, verifying or waiting for a person's review.
 	Accept(ctx context.Context, ref queue.Ref, by string) (*queue.Task, error)
+	// Add files a person's task (req.By): vetted and open. The answer's
+	// warnings say what it names that is not there yet.
+	Add(ctx context.Context, req api.AddRequest) (api.Added, error)
+	// Edit changes a task's fields for person req.By: only the values
+	// that change are rewritten in its file.
+	Edit(ctx context.Context, ref queue.Ref, req api.EditRequest) (api.Edited, error)
 	// EndSession ends an agent's session for person by: its tasks go
 	// back to the queue. It returns the agent's name and how many tasks
 	// were released.

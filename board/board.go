@@ -135,6 +135,19 @@ var funcs = template.FuncMap{
 	// git, short enough to read.
 	"short": func(s string) string { return s[:min(len(s), 12)] },
 	"pair":  func(c Card, csrf string) cardForm { return cardForm{c, csrf} },
+	// brief is the first line of a check's reason, cut to a glance: an
+	// older run's whole output would repeat itself down the page.
+	"brief": func(s string) string {
+		line, _, more := strings.Cut(strings.TrimSpace(s), "\n")
+		if r := []rune(line); len(r) > 160 {
+			return string(r[:159]) + "…"
+		} else if more {
+			return line + " …"
+		}
+		return line
+	},
+	// long reports whether a reason is more than its brief.
+	"long": func(s string) bool { s = strings.TrimSpace(s); return strings.Contains(s, "\n") || len([]rune(s)) > 160 },
 }
 
 // cardForm is a card with the page's CSRF token, for a card that carries forms.
@@ -259,6 +272,9 @@ type BoardPage struct {
 	Plans []string
 	// Broken counts files that never parsed: they are on the problems page.
 	Broken int
+	// Severities are the choices of the form that adds a task (with Kinds,
+	// and Plans as suggestions).
+	Severities []queue.Severity
 }
 
 // InboxItem is one unvetted item with its text, shown as data.
@@ -286,7 +302,7 @@ type InboxPage struct {
 
 // Action is a move a person may make on a task from its page.
 type Action struct {
-	Name   string // promote, reject, cancel, reopen, accept
+	Name   string // promote, reject, cancel, reopen, accept (Mark done)
 	Label  string
 	Danger bool
 }
@@ -337,6 +353,24 @@ type TaskPage struct {
 	Severities []queue.Severity
 	// Notes are the notes that name the task, newest first.
 	Notes []api.Note
+	// Edit is what the form that edits the task's fields starts from;
+	// nil for a file that does not parse (a person mends it by hand).
+	Edit *TaskForm
+	// Kinds are the kinds the edit form offers.
+	Kinds []queue.Kind
+	// DependsOn is the task's depends_on as people read it: by key.
+	DependsOn []string
+}
+
+// TaskForm is the fields of a task as the edit form shows them.
+type TaskForm struct {
+	Title     string
+	Severity  queue.Severity
+	Kind      queue.Kind
+	Wave      int
+	Plan      string
+	Files     string // one suspect file a line, path or path:A-B
+	DependsOn string // the keys it depends on, comma-separated
 }
 
 // ActivityPage is the audit log, newest first.

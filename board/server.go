@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/queue"
@@ -112,6 +113,7 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("POST /logout", s.logout)
 	mux.Handle("GET /board/static/", http.StripPrefix("/board/static/", s.static()))
 	mux.HandleFunc("GET /board/shots/{name}", s.ready(s.shot))
+	mux.HandleFunc("POST /board/tasks", s.ready(s.addTask))
 	mux.HandleFunc("POST /board/tasks/{ref}/{action}", s.ready(s.act))
 	mux.HandleFunc("POST /board/bulk", s.ready(s.bulk))
 	mux.HandleFunc("POST /board/sessions/{id}/end", s.ready(s.endAgent))
@@ -283,7 +285,7 @@ func (s *Server) boardPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := &BoardPage{Page: s.page(r, "Board", PageBoard), Filter: f, Kinds: queue.Kinds}
+	out := &BoardPage{Page: s.page(r, "Board", PageBoard), Filter: f, Kinds: queue.Kinds, Severities: queue.Severities}
 	cols := map[queue.Status]*Column{}
 	for _, c := range columns {
 		out.Columns = append(out.Columns, Column{Status: c.status, Title: c.title})
@@ -405,7 +407,15 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := &TaskPage{Page: s.page(r, it.Row.Key+" "+it.Row.Title, ""), Card: CardOf(it.Row), Task: it.Task,
-		File: it.TaskFile, Severities: queue.Severities}
+		File: it.TaskFile, Severities: queue.Severities, Kinds: queue.Kinds, DependsOn: it.DependsOn}
+	if t := it.Task; t != nil && it.Row.State == api.StateOK && !it.Row.Duplicate {
+		files := make([]string, len(t.SuspectFiles))
+		for i, f := range t.SuspectFiles {
+			files[i] = f.String()
+		}
+		out.Edit = &TaskForm{Title: t.Title, Severity: t.Severity, Kind: t.Kind, Wave: t.Wave, Plan: t.Plan,
+			Files: strings.Join(files, "\n"), DependsOn: strings.Join(it.DependsOn, ", ")}
+	}
 	if out.Card.Key == "" {
 		out.Head = it.Row.Path
 	}
@@ -452,7 +462,7 @@ func personActions(st queue.Status) []Action {
 	case queue.StatusInbox:
 		return []Action{{Name: "promote", Label: "Promote"}, {Name: "reject", Label: "Reject", Danger: true}}
 	case queue.StatusOpen, queue.StatusClaimed, queue.StatusVerifying:
-		return []Action{{Name: "cancel", Label: "Cancel", Danger: true}}
+		return []Action{{Name: "accept", Label: "Mark done"}, {Name: "cancel", Label: "Cancel", Danger: true}}
 	case queue.StatusNeedsReview:
 		return []Action{{Name: "accept", Label: "Resolve"}, {Name: "reopen", Label: "Reopen"}, {Name: "cancel", Label: "Cancel", Danger: true}}
 	case queue.StatusResolved, queue.StatusCancelled:
@@ -702,6 +712,122 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	s.done(w, r, msg)
 }
 
+// addTask files a person's task from the board's form, and goes to its page.
+func (s *Server) addTask(w http.ResponseWriter, r *http.Request) {
+	ss := SessionOf(r)
+	if ss == nil {
+		s.answer(w, r, http.StatusForbidden, "Refused", "the board's forms are for a board session: the CLI and scripts use the JSON API", "")
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		s.answer(w, r, http.StatusBadRequest, "Refused", "the form could not be read: "+err.Error(), "")
+		return
+	}
+	f := r.PostForm
+	req := api.AddRequest{Title: f.Get("title"), Kind: f.Get("kind"), Severity: f.Get("severity"), Plan: strings.TrimSpace(f.Get("plan")),
+		Files: lines(f.Get("files")), DependsOn: refs(f.Get("depends_on")), Body: strings.ReplaceAll(f.Get("body"), "\r\n", "\n"), By: ss.By}
+	if v := strings.TrimSpace(f.Get("wave")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 9999 {
+			s.answer(w, r, http.StatusBadRequest, "Refused", "wave: want a whole number from 1 to 9999", "")
+			return
+		}
+		req.Wave = n
+	}
+	added, err := s.b.Add(r.Context(), req)
+	if err != nil {
+		s.answer(w, r, statusOf(err), "Refused", err.Error(), "")
+		return
+	}
+	msg := added.Key + " added"
+	if len(added.Warnings) > 0 {
+		msg += "; note: " + strings.Join(added.Warnings, "; ")
+	}
+	to := "/task/" + added.Key
+	if wantsJSON(r) {
+		writeJSON(w, http.StatusOK, formAnswer{OK: true, Message: msg, Redirect: to})
+		return
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// edit changes a task's fields from the task page's form: every field the
+// form sends, and depends_on as the difference from what the task has.
+func (s *Server) edit(ctx context.Context, ref queue.Ref, f url.Values, by string) (string, int) {
+	cur, err := s.b.Task(ctx, ref)
+	if err != nil {
+		return err.Error(), statusOf(err)
+	}
+	req := api.EditRequest{By: by}
+	text := func(name string) *string {
+		if _, ok := f[name]; !ok {
+			return nil
+		}
+		v := strings.TrimSpace(f.Get(name))
+		return &v
+	}
+	req.Title, req.Severity, req.Kind, req.Plan = text("title"), text("severity"), text("kind"), text("plan")
+	if v := text("wave"); v != nil {
+		n, err := strconv.Atoi(*v)
+		if err != nil || n < 0 || n > 9999 {
+			return "wave: want a whole number from 0 to 9999", http.StatusBadRequest
+		}
+		req.Wave = &n
+	}
+	if _, ok := f["files"]; ok {
+		files := lines(f.Get("files"))
+		if files == nil {
+			files = []string{}
+		}
+		req.Files = &files
+	}
+	if _, ok := f["depends_on"]; ok {
+		want := refs(f.Get("depends_on"))
+		has := func(list []string, k string) bool {
+			return slices.ContainsFunc(list, func(x string) bool { return strings.EqualFold(x, k) })
+		}
+		for _, k := range want {
+			if !has(cur.DependsOn, k) {
+				req.AddDeps = append(req.AddDeps, k)
+			}
+		}
+		for _, k := range cur.DependsOn {
+			if !has(want, k) {
+				req.RemoveDeps = append(req.RemoveDeps, k)
+			}
+		}
+	}
+	out, err := s.b.Edit(ctx, ref, req)
+	if err != nil {
+		return err.Error(), statusOf(err)
+	}
+	if len(out.Changed) == 0 {
+		return out.Task.Key + ": nothing changed", http.StatusOK
+	}
+	msg := out.Task.Key + ": " + strings.Join(out.Changed, "; ")
+	if len(out.Warnings) > 0 {
+		msg += "; note: " + strings.Join(out.Warnings, "; ")
+	}
+	return msg, http.StatusOK
+}
+
+// lines are the non-empty lines of a textarea, trimmed.
+func lines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// refs are task references typed into one field, split at commas and
+// spaces.
+func refs(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
+}
+
 // bulk makes one move on each selected task.
 func (s *Server) bulk(w http.ResponseWriter, r *http.Request) {
 	ss := SessionOf(r)
@@ -778,6 +904,8 @@ func (s *Server) move(ctx context.Context, ref, action string, form url.Values, 
 		return fmt.Sprintf("%s promoted to open (%s, wave %d)", t.Key, t.Severity, t.Wave), http.StatusOK
 	case "accept":
 		t, err = s.b.Accept(ctx, r, by)
+	case "edit":
+		return s.edit(ctx, r, form, by)
 	default:
 		act, ok := moves[action]
 		if !ok {

@@ -95,7 +95,7 @@ func (b boardBackend) Task(ctx context.Context, ref queue.Ref) (*api.TaskDetail,
 	if err != nil {
 		return nil, boardErr(err)
 	}
-	out := taskDetail(it, project.Rel(it.Path), nil)
+	out := taskDetail(ctx, b.d.e, it, nil)
 	return &out, nil
 }
 
@@ -216,6 +216,32 @@ func (b boardBackend) Move(ctx context.Context, ref queue.Ref, act queue.Action,
 func (b boardBackend) Accept(ctx context.Context, ref queue.Ref, by string) (*queue.Task, error) {
 	t, err := b.d.e.Accept(ctx, ref, by)
 	return t, boardErr(err)
+}
+
+func (b boardBackend) Add(ctx context.Context, req api.AddRequest) (api.Added, error) {
+	nt, err := newTask(req)
+	if err != nil {
+		return api.Added{}, boardErr(err)
+	}
+	t, path, err := b.d.e.Add(ctx, nt, queue.Person, req.By)
+	if err != nil {
+		return api.Added{}, boardErr(err)
+	}
+	out := added(t, project.Rel(path))
+	out.Warnings = b.d.e.AddWarnings(ctx, t)
+	return out, nil
+}
+
+func (b boardBackend) Edit(ctx context.Context, ref queue.Ref, req api.EditRequest) (api.Edited, error) {
+	ed, err := taskEdit(req)
+	if err != nil {
+		return api.Edited{}, boardErr(err)
+	}
+	out, err := b.d.e.Edit(ctx, ref, ed, req.By)
+	if err != nil {
+		return api.Edited{}, boardErr(err)
+	}
+	return edited(ctx, b.d.e, out), nil
 }
 
 func (b boardBackend) EndSession(ctx context.Context, id int64, by, reason string) (string, int, error) {

@@ -200,11 +200,7 @@ func (d *Daemon) getTask(ctx context.Context, c *call[struct{}]) (answer, error)
 		st.History = nil // GET /verify/{ref} has it
 		v = &st
 	}
-	out := taskDetail(it, project.Rel(it.Path), v)
-	if it.Task != nil {
-		out.DependsOn = d.e.DepKeys(ctx, it.Task.DependsOn)
-	}
-	return ok(out), nil
+	return ok(taskDetail(ctx, d.e, it, v)), nil
 }
 
 // newTask reads an add's request: its kind, severity and files are checked.

@@ -7,6 +7,7 @@ import (
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/engine"
 	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/project"
 	"github.com/snagdev/snag/queue"
 )
 
@@ -33,12 +34,15 @@ func taskList(page index.Page) api.TaskList {
 	return api.TaskList{Tasks: index.WireRows(page.Rows), Next: page.Next}
 }
 
-// taskDetail is GET /tasks/{ref}; st is the task's verify state, given
-// when a check runs or has run.
-func taskDetail(it *index.Item, taskFile string, st *engine.VerifyState) api.TaskDetail {
-	out := it.Wire(taskFile)
+// taskDetail is GET /tasks/{ref}, with its depends_on by key; st is the
+// task's verify state, given when a check runs or has run.
+func taskDetail(ctx context.Context, e *engine.Engine, it *index.Item, st *engine.VerifyState) api.TaskDetail {
+	out := it.Wire(project.Rel(it.Path))
 	if st != nil {
 		out.Verify = verifyWire(*st)
+	}
+	if it.Task != nil {
+		out.DependsOn = e.DepKeys(ctx, it.Task.DependsOn)
 	}
 	return out
 }

@@ -58,7 +58,14 @@
       const doc = new DOMParser().parseFromString(await resp.text(), "text/html");
       for (const el of document.querySelectorAll("[data-live][id]")) {
         const fresh = doc.getElementById(el.id);
-        if (fresh && fresh.innerHTML !== el.innerHTML) swap(el, fresh);
+        if (!fresh) continue;
+        // A part the person opened (a form, an output) stays open, and
+        // being open is not a change.
+        for (const d of el.querySelectorAll("details[id]")) {
+          const f = fresh.querySelector("#" + CSS.escape(d.id));
+          if (f) f.open = d.open;
+        }
+        if (fresh.innerHTML !== el.innerHTML) swap(el, fresh);
       }
       document.title = doc.title;
     } finally {
