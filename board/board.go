@@ -147,7 +147,10 @@ var funcs = template.FuncMap{
 		return line
 	},
 	// long reports whether a reason is more than its brief.
-	"long": func(s string) bool { s = strings.TrimSpace(s); return strings.Contains(s, "\n") || len([]rune(s)) > 160 },
+	"long": func(s string) bool {
+		s = strings.TrimSpace(s)
+		return strings.Contains(s, "\n") || len([]rune(s)) > 160
+	},
 }
 
 // cardForm is a card with the page's CSRF token, for a card that carries forms.
