@@ -84,3 +84,43 @@ func TestS1_TheAuditOutlivesACrashAndTheIndex(t *testing.T) {
 		t.Errorf("snag log after the rebuilt index: %v, misses the claim or the release:\n%s", err, out)
 	}
 }
+
+// TestS1_ADeletedIndexIsWrittenAgain deletes snag.db (and its -wal and
+// -shm) under a running snagd whose agent holds a task: snagd notices and
+// writes the file again from what it holds, so the agent's lease stays its
+// own (its release, fenced by the epoch it had, works), the log says so,
+// and a snagd started on the file after that finds another agent's lease
+// attached, not rebuilt from the files as detached.
+func TestS1_ADeletedIndexIsWrittenAgain(t *testing.T) {
+	root, home := sampleProject(t), filepath.Join(t.TempDir(), "home")
+	d := startDaemon(t, root, home)
+	a, b := startAgent(t, d, ""), startAgent(t, d, "")
+	_, epoch := a.claim("SNAG-11")
+	b.claim("SNAG-12")
+	db := filepath.Join(root, ".snag", "snag.db")
+	for _, f := range []string{db, db + "-wal", db + "-shm"} {
+		os.Remove(f)
+	}
+	eventually(t, "snag.db written again", func() bool {
+		_, err := os.Stat(db)
+		return err == nil && d.auditHas("restore", "snag.db was deleted or moved away while snagd ran")
+	})
+	if ans := a.do(fmt.Sprintf("release SNAG-11 %d handing it back", epoch)); !strings.HasPrefix(ans, "ok ") {
+		t.Fatalf("release after the restore: %s", ans)
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	<-d.done
+	d = startDaemon(t, root, home)
+	var held []leaseView
+	for _, l := range d.leases() {
+		if l.TaskID == d.taskID("SNAG-12") {
+			held = append(held, l)
+		}
+	}
+	if len(held) != 1 || held[0].Detached || held[0].Holder == "" {
+		t.Errorf("after a restart on the written-again snag.db, SNAG-12's leases: %+v; want the agent's, attached", held)
+	}
+	if n := d.auditCount("release", "ok", "SNAG-11"); n != 1 {
+		t.Errorf("the log has %d releases of SNAG-11, want 1", n)
+	}
+}

@@ -35,6 +35,9 @@ func (e *Engine) apply(ctx context.Context, b watch.Batch, polling bool) {
 			e.cfg.Store(&cfg)
 		}
 	}
+	if b.IndexGone {
+		e.restoreIndex(ctx)
+	}
 	if b.Notes || b.Rescan {
 		// A note saved by hand, or a checkout that brought notes: the
 		// graph's readers hear of it as of snag's own.
@@ -478,6 +481,23 @@ func (e *Engine) stopPlan() {
 func (e *Engine) Rescan(ctx context.Context) {
 	e.apply(ctx, watch.Batch{Rescan: true, Reasons: []string{"requested"}}, false)
 	e.fixKeys(ctx) // what the rescan found settled before its answer
+}
+
+// restoreIndex writes snag.db again when it was deleted or moved away
+// while snagd ran (index.DB.Restore): from what snagd holds, so nothing of
+// it is lost, the leases of this view's agents included. The watcher says
+// so at once; the sweep looks every few seconds too, as a watcher that
+// polls sees no removal.
+func (e *Engine) restoreIndex(ctx context.Context) {
+	done, err := e.p.DB.Restore(ctx)
+	switch {
+	case err != nil:
+		e.log.Error("snag.db was deleted or moved away while snagd ran, and writing it again failed: restart snagd (snag daemon stop), which rebuilds it", "err", err)
+	case done:
+		e.log.Warn("snag.db was deleted or moved away while snagd ran: written again from what snagd held, nothing lost", "path", e.p.DB.Path())
+		e.Audit(ctx, index.AuditEntry{Actor: queue.System, Action: "restore", Outcome: "ok",
+			Detail: "snag.db was deleted or moved away while snagd ran: written again from what snagd held"})
+	}
 }
 
 // Reindex rebuilds the index from the task files, as snag reindex does

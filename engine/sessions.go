@@ -94,6 +94,7 @@ func (e *Engine) sweep(ctx context.Context) error {
 	t := time.NewTicker(e.opts.Sweep)
 	defer t.Stop()
 	for {
+		e.restoreIndex(ctx)
 		ss, err := e.p.DB.LiveSessions(ctx)
 		if err == nil {
 			for _, s := range ss {

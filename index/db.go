@@ -57,8 +57,20 @@ func migrations() []string {
 
 // DB is an open snag.db. It is safe for concurrent use.
 type DB struct {
-	pool *sqlitemigration.Pool
-	path string
+	// pool hands out the read connections; a restore (see [DB.Restore])
+	// puts a new one in place, and each connection goes back to the pool
+	// it came from.
+	pool  atomic.Pointer[sqlitemigration.Pool]
+	path  string
+	conns int
+	// file is the database file the pool opened, to tell when the path
+	// names another file, or none (see [DB.Restore]).
+	file atomic.Pointer[os.FileInfo]
+	// retired are the pools of files a restore replaced. They are never
+	// closed: SQLite's last close of a database in WAL mode checkpoints
+	// and deletes the -wal file by its name, which is the new file's.
+	// Their connections end with the process.
+	retired []*sqlitemigration.Pool
 	step func(ctx context.Context, step string) error
 
 	audits auditQueue // entries of AuditLater, not written yet
@@ -135,6 +147,24 @@ func OpenConns(ctx context.Context, path string, conns int) (*DB, error) {
 	if err := create(path); err != nil {
 		return nil, fmt.Errorf("index %s: %w", path, err)
 	}
+	pool := newPool(path, conns)
+	db := &DB{path: path, conns: conns, wturn: make(chan struct{}, 1)}
+	db.pool.Store(pool)
+	conn, err := take(ctx, pool, path)
+	if err != nil {
+		pool.Close()
+		if damaged(err) {
+			return nil, fmt.Errorf("index %s: %w: %w (snagd moves it aside and rebuilds it at start; without snagd, move it aside and run snag reindex)", path, ErrCorrupt, err)
+		}
+		return nil, err
+	}
+	db.writer = conn
+	db.stamp()
+	return db, nil
+}
+
+// newPool makes the pool of conns connections to the database at path.
+func newPool(path string, conns int) *sqlitemigration.Pool {
 	// The file is mapped into memory for reads, but by an index with
 	// fewer connections than DefaultConns (a worktree's view beside the
 	// main one's, in a snagd serving many): its mapped pages count in the
@@ -146,7 +176,7 @@ func OpenConns(ctx context.Context, path string, conns int) (*DB, error) {
 		// operating system's cache holds the file for all of them.
 		mmap, cache = `PRAGMA mmap_size = 0;`, `PRAGMA cache_size = -256;`
 	}
-	pool := sqlitemigration.NewPool(path, sqlitemigration.Schema{
+	return sqlitemigration.NewPool(path, sqlitemigration.Schema{
 		AppID:      AppID,
 		Migrations: migrations(),
 	}, sqlitemigration.Options{
@@ -173,17 +203,67 @@ func OpenConns(ctx context.Context, path string, conns int) (*DB, error) {
 			return nil
 		},
 	})
-	db := &DB{pool: pool, path: path, wturn: make(chan struct{}, 1)}
-	conn, err := db.take(ctx)
-	if err != nil {
-		pool.Close()
-		if damaged(err) {
-			return nil, fmt.Errorf("index %s: %w: %w (snagd moves it aside and rebuilds it at start; without snagd, move it aside and run snag reindex)", path, ErrCorrupt, err)
-		}
-		return nil, err
+}
+
+// Restore writes the database, as this DB holds it, to its path again when
+// the file there is not the one it opened: deleted, or moved away, while
+// the process ran. Everything the DB held is kept (the index and the live
+// state's copy: sessions, leases, the audit outbox), and the DB goes on in
+// the new file. It reports whether it wrote one; with the file in place it
+// does nothing.
+func (db *DB) Restore(ctx context.Context) (bool, error) {
+	if db.inPlace() {
+		return false, nil
 	}
-	db.writer = conn
-	return db, nil
+	restored := false
+	err := db.writeConn(ctx, func(conn *sqlite.Conn) error {
+		if db.inPlace() {
+			return nil // restored meanwhile
+		}
+		tmp := db.path + ".restore"
+		os.Remove(tmp)
+		if err := sqlitex.ExecuteTransient(conn, `VACUUM INTO :path`, &sqlitex.ExecOptions{Named: map[string]any{":path": tmp}}); err != nil {
+			os.Remove(tmp)
+			return fmt.Errorf("index: write %s again: %w", db.path, err)
+		}
+		if err := os.Rename(tmp, db.path); err != nil {
+			os.Remove(tmp)
+			return fmt.Errorf("index: write %s again: %w", db.path, err)
+		}
+		for _, side := range []string{"-wal", "-shm"} {
+			// The old file's, if they were left: the new file must not
+			// read the old one's log as its own.
+			os.Remove(db.path + side)
+		}
+		pool := newPool(db.path, db.conns)
+		w, err := take(ctx, pool, db.path)
+		if err != nil {
+			pool.Close()
+			return err
+		}
+		old := db.pool.Swap(pool)
+		old.Put(db.writer)
+		db.writer = w
+		db.retired = append(db.retired, old)
+		db.stamp()
+		restored = true
+		return nil
+	})
+	return restored, err
+}
+
+// stamp records which file the DB's path names now.
+func (db *DB) stamp() {
+	if fi, err := os.Stat(db.path); err == nil {
+		db.file.Store(&fi)
+	}
+}
+
+// inPlace reports whether the DB's path names the file it has open.
+func (db *DB) inPlace() bool {
+	fi, err := os.Stat(db.path)
+	had := db.file.Load()
+	return err == nil && had != nil && os.SameFile(fi, *had)
 }
 
 // newPageSize is the page size of a snag.db that Open creates. A file keeps
@@ -401,10 +481,11 @@ func (db *DB) Close() error {
 	w := db.writer
 	db.writer = nil
 	<-db.wturn
+	pool := db.pool.Load()
 	if w != nil {
-		db.pool.Put(w)
+		pool.Put(w)
 	}
-	if err := db.pool.Close(); err != nil {
+	if err := pool.Close(); err != nil {
 		return err
 	}
 	recordClosed(db.path)
@@ -416,31 +497,30 @@ func (db *DB) Path() string { return db.path }
 
 // take gets a connection, waiting at most as long as ctx allows; the
 // connection is interrupted when ctx ends.
-func (db *DB) take(ctx context.Context) (*sqlite.Conn, error) {
+func take(ctx context.Context, pool *sqlitemigration.Pool, path string) (*sqlite.Conn, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 	}
-	conn, err := db.pool.Take(ctx)
+	conn, err := pool.Take(ctx)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			return nil, fmt.Errorf("index %s: no connection: %w", db.path, err)
+			return nil, fmt.Errorf("index %s: no connection: %w", path, err)
 		}
-		return nil, fmt.Errorf("index %s: %w (if it is damaged, move it aside and run snag reindex)", db.path, err)
+		return nil, fmt.Errorf("index %s: %w (if it is damaged, move it aside and run snag reindex)", path, err)
 	}
 	return conn, nil
 }
 
-func (db *DB) put(conn *sqlite.Conn) { db.pool.Put(conn) }
-
 // withConn runs f on a connection that ctx interrupts.
 func (db *DB) withConn(ctx context.Context, f func(conn *sqlite.Conn) error) error {
-	conn, err := db.take(ctx)
+	pool := db.pool.Load()
+	conn, err := take(ctx, pool, db.path)
 	if err != nil {
 		return err
 	}
-	defer db.put(conn)
+	defer pool.Put(conn)
 	old := conn.SetInterrupt(ctx.Done())
 	defer conn.SetInterrupt(old)
 	return f(conn)

@@ -45,6 +45,9 @@ const configName = "config.json"
 // planName is the queue as a file, in .snag/.
 const planName = "plan.json"
 
+// indexName is the index, in .snag/.
+const indexName = "snag.db"
+
 // RescanEnv names the environment variable that, holding a Go duration,
 // sets the period of the full rescan when [Options.Rescan] is zero.
 const RescanEnv = "SNAG_RESCAN"
@@ -93,11 +96,14 @@ type Batch struct {
 	PlanGone bool
 	// Notes is set when a note in .snag/notes/ (or the folder) changed.
 	Notes bool
+	// IndexGone is set when .snag/snag.db was removed or moved away: only
+	// a person or another program does that.
+	IndexGone bool
 }
 
 // Empty reports whether the batch asks for nothing.
 func (b Batch) Empty() bool {
-	return len(b.Files) == 0 && !b.Rescan && !b.Config && !b.PlanGone && !b.Notes
+	return len(b.Files) == 0 && !b.Rescan && !b.Config && !b.PlanGone && !b.Notes && !b.IndexGone
 }
 
 // Watcher watches one project's .snag/ folder. Create it with [New], then
@@ -365,6 +371,10 @@ func (w *Watcher) event(ev fsnotify.Event) {
 		// snag replaces plan.json by renaming a temp file over it, which
 		// is a create of plan.json: only someone else removes it.
 		w.add(func(b *Batch) { b.PlanGone = true })
+	case dir == w.snag && name == indexName && ev.Op&(fsnotify.Remove|fsnotify.Rename) != 0:
+		// snag writes snag.db in place, or renames a new one over it (a
+		// create): a removal is someone else's.
+		w.add(func(b *Batch) { b.IndexGone = true })
 	}
 }
 

@@ -363,3 +363,17 @@ func TestRescanPeriodFromTheEnvironment(t *testing.T) {
 	r := start(t, Options{})
 	r.waitFor(t, "a timer rescan", func(b Batch) bool { return b.Rescan && slices.Contains(b.Reasons, "timer") })
 }
+
+// TestIndexRemoved: a snag.db someone moves away (or removes) is said.
+func TestIndexRemoved(t *testing.T) {
+	r := start(t, Options{})
+	db := filepath.Join(r.root, ".snag", "snag.db")
+	write(t, db+".tmp", "a new index")
+	if err := os.Rename(db+".tmp", db); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(db, db+".aside"); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(t, "snag.db gone", func(b Batch) bool { return b.IndexGone })
+}
