@@ -71,7 +71,7 @@ type DB struct {
 	// and deletes the -wal file by its name, which is the new file's.
 	// Their connections end with the process.
 	retired []*sqlitemigration.Pool
-	step func(ctx context.Context, step string) error
+	step    func(ctx context.Context, step string) error
 
 	audits auditQueue // entries of AuditLater, not written yet
 	// writer is the connection every write transaction of this DB runs on,
