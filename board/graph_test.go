@@ -270,14 +270,18 @@ func TestBoardGraph(t *testing.T) {
 		}
 	})
 
-	t.Run("fits a wide window, scrolls on a phone", func(t *testing.T) {
+	t.Run("fits a wide window, scrolls on a phone and says so", func(t *testing.T) {
 		const fits = `(p => p.scrollWidth <= p.clientWidth)(document.querySelector("#graph-picture"))`
 		if !evalIn[bool](b, fits) {
 			t.Errorf("at 1280 px the sample's picture scrolls: %d px in %d", evalIn[int](b, `document.querySelector("#graph-picture").scrollWidth`),
 				evalIn[int](b, `document.querySelector("#graph-picture").clientWidth`))
 		}
+		if evalIn[bool](b, `!document.querySelector("#graph-hint").hidden`) {
+			t.Error("at 1280 px, where the picture fits, the page says it scrolls")
+		}
 		b.scheme(390, 844, "light")
 		defer b.scheme(1280, 900, "light")
+		b.waitFor("the hint that the picture scrolls", `!document.querySelector("#graph-hint").hidden && document.querySelector("#graph-hint").offsetHeight > 0`)
 		if evalIn[bool](b, fits) || evalIn[int](b, `document.documentElement.scrollWidth`) > 390 {
 			t.Errorf("at 390 px the picture is %d px in a box of %d, and the page %d px wide; want the box, not the page, to scroll",
 				evalIn[int](b, `document.querySelector("#graph-picture").scrollWidth`), evalIn[int](b, `document.querySelector("#graph-picture").clientWidth`),

@@ -405,8 +405,8 @@ func TestSVGNoteText(t *testing.T) {
 		{"N-3 option: Use bleve (main, unvetted), created 2026-03-02 09:05 UTC", "N-3", "option", "Use bleve", "main · unvetted"},
 		{"N-4 decision: Use SQLite FTS5 for search (main), created 2026-03-02 09:40 UTC", "N-4", "decision", "Use SQLite FTS5 for search", "main"},
 		{"N-5 observation: FTS5's default tokenizer splits on hyphens, so SNAG-12 is two words (spike/fts, unvetted), created 2026-03-02 11:00 UTC",
-			"N-5", "observation", "FTS5's default tokenizer…", "spike/fts · unvetted"},
-		{"N-6 outcome: Search answers in 3 ms at 10k notes (main), created 2026-03-03 11:00 UTC", "N-6", "outcome", "Search answers in 3 ms at…", "main"},
+			"N-5", "observation", "FTS5's default tokenizer splits", "on hyphens, so SNAG-12…", "spike/fts · unvetted"},
+		{"N-6 outcome: Search answers in 3 ms at 10k notes (main), created 2026-03-03 11:00 UTC", "N-6", "outcome", "Search answers in 3 ms at 10k", "notes", "main"},
 	}
 	// The notes are drawn column by column, each top to bottom.
 	slices.SortFunc(got, func(a, b []string) int { return compareKeys(a[1], b[1]) })
@@ -463,12 +463,12 @@ func TestSVGHostile(t *testing.T) {
 	slices.SortFunc(got, func(a, b []string) int { return strings.Compare(a[0], b[0]) })
 	want := [][]string{
 		{`N-"6"; x -> y action: ]]> <![CDATA[ x ]]> (main), created 2026-03-02 09:05 UTC`, `N-"6"; x -> y`, "action", "]]> <![CDATA[ x ]]>", "main"},
-		{`N-1 goal: </title><script>alert("x")</script> (main), created 2026-03-02 09:00 UTC`, "N-1", "goal", `</title><script>alert("x")<…`, "main"},
+		{`N-1 goal: </title><script>alert("x")</script> (main), created 2026-03-02 09:00 UTC`, "N-1", "goal", `</title><script>alert("x")</script`, ">", "main"},
 		{`N-2 decision: Tom & "Jerry" <b>bold</b> 'q' #quot; ` + "`tick`" + ` (feat/<x>&y, unvetted), created 2026-03-02 09:01 UTC`,
-			"N-2", "decision", `Tom & "Jerry" <b>bold</b>…`, "feat/<x>&y · unvetted"},
+			"N-2", "decision", `Tom & "Jerry" <b>bold</b> 'q'`, "#quot; `tick`", "feat/<x>&y · unvetted"},
 		{`N-3 <odd type>: back\slash \N "end\ (b"r), created 2026-03-02 09:02 UTC`, "N-3", "<odd type>", `back\slash \N "end\`, `b"r`},
-		{"N-4 question: 日本語のタイトルはとても長いのでここで切られるはずです (main), created 2026-03-02 09:03 UTC", "N-4", "question", "日本語のタイトルはとても長いの…", "main"},
-		{"N-5 note: 🚀 ship it 👩‍💻 evil line breaknul \uFFFD bad utf8 (unvetted), created 2026-03-02 09:04 UTC", "N-5", "note", "🚀 ship it 👩‍💻 evil line…", "unvetted"},
+		{"N-4 question: 日本語のタイトルはとても長いのでここで切られるはずです (main), created 2026-03-02 09:03 UTC", "N-4", "question", "日本語のタイトルはとても長いの", "でここで切られるはずです", "main"},
+		{"N-5 note: 🚀 ship it 👩‍💻 evil line breaknul \uFFFD bad utf8 (unvetted), created 2026-03-02 09:04 UTC", "N-5", "note", "🚀 ship it 👩‍💻 evil line", "breaknul \uFFFD bad utf8", "unvetted"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("notes (-want +got):\n%s", diff)

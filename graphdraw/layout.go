@@ -9,7 +9,7 @@ import (
 // The picture's measures, in pixels.
 const (
 	nodeW  = 220.0 // a note's box
-	nodeH  = 58.0
+	nodeH  = 72.0  // its key and type, two lines of title, its branch
 	gapW   = 100.0 // between columns: room for a link's curve and its label
 	gapH   = 32.0  // between rows: room for the long links' lanes
 	margin = 24.0
@@ -20,7 +20,8 @@ const (
 	smallSize = 10.5 // a note's type and branch, the legend
 	labelSize = 10.0 // a link's kind
 
-	titleRunes = 28 // a note's title is cut to about this many characters
+	titleRunes    = 28 // a note's title on one line (dot, mermaid) is cut to about this many characters
+	boxTitleRunes = 56 // and on its box's two lines, to about this many
 )
 
 // point is a place in the picture.

@@ -158,9 +158,15 @@ func writeNote(b *strings.Builder, s *scene, n *note) {
 	b.WriteString(`</text><text x="` + num(at.x+nodeW-pad) + `" y="` + num(at.y+18) + `" font-size="` + num(smallSize) + `" fill="` + smallColour + `" text-anchor="end">`)
 	writeEscaped(b, typ)
 	b.WriteString("</text>\n")
+	first, second := twoLines(n.title, boxTitleRunes, inner, textSize)
 	b.WriteString(`<text x="` + num(at.x+pad) + `" y="` + num(at.y+35) + `">`)
-	writeEscaped(b, fit(n.title, titleRunes, inner, textSize))
+	writeEscaped(b, first)
 	b.WriteString("</text>")
+	if second != "" {
+		b.WriteString(`<text x="` + num(at.x+pad) + `" y="` + num(at.y+50) + `">`)
+		writeEscaped(b, second)
+		b.WriteString("</text>")
+	}
 
 	var small string
 	if n.unvetted {
@@ -168,7 +174,7 @@ func writeNote(b *strings.Builder, s *scene, n *note) {
 	}
 	small = fit(n.branch, titleRunes, inner-textWidth(small, smallSize), smallSize) + small
 	if small = strings.TrimPrefix(small, " · "); small != "" {
-		b.WriteString("\n" + `<text x="` + num(at.x+pad) + `" y="` + num(at.y+50) + `" font-size="` + num(smallSize) + `" fill="` + smallColour + `">`)
+		b.WriteString("\n" + `<text x="` + num(at.x+pad) + `" y="` + num(at.y+65) + `" font-size="` + num(smallSize) + `" fill="` + smallColour + `">`)
 		writeEscaped(b, small)
 		b.WriteString("</text>")
 	}

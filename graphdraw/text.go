@@ -130,6 +130,33 @@ func fit(s string, maxRunes int, maxWidth, size float64) string {
 	return s
 }
 
+// twoLines lays s out on at most two lines of maxWidth pixels at size,
+// breaking at a space when there is one on the first line, the second cut
+// with "…" when s is longer still (at most maxRunes characters in all).
+func twoLines(s string, maxRunes int, maxWidth, size float64) (first, second string) {
+	s = fit(s, maxRunes, 2*maxWidth, size)
+	if textWidth(s, size) <= maxWidth {
+		return s, ""
+	}
+	var w float64
+	space := -1
+	for i, r := range s {
+		w += runeWidth(r) * size
+		if w > maxWidth {
+			cut := i
+			if space > 0 {
+				cut = space
+			}
+			rest := strings.TrimLeft(s[cut:], " ")
+			return strings.TrimRight(s[:cut], " "), fit(rest, maxRunes, maxWidth, size)
+		}
+		if r == ' ' {
+			space = i
+		}
+	}
+	return s, ""
+}
+
 // xmlEscaper escapes text for XML content and double-quoted attributes.
 var xmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;")
 

@@ -43,6 +43,15 @@
     }
   });
 
+  // A picture wider than its frame (the decision graph) says it scrolls.
+  function scrollHints() {
+    const pic = document.getElementById("graph-picture");
+    const hint = document.getElementById("graph-hint");
+    if (pic && hint) hint.hidden = pic.scrollWidth <= pic.clientWidth + 1;
+  }
+  scrollHints();
+  addEventListener("resize", scrollHints);
+
   if (!document.body.dataset.follow) return;
 
   // refresh fetches this page again and swaps each [data-live] part whose
@@ -65,7 +74,9 @@
           const f = fresh.querySelector("#" + CSS.escape(d.id));
           if (f) f.open = d.open;
         }
-        if (fresh.innerHTML !== el.innerHTML) swap(el, fresh);
+        const hint = el.querySelector("#graph-hint"), freshHint = fresh.querySelector("#graph-hint");
+        if (hint && freshHint) freshHint.hidden = hint.hidden; // the script's, not a change
+        if (fresh.innerHTML !== el.innerHTML) { swap(el, fresh); scrollHints(); }
       }
       document.title = doc.title;
     } finally {
