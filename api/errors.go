@@ -291,8 +291,10 @@ const (
 	// CoordHeader, on an answer to an agent, says that snagd cannot reach
 	// the coordination store it shares with the other clones, and what that
 	// means for the agent's leases ("coordination unreachable for 9 s: your
-	// lease of SNAG-3 will be given up at 15 s"). A 503 that carries it is
-	// the agent's to retry: a client does not wait it out itself.
+	// lease of SNAG-3 will be given up at 15 s"); any answer that failed
+	// because the store is out of reach (a person's add, which needs a key
+	// from it) carries it too. A 503 that carries it is the caller's to
+	// retry: a client does not wait it out itself.
 	CoordHeader = "X-Snag-Coord"
 	// WorktreeHeader names the project root, in one worktree of the
 	// repository, that a request is for (the path, percent-encoded as a URL

@@ -98,16 +98,19 @@ func handle[T any](d *Daemon, rt route, h func(ctx context.Context, c *call[T]) 
 			c.ref = ref
 		}
 		a, err := h(r.Context(), c)
+		// While the coordination store is out of reach, every answer to an
+		// agent says so (engine.CoordNotice), and so does any answer that
+		// failed for it: a client then says so at once instead of sending
+		// the request again until it gives up.
+		notice := ""
 		if c.session != nil {
-			// While the coordination store is out of reach, every answer
-			// to an agent says so (engine.CoordNotice).
-			notice := d.e.CoordNotice(r.Context(), c.session.ID)
-			if notice == "" && errors.Is(err, engine.ErrUnreachable) {
-				notice = err.Error()
-			}
-			if notice != "" {
-				w.Header().Set(api.CoordHeader, notice)
-			}
+			notice = d.e.CoordNotice(r.Context(), c.session.ID)
+		}
+		if notice == "" && errors.Is(err, engine.ErrUnreachable) {
+			notice = err.Error()
+		}
+		if notice != "" {
+			w.Header().Set(api.CoordHeader, notice)
 		}
 		if tool := r.Header.Get(ToolHeader); tool != "" && c.session != nil {
 			status := a.status

@@ -388,6 +388,21 @@ func TestTeamPartitionedCloneFencedByEpoch(t *testing.T) {
 		t.Fatalf("claim: %d %s", code, body)
 	}
 	proxy.Cut()
+	// A person's add needs a key from the store: refused at once, saying
+	// why, with the header that tells a client not to wait it out.
+	add, _ := http.NewRequest(http.MethodPost, d1.url("/tasks"), strings.NewReader(`{"title": "Added during the cut", "by": "dana"}`))
+	add.Header.Set("Authorization", "Bearer "+d1.token)
+	add.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(add); err != nil {
+		t.Fatal(err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get(api.CoordHeader) == "" || !strings.Contains(string(b), api.CodeCoordUnreachable) {
+			t.Errorf("a person's add during the cut: %d, %s %q, %s; want 503 coord_unreachable with the header", resp.StatusCode,
+				api.CoordHeader, resp.Header.Get(api.CoordHeader), b)
+		}
+	}
 	// Every answer to the agent says what the cut means for its lease.
 	eventually(t, "an answer to the cut-off clone's agent that names its lease at risk", func() bool {
 		h := a1.header(http.MethodGet, "/tasks/SNAG-2", api.CoordHeader)
