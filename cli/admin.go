@@ -65,7 +65,9 @@ func runReindex(ctx context.Context, c *call) error {
 	if r, err := running(ctx, c); err != nil {
 		return err
 	} else if r.cl != nil {
+		stop := c.saying("snagd is rebuilding the index from the task files")
 		ri, err := r.cl.Reindex(ctx, api.MoveRequest{By: who()})
+		stop()
 		if err != nil {
 			return said(err)
 		}
@@ -80,7 +82,9 @@ func runReindex(ctx context.Context, c *call) error {
 			return err
 		}
 		defer p.Close()
+		stop := c.saying("rebuilding the index from the task files")
 		ri, err := p.Rebuild(ctx)
+		stop()
 		if err != nil {
 			return err
 		}
@@ -101,6 +105,7 @@ func runDoctor(ctx context.Context, c *call) error {
 		return usagef("doctor takes no arguments")
 	}
 	// The checks read the index in place.
+	defer c.saying("reading and checking every task file")()
 	f, err := c.full()
 	if err != nil {
 		return err

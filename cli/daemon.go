@@ -100,6 +100,7 @@ func daemonStop(ctx context.Context, c *call) error {
 	}
 	ctx, cancel := c.interruptible(ctx)
 	defer cancel()
+	defer c.saying(fmt.Sprintf("waiting for snagd (pid %d) to finish its writes and stop", h.PID))()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		if gone(h.PID) {

@@ -185,9 +185,6 @@ func runVerify(ctx context.Context, c *call) error {
 	return nil
 }
 
-// progressEvery is how often a wait on a terminal says it is waiting
-// still.
-const progressEvery = 5 * time.Second
 
 // waitingFor says what a started check waits for, from its answer.
 func waitingFor(ans verifyAnswer) string {

@@ -287,3 +287,82 @@ func TestClaimsAreExactlyOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestANewcomerDoesNotInheritAPulledClaim: an agent given a name from the
+// pool (it asked for none) is not the agent a task file that arrives
+// later (a git pull, another branch's work) names as its assignee: the
+// file's lease is detached, not the newcomer's, and the newcomer's claim
+// of that task is refused like anyone's.
+func TestANewcomerDoesNotInheritAPulledClaim(t *testing.T) {
+	root, home := sampleProject(t), filepath.Join(t.TempDir(), "home")
+	d := startDaemon(t, root, home)
+	a := startAgent(t, d, "")
+	pulled := fmt.Sprintf(`---
+id: tsk_01M9ZZZZZZZZZZZZZZZZZZZZ30
+key: SNAG-30
+title: Work an agent of this name did on another branch
+status: claimed
+trust: vetted
+severity: medium
+kind: bug
+wave: 1
+assignee: %s
+created: 2026-11-30T10:00:00Z
+updated: 2026-11-30T10:00:00Z
+---
+`, a.Name)
+	if err := os.WriteFile(filepath.Join(root, ".snag", "tasks", "SNAG-30 - Work an agent of this name did on another branch.md"), []byte(pulled), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := "tsk_01M9ZZZZZZZZZZZZZZZZZZZZ30"
+	eventually(t, "the pulled file's lease", func() bool {
+		for _, l := range d.leases() {
+			if l.TaskID == id {
+				return true
+			}
+		}
+		return false
+	})
+	for _, l := range d.leases() {
+		if l.TaskID == id && !l.Detached {
+			t.Errorf("the pulled claim's lease went to the newcomer %s: %+v; want it detached", a.Name, l)
+		}
+	}
+	if ans := a.do("claim SNAG-30"); strings.HasPrefix(ans, "ok ") {
+		t.Errorf("the newcomer %s claims the pulled task as its own: %s", a.Name, ans)
+	}
+}
+
+// TestARestartedAgentGetsItsNameAtOnce: an agent that asked for a name
+// stops (its editor closed, its MCP server restarted) and starts again
+// asking for the name: it gets it at its first ask, whether snagd ran on
+// meanwhile or restarted too. The old session's process is gone, so it is
+// ended then (its task goes back to the queue, as when the sweep finds
+// it), not a sweep later.
+func TestARestartedAgentGetsItsNameAtOnce(t *testing.T) {
+	root, home := sampleProject(t), filepath.Join(t.TempDir(), "home")
+	d := startDaemon(t, root, home)
+	for round, restart := range []bool{false, true} {
+		a := startAgent(t, d, "WREN")
+		if a.Name != "WREN" {
+			t.Fatalf("round %d: the agent asked for WREN and got %s", round, a.Name)
+		}
+		a.claim("SNAG-11")
+		a.cmd.Process.Kill()
+		<-a.done
+		if restart {
+			d.cmd.Process.Signal(syscall.SIGTERM)
+			<-d.done
+			d = startDaemon(t, root, home)
+		}
+		b := startAgent(t, d, "WREN")
+		if b.Name != "WREN" {
+			t.Errorf("round %d (snagd restarted: %v): the agent started again asked for WREN and got %s", round, restart, b.Name)
+		}
+		if st := d.task("SNAG-11").Row.Status; st != "open" {
+			t.Errorf("round %d: the gone agent's task is %s, want open again", round, st)
+		}
+		b.cmd.Process.Kill()
+		<-b.done
+	}
+}

@@ -31,6 +31,7 @@ func (e *Engine) Register(ctx context.Context, s index.Session) (index.Session, 
 		s.PIDStart = procStart(s.PID)
 		s.BootID = bootID()
 	}
+	e.freeName(ctx, s.Name)
 	if e.team != nil && e.team.cutOff() == 0 {
 		// A new agent takes no name a live agent of another clone has:
 		// the team's holders and handoffs name agents by name alone.
@@ -64,6 +65,25 @@ func (e *Engine) Register(ctx context.Context, s index.Session) (index.Session, 
 	}
 	e.hub.Publish("session", map[string]any{"id": s.ID, "name": s.Name, "started": true})
 	return s, nil
+}
+
+// freeName ends the live sessions named name whose processes are gone,
+// as the sweep would within seconds: an agent started again that asks for
+// its name gets it at its first ask, not a sweep later. Their tasks go
+// back to the queue, as when the sweep finds them.
+func (e *Engine) freeName(ctx context.Context, name string) {
+	if name == "" {
+		return
+	}
+	ss, err := e.p.DB.LiveSessions(ctx)
+	if err != nil {
+		return
+	}
+	for _, s := range ss {
+		if s.Name == name && !alive(s) {
+			e.EndSession(s.ID, "process gone")
+		}
+	}
 }
 
 // Session returns live session id, or an ErrSessionEnded refusal. Its

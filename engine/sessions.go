@@ -230,16 +230,24 @@ func (e *Engine) reconcile(ctx context.Context, ids []string) {
 			if holder == "" {
 				holder = "unknown"
 			}
-			// A live session of that name gets the lease back (a person
-			// saved from a buffer older than its release, a claim that
-			// snagd died committing); otherwise it is detached until the
-			// agent reconnects under the name.
+			// A live session of that name gets the lease back when it is
+			// the agent the file means: one that held the task (a person
+			// saved from a buffer older than its release) or asked for the
+			// name (an agent back after a rebuilt index). A session that
+			// was only given the name, as a newcomer, does not inherit a
+			// pulled file's claim: the lease is detached until its agent
+			// reconnects under the name, or a person releases it. (A claim
+			// snagd died committing is the live state's grant: it is given
+			// back to its session when the leases are reconciled with it.)
 			var sid int64
 			if live == nil {
 				live, _ = e.p.DB.LiveSessions(ctx)
 			}
 			for _, s := range live {
-				if s.Name == holder {
+				if s.Name != holder {
+					continue
+				}
+				if held, _ := e.p.DB.HeldBefore(ctx, r.ID, s.ID); held || s.Asked {
 					sid = s.ID
 				}
 			}

@@ -441,6 +441,9 @@ func (e *Engine) Adopt(ctx context.Context, s index.Session, name string) (index
 	if err := validName(name); err != nil {
 		return s, err
 	}
+	if name != s.Name {
+		e.freeName(ctx, name)
+	}
 	got, err := e.p.DB.Adopt(ctx, s.ID, name)
 	entry := index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: name, Action: "adopt", Outcome: "ok", Detail: "was " + s.Name}
 	switch {

@@ -1112,8 +1112,29 @@ func (e *Engine) teamReconcile(ctx context.Context) {
 	for _, l := range local {
 		if l.Detached || l.SessionID == 0 {
 			// Derived from a file that says claimed (one git brought from
-			// another clone, or one a rebuilt index read): no agent of this
-			// clone holds it, so it is nothing to take or give back here.
+			// another clone, or one a rebuilt index read). When the store
+			// granted it to a live session here of the name the file
+			// says, that session claimed it and snagd stopped between the
+			// file's rewrite and its own row: the lease is that session's
+			// again. Otherwise no agent of this clone holds it, so it is
+			// nothing to take or give back here.
+			if m, ok := shared[l.TaskID]; ok && m.Session != 0 && live[m.Session] && m.Holder == l.Holder {
+				var attached bool
+				err := e.p.DB.Update(ctx, func(tx *index.Tx) error {
+					var err error
+					attached, err = tx.Attach(l.TaskID, m.Session, m.Epoch)
+					return err
+				})
+				if err != nil {
+					e.log.Warn("reconcile the leases with the coordination store: will try again", "err", err)
+					return
+				}
+				if attached {
+					kept++
+					e.Audit(ctx, index.AuditEntry{SessionID: m.Session, Actor: queue.System, Agent: m.Holder, Action: "reconcile", TaskID: l.TaskID,
+						Outcome: "ok", Detail: fmt.Sprintf("the claim's file was rewritten before snagd stopped: the lease is %s's again, at epoch %d", m.Holder, m.Epoch)})
+				}
+			}
 			delete(shared, l.TaskID)
 			continue
 		}

@@ -563,6 +563,40 @@ func (tx *Tx) Grant(taskID string, sessionID int64, holder string, detached bool
 	return l, err
 }
 
+// HeldBefore reports whether session sessionID has held task taskID, its
+// lease live or ended: a session the task's file names as assignee may
+// take its lease back only then (a person saved bytes older than its
+// release), not for having the same name as an agent of another branch.
+func (db *DB) HeldBefore(ctx context.Context, taskID string, sessionID int64) (bool, error) {
+	held := false
+	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
+		return sqlitex.Execute(conn, `SELECT 1 FROM leases WHERE task_id = :t AND session_id = :s LIMIT 1`, &sqlitex.ExecOptions{
+			Named:      map[string]any{":t": taskID, ":s": sessionID},
+			ResultFunc: func(*sqlite.Stmt) error { held = true; return nil },
+		})
+	})
+	if err != nil {
+		return false, fmt.Errorf("leases of task %s: %w", taskID, err)
+	}
+	return held, nil
+}
+
+// Attach gives the detached live lease of taskID to session sessionID at
+// epoch, the epoch the live state granted it: a claim whose file snagd had
+// rewritten when it stopped, before its own row was written. It reports
+// whether there was such a lease.
+func (tx *Tx) Attach(taskID string, sessionID, epoch int64) (bool, error) {
+	err := sqlitex.Execute(tx.conn, `UPDATE leases SET session_id = :s, detached = 0, epoch = :e
+		WHERE task_id = :t AND ended IS NULL AND detached = 1`, &sqlitex.ExecOptions{
+		Named: map[string]any{":t": taskID, ":s": sessionID, ":e": epoch}})
+	if err != nil || tx.conn.Changes() == 0 {
+		return false, err
+	}
+	err = sqlitex.Execute(tx.conn, `INSERT INTO epochs (task_id, epoch) VALUES (:t, :e)
+		ON CONFLICT (task_id) DO UPDATE SET epoch = max(epoch, :e)`, &sqlitex.ExecOptions{Named: map[string]any{":t": taskID, ":e": epoch}})
+	return err == nil, err
+}
+
 // GrantEpoch gives a task a new live lease for a session under the epoch
 // that a store shared with other clones granted it: the task's own epoch
 // count is brought up to it, so a later local grant goes on from there.
