@@ -185,7 +185,6 @@ func runVerify(ctx context.Context, c *call) error {
 	return nil
 }
 
-
 // waitingFor says what a started check waits for, from its answer.
 func waitingFor(ans verifyAnswer) string {
 	what := "waiting for the check to end"
