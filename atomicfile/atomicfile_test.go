@@ -2,6 +2,7 @@ package atomicfile_test
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -143,4 +144,52 @@ func assertNoTemps(t *testing.T, dir string) {
 			t.Errorf("temp file %s left in %s", e.Name(), dir)
 		}
 	}
+}
+
+// TestCreateNeverReplaces: Create puts a new file in place whole, with
+// its mode, and refuses (fs.ErrExist) where a file is, leaving it as it
+// was; no temp file is left either way.
+func TestCreateNeverReplaces(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "N-7 Use FTS5.md")
+	if err := atomicfile.Create(p, []byte("first\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(p); string(got) != "first\n" {
+		t.Errorf("created file holds %q", got)
+	}
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode %04o, want 0640", fi.Mode().Perm())
+	}
+	if err := atomicfile.Create(p, []byte("second\n"), 0o644); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("Create over a file = %v, want fs.ErrExist", err)
+	}
+	if got, _ := os.ReadFile(p); string(got) != "first\n" {
+		t.Errorf("a refused Create changed the file: %q", got)
+	}
+	assertNoTemps(t, dir)
+}
+
+// TestReplaceIfKeepsAChangedFile: ReplaceIf replaces a file that holds
+// what the change was made from, and refuses (ErrChanged) one that a
+// person saved meanwhile, which keeps their bytes.
+func TestReplaceIfKeepsAChangedFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "plan.md")
+	if err := os.WriteFile(p, []byte("v1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := atomicfile.ReplaceIf(p, []byte("v1\n"), []byte("v2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("a person's save\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := atomicfile.ReplaceIf(p, []byte("v2\n"), []byte("v3\n"), 0o644); !errors.Is(err, atomicfile.ErrChanged) {
+		t.Errorf("ReplaceIf over a changed file = %v, want ErrChanged", err)
+	}
+	if got, _ := os.ReadFile(p); string(got) != "a person's save\n" {
+		t.Errorf("the person's save was replaced: %q", got)
+	}
+	assertNoTemps(t, dir)
 }

@@ -220,10 +220,14 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	e.verify = newVerifier(cfg.Verify.MaxConcurrent)
 	// The engine is the project's one writer: a temp file there now was
 	// left by a crash, whatever its age.
-	for _, dir := range []*queue.Dir{e.p.Tasks, e.p.Snag} {
+	side := e.p.SideFolders()
+	for _, dir := range append([]*queue.Dir{e.p.Tasks, e.p.Snag}, side...) {
 		if n, err := dir.SweepTemps(0, e.keepLeftover); err == nil && n > 0 {
 			e.log.Info("swept temp files left by a crash", "folder", dir.Path(), "count", n)
 		}
+	}
+	for _, d := range side {
+		d.Close()
 	}
 	failpoint.Hit("start", StepOpened)
 	return e, nil

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/snagdev/snag/atomicfile"
 	"github.com/snagdev/snag/coord"
 	"github.com/snagdev/snag/gitdir"
 	"github.com/snagdev/snag/index"
@@ -157,7 +158,7 @@ func (e *Engine) AddNote(ctx context.Context, actor queue.Actor, who string, in 
 			return index.NoteRow{}, fmt.Errorf("note: %w", err)
 		}
 		path = filepath.Join(dir, queue.NoteFileName(n.Key, n.Title))
-		err := createNew(path, data)
+		err := atomicfile.Create(path, data, 0o644)
 		if errors.Is(err, os.ErrExist) || (err == nil && filesWithKey(dir, n.Key) > 1) {
 			if err == nil { // another file has the key: give it up, take the next
 				os.Remove(path)
@@ -334,7 +335,12 @@ func (e *Engine) Link(ctx context.Context, actor queue.Actor, who string, in Lin
 		if err != nil {
 			return err
 		}
-		return replaceIfUnchanged(path, raw, out)
+		if err := atomicfile.ReplaceIf(path, raw, out, 0o644); errors.Is(err, atomicfile.ErrChanged) {
+			return errors.New("the note changed while the link was added: add it again")
+		} else if err != nil {
+			return err
+		}
+		return nil
 	}()
 	e.mu.Unlock()
 	if err != nil {
@@ -457,33 +463,6 @@ func (e *Engine) takeBranch(ctx context.Context, session int64, who, branch stri
 // its clones meet, and what a client over HTTP may name to be sure it
 // reached the right project.
 func (e *Engine) Workspace() string { return gitdir.Workspace(e.root, e.Config().Workspace) }
-
-// replaceIfUnchanged puts data in place of the file at path, when the
-// file still holds old: a person's save in between is kept, and the
-// write is refused.
-func replaceIfUnchanged(path string, old, data []byte) error {
-	tmp := filepath.Join(filepath.Dir(path), ".snag-"+filepath.Base(path)+".tmp")
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	defer os.Remove(tmp)
-	if now, err := os.ReadFile(path); err != nil || string(now) != string(old) {
-		return fmt.Errorf("the note changed while the link was added: add it again")
-	}
-	return os.Rename(tmp, path)
-}
-
-// createNew writes a new file at path, whole or not at all: a temporary
-// file, linked into place, so a reader never sees half a note and a file
-// already there is never replaced (os.ErrExist).
-func createNew(path string, data []byte) error {
-	tmp := filepath.Join(filepath.Dir(path), fmt.Sprintf(".snag-note-%d.tmp", time.Now().UnixNano()))
-	if err := createFile(tmp, data); err != nil {
-		return err
-	}
-	defer os.Remove(tmp)
-	return os.Link(tmp, path)
-}
 
 // maxNoteOnDisk is the highest N-<n> a file name in dir starts with.
 func maxNoteOnDisk(dir string) int {

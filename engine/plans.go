@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -132,7 +131,7 @@ func (e *Engine) CreatePlan(ctx context.Context, actor queue.Actor, who, title, 
 		if i > 1 {
 			slug += "-" + strconv.Itoa(i)
 		}
-		err := createFile(filepath.Join(e.plansDir(), slug+".md"), data)
+		err := atomicfile.Create(filepath.Join(e.plansDir(), slug+".md"), data, 0o644)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
@@ -146,26 +145,6 @@ func (e *Engine) CreatePlan(ctx context.Context, actor queue.Actor, who, title, 
 	e.Audit(ctx, entry)
 	e.hub.Publish("plan", map[string]any{"plan": p.Slug, "created": true})
 	return p, nil
-}
-
-// createFile writes a new file, failing with fs.ErrExist when one is
-// there, and syncs it.
-func createFile(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
-	}
-	return err
 }
 
 // UpdatePlan changes a plan's title, body or status, line by line (its
@@ -235,10 +214,9 @@ func (e *Engine) UpdatePlan(ctx context.Context, actor queue.Actor, who, slug st
 	path := filepath.Join(e.plansDir(), slug+".md")
 	// A person's save since the read is not overwritten: the file must
 	// still hold the bytes the change was made from.
-	if cur, err := os.ReadFile(path); err != nil || !bytes.Equal(cur, p.Raw) {
+	if err := atomicfile.ReplaceIf(path, p.Raw, out, 0o644); errors.Is(err, atomicfile.ErrChanged) {
 		return refused(refuse(ErrInvalid, "changing", "plan %s changed while it was being updated: read it again and retry", slug))
-	}
-	if err := atomicfile.WriteFile(path, out, 0o644); err != nil {
+	} else if err != nil {
 		return nil, fmt.Errorf("plan %s: %w", slug, err)
 	}
 	np, err := queue.ParsePlan(slug, out)

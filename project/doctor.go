@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -66,10 +67,13 @@ func (p *Project) Doctor(ctx context.Context) ([]Finding, error) {
 		return nil, err
 	}
 	out = append(out, notes...)
-	for _, d := range []*queue.Dir{p.Tasks, p.Snag} {
+	side := p.SideFolders()
+	defer closeAll(side)
+	for _, d := range append([]*queue.Dir{p.Tasks, p.Snag}, side...) {
 		entries, _ := staleTemps(d)
+		in, _ := filepath.Rel(filepath.Join(p.Root, Folder), d.Path())
 		for _, name := range entries {
-			out = append(out, Finding{Path: name, Kind: "temp", Fixable: true,
+			out = append(out, Finding{Path: filepath.ToSlash(filepath.Join(in, name)), Kind: "temp", Fixable: true,
 				Message: "a temp file left by an interrupted write: snag doctor --fix removes it"})
 		}
 	}
@@ -214,6 +218,12 @@ func (p *Project) nextKey(ctx context.Context) (int, error) {
 
 func staleTemps(d *queue.Dir) ([]string, error) { return d.Temps(tempAge) }
 
+func closeAll(ds []*queue.Dir) {
+	for _, d := range ds {
+		d.Close()
+	}
+}
+
 // Fix repairs what doctor can repair by itself: it gives task files that
 // lack an id or key fresh ones, and removes old temp files, keeping in
 // .snag/recovered/ any that holds a person's save. It returns what it did,
@@ -283,7 +293,9 @@ func (p *Project) Fix(ctx context.Context) ([]string, error) {
 		}
 		return err
 	}
-	for _, d := range []*queue.Dir{p.Tasks, p.Snag} {
+	side := p.SideFolders()
+	defer closeAll(side)
+	for _, d := range append([]*queue.Dir{p.Tasks, p.Snag}, side...) {
 		n, err := d.SweepTemps(tempAge, keep)
 		if err != nil {
 			return done, err

@@ -93,6 +93,19 @@ func (p *Project) Close() error {
 	return err
 }
 
+// SideFolders opens the folders of .snag/ that snag writes whole files in
+// besides tasks/ and .snag/ itself (plans/ and notes/, those there), for
+// the sweep of the temp files a crash leaves; the caller closes them.
+func (p *Project) SideFolders() []*queue.Dir {
+	var out []*queue.Dir
+	for _, name := range []string{queue.PlansFolder, queue.NotesFolder} {
+		if d, err := queue.OpenDir(filepath.Join(p.Root, Folder, name)); err == nil {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // Rel gives a path inside .snag/ as a person sees it from the root.
 func (p *Project) Rel(path string) string { return Rel(path) }
 

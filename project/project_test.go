@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -301,6 +303,51 @@ func TestDoctorFindsNoteProblems(t *testing.T) {
 			if !strings.Contains(f.Message, "rumour") && !strings.Contains(f.Message, `"No key" has no key`) {
 				t.Errorf("the invalid finding: %s", f.Message)
 			}
+		}
+	}
+}
+
+// TestDoctorSweepsEveryFolderSnagWrites: a temp file a crash left in
+// tasks/, plans/ or notes/ (where plans and notes are written whole through
+// one) is found, named in its folder, and removed by Fix.
+func TestDoctorSweepsEveryFolderSnagWrites(t *testing.T) {
+	root := sample(t)
+	p := open(t, root)
+	ctx := context.Background()
+	old := time.Now().Add(-time.Hour)
+	var want []string
+	for _, folder := range []string{"tasks", "plans", "notes"} {
+		name := ".left by a crash.md.123456" + queue.TempSuffix
+		path := filepath.Join(root, Folder, folder, name)
+		if err := os.WriteFile(path, []byte("half a file"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, old, old); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, folder+"/"+name)
+	}
+	found, err := p.Doctor(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var temps []string
+	for _, f := range found {
+		if f.Kind == "temp" {
+			temps = append(temps, f.Path)
+		}
+	}
+	slices.Sort(temps)
+	slices.Sort(want)
+	if diff := cmp.Diff(want, temps); diff != "" {
+		t.Errorf("temp findings (-want +got):\n%s", diff)
+	}
+	if _, err := p.Fix(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range want {
+		if _, err := os.Stat(filepath.Join(root, Folder, w)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s is still there after Fix: %v", w, err)
 		}
 	}
 }
