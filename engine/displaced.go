@@ -250,7 +250,7 @@ func (e *Engine) bringBack(ctx context.Context, k keep, readd, last bool) mergeO
 	})
 	if err == nil {
 		e.log.Info(k.merged, "file", p)
-		e.hub.Publish("task", map[string]any{"path": p, "added": false, "removed": false})
+		e.hub.Publish("task", map[string]any{"path": p, "added": false, "removed": false, "merged": true})
 		e.writePlan(ctx)
 		k.done()
 		return merged
@@ -272,6 +272,9 @@ func (e *Engine) bringBack(ctx context.Context, k keep, readd, last bool) mergeO
 	e.Audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: "the file", Action: "edit", TaskID: id, Outcome: "recovered",
 		Detail: fmt.Sprintf("a save in place landed in the file snag had just replaced and could not be merged (%s): its bytes are in %s; compare it with %s and merge by hand",
 			why, project.Rel(saved), project.Rel(p))})
+	// Said once the bytes are kept and audited: the board shows it, and a
+	// test waits on it.
+	e.hub.Publish("task", map[string]any{"path": p, "recovered": project.Rel(saved)})
 	k.done()
 	return keptAside
 }

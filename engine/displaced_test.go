@@ -70,6 +70,7 @@ func TestS7_ASaveThatCannotBeMergedIsKeptAside(t *testing.T) {
 		}
 		return os.Rename(tmp, p)
 	})
+	since := e.Events().Last()
 	if _, err := agentMove(e, ref, queue.ActClaim); err != nil {
 		t.Fatal(err)
 	}
@@ -78,12 +79,13 @@ func TestS7_ASaveThatCannotBeMergedIsKeptAside(t *testing.T) {
 		t.Fatal("the claim did not swap the file")
 	}
 
+	// The engine says so once the save is kept aside and audited.
+	waitEvent(t, e, since, "the save kept aside", func(ev Event) bool {
+		m, ok := ev.Data.(map[string]any)
+		return ok && m["recovered"] != nil
+	})
 	folder := filepath.Join(root, project.Folder, project.RecoveredFolder)
-	var kept []string
-	for deadline := time.Now().Add(20 * time.Second); len(kept) == 0 && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-		kept, _ = filepath.Glob(filepath.Join(folder, "[^.]*")) // not a temp file of one being written
-	}
+	kept, _ := filepath.Glob(filepath.Join(folder, "[^.]*")) // not a temp file of one being written
 	if len(kept) != 1 {
 		t.Fatalf("files kept in .snag/recovered/: %q; want the editor's save", kept)
 	}
@@ -152,20 +154,47 @@ func TestS7_ASaveMadeFromSnagsBytesBeforeTheSwapBackKeepsTheSwappedBackLine(t *t
 	if !bytes.Contains(read, []byte("assignee: VESPER")) || bytes.Contains(read, personsLine) {
 		t.Fatalf("the script read:\n%s\nwant the claim's bytes, which the person's save was swapped back over", read)
 	}
+	since := e.Events().Last()
 	if err := save(append(bytes.Clone(read), scriptsLine...)); err != nil {
 		t.Fatal(err)
 	}
 
+	// Each merge is announced once it is in the file: wait for the one
+	// that has both lines.
 	var now []byte
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if now, _ = os.ReadFile(p); bytes.Contains(now, personsLine) && bytes.Contains(now, scriptsLine) {
-			break
+	waitEvent(t, e, since, "a merge with both saves' lines", func(ev Event) bool {
+		m, ok := ev.Data.(map[string]any)
+		if !ok || m["merged"] != true {
+			return false
 		}
-	}
+		now, _ = os.ReadFile(p)
+		return bytes.Contains(now, personsLine) && bytes.Contains(now, scriptsLine)
+	})
 	if !bytes.Contains(now, personsLine) || !bytes.Contains(now, scriptsLine) || !bytes.Contains(now, []byte("assignee: VESPER")) {
 		t.Errorf("the task file holds:\n%s\nwant both saves' lines, claimed", now)
 	}
 	if kept, _ := filepath.Glob(filepath.Join(root, project.Folder, project.RecoveredFolder, "[^.]*")); len(kept) != 0 {
 		t.Errorf("kept aside: %q; want nothing (the saves merge)", kept)
+	}
+}
+
+// waitEvent waits until the engine publishes an event after since that
+// match accepts, for at most 20 s.
+func waitEvent(t *testing.T, e *Engine, since int64, what string, match func(Event) bool) Event {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		evs, wait, _ := e.Events().Since(since)
+		for _, ev := range evs {
+			if match(ev) {
+				return ev
+			}
+			since = ev.ID
+		}
+		select {
+		case <-wait:
+		case <-timeout:
+			t.Fatalf("timed out waiting for %s", what)
+		}
 	}
 }
