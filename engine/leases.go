@@ -331,7 +331,7 @@ func (e *Engine) claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 		}
 		// The session's count is made here, after every grant before this
 		// one: its other claims under way may each be refused or granted.
-		if limit := e.p.Config.MaxPerSession(); limit > 0 {
+		if limit := e.Config().MaxPerSession(); limit > 0 {
 			held, err := tx.LeasesOf(s.ID)
 			if err != nil {
 				return err
@@ -447,7 +447,7 @@ func (e *Engine) chooseClaim(ctx context.Context, s index.Session, ref *queue.Re
 			return err
 		}
 		own, ownErr = tx.LeaseOf(it.ID)
-		if e.p.Config.MaxPerSession() > 0 {
+		if e.Config().MaxPerSession() > 0 {
 			held, _ = tx.LeasesOf(s.ID) // a failed count leaves the claim to the grant's own checks
 		}
 		return nil
@@ -605,7 +605,7 @@ func (e *Engine) claimDone(id string) {
 // it. The count that decides is made in the claim's batch, after every
 // grant before it (Claim).
 func (e *Engine) atLimit(get func(queue.Ref) (*index.Item, error), held []index.Lease) *Error {
-	limit := e.p.Config.MaxPerSession()
+	limit := e.Config().MaxPerSession()
 	if limit == 0 || len(held) < limit {
 		return nil
 	}

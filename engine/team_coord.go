@@ -553,7 +553,7 @@ func (e *Engine) teamMoved(t *queue.Task, by string) {
 // out not to be claimable here after all (blocked or changed since the
 // rows were published) is given back and the next one tried.
 func (e *Engine) teamClaimNext(ctx context.Context, s index.Session, force bool) (Claimed, error) {
-	if e.p.Config.MaxPerSession() > 0 {
+	if e.Config().MaxPerSession() > 0 {
 		held, err := e.p.DB.LeasesOf(ctx, s.ID)
 		if err != nil {
 			return Claimed{}, err
