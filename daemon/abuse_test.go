@@ -163,6 +163,7 @@ func upload(t *testing.T, d *daemon, chunked bool) (int, int64) {
 // chunked, gets 413 without snagd reading it all or holding it in memory;
 // /health answers all the while, and no task is added.
 func TestX10_HugeBody(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, sampleProject(t), "")
 	pid := d.cmd.Process.Pid
 	var h struct{ Counts struct{ Tasks int } }
@@ -195,6 +196,7 @@ func TestX10_HugeBody(t *testing.T) {
 // are cut off by the header timeout; /health answers meanwhile. How long
 // the cut took is logged, not asserted.
 func TestX10_SlowHeaders(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, sampleProject(t), "")
 	const clients = 10
 	w := watchHealth(d)
@@ -256,6 +258,7 @@ func roundAll(ds []time.Duration) []time.Duration {
 // after one request, do not stop snagd from answering /health and a list on
 // a new one, and its memory stays bounded (the figures are logged).
 func TestX10_IdleConnections(t *testing.T) {
+	t.Parallel()
 	want := 2000
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {

@@ -13,6 +13,7 @@ import (
 // a person's is vetted and open. A request made for a tool call is in the
 // audit log with its session, agent and outcome; a dry run's as a dry run.
 func TestAgentAddIsUnvettedAndToolCallsAreAudited(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, sampleProject(t), "")
 	var s struct {
 		ID   int64  `json:"id"`

@@ -42,6 +42,7 @@ func (d *daemon) auditCount(action, outcome, key string) int {
 // again before a restart (the index is rebuilt from the files), takes
 // none of the log with it.
 func TestS1_TheAuditOutlivesACrashAndTheIndex(t *testing.T) {
+	t.Parallel()
 	root, home := sampleProject(t), filepath.Join(t.TempDir(), "home")
 	d := crSpawn(t, root, home, daemonpkg.FailpointEnv+"=claim:committed")
 	a := startAgent(t, d, "")
@@ -92,6 +93,7 @@ func TestS1_TheAuditOutlivesACrashAndTheIndex(t *testing.T) {
 // and a snagd started on the file after that finds another agent's lease
 // attached, not rebuilt from the files as detached.
 func TestS1_ADeletedIndexIsWrittenAgain(t *testing.T) {
+	t.Parallel()
 	root, home := sampleProject(t), filepath.Join(t.TempDir(), "home")
 	d := startDaemon(t, root, home)
 	a, b := startAgent(t, d, ""), startAgent(t, d, "")

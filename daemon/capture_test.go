@@ -55,6 +55,7 @@ func shotsAndTasks(t *testing.T, root string) []string {
 // unvetted, source: capture, whose capture block has all of it. GET
 // /tasks/{ref} and the file agree.
 func TestCaptureMakesAnInboxTask(t *testing.T) {
+	t.Parallel()
 	root := sampleProject(t)
 	d := startDaemon(t, root, "")
 	req := api.CaptureRequest{
@@ -127,6 +128,7 @@ func TestCaptureMakesAnInboxTask(t *testing.T) {
 // TestCaptureBadInput (issue 18): each bad capture gets a clear error that
 // names the fix, and nothing is written: no task, no picture.
 func TestCaptureBadInput(t *testing.T) {
+	t.Parallel()
 	root := sampleProject(t)
 	d := startDaemon(t, root, "")
 	good := func() api.CaptureRequest {

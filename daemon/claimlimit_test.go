@@ -13,6 +13,7 @@ import (
 // task held and the calls that free it; a project with
 // claim.max_per_session 0 lets a session hold any number.
 func TestClaimLimitOverHTTP(t *testing.T) {
+	t.Parallel()
 	t.Run("default", func(t *testing.T) {
 		d := startDaemon(t, sampleProject(t), "")
 		a := startAgent(t, d, "")

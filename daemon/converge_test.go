@@ -220,6 +220,7 @@ func TestW4_AtomicRenameSaveOfALeasedTask(t *testing.T) { editorSaveOfALeasedTas
 // page; a claim is refused as missing) but its lease is kept; moved back
 // in, it has the same lease.
 func TestW6_Rename(t *testing.T) {
+	t.Parallel()
 	d, iv, a, id, epoch := leasedSample(t)
 	tasks := filepath.Join(d.root, ".snag", "tasks")
 	renamed := "SNAG-11 - Login form forgets the email.md"
@@ -295,6 +296,7 @@ func TestW6_Rename(t *testing.T) {
 // id within the coalescing window is a modification: no removal is seen,
 // the lease stays.
 func TestW7_DeleteAndRecreate(t *testing.T) {
+	t.Parallel()
 	d, iv, a, id, epoch := leasedSample(t)
 	events := d.record()
 	p := filepath.Join(d.root, ".snag", "tasks", sampleName)
@@ -327,6 +329,7 @@ func TestW7_DeleteAndRecreate(t *testing.T) {
 // TestW12_OneWritePerClaim: a claim (and a release) writes the task file
 // once, a rename into place, and snagd does not reindex its own write.
 func TestW12_OneWritePerClaim(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, sampleProject(t), "")
 	iv := newInvariants(t, d)
 	a := startAgent(t, d, "")
@@ -402,6 +405,7 @@ func TestW12_OneWritePerClaim(t *testing.T) {
 // error names both paths, neither is written to or handed out; removing
 // one brings the other back.
 func TestW15_DuplicateIDs(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, manyClaims(t, sampleProject(t)), "")
 	iv := newInvariants(t, d)
 	a := startAgent(t, d, "")

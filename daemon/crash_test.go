@@ -364,6 +364,7 @@ type p5State struct{ status, assignee string }
 // is known exactly. The number of crashes is 20, 5 with -short, and
 // -p5-crashes=1000 makes the full run; figures are logged.
 func TestP5_FailpointCrashes(t *testing.T) {
+	t.Parallel()
 	crashes := 20
 	if testing.Short() {
 		crashes = 5

@@ -19,6 +19,7 @@ import (
 const samplePath = ".snag/tasks/SNAG-11 - Login form clears the email after a wrong password.md"
 
 func TestHealthAndProof(t *testing.T) {
+	t.Parallel()
 	root := sampleProject(t)
 	d := startDaemon(t, root, "")
 	var h struct {
@@ -44,6 +45,7 @@ func TestHealthAndProof(t *testing.T) {
 // of its range taken (many repositories served on one machine) it takes
 // another free port of 127.0.0.1, where clients find it through its files.
 func TestX1_LoopbackOnly(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, sampleProject(t), "")
 	if _, err := net.DialTimeout("tcp", "[::1]:"+strconv.Itoa(d.port), time.Second); err == nil {
 		t.Error("snagd answers on [::1] too; want 127.0.0.1 only")
@@ -100,6 +102,7 @@ func localAddrs(t *testing.T) []string {
 // TestX2_DNSRebinding: a foreign Host, a wrong port, a foreign or null
 // Origin are refused; a loopback host without Origin is accepted.
 func TestX2_DNSRebinding(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, sampleProject(t), "")
 	port := strconv.Itoa(d.port)
 	cases := []struct {
@@ -158,6 +161,7 @@ func TestX2_DNSRebinding(t *testing.T) {
 // the OAuth and OpenID discovery paths clients probe answer 404 without
 // auth.
 func TestX4_UnauthorizedIsNotOAuth(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "elsewhere")
 	d := startDaemon(t, sampleProject(t), home)
 	tokenFile := filepath.Join(home, "token")
@@ -200,6 +204,7 @@ func TestX4_UnauthorizedIsNotOAuth(t *testing.T) {
 // TestX3_NoSimpleRequestWrites: writes with text/plain or form bodies are
 // refused and change nothing; no answer carries CORS headers.
 func TestX3_NoSimpleRequestWrites(t *testing.T) {
+	t.Parallel()
 	root := sampleProject(t)
 	d := startDaemon(t, root, "")
 	before, _ := os.ReadFile(filepath.Join(root, samplePath))
@@ -228,6 +233,7 @@ func TestX3_NoSimpleRequestWrites(t *testing.T) {
 // TestX4_Tokens: every wrong way to present the token is refused, and the
 // token never appears in the daemon's log.
 func TestX4_Tokens(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, sampleProject(t), "")
 	tok := d.token
 	cases := map[string]func(r *http.Request){
@@ -269,6 +275,7 @@ func TestX4_Tokens(t *testing.T) {
 }
 
 func TestSecondDaemonForTheSameRootRefuses(t *testing.T) {
+	t.Parallel()
 	root := sampleProject(t)
 	first := startDaemon(t, root, "")
 	second := spawn(t, root, first.home)
@@ -285,6 +292,7 @@ func TestSecondDaemonForTheSameRootRefuses(t *testing.T) {
 }
 
 func TestCleanShutdownRemovesThePortFile(t *testing.T) {
+	t.Parallel()
 	root := sampleProject(t)
 	d := startDaemon(t, root, "")
 	port := filepath.Join(root, ".snag", ".port")
@@ -308,6 +316,7 @@ func TestCleanShutdownRemovesThePortFile(t *testing.T) {
 // TestHandEditIsSeen: a person's save reaches the index, plan.json and the
 // event stream without any command.
 func TestHandEditIsSeen(t *testing.T) {
+	t.Parallel()
 	root := sampleProject(t)
 	d := startDaemon(t, root, "")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -347,6 +356,7 @@ func TestHandEditIsSeen(t *testing.T) {
 // two halves. Polling the API all the while never shows the task missing or
 // invalid.
 func TestW4_VSCodeTornWrite(t *testing.T) {
+	t.Parallel()
 	root := sampleProject(t)
 	d := startDaemon(t, root, "", "--settle", editorSettle.String())
 	p := filepath.Join(root, samplePath)

@@ -21,6 +21,7 @@ import (
 // every line is in the file at the end, and its frontmatter is valid.
 // SNAG_S7_ROUNDS sets the number of claim and release rounds.
 func TestS7_InPlaceAppendsSurviveClaims(t *testing.T) {
+	t.Parallel()
 	rounds := scaled(t, 1000, 150, "SNAG_S7_ROUNDS")
 	root := sampleProject(t)
 	p := filepath.Join(root, samplePath)
@@ -149,6 +150,7 @@ func TestS7_InPlaceAppendsSurviveClaims(t *testing.T) {
 // kept there. A displaced file that holds only snag's bytes (the claim
 // failpoints' case) is removed as before.
 func TestS7_ASaveInTheDisplacedFileSurvivesACrash(t *testing.T) {
+	t.Parallel()
 	root, home := sampleProject(t), filepath.Join(t.TempDir(), "home")
 	d := crSpawn(t, root, home, daemonpkg.FailpointEnv+"=claim:renamed")
 	a := startAgent(t, d, "")

@@ -162,6 +162,7 @@ func isDropping(name string) bool {
 // tasks/ is refused by the rule that decides what snag reads, even the
 // emacs lock, whose name ends in .md.
 func TestEditorDroppingsAreNotTaskFiles(t *testing.T) {
+	t.Parallel()
 	const name = "SNAG-11 - Login form clears the email.md"
 	for _, drop := range []string{
 		"." + name + ".swp", "." + name + ".swx", "4913", name + "~", ".#" + name, "#" + name + "#",

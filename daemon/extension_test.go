@@ -151,6 +151,7 @@ func smallCapture(t *testing.T) api.CaptureRequest {
 // told the same sentence, which names snag pair; tries beyond the burst
 // wait (429 with Retry-After).
 func TestPairingCodes(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, sampleProject(t), "")
 	origin := extOrigin(extensionID(t))
 	pc := d.pairingCode()
@@ -213,6 +214,7 @@ func TestPairingCodes(t *testing.T) {
 // alone; allow_host is refused. The credential is kept as a hash, mode
 // 0600, and survives snagd's restart; snag pair --revoke ends it.
 func TestCaptureCredentialOpensCapturesAlone(t *testing.T) {
+	t.Parallel()
 	root, home := sampleProject(t), filepath.Join(t.TempDir(), "home")
 	d := startDaemon(t, root, home)
 	origin := extOrigin(extensionID(t))
@@ -516,6 +518,7 @@ func (b *extBrowser) capture(popup, page context.Context, pageURL, note string) 
 // the extension; after snag pair --revoke the extension's capture is
 // refused with a sentence saying so, and the popup asks to pair again.
 func TestExtensionCapture(t *testing.T) {
+	t.Parallel()
 	b := newExtBrowser(t)
 	root := filepath.Join(t.TempDir(), "shop") // as the popup names it
 	snagdtest.CopySample(t, root)

@@ -195,6 +195,7 @@ func gitCheckoutScenario(t *testing.T, differing, rounds int) {
 // TestW13_GitCheckout: ten checkouts between branches differing in 1,000
 // task files (three with -short).
 func TestW13_GitCheckout(t *testing.T) {
+	t.Parallel()
 	rounds := 10
 	if testing.Short() {
 		rounds = 3
@@ -206,6 +207,7 @@ func TestW13_GitCheckout(t *testing.T) {
 // 5,000 task files (1,000 with -short): the index equals a fresh reindex
 // afterwards.
 func TestW13_GitCheckout5000(t *testing.T) {
+	t.Parallel()
 	n := 5000
 	if testing.Short() {
 		n = 1000
@@ -218,6 +220,7 @@ func TestW13_GitCheckout5000(t *testing.T) {
 // good data, is not claimable, is never rewritten; once a person resolves
 // the conflict it is a task again.
 func TestW14_MergeConflict(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	root := manyClaims(t, sampleProject(t))
 	if err := os.WriteFile(filepath.Join(root, ".snag", ".gitignore"), []byte(gitignore), 0o644); err != nil {

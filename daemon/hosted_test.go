@@ -241,6 +241,7 @@ func refused(t *testing.T, env []string, args ...string) string {
 // other machines reach, without a certificate and key, is refused before
 // snagd serves anything, and the error names --tls-cert and --tls-key.
 func TestHostedMCPRefusesPlainOffLoopback(t *testing.T) {
+	t.Parallel()
 	tokenFile := filepath.Join(t.TempDir(), "hosted-token")
 	writeSecret(t, tokenFile, newHostedToken(t))
 	for _, addr := range []string{"0.0.0.0:0", "[::]:0", ":8443", "192.0.2.7:8443", hostedName + ":8443"} {
@@ -258,6 +259,7 @@ func TestHostedMCPRefusesPlainOffLoopback(t *testing.T) {
 // refuses to start, names the fix (how to make one), and never says the
 // token.
 func TestHostedMCPX5_RefusesWithoutAGoodToken(t *testing.T) {
+	t.Parallel()
 	certFile, keyFile, _ := hostedCert(t)
 	tls := []string{"--listen", "127.0.0.1:0", "--tls-cert", certFile, "--tls-key", keyFile}
 	short := newHostedToken(t)[:31]
@@ -337,6 +339,7 @@ func TestHostedMCPX5_RefusesWithoutAGoodToken(t *testing.T) {
 // that is not the certificate's, an --allowed-host that is a URL, and
 // hosted flags without --listen are each refused, naming the fix.
 func TestHostedMCPRefusesOtherMisconfigurations(t *testing.T) {
+	t.Parallel()
 	certFile, keyFile, _ := hostedCert(t)
 	otherCert, _, _ := hostedCert(t)
 	tokenFile := filepath.Join(t.TempDir(), "hosted-token")
@@ -373,6 +376,7 @@ func TestHostedMCPRefusesOtherMisconfigurations(t *testing.T) {
 // port; any other Host, a wrong port or a foreign Origin gets 403 naming
 // the allowed names.
 func TestHostedMCPX2_ForeignHostIsRefused(t *testing.T) {
+	t.Parallel()
 	h := startHosted(t, "--allowed-host", "Other.Test")
 	port := strconv.Itoa(h.hport)
 	auth := "Bearer " + h.tok
@@ -414,6 +418,7 @@ func TestHostedMCPX2_ForeignHostIsRefused(t *testing.T) {
 // all get 401 with a JSON error and a Bearer challenge, which never carry
 // the token.
 func TestHostedMCPX4_BadTokensAreRefused(t *testing.T) {
+	t.Parallel()
 	h := startHosted(t)
 	for _, c := range []struct{ name, auth, query, want string }{
 		{"no token", "", "", "send Authorization: Bearer"},
@@ -450,6 +455,7 @@ func TestHostedMCPX4_BadTokensAreRefused(t *testing.T) {
 // with the toolsets its URL asks for and the workspace check. TLS below
 // 1.2 and plain HTTP are refused.
 func TestHostedMCPServesAnAgent(t *testing.T) {
+	t.Parallel()
 	h := startHosted(t)
 	cs, _, err := h.connect(t, h.tok, "")
 	if err != nil {
@@ -556,6 +562,7 @@ func TestHostedMCPServesAnAgent(t *testing.T) {
 // and OAuth discovery are 404 there (with the token, too), other methods
 // on /mcp 405, while the local listener serves them as before.
 func TestHostedMCPServesOnlyMCP(t *testing.T) {
+	t.Parallel()
 	h := startHosted(t)
 	auth := map[string]string{"Authorization": "Bearer " + h.tok}
 	for _, path := range []string{"/tasks", "/tasks/SNAG-1", "/board", "/events", "/health", "/sessions", "/", "/mcp/",
@@ -597,6 +604,7 @@ func TestHostedMCPServesOnlyMCP(t *testing.T) {
 // gets 401, the sessions opened with it are ended, and snagd's local
 // clients are untouched. A removed file refuses everyone.
 func TestHostedMCPTokenFileChangeRevokes(t *testing.T) {
+	t.Parallel()
 	h := startHosted(t)
 	oldTok := h.tok
 	cs, b, err := h.connect(t, oldTok, "")
@@ -647,6 +655,7 @@ func TestHostedMCPTokenFileChangeRevokes(t *testing.T) {
 // (which processes snagd starts never see), and by default allows only
 // the address's own host.
 func TestHostedMCPPlainOnLoopback(t *testing.T) {
+	t.Parallel()
 	h := &hostedDaemon{hport: freePort(t), tok: newHostedToken(t)}
 	h.daemon = spawnEnv(t, sampleProject(t), "", []string{"SNAG_HOSTED_TOKEN=" + h.tok},
 		"--log", "debug", "--listen", "127.0.0.1:"+strconv.Itoa(h.hport))

@@ -70,6 +70,7 @@ func handTask(i int, key, title string) []byte {
 // person's file; repeated, and with other adds running at the same time.
 // No key is ever in two files.
 func TestAddNeverReusesAKeyOnDisk(t *testing.T) {
+	t.Parallel()
 	root := sampleProject(t)
 	d := startDaemon(t, root, "")
 	tasks := filepath.Join(root, ".snag", "tasks")

@@ -59,6 +59,7 @@ func (d *daemon) auditHas(action, detail string) bool {
 }
 
 func TestClaimReleaseResolve(t *testing.T) {
+	t.Parallel()
 	root := sampleProject(t)
 	d := startDaemon(t, root, "")
 	a := startAgent(t, d, "")
@@ -104,6 +105,7 @@ func TestClaimReleaseResolve(t *testing.T) {
 }
 
 func TestClaimNextSkipsBlockedAndSaysWhyWhenNothingIsReady(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, manyClaims(t, sampleProject(t)), "")
 	a := startAgent(t, d, "")
 	if ans := a.do("claim SNAG-9"); !strings.Contains(ans, "blocked by SNAG-7") {
@@ -139,6 +141,7 @@ func TestClaimNextSkipsBlockedAndSaysWhyWhenNothingIsReady(t *testing.T) {
 // once the grace has passed; the task is open again, the other agent's is
 // not touched. (How long it took is logged, not asserted.)
 func TestL3_KilledAgentReleases(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, sampleProject(t), "")
 	a := startAgent(t, d, "")
 	b := startAgent(t, d, "")
@@ -159,6 +162,7 @@ func TestL3_KilledAgentReleases(t *testing.T) {
 // TestL4_StoppedAgentKeepsItsLease: SIGSTOP is not death. A person's forced
 // release bumps the epoch, and after SIGCONT the old holder is stale.
 func TestL4_StoppedAgentKeepsItsLease(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, sampleProject(t), "")
 	a := startAgent(t, d, "")
 	_, epoch := a.claim("SNAG-11")
@@ -182,6 +186,7 @@ func TestL4_StoppedAgentKeepsItsLease(t *testing.T) {
 
 // TestHandEditOfALeasedTaskEndsTheLease: the file wins.
 func TestHandEditOfALeasedTaskEndsTheLease(t *testing.T) {
+	t.Parallel()
 	root := sampleProject(t)
 	d := startDaemon(t, root, "")
 	a := startAgent(t, d, "")
@@ -216,6 +221,7 @@ func (d *daemon) leasesOf(key string) []leaseView {
 // and one agent dies meanwhile: after a restart the live ones keep theirs,
 // the dead one's is released.
 func TestL5_DaemonRestartKeepsLiveLeases(t *testing.T) {
+	t.Parallel()
 	root := sampleProject(t)
 	d := startDaemon(t, root, "")
 	var agents []*agent
@@ -243,6 +249,7 @@ func TestL5_DaemonRestartKeepsLiveLeases(t *testing.T) {
 // TestClaimsAreExactlyOnce: 32 agents claim next from 2,000 tasks: every
 // task is claimed once, none twice, none lost.
 func TestClaimsAreExactlyOnce(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	tasks := filepath.Join(root, ".snag", "tasks")
 	os.MkdirAll(tasks, 0o755)
@@ -294,6 +301,7 @@ func TestClaimsAreExactlyOnce(t *testing.T) {
 // file's lease is detached, not the newcomer's, and the newcomer's claim
 // of that task is refused like anyone's.
 func TestANewcomerDoesNotInheritAPulledClaim(t *testing.T) {
+	t.Parallel()
 	root, home := sampleProject(t), filepath.Join(t.TempDir(), "home")
 	d := startDaemon(t, root, home)
 	a := startAgent(t, d, "")
@@ -340,6 +348,7 @@ updated: 2026-11-30T10:00:00Z
 // ended then (its task goes back to the queue, as when the sweep finds
 // it), not a sweep later.
 func TestARestartedAgentGetsItsNameAtOnce(t *testing.T) {
+	t.Parallel()
 	root, home := sampleProject(t), filepath.Join(t.TempDir(), "home")
 	d := startDaemon(t, root, home)
 	for round, restart := range []bool{false, true} {

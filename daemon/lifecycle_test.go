@@ -283,6 +283,7 @@ func scaled(t *testing.T, full, short int, env string) int {
 // round. Epochs only grow, and the file ends as it began.
 // SNAG_L1_ROUNDS sets the number of rounds (1,000 for the plan's figure).
 func TestL1_OneWinnerPerRound(t *testing.T) {
+	t.Parallel()
 	rounds := scaled(t, 200, 100, "SNAG_L1_ROUNDS")
 	const clients = 20
 	root := sampleProject(t)
@@ -381,6 +382,7 @@ type sessionEntry struct {
 // never swept, only shown. A session whose live process is the one that
 // registered keeps its lease, and one whose process died loses it.
 func TestL6_ReusedPIDIsDeadForeignIsNeverSwept(t *testing.T) {
+	t.Parallel()
 	root := sampleProject(t)
 	d := startDaemon(t, root, "")
 	c := newAPIClient(t, d, 8)
@@ -469,6 +471,7 @@ func TestL6_ReusedPIDIsDeadForeignIsNeverSwept(t *testing.T) {
 // never claimed, neither by reference nor by claim-next; their files are
 // left as they are. The moved task's lease survives its file's absence.
 func TestL11_NoClaimOfABrokenOrMissingTask(t *testing.T) {
+	t.Parallel()
 	root := manyClaims(t, sampleProject(t))
 	tasks := filepath.Join(root, ".snag", "tasks")
 	d := startDaemon(t, root, "")
@@ -654,6 +657,7 @@ func (f *firing) check(t *testing.T, ref string, ok func(a answer) bool) (unavai
 // Retry-After; after it, both are refused for what the files now say. No
 // answer is ever a grant; a task left open is claimable once ready.
 func TestL11_NoClaimBeforeTheFirstRescan(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	tasks := filepath.Join(root, ".snag", "tasks")
 	if err := taskgen.Write(tasks, scaled(t, 5000, 2000, "SNAG_L11_FILES"), 11); err != nil {
@@ -777,6 +781,7 @@ func tasksIndexed(t *testing.T, d *daemon) map[string]taskFacts {
 // is unknown. The index then matches the files exactly; a task deleted
 // while down is not claimable, one added while down is.
 func TestS4_ChangesWhileDownAreSeenBeforeTheFirstClaim(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	root := sampleProject(t)
 	tasks := filepath.Join(root, ".snag", "tasks")
@@ -904,6 +909,7 @@ func TestS4_ChangesWhileDownAreSeenBeforeTheFirstClaim(t *testing.T) {
 // person added is in the file once snagd has stopped, and the file parses.
 // SNAG_S7_FLIPS sets the number of status changes.
 func TestS7_PersonsLinesSurviveStatusFlips(t *testing.T) {
+	t.Parallel()
 	flips := scaled(t, 1000, 200, "SNAG_S7_FLIPS")
 	root := sampleProject(t)
 	p := filepath.Join(root, samplePath)

@@ -11,6 +11,7 @@ import (
 // A snagd whose project folder is removed (a deleted worktree) stops by
 // itself instead of holding a port for nothing.
 func TestSnagdStopsWhenItsProjectIsRemoved(t *testing.T) {
+	t.Parallel()
 	root := sampleProject(t)
 	d := startDaemon(t, root, "")
 	if err := os.RemoveAll(filepath.Join(root, ".snag")); err != nil {
@@ -32,6 +33,7 @@ func TestSnagdStopsWhenItsProjectIsRemoved(t *testing.T) {
 // With --exit-idle, a snagd nobody uses stops; one with an agent's session
 // stream open does not, however long the agent is quiet.
 func TestExitIdle(t *testing.T) {
+	t.Parallel()
 	t.Run("unused", func(t *testing.T) {
 		d := startDaemon(t, sampleProject(t), "", "--exit-idle", "1s")
 		select {

@@ -35,6 +35,7 @@ func try(p *pairing, c *clock, code string) *apiError {
 }
 
 func TestPairingCodeIsShortAndUnambiguous(t *testing.T) {
+	t.Parallel()
 	for _, bad := range "01OILU" {
 		if strings.ContainsRune(codeAlphabet, bad) {
 			t.Errorf("the alphabet has %q, which reads like another symbol", bad)
@@ -67,6 +68,7 @@ func TestPairingCodeIsShortAndUnambiguous(t *testing.T) {
 // TestPairingCodeWorksOnceForFiveMinutes: a code is taken once, within 5
 // minutes; a used, expired or wrong code is refused with one sentence.
 func TestPairingCodeWorksOnceForFiveMinutes(t *testing.T) {
+	t.Parallel()
 	c := newClock()
 	p := testPairing(t).withClock(c)
 	first, _ := p.mint()
@@ -88,6 +90,7 @@ func TestPairingCodeWorksOnceForFiveMinutes(t *testing.T) {
 
 // TestPairingKeepsThreeCodes: a fourth code voids the oldest.
 func TestPairingKeepsThreeCodes(t *testing.T) {
+	t.Parallel()
 	c := newClock()
 	p := testPairing(t).withClock(c)
 	var codes []string
@@ -108,6 +111,7 @@ func TestPairingKeepsThreeCodes(t *testing.T) {
 // TestPairingVoidsOpenCodesAfterWrongOnes: after maxWrong wrong codes every open code
 // is void, so a guesser has maxWrong tries at each code snag pair prints.
 func TestPairingVoidsOpenCodesAfterWrongOnes(t *testing.T) {
+	t.Parallel()
 	c := newClock()
 	p := testPairing(t).withClock(c)
 	pc, _ := p.mint()
@@ -127,6 +131,7 @@ func TestPairingVoidsOpenCodesAfterWrongOnes(t *testing.T) {
 // tryEvery; a try over the limit is told how long to wait and does not
 // count as a wrong code.
 func TestPairingTriesAreRateLimited(t *testing.T) {
+	t.Parallel()
 	c := newClock()
 	p := testPairing(t).withClock(c)
 	pc, _ := p.mint()
@@ -150,6 +155,7 @@ func TestPairingTriesAreRateLimited(t *testing.T) {
 // revoke counts here at once. A file open to others is refused with the
 // chmod that mends it.
 func TestCaptureCredentialsFile(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	log := slog.New(slog.DiscardHandler)
 	here := newPairing(home, "/src/shop", 7654, log)

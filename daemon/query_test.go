@@ -11,6 +11,7 @@ import (
 // parameter it does not know with a 400 that names it, as /search,
 // /audit and /events do.
 func TestTasksQueryParameters(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, sampleProject(t), "")
 	type page struct {
 		Tasks   []map[string]any `json:"tasks"`

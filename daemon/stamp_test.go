@@ -109,6 +109,7 @@ var sameSizeSaves = []struct{ ref, file, old, new, how string }{
 // these three (their change times, and for two of them their inodes,
 // differ) and serves their new titles.
 func TestW16_SameSizeSavesWhileDownSeenAtStart(t *testing.T) {
+	t.Parallel()
 	root := sampleProject(t)
 	waitStampsTrusted(t, root)
 	d := startDaemon(t, root, "")

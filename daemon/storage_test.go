@@ -89,6 +89,7 @@ var sqliteWords = []string{"SQLITE_", "database is locked"}
 // nothing; once the lock is gone the same claim succeeds. snag.db passes
 // its checks afterwards.
 func TestS8_OutsideWriteLock(t *testing.T) {
+	t.Parallel()
 	root, home := sampleProject(t), filepath.Join(t.TempDir(), "home")
 	d := startDaemon(t, root, home)
 	var agents []*agent
@@ -166,6 +167,7 @@ func TestS8_OutsideWriteLock(t *testing.T) {
 // keeps its bytes, no temp file is left, the lease is rolled back, and the
 // client reads an error that says what to do. The next claim works.
 func TestS9_DiskFullInjected(t *testing.T) {
+	t.Parallel()
 	for _, step := range []string{"temp-created", "temp-written", "temp-synced"} {
 		t.Run(step, func(t *testing.T) {
 			root, home := sampleProject(t), filepath.Join(t.TempDir(), "home")
@@ -205,6 +207,7 @@ func readSample(t *testing.T, root string) string {
 // the test is skipped (TestS9_DiskFullInjected covers the path), except in
 // CI, which runs as root and fails it instead.
 func TestS9_DiskFullTmpfs(t *testing.T) {
+	t.Parallel()
 	mnt := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt).CombinedOutput(); err != nil {
 		if os.Getenv("CI") != "" {
@@ -464,6 +467,7 @@ func s3Detached(t *testing.T, d *daemon, holder string, epoch int64, fenced bool
 // there by a failpoint that sleeps), every request but /health gets 503
 // with Retry-After; once it answers, it answers with every task.
 func TestS3_503WhileRebuilding(t *testing.T) {
+	t.Parallel()
 	root, home := sampleProject(t), filepath.Join(t.TempDir(), "home")
 	d := startDaemon(t, root, home)
 	want := len(crRows(t, d))
@@ -527,6 +531,7 @@ func TestS3_503WhileRebuilding(t *testing.T) {
 // start after a clean stop does not; a touch that puts the modification
 // time back (only the change time moves) makes the next start check again.
 func TestS3_QuickCheckUnlessUntouched(t *testing.T) {
+	t.Parallel()
 	root, home := sampleProject(t), filepath.Join(t.TempDir(), "home")
 	db := filepath.Join(root, ".snag", "snag.db")
 	run := func(want bool, stop os.Signal) {

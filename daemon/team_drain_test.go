@@ -587,6 +587,7 @@ func noPassword(t *testing.T, logs ...string) {
 // snagd built with the race detector (-short: 300 and 9);
 // BenchmarkTeamClaims times the same drain with snagd built for speed.
 func TestTeamDrainThreeClonesMCP(t *testing.T) {
+	t.Parallel()
 	n, agents := drainSize()
 	bare := teamRepo(t, n, teamNoVerify)
 	dsn := teamDB(t)
@@ -673,6 +674,7 @@ func TestTeamDrainThreeClonesMCP(t *testing.T) {
 // state. The task clone 2 took is claimed twice (at two epochs) and
 // resolved once, by clone 2.
 func TestTeamDrainKilledCloneMCP(t *testing.T) {
+	t.Parallel()
 	n, agents := 300, 9
 	if testing.Short() {
 		n, agents = 150, 6
@@ -861,6 +863,7 @@ func queueNumber(key string) int {
 //     epoch is an end this clone told first), and the agent's resolve,
 //     tried again, succeeds.
 func TestT3_ResolveOnceAcrossAKill(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name     string
 		point    string
@@ -947,6 +950,7 @@ func TestT3_ResolveOnceAcrossAKill(t *testing.T) {
 // task locked and answered "nothing is ready". GrantNext now reads its
 // candidates without a lock and tries them one at a time.
 func TestTeamDrainNothingReadyWhileTasksAreLeft(t *testing.T) {
+	t.Parallel()
 	n := 150
 	bare := teamRepo(t, n, teamNoVerify)
 	dsn := teamDB(t)

@@ -164,6 +164,7 @@ func teamDSN(t *testing.T) string {
 // leaves as it is (sessions stay in snag.db), and L3 here covers the
 // rest of L3 in team mode.
 func TestLTestsInTeamMode(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		test func(*testing.T)

@@ -241,6 +241,7 @@ func (a *teamAgent) claimNext(t *testing.T) (teamClaim, int, string) {
 // queue through claim-next: every task is claimed exactly once, on one
 // clone, and the shared state says each is done.
 func TestTeamClaimsExactlyOnceAcrossClones(t *testing.T) {
+	t.Parallel()
 	n := 120
 	bare := teamRepo(t, n, teamNoVerify)
 	dsn := teamDB(t)
@@ -292,6 +293,7 @@ func TestTeamClaimsExactlyOnceAcrossClones(t *testing.T) {
 // lease another clone took since, takes back at the same epoch the one no
 // one took, and never grants one twice.
 func TestTeamKilledCloneLeasesFreedAfterGrace(t *testing.T) {
+	t.Parallel()
 	bare := teamRepo(t, 6, teamNoVerify)
 	dsn := teamDB(t)
 	root1, home1 := teamClone(t, bare), filepath.Join(t.TempDir(), "home")
@@ -375,6 +377,7 @@ func teamProxy(t *testing.T, dsn string) (*pgtest.Proxy, string) {
 // up after the grace and taken by another clone; when the connection
 // comes back its agent's late resolve is refused by epoch.
 func TestTeamPartitionedCloneFencedByEpoch(t *testing.T) {
+	t.Parallel()
 	bare := teamRepo(t, 4, teamNoVerify)
 	dsn := teamDB(t)
 	proxy, u := teamProxy(t, dsn)
@@ -494,6 +497,7 @@ func teamDrain(t *testing.T, agents []*teamAgent, idle time.Duration) (map[strin
 // answers meanwhile; no task is granted twice and no acknowledged claim
 // is lost.
 func TestTeamDatabaseRestartMidRun(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, err := pgtest.Start(ctx)
 	if err != nil {
@@ -557,6 +561,7 @@ func TestTeamDatabaseRestartMidRun(t *testing.T) {
 // tasks each at the same time. Every alias is distinct, and a real git
 // merge of the two branches has no two files with one alias.
 func TestTeamAliasesAcrossBranches(t *testing.T) {
+	t.Parallel()
 	bare := teamRepo(t, 3, teamNoVerify)
 	dsn := teamDB(t)
 	r1, r2 := teamClone(t, bare), teamClone(t, bare)
@@ -620,6 +625,7 @@ func TestTeamAliasesAcrossBranches(t *testing.T) {
 // /events, labelled as the team's, within a second; the latency is
 // measured.
 func TestTeamEventsAcrossClones(t *testing.T) {
+	t.Parallel()
 	bare := teamRepo(t, 30, teamNoVerify)
 	dsn := teamDB(t)
 	d1 := startTeam(t, teamClone(t, bare), dsn, 15*time.Second)
@@ -712,6 +718,7 @@ func TestTeamEventsAcrossClones(t *testing.T) {
 // keeps an overlapping claim on another clone out, naming the holder and
 // its machine; both clones list it; once released, the other gets it.
 func TestTeamFileClaimsAcrossClones(t *testing.T) {
+	t.Parallel()
 	bare := teamRepo(t, 2, teamNoVerify)
 	dsn := teamDB(t)
 	d1 := startTeam(t, teamClone(t, bare), dsn, 15*time.Second)
@@ -761,6 +768,7 @@ func TestTeamFileClaimsAcrossClones(t *testing.T) {
 // and a claim on one clone is in the audit log the clones share, with its
 // machine.
 func TestTeamNamesAndSharedAudit(t *testing.T) {
+	t.Parallel()
 	bare := teamRepo(t, 2, teamNoVerify)
 	dsn := teamDB(t)
 	d1 := startTeam(t, teamClone(t, bare), dsn, 15*time.Second)
@@ -817,6 +825,7 @@ func TestTeamNamesAndSharedAudit(t *testing.T) {
 // its decision and inbox item, labelled as the team's and not yet in B's
 // files.
 func TestTeamContextAcrossClones(t *testing.T) {
+	t.Parallel()
 	bare := teamRepo(t, 3, teamNoVerify)
 	dsn := teamDB(t)
 	d1 := startTeam(t, teamClone(t, bare), dsn, 15*time.Second)
@@ -915,6 +924,7 @@ func TestTeamContextAcrossClones(t *testing.T) {
 // too, under a new epoch: another clone still cannot claim it, the old
 // holder's epoch is stale, and the new holder resolves it.
 func TestTeamHandoffMovesTheSharedLease(t *testing.T) {
+	t.Parallel()
 	bare := teamRepo(t, 2, teamNoVerify)
 	dsn := teamDB(t)
 	d1 := startTeam(t, teamClone(t, bare), dsn, 15*time.Second)
@@ -951,6 +961,7 @@ func TestTeamHandoffMovesTheSharedLease(t *testing.T) {
 // neither releases it (its file stays as git wrote it), nor grants it,
 // at its start or after.
 func TestTeamPulledClaimIsLeftAlone(t *testing.T) {
+	t.Parallel()
 	bare := teamRepo(t, 2, teamNoVerify)
 	dsn := teamDB(t)
 	r1, home1 := teamClone(t, bare), filepath.Join(t.TempDir(), "home")
@@ -983,6 +994,7 @@ func TestTeamPulledClaimIsLeftAlone(t *testing.T) {
 // on another branch shows in this clone's activity by branch: the task it
 // holds, what it claimed and resolved, and its last report.
 func TestTeamActivityAcrossBranches(t *testing.T) {
+	t.Parallel()
 	bare := teamRepo(t, 3, teamNoVerify)
 	dsn := teamDB(t)
 	r1 := teamClone(t, bare)
@@ -1030,6 +1042,7 @@ func TestTeamActivityAcrossBranches(t *testing.T) {
 // stopped for longer than the grace, finds its leases where it left them
 // when it starts again: no other clone ended it, so none was freed.
 func TestTeamLoneCloneRestartKeepsLeases(t *testing.T) {
+	t.Parallel()
 	bare := teamRepo(t, 2, teamNoVerify)
 	dsn := teamDB(t)
 	root, home := teamClone(t, bare), filepath.Join(t.TempDir(), "home")
@@ -1061,6 +1074,7 @@ func TestTeamLoneCloneRestartKeepsLeases(t *testing.T) {
 // The restarted snagd ends it there at its start (the reconcile), so the
 // name is free for an agent of another clone and the task for any claim.
 func TestTeamSessionEndUnsentAtACrashIsReconciled(t *testing.T) {
+	t.Parallel()
 	bare := teamRepo(t, 2, teamNoVerify)
 	dsn := teamDB(t)
 	proxy, u := teamProxy(t, dsn)
@@ -1131,6 +1145,7 @@ func TestTeamSessionEndUnsentAtACrashIsReconciled(t *testing.T) {
 // exactly once: one acknowledged resolve each, and its file says resolved
 // in one clone only, so the clones' branches merge without a conflict.
 func TestT5_ResolveOnceThroughACut(t *testing.T) {
+	t.Parallel()
 	const n, perClone = 60, 2
 	bare := teamRepo(t, n, teamNoVerify)
 	dsn := teamDB(t)
@@ -1231,6 +1246,7 @@ func TestT5_ResolveOnceThroughACut(t *testing.T) {
 // race for a name (even one that waited in a clone's outbox) is renamed,
 // never left live under the name another clone's agent has.
 func TestTeamNamesOnceWhateverTheStartOrder(t *testing.T) {
+	t.Parallel()
 	bare := teamRepo(t, 2, teamNoVerify)
 	dsn := teamDB(t)
 	ds := []*daemon{startTeam(t, teamClone(t, bare), dsn, 15*time.Second), startTeam(t, teamClone(t, bare), dsn, 15*time.Second),
@@ -1314,6 +1330,7 @@ func waitUntil(t *testing.T, what string, cond func() bool, saw func() string) {
 // list, and in snag list; clone 1's claim of it is refused. Once it is
 // released there, clone 1 shows it open again.
 func TestTeamHeldOnAnotherCloneIsNotFree(t *testing.T) {
+	t.Parallel()
 	bare := teamRepo(t, 2, teamNoVerify)
 	dsn := teamDB(t)
 	r1, home1 := teamClone(t, bare), filepath.Join(t.TempDir(), "home")

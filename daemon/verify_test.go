@@ -229,6 +229,7 @@ func (d *daemon) auditText() string {
 // TestVerifyChangedCommandNeedsApprovalAgain: an approval is of one exact
 // command; a task whose command changed (a git pull) waits again.
 func TestVerifyChangedCommandNeedsApprovalAgain(t *testing.T) {
+	t.Parallel()
 	tk := withCommand(genTask(1, "Checkout breaks"), "touch first")
 	root, home := verifyProject(t, `{"version": 1}`, tk)
 	approve(t, root, home, "touch first", false)
@@ -368,6 +369,7 @@ func TestVerifyDryRunCodes(t *testing.T) {
 // by itself, only the holder may resolve, a failed verify keeps the lease,
 // and a person cannot use the agent's resolve.
 func TestL10_ResolveOnlyThroughVerify(t *testing.T) {
+	t.Parallel()
 	root, home := verifyProject(t, `{"version": 1, "verify": {"command": "false"}}`, genTask(1, "One"), genTask(2, "Two"))
 	approve(t, root, home, "false", false)
 	d := startDaemon(t, root, home)
@@ -423,6 +425,7 @@ func TestL10_ResolveOnlyThroughVerify(t *testing.T) {
 // TestVerifyFailWithTheHolderGone: the holder dies while its task is
 // checked; the failure sends the task back to the queue.
 func TestVerifyFailWithTheHolderGone(t *testing.T) {
+	t.Parallel()
 	// The check outlasts the 3 s grace a gone holder's session gets.
 	root, home := verifyProject(t, `{"version": 1, "verify": {"command": "sh -c 'sleep 6; exit 1'"}}`, genTask(1, "One"))
 	approve(t, root, home, "sh -c 'sleep 6; exit 1'", false)
@@ -443,6 +446,7 @@ func TestVerifyFailWithTheHolderGone(t *testing.T) {
 // verify.max_concurrent. Each command takes a lock folder it must create
 // fresh: two at once would fail one of them.
 func TestVerifyConcurrencyBound(t *testing.T) {
+	t.Parallel()
 	const cmd = `sh -c 'mkdir running || exit 9; sleep 0.3; rmdir running'`
 	var tasks []*queue.Task
 	for i := 1; i <= 4; i++ {
@@ -472,6 +476,7 @@ func TestVerifyConcurrencyBound(t *testing.T) {
 // next snagd ends the cut-off run as interrupted, queues it again and
 // applies its outcome.
 func TestVerifyRestartDuringARun(t *testing.T) {
+	t.Parallel()
 	// The first run waits a minute, long after the kill; the one queued
 	// again finishes at once.
 	const cmd = `sh -c 'echo $$ >> pids; if [ $(wc -l < pids) -lt 2 ]; then sleep 60; fi; touch ran'`
@@ -529,6 +534,7 @@ func chromiumPath(t testing.TB) string {
 // passes, and a capture with no error to compare goes to a person with a
 // fresh screenshot.
 func TestVerifyBrowser(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/broken", func(w http.ResponseWriter, r *http.Request) {
@@ -588,6 +594,7 @@ func TestVerifyBrowser(t *testing.T) {
 // commands do not run until a person here approves them, and the audit log
 // says which command waits.
 func TestX12_PulledCommandWaitsForApproval(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	tk := withCommand(genTask(1, "Checkout breaks"), "touch approved-ran")
 	root, home := verifyProject(t, `{"version": 1, "verify": {"command": "touch project-ran"}}`, tk, genTask(2, "Totals"))

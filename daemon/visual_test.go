@@ -76,6 +76,7 @@ func snagCapture(t *testing.T, d *daemon, args ...string) string {
 // element gone is said in the reason. The changed fraction is in GET
 // /verify and its run.
 func TestVisualVerify(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t)
 	pages := &visualPages{state: map[string]string{"a": "bug", "b": "bug", "c": "bug", "d": "bug"}}
 	srv := httptest.NewServer(pages)
@@ -248,6 +249,7 @@ func snagCaptureFails(t *testing.T, d *daemon, args ...string) string {
 // that never settles is a clear error naming --wait-for; nothing is added
 // by a refused capture.
 func TestSnagCapture(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t)
 	var mu sync.Mutex
 	hits := map[string]int{}

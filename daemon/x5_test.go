@@ -13,6 +13,7 @@ import (
 // files that others could read or swap: each refuses to start, names the
 // fix, and never binds a port.
 func TestX5_SnagdRefusesAnUnsafeToken(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		setup func(t *testing.T, home string)

@@ -43,6 +43,7 @@ var conformancePass = []string{
 // configured with the header would. Every scenario of conformancePass must
 // pass, so a regression fails; the outcome of every scenario is logged.
 func TestConformanceServerScenarios(t *testing.T) {
+	t.Parallel()
 	dir, err := filepath.Abs("conformance")
 	if err != nil {
 		t.Fatal(err)

@@ -68,6 +68,7 @@ func gitOut(t *testing.T, dir string, args ...string) string {
 // exist; a real git merge of the two branches has no conflict, and the
 // merged graph holds both sides' nodes and edges.
 func TestGraphAcrossBranches(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	lexer := graphRepo(t, e)
 	a := graphBridge(t, e, "ADA")
@@ -176,6 +177,7 @@ func TestGraphAcrossBranches(t *testing.T) {
 // refused with the holder and the time left, then may write once the
 // lease runs out (10 s) or once the holder's session ends.
 func TestBranchWriteLease(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	graphRepo(t, e)
 	a := graphBridge(t, e, "ADA")
@@ -218,6 +220,7 @@ func TestBranchWriteLease(t *testing.T) {
 // header and by argument, over /mcp and through the bridge; this
 // project's name, or none, is served.
 func TestWorkspaceMismatch(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	needGit(t)
 	wtGit(t, e.root, "init", "-q", "-b", "main")
@@ -245,6 +248,7 @@ func TestWorkspaceMismatch(t *testing.T) {
 // Over /mcp a graph write must name its branch: without one it is
 // refused, naming the argument.
 func TestHTTPGraphWriteNeedsBranch(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	cs := hGraphSession(t, e)
@@ -287,6 +291,7 @@ var regexpAgo = regexp.MustCompile(`\A\z`)
 // combination; snag_nodes of 20 within 400 tokens and snag_activity of 20
 // branches within 600.
 func TestGraphBudgets(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	defs := func(ts string) (map[string][]byte, []byte) {
 		cs, _ := e.bridge(t, "--toolsets", ts, "--no-autostart")
@@ -391,6 +396,7 @@ func TestGraphBudgets(t *testing.T) {
 // body inside a fence, as data, with the control characters escaped, and
 // its one real edge as it is.
 func TestX7_NodeBodiesAreFenced(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	graphRepo(t, e)
 	a := graphBridge(t, e, "ADA")

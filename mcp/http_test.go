@@ -63,6 +63,7 @@ func hMustConnect(t *testing.T, e *env) *sdk.ClientSession {
 }
 
 func TestHTTPTools(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	cs := hMustConnect(t, e)
@@ -152,6 +153,7 @@ func TestHTTPTools(t *testing.T) {
 // TestHTTPSessionEndReleasesLeases: the MCP client's DELETE ends its snag
 // session, and its lease is released after snagd's grace.
 func TestHTTPSessionEndReleasesLeases(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	cs, err := hConnect(t, e, hToken(t, e))
@@ -208,6 +210,7 @@ func hDo(t *testing.T, e *env, method, body string, set map[string]string) (*htt
 }
 
 func TestHTTPRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	tok := hToken(t, e)
@@ -282,6 +285,7 @@ func (e *env) hDaemon(t *testing.T, args ...string) { e.startDaemon(t, args...) 
 // --mcp-idle is closed and its lease released; one whose client holds
 // its GET stream open lives on.
 func TestHTTPIdleSessionEnds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const idle = time.Second
 	e.hDaemon(t, "--mcp-idle", idle.String())

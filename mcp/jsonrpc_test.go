@@ -33,6 +33,7 @@ type tsFrame struct {
 // error (-32700), the server keeps serving, and stdout carries JSON-RPC
 // frames only. No daemon runs: none is needed to list tools or to ping.
 func TestRawJSONRPC(t *testing.T) {
+	t.Parallel()
 	bin := snagBin // built by TestMain in mcp_test.go
 	root := tsProject(t)
 	home := filepath.Join(t.TempDir(), "home")

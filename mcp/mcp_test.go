@@ -228,6 +228,7 @@ func mustErr(t *testing.T, name string, res *sdk.CallToolResult, txt, want strin
 }
 
 func TestToolsWithDaemon(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	cs, _ := e.bridge(t)
@@ -363,6 +364,7 @@ func TestToolsWithDaemon(t *testing.T) {
 }
 
 func TestFilesFallback(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cs, _ := e.bridge(t, "--no-autostart")
 	res, txt, sc := call(t, cs, "snag_list", nil)
@@ -392,6 +394,7 @@ func TestFilesFallback(t *testing.T) {
 }
 
 func TestKilledBridgeReleasesLeases(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	cs, cmd := e.bridge(t)
@@ -423,6 +426,7 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func TestBudgets(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cs, _ := e.bridge(t, "--no-autostart") // the files give stable bytes
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -481,6 +485,7 @@ func TestBudgets(t *testing.T) {
 }
 
 func TestInjectionIsFenced(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	cs, _ := e.bridge(t)
@@ -514,6 +519,7 @@ func TestInjectionIsFenced(t *testing.T) {
 }
 
 func TestDaemonRestartKeepsTheSession(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	stop := e.daemonStoppable(t)
 	cs, _ := e.bridge(t)
@@ -550,6 +556,7 @@ func TestDaemonRestartKeepsTheSession(t *testing.T) {
 func (e *env) daemonStoppable(t *testing.T) func() { return e.startDaemon(t) }
 
 func TestToolCallsAreAudited(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	cs, _ := e.bridge(t)
@@ -576,6 +583,7 @@ func TestToolCallsAreAudited(t *testing.T) {
 }
 
 func TestLargePayloadsAreProjected(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for i := 100; i < 400; i++ {
 		id := fmt.Sprintf("tsk_01M6P86ZDPVGV24J6DE1PA%04d", i)

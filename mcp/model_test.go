@@ -20,6 +20,7 @@ import (
 // tell the agent to start snagd, which would fail: one runs. Real
 // processes: snagd with one SNAG_HOME, snag mcp with another.
 func TestWrongTokenNamesCause(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	other := filepath.Join(t.TempDir(), "other-home")
@@ -50,6 +51,7 @@ func TestWrongTokenNamesCause(t *testing.T) {
 // calls, never CLI commands (there is no snag claim, and snag list is a
 // person's): an unknown task, a blocked one, one in the inbox.
 func TestAgentErrorsNameCalls(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	cs, _ := e.bridge(t)
@@ -77,6 +79,7 @@ func TestAgentErrorsNameCalls(t *testing.T) {
 // .snag/shots: a name that climbs out, names a folder, or reaches a task
 // file is refused as not found.
 func TestShotResourcesStayInShots(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cs, _ := e.bridge(t, "--no-autostart")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -95,6 +98,7 @@ func TestShotResourcesStayInShots(t *testing.T) {
 // TestListCursorIsShort: snag_list's more: cursor is a short token that
 // continues the list, and an unknown one says how to start again.
 func TestListCursorIsShort(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	cs, _ := e.bridge(t)
@@ -122,6 +126,7 @@ func TestListCursorIsShort(t *testing.T) {
 // union (type: [null, ...]), which some hosts' tool dialects refuse (the
 // MCP Inspector's --strict warns of each); a nullable output is anyOf.
 func TestSchemasHaveNoTypeUnions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cs, _ := e.bridge(t, "--no-autostart")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -302,6 +302,7 @@ func (o p1Outcome) report(tb testing.TB, r *p1Race) {
 // TestP1ClaimRace is P1 small: 4 agents drain 200 tasks. It asserts
 // correctness only (run it with -race); BenchmarkP1ClaimRace measures.
 func TestP1ClaimRace(t *testing.T) {
+	t.Parallel()
 	const n, agents = 200, 4
 	r := startP1(t, snagBin, p1Project(t, "", n), n, agents)
 	r.drain()

@@ -222,6 +222,7 @@ func (r *repo) stopDaemons(t testing.TB) {
 // the sample's ready tasks go to as many agents, and the others are told
 // nothing is ready.
 func TestR1_OrchestratedStart(t *testing.T) {
+	t.Parallel()
 	const n = 14
 	r := newRepo(t, n)
 	ready := r.readyFromFiles(t)
@@ -296,6 +297,7 @@ func TestR1_OrchestratedStart(t *testing.T) {
 // minted once in the whole repository. A restart begun in a task's
 // worktree reads the main worktree's queue.
 func TestR2_WritesLandWhereAsked(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t, 3)
 	a, b := r.trees[1], r.trees[2] // the daemon starts in a, not in the main worktree
 	r.mustSnag(t, a, "add", "Started the daemon here")
@@ -406,6 +408,7 @@ func taskFiles(t testing.TB, root string) (byKey map[string][]string, byID map[s
 // edit of its key: line and a rename of its file, its id unchanged, and
 // the renumbering is in the audit log.
 func TestR3_KeysNeverCollide(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t, 2)
 	main, wt := r.trees[0], r.trees[1]
 	r.mustSnag(t, main, "list") // the daemon, before the adds race
@@ -568,6 +571,7 @@ func TestR3_KeysNeverCollide(t *testing.T) {
 // by claim-next; after git stash pop the holder releases it. A claim and a
 // release that changed nothing leave git status clean.
 func TestR4_GitUnderAClaim(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t, 1)
 	main := r.main
 	a, _ := r.bridge(t, main)
@@ -631,6 +635,7 @@ func TestR4_GitUnderAClaim(t *testing.T) {
 // one of the new version serves, snag daemon status says which, and the
 // agent's lease taken under the old one is still held.
 func TestR5_UpgradeReplacesAnOlderSnagd(t *testing.T) {
+	t.Parallel()
 	const stamp = "-X github.com/snagdev/snag/version.stamp="
 	old, err := bins.Build("snag-v0.1.0", snagdtest.Snag, "-ldflags", stamp+"v0.1.0")
 	if err != nil {
@@ -706,6 +711,7 @@ func requireUnshare(t *testing.T, flag string) string {
 // and stops, giving up the repository's lock, and the command reads from
 // the files at once, saying why, instead of waiting for ever.
 func TestR5_LoopbackDown(t *testing.T) {
+	t.Parallel()
 	unshare := requireUnshare(t, "-n")
 	r := newRepo(t, 1)
 	cmd := exec.Command(unshare, "-n", r.bin, "list")
@@ -742,6 +748,7 @@ func TestR5_LoopbackDown(t *testing.T) {
 // is refused, naming the holder; both see each other's claims; a shared
 // claim beside a shared one is granted.
 func TestR2_FileClaimsAcrossWorktrees(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t, 2)
 	a, _ := r.bridge(t, r.trees[0], "--toolsets", "queue,team")
 	b, _ := r.bridge(t, r.trees[1], "--toolsets", "queue,team")
@@ -764,6 +771,7 @@ func TestR2_FileClaimsAcrossWorktrees(t *testing.T) {
 // through a temporary private index, and, when snagd cannot start for want
 // of a token folder, the command says so and names the fix.
 func TestR5_ReadOnlyHome(t *testing.T) {
+	t.Parallel()
 	unshare := requireUnshare(t, "-m")
 	r := newRepo(t, 1)
 	home := filepath.Join(t.TempDir(), "home")
@@ -811,6 +819,7 @@ func TestR5_ReadOnlyHome(t *testing.T) {
 // and its branch starts from the repository's default branch, not from
 // the feature branch's unmerged commit.
 func TestR2_TaskWorktreeBesideMain(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t, 2)
 	feature := r.trees[1]
 	if err := os.WriteFile(filepath.Join(feature, "feature.txt"), []byte("unmerged\n"), 0o644); err != nil {
@@ -849,6 +858,7 @@ func TestR2_TaskWorktreeBesideMain(t *testing.T) {
 // task made first keeps it, in whichever worktree it is, and the other is
 // renumbered in its own worktree, its id unchanged.
 func TestR3_KeysSettledAcrossWorktrees(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t, 2)
 	main, feature := r.trees[0], r.trees[1]
 	var added struct{ ID, Key string }

@@ -86,6 +86,7 @@ func claimKey(t *testing.T, cs *sdk.ClientSession, id string) (key, assignee str
 // the task held and the calls that free it; after a release the claim goes
 // through.
 func TestClaimOneTaskAtATime(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	stdio, _ := e.bridge(t)
@@ -132,6 +133,7 @@ func TestClaimOneTaskAtATime(t *testing.T) {
 // order (the bridge once forgot every lease sharing an epoch with the
 // released one); a fourth claim is refused, naming the three.
 func TestSeveralLeasesReleaseAndResolveInAnyOrder(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.setConfig(t, `{"version": 1, "plan": {"verify_on_resolve": false}, "claim": {"max_per_session": 3}}`)
 	e.daemon(t)
@@ -166,6 +168,7 @@ func TestSeveralLeasesReleaseAndResolveInAnyOrder(t *testing.T) {
 // holds nothing, and when it exits SNAG-1 is still VESPER's; a session that
 // asks for VESPER adopts the lease.
 func TestNewSessionDoesNotInheritDetachedLease(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	held := func() map[string]string { // task id -> holder, detached or not
@@ -276,6 +279,7 @@ func assignee(t *testing.T, cs *sdk.ClientSession, key string) string {
 // task and is audited; the other ends by itself after --mcp-stream-grace.
 // A client that holds its stream keeps its task throughout.
 func TestHTTPGhostSessionsEnd(t *testing.T) {
+	t.Parallel()
 	node := needTSClient(t)
 	e := newEnv(t)
 	e.startDaemon(t, "--mcp-stream-grace", "15s")
@@ -392,6 +396,7 @@ func TestHTTPGhostSessionsEnd(t *testing.T) {
 // claimed and claims the next one gets another task, three times in a
 // row: it does not loop on the task it gave up.
 func TestAGivenBackTaskIsNotHandedBack(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	a := e.teamBridge(t, "ADA")
@@ -411,6 +416,7 @@ func TestAGivenBackTaskIsNotHandedBack(t *testing.T) {
 // does not parse says so, and that a person fixes it, instead of
 // suggesting a claim that is refused.
 func TestGetOfABrokenTaskDoesNotSuggestAClaim(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	a := e.teamBridge(t, "ADA")
@@ -433,6 +439,7 @@ func TestGetOfABrokenTaskDoesNotSuggestAClaim(t *testing.T) {
 // lasts only if snagd is back within its grace, rather than only that it
 // holds the task.
 func TestAnAgentWhoseSnagdIsGoneIsTold(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	stop := e.daemonStoppable(t)
 	a, _ := e.bridge(t)

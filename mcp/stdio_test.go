@@ -16,6 +16,7 @@ import (
 // not a JSON-RPC 2.0 message is refused with the code to answer (parse
 // error or invalid request) and the id it carried.
 func TestDecodeFrame(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		line       string
 		want       string // "request", "notification", "answer", or "" when refused
@@ -60,6 +61,7 @@ func TestDecodeFrame(t *testing.T) {
 // SDK encoded it, byte for byte; a refused line is answered with the
 // error and the server reads on; the end of the input ends reading.
 func TestLineConnWrite(t *testing.T) {
+	t.Parallel()
 	in := strings.NewReader("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\nnot json\n")
 	var out bytes.Buffer
 	tr := lineTransport(in, &out)

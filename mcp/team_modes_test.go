@@ -140,6 +140,7 @@ func teamDSN(t *testing.T) string {
 // embedded runs'; only startDaemon's environment differs, and L7's
 // storm lasts its -short length.
 func TestLTestsInTeamMode(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		test func(*testing.T)

@@ -85,6 +85,7 @@ var secondsRE = regexp.MustCompile(`\d+ s\b`)
 // is one screen within its budget (golden), shows the handoff once, and
 // the others' holdings.
 func TestTeamContext(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	orca := e.teamBridge(t, "ORCA")
@@ -142,6 +143,7 @@ func TestTeamContext(t *testing.T) {
 // A handoff with a task moves the lease: the epoch grows, the old holder's
 // resolve is refused, and the new holder (told by its context) works it.
 func TestHandoffMovesTheLease(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	a := e.teamBridge(t, "ADA")
@@ -238,6 +240,7 @@ func TestHandoffMovesTheLease(t *testing.T) {
 // 20 agents claiming random subsets of 50 files for a while never make two
 // holders of one path.
 func TestL7FileClaimsAllOrNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	a := e.teamBridge(t, "ADA")
@@ -386,6 +389,7 @@ func TestL7FileClaimsAllOrNothing(t *testing.T) {
 // after it is refused (and the next claim is a fresh one), and an expired
 // claim keeps no one out.
 func TestL8FileClaimTTL(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	a := e.teamBridge(t, "ADA")
@@ -413,6 +417,7 @@ func TestL8FileClaimTTL(t *testing.T) {
 // L9: aliases of one path conflict as that path; paths outside the
 // repository, absolute ones and NUL are refused.
 func TestL9PathAliases(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	if err := os.MkdirAll(filepath.Join(e.root, "src", "real"), 0o755); err != nil {
 		t.Fatal(err)
@@ -443,6 +448,7 @@ func TestL9PathAliases(t *testing.T) {
 // With no snagd, every team tool answers advice, not an error: the agent's
 // turn goes on.
 func TestTeamToolsDegrade(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cs, _ := e.bridge(t, "--toolsets", "queue,team", "--no-autostart")
 	for _, c := range []struct {
@@ -478,6 +484,7 @@ func TestTeamToolsDegrade(t *testing.T) {
 // graph's snag_note took the 1,400 of before to 1,496)
 // (bytes / 3.7).
 func TestTeamBudgets(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cs, _ := e.bridge(t, "--toolsets", "queue,team", "--no-autostart")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -543,6 +550,7 @@ func gitIn(dir string, env []string, args ...string) (string, error) {
 // worktree; the holder's own commit passes; once the holder's bridge is
 // killed, the claim ends and the commit passes.
 func TestGuardRefusesACommitOfClaimedFiles(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal("git is not installed: .ci/run must install it")
@@ -664,6 +672,7 @@ func (e *env) postJSON(t testing.TB, path string, body, out any) int {
 // of them a name of the files' assignees or of a session that ended in the
 // last day; a session that asked for a name keeps it.
 func TestIdentities(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	// A session that ends leaves its name out of the pool.
@@ -720,6 +729,7 @@ func TestIdentities(t *testing.T) {
 // person does (snag plans activate), which vets it; list filters by
 // status; snag_add names a plan and refuses a depends_on cycle.
 func TestPlans(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	a := e.teamBridge(t, "ADA")
@@ -801,6 +811,7 @@ func keyNum(t *testing.T, key string) int {
 // finds it; with no title snag_note lists the recent decisions, which the
 // context shows too; a person's hand-written note is read as well.
 func TestNotes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	a := e.teamBridge(t, "ADA")
@@ -856,6 +867,7 @@ func TestNotes(t *testing.T) {
 // snag prime, as a SessionStart hook runs it: the workflow and the live
 // team within 500 tokens, naming what each agent holds.
 func TestPrime(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	a := e.teamBridge(t, "ADA")
@@ -895,6 +907,7 @@ func TestPrime(t *testing.T) {
 // worktree; prune removes only the worktrees of finished tasks that are
 // clean and merged.
 func TestWorktreePerTask(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal("git is not installed: .ci/run must install it")
@@ -1039,6 +1052,7 @@ func whoAmI() string {
 // claims, and snag files --release frees one from its holder (a reason
 // required, and audited), after which another agent's claim is granted.
 func TestPeopleSeeFileClaims(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	a := e.teamBridge(t, "ADA")
@@ -1092,6 +1106,7 @@ func TestPeopleSeeFileClaims(t *testing.T) {
 // three contexts show the seven, each once, in the order they were left;
 // a fourth shows none.
 func TestContextShowsEveryHandoffOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.daemon(t)
 	a, b := e.teamBridge(t, "ADA"), e.teamBridge(t, "BEA")

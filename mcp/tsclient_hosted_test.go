@@ -75,6 +75,7 @@ func hostedTSEnv(set ...string) []string {
 // SDK sees it, a Host snagd does not answer to 403, and a client that does
 // not trust the certificate never gets as far as either.
 func TestHostedMCPWithTheTypeScriptSDK(t *testing.T) {
+	t.Parallel()
 	node := needTSClient(t)
 	script, err := filepath.Abs(filepath.Join("tsclient", "hosted.mjs"))
 	if err != nil {

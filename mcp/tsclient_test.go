@@ -55,6 +55,7 @@ func needTSClient(t *testing.T) string {
 // .snag-example: every tool, every resource, each result validated by the
 // SDK against the tool's output schema.
 func TestTypeScriptClient(t *testing.T) {
+	t.Parallel()
 	node := needTSClient(t)
 	script, err := filepath.Abs(filepath.Join("tsclient", "run.mjs"))
 	if err != nil {
@@ -125,6 +126,7 @@ func TestTypeScriptClient(t *testing.T) {
 // client (mcp/tsclient/subscribe.mjs), over stdio (snag mcp) and over
 // snagd's /mcp, against a real snagd.
 func TestTypeScriptSubscribeAndComplete(t *testing.T) {
+	t.Parallel()
 	node := needTSClient(t)
 	script, err := filepath.Abs(filepath.Join("tsclient", "subscribe.mjs"))
 	if err != nil {
@@ -167,6 +169,7 @@ func TestTypeScriptSubscribeAndComplete(t *testing.T) {
 // team tool against a real snagd, and the SDK validates every result
 // against its output schema.
 func TestTypeScriptTeamTools(t *testing.T) {
+	t.Parallel()
 	node := needTSClient(t)
 	script, err := filepath.Abs(filepath.Join("tsclient", "team.mjs"))
 	if err != nil {

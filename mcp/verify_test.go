@@ -48,6 +48,7 @@ func (e *env) setVerify(t *testing.T, prefix, command string) {
 // decides. A pass resolves the task, verified; a failure gives it back to
 // the agent with the command's output.
 func TestResolveThroughVerify(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.setVerify(t, "SNAG-15", "touch badge-fixed")
 	e.setVerify(t, "SNAG-11", "sh -c 'echo email field is empty after a wrong password; exit 1'")
@@ -112,6 +113,7 @@ func TestResolveThroughVerify(t *testing.T) {
 // page) is an error that leaves it claimed; no browser is the one refusal
 // where calling snag_resolve again is right.
 func TestResolveRefusals(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// No project command: SNAG-4 has nothing to check it with; SNAG-12 gets a captured page.
 	cfg := `{"version": 1, "browser": {"chromium": "/nonexistent/chromium"}}`
@@ -170,6 +172,7 @@ func setCapture(t *testing.T, e *env, key string) {
 // no browser, and a project without verify. Each answer must say what
 // really happened and what to do next; the texts are a golden file.
 func TestResolveAnswers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := `{"version": 1, "browser": {"chromium": "/nonexistent/chromium"}}`
 	if err := os.WriteFile(filepath.Join(e.root, ".snag", "config.json"), []byte(cfg), 0o644); err != nil {

@@ -26,6 +26,7 @@ func wtGit(t testing.TB, dir string, args ...string) {
 // worktree's snagd: one queue, one set of leases. Killing one bridge
 // releases its lease within 5 s and leaves the other's alone.
 func TestTwoWorktreesShareOneDaemon(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal("git is not installed: .ci/run must install it")
