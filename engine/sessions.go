@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/snagdev/snag/coord"
 	"github.com/snagdev/snag/gitdir"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/queue"
@@ -142,149 +146,6 @@ func (e *Engine) adoptSessions(ctx context.Context) {
 	}
 }
 
-// reconcile makes leases agree with the files, which win: a live lease on a
-// task whose file is no longer claimed or verifying ends (a person edited
-// it, or a crash came between the lease and the rename); a task whose file
-// says claimed or verifying with no live lease gets a detached lease in its
-// assignee's name, until that agent reconnects or a person releases it.
-// With ids nil it looks at every task. e.mu must be held.
-func (e *Engine) reconcile(ctx context.Context, ids []string) {
-	byTask := map[string]index.Lease{}
-	if ids != nil {
-		// The tasks named alone (a file's edit): their own leases, not
-		// every live one.
-		for _, id := range ids {
-			l, err := e.p.DB.LeaseOf(ctx, id)
-			switch {
-			case err == nil:
-				byTask[id] = l
-			case !errors.Is(err, index.ErrNoLease):
-				e.log.Error("reconcile", "err", err)
-				return
-			}
-		}
-	} else {
-		leases, err := e.p.DB.Leases(ctx)
-		if err != nil {
-			e.log.Error("reconcile", "err", err)
-			return
-		}
-		for _, l := range leases {
-			byTask[l.TaskID] = l
-		}
-	}
-	var rows []*index.Row
-	if ids == nil {
-		// The rows whose files say held with no live lease, and the ids
-		// of the ones held: a lease whose task is not among them is read
-		// below. Rows that agree with their lease are not read at all.
-		held, unleased, err := e.p.DB.Holding(ctx)
-		if err != nil {
-			e.log.Error("reconcile", "err", err)
-			return
-		}
-		rows = unleased
-		for id := range byTask {
-			if !held[id] {
-				ids = append(ids, id)
-			}
-		}
-	}
-	for _, id := range ids {
-		it, err := e.p.DB.Get(ctx, queue.Ref{ID: id})
-		if err != nil {
-			continue // gone from the files (moved out, other branch): the lease stays
-		}
-		rows = append(rows, &it.Row)
-	}
-	var live []index.Session // read once, when a lease is to be re-derived
-	type grant struct {
-		r      *index.Row
-		holder string
-		sid    int64
-	}
-	var grants []grant
-	for _, r := range rows {
-		if r.State != index.StateOK || r.Stale {
-			continue
-		}
-		l, leased := byTask[r.ID]
-		holding := r.Status == queue.StatusClaimed || r.Status == queue.StatusVerifying
-		switch {
-		case leased && !holding && e.putBack(r, l):
-			// git put the file back as it was before the claim (a stash, a
-			// checkout, a merge): the lease holds.
-			e.Audit(ctx, index.AuditEntry{Actor: queue.System, Agent: l.Holder, Action: "lease_kept", TaskID: r.ID, Outcome: "ok",
-				Detail: "the file is back as it was before the claim (git stash, checkout or merge): " + l.Holder +
-					" keeps the lease; snag release frees the task"})
-		case leased && !holding:
-			why := fmt.Sprintf("the file says %s (edited by hand)", r.Status)
-			e.p.DB.Update(ctx, func(tx *index.Tx) error {
-				tx.End(r.ID, why)
-				return tx.Audit(index.AuditEntry{Actor: queue.Person, Action: "lease_end", TaskID: r.ID, Outcome: "ok",
-					Detail: l.Holder + ": " + why})
-			})
-			e.hub.Publish("lease", map[string]any{"task": r.Key, "ended": true, "reason": why})
-		case !leased && holding:
-			holder := r.Assignee
-			if holder == "" {
-				holder = "unknown"
-			}
-			// A live session of that name gets the lease back when it is
-			// the agent the file means: one that held the task (a person
-			// saved from a buffer older than its release) or asked for the
-			// name (an agent back after a rebuilt index). A session that
-			// was only given the name, as a newcomer, does not inherit a
-			// pulled file's claim: the lease is detached until its agent
-			// reconnects under the name, or a person releases it. (A claim
-			// snagd died committing is the live state's grant: it is given
-			// back to its session when the leases are reconciled with it.)
-			var sid int64
-			if live == nil {
-				live, _ = e.p.DB.LiveSessions(ctx)
-			}
-			for _, s := range live {
-				if s.Name != holder {
-					continue
-				}
-				if held, _ := e.p.DB.HeldBefore(ctx, r.ID, s.ID); held || s.Asked {
-					sid = s.ID
-				}
-			}
-			grants = append(grants, grant{r, holder, sid})
-		}
-	}
-	if len(grants) == 0 {
-		return
-	}
-	// The leases re-derived from the files go in one transaction: after a
-	// rebuild or a first start they are every claimed task's (a quarter of
-	// 100,000, which took a commit each). A task whose lease a row before
-	// it granted (two files with its id) is skipped, as it was refused.
-	err := e.p.DB.Update(ctx, func(tx *index.Tx) error {
-		for _, g := range grants {
-			if _, err := tx.Grant(g.r.ID, g.sid, g.holder, g.sid == 0); errors.Is(err, index.ErrHeld) {
-				continue
-			} else if err != nil {
-				return err
-			}
-			action, detail := "lease_detached", "the file says "+string(g.r.Status)+" with no live lease"
-			if g.sid != 0 {
-				action, detail = "lease_restored", "the file says "+string(g.r.Status)+" by "+g.holder+", who is connected"
-			}
-			err := tx.Audit(index.AuditEntry{Actor: queue.System, Agent: g.holder, Action: action, TaskID: g.r.ID,
-				SessionID: g.sid, Outcome: "ok", Detail: detail})
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		e.log.Error("reconcile: re-derive leases from the files", "leases", len(grants), "err", err)
-	}
-}
-
 // EndForPerson ends live session id for a person, by, with a reason (an
 // agent that is gone without saying so, or one to stop): its tasks go back
 // to the queue and the audit log says who. It returns the session's name
@@ -313,4 +174,292 @@ func (s *streams) count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.open)
+}
+
+// Adopt gives session s the name it asks for (index.DB.Adopt): the
+// identity an agent takes up in its first snag_context. It returns the
+// session as it now is.
+func (e *Engine) Adopt(ctx context.Context, s index.Session, name string) (index.Session, error) {
+	name = strings.ToUpper(strings.TrimSpace(name))
+	if err := validName(name); err != nil {
+		return s, err
+	}
+	if name != s.Name {
+		e.endGoneNamed(ctx, name)
+	}
+	got, err := e.p.DB.Adopt(ctx, s.ID, name)
+	entry := index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: name, Action: "adopt", Outcome: "ok", Detail: "was " + s.Name}
+	switch {
+	case errors.Is(err, index.ErrNamed), errors.Is(err, index.ErrNameTaken):
+		entry.Agent, entry.Outcome, entry.Detail = s.Name, "refused", err.Error()
+		e.Audit(ctx, entry)
+		return s, refuse(ErrInvalid, "name_kept", "you stay %s: %v", s.Name, err)
+	case err != nil:
+		return s, err
+	}
+	if got.Name != s.Name && e.team != nil && e.team.cutOff() == 0 {
+		// The name is the workspace's: one live agent of another clone
+		// may have it.
+		if err := e.team.s.Register(ctx, coordSession(got)); errors.Is(err, coord.ErrNameTaken) {
+			if rerr := e.p.DB.Rename(ctx, s.ID, s.Name); rerr != nil {
+				return s, rerr
+			}
+			e.live.ended(s.ID)
+			entry.Agent, entry.Outcome, entry.Detail = s.Name, "refused", err.Error()
+			e.Audit(ctx, entry)
+			return s, refuse(ErrInvalid, "name_kept", "you stay %s: %s", s.Name, strings.TrimPrefix(err.Error(), coord.ErrNameTaken.Error()+": "))
+		}
+	}
+	if got.Name != s.Name {
+		e.live.ended(s.ID) // the kept copy has the old name
+		e.Audit(ctx, entry)
+		e.hub.Publish("session", map[string]any{"id": s.ID, "name": got.Name, "was": s.Name})
+	}
+	return got, nil
+}
+
+// validName checks a name an agent asks for: letters, digits and - _,
+// at most 32, starting with a letter.
+func validName(n string) error {
+	ok := n != "" && len(n) <= 32 && n[0] >= 'A' && n[0] <= 'Z'
+	for _, r := range n {
+		if !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			ok = false
+		}
+	}
+	if !ok {
+		return refuse(ErrInvalid, "bad_name", "name %q: use letters, digits, - and _, at most 32, starting with a letter (like ORCA or ada-2)", n)
+	}
+	return nil
+}
+
+// Register records a new session, or gives a session that asked for a
+// name that ended or detached the name back (index.DB.Register), and
+// returns it. A session of this host with a pid has the pid's start time
+// and the boot recorded, so the sweep can tell when its process is gone.
+func (e *Engine) Register(ctx context.Context, s index.Session) (index.Session, error) {
+	s.Name = strings.ToUpper(strings.TrimSpace(s.Name))
+	s.Root = e.sessionRoot(s.Root)
+	s.Branch = e.sessionBranch(s)
+	if s.Host == "" {
+		s.Host, _ = os.Hostname()
+	}
+	if local, _ := os.Hostname(); s.PID > 0 && s.Host == local {
+		s.PIDStart = procStart(s.PID)
+		s.BootID = bootID()
+	}
+	e.endGoneNamed(ctx, s.Name)
+	if e.team != nil && e.team.cutOff() == 0 {
+		// A new agent takes no name a live agent of another clone has:
+		// the team's holders and handoffs name agents by name alone.
+		if names, err := e.team.s.LiveNames(ctx); err == nil {
+			s.Avoid = names
+		}
+	}
+	if r := e.opts.Repository; r != nil {
+		// One live name per repository: an agent in another worktree has
+		// this one. Registered under the repository's lock, so two
+		// worktrees' agents starting at once never get one name.
+		r.namesMu.Lock()
+		defer r.namesMu.Unlock()
+		s.Avoid = append(s.Avoid, r.liveNames(ctx, e)...)
+	}
+	s, err := e.p.DB.Register(ctx, s)
+	if err != nil {
+		return s, err
+	}
+	e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "session",
+		Outcome: "ok", Detail: fmt.Sprintf("%s %s pid %d", s.Client, s.ClientVersion, s.PID)})
+	if e.team != nil {
+		s = e.teamRegister(ctx, s)
+		// A session that took its name's leases back (after a rebuilt
+		// index) holds them in the store too.
+		if ls, err := e.p.DB.LeasesOf(ctx, s.ID); err == nil {
+			for i := range ls {
+				e.team.queue(teamOp{adopt: &ls[i]})
+			}
+		}
+	}
+	e.hub.Publish("session", map[string]any{"id": s.ID, "name": s.Name, "started": true})
+	return s, nil
+}
+
+// endGoneNamed ends the live sessions named name whose processes are gone,
+// as the sweep would within seconds: an agent started again that asks for
+// its name gets it at its first ask, not a sweep later. Their tasks go
+// back to the queue, as when the sweep finds them.
+func (e *Engine) endGoneNamed(ctx context.Context, name string) {
+	if name == "" {
+		return
+	}
+	ss, err := e.p.DB.LiveSessions(ctx)
+	if err != nil {
+		return
+	}
+	for _, s := range ss {
+		if s.Name == name && !alive(s) {
+			e.EndSession(s.ID, "process gone")
+		}
+	}
+}
+
+// Session returns live session id, or an ErrSessionEnded refusal. Its
+// LastSeen is when it was first looked up.
+func (e *Engine) Session(ctx context.Context, id int64) (index.Session, error) {
+	s, ok, gen := e.live.lookup(id)
+	if ok {
+		return s, nil
+	}
+	s, err := e.p.DB.SessionByID(ctx, id)
+	if err != nil || !s.Ended.IsZero() {
+		return index.Session{}, refuse(ErrSessionEnded, "session_ended",
+			"session %d has ended (its leases were released): register again", id)
+	}
+	e.live.keep(s, gen)
+	return s, nil
+}
+
+// liveSessions keeps the live sessions that requests named, so that a
+// request's check of its session reads no row: a read on a pooled
+// connection after any write drops that connection's whole page cache.
+// A session ends only through EndSession, which lets it go here once
+// snag.db says so, and never lives again (a session that registers
+// again gets a new id).
+type liveSessions struct {
+	mu   sync.Mutex
+	m    map[int64]index.Session
+	ends uint64 // how many sessions have ended: a read from before an end is not kept
+}
+
+// lookup returns session id when it is kept, and otherwise the count of
+// ends to pass to keep.
+func (l *liveSessions) lookup(id int64) (index.Session, bool, uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s, ok := l.m[id]
+	return s, ok, l.ends
+}
+
+// keep keeps live session s, read after lookup returned ends, unless a
+// session has ended since.
+func (l *liveSessions) keep(s index.Session, ends uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ends != ends {
+		return
+	}
+	if l.m == nil {
+		l.m = map[int64]index.Session{}
+	}
+	l.m[s.ID] = s
+}
+
+// ended lets session id go, once snag.db records its end.
+func (l *liveSessions) ended(id int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.m, id)
+	l.ends++
+}
+
+// StreamOpened records that a client holds a stream of session id open:
+// the session lives while one does.
+func (e *Engine) StreamOpened(id int64) { e.streams.opened(id) }
+
+// StreamClosed records that a stream of session id has closed. When no
+// stream of it comes back within the grace, the session ends and its
+// tasks go back to the queue.
+func (e *Engine) StreamClosed(id int64) {
+	e.streams.closed(id, e.opts.Grace, func() { e.EndSession(id, "stream closed") })
+}
+
+// StreamOpen reports whether session id has a stream open.
+func (e *Engine) StreamOpen(id int64) bool { return e.streams.isOpen(id) }
+
+// Streams is how many sessions have a stream open.
+func (e *Engine) Streams() int { return e.streams.count() }
+
+// Touch records that session id is alive now.
+func (e *Engine) Touch(ctx context.Context, id int64) { e.p.DB.Touch(ctx, id) }
+
+// EndSession ends a session and gives back every task it held.
+func (e *Engine) EndSession(id int64, why string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.p == nil {
+		return
+	}
+	held, err := e.p.DB.EndSession(ctx, id, why)
+	e.live.ended(id) // when the end failed too: the next request reads the row
+	e.forgetGaveBack(id)
+	if e.team != nil {
+		e.team.queue(teamOp{endID: id, why: why})
+	}
+	if err != nil {
+		e.log.Error("end session", "id", id, "err", err)
+		return
+	}
+	for _, l := range held {
+		if e.verify.inFlight(l.TaskID) {
+			// A check of its work is running: the outcome decides where the
+			// task goes (a failure sends it back to the queue, as the holder
+			// is gone); the lease has ended with the session.
+			err := e.p.DB.Update(ctx, func(tx *index.Tx) error {
+				if _, _, err := tx.End(l.TaskID, "holder gone during verify: "+why); err != nil {
+					return err
+				}
+				return tx.Audit(index.AuditEntry{SessionID: id, Actor: queue.System, Agent: l.Holder, Action: "release",
+					TaskID: l.TaskID, Outcome: "ok", Detail: "holder gone during verify (the outcome decides where the task goes): " + why})
+			})
+			if err != nil {
+				e.log.Error("end a gone session's lease", "task", l.TaskID, "err", err)
+			}
+			continue
+		}
+		if err := e.releaseLocked(ctx, l.TaskID, queue.System, l.Holder, "holder gone: "+why); err != nil {
+			e.log.Error("release of a gone session's task", "task", l.TaskID, "err", err)
+		}
+	}
+	e.hub.Publish("session", map[string]any{"id": id, "ended": true, "reason": why, "released": len(held)})
+	e.writePlan(ctx)
+}
+
+// procStart reads a process's start time (clock ticks since boot) from
+// /proc, or 0 where there is none.
+func procStart(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces and parentheses: fields
+	// are counted after its closing parenthesis.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	fields := strings.Fields(s[i+1:])
+	if len(fields) < 20 {
+		return 0
+	}
+	n, _ := strconv.ParseInt(fields[19], 10, 64) // field 22 overall
+	return n
+}
+
+func bootID() string {
+	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return strings.TrimSpace(string(b))
+}
+
+// alive reports whether a session's process is still the one that
+// registered: the same pid with the same start time, on this boot. A
+// session of another host or boot is never judged: it counts as alive.
+func alive(s index.Session) bool {
+	if s.PID <= 0 || s.BootID == "" || s.BootID != bootID() {
+		return true
+	}
+	start := procStart(s.PID)
+	return start != 0 && start == s.PIDStart
 }

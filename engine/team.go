@@ -4,538 +4,332 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/snagdev/snag/coord"
-	"github.com/snagdev/snag/gitdir"
 	"github.com/snagdev/snag/index"
 	"github.com/snagdev/snag/queue"
-	"github.com/snagdev/snag/repopath"
 )
 
-// File claims' bounds.
-const (
-	// DefaultClaimTTL is how long a file claim lasts unless renewed.
-	DefaultClaimTTL = 900 * time.Second
-	// MaxClaimTTL is the longest a claim may ask for: a day.
-	MaxClaimTTL = 24 * time.Hour
-	// maxClaimPaths is the most paths one claim names.
-	maxClaimPaths = 100
-	// maxClaimPath is the longest path or glob a claim names: comparing
-	// globs costs with the product of their lengths.
-	maxClaimPath = 512
-)
+// ErrUnreachable: the coordination store shared with other clones cannot
+// be reached; nothing is granted until it is back, and asking again in a
+// few seconds may work.
+var ErrUnreachable = errors.New("coordination unreachable")
 
-// ErrFilesHeld: a file claim overlaps another agent's live claim.
-var ErrFilesHeld = errors.New("files held")
+// team is the engine's side of a coordination store shared with the
+// other clones of the repository (package coord, on PostgreSQL): set when
+// snagd runs with --coord, nil when it runs alone.
+//
+// A grant is made there first, in one transaction, and mirrored in
+// snag.db with the same epoch by the claim's own batch, which rewrites the
+// file. A finish (a resolve, a verify's outcome that resolves the task or
+// sends it to a person's review) is told to the store before its file is
+// written (teamEndFirst): what the store has heard is what counts, and a
+// clone that dies right after it, or is cut off, can never have the task
+// granted again to another. Every other lease that a committed write of
+// snag.db ends (a release, a holder gone, a person's move) is told to the
+// store after the commit, in order, from an outbox that a store out of
+// reach keeps until it is back; a grant waits for the changes it depends
+// on, so the store never refuses a task as held by an end it has not
+// heard yet. A change the store refuses is logged and audited, never
+// dropped without a word.
+type team struct {
+	s    coord.Live
+	beat time.Duration
 
-// FilesRequest is a claim of repository paths or globs, all or nothing.
-type FilesRequest struct {
-	Paths []string
-	Task  string // a task ref the claim is for, or ""
-	TTL   time.Duration
-	// Shared claims overlap other shared claims; the default is exclusive.
-	Shared bool
+	mu     sync.Mutex // the outbox
+	outbox []teamOp
+	// The view's audit entries are sent to the store's log in the
+	// background, read from snag.db after the last one the store took
+	// (auditSent, -1 until the store said): a grant never waits for them,
+	// and none is lost while the store is out of reach or snagd restarts.
+	// auditLog names snag.db's log; entries up to auditFrom count as
+	// sent (teamAuditLog). auditMu makes one sender at a time.
+	auditMu   sync.Mutex
+	auditLog  string
+	auditFrom int64
+	auditSent int64
+	// endedFirst are the leases, by task id, whose end the store heard
+	// before the commit that made it here (teamEndFirst), at their epoch:
+	// the index's report of that end is not told again.
+	endedFirst map[string]int64
+	kick       chan struct{}
+	// recon asks the reconcile loop for a reconcile (at the start, after
+	// a rejoin, and after one that could not finish).
+	recon  chan struct{}
+	sendMu sync.Mutex // one sender at a time, in order
+
+	// lastBeat is when the store last took a heartbeat, in Unix nanoseconds.
+	lastBeat atomic.Int64
+	// gaveUp is set once this clone gave its leases up, cut off past the
+	// grace, until it is back.
+	gaveUp atomic.Bool
+	// published is the DB's count of writes at the last publication of the
+	// ready tasks.
+	published atomic.Uint64
+	pubDirty  atomic.Bool
+	// pubs counts the publications that reached the store: a claim that
+	// found nothing ready tries again when one was made since it looked.
+	pubs  atomic.Uint64
+	pubMu sync.Mutex // one publication at a time (teamPublish)
+	// reconciled is set once this clone's leases in snag.db and in the
+	// store were made to agree (at the start, and after a rejoin).
+	reconciled atomic.Bool
+	// started is set by the first reconcile, and stays set.
+	started atomic.Bool
 }
 
-// FilesClaimed is what a claim of files did: the claims made or renewed
-// (granted), or the claims in the way (conflicts) or the session's own
-// that expired before their renewal came (late), when nothing was claimed.
-type FilesClaimed struct {
-	Granted   bool
-	Claims    []index.FileClaim
-	Renewed   int
-	Conflicts []index.FileClaim
-	Late      []index.FileClaim
+// teamOp is one change of the live state for the store, in order.
+type teamOp struct {
+	register *index.Session // a session opened
+	endID    int64          // a session ended (with why)
+	ended    *index.Ended   // a lease ended in snag.db
+	// unend takes back a finish the store was told of first (teamEndFirst)
+	// and that was not committed here, at its epoch: the task is free.
+	unend *index.Ended
+	adopt *index.Lease   // a session took a lease back by its name
+	set   *teamSet       // a person moved a task no one held here
+	files *teamFiles     // a session's file claims released
+	post  *coord.Message // a report, handoff, note or inbox item for the team
+	why   string
 }
 
-// repoRoots caches each worktree's repository top folder and whether its
-// filesystem folds case: file claims name paths relative to it.
-type repoRoots struct {
-	mu sync.Mutex
-	m  map[string]repoRoot
+// teamFiles ends a session's file claims of paths (all of them when
+// paths is empty).
+type teamFiles struct {
+	session int64
+	paths   []string
 }
 
-type repoRoot struct {
-	top  string
-	fold bool
+// teamSet puts a task's shared lease in a state: a person's move decides
+// for every clone.
+type teamSet struct {
+	id, key, state string
 }
 
-// repoOf is the repository top folder of the worktree at root (the
-// project root itself outside git), with symlinks resolved.
-func (r *repoRoots) repoOf(root string) repoRoot {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if rr, ok := r.m[root]; ok {
-		return rr
+// DefaultHeartbeat is how often a clone heartbeats to the coordination
+// store.
+const DefaultHeartbeat = coord.DefaultHeartbeat
+
+func newTeam(s coord.Live, beat time.Duration) *team {
+	if beat <= 0 {
+		// Five beats to a grace at least: a clone gives its leases up a
+		// margin of beats before the grace ends (giveUpAfter), and one slow
+		// beat must not make it.
+		beat = min(DefaultHeartbeat, s.Grace()/5)
 	}
-	top := gitdir.Top(root)
-	if top == "" {
-		top = root
-	}
-	if real, err := filepath.EvalSymlinks(top); err == nil {
-		top = real
-	}
-	rr := repoRoot{top: top, fold: repopath.CaseInsensitive(top)}
-	if r.m == nil {
-		r.m = map[string]repoRoot{}
-	}
-	r.m[root] = rr
-	return rr
+	t := &team{s: s, beat: beat, kick: make(chan struct{}, 1), recon: make(chan struct{}, 1)}
+	t.lastBeat.Store(time.Now().UnixNano())
+	t.pubDirty.Store(true)
+	return t
 }
 
-// canonical cleans the paths a session names, relative to its worktree's
-// repository: refused as a whole when one is not a path snag can claim.
-func (e *Engine) canonical(s *index.Session, paths []string) ([]string, error) {
-	root := e.root
-	if s != nil && s.Root != "" {
-		root = s.Root
+// across reports whether the live state is shared with clones on other
+// machines (team mode): what the engine shows of the other members (the
+// board's team section, a context's other agents, holders named with
+// their machines) is shown then alone. The repository's other worktrees
+// are shown through the Repository, with or without.
+func (e *Engine) across() bool { return e.team != nil && e.team.s.Across() }
+
+// Coord is the coordination store snagd shares with other clones, or nil
+// when it runs alone.
+func (e *Engine) Coord() coord.Live {
+	if e.team == nil {
+		return nil
 	}
-	rr := e.repos.repoOf(root)
-	var out []string
-	for _, p := range paths {
-		if len(p) > maxClaimPath {
-			return nil, refuse(ErrInvalid, "bad_path", "path %q… is over %d bytes: claim its folder instead", p[:40], maxClaimPath)
+	return e.team.s
+}
+
+func (t *team) queue(op teamOp) {
+	t.mu.Lock()
+	t.outbox = append(t.outbox, op)
+	t.mu.Unlock()
+	t.wake()
+}
+
+// askReconcile has the reconcile loop reconcile this clone's leases.
+func (t *team) askReconcile() {
+	select {
+	case t.recon <- struct{}{}:
+	default:
+	}
+}
+
+// wake has the sender send the outbox and the audit queue.
+func (t *team) wake() {
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
+}
+
+// audited is the index's hook after a commit that wrote audit entries:
+// the sender sends them to the store's log.
+func (t *team) audited([]index.AuditEntry) { t.wake() }
+
+// message is the index's hook after a commit that added a report or a
+// handoff: the team reads it too.
+func (e *Engine) teamMessage(m index.Message) {
+	key := ""
+	if m.TaskID != "" {
+		if it, err := e.p.DB.Get(context.Background(), queue.Ref{ID: m.TaskID}); err == nil {
+			key = it.Key
 		}
-		c, err := repopath.Clean(p, repopath.Options{Root: rr.top, Fold: rr.fold})
-		if err != nil {
-			return nil, refuse(ErrInvalid, "bad_path", "%v", err)
-		}
-		if !slices.Contains(out, c) {
-			out = append(out, c)
-		}
 	}
-	return out, nil
+	e.team.queue(teamOp{post: &coord.Message{Kind: m.Kind, From: m.From, To: m.To, Key: key, Title: m.Title, Body: m.Body}})
 }
 
-// ClaimFiles claims repository paths or globs for session s, all or
-// nothing (index.DB.ClaimFiles): exclusive by default, for TTL (default
-// DefaultClaimTTL). A refusal names every holder in the way with its paths
-// and the seconds its claim has left.
-func (e *Engine) ClaimFiles(ctx context.Context, s index.Session, r FilesRequest) (FilesClaimed, error) {
-	entry := index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "files_claim"}
-	refused := func(err error) (FilesClaimed, error) {
-		entry.Outcome, entry.Detail = "refused", err.Error()
-		e.Audit(ctx, entry)
-		return FilesClaimed{}, err
-	}
-	switch {
-	case len(r.Paths) == 0:
-		return refused(refuse(ErrInvalid, "no_paths", "claim: name the paths or globs to claim, like [\"web/app.ts\", \"web/**/*.css\"]"))
-	case len(r.Paths) > maxClaimPaths:
-		return refused(refuse(ErrInvalid, "too_many_paths", "claim: %d paths is over %d: claim a folder or a glob instead", len(r.Paths), maxClaimPaths))
-	case r.TTL < 0 || r.TTL > MaxClaimTTL:
-		return refused(refuse(ErrInvalid, "bad_ttl", "claim: ttl_sec must be between 1 and %d (a day); omit it for %d", int(MaxClaimTTL.Seconds()), int(DefaultClaimTTL.Seconds())))
-	}
-	if r.TTL == 0 {
-		r.TTL = DefaultClaimTTL
-	}
-	paths, err := e.canonical(&s, r.Paths)
-	if err != nil {
-		return refused(err)
-	}
-	taskID := ""
-	if r.Task != "" {
-		ref, err := queue.ParseRef(r.Task)
-		if err != nil {
-			return refused(refuse(ErrInvalid, "bad_ref", "claim: task: %v", err))
-		}
-		it, err := e.p.DB.Get(ctx, ref)
-		if err != nil {
-			return refused(refuse(ErrNotFound, "not_found", "claim: no task %s: snag_list shows the keys", r.Task))
-		}
-		taskID = it.ID
-		entry.TaskID = it.ID
-	}
-	now := time.Now()
+// teamPost publishes a note or an inbox item added here, for the team to
+// read before git carries the file.
+func (e *Engine) teamPost(m coord.Message) {
 	if e.team != nil {
-		// The claim is made across every clone first; snag.db mirrors it.
-		if err := e.teamReady(ctx); err != nil {
-			return refused(err)
+		e.team.queue(teamOp{post: &m})
+	}
+}
+
+// ended is the index's hook after a commit that ended leases: the store
+// hears each end, but for those it heard first (teamEndFirst).
+func (t *team) ended(ls []index.Ended) {
+	for i := range ls {
+		t.mu.Lock()
+		epoch, first := t.endedFirst[ls[i].TaskID]
+		first = first && epoch == ls[i].Epoch
+		if first {
+			delete(t.endedFirst, ls[i].TaskID)
 		}
-		shared, err := e.team.s.ClaimFiles(ctx, coord.FilesRequest{Session: coordSession(s), Paths: paths, TaskID: taskID,
-			TTL: r.TTL, Exclusive: !r.Shared}, repopath.Overlap)
-		if err != nil {
-			return refused(e.teamErr(err))
-		}
-		if len(shared.Conflicts) > 0 {
-			cs := e.teamClaims(shared.Conflicts)
-			_, err := refused(refuse(ErrFilesHeld, "files_held", "claim: nothing was claimed: %s", HoldersOf(cs, now)))
-			return FilesClaimed{Conflicts: cs}, err
+		t.mu.Unlock()
+		if !first {
+			t.queue(teamOp{ended: &ls[i]})
 		}
 	}
-	if repo := e.opts.Repository; repo != nil && e.team == nil {
-		// The repository's other worktrees hold claims of the same paths:
-		// checked, and this one written, under the repository's lock. (In
-		// team mode each worktree is a clone of the store, which checks.)
-		repo.filesMu.Lock()
-		defer repo.filesMu.Unlock()
-		var conflicts []index.FileClaim
-		for _, c := range repo.otherFileClaims(ctx, e, now) {
-			for _, p := range paths {
-				if (c.Exclusive || !r.Shared) && repopath.Overlap(c.Path, p) {
-					conflicts = append(conflicts, c)
-					break
-				}
-			}
+}
+
+func coordSession(s index.Session) coord.Session {
+	return coord.Session{ID: s.ID, Name: s.Name, Client: s.Client, Branch: s.Branch}
+}
+
+// send tells the store every change in the outbox, in order. It stops at
+// the first that cannot reach the store, which stays first.
+func (e *Engine) teamSend(ctx context.Context) error {
+	t := e.team
+	t.sendMu.Lock()
+	defer t.sendMu.Unlock()
+	for {
+		t.mu.Lock()
+		if len(t.outbox) == 0 {
+			t.mu.Unlock()
+			return nil
 		}
-		if len(conflicts) > 0 {
-			_, err := refused(refuse(ErrFilesHeld, "files_held", "claim: nothing was claimed: %s (in another worktree)", HoldersOf(conflicts, now)))
-			return FilesClaimed{Conflicts: conflicts}, err
+		op := t.outbox[0]
+		t.mu.Unlock()
+		err := e.teamApply(ctx, op)
+		if errors.Is(err, coord.ErrUnreachable) || ctx.Err() != nil {
+			return err
 		}
+		if op.register != nil && errors.Is(err, coord.ErrNameTaken) && e.teamRename(ctx, op.register) {
+			continue // registered again under a free name
+		}
+		if op.unend != nil && errors.Is(err, coord.ErrCloneEnded) {
+			return err // sent again once this clone has joined again
+		}
+		if err != nil && !errors.Is(err, coord.ErrStale) {
+			// Refused for good (this clone was ended meanwhile, say): the
+			// store's own sweep has freed what it held. Said, and audited:
+			// never dropped without a word.
+			e.log.Warn("the coordination store refused a change: it is not sent again", "change", op.String(), "err", err)
+			e.Audit(ctx, index.AuditEntry{Actor: queue.System, Action: "coord", Outcome: "refused",
+				Detail: op.String() + ": " + err.Error()})
+		}
+		t.mu.Lock()
+		t.outbox = t.outbox[1:]
+		t.mu.Unlock()
 	}
-	res, err := e.p.DB.ClaimFiles(ctx, index.FileClaimRequest{SessionID: s.ID, Holder: s.Name, Paths: paths,
-		TaskID: taskID, TTL: r.TTL, Exclusive: !r.Shared}, now)
-	if err != nil {
-		return FilesClaimed{}, err
-	}
-	if e.team != nil && (len(res.Late) > 0 || len(res.Conflicts) > 0) {
-		e.team.queue(teamOp{files: &teamFiles{session: s.ID, paths: paths}, why: "the claim was refused here"})
-	}
+}
+
+// String names the change for the log and the audit.
+func (op teamOp) String() string {
 	switch {
-	case len(res.Late) > 0:
-		var late []string
-		for _, c := range res.Late {
-			late = append(late, fmt.Sprintf("%s (expired %ds ago)", c.Path, int(now.Sub(c.Expires).Seconds())))
-		}
-		_, err := refused(refuse(ErrInvalid, "expired", "claim: your claim of %s expired before this renewal came, and has ended: "+
-			"another agent may have changed the files meanwhile. Check them, then claim again (a new claim, not a renewal)",
-			strings.Join(late, ", ")))
-		return FilesClaimed{Late: res.Late}, err
-	case len(res.Conflicts) > 0:
-		_, err := refused(refuse(ErrFilesHeld, "files_held", "claim: nothing was claimed: %s", HoldersOf(res.Conflicts, now)))
-		return FilesClaimed{Conflicts: res.Conflicts}, err
+	case op.register != nil:
+		return fmt.Sprintf("register session %d (%s)", op.register.ID, op.register.Name)
+	case op.endID != 0:
+		return fmt.Sprintf("end session %d", op.endID)
+	case op.set != nil:
+		return fmt.Sprintf("set %s %s", op.set.key, op.set.state)
+	case op.post != nil:
+		return "post a " + op.post.Kind
+	case op.files != nil:
+		return fmt.Sprintf("release the file claims of session %d", op.files.session)
+	case op.adopt != nil:
+		return fmt.Sprintf("adopt the lease of %s at epoch %d", op.adopt.TaskID, op.adopt.Epoch)
+	case op.ended != nil:
+		return fmt.Sprintf("end the lease of %s at epoch %d", op.ended.TaskID, op.ended.Epoch)
+	case op.unend != nil:
+		return fmt.Sprintf("take back the end of %s at epoch %d", op.unend.TaskID, op.unend.Epoch)
 	}
-	entry.Outcome = "ok"
-	entry.Detail = fmt.Sprintf("%s %s for %ds", mode(!r.Shared), strings.Join(paths, ", "), int(r.TTL.Seconds()))
-	if res.Renewed > 0 {
-		entry.Detail += fmt.Sprintf(" (%d renewed)", res.Renewed)
-	}
-	e.Audit(ctx, entry)
-	e.hub.Publish("files", map[string]any{"holder": s.Name, "claimed": paths})
-	return FilesClaimed{Granted: true, Claims: res.Claimed, Renewed: res.Renewed}, nil
+	return "nothing"
 }
 
-func mode(exclusive bool) string {
-	if exclusive {
-		return "exclusive"
-	}
-	return "shared"
-}
-
-// HoldersOf says who holds the claims cs, grouped by holder, each with
-// its paths and the seconds left at now: "LYNX holds web/app.ts, web/**
-// (exclusive, 840 s left)".
-func HoldersOf(cs []index.FileClaim, now time.Time) string {
-	type group struct {
-		paths []string
-		left  int
-		excl  bool
-	}
-	var order []string
-	by := map[string]*group{}
-	for _, c := range cs {
-		g, ok := by[c.Holder]
-		if !ok {
-			g = &group{left: 1 << 30}
-			by[c.Holder] = g
-			order = append(order, c.Holder)
+// teamRename gives session *s, whose name a live session of another clone
+// has (a registration that waited in the outbox), a free name here, and
+// reports whether it did: the registration is then sent again.
+func (e *Engine) teamRename(ctx context.Context, s *index.Session) bool {
+	var name string
+	for try := 0; ; try++ {
+		var err error
+		if name, err = e.teamFreeName(ctx, s.Name); err != nil {
+			return false
 		}
-		g.paths = append(g.paths, c.Path)
-		g.left = min(g.left, max(0, int(c.Expires.Sub(now).Seconds())))
-		g.excl = g.excl || c.Exclusive
-	}
-	var parts []string
-	for _, h := range order {
-		g := by[h]
-		parts = append(parts, fmt.Sprintf("%s holds %s (%s, %d s left)", h, strings.Join(g.paths, ", "), mode(g.excl), g.left))
-	}
-	return strings.Join(parts, "; ")
-}
-
-// ReleaseFiles ends session s's claims of paths, or every claim it holds
-// when paths is empty, and returns the claims it ended.
-func (e *Engine) ReleaseFiles(ctx context.Context, s index.Session, paths []string) ([]index.FileClaim, error) {
-	canon, err := e.canonical(&s, paths)
-	if err != nil {
-		return nil, err
-	}
-	out, err := e.p.DB.ReleaseFiles(ctx, s.ID, canon, "released")
-	if err != nil {
-		return nil, err
-	}
-	if e.team != nil {
-		e.team.queue(teamOp{files: &teamFiles{session: s.ID, paths: canon}, why: "released"})
-	}
-	var names []string
-	for _, c := range out {
-		names = append(names, c.Path)
-	}
-	detail := strings.Join(names, ", ")
-	if len(out) == 0 {
-		detail = "nothing held"
-	}
-	e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "files_release", Outcome: "ok", Detail: detail})
-	if len(out) > 0 {
-		e.hub.Publish("files", map[string]any{"holder": s.Name, "released": names})
-	}
-	return out, nil
-}
-
-// FilesCheck is what a check found of one path: the live claims that
-// cover it or overlap it.
-type FilesCheck struct {
-	Path   string
-	Claims []index.FileClaim
-}
-
-// CheckFiles reports, for each of paths (cleaned as a claim of s would
-// be; s may be nil, for a person), the live claims that overlap it.
-func (e *Engine) CheckFiles(ctx context.Context, s *index.Session, paths []string) ([]FilesCheck, error) {
-	canon, err := e.canonical(s, paths)
-	if err != nil {
-		return nil, err
-	}
-	live, err := e.FileClaims(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]FilesCheck, len(canon))
-	for i, p := range canon {
-		out[i].Path = p
-		for _, c := range live {
-			if repopath.Overlap(c.Path, p) {
-				out[i].Claims = append(out[i].Claims, c)
-			}
+		err = e.p.DB.Rename(ctx, s.ID, name)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, index.ErrNameTaken) || try == 10 {
+			return false // taken here meanwhile, ten times over: the next start registers it again
 		}
 	}
-	return out, nil
+	e.live.ended(s.ID) // the kept copy has the old name
+	e.log.Warn("an agent's name was live on another clone: renamed", "session", s.ID, "was", s.Name, "now", name)
+	e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.System, Agent: name, Action: "rename", Outcome: "ok",
+		Detail: s.Name + " was live on another clone: renamed " + name})
+	renamed := *s
+	renamed.Name = name
+	*s = renamed
+	return true
 }
 
-// FileClaims lists every live file claim: the repository's other
-// worktrees' too, and in team mode the other clones', each holder named
-// with its machine ("LYNX on build-2"). With the store out of reach, this
-// machine's alone.
-func (e *Engine) FileClaims(ctx context.Context) ([]index.FileClaim, error) {
-	now := time.Now()
-	local, err := e.p.DB.FileClaims(ctx, now)
-	if err == nil && e.opts.Repository != nil && e.team == nil {
-		// The other worktrees' agents', served by this snagd (in team
-		// mode, the store's other clones include them).
-		local = append(local, e.opts.Repository.otherFileClaims(ctx, e, now)...)
-	}
-	if err != nil || e.team == nil || e.team.cutOff() > 0 {
-		return local, err
-	}
-	shared, err := e.team.s.FileClaims(ctx)
-	if err != nil {
-		return local, nil
-	}
-	var others []coord.FileClaim
-	for _, c := range shared {
-		if c.Clone != e.team.s.Clone() {
-			others = append(others, c)
-		}
-	}
-	return append(local, e.teamClaims(others)...), nil
-}
-
-// teamClaims words the store's file claims as the index's, each holder
-// named with its machine when it is another clone's.
-func (e *Engine) teamClaims(cs []coord.FileClaim) []index.FileClaim {
-	out := make([]index.FileClaim, len(cs))
-	for i, c := range cs {
-		holder := c.Holder
-		if e.across() {
-			holder = c.HolderOn(e.team.s.Clone())
-		}
-		out[i] = index.FileClaim{ID: c.ID, Path: c.Path, SessionID: c.Session, Holder: holder,
-			TaskID: c.TaskID, Exclusive: c.Exclusive, Acquired: c.Acquired, Expires: c.Expires}
-		if c.Clone != e.team.s.Clone() {
-			out[i].SessionID = 0 // another clone's session: its id means nothing here
-		}
-	}
-	return out
-}
-
-// FileClaimsOf lists session id's claims, expired ones included.
-func (e *Engine) FileClaimsOf(ctx context.Context, id int64) ([]index.FileClaim, error) {
-	return e.p.DB.FileClaimsOf(ctx, id)
-}
-
-// Guard checks staged paths (repository-relative, as git names them)
-// against the live exclusive claims of every session but the committer's
-// (named by committer; "" for none): it returns the claims each path
-// would break, for a commit guard to refuse.
-func (e *Engine) Guard(ctx context.Context, committer string, paths []string) ([]FilesCheck, error) {
-	live, err := e.FileClaims(ctx)
-	if err != nil {
-		return nil, err
-	}
-	fold := e.repos.repoOf(e.root).fold
-	var out []FilesCheck
-	for _, p := range paths {
-		if fold {
-			p = strings.ToLower(p)
-		}
-		var in []index.FileClaim
-		for _, c := range live {
-			if c.Exclusive && !strings.EqualFold(c.Holder, committer) && repopath.Match(c.Path, p) {
-				in = append(in, c)
-			}
-		}
-		if len(in) > 0 {
-			out = append(out, FilesCheck{Path: p, Claims: in})
-		}
-	}
-	return out, nil
-}
-
-// PersonReleaseFile frees path (a claim's path or glob, as listed) from
-// whoever claims it, for a person, by, with a reason: the audit log says
-// who and why.
-func (e *Engine) PersonReleaseFile(ctx context.Context, path, by, reason string) ([]index.FileClaim, error) {
-	if strings.TrimSpace(reason) == "" {
-		return nil, refuse(ErrInvalid, "no_reason", "release a file claim: say why (--reason): the holder reads it in the audit log")
-	}
-	canon, err := e.canonical(nil, []string{path})
-	if err != nil {
-		return nil, err
-	}
-	why := "released by " + by + ": " + reason
-	out, err := e.p.DB.ForceReleaseFile(ctx, canon[0], why)
-	if err != nil {
-		return nil, err
-	}
-	if e.team != nil {
-		shared, err := e.team.s.ForceReleaseFile(ctx, canon[0], why)
-		if err != nil {
-			return nil, e.teamErr(err)
-		}
-		for _, c := range shared {
-			if c.Clone != e.team.s.Clone() {
-				out = append(out, e.teamClaims([]coord.FileClaim{c})...)
-			}
-		}
-	}
-	if len(out) == 0 {
-		return nil, refuse(ErrNotFound, "not_claimed", "no live claim of %s: snag files lists the claims as they are named", canon[0])
-	}
-	for _, c := range out {
-		e.Audit(ctx, index.AuditEntry{SessionID: c.SessionID, Actor: queue.Person, Agent: by, Action: "files_release",
-			Outcome: "ok", Detail: c.Holder + ": " + c.Path + ": " + why})
-	}
-	e.hub.Publish("files", map[string]any{"released": canon, "by": by})
-	return out, nil
-}
-
-// Adopt gives session s the name it asks for (index.DB.Adopt): the
-// identity an agent takes up in its first snag_context. It returns the
-// session as it now is.
-func (e *Engine) Adopt(ctx context.Context, s index.Session, name string) (index.Session, error) {
-	name = strings.ToUpper(strings.TrimSpace(name))
-	if err := validName(name); err != nil {
-		return s, err
-	}
-	if name != s.Name {
-		e.freeName(ctx, name)
-	}
-	got, err := e.p.DB.Adopt(ctx, s.ID, name)
-	entry := index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: name, Action: "adopt", Outcome: "ok", Detail: "was " + s.Name}
+func (e *Engine) teamApply(ctx context.Context, op teamOp) error {
+	s := e.team.s
 	switch {
-	case errors.Is(err, index.ErrNamed), errors.Is(err, index.ErrNameTaken):
-		entry.Agent, entry.Outcome, entry.Detail = s.Name, "refused", err.Error()
-		e.Audit(ctx, entry)
-		return s, refuse(ErrInvalid, "name_kept", "you stay %s: %v", s.Name, err)
-	case err != nil:
-		return s, err
-	}
-	if got.Name != s.Name && e.team != nil && e.team.cutOff() == 0 {
-		// The name is the workspace's: one live agent of another clone
-		// may have it.
-		if err := e.team.s.Register(ctx, coordSession(got)); errors.Is(err, coord.ErrNameTaken) {
-			if rerr := e.p.DB.Rename(ctx, s.ID, s.Name); rerr != nil {
-				return s, rerr
-			}
-			e.live.ended(s.ID)
-			entry.Agent, entry.Outcome, entry.Detail = s.Name, "refused", err.Error()
-			e.Audit(ctx, entry)
-			return s, refuse(ErrInvalid, "name_kept", "you stay %s: %s", s.Name, strings.TrimPrefix(err.Error(), coord.ErrNameTaken.Error()+": "))
+	case op.register != nil:
+		return s.Register(ctx, coordSession(*op.register))
+	case op.endID != 0:
+		_, err := s.EndSession(ctx, op.endID, op.why)
+		return err
+	case op.set != nil:
+		return s.Set(ctx, op.set.id, op.set.key, op.set.state, op.why)
+	case op.post != nil:
+		return s.Post(ctx, *op.post)
+	case op.files != nil:
+		return s.ReleaseFiles(ctx, op.files.session, op.files.paths, op.why)
+	case op.adopt != nil:
+		return s.Adopt(ctx, op.adopt.TaskID, op.adopt.Epoch, coord.Session{ID: op.adopt.SessionID, Name: op.adopt.Holder})
+	case op.unend != nil:
+		if e.endState(ctx, op.unend.TaskID) == coord.Done {
+			return nil // finished here since, after all: the end stands
 		}
-	}
-	if got.Name != s.Name {
-		e.live.ended(s.ID) // the kept copy has the old name
-		e.Audit(ctx, entry)
-		e.hub.Publish("session", map[string]any{"id": s.ID, "name": got.Name, "was": s.Name})
-	}
-	return got, nil
-}
-
-// validName checks a name an agent asks for: letters, digits and - _,
-// at most 32, starting with a letter.
-func validName(n string) error {
-	ok := n != "" && len(n) <= 32 && n[0] >= 'A' && n[0] <= 'Z'
-	for _, r := range n {
-		if !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-			ok = false
+		return s.Unend(ctx, op.unend.TaskID, op.unend.Epoch, coord.Session{}, false)
+	case op.ended != nil:
+		state := e.endState(ctx, op.ended.TaskID)
+		err := s.End(ctx, op.ended.TaskID, op.ended.Epoch, state, op.ended.Reason)
+		if state == coord.Done && (errors.Is(err, coord.ErrStale) || errors.Is(err, coord.ErrCloneEnded)) {
+			// Finished here, and the lease moved in the store meanwhile (the
+			// clone was swept, and joined again): done all the same unless a
+			// grant went past it.
+			_, err = s.MarkDone(ctx, op.ended.TaskID, op.ended.Epoch, op.ended.Reason)
 		}
-	}
-	if !ok {
-		return refuse(ErrInvalid, "bad_name", "name %q: use letters, digits, - and _, at most 32, starting with a letter (like ORCA or ada-2)", n)
+		return err
 	}
 	return nil
-}
-
-// Report records session s's progress (about task, when named) for people
-// and the other agents: the board's activity and their snag_context show it.
-func (e *Engine) Report(ctx context.Context, s index.Session, message, task, detail string) (index.Message, error) {
-	message = strings.TrimSpace(message)
-	switch {
-	case message == "":
-		return index.Message{}, refuse(ErrInvalid, "no_message", "report: say in a sentence what you did or found")
-	case len(message) > 500:
-		return index.Message{}, refuse(ErrInvalid, "long_message", "report: the message is over 500 bytes: keep it to a sentence or two and put the rest in detail")
-	case len(detail) > 8000:
-		return index.Message{}, refuse(ErrInvalid, "long_detail", "report: detail is over 8000 bytes: write a note (snag_note) and name it")
-	}
-	m := index.Message{Kind: index.MessageReport, From: s.Name, FromSession: s.ID, Body: message, Detail: detail}
-	key := ""
-	if task != "" {
-		it, err := e.taskOf(ctx, task)
-		if err != nil {
-			return index.Message{}, err
-		}
-		m.TaskID, key = it.ID, it.Key
-	}
-	m, err := e.p.DB.AddMessage(ctx, m)
-	if err != nil {
-		return m, err
-	}
-	e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "report", TaskID: m.TaskID,
-		Outcome: "ok", Detail: message})
-	e.hub.Publish("report", map[string]any{"from": s.Name, "task": key, "message": message})
-	return m, nil
-}
-
-// taskOf reads the task ref names, or refuses naming the fix.
-func (e *Engine) taskOf(ctx context.Context, ref string) (*index.Item, error) {
-	r, err := queue.ParseRef(ref)
-	if err != nil {
-		return nil, refuse(ErrInvalid, "bad_ref", "%v", err)
-	}
-	it, err := e.p.DB.Get(ctx, r)
-	if err != nil {
-		return nil, refuse(ErrNotFound, "not_found", "no task %s: snag_list or snag_search finds a task's key", ref)
-	}
-	return it, nil
-}
-
-// Messages lists messages of kind (index.MessageReport or
-// index.MessageHandoff), addressed to to when it is set, newest first.
-func (e *Engine) Messages(ctx context.Context, kind, to string, limit int) ([]index.Message, error) {
-	return e.p.DB.Messages(ctx, kind, strings.ToUpper(to), false, limit)
 }
