@@ -2,22 +2,13 @@ package index
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
-
-	"github.com/snagdev/snag/queue"
 )
 
 // Errors of live state that callers branch on.
@@ -418,16 +409,6 @@ func (tx *Tx) NextReadyFrom(from Mark, skip func(id string) bool) (string, Mark,
 // tells whether anything was written between two reads of it.
 func (db *DB) Writes() uint64 { return db.writes.Load() }
 
-// DataVersion is SQLite's data version of the connection tx runs on: it
-// changes when another connection (another process) commits a write.
-func (tx *Tx) DataVersion() (int64, error) {
-	var v int64
-	err := sqlitex.ExecuteTransient(tx.conn, `PRAGMA data_version`, &sqlitex.ExecOptions{
-		ResultFunc: func(s *sqlite.Stmt) error { v = s.ColumnInt64(0); return nil },
-	})
-	return v, err
-}
-
 func nextReady(conn *sqlite.Conn, from Mark, skip func(id string) bool) (string, Mark, error) {
 	var id string
 	var mark Mark
@@ -477,53 +458,6 @@ func nextReady(conn *sqlite.Conn, from Mark, skip func(id string) bool) (string,
 		mark = Mark{} // nothing ready: the next walk starts at the start
 	}
 	return id, mark, nil
-}
-
-// errFound ends a walk of rows early: what was looked for is found.
-var errFound = errors.New("found")
-
-// Tx is one immediate transaction, for a lease change and the file rewrite
-// it goes with: the rows are written, the file is renamed into place, then
-// the transaction commits. After a crash the file wins.
-type Tx struct {
-	conn *sqlite.Conn
-	db   *DB // for the lease journal; nil in a read
-}
-
-// Update runs f in one immediate transaction, on the connection every
-// write of this DB is made on (see [DB.Read]).
-func (db *DB) Update(ctx context.Context, f func(tx *Tx) error) error {
-	return db.write(ctx, func(conn *sqlite.Conn) error { return f(&Tx{conn: conn, db: db}) })
-}
-
-// Ended is a lease that a committed transaction ended: what a store of
-// the live state shared with other clones is told after the commit.
-type Ended struct {
-	Lease
-	Reason string
-}
-
-// OnAudited sets f to be called after each commit that wrote audit
-// entries, with them in order, while the write still holds its turn: f
-// must not block or write to the DB (it queues them).
-func (db *DB) OnAudited(f func([]AuditEntry)) { db.onAudited = f }
-
-// OnLeasesEnded sets f to be called after each commit that ended leases,
-// with them in the order they ended, while the write still holds its turn:
-// f must not block or write to the DB (it queues them).
-func (db *DB) OnLeasesEnded(f func([]Ended)) { db.onEnded = f }
-
-// Read runs f in one read transaction on the writer's connection, waiting
-// for its turn as a write does. It is for the reads of the one writer just
-// before its write (a claim choosing its task and checking it): the pages
-// they need are in the writer's cache, which no other connection's write
-// has dropped. f must not write; readers that are not about to write use
-// the DB's own methods, which read on the other connections.
-func (db *DB) Read(ctx context.Context, f func(tx *Tx) error) error {
-	return db.writeConn(ctx, func(conn *sqlite.Conn) (err error) {
-		defer sqlitex.Transaction(conn)(&err)
-		return f(&Tx{conn: conn})
-	})
 }
 
 // Grant gives a task a new live lease for a session and returns it, with
@@ -657,251 +591,6 @@ func (tx *Tx) End(taskID, reason string) (Lease, bool, error) {
 		tx.db.ended = append(tx.db.ended, Ended{Lease: held[0], Reason: reason})
 	}
 	return held[0], err == nil, err
-}
-
-// Audit appends an audit entry inside the transaction.
-func (tx *Tx) Audit(e AuditEntry) error {
-	if e.At.IsZero() {
-		e.At = time.Now()
-	}
-	var sid any
-	if e.SessionID != 0 {
-		sid = e.SessionID
-	}
-	// An entry without a branch takes its session's, as last seen, and
-	// the hook's copy has it too.
-	err := sqlitex.Execute(tx.conn, `INSERT INTO audit (at, session_id, actor, agent, action, task_id, outcome, detail, branch)
-		VALUES (:at, :sid, :actor, :agent, :action, :task, :outcome, :detail,
-			coalesce(nullif(:branch, ''), (SELECT branch FROM sessions WHERE id = :sid), ''))
-		RETURNING branch`, &sqlitex.ExecOptions{Named: map[string]any{
-		":at": e.At.UnixNano(), ":sid": sid, ":actor": string(e.Actor), ":agent": e.Agent, ":action": e.Action,
-		":task": e.TaskID, ":outcome": e.Outcome, ":detail": e.Detail, ":branch": e.Branch,
-	}, ResultFunc: func(st *sqlite.Stmt) error {
-		e.Branch = st.ColumnText(0)
-		return nil
-	}})
-	if err == nil && tx.db != nil && tx.db.onAudited != nil {
-		tx.db.audited = append(tx.db.audited, e)
-	}
-	return err
-}
-
-// AuditLogID is the id of this index's audit log, made at its first call
-// (a rebuilt index has a new one), and the entry up to which the log
-// counted as sent to the repository's live state when the id was made:
-// with sentBefore, every entry it had then (an index that sent its
-// entries before logs had ids), else none.
-func (db *DB) AuditLogID(ctx context.Context, sentBefore bool) (id string, from int64, err error) {
-	err = db.write(ctx, func(conn *sqlite.Conn) error {
-		err := sqlitex.Execute(conn, `SELECT (SELECT v FROM meta WHERE k = 'audit_log'),
-				coalesce((SELECT CAST(v AS INTEGER) FROM meta WHERE k = 'audit_from'), 0), coalesce((SELECT max(id) FROM audit), 0)`,
-			&sqlitex.ExecOptions{ResultFunc: func(st *sqlite.Stmt) error {
-				id, from = st.ColumnText(0), st.ColumnInt64(1)
-				if id == "" && sentBefore {
-					from = st.ColumnInt64(2)
-				}
-				return nil
-			}})
-		if err != nil || id != "" {
-			return err
-		}
-		b := make([]byte, 16)
-		rand.Read(b)
-		id = hex.EncodeToString(b)
-		return sqlitex.Execute(conn, `INSERT INTO meta (k, v) VALUES ('audit_log', :id), ('audit_from', :from)`,
-			&sqlitex.ExecOptions{Named: map[string]any{":id": id, ":from": strconv.FormatInt(from, 10)}})
-	})
-	if err != nil {
-		return "", 0, fmt.Errorf("the audit log's id: %w", err)
-	}
-	return id, from, nil
-}
-
-// AuditLog returns audit entries after id (0: from the start), oldest
-// first, at most limit, with those AuditLater queued written first.
-func (db *DB) AuditLog(ctx context.Context, after int64, limit int) ([]AuditEntry, error) {
-	if limit <= 0 {
-		limit = 100
-	}
-	if err := db.FlushAudit(ctx); err != nil {
-		return nil, err
-	}
-	var out []AuditEntry
-	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
-		return sqlitex.Execute(conn, `SELECT id, at, coalesce(session_id, 0), actor, agent, action, task_id, outcome, detail, branch
-			FROM audit WHERE id > :after ORDER BY id LIMIT :limit`, &sqlitex.ExecOptions{
-			Named: map[string]any{":after": after, ":limit": int64(limit)},
-			ResultFunc: func(st *sqlite.Stmt) error {
-				out = append(out, AuditEntry{ID: st.ColumnInt64(0), At: time.Unix(0, st.ColumnInt64(1)),
-					SessionID: st.ColumnInt64(2), Actor: queue.Actor(st.ColumnText(3)), Agent: st.ColumnText(4),
-					Action: st.ColumnText(5), TaskID: st.ColumnText(6), Outcome: st.ColumnText(7), Detail: st.ColumnText(8),
-					Branch: st.ColumnText(9)})
-				return nil
-			},
-		})
-	})
-	return out, err
-}
-
-// SyncFile brings one task file's row in step with the file inside the
-// transaction, as [DB.SyncFile] does outside one: after a write that left
-// the file in an unknown state, or to index a file that is gone.
-func (tx *Tx) SyncFile(dir *queue.Dir, name string) error {
-	p := path.Join(TasksFolder, name)
-	old, had, err := tx.rowInfo(p)
-	if err != nil {
-		return err
-	}
-	entry, err := dirEntry(dir, name)
-	if err != nil {
-		return err
-	}
-	var r *fileResult
-	if entry != nil {
-		r = readFile(dir, *entry, old, had)
-	}
-	return tx.syncResult(p, r, old, had)
-}
-
-// Written indexes the bytes snag itself has just written to a task file,
-// inside the transaction of the write: t is those bytes parsed and fi the
-// written file's info (queue.Rewritten). Nothing is read back, and the
-// watcher then finds the row already holding the file's size, time and
-// hash, and does nothing.
-func (tx *Tx) Written(name string, data []byte, fi fs.FileInfo, t *queue.Task) error {
-	p := path.Join(TasksFolder, name)
-	old, had, err := tx.rowInfo(p)
-	if err != nil {
-		return err
-	}
-	sum := sha256.Sum256(data)
-	// The stamp is not trusted: the file was written a moment ago (and the
-	// swap that put it in place changed its change time since).
-	stamp := queue.StampOf(fi)
-	stamp.Change = 0
-	r := &fileResult{name: name, stamp: stamp, sum: sum[:], task: t}
-	if r.row, err = newTaskRow(t); err != nil {
-		r.task, r.err = nil, &queue.ParseError{Msg: err.Error()}
-	}
-	return tx.syncResult(p, r, old, had)
-}
-
-// rowInfo reads the facts of the row at p, if there is one.
-func (tx *Tx) rowInfo(p string) (old rowInfo, had bool, err error) {
-	err = sqlitex.Execute(tx.conn, `SELECT `+rowInfoColumns+` FROM tasks WHERE path = :path`, &sqlitex.ExecOptions{
-		Named:      map[string]any{":path": p},
-		ResultFunc: func(s *sqlite.Stmt) error { had, old = true, scanRowInfo(s, 0); return nil },
-	})
-	return old, had, err
-}
-
-// syncResult writes what a look at the file at p found (r nil: no file).
-func (tx *Tx) syncResult(p string, r *fileResult, old rowInfo, had bool) error {
-	w := &writer{conn: tx.conn}
-	if r == nil || (r.err != nil && errors.Is(r.err, fs.ErrNotExist)) {
-		if !had {
-			return nil
-		}
-		if _, err := w.fileGone(old.n); err != nil {
-			return err
-		}
-		return w.markDups()
-	}
-	if had && r.err == nil && !r.touched {
-		same, err := tx.sameText(old.n, r)
-		if err != nil {
-			return err
-		}
-		if same {
-			return exec(tx.conn, updateFactsSQL, append(append(append([]any{p, r.sum}, stampArgs(r.stamp)...), factsOf(r.row.args)...), old.n)...)
-		}
-	}
-	if _, err := w.apply(p, r, old, had); err != nil {
-		return err
-	}
-	return w.markDups()
-}
-
-// A rewrite by snag itself (a claim, a release, a resolve) changes a few
-// frontmatter scalars and never the text the full-text index holds, the
-// id, the alias or the dependencies. Its row is then updated in place
-// through updateFactsSQL, which leaves the text columns out of its SET: the
-// full-text update trigger does not fire, so the transaction does not
-// tokenise the body again and write a new full-text segment, and the
-// duplicate flags, which depend on ids and aliases alone, stay right.
-var updateFactsSQL = func() string {
-	cols := []string{"path", "sha256", "size", "mtime", "ino", "ctime"}
-	for i, c := range taskColumns {
-		if !textColumn(i) {
-			cols = append(cols, c)
-		}
-	}
-	return `UPDATE tasks SET ` + strings.Join(cols, " = ?, ") +
-		` = ?, state = 'ok', error = '', error_line = 0, stale = 0 WHERE n = ?`
-}()
-
-// textColumn reports whether column i of taskColumns is one the full-text
-// index holds.
-func textColumn(i int) bool { return i == colTitle || i == colBody || i == colConsole || i == colFiles }
-
-// factsOf returns a task row's values less its text columns, in the order
-// updateFactsSQL wants them.
-func factsOf(args []any) []any {
-	out := make([]any, 0, len(args))
-	for i, a := range args {
-		if !textColumn(i) {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-// sameText reports whether row n is clean and holds r's id, alias, text
-// columns and dependencies, so that r can be written over it in place.
-func (tx *Tx) sameText(n int64, r *fileResult) (bool, error) {
-	a := r.row.args
-	same := false
-	err := sqlitex.Execute(tx.conn, `SELECT id, key, title, body, console, files FROM tasks
-		WHERE n = :n AND state = 'ok' AND stale = 0`, &sqlitex.ExecOptions{
-		Named: map[string]any{":n": n},
-		ResultFunc: func(s *sqlite.Stmt) error {
-			same = a[0] == any(s.ColumnText(0)) && a[1] == any(s.ColumnText(1)) &&
-				a[colTitle] == any(s.ColumnText(2)) && a[colBody] == any(s.ColumnText(3)) &&
-				a[colConsole] == any(s.ColumnText(4)) && a[colFiles] == any(s.ColumnText(5))
-			return nil
-		},
-	})
-	if err != nil || !same {
-		return false, err
-	}
-	var deps []string
-	err = sqlitex.Execute(tx.conn, `SELECT ref FROM deps WHERE task_n = :n ORDER BY ref`, &sqlitex.ExecOptions{
-		Named:      map[string]any{":n": n},
-		ResultFunc: func(s *sqlite.Stmt) error { deps = append(deps, s.ColumnText(0)); return nil },
-	})
-	if err != nil {
-		return false, err
-	}
-	want := slices.Clone(r.row.deps)
-	slices.Sort(want)
-	return slices.Equal(deps, slices.Compact(want)), nil
-}
-
-// AuditTail returns the latest n audit entries, oldest first.
-func (db *DB) AuditTail(ctx context.Context, n int) ([]AuditEntry, error) {
-	if err := db.FlushAudit(ctx); err != nil {
-		return nil, err
-	}
-	var last int64
-	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
-		return sqlitex.Execute(conn, `SELECT coalesce(max(id), 0) FROM audit`, &sqlitex.ExecOptions{
-			ResultFunc: func(st *sqlite.Stmt) error { last = st.ColumnInt64(0); return nil },
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	return db.AuditLog(ctx, max(last-int64(n), 0), n)
 }
 
 // ReadyRow is a task that is ready to claim, with the keys of the queue's
