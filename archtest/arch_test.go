@@ -3,7 +3,9 @@ package archtest
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +15,8 @@ const module = "github.com/snagdev/snag"
 
 type pkg struct {
 	ImportPath string
+	Dir        string
+	GoFiles    []string
 	Doc        string
 	Deps       []string
 	Imports    []string
@@ -235,5 +239,25 @@ func TestFailpointsNeedTheTag(t *testing.T) {
 	}
 	if !strings.Contains(string(out), module+"/internal/failpoint\n") {
 		t.Errorf("cmd/snagd does not depend on internal/failpoint: this test checks nothing")
+	}
+}
+
+// maxFileLines bounds a source file: past it, a file holds more than one
+// thing, and its name says only one of them.
+const maxFileLines = 700
+
+// TestSourceFilesStaySmall keeps every source file (tests aside) within
+// maxFileLines: split a file that grows past it by what it holds.
+func TestSourceFilesStaySmall(t *testing.T) {
+	for _, p := range listPackages(t) {
+		for _, f := range p.GoFiles {
+			b, err := os.ReadFile(filepath.Join(p.Dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := bytes.Count(b, []byte("\n")); n > maxFileLines {
+				t.Errorf("%s/%s has %d lines, over %d: split it by what it holds, each part in a file named for it", p.ImportPath, f, n, maxFileLines)
+			}
+		}
 	}
 }
