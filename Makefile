@@ -35,9 +35,10 @@ lint:
 	$(GO) vet -tags failpoints ./internal/failpoint/ ./daemon/
 
 # The crash tests build snagd with -tags failpoints themselves; the
-# failpoints' own tests need the tag too.
+# failpoints' own tests need the tag too. The daemon's and mcp's tests wait
+# on processes more than they use the processor: four of a package at once.
 test: lint
-	$(GO) test -race -count=1 -timeout 35m ./...
+	$(GO) test -race -count=1 -parallel 4 -timeout 35m ./...
 	$(GO) test -race -count=1 -tags failpoints ./internal/failpoint/
 
 bench: build
