@@ -32,13 +32,8 @@ func personActions(st queue.Status) []Action {
 // endAgent ends an agent's session for the person logged in to the board:
 // its tasks go back to the queue.
 func (s *Server) endAgent(w http.ResponseWriter, r *http.Request) {
-	ss := SessionOf(r)
+	ss := s.formSession(w, r, "the CLI has snag agents end")
 	if ss == nil {
-		s.answer(w, r, http.StatusForbidden, "Refused", "the board's forms are for a board session: the CLI has snag agents end", "")
-		return
-	}
-	if err := r.ParseForm(); err != nil {
-		s.answer(w, r, http.StatusBadRequest, "Refused", "the form could not be read: "+err.Error(), "")
 		return
 	}
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
@@ -75,13 +70,8 @@ func (s *Server) done(w http.ResponseWriter, r *http.Request, message string) {
 
 // act makes one move on a task for the person logged in to the board.
 func (s *Server) act(w http.ResponseWriter, r *http.Request) {
-	ss := SessionOf(r)
+	ss := s.formSession(w, r, "the CLI and scripts use the JSON API")
 	if ss == nil {
-		s.answer(w, r, http.StatusForbidden, "Refused", "the board's forms are for a board session: the CLI and scripts use the JSON API", "")
-		return
-	}
-	if err := r.ParseForm(); err != nil {
-		s.answer(w, r, http.StatusBadRequest, "Refused", "the form could not be read: "+err.Error(), "")
 		return
 	}
 	msg, status := s.move(r.Context(), r.PathValue("ref"), r.PathValue("action"), r.PostForm, ss.By)
@@ -94,13 +84,8 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 
 // addTask files a person's task from the board's form, and goes to its page.
 func (s *Server) addTask(w http.ResponseWriter, r *http.Request) {
-	ss := SessionOf(r)
+	ss := s.formSession(w, r, "the CLI and scripts use the JSON API")
 	if ss == nil {
-		s.answer(w, r, http.StatusForbidden, "Refused", "the board's forms are for a board session: the CLI and scripts use the JSON API", "")
-		return
-	}
-	if err := r.ParseForm(); err != nil {
-		s.answer(w, r, http.StatusBadRequest, "Refused", "the form could not be read: "+err.Error(), "")
 		return
 	}
 	f := r.PostForm
@@ -210,13 +195,8 @@ func refs(s string) []string {
 
 // bulk makes one move on each selected task.
 func (s *Server) bulk(w http.ResponseWriter, r *http.Request) {
-	ss := SessionOf(r)
+	ss := s.formSession(w, r, "the CLI and scripts use the JSON API")
 	if ss == nil {
-		s.answer(w, r, http.StatusForbidden, "Refused", "the board's forms are for a board session: the CLI and scripts use the JSON API", "")
-		return
-	}
-	if err := r.ParseForm(); err != nil {
-		s.answer(w, r, http.StatusBadRequest, "Refused", "the form could not be read: "+err.Error(), "")
 		return
 	}
 	refs := r.PostForm["ref"]
@@ -301,13 +281,8 @@ func (s *Server) move(ctx context.Context, ref, action string, form url.Values, 
 
 // planAct is a person's change of a plan's status from its page.
 func (s *Server) planAct(w http.ResponseWriter, r *http.Request) {
-	ss := SessionOf(r)
+	ss := s.formSession(w, r, "the CLI has snag plans")
 	if ss == nil {
-		s.answer(w, r, http.StatusForbidden, "Refused", "the board's forms are for a board session: the CLI has snag plans", "")
-		return
-	}
-	if err := r.ParseForm(); err != nil {
-		s.answer(w, r, http.StatusBadRequest, "Refused", "the form could not be read: "+err.Error(), "")
 		return
 	}
 	slug, action := r.PathValue("slug"), r.PathValue("action")
@@ -326,4 +301,20 @@ func (s *Server) planAct(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.done(w, r, fmt.Sprintf("plan %s is %s", slug, to))
+}
+
+// formSession is the board session of a form's post, with the form read;
+// without one (cli says what the CLI offers instead), or with a form that
+// cannot be read, it answers the refusal and returns nil.
+func (s *Server) formSession(w http.ResponseWriter, r *http.Request, cli string) *Session {
+	ss := SessionOf(r)
+	if ss == nil {
+		s.answer(w, r, http.StatusForbidden, "Refused", "the board's forms are for a board session: "+cli, "")
+		return nil
+	}
+	if err := r.ParseForm(); err != nil {
+		s.answer(w, r, http.StatusBadRequest, "Refused", "the form could not be read: "+err.Error(), "")
+		return nil
+	}
+	return ss
 }

@@ -11,6 +11,10 @@ import (
 // still. (Variables for the tests.)
 var progressAfter, progressEvery = 2 * time.Second, 5 * time.Second
 
+// progressTimer is when a wait next speaks (a variable for the tests,
+// which tick it themselves).
+var progressTimer = time.After
+
 // saying says, on a terminal and once a wait has lasted progressAfter,
 // what the command waits for ("snag: waiting for snagd to rebuild the
 // index"), and every progressEvery how long it has waited; piped, it says
@@ -28,7 +32,7 @@ func (c *call) saying(what string) (stop func()) {
 			select {
 			case <-done:
 				return
-			case <-time.After(wait):
+			case <-progressTimer(wait):
 			}
 			if !said {
 				fmt.Fprintf(c.Stderr, "snag: %s…\n", what)

@@ -18,6 +18,9 @@ func openPTY(t *testing.T) (master, tty *os.File) {
 	t.Helper()
 	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI is set: the terminal's progress must be checked, and there are no pseudo-terminals: %v", err)
+		}
 		t.Skipf("no pseudo-terminals here: %v", err)
 	}
 	t.Cleanup(func() { m.Close() })
@@ -37,11 +40,14 @@ func openPTY(t *testing.T) (master, tty *os.File) {
 }
 
 // TestSayingOnATerminalOnly: a long wait says what it waits for on a
-// terminal, then that it waits still, and says nothing when piped.
+// terminal, then that it waits still, and says nothing when piped. The
+// test ticks the wait's timer itself.
 func TestSayingOnATerminalOnly(t *testing.T) {
-	after, every := progressAfter, progressEvery
-	progressAfter, progressEvery = 50*time.Millisecond, 50*time.Millisecond
-	t.Cleanup(func() { progressAfter, progressEvery = after, every })
+	ticks := make(chan time.Time)
+	asked := make(chan struct{}, 16)
+	timer := progressTimer
+	progressTimer = func(time.Duration) <-chan time.Time { asked <- struct{}{}; return ticks }
+	t.Cleanup(func() { progressTimer = timer })
 
 	master, tty := openPTY(t)
 	c := &call{Env: Env{Stderr: tty}}
@@ -49,24 +55,31 @@ func TestSayingOnATerminalOnly(t *testing.T) {
 	var got strings.Builder
 	buf := make([]byte, 4096)
 	master.SetReadDeadline(time.Now().Add(20 * time.Second))
-	for !strings.Contains(got.String(), "still waiting for snagd to rebuild the index: ") {
-		n, err := master.Read(buf)
-		if err != nil {
-			t.Fatalf("read the terminal: %v; it showed %q", err, got.String())
+	read := func(want string) {
+		t.Helper()
+		for !strings.Contains(got.String(), want) {
+			n, err := master.Read(buf)
+			if err != nil {
+				t.Fatalf("read the terminal: %v; it showed %q, want %q", err, got.String(), want)
+			}
+			got.Write(buf[:n])
 		}
-		got.Write(buf[:n])
 	}
+	ticks <- time.Now() // the first wait is over
+	read("snag: waiting for snagd to rebuild the index…")
+	ticks <- time.Now() // and the next
+	read("snag: still waiting for snagd to rebuild the index: ")
 	stop()
-	if !strings.HasPrefix(got.String(), "snag: waiting for snagd to rebuild the index…") {
-		t.Errorf("the terminal showed %q; want it to say first what the wait is for", got.String())
-	}
 
+	// Piped, nothing is timed: a wait that were would have asked for its
+	// timer before stop returned.
+	for len(asked) > 0 {
+		<-asked
+	}
 	var piped bytes.Buffer
 	c = &call{Env: Env{Stderr: &piped}}
-	stop = c.saying("waiting for snagd to rebuild the index")
-	time.Sleep(200 * time.Millisecond) // four times the wait before a terminal is told
-	stop()
-	if piped.Len() > 0 {
-		t.Errorf("piped, the wait said %q; want nothing", piped.String())
+	c.saying("waiting for snagd to rebuild the index")()
+	if len(asked) > 0 || piped.Len() > 0 {
+		t.Errorf("piped, the wait timed itself (%d) or said %q; want nothing", len(asked), piped.String())
 	}
 }

@@ -97,7 +97,7 @@ func (e *Engine) edit(ctx context.Context, it *index.Item, ed TaskEdit, by strin
 		b = withDepKeys(b, dkeys)
 		t2, err := queue.Parse(b)
 		if err != nil {
-			return nil, nil, editValue(err)
+			return nil, nil, badValue("edit", err)
 		}
 		return b, t2, nil
 	})
@@ -312,20 +312,4 @@ func shown(v string) string {
 		return "none"
 	}
 	return v
-}
-
-// editValue is the refusal of an edit whose values the file cannot hold.
-func editValue(err error) error {
-	var pe *queue.ParseError
-	if !errors.As(err, &pe) || pe.Field == "" {
-		return fmt.Errorf("edit: %w", err)
-	}
-	code := "bad_json"
-	switch pe.Field {
-	case "wave":
-		code = "bad_wave"
-	case "suspect_files":
-		code = "bad_file"
-	}
-	return refuse(ErrInvalid, code, "edit: %s: %s", pe.Field, pe.Msg)
 }

@@ -180,13 +180,14 @@ func withDepKeys(data []byte, keys []string) []byte {
 	return out
 }
 
-// badValue is the refusal of a new task whose values its file cannot hold
-// (a negative wave, a suspect file outside the repository), named by the
-// field as the caller gave it, not by a line of a file it never saw.
-func badValue(err error) error {
+// badValue is the refusal of op (add, edit) whose values a task file
+// cannot hold (a negative wave, a suspect file outside the repository),
+// named by the field as the caller gave it, not by a line of a file it
+// never saw.
+func badValue(op string, err error) error {
 	var pe *queue.ParseError
 	if !errors.As(err, &pe) || pe.Field == "" {
-		return fmt.Errorf("add: %w", err)
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	code := "bad_json"
 	switch pe.Field {
@@ -197,7 +198,7 @@ func badValue(err error) error {
 	case "depends_on":
 		code = "bad_ref"
 	}
-	return refuse(ErrInvalid, code, "add: %s: %s", pe.Field, pe.Msg)
+	return refuse(ErrInvalid, code, "%s: %s: %s", op, pe.Field, pe.Msg)
 }
 
 // keyTries is how many fresh keys [Engine.Add] tries before it gives up:
@@ -230,7 +231,7 @@ func (e *Engine) createKeyed(ctx context.Context, t *queue.Task) (string, error)
 		data := withDepKeys(queue.Format(t), keys)
 		if _, err := queue.Parse(data); err != nil {
 			e.giveBackKey(ctx, n)
-			return "", badValue(err)
+			return "", badValue("add", err)
 		}
 		name := queue.FileName(t.Key, t.Title)
 		if err := e.p.Tasks.Create(name, data); err != nil {
