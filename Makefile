@@ -3,7 +3,7 @@
 GO      ?= go
 BIN     ?= bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
-LDFLAGS := -X github.com/snagdev/snag/version.stamp=$(VERSION)
+LDFLAGS := -X github.com/snagdev/snag/internal/version.stamp=$(VERSION)
 # The programs are built without cgo: statically linked, snag starts without
 # the dynamic loader (about 4 ms of every command). The tests keep cgo, which
 # the race detector needs.
@@ -32,7 +32,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) vet -tags failpoints ./internal/failpoint/ ./daemon/
+	$(GO) vet -tags failpoints ./internal/failpoint/ ./internal/daemon/
 
 # The crash tests build snagd with -tags failpoints themselves; the
 # failpoints' own tests need the tag too. The daemon's and mcp's tests wait
@@ -42,12 +42,12 @@ test: lint
 	$(GO) test -race -count=1 -tags failpoints ./internal/failpoint/
 
 bench: build
-	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m $$($(GO) list ./... | grep -v /daemon)
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./daemon/
+	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m $$($(GO) list ./... | grep -v /internal/daemon)
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./internal/daemon/
 	scripts/bench-cli $(BIN)
 
 bench-daemon: build
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./daemon/
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./internal/daemon/
 
 bench-cli: build
 	scripts/bench-cli $(BIN)
@@ -63,9 +63,9 @@ bench-short:
 
 FUZZTIME ?= 60s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./queue/
-	$(GO) test -run '^$$' -fuzz '^FuzzEdit$$' -fuzztime $(FUZZTIME) ./queue/
-	$(GO) test -run '^$$' -fuzz '^FuzzFastFrontmatter$$' -fuzztime $(FUZZTIME) ./queue/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/queue/
+	$(GO) test -run '^$$' -fuzz '^FuzzEdit$$' -fuzztime $(FUZZTIME) ./internal/queue/
+	$(GO) test -run '^$$' -fuzz '^FuzzFastFrontmatter$$' -fuzztime $(FUZZTIME) ./internal/queue/
 
 demo: build
 	@scripts/demo "$(BIN)/snag"

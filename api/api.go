@@ -16,7 +16,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/snagdev/snag/queue"
+	"github.com/snagdev/snag/internal/queue"
 )
 
 // Health is the answer of GET /health, the one route served without a

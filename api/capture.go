@@ -1,6 +1,6 @@
 package api
 
-import "github.com/snagdev/snag/queue"
+import "github.com/snagdev/snag/internal/queue"
 
 // CaptureRequest is the body of POST /captures: a page as a person saw it,
 // from snag capture or the browser extension. It becomes an inbox task,

@@ -398,7 +398,7 @@ func TestEveryTypeIsInTheReference(t *testing.T) {
 // board's pages, which are not the API).
 func daemonSources(t *testing.T) map[string]string {
 	t.Helper()
-	names, err := filepath.Glob("../daemon/*.go")
+	names, err := filepath.Glob("../internal/daemon/*.go")
 	if err != nil || len(names) == 0 {
 		t.Fatalf("no daemon sources: %v", err)
 	}

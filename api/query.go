@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/snagdev/snag/queue"
+	"github.com/snagdev/snag/internal/queue"
 )
 
 // ListQuery is the query of GET /tasks. Its zero value lists the first

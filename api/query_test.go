@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/snagdev/snag/api"
-	"github.com/snagdev/snag/queue"
+	"github.com/snagdev/snag/internal/queue"
 )
 
 // TestQueryEncode pins the query strings the clients send: a zero field

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/snagdev/snag/queue"
+	"github.com/snagdev/snag/internal/queue"
 )
 
 // FileClaim is a session's claim of a repository path, folder or glob.

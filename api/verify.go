@@ -3,7 +3,7 @@ package api
 import (
 	"time"
 
-	"github.com/snagdev/snag/queue"
+	"github.com/snagdev/snag/internal/queue"
 )
 
 // VerifyRequest is the body of POST /verify/{ref}, and of a holder's POST

@@ -9,7 +9,7 @@ import (
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/client"
-	"github.com/snagdev/snag/queue"
+	"github.com/snagdev/snag/internal/queue"
 )
 
 // TestCallsOverHTTP makes every typed call against a real snagd, as a

@@ -30,7 +30,7 @@ import (
 	"time"
 
 	"github.com/snagdev/snag/api"
-	"github.com/snagdev/snag/token"
+	"github.com/snagdev/snag/internal/token"
 )
 
 // First and last port probed.

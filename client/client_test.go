@@ -18,10 +18,10 @@ import (
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/client"
-	"github.com/snagdev/snag/daemon"
+	"github.com/snagdev/snag/internal/daemon"
 	"github.com/snagdev/snag/internal/failpoint"
+	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/snagdtest"
-	"github.com/snagdev/snag/project"
 )
 
 // serve runs a real daemon for root on a free port, in this process, until

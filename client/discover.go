@@ -18,8 +18,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/snagdev/snag/gitdir"
-	"github.com/snagdev/snag/token"
+	"github.com/snagdev/snag/internal/gitdir"
+	"github.com/snagdev/snag/internal/token"
 )
 
 // dial is Dial without the version handshake.

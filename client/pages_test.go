@@ -13,7 +13,7 @@ import (
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/client"
 	"github.com/snagdev/snag/internal/snagdtest"
-	"github.com/snagdev/snag/token"
+	"github.com/snagdev/snag/internal/token"
 )
 
 // snagdWrites are answers as snagd writes them, which the reader takes

@@ -12,7 +12,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/snagdev/snag/cli"
+	"github.com/snagdev/snag/internal/cli"
 )
 
 // main gives the command line a context that no signal ends, and the way

@@ -16,10 +16,10 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/snagdev/snag/cli"
-	"github.com/snagdev/snag/cli/full"
-	"github.com/snagdev/snag/daemon"
-	"github.com/snagdev/snag/version"
+	"github.com/snagdev/snag/internal/cli"
+	"github.com/snagdev/snag/internal/cli/full"
+	"github.com/snagdev/snag/internal/daemon"
+	"github.com/snagdev/snag/internal/version"
 )
 
 func main() {

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/snagdev/snag/queue"
-	"github.com/snagdev/snag/taskgen"
+	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskgen"
 )
 
 // backlogStatus maps snag's statuses onto Backlog.md's default three.

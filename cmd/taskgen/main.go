@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/snagdev/snag/taskgen"
+	"github.com/snagdev/snag/internal/taskgen"
 )
 
 func main() {

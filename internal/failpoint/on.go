@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/internal/index"
 )
 
 // Enabled reports whether this binary was built with the failpoints tag.

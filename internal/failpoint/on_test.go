@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/snagdev/snag/index"
+	"github.com/snagdev/snag/internal/index"
 )
 
 func TestParse(t *testing.T) {

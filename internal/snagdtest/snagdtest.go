@@ -36,7 +36,7 @@ const (
 // stampDev keeps the version a test binary reports "dev", so that what a
 // model reads (the golden files) does not depend on the commit it was
 // built from.
-const stampDev = "-ldflags=-X github.com/snagdev/snag/version.stamp=dev"
+const stampDev = "-ldflags=-X github.com/snagdev/snag/internal/version.stamp=dev"
 
 // Build builds the command pkg with go build and flags (as "-race" or
 // "-tags", "failpoints") into the file out. The binary says version dev.

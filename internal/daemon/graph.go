@@ -1,0 +1,195 @@
+package daemon
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/index"
+	"github.com/snagdev/snag/internal/queue"
+)
+
+// noteWire is a note as the API answers it.
+func noteWire(n index.NoteRow) api.Note {
+	return api.Note{Key: n.Key, ID: n.ID, Title: n.Title, Type: n.Type, Branch: n.Branch, Commit: n.Commit,
+		Trust: queue.Trust(n.Trust), Author: n.Author, Created: n.Created, Tasks: n.Tasks, Files: n.Files,
+		File: filepath.ToSlash(filepath.Join(".snag", n.Path)), Worktree: n.Tree, Links: linksWire(n.Links), Snippet: n.Snippet}
+}
+
+func notesWire(ns []index.NoteRow) []api.Note {
+	out := make([]api.Note, len(ns))
+	for i, n := range ns {
+		out[i] = noteWire(n)
+	}
+	return out
+}
+
+func linksWire(ls []index.LinkRow) []api.Link {
+	if len(ls) == 0 {
+		return nil
+	}
+	out := make([]api.Link, len(ls))
+	for i, l := range ls {
+		out[i] = api.Link{From: l.From, To: l.To, Kind: l.Kind, Why: l.Why, Trust: queue.Trust(l.Trust)}
+	}
+	return out
+}
+
+// nodeWire is a note with its body and its edges both ways.
+func nodeWire(n engine.Node) api.NoteDetail {
+	return api.NoteDetail{Note: noteWire(n.NoteRow), Body: n.Body, In: linksWire(n.In)}
+}
+
+// noteInput is the engine's reading of a note request from session s (nil
+// for a person).
+func noteInput(s *index.Session, r api.NoteRequest) engine.NoteInput {
+	in := engine.NoteInput{Title: r.Title, Body: r.Body, Type: r.Type, Task: r.Task, Files: r.Files,
+		Branch: r.Branch, Commit: r.Commit, Tree: r.Worktree}
+	if in.Type == "" {
+		in.Type = r.Kind
+	}
+	if s != nil {
+		in.Session = s.ID
+	}
+	for _, l := range r.Links {
+		in.Links = append(in.Links, queue.Link{To: l.To, Kind: l.Kind, Why: l.Why})
+	}
+	if r.TookFrom != "" {
+		in.Links = append([]queue.Link{{To: r.TookFrom, Kind: "took_from", Why: r.Why}}, in.Links...)
+	}
+	return in
+}
+
+// linkInput is the engine's reading of a link request.
+func linkInput(s *index.Session, r api.LinkRequest) engine.LinkInput {
+	in := engine.LinkInput{From: r.From, To: r.To, Kind: r.Kind, Why: r.Why, Branch: r.Branch, Tree: r.Worktree}
+	if s != nil {
+		in.Session = s.ID
+	}
+	return in
+}
+
+// noteFilter reads the query of GET /notes and GET /graph.
+func noteFilter(r *http.Request, limit int) (engine.NoteFilter, error) {
+	q := readQuery(r, "q", "type", "kind", "branch", "task", "limit", "format")
+	f := engine.NoteFilter{Query: q.str("q"), Type: q.str("type"), Branch: q.str("branch"), Task: q.str("task"),
+		Limit: min(q.int("limit", 0, 1<<30, limit), max(limit, 200))}
+	if f.Type == "" {
+		f.Type = q.str("kind")
+	}
+	if q.err != nil {
+		return f, q.err
+	}
+	return f, nil
+}
+
+func (d *Daemon) listNotes(ctx context.Context, c *call[struct{}]) (answer, error) {
+	f, err := noteFilter(c.r, 20)
+	if err != nil {
+		return answer{}, err
+	}
+	ns, err := d.e.Notes(ctx, f)
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(api.NoteList{Notes: notesWire(ns)}), nil
+}
+
+func (d *Daemon) getNote(ctx context.Context, c *call[struct{}]) (answer, error) {
+	n, err := d.e.Note(ctx, c.r.PathValue("ref"))
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(nodeWire(n)), nil
+}
+
+func (d *Daemon) addNote(ctx context.Context, c *call[api.NoteRequest]) (answer, error) {
+	actor, who := actorOf(c.session, c.body.By)
+	n, err := d.e.AddNote(ctx, actor, who, noteInput(c.session, c.body))
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{http.StatusCreated, api.NoteDetail{Note: noteWire(n), Body: n.Body}}, nil
+}
+
+func (d *Daemon) addLink(ctx context.Context, c *call[api.LinkRequest]) (answer, error) {
+	actor, who := actorOf(c.session, c.body.By)
+	n, err := d.e.Link(ctx, actor, who, linkInput(c.session, c.body))
+	if err != nil {
+		return answer{}, err
+	}
+	node, err := d.e.Note(ctx, n.Key)
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(nodeWire(node)), nil
+}
+
+// graphWire is the graph of the notes f picks: the nodes, and the edges
+// whose both ends are among them.
+func graphWire(ns []index.NoteRow, ls []index.LinkRow) api.Graph {
+	out := api.Graph{Nodes: notesWire(ns), Links: []api.Link{}}
+	in := map[string]string{}
+	for _, n := range ns {
+		in[n.Key] = n.Key
+		if n.ID != "" {
+			in[n.ID] = n.Key
+		}
+	}
+	for _, l := range ls {
+		to, ok := in[l.To]
+		if _, from := in[l.From]; ok && from {
+			out.Links = append(out.Links, api.Link{From: l.From, To: to, Kind: l.Kind, Why: l.Why, Trust: queue.Trust(l.Trust)})
+		}
+	}
+	return out
+}
+
+func (d *Daemon) getGraph(ctx context.Context, c *call[struct{}]) (answer, error) {
+	f, err := noteFilter(c.r, 0)
+	if err != nil {
+		return answer{}, err
+	}
+	ns, ls, err := d.e.Graph(ctx, f)
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(graphWire(ns, ls)), nil
+}
+
+// activityWire is the activity as the API answers it.
+func activityWire(a engine.Activity) api.ActivityFeed {
+	out := api.ActivityFeed{Workspace: a.Workspace, Tasks: []api.TaskLease{}, Files: index.WireFileClaims(a.Files),
+		Branches: []api.BranchLease{}, Recent: []api.BranchActivity{}, BranchesTotal: a.BranchesTotal}
+	for _, t := range a.Tasks {
+		out.Tasks = append(out.Tasks, api.TaskLease{Key: t.Key, Title: t.Title, Holder: t.Holder, Branch: t.Branch, Since: t.Since})
+	}
+	for _, b := range a.Branches {
+		out.Branches = append(out.Branches, api.BranchLease{Branch: b.Branch, Holder: b.Holder,
+			SecondsLeft: int(max(b.Expires.Sub(a.Now).Round(time.Second), time.Second) / time.Second)})
+	}
+	for _, r := range a.Recent {
+		w := api.BranchActivity{Branch: r.Branch, Last: r.Last, Nodes: r.Nodes, Claimed: r.Claimed, Resolved: r.Resolved}
+		if r.Report != nil {
+			w.Report = &api.ActivityReport{Agent: r.Report.Agent, Message: r.Report.Message, At: r.Report.At}
+		}
+		out.Recent = append(out.Recent, w)
+	}
+	return out
+}
+
+func (d *Daemon) getActivity(ctx context.Context, c *call[struct{}]) (answer, error) {
+	q := readQuery(c.r, "branches")
+	n := q.int("branches", 1, engine.MaxActivityBranches, 20)
+	if q.err != nil {
+		return answer{}, q.err
+	}
+	a, err := d.e.Activity(ctx, n)
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(activityWire(a)), nil
+}

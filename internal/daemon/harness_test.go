@@ -1,0 +1,204 @@
+package daemon_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snagdev/snag/internal/coord"
+	"github.com/snagdev/snag/internal/failpoint"
+	"github.com/snagdev/snag/internal/pgtest"
+	"github.com/snagdev/snag/internal/snagdtest"
+)
+
+// snagdBin is the snagd binary the tests run as a real process. It is built
+// with the failpoints tag, which the crash tests arm through FailpointEnv;
+// unarmed, it is the snagd make build makes.
+var snagdBin string
+
+// bins holds the binaries the tests build, removed when they end.
+var bins *snagdtest.Dir
+
+func TestMain(m *testing.M) {
+	var err error
+	if bins, err = snagdtest.NewDir("snagd-test-"); err == nil {
+		snagdBin, err = bins.Build("snagd", snagdtest.Snagd, "-race", "-tags", failpoint.Tag)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := pgtest.Main(m)
+	bins.Remove()
+	os.Exit(code)
+}
+
+// daemon is a snagd process under test.
+type daemon struct {
+	t     *testing.T
+	p     *snagdtest.Process
+	root  string
+	home  string
+	cmd   *exec.Cmd
+	port  int
+	token string
+	log   *snagdtest.Buffer
+	done  chan struct{} // closed when the process has exited
+	err   error         // its exit error, once done is closed
+}
+
+// sampleProject copies .snag-example into a fresh root.
+func sampleProject(t *testing.T) string {
+	t.Helper()
+	return snagdtest.Sample(t)
+}
+
+// freePort finds a port the kernel says is free on 127.0.0.1, outside the
+// default range so tests never meet a developer's own snagd.
+func freePort(t *testing.T) int {
+	t.Helper()
+	return snagdtest.FreePort(t)
+}
+
+// startDaemon runs snagd on root with its own SNAG_HOME and waits until it
+// is ready. extra are more flags.
+func startDaemon(t *testing.T, root, home string, extra ...string) *daemon {
+	t.Helper()
+	d := spawn(t, root, home, extra...)
+	d.waitReady()
+	return d
+}
+
+func spawn(t *testing.T, root, home string, extra ...string) *daemon {
+	t.Helper()
+	return spawnEnv(t, root, home, nil, append([]string{"--log", "debug"}, extra...)...)
+}
+
+// spawnEnv starts snagd on root with more environment and flags, on a free
+// port unless the flags name one, and returns at once. A test in team mode
+// (inTeamMode) gets $SNAG_COORD, unless env sets it already.
+func spawnEnv(t *testing.T, root, home string, env []string, flags ...string) *daemon {
+	t.Helper()
+	dsn := teamDSN(t)
+	if dsn != "" && !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, coord.Env+"=") }) {
+		env = append(slices.Clip(env), coord.Env+"="+dsn)
+	}
+	if home == "" {
+		home = filepath.Join(t.TempDir(), "home")
+	}
+	hasPort := false
+	for _, a := range flags {
+		hasPort = hasPort || a == "--port"
+	}
+	port := 0
+	if !hasPort {
+		port = freePort(t)
+	}
+	p := snagdtest.Start(t, snagdtest.Options{Bin: snagdBin, Root: root, Home: home, Port: port, Args: flags, Env: env})
+	d := &daemon{t: t, p: p, root: root, home: home, cmd: p.Cmd, port: port, log: p.Log, done: make(chan struct{})}
+	// done closes once err holds the exit error.
+	go func() { <-p.Done; d.err = p.Err; close(d.done) }()
+	if dsn != "" {
+		// Before the process is stopped (cleanups run last first).
+		t.Cleanup(func() { d.agreesWithStore(dsn) })
+	}
+	return d
+}
+
+// waitReady waits for .snag/.port and a ready /health.
+func (d *daemon) waitReady() {
+	d.t.Helper()
+	d.p.WaitReady(d.t, 20*time.Second)
+	d.port, d.token = d.p.Port, d.p.Token
+}
+
+func (d *daemon) url(path string) string { return fmt.Sprintf("http://127.0.0.1:%d%s", d.port, path) }
+
+// get sends an authorized GET and decodes the JSON answer.
+func (d *daemon) get(path string, out any) int {
+	return d.do(http.MethodGet, path, nil, out)
+}
+
+func (d *daemon) do(method, path string, in, out any) int {
+	d.t.Helper()
+	var body io.Reader
+	if in != nil {
+		b, _ := json.Marshal(in)
+		body = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, d.url(path), body)
+	if d.token != "" {
+		req.Header.Set("Authorization", "Bearer "+d.token)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		d.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		json.NewDecoder(resp.Body).Decode(out)
+	}
+	return resp.StatusCode
+}
+
+// raw sends a request built by the caller and returns the response.
+func (d *daemon) raw(req *http.Request) *http.Response {
+	d.t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		d.t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	return resp
+}
+
+// eventually polls cond until it holds or a generous deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+// sse reads server-sent events from the daemon into a channel.
+func (d *daemon) sse(ctx context.Context) <-chan string {
+	d.t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, d.url("/events"), nil)
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	out := make(chan string, 100)
+	go func() {
+		defer resp.Body.Close()
+		defer close(out)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if ev, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+				out <- ev
+			}
+		}
+	}()
+	return out
+}
+
+func jsonDecode(resp *http.Response, v any) error { return json.NewDecoder(resp.Body).Decode(v) }

@@ -1,0 +1,142 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/index"
+)
+
+// IdleAfter is how long a session goes without a tool call, with nothing
+// in flight, before it is shown as idle.
+const IdleAfter = 5 * time.Minute
+
+// sessionView is a live session as GET /sessions gives it: the row and
+// what snagd sees of it now.
+type sessionView struct {
+	index.Session
+	Activity index.Activity `json:"activity"`
+}
+
+// activities says what each live session is doing, by session id.
+func (d *Daemon) activities(ss []index.Session) map[int64]index.Activity {
+	now := time.Now()
+	var web map[int64]mcpState
+	if d.mcp != nil {
+		web = d.mcp.states()
+	}
+	out := make(map[int64]index.Activity, len(ss))
+	for _, s := range ss {
+		var a index.Activity
+		if v, ok := d.calls.Load(s.ID); ok {
+			a.LastCall = v.(time.Time)
+		}
+		last := a.LastCall
+		if last.IsZero() {
+			last = s.Started
+		}
+		since := now.Sub(last).Round(time.Second)
+		st, isWeb := web[s.ID]
+		switch {
+		case !isWeb:
+			a.Idle = since >= IdleAfter
+			a.Note = "connected (holds its stream)"
+			if !d.e.StreamOpen(s.ID) {
+				a.Note = "holds no stream: it ends only when its process is gone or a person ends it"
+			}
+		case st.Stream:
+			a.Stream, a.Working = "open", st.Working
+			a.Idle = !st.Working && since >= IdleAfter
+			a.Note = "connected (holds its GET stream)"
+		case st.Working:
+			a.Stream, a.Working = "none", true
+			if st.Held {
+				a.Stream = "closed"
+			}
+			a.Note = "answering a request"
+		case st.Held:
+			a.Stream, a.Idle, a.EndsAt = "closed", true, st.Ends
+			a.Note = fmt.Sprintf("its GET stream closed %s ago and no request came since: the client has gone without ending its session; it ends in %s unless a request comes",
+				ago(now, st.Last), until(now, st.Ends))
+		default:
+			a.Stream, a.Idle, a.EndsAt = "none", true, st.Ends
+			a.Note = fmt.Sprintf("no request for %s and no GET stream: it ends in %s unless a request comes", ago(now, st.Last), until(now, st.Ends))
+		}
+		if a.Idle && a.Stream != "closed" && a.Stream != "none" {
+			a.Note = fmt.Sprintf("idle: no tool call for %s; %s", since, a.Note)
+		}
+		out[s.ID] = a
+	}
+	return out
+}
+
+func ago(now, t time.Time) time.Duration { return max(now.Sub(t), 0).Round(time.Second) }
+
+func until(now, t time.Time) time.Duration { return max(t.Sub(now), 0).Round(time.Second) }
+
+const endRefusal = "a person ends an agent's session; an agent ends its own by disconnecting"
+
+// endByPerson ends a live session for a person (an agent that is gone
+// without saying so, or one to stop): its tasks go back to the queue, its
+// MCP session over HTTP, if any, is closed, and the audit log says who.
+func (d *Daemon) endByPerson(ctx context.Context, c *call[endRequest]) (answer, error) {
+	id, err := strconv.ParseInt(c.r.PathValue("id"), 10, 64)
+	if err != nil {
+		return answer{}, &engine.Error{Kind: engine.ErrInvalid, Code: "bad_session", Message: "session id: want a number (snag agents lists them)"}
+	}
+	name, released, err := d.endForPerson(ctx, id, c.body.By, c.body.Reason)
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(api.Ended{ID: id, Name: name, Ended: true, Released: released}), nil
+}
+
+// endForPerson ends live session id for a person, by, with a reason, and
+// closes its MCP session over HTTP, if it has one: the client's next
+// request gets 404.
+func (d *Daemon) endForPerson(ctx context.Context, id int64, by, reason string) (string, int, error) {
+	if d.mcp != nil {
+		defer d.mcp.closeSession(id)
+	}
+	return d.e.EndForPerson(ctx, id, by, reason)
+}
+
+func (d *Daemon) listSessions(ctx context.Context, c *call[struct{}]) (answer, error) {
+	ss, err := d.e.Sessions(ctx)
+	if err != nil {
+		return answer{}, err
+	}
+	leases, err := d.e.Leases(ctx)
+	if err != nil {
+		return answer{}, err
+	}
+	acts := d.activities(ss)
+	views := make([]sessionView, 0, len(ss))
+	for _, s := range ss {
+		views = append(views, sessionView{Session: s, Activity: acts[s.ID]})
+	}
+	return ok(sessionsAnswer(views, leases)), nil
+}
+
+func (d *Daemon) auditLog(ctx context.Context, c *call[struct{}]) (answer, error) {
+	q := readQuery(c.r, "after", "limit", "tail")
+	after, limit, tail := q.int("after", 0, 1<<62, 0), min(q.int("limit", 0, 1<<30, 0), 1000), min(q.int("tail", 0, 1<<30, 0), 1000)
+	if q.err != nil {
+		return answer{}, q.err
+	}
+	var es []index.AuditEntry
+	var err error
+	if tail > 0 {
+		es, err = d.e.AuditTail(ctx, tail)
+	} else {
+		es, err = d.e.AuditLog(ctx, int64(after), limit)
+	}
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(auditLog(es)), nil
+}

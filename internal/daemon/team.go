@@ -1,0 +1,313 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/index"
+	"github.com/snagdev/snag/internal/queue"
+)
+
+// This file serves team coordination: an agent's context, file claims,
+// the commit guard, reports and handoffs. Each handler is a thin reading
+// of its request around one engine call.
+
+func wireChecks(cs []engine.FilesCheck) []api.FilesCheck {
+	out := make([]api.FilesCheck, len(cs))
+	for i, c := range cs {
+		out[i] = api.FilesCheck{Path: c.Path, Claims: index.WireFileClaims(c.Claims)}
+	}
+	return out
+}
+
+// filesClaimed is a claim's answer: a refusal for claims in the way, or
+// of a late renewal, is an answer (granted false) that names them.
+func filesClaimed(got engine.FilesClaimed, err error) (api.FilesClaimed, error) {
+	var refusal *engine.Error
+	if err != nil && errors.As(err, &refusal) && (errors.Is(err, engine.ErrFilesHeld) || refusal.Code == "expired") {
+		return api.FilesClaimed{Claims: []api.FileClaim{}, Conflicts: index.WireFileClaims(got.Conflicts),
+			Late: index.WireFileClaims(got.Late), Message: refusal.Message}, nil
+	}
+	if err != nil {
+		return api.FilesClaimed{}, err
+	}
+	msg := "claimed"
+	if got.Renewed == len(got.Claims) {
+		msg = "renewed"
+	}
+	return api.FilesClaimed{Granted: true, Claims: index.WireFileClaims(got.Claims), Renewed: got.Renewed, Message: msg}, nil
+}
+
+func (d *Daemon) claimFiles(ctx context.Context, c *call[api.FilesRequest]) (answer, error) {
+	got, err := d.e.ClaimFiles(ctx, *c.session, engine.FilesRequest{Paths: c.body.Paths, Task: c.body.Task,
+		TTL: time.Duration(c.body.TTLSec) * time.Second, Shared: c.body.Shared})
+	out, err := filesClaimed(got, err)
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(out), nil
+}
+
+func (d *Daemon) releaseFiles(ctx context.Context, c *call[api.FilesRequest]) (answer, error) {
+	out, err := d.e.ReleaseFiles(ctx, *c.session, c.body.Paths)
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(api.FilesReleased{Released: index.WireFileClaims(out)}), nil
+}
+
+func (d *Daemon) checkFiles(ctx context.Context, c *call[api.FilesRequest]) (answer, error) {
+	if len(c.body.Paths) == 0 {
+		return answer{}, &apiError{http.StatusBadRequest, "no_paths", "check: name the paths to check"}
+	}
+	out, err := d.e.CheckFiles(ctx, c.session, c.body.Paths)
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(api.FilesChecked{Checks: wireChecks(out)}), nil
+}
+
+func (d *Daemon) listFiles(ctx context.Context, c *call[struct{}]) (answer, error) {
+	out, err := d.e.FileClaims(ctx)
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(api.FileClaims{Claims: index.WireFileClaims(out)}), nil
+}
+
+func (d *Daemon) forceReleaseFile(ctx context.Context, c *call[api.ForceReleaseRequest]) (answer, error) {
+	by := c.body.By
+	if by == "" {
+		by = "person"
+	}
+	out, err := d.e.PersonReleaseFile(ctx, c.body.Path, by, c.body.Reason)
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(api.FilesReleased{Released: index.WireFileClaims(out)}), nil
+}
+
+func (d *Daemon) commitGuard(ctx context.Context, c *call[api.GuardRequest]) (answer, error) {
+	out, err := d.e.Guard(ctx, c.body.Committer, c.body.Paths)
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(api.Guarded{Blocked: wireChecks(out)}), nil
+}
+
+func (d *Daemon) report(ctx context.Context, c *call[api.ReportRequest]) (answer, error) {
+	m, err := d.e.Report(ctx, *c.session, c.body.Message, c.body.Task, c.body.Detail)
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{http.StatusCreated, m.Wire()}, nil
+}
+
+func (d *Daemon) messages(kind string) func(ctx context.Context, c *call[struct{}]) (answer, error) {
+	return func(ctx context.Context, c *call[struct{}]) (answer, error) {
+		q := readQuery(c.r, "to", "limit")
+		to, limit := q.str("to"), min(q.int("limit", 0, 1<<30, 20), 200)
+		if q.err != nil {
+			return answer{}, q.err
+		}
+		ms, err := d.e.Messages(ctx, kind, to, limit)
+		if err != nil {
+			return answer{}, err
+		}
+		return ok(api.Messages{Messages: index.WireMessages(ms)}), nil
+	}
+}
+
+func (d *Daemon) handoff(ctx context.Context, c *call[api.HandoffRequest]) (answer, error) {
+	by := c.body.By
+	if by == "" {
+		by = "person"
+	}
+	got, err := d.e.Handoff(ctx, c.session, by, engine.Handoff{To: c.body.To, Title: c.body.Title, Body: c.body.Body, Task: c.body.Task})
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{http.StatusCreated, api.HandedOff{Message: got.Message.Wire(), Moved: got.Moved, Key: got.Key,
+		Epoch: got.Epoch, Live: got.Live, Host: got.Host}}, nil
+}
+
+func (d *Daemon) teamContext(ctx context.Context, c *call[api.ContextRequest]) (answer, error) {
+	out, _, err := d.contextOf(ctx, *c.session, c.body.Name)
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(out), nil
+}
+
+// contextOf is session s's context, after it adopts name (when given and
+// it may): a name it may not take is said in the answer's NameNote, not
+// refused. It returns the session as it now is.
+func (d *Daemon) contextOf(ctx context.Context, s index.Session, name string) (api.Context, index.Session, error) {
+	note := ""
+	if name != "" {
+		got, err := d.e.Adopt(ctx, s, name)
+		var refusal *engine.Error
+		switch {
+		case errors.As(err, &refusal) && refusal.Code == "name_kept":
+			note = refusal.Message
+		case err != nil:
+			return api.Context{}, s, err
+		default:
+			s = got
+		}
+	}
+	tc, err := d.e.Context(ctx, s)
+	if err != nil {
+		return api.Context{}, s, err
+	}
+	return contextWire(tc, note), s, nil
+}
+
+// contextWire is an engine context as the API answers it.
+func contextWire(tc engine.TeamContext, note string) api.Context {
+	out := api.Context{Me: tc.Me.Wire(), NameNote: note, Tasks: heldWire(tc.Tasks), Files: index.WireFileClaims(tc.Files),
+		Ready: index.WireRows(tc.Ready), ReadyMore: tc.ReadyMore, Others: make([]api.AgentView, len(tc.Others)),
+		Handoffs: index.WireMessages(tc.Handoffs), HandoffsMore: tc.HandoffsMore, Reports: index.WireMessages(tc.Reports), Detached: index.WireLeases(tc.Detached),
+		Plans: make([]api.Plan, len(tc.Plans))}
+	for i, p := range tc.Plans {
+		out.Plans[i] = planWire(p)
+	}
+	out.Decisions = notesWire(tc.Decisions)
+	for _, it := range tc.Team {
+		out.Team = append(out.Team, api.TeamItem{Source: "team", Kind: it.Kind, Key: it.Key, Type: it.Type, Title: it.Title,
+			Branch: it.Branch, From: it.From, Host: it.Host, Created: it.Created})
+	}
+	for i, o := range tc.Others {
+		v := api.AgentView{Name: o.Session.Name, Client: o.Session.Client, Tasks: heldWire(o.Tasks), Files: index.WireFileClaims(o.Files)}
+		if o.LastReport != nil {
+			m := o.LastReport.Wire()
+			v.LastReport = &m
+		}
+		out.Others[i] = v
+	}
+	return out
+}
+
+func heldWire(hs []engine.HeldTask) []api.HeldTask {
+	out := make([]api.HeldTask, len(hs))
+	for i, h := range hs {
+		out[i] = api.HeldTask{Key: h.Key, ID: h.ID, Title: h.Title, Status: h.Status, Trust: h.Trust, Epoch: h.Epoch}
+	}
+	return out
+}
+
+// planWire is a plan as the API answers it.
+func planWire(v engine.PlanView) api.Plan {
+	out := api.Plan{Slug: v.Slug, Problem: v.Problem}
+	if p := v.Plan; p != nil {
+		out.Title, out.Status, out.Trust, out.Author, out.Created, out.Updated = p.Title, p.Status, p.Trust, p.Author, p.Created, p.Updated
+	}
+	if len(v.Tasks) > 0 {
+		out.Tasks = map[string]int{}
+		for st, n := range v.Tasks {
+			out.Tasks[string(st)] = n
+		}
+	}
+	return out
+}
+
+func planDetail(v engine.PlanView) api.PlanDetail {
+	out := api.PlanDetail{Plan: planWire(v), File: ".snag/" + queue.PlansFolder + "/" + v.Slug + ".md"}
+	if v.Plan != nil {
+		out.Body = string(v.Plan.Body)
+	}
+	return out
+}
+
+func (d *Daemon) listPlans(ctx context.Context, c *call[struct{}]) (answer, error) {
+	vs, err := d.e.Plans(ctx)
+	if err != nil {
+		return answer{}, err
+	}
+	out := api.PlanList{Plans: make([]api.Plan, len(vs))}
+	for i, v := range vs {
+		out.Plans[i] = planWire(v)
+	}
+	return ok(out), nil
+}
+
+func (d *Daemon) getPlan(ctx context.Context, c *call[struct{}]) (answer, error) {
+	v, err := d.e.Plan(ctx, c.r.PathValue("slug"))
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(planDetail(v)), nil
+}
+
+// actorOf is who makes a request: the agent of its session, or the person
+// by names (or "person").
+func actorOf(s *index.Session, by string) (queue.Actor, string) {
+	if s != nil {
+		return queue.Agent, s.Name
+	}
+	if by == "" {
+		by = "person"
+	}
+	return queue.Person, by
+}
+
+func (d *Daemon) createPlan(ctx context.Context, c *call[api.PlanRequest]) (answer, error) {
+	actor, who := actorOf(c.session, c.body.By)
+	v, err := d.e.CreatePlanView(ctx, actor, who, deref(c.body.Title), deref(c.body.Body))
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{http.StatusCreated, planDetail(v)}, nil
+}
+
+func (d *Daemon) updatePlan(ctx context.Context, c *call[api.PlanRequest]) (answer, error) {
+	actor, who := actorOf(c.session, c.body.By)
+	v, err := d.e.UpdatePlanView(ctx, actor, who, c.r.PathValue("slug"),
+		engine.PlanEdit{Title: c.body.Title, Body: c.body.Body, Status: queue.PlanStatus(c.body.Status)})
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(planDetail(v)), nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func worktreesWire(vs []engine.WorktreeView) []api.Worktree {
+	out := make([]api.Worktree, len(vs))
+	for i, v := range vs {
+		out[i] = api.Worktree{Path: v.Path, Branch: v.Branch, Key: v.Key, Status: v.Status, Merged: v.Merged, Clean: v.Clean}
+	}
+	return out
+}
+
+func (d *Daemon) listWorktrees(ctx context.Context, c *call[struct{}]) (answer, error) {
+	vs, err := d.e.Worktrees(ctx)
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(api.Worktrees{Worktrees: worktreesWire(vs)}), nil
+}
+
+func (d *Daemon) pruneWorktrees(ctx context.Context, c *call[moveRequest]) (answer, error) {
+	by := c.body.By
+	if by == "" {
+		by = "person"
+	}
+	removed, kept, why, err := d.e.PruneWorktrees(ctx, by)
+	if err != nil {
+		return answer{}, err
+	}
+	if why == nil {
+		why = []string{}
+	}
+	return ok(api.Pruned{Removed: worktreesWire(removed), Kept: worktreesWire(kept), Why: why}), nil
+}

@@ -1,0 +1,140 @@
+package daemon
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/index"
+	"github.com/snagdev/snag/internal/project"
+	"github.com/snagdev/snag/internal/queue"
+)
+
+// This file turns what the handlers hold (index rows, sessions, runs) into
+// the API's answers (package api): a handler writes one of these, never an
+// index type or a map.
+
+// Health is what GET /health answers, without auth.
+type Health = api.Health
+
+// The request bodies, as the API declares them.
+type (
+	addRequest      = api.AddRequest
+	moveRequest     = api.MoveRequest
+	editRequest     = api.EditRequest
+	claimRequest    = api.ClaimRequest
+	leaseRequest    = api.LeaseRequest
+	verifyRequest   = api.VerifyRequest
+	registerRequest = api.Registration
+	endRequest      = api.EndRequest
+)
+
+func taskList(page index.Page) api.TaskList {
+	return api.TaskList{Tasks: index.WireRows(page.Rows), Next: page.Next}
+}
+
+// taskDetail is GET /tasks/{ref}, with its depends_on by key; st is the
+// task's verify state, given when a check runs or has run.
+func taskDetail(ctx context.Context, e *engine.Engine, it *index.Item, st *engine.VerifyState) api.TaskDetail {
+	out := it.Wire(project.Rel(it.Path))
+	if st != nil {
+		out.Verify = verifyWire(*st)
+	}
+	if it.Task != nil {
+		out.DependsOn = e.DepKeys(ctx, it.Task.DependsOn)
+	}
+	return out
+}
+
+func claimed(row *index.Row, epoch int64) api.Claim {
+	t := row.Wire()
+	return api.Claim{Task: &t, Epoch: epoch}
+}
+
+func added(t *queue.Task, path string) api.Added {
+	return api.Added{ID: t.ID, Key: t.Key, Path: path, Status: t.Status, Trust: t.Trust}
+}
+
+func moved(t *queue.Task) api.Moved { return api.Moved{ID: t.ID, Key: t.Key, Status: t.Status} }
+
+func released(key string, status queue.Status) api.Released {
+	return api.Released{Key: key, Status: status}
+}
+
+func searchResult(hits []index.Hit) api.SearchResult {
+	return api.SearchResult{Hits: index.WireHits(hits)}
+}
+
+func sessionsAnswer(views []sessionView, leases []index.Lease) api.Sessions {
+	out := api.Sessions{Leases: index.WireLeases(leases), Sessions: make([]api.LiveSession, len(views))}
+	for i, v := range views {
+		out.Sessions[i] = api.LiveSession{Session: v.Session.Wire(), Activity: v.Activity.Wire()}
+	}
+	return out
+}
+
+func auditLog(es []index.AuditEntry) api.AuditLog { return api.AuditLog{Entries: index.WireAudit(es)} }
+
+func verifyWire(st engine.VerifyState) *api.VerifyState {
+	return &api.VerifyState{Key: st.Key, Status: st.Status, Running: st.Running, Outcome: st.Outcome, Reason: st.Reason,
+		LastAt: st.LastAt, Verifier: st.Verifier, Shot: st.Shot, Visual: st.Visual.Wire(), History: index.WireRuns(st.History)}
+}
+
+// dryRun is a verify dry run's answer; on a 503 (no browser) it carries
+// the code as its error too, as every error answer does.
+func dryRun(p engine.Plan) api.VerifyPlan {
+	out := api.VerifyPlan{Key: p.Key, Code: p.Code, Verifier: p.Verifier, Command: p.Command, From: p.From,
+		URL: p.URL, Dir: p.Dir, Approved: p.Approved, Message: p.Message}
+	if p.Code == engine.VerifyUnavailable {
+		out.Error = p.Code
+	}
+	return out
+}
+
+// resolved is the answer of a resolve or a person's verify (api.Resolved
+// says which fields each case has).
+func resolved(res engine.Resolution) api.Resolved {
+	out := api.Resolved{Key: res.Key, Status: res.Status, Message: res.Message}
+	switch {
+	case res.Code == engine.VerifyUnavailable:
+		out.Error, out.Code = res.Code, res.Code
+	case res.Code == engine.VerifyDisabled:
+		out.Code, out.Verified = res.Code, new(bool)
+	case res.Code == engine.OutcomeNeedsApproval:
+		out.Code, out.Outcome, out.Reason, out.Command, out.From = res.Code, res.Code, res.Reason, res.Command, res.From
+	case res.Started:
+		out.Code, out.ETASeconds = res.Code, res.ETA
+	}
+	if res.Verify != nil {
+		out.Verify = verifyWire(*res.Verify)
+	}
+	return out
+}
+
+// resolvedStatus is the HTTP status of a resolve's answer: 202 while a
+// check runs, 503 when it needs a browser and none is here, else 200.
+func resolvedStatus(res engine.Resolution) int {
+	switch {
+	case res.Code == engine.VerifyUnavailable:
+		return http.StatusServiceUnavailable
+	case res.Verify != nil:
+		return http.StatusAccepted
+	}
+	return http.StatusOK
+}
+
+// edited is the answer of a person's edit: the task's row as the index
+// now has it.
+func edited(ctx context.Context, e *engine.Engine, ed engine.Edited) api.Edited {
+	out := api.Edited{Changed: ed.Changed, Warnings: ed.Warnings}
+	if out.Changed == nil {
+		out.Changed = []string{}
+	}
+	if it, err := e.Get(ctx, queue.Ref{ID: ed.Task.ID}); err == nil {
+		out.Task = it.Row.Wire()
+	} else {
+		out.Task = api.Task{ID: ed.Task.ID, Key: ed.Task.Key, Title: ed.Task.Title, Status: ed.Task.Status}
+	}
+	return out
+}

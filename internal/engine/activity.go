@@ -1,0 +1,191 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/snagdev/snag/internal/coord"
+	"github.com/snagdev/snag/internal/index"
+	"github.com/snagdev/snag/internal/queue"
+)
+
+// TaskLease is a live task lease as the activity shows it.
+type TaskLease struct {
+	Key, Title string
+	Holder     string
+	Branch     string // the holder's, when known
+	Since      time.Time
+}
+
+// Activity is what is live now and what happened lately, by branch: the
+// task leases, file claims and branch write leases live now, and each
+// branch's recent notes, claims, resolves and last report, the latest
+// branch first. Reading it takes no lease.
+type Activity struct {
+	Workspace string
+	Tasks     []TaskLease
+	Files     []index.FileClaim
+	Branches  []index.BranchLease // live branch write leases
+	Recent    []index.BranchActivity
+	// BranchesTotal is how many branches had any activity in the window.
+	BranchesTotal int
+	Now           time.Time
+}
+
+// ActivityWindow is how far back the activity by branch looks.
+const ActivityWindow = 7 * 24 * time.Hour
+
+// MaxActivityBranches bounds the branches one activity read lists.
+const MaxActivityBranches = 200
+
+// Activity reads the activity of at most branches branches (1 to
+// MaxActivityBranches).
+func (e *Engine) Activity(ctx context.Context, branches int) (Activity, error) {
+	branches = min(max(branches, 1), MaxActivityBranches)
+	a := Activity{Workspace: e.Workspace(), Now: time.Now()}
+	if err := e.syncNotes(ctx, false); err != nil {
+		return a, err
+	}
+	sessions, err := e.p.DB.LiveSessions(ctx)
+	if err != nil {
+		return a, err
+	}
+	live := map[int64]index.Session{}
+	for _, s := range sessions {
+		live[s.ID] = s
+	}
+	leases, err := e.p.DB.Leases(ctx)
+	if err != nil {
+		return a, err
+	}
+	for _, l := range leases {
+		s, ok := live[l.SessionID]
+		if !ok {
+			continue
+		}
+		t := TaskLease{Key: l.TaskID, Holder: l.Holder, Branch: s.Branch, Since: l.Acquired}
+		if h := e.heldTask(ctx, l); h.Key != "" {
+			t.Key, t.Title = h.Key, h.Title
+		}
+		a.Tasks = append(a.Tasks, t)
+	}
+	if e.across() && e.team.cutOff() == 0 {
+		// The other clones' agents and what they hold, by their branch.
+		if agents, err := e.team.s.Agents(ctx); err == nil {
+			for _, ag := range agents {
+				for _, l := range ag.Leases {
+					t := TaskLease{Key: l.Key, Holder: ag.Name + " on " + ag.Host, Branch: ag.Branch, Since: l.Updated}
+					if it, err := e.p.DB.Get(ctx, queue.Ref{ID: l.TaskID}); err == nil {
+						t.Title = it.Title
+					}
+					a.Tasks = append(a.Tasks, t)
+				}
+			}
+		}
+	}
+	slices.SortFunc(a.Tasks, func(x, y TaskLease) int { return y.Since.Compare(x.Since) })
+	if a.Files, err = e.FileClaims(ctx); err != nil {
+		return a, err
+	}
+	if a.Branches, err = e.p.DB.BranchLeases(ctx, a.Workspace); err != nil {
+		return a, err
+	}
+	since := a.Now.Add(-ActivityWindow)
+	own, _, err := e.p.DB.Activity(ctx, since, 0)
+	if err != nil {
+		return a, err
+	}
+	// The repository's other worktrees, served by this snagd, keep their
+	// own audit: their branches' claims, resolves and links are theirs.
+	if r := e.opts.Repository; r != nil {
+		own = mergeWorktrees(own, r.activity(ctx, e, since))
+	}
+	var team map[string]*coord.BranchActivity
+	if e.across() && e.team.cutOff() == 0 {
+		team, _ = e.team.s.Activity(ctx, since)
+	}
+	a.Recent, a.BranchesTotal = mergeActivity(own, team, branches)
+	return a, nil
+}
+
+// addKeys adds keys to a branch's list of one kind, newest first, at most
+// five, each once.
+func addKeys(list []string, keys ...string) []string {
+	for _, k := range keys {
+		if len(list) < 5 && !slices.Contains(list, k) {
+			list = append(list, k)
+		}
+	}
+	return list
+}
+
+// mergeWorktrees adds the activity by branch that the repository's other
+// worktrees recorded to this one's: a branch's latest time, and its keys
+// of each kind, newest first, at most five (its notes are in every
+// worktree's reads already).
+func mergeWorktrees(own []index.BranchActivity, others [][]index.BranchActivity) []index.BranchActivity {
+	by := map[string]int{}
+	for i := range own {
+		by[own[i].Branch] = i
+	}
+	for _, list := range others {
+		for _, o := range list {
+			i, ok := by[o.Branch]
+			if !ok {
+				own = append(own, index.BranchActivity{Branch: o.Branch})
+				i = len(own) - 1
+				by[o.Branch] = i
+			}
+			a := &own[i]
+			if o.Last.After(a.Last) {
+				a.Last = o.Last
+			}
+			a.Nodes, a.Claimed, a.Resolved = addKeys(a.Nodes, o.Nodes...), addKeys(a.Claimed, o.Claimed...), addKeys(a.Resolved, o.Resolved...)
+			if o.Report != nil && (a.Report == nil || o.Report.At.After(a.Report.At)) {
+				a.Report = o.Report
+			}
+		}
+	}
+	return own
+}
+
+// mergeActivity adds the other clones' activity by branch to this
+// clone's, keeps the latest branches first, at most limit, and returns
+// how many branches there were.
+func mergeActivity(own []index.BranchActivity, team map[string]*coord.BranchActivity, limit int) ([]index.BranchActivity, int) {
+	by := map[string]*index.BranchActivity{}
+	for i := range own {
+		by[own[i].Branch] = &own[i]
+	}
+	var added []index.BranchActivity
+	for b, t := range team {
+		a := by[b]
+		if a == nil {
+			a = &index.BranchActivity{Branch: b}
+		}
+		if t.Last.After(a.Last) {
+			a.Last = t.Last
+		}
+		a.Nodes, a.Claimed, a.Resolved = addKeys(a.Nodes, t.Nodes...), addKeys(a.Claimed, t.Claimed...), addKeys(a.Resolved, t.Resolved...)
+		if r := t.Report; r != nil && (a.Report == nil || r.Created.After(a.Report.At)) {
+			a.Report = &index.Report{Agent: r.From + " on " + r.Host, Message: r.Body, At: r.Created}
+		}
+		if by[b] == nil {
+			added = append(added, *a)
+		}
+	}
+	own = append(own, added...)
+	slices.SortFunc(own, func(x, y index.BranchActivity) int {
+		if c := y.Last.Compare(x.Last); c != 0 {
+			return c
+		}
+		return strings.Compare(x.Branch, y.Branch)
+	})
+	total := len(own)
+	if limit > 0 && len(own) > limit {
+		own = own[:limit]
+	}
+	return own, total
+}

@@ -1,0 +1,518 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/snagdev/snag/internal/index"
+	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/watch"
+)
+
+// apply brings the index in step with one batch from the watcher. It holds
+// the write lock, so a batch never interleaves with a claim.
+func (e *Engine) apply(ctx context.Context, b watch.Batch, polling bool) {
+	e.polling.Store(polling)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ctx.Err() != nil {
+		return
+	}
+	if b.Config {
+		if cfg, err := queue.LoadConfig(e.p.Abs(e.configName())); err != nil {
+			e.log.Warn("config.json not reloaded", "err", err)
+		} else {
+			e.p.Config = cfg
+			e.cfg.Store(&cfg)
+		}
+	}
+	if b.IndexGone {
+		e.restoreIndex(ctx)
+	}
+	if b.Notes || b.Rescan {
+		// A note saved by hand, or a checkout that brought notes: the
+		// graph's readers hear of it as of snag's own.
+		if n, err := e.syncNotesCount(ctx, true); err != nil {
+			e.log.Warn("notes not indexed", "err", err)
+		} else if n > 0 && e.ready.Load() {
+			e.hub.Publish("note", map[string]any{"changed": n})
+		}
+	}
+	changed := false
+	if len(b.Files) > 0 && !b.Rescan {
+		// snag's own writes are no storm, nor anything to read again:
+		// claims at a hundred a second leave the watcher no quiet, and its
+		// batch, sent at MaxDelay, names a hundred files that are as their
+		// writes indexed them. Those are left out (syncOne would pass over
+		// them too) before the files left are counted; a checkout's are
+		// soon too many.
+		if others, ok := e.othersOf(ctx, b.Files); ok {
+			b.Files = others
+		}
+	}
+	if len(b.Files) > stormFiles && !b.Rescan {
+		// A storm (a git checkout, a script): one rescan reads the files in
+		// parallel and writes them in one transaction, where a transaction
+		// per file would take seconds. The names it covers need no settling.
+		b.Rescan, b.Reasons = true, []string{fmt.Sprintf("%d files changed", len(b.Files))}
+	}
+	if b.Rescan {
+		// Only a rescan someone asked for (snag doctor, POST /rescan) reads
+		// and hashes every file. The start, an overflow, a replaced folder,
+		// a storm, the timer and polling read only the files whose stamp
+		// (size, times, inode: queue.Stamp) is not the one indexed, so a
+		// start on 100,000 unchanged files reads none of them.
+		hash := slices.Contains(b.Reasons, "requested")
+		st, err := e.p.DB.Scan(ctx, e.p.Tasks, index.ScanOptions{Hash: hash})
+		if err != nil {
+			e.log.Error("rescan failed", "reasons", b.Reasons, "err", err)
+			return
+		}
+		switch {
+		case st.FolderGone && !e.tasksGone:
+			e.log.Warn("tasks/ is gone (a branch without it checked out?): no tasks until it is back; snag add and claims are refused meanwhile",
+				"folder", e.p.Tasks.Path())
+		case !st.FolderGone && e.tasksGone:
+			e.log.Info("tasks/ is back", "folder", e.p.Tasks.Path(), "files", st.Files)
+		}
+		e.tasksGone = st.FolderGone
+		if st.Changed() && e.ready.Load() {
+			e.Audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: fileAgent, Action: "edit", Outcome: "ok",
+				Detail: fmt.Sprintf("files changed together (%s): %d added, %d changed, %d removed",
+					strings.Join(b.Reasons, ", "), st.Added, st.Updated, st.Removed)})
+		}
+		if st.Changed() || !e.ready.Load() {
+			e.log.Info("rescan", "reasons", b.Reasons, "files", st.Files, "read", st.Read, "added", st.Added,
+				"updated", st.Updated, "removed", st.Removed, "failed", st.Failed, "took", st.Duration)
+			e.hub.Publish("rescan", map[string]any{"reasons": b.Reasons, "files": st.Files,
+				"added": st.Added, "updated": st.Updated, "removed": st.Removed})
+			changed = true
+		} else {
+			e.log.Debug("rescan", "reasons", b.Reasons, "files", st.Files, "read", st.Read, "changed", false)
+		}
+		if !e.ready.Load() {
+			e.reconcile(ctx, nil)
+			e.adoptSessions(ctx)
+			e.ready.Store(true)
+			e.fixKeysLater()
+		} else if st.Changed() {
+			e.reconcile(ctx, nil)
+		}
+	}
+	done := map[string]bool{}
+	if b.Rescan && len(b.Files) > stormFiles {
+		for _, name := range b.Files {
+			e.cancelSettle(name)
+		}
+		b.Files = nil
+	}
+	for from, to := range e.renames(ctx, b.Files) {
+		if e.rename(ctx, from, to) {
+			changed = true
+		}
+		done[from], done[to] = true, true
+	}
+	for _, name := range b.Files {
+		if done[name] {
+			continue
+		}
+		if e.syncOne(ctx, name, false) {
+			changed = true
+		}
+	}
+	if changed || b.PlanGone {
+		e.writePlan(ctx)
+	}
+	if changed && e.ready.Load() {
+		e.fixKeysLater()
+	}
+}
+
+func (e *Engine) configName() string { return "config.json" }
+
+// fileAgent names, in the audit log, the task files as the author of a
+// change a person made by editing them (snag cannot tell who saved).
+const fileAgent = "the file"
+
+// auditFileEdit writes the audit entry of a change the watcher found in
+// one task file: what a person changed by hand, field by field. snag's
+// own writes never get here: they are indexed in their own transaction,
+// and the watcher finds them unchanged.
+func (e *Engine) auditFileEdit(ctx context.Context, p string, before, after *index.Row) {
+	a := index.AuditEntry{Actor: queue.Person, Agent: fileAgent, Action: "edit", Outcome: "ok"}
+	switch {
+	case after == nil && before != nil:
+		a.TaskID, a.Detail = before.ID, "removed "+p
+	case after == nil:
+		return
+	case after.State != index.StateOK:
+		a.TaskID, a.Outcome, a.Detail = after.ID, "invalid", p+": "+after.Error
+	case before == nil || before.ID != after.ID:
+		a.TaskID, a.Detail = after.ID, "added "+p
+	default:
+		a.TaskID = after.ID
+		var ch []string
+		field := func(name string, a, b any) {
+			if a != b {
+				ch = append(ch, fmt.Sprintf("%s %v -> %v", name, orNone(a), orNone(b)))
+			}
+		}
+		field("title", before.Title, after.Title)
+		field("status", before.Status, after.Status)
+		field("severity", before.Severity, after.Severity)
+		field("kind", before.Kind, after.Kind)
+		field("wave", before.Wave, after.Wave)
+		field("plan", before.Plan, after.Plan)
+		field("assignee", before.Assignee, after.Assignee)
+		field("trust", before.Trust, after.Trust)
+		field("key", before.Key, after.Key)
+		if len(ch) == 0 {
+			ch = []string{"the body or other fields"}
+		}
+		a.Detail = strings.Join(ch, "; ")
+	}
+	e.Audit(ctx, a)
+}
+
+// orNone shows an empty value as (none).
+func orNone(v any) any {
+	if fmt.Sprint(v) == "" {
+		return "(none)"
+	}
+	return v
+}
+
+// stormFiles is the most files a batch may name before it is applied as a
+// full rescan instead of file by file.
+const stormFiles = 64
+
+// syncOne re-reads one task file. One read never proves a file deleted or
+// broken: when a file that was good reads as missing or unparsable, it is
+// looked at again once it has had time to settle (settled is then true).
+func (e *Engine) syncOne(ctx context.Context, name string, settled bool) bool {
+	p := path.Join(index.TasksFolder, name)
+	if !settled && e.unchanged(ctx, name, p) {
+		return false // snag's own write, indexed in its transaction; or nothing new
+	}
+	if !settled && e.isSettling(name) {
+		// Seen missing or broken a moment ago: an editor is at work, and
+		// what reads well now may be half of its write. The look already
+		// due indexes it, once, whole.
+		return false
+	}
+	if !settled && e.looksWorse(ctx, name, p) {
+		e.settleLater(name)
+		return false
+	}
+	e.cancelSettle(name)
+	before, _ := e.p.DB.RowAt(ctx, p)
+	fc, err := e.p.DB.SyncFile(ctx, e.p.Tasks, name)
+	if err != nil {
+		e.log.Error("sync failed", "file", p, "err", err)
+		return false
+	}
+	if !fc.Added && !fc.Updated && !fc.Removed {
+		return false
+	}
+	after, _ := e.p.DB.RowAt(ctx, p)
+	e.auditFileEdit(ctx, p, before, after)
+	if row, err := e.p.DB.RowAt(ctx, p); err == nil && row.ID != "" && row.State == index.StateOK {
+		e.reconcile(ctx, []string{row.ID})
+	}
+	ev := map[string]any{"path": p, "added": fc.Added, "removed": fc.Removed}
+	if fc.Err != nil {
+		ev["error"] = fc.Err.Error()
+		e.hub.Publish("problem", ev)
+	} else {
+		e.hub.Publish("task", ev)
+	}
+	return true
+}
+
+// unchanged reports whether the file still has the size, modification
+// time and inode it was indexed with (snag's own write records the inode it
+// renamed into place, so a save renamed over it within the same tick of the
+// clock is still seen). A save in place within that tick is left to the
+// next rescan: snag's own writes are indexed with stamps it does not trust.
+func (e *Engine) unchanged(ctx context.Context, name, p string) bool {
+	in, found, err := e.p.DB.IndexedAt(ctx, p)
+	return err == nil && found && e.stampIs(name, in)
+}
+
+// stampIs reports whether the file name has the stamp the index holds of
+// it, in (see unchanged).
+func (e *Engine) stampIs(name string, in index.Indexed) bool {
+	fi, err := os.Lstat(filepath.Join(e.p.Tasks.Path(), name))
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	s := queue.StampOf(fi)
+	return s.Size == in.Size && s.ModTime == in.MTime && (in.Inode == 0 || s.Inode == in.Inode)
+}
+
+// othersOf returns the files of names that are not as the index has them
+// (unchanged), with ok true, or ok false once it has found more than
+// stormFiles of them. It reads in one transaction on the writer's
+// connection (e.mu is held): the writes that made these files keep that
+// connection's cache warm, where a pooled connection drops its whole cache
+// at its first read after each write, and frees it page by page.
+func (e *Engine) othersOf(ctx context.Context, names []string) (others []string, ok bool) {
+	err := e.p.DB.Read(ctx, func(tx *index.Tx) error {
+		for _, name := range names {
+			in, found, err := tx.IndexedAt(path.Join(index.TasksFolder, name))
+			if err != nil {
+				return err
+			}
+			if found && e.stampIs(name, in) {
+				continue
+			}
+			if others = append(others, name); len(others) > stormFiles {
+				return nil
+			}
+		}
+		return nil
+	})
+	return others, err == nil && len(others) <= stormFiles
+}
+
+// looksWorse reports whether the file now reads as gone or broken while its
+// row is good.
+func (e *Engine) looksWorse(ctx context.Context, name, p string) bool {
+	state, found, err := e.p.DB.StateOf(ctx, p)
+	if err != nil || !found || state != index.StateOK {
+		return false
+	}
+	raw, _, err := e.p.Tasks.Read(name)
+	if err != nil {
+		return true // gone, or unreadable for now
+	}
+	_, perr := queue.Parse(raw)
+	return perr != nil
+}
+
+func (e *Engine) settleLater(name string) {
+	e.settleMu.Lock()
+	defer e.settleMu.Unlock()
+	if t, ok := e.settling[name]; ok {
+		t.Reset(e.opts.Settle)
+		return
+	}
+	e.settling[name] = time.AfterFunc(e.opts.Settle, func() {
+		e.settleMu.Lock()
+		delete(e.settling, name)
+		e.settleMu.Unlock()
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.p == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if e.syncOne(ctx, name, true) {
+			e.writePlan(ctx)
+		}
+	})
+}
+
+// isSettling reports whether name waits for a second look: it was seen
+// missing or broken less than the settle time ago.
+func (e *Engine) isSettling(name string) bool {
+	e.settleMu.Lock()
+	defer e.settleMu.Unlock()
+	_, ok := e.settling[name]
+	return ok
+}
+
+// renames finds the task files renamed within tasks/: a name of the batch,
+// or one left to settle, that is gone while the id its row had is in a
+// file of the batch that exists. It maps the old names to the new.
+func (e *Engine) renames(ctx context.Context, names []string) map[string]string {
+	e.settleMu.Lock()
+	candidates := slices.Concat(names, slices.Collect(maps.Keys(e.settling)))
+	e.settleMu.Unlock()
+	gone := map[string]string{} // id -> old name
+	for _, name := range candidates {
+		if _, err := os.Lstat(filepath.Join(e.p.Tasks.Path(), name)); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if row, err := e.p.DB.RowAt(ctx, path.Join(index.TasksFolder, name)); err == nil && row.ID != "" {
+			gone[row.ID] = name
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	moved := map[string]string{}
+	for _, name := range names {
+		raw, _, err := e.p.Tasks.Read(name)
+		if err != nil {
+			continue
+		}
+		t, err := queue.Parse(raw)
+		if err != nil {
+			continue
+		}
+		if old, ok := gone[t.ID]; ok && old != name {
+			moved[old] = name
+			delete(gone, t.ID)
+		}
+	}
+	return moved
+}
+
+// rename indexes a rename in one transaction, so no reader ever sees the
+// task twice (two files with its id) or not at all.
+func (e *Engine) rename(ctx context.Context, from, to string) bool {
+	e.cancelSettle(from)
+	e.cancelSettle(to)
+	err := e.p.DB.Update(ctx, func(tx *index.Tx) error {
+		if err := tx.SyncFile(e.p.Tasks, from); err != nil {
+			return err
+		}
+		return tx.SyncFile(e.p.Tasks, to)
+	})
+	if err != nil {
+		e.log.Error("sync of a rename failed", "from", from, "to", to, "err", err)
+		return false
+	}
+	p := path.Join(index.TasksFolder, to)
+	if row, err := e.p.DB.RowAt(ctx, p); err == nil && row.ID != "" && row.State == index.StateOK {
+		e.Audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: fileAgent, Action: "edit", TaskID: row.ID, Outcome: "ok",
+			Detail: fmt.Sprintf("renamed %s to %s", from, to)})
+		e.reconcile(ctx, []string{row.ID})
+	}
+	e.hub.Publish("task", map[string]any{"path": path.Join(index.TasksFolder, from), "added": false, "removed": true, "renamed": p})
+	e.hub.Publish("task", map[string]any{"path": p, "added": true, "removed": false})
+	return true
+}
+
+func (e *Engine) cancelSettle(name string) {
+	e.settleMu.Lock()
+	defer e.settleMu.Unlock()
+	if t, ok := e.settling[name]; ok {
+		t.Stop()
+		delete(e.settling, name)
+	}
+}
+
+func (e *Engine) stopSettling() {
+	e.settleMu.Lock()
+	defer e.settleMu.Unlock()
+	for name, t := range e.settling {
+		t.Stop()
+		delete(e.settling, name)
+	}
+	e.p = nil
+}
+
+// writePlan asks for plan.json to be regenerated. Requests are debounced:
+// one write follows a burst of changes, PlanDelay after the first. It never
+// waits for a write under way (which can take a second on a loaded machine
+// at 10,000 tasks, while the caller holds mu): a request made meanwhile
+// arms the next write.
+func (e *Engine) writePlan(ctx context.Context) {
+	e.planMu.Lock()
+	defer e.planMu.Unlock()
+	if e.planTimer == nil && !e.planStopped {
+		// Wait at least ten times as long as the last write took, so a
+		// burst of claims on a large queue is not spent rewriting it.
+		e.planTimer = time.AfterFunc(max(e.opts.PlanDelay, 10*e.planTook), e.flushPlan)
+	}
+}
+
+// flushPlan writes plan.json from the index as it is now. It reads one
+// consistent snapshot and needs no write lock; planWrite keeps two flushes
+// from racing to the rename.
+func (e *Engine) flushPlan() {
+	e.planWrite.Lock()
+	defer e.planWrite.Unlock()
+	e.planMu.Lock()
+	e.planTimer = nil // a change from here on arms the next write
+	stopped := e.planStopped
+	e.planMu.Unlock()
+	if stopped {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := e.p.WritePlan(ctx); err != nil {
+		e.log.Warn("plan.json not written", "err", err)
+	}
+	e.planMu.Lock()
+	e.planTook = time.Since(start)
+	e.planMu.Unlock()
+}
+
+// stopPlan writes a pending plan.json now, waits for a write under way,
+// and stops further writes. The caller holds mu, so no change asks for
+// another meanwhile.
+func (e *Engine) stopPlan() {
+	e.planMu.Lock()
+	// Armed, and its write not begun (a write clears the timer first):
+	// the timer may have fired already, its write waiting for planWrite.
+	pending := e.planTimer != nil
+	if pending {
+		e.planTimer.Stop()
+	}
+	e.planTimer = nil
+	e.planMu.Unlock()
+	if pending {
+		e.flushPlan()
+	}
+	e.planWrite.Lock()
+	defer e.planWrite.Unlock()
+	e.planMu.Lock()
+	e.planStopped = true
+	e.planMu.Unlock()
+}
+
+// Rescan reads every task file now, as the watcher's timer would: for a
+// person who wants the index to have seen their latest edits.
+func (e *Engine) Rescan(ctx context.Context) {
+	e.apply(ctx, watch.Batch{Rescan: true, Reasons: []string{"requested"}}, false)
+	e.fixKeys(ctx) // what the rescan found settled before its answer
+}
+
+// restoreIndex writes snag.db again when it was deleted or moved away
+// while snagd ran (index.DB.Restore): from what snagd holds, so nothing of
+// it is lost, the leases of this view's agents included. The watcher says
+// so at once; the sweep looks every few seconds too, as a watcher that
+// polls sees no removal.
+func (e *Engine) restoreIndex(ctx context.Context) {
+	done, err := e.p.DB.Restore(ctx)
+	switch {
+	case err != nil:
+		e.log.Error("snag.db was deleted or moved away while snagd ran, and writing it again failed: restart snagd (snag daemon stop), which rebuilds it", "err", err)
+	case done:
+		e.log.Warn("snag.db was deleted or moved away while snagd ran: written again from what snagd held, nothing lost", "path", e.p.DB.Path())
+		e.Audit(ctx, index.AuditEntry{Actor: queue.System, Action: "restore", Outcome: "ok",
+			Detail: "snag.db was deleted or moved away while snagd ran: written again from what snagd held"})
+	}
+}
+
+// Reindex rebuilds the index from the task files, as snag reindex does
+// when no daemon runs, for the person by; live state is kept and leases
+// are reconciled with what the files now say.
+func (e *Engine) Reindex(ctx context.Context, by string) (index.ScanStats, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st, err := e.p.Rebuild(ctx)
+	if err != nil {
+		return st, err
+	}
+	e.reconcile(ctx, nil)
+	e.Audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: by, Action: "reindex", Outcome: "ok",
+		Detail: fmt.Sprintf("%d files, %d failed", st.Files, st.Failed)})
+	e.hub.Publish("rescan", map[string]any{"reasons": []string{"reindex"}, "files": st.Files})
+	return st, nil
+}

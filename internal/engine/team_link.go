@@ -1,0 +1,654 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/snagdev/snag/internal/coord"
+	"github.com/snagdev/snag/internal/gitdir"
+	"github.com/snagdev/snag/internal/index"
+	"github.com/snagdev/snag/internal/queue"
+)
+
+// teamErr words an error of the store as the engine's refusals.
+func (e *Engine) teamErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, coord.ErrHeld):
+		return refuse(ErrHeld, "held", "%s; claim another task", strings.TrimPrefix(err.Error(), coord.ErrHeld.Error()+": "))
+	case errors.Is(err, coord.ErrDone):
+		return refuse(ErrTransition, "resolved_elsewhere", "%s", strings.TrimPrefix(err.Error(), coord.ErrDone.Error()+": "))
+	case errors.Is(err, coord.ErrStale):
+		return refuse(ErrStale, "stale", "%s: claim the task again before you write to it", err.Error())
+	case errors.Is(err, coord.ErrUnreachable), errors.Is(err, coord.ErrCloneEnded):
+		return refuse(ErrUnreachable, "coord_unreachable", "%s", e.cutOffMessage())
+	}
+	return err
+}
+
+// giveUpAfter is how long after its last heartbeat a clone cut off from
+// the store gives its leases up: a heartbeat (at most a quarter of the
+// grace) before the others may sweep it by its grace, so that it has
+// stopped holding them before any other clone can be granted them. The
+// last heartbeat counts from when it was sent (teamBeat), no later than
+// the store's own mark of it.
+func (t *team) giveUpAfter() time.Duration {
+	grace := t.s.Grace()
+	return grace - min(t.beat, grace/4)
+}
+
+// cutOff is how long the store has not taken a heartbeat, or 0 while it
+// does.
+func (t *team) cutOff() time.Duration {
+	d := time.Since(time.Unix(0, t.lastBeat.Load()))
+	if d < 2*t.beat+time.Second && !t.gaveUp.Load() {
+		return 0
+	}
+	return d
+}
+
+func (e *Engine) cutOffMessage() string {
+	d := e.team.cutOff()
+	if e.team.gaveUp.Load() {
+		return fmt.Sprintf("coordination unreachable for %d s: this clone's leases were given up at %s; nothing is granted until it is back (try again in a few seconds)",
+			int(d.Seconds()), seconds(e.team.giveUpAfter()))
+	}
+	if d == 0 {
+		return "coordination store unreachable: nothing is granted until it is back (try again in a few seconds)"
+	}
+	return fmt.Sprintf("coordination unreachable for %d s: nothing is granted until it is back (try again in a few seconds)", int(d.Seconds()))
+}
+
+// CoordNotice is what every answer to session id says while the store
+// is out of reach: how long, and when the tasks it holds are given up
+// ("coordination unreachable for 9 s: your lease of SNAG-3 will be given
+// up at 15 s"); "" while all is well, or when snagd runs alone.
+func (e *Engine) CoordNotice(ctx context.Context, id int64) string {
+	if e.team == nil {
+		return ""
+	}
+	d := e.team.cutOff()
+	if d == 0 {
+		return ""
+	}
+	at := seconds(e.team.giveUpAfter())
+	if e.team.gaveUp.Load() {
+		return fmt.Sprintf("coordination unreachable for %d s: every lease of this clone was given up at %s; claims wait until it is back", int(d.Seconds()), at)
+	}
+	var keys []string
+	if ls, err := e.p.DB.LeasesOf(ctx, id); err == nil {
+		for _, l := range ls {
+			if it, err := e.p.DB.Get(ctx, queue.Ref{ID: l.TaskID}); err == nil {
+				keys = append(keys, it.Key)
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return fmt.Sprintf("coordination unreachable for %d s: nothing is granted until it is back", int(d.Seconds()))
+	}
+	return fmt.Sprintf("coordination unreachable for %d s: your lease of %s will be given up at %s", int(d.Seconds()), strings.Join(keys, ", "), at)
+}
+
+// seconds words d as "11 s", or "2.2 s" under ten seconds.
+func seconds(d time.Duration) string {
+	if d < 10*time.Second {
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
+	}
+	return strconv.Itoa(int(d.Seconds())) + " s"
+}
+
+// teamRun heartbeats, sweeps the clones gone silent, sends the outbox,
+// publishes this clone's ready tasks and hears the other clones' events,
+// until ctx ends.
+func (e *Engine) teamRun(ctx context.Context) error {
+	t := e.team
+	// Every loop ends with ctx, and is waited for: none touches the
+	// project once the engine closes.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { t.s.Listen(ctx, func(ev coord.Event) { e.teamHeard(ev) }) })
+	e.teamRegisterLive(ctx)
+	// The heartbeat has a loop of its own, and beats at once: the join's
+	// own mark of life is already counting, and neither the start's
+	// reconcile, nor a publication, nor a send that waits on a store out
+	// of reach, may delay it past the grace (a restarted clone whose first
+	// beat waited for its reconcile was swept by the others as silent).
+	wg.Go(func() {
+		beat := time.NewTicker(t.beat)
+		defer beat.Stop()
+		for {
+			e.teamBeat(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-beat.C:
+			}
+		}
+	})
+	// The give-up has a loop of its own too: a heartbeat that waits on a
+	// store out of reach (up to its timeout) must not delay it past the
+	// moment the others may sweep this clone.
+	wg.Go(func() {
+		tick := time.NewTicker(min(t.beat/4, 250*time.Millisecond))
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if d := time.Since(time.Unix(0, t.lastBeat.Load())); d >= t.giveUpAfter() && !t.gaveUp.Load() {
+				e.teamGiveUp(ctx, fmt.Sprintf("coordination unreachable for %.1f s", d.Seconds()))
+			}
+		}
+	})
+	t.askReconcile()
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.recon:
+				if !t.reconciled.Load() {
+					e.teamReconcile(ctx)
+				}
+			}
+		}
+	})
+	wg.Go(func() {
+		retry := time.NewTicker(t.beat)
+		defer retry.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.kick:
+			case <-retry.C:
+			}
+			if e.teamSend(ctx) == nil {
+				e.teamSendAudits(ctx)
+			}
+		}
+	})
+	pub := time.NewTicker(publishEvery)
+	defer pub.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-pub.C:
+			if t.cutOff() == 0 {
+				e.teamPublish(ctx)
+			}
+		}
+	}
+}
+
+// teamRegister registers new session s with the store at once, so that
+// no agent of another clone is given its name meanwhile; a name taken
+// there since is swapped for a free one. With the store out of reach the
+// registration waits in the outbox.
+func (e *Engine) teamRegister(ctx context.Context, s index.Session) index.Session {
+	t := e.team
+	for range 5 {
+		if t.cutOff() > 0 {
+			break
+		}
+		err := t.s.Register(ctx, coordSession(s))
+		if err == nil {
+			return s
+		}
+		if !errors.Is(err, coord.ErrNameTaken) {
+			break
+		}
+		name, err := e.teamFreeName(ctx, s.Name)
+		if err != nil {
+			break
+		}
+		if err := e.p.DB.Rename(ctx, s.ID, name); err != nil {
+			continue // taken here meanwhile: the next round picks another
+		}
+		e.live.ended(s.ID) // the kept copy has the old name
+		s.Name = name
+	}
+	t.queue(teamOp{register: &s})
+	return s
+}
+
+// teamFreeName is a name that no live session has: of the workspace (the
+// store's), of this worktree (its registrations may still wait in the
+// outbox) or of the repository's other worktrees; taken is the name that
+// was refused.
+func (e *Engine) teamFreeName(ctx context.Context, taken string) (string, error) {
+	names, err := e.team.s.LiveNames(ctx)
+	if err != nil {
+		return "", err
+	}
+	names = append(names, taken)
+	if local, err := e.p.DB.LiveSessions(ctx); err == nil {
+		for _, s := range local {
+			names = append(names, s.Name)
+		}
+	}
+	if r := e.opts.Repository; r != nil {
+		names = append(names, r.liveNames(ctx, e)...)
+	}
+	return freeName(names), nil
+}
+
+// freeName is the first of index.Names (then NAME-2, NAME-3 ...) not in
+// taken.
+func freeName(taken []string) string {
+	for i := 1; ; i++ {
+		for _, n := range index.Names {
+			if i > 1 {
+				n += "-" + strconv.Itoa(i)
+			}
+			if !slices.Contains(taken, n) {
+				return n
+			}
+		}
+	}
+}
+
+// teamRegisterLive registers every live session with the store (after a
+// start, or a rejoin).
+func (e *Engine) teamRegisterLive(ctx context.Context) {
+	ss, err := e.p.DB.LiveSessions(ctx)
+	if err != nil {
+		return
+	}
+	for i := range ss {
+		e.team.queue(teamOp{register: &ss[i]})
+	}
+}
+
+// teamBeat heartbeats and sweeps. A clone the others ended gives its
+// leases up and joins again; one cut off past the grace gives its leases
+// up, since the others' sweep has freed them.
+func (e *Engine) teamBeat(ctx context.Context) {
+	t := e.team
+	branch, _, _ := gitdir.Head(e.root)
+	sent := time.Now() // before the store marks it: the give-up counts from here
+	err := t.s.Heartbeat(ctx, branch)
+	switch {
+	case err == nil:
+		if t.gaveUp.Swap(false) {
+			e.log.Info("coordination store reachable again")
+		}
+		t.lastBeat.Store(sent.UnixNano())
+		t.wake()
+		if !t.reconciled.Load() {
+			t.askReconcile()
+		}
+		if sw, err := t.s.Sweep(ctx); err != nil {
+			e.log.Warn("sweep the clones gone silent: will try again at the next heartbeat", "err", err)
+		} else {
+			for _, c := range sw.Clones {
+				e.log.Warn("a clone went silent past the grace: its sessions ended and its tasks were freed",
+					"host", c.Host, "root", c.Root, "freed", len(sw.Leases))
+			}
+			for _, l := range sw.Leases {
+				e.hub.Publish("lease", map[string]any{"task": l.Key, "ended": true, "reason": "holder's clone gone silent", "source": "team"})
+			}
+		}
+	case errors.Is(err, coord.ErrCloneEnded):
+		// The others ended this clone and freed its leases: it joins again
+		// as a new clone, and takes back those no one took meanwhile.
+		t.reconciled.Store(false)
+		if err := t.s.Rejoin(ctx); err != nil {
+			e.log.Warn("join the coordination store again", "err", err)
+			return
+		}
+		e.log.Warn("the other clones had ended this one after it was silent past the grace: joined again as a new clone", "clone", t.s.Clone())
+		t.gaveUp.Store(false)
+		t.lastBeat.Store(time.Now().UnixNano())
+		t.pubDirty.Store(true)
+		// Its changes of the old clone's leases, claims and sessions are
+		// moot: the sweep ended them. A person's move of a task, what was
+		// posted for the team and the end of a lease whose task is finished
+		// here still go (MarkDone), as its audit entries do.
+		t.mu.Lock()
+		queued := slices.Clone(t.outbox)
+		t.mu.Unlock()
+		finished := map[string]bool{}
+		for _, op := range queued {
+			if op.ended != nil {
+				finished[op.ended.TaskID] = e.endState(ctx, op.ended.TaskID) == coord.Done
+			}
+		}
+		t.mu.Lock()
+		before := len(t.outbox)
+		t.outbox = slices.DeleteFunc(t.outbox, func(op teamOp) bool {
+			return op.post == nil && op.set == nil && (op.ended == nil || !finished[op.ended.TaskID])
+		})
+		dropped := before - len(t.outbox)
+		t.mu.Unlock()
+		if dropped > 0 {
+			e.log.Warn("changes of the ended clone's sessions and leases were not sent: the sweep had ended them", "changes", dropped)
+		}
+		e.teamRegisterLive(ctx)
+		t.askReconcile()
+	default:
+		d := time.Since(time.Unix(0, t.lastBeat.Load()))
+		e.log.Warn("coordination store unreachable", "for", d.Round(time.Second), "err", err,
+			"leases_given_up_at", t.giveUpAfter().Round(100*time.Millisecond))
+	}
+}
+
+// teamReconcileSessions ends in the store this clone's sessions that
+// snag.db no longer has live: they ended here while their end was waiting
+// in the outbox when snagd stopped, and would otherwise stay live in the
+// store for as long as this clone does, keeping their names from every
+// other agent of the workspace. The store's list is read first: a
+// session registered meanwhile is in snag.db before it is in the store,
+// so it is never taken for an ended one. It returns the sessions live
+// here, and whether the store answered.
+func (e *Engine) teamReconcileSessions(ctx context.Context) (map[int64]bool, bool) {
+	t := e.team
+	shared, err := t.s.LiveSessions(ctx)
+	if err != nil {
+		e.log.Warn("reconcile the sessions with the coordination store: will try again", "err", err)
+		return nil, false
+	}
+	local, err := e.p.DB.LiveSessions(ctx)
+	if err != nil {
+		e.log.Warn("reconcile the sessions with the coordination store: will try again", "err", err)
+		return nil, false
+	}
+	live := make(map[int64]bool, len(local))
+	for _, s := range local {
+		live[s.ID] = true
+	}
+	for _, id := range shared {
+		if live[id] {
+			continue
+		}
+		const why = "reconcile: the session had ended here before snagd stopped, and the store had not heard"
+		freed, err := t.s.EndSession(ctx, id, why)
+		if err != nil {
+			e.log.Warn("reconcile the sessions with the coordination store: will try again", "err", err)
+			return nil, false
+		}
+		e.Audit(ctx, index.AuditEntry{SessionID: id, Actor: queue.System, Action: "reconcile", Outcome: "ok",
+			Detail: fmt.Sprintf("%s (%d leases freed there)", why, len(freed))})
+	}
+	return live, true
+}
+
+// teamReconcile makes this clone's leases in snag.db and in the store
+// agree, at the start and after a rejoin. A lease snag.db holds is kept
+// when the store has it for this clone at the same epoch, and taken back
+// at that epoch when the store has it free and no grant went past it
+// (the agent's epoch stays good); otherwise another clone holds it or
+// resolved it, and it is released here. A lease the store has for this
+// clone that snag.db does not hold (snagd stopped between the grant and
+// the file's rewrite) is ended in the store. The audit says which.
+func (e *Engine) teamReconcile(ctx context.Context) {
+	t := e.team
+	clone := t.s.Clone()
+	live, ok := e.teamReconcileSessions(ctx)
+	if !ok {
+		return
+	}
+	mine, err := t.s.Mine(ctx)
+	if err != nil {
+		e.log.Warn("reconcile the leases with the coordination store: will try again", "err", err)
+		return
+	}
+	local, err := e.p.DB.Leases(ctx)
+	if err != nil {
+		e.log.Warn("reconcile the leases with the coordination store: will try again", "err", err)
+		return
+	}
+	shared := make(map[string]coord.Lease, len(mine))
+	for _, l := range mine {
+		shared[l.TaskID] = l
+	}
+	var kept, taken, released, ended int
+	for _, l := range local {
+		if l.Detached || l.SessionID == 0 {
+			// Derived from a file that says claimed (one git brought from
+			// another clone, or one a rebuilt index read). When the store
+			// granted it to a live session here of the name the file
+			// says, that session claimed it and snagd stopped between the
+			// file's rewrite and its own row: the lease is that session's
+			// again. Otherwise no agent of this clone holds it, so it is
+			// nothing to take or give back here.
+			if m, ok := shared[l.TaskID]; ok && m.Session != 0 && live[m.Session] && m.Holder == l.Holder {
+				var attached bool
+				err := e.p.DB.Update(ctx, func(tx *index.Tx) error {
+					var err error
+					attached, err = tx.Attach(l.TaskID, m.Session, m.Epoch)
+					return err
+				})
+				if err != nil {
+					e.log.Warn("reconcile the leases with the coordination store: will try again", "err", err)
+					return
+				}
+				if attached {
+					kept++
+					e.Audit(ctx, index.AuditEntry{SessionID: m.Session, Actor: queue.System, Agent: m.Holder, Action: "reconcile", TaskID: l.TaskID,
+						Outcome: "ok", Detail: fmt.Sprintf("the claim's file was rewritten before snagd stopped: the lease is %s's again, at epoch %d", m.Holder, m.Epoch)})
+				}
+			}
+			delete(shared, l.TaskID)
+			continue
+		}
+		if !live[l.SessionID] {
+			// Its holder ended here, and snagd stopped before it had
+			// released all its tasks: the task goes back to the queue, and
+			// the store's lease, freed with the session above, stays so.
+			delete(shared, l.TaskID)
+			released++
+			e.mu.Lock()
+			if e.p != nil {
+				if err := e.releaseLocked(ctx, l.TaskID, queue.System, l.Holder, "reconcile: holder gone before snagd stopped"); err != nil {
+					e.log.Error("release a gone session's task", "task", l.TaskID, "err", err)
+				}
+			}
+			e.mu.Unlock()
+			continue
+		}
+		if m, ok := shared[l.TaskID]; ok && m.Epoch == l.Epoch {
+			delete(shared, l.TaskID)
+			kept++
+			if m.Session != l.SessionID && l.SessionID != 0 {
+				t.queue(teamOp{adopt: &l})
+			}
+			continue
+		}
+		key := l.TaskID
+		if it, err := e.p.DB.Get(ctx, queue.Ref{ID: l.TaskID}); err == nil {
+			key = it.Key
+		}
+		_, err := t.s.GrantAt(ctx, l.TaskID, key, coord.Session{ID: l.SessionID, Name: l.Holder}, l.Epoch)
+		switch {
+		case err == nil:
+			taken++
+			e.Audit(ctx, index.AuditEntry{Actor: queue.System, Agent: l.Holder, Action: "reconcile", TaskID: l.TaskID, Outcome: "ok",
+				Detail: fmt.Sprintf("the shared lease was free: taken back for %s at epoch %d", l.Holder, l.Epoch)})
+		case errors.Is(err, coord.ErrUnreachable), errors.Is(err, coord.ErrCloneEnded):
+			e.log.Warn("reconcile the leases with the coordination store: will try again", "err", err)
+			return
+		default:
+			released++
+			why := "reconcile: " + e.teamErr(err).Error()
+			e.mu.Lock()
+			if e.p != nil {
+				if err := e.releaseLocked(ctx, l.TaskID, queue.System, l.Holder, why); err != nil {
+					e.log.Error("release a lease another clone has", "task", l.TaskID, "err", err)
+				}
+			}
+			e.mu.Unlock()
+		}
+	}
+	for _, id := range e.chosenIDs() {
+		delete(shared, id) // a claim under way: its grant is being mirrored now
+	}
+	for _, m := range shared {
+		// The store has a grant that snag.db does not: snagd stopped
+		// between the grant and the file's rewrite, or between the end of
+		// its lease here and telling the store. The task's status here
+		// says which way it ends: done when its work was resolved here.
+		state := e.endState(ctx, m.TaskID)
+		why := "reconcile: the grant's file was never rewritten here (snagd stopped between the two): the grant ended"
+		if state == coord.Done {
+			why = "reconcile: the lease ended here (the task is " + e.statusOf(ctx, m.TaskID) + ") before snagd stopped, and the store had not heard: it is done"
+		}
+		if err := t.s.End(ctx, m.TaskID, m.Epoch, state, why); err != nil && !errors.Is(err, coord.ErrStale) {
+			e.log.Warn("reconcile the leases with the coordination store: will try again", "err", err)
+			return
+		}
+		ended++
+		e.Audit(ctx, index.AuditEntry{Actor: queue.System, Agent: m.Holder, Action: "reconcile", TaskID: m.TaskID, Outcome: "ok", Detail: why})
+	}
+	// A lease that ended here lately with its task finished may be one the
+	// store never heard end (snagd stopped after the commit, before it
+	// told the store), and that the others' sweep has freed since: it is
+	// marked done there, unless a grant went past it.
+	if recent, err := e.p.DB.EndedLeases(ctx, time.Now().Add(-recentEnds)); err == nil {
+		for _, l := range recent {
+			if e.endState(ctx, l.TaskID) != coord.Done {
+				continue
+			}
+			why := "reconcile: the task was finished here (" + e.statusOf(ctx, l.TaskID) + ") before snagd stopped, and the store had not heard"
+			changed, err := t.s.MarkDone(ctx, l.TaskID, l.Epoch, why)
+			if err != nil {
+				e.log.Warn("reconcile the leases with the coordination store: will try again", "err", err)
+				return
+			}
+			if changed {
+				ended++
+				e.Audit(ctx, index.AuditEntry{Actor: queue.System, Agent: l.Holder, Action: "reconcile", TaskID: l.TaskID, Outcome: "ok", Detail: why})
+			}
+		}
+	}
+	if t.s.Clone() != clone {
+		// Joined again as a new clone meanwhile: the new one is
+		// reconciled anew.
+		t.askReconcile()
+		return
+	}
+	t.reconciled.Store(true)
+	t.started.Store(true)
+	if kept+taken+released+ended > 0 {
+		e.log.Info("leases reconciled with the coordination store", "kept", kept, "taken_back", taken, "released", released, "grants_ended", ended)
+	}
+	if released > 0 {
+		e.hub.Publish("lease", map[string]any{"reconciled": true, "released": released})
+	}
+}
+
+// recentEnds is how far back a start's reconcile looks for leases that
+// ended here with their task finished.
+const recentEnds = 24 * time.Hour
+
+// statusOf is task id's status here, or "gone".
+func (e *Engine) statusOf(ctx context.Context, id string) string {
+	if it, err := e.p.DB.Get(ctx, queue.Ref{ID: id}); err == nil {
+		return string(it.Status)
+	}
+	return "gone"
+}
+
+// teamGiveUp gives back every task this clone's sessions hold, once:
+// the other clones may hold them now.
+func (e *Engine) teamGiveUp(ctx context.Context, why string) {
+	if e.team.gaveUp.Swap(true) {
+		return
+	}
+	e.team.pubDirty.Store(true)
+	ls, err := e.p.DB.Leases(ctx)
+	if err != nil {
+		e.log.Error("list leases to give up", "err", err)
+		return
+	}
+	ls = slices.DeleteFunc(ls, func(l index.Lease) bool { return l.Detached || l.SessionID == 0 })
+	e.log.Warn("giving up every lease of this clone", "why", why, "leases", len(ls))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.p == nil {
+		return
+	}
+	for _, l := range ls {
+		if err := e.releaseLocked(ctx, l.TaskID, queue.System, l.Holder, "lease given up: "+why); err != nil {
+			e.log.Error("give up a lease", "task", l.TaskID, "err", err)
+		}
+	}
+	e.hub.Publish("lease", map[string]any{"given_up": len(ls), "reason": why})
+	e.writePlan(ctx)
+}
+
+// publishEvery is how often a clone publishes its ready tasks while
+// snag.db changes. Each publication reads every ready row, and under many
+// claims snag.db changes all the time: at 50 ms the three snagd of
+// BenchmarkTeamClaims spent about a third of the claims' throughput on it.
+// A claim-next that finds nothing while a task is ready here publishes
+// at once (teamClaimNext), so a new task waits for no tick.
+const publishEvery = 250 * time.Millisecond
+
+// teamPublish writes this clone's ready tasks to the store when snag.db
+// changed since the last time. One publication runs at a time: one that
+// read the rows earlier never lands after one that read them later.
+func (e *Engine) teamPublish(ctx context.Context) {
+	t := e.team
+	t.pubMu.Lock()
+	defer t.pubMu.Unlock()
+	w := e.p.DB.Writes()
+	if !t.pubDirty.Load() && t.published.Load() == w || t.gaveUp.Load() || !e.ready.Load() {
+		return
+	}
+	rows, err := e.p.DB.ReadyRows(ctx)
+	if err != nil {
+		return
+	}
+	ready := make([]coord.Ready, len(rows))
+	for i, r := range rows {
+		ready[i] = coord.Ready{TaskID: r.ID, Key: r.Key, Wave: r.Wave, SevRank: r.SevRank, Created: r.Created}
+	}
+	if err := t.s.Publish(ctx, ready); err != nil {
+		t.pubDirty.Store(true)
+		return
+	}
+	t.pubs.Add(1) // before the marks that tell a claim nothing is left to publish
+	t.pubDirty.Store(false)
+	t.published.Store(w)
+}
+
+// teamHeard passes another clone's event on to this snagd's subscribers,
+// labelled as the team's.
+func (e *Engine) teamHeard(ev coord.Event) {
+	if ev.Clone == e.team.s.Clone() {
+		return
+	}
+	data := map[string]any{}
+	if ev.Kind == "resync" {
+		e.team.pubDirty.Store(true)
+		e.hub.Publish("team", map[string]any{"resync": true, "source": "team"})
+		return
+	}
+	json.Unmarshal(ev.Data, &data)
+	if ev.Kind == "files" && data["force"] == true {
+		// A person on another clone freed a path from whoever held it:
+		// this clone's own claims of it end too.
+		if paths, ok := data["released"].([]any); ok {
+			why, _ := data["reason"].(string)
+			for _, p := range paths {
+				if p, ok := p.(string); ok {
+					e.p.DB.ForceReleaseFile(context.Background(), p, why+" (through "+ev.Host+")")
+				}
+			}
+		}
+	}
+	data["source"], data["host"], data["branch"] = "team", ev.Host, ev.Branch
+	e.hub.Publish(ev.Kind, data)
+}

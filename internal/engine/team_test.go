@@ -1,0 +1,232 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/snagdev/snag/internal/coord"
+	"github.com/snagdev/snag/internal/index"
+	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/verify"
+)
+
+// openAlone opens an engine on root as snagd alone does: a member of the
+// repository's embedded live state. The engine's background loops are not
+// run; a test drives what it needs.
+func openAlone(t *testing.T, root string) *Engine {
+	t.Helper()
+	ctx := context.Background()
+	live, err := coord.OpenEmbedded(ctx, filepath.Join(t.TempDir(), coord.EmbeddedFile),
+		coord.Options{Host: "test", Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(live.Close)
+	e, err := Open(ctx, Options{Root: root, Home: t.TempDir(), Coord: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	e.Rescan(ctx)
+	e.teamReconcile(ctx) // as Run's team loop does first
+	if !e.Ready() {
+		t.Fatal("the first rescan did not make the engine ready")
+	}
+	return e
+}
+
+// claimNextAs registers a session named name and claims the next task
+// for it.
+func claimNextAs(t *testing.T, e *Engine, name string) Claimed {
+	t.Helper()
+	ctx := context.Background()
+	s, err := e.Register(ctx, index.Session{Name: name, Client: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Claim(ctx, s, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// drain has agents of their own claim every ready task.
+func drain(t *testing.T, e *Engine) {
+	t.Helper()
+	for i := 0; claimNextAs(t, e, fmt.Sprintf("DRAIN%d", i)).Task != nil; i++ {
+	}
+}
+
+// A claim of the next task is granted whatever the timing of the
+// publication of the ready tasks: a task added just before, while the
+// publication runs beside the claim as snagd's ticker does, is claimed,
+// never answered as held through other clones.
+func TestClaimNextRacesThePublication(t *testing.T) {
+	e := openAlone(t, sample(t))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			e.teamPublish(ctx)
+		}
+	})
+	// The sample's ready tasks are taken first, so that each added task is
+	// the one ready task when its claim runs.
+	drain(t, e)
+	for i := range 200 {
+		if _, _, err := e.Add(ctx, NewTask{Title: fmt.Sprintf("Added %d", i)}, queue.Person, "dana"); err != nil {
+			t.Fatal(err)
+		}
+		got := claimNextAs(t, e, fmt.Sprintf("AGENT%d", i))
+		if got.Task == nil {
+			t.Fatalf("claim %d after an add: nothing claimed: %s", i, got.Reason)
+		}
+	}
+}
+
+// An agent that gives a task back is not handed it again while another
+// task is ready; when only tasks it gave back are left, it gets one, told
+// that it released it. Another agent gets it as any other.
+func TestClaimNextPassesOverWhatTheSessionGaveBack(t *testing.T) {
+	e := openAlone(t, sample(t)) // no sender loop: a claim sends the releases it needs
+	ctx := context.Background()
+	drain(t, e) // the sample's ready tasks are taken by others
+	for _, title := range []string{"First of two", "Second of two"} {
+		if _, _, err := e.Add(ctx, NewTask{Title: title}, queue.Person, "dana"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := e.Register(ctx, index.Session{Name: "ADA", Client: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimNext := func(s index.Session) Claimed {
+		t.Helper()
+		got, err := e.Claim(ctx, s, nil, false)
+		if err != nil || got.Task == nil {
+			t.Fatalf("claim next: %+v %v", got, err)
+		}
+		return got
+	}
+	release := func(got Claimed) {
+		t.Helper()
+		if _, err := e.Release(ctx, s, queue.Ref{ID: got.Task.ID}, got.Epoch, "blocked on a decision"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := claimNext(s)
+	release(first)
+	second := claimNext(s)
+	if second.Task.ID == first.Task.ID || second.Note != "" {
+		t.Fatalf("after giving %s back, the next claim got %s (note %q); want the other task, no note", first.Task.Key, second.Task.Key, second.Note)
+	}
+	release(second)
+	again := claimNext(s)
+	if again.Task.ID != first.Task.ID || !strings.Contains(again.Note, "you released "+first.Task.Key) {
+		t.Fatalf("with only tasks it gave back left, the claim got %s, note %q; want %s, told it released it", again.Task.Key, again.Note, first.Task.Key)
+	}
+	bea, err := e.Register(ctx, index.Session{Name: "BEA", Client: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other := claimNext(bea); other.Task.ID != second.Task.ID || other.Note != "" {
+		t.Fatalf("another agent got %s (note %q); want %s, no note", other.Task.Key, other.Note, second.Task.Key)
+	}
+}
+
+// A failed verify's reason names the lines that say what failed, then as
+// much of the end of the output as fits: a long trace never pushes the
+// failing assertion out.
+func TestFailReasonKeepsTheFailingLines(t *testing.T) {
+	trace := strings.Repeat("    at frame (/app/lib/x.js:1:7)\n", 60)
+	res := verify.CommandResult{ExitCode: 1, Failing: []string{"    cart_test.go:42: total = 1199, want 1200"}, Tail: trace}
+	got := failReason("`go test ./...` failed with exit 1", res)
+	if !strings.HasPrefix(got, "`go test ./...` failed with exit 1; failing:\n    cart_test.go:42: total = 1199, want 1200\nlast output:\n…") {
+		t.Errorf("reason starts:\n%s", got[:min(len(got), 200)])
+	}
+	if len(got) > maxReason || !strings.HasSuffix(got, "x.js:1:7)\n") {
+		t.Errorf("reason is %d bytes (at most %d), ending %q", len(got), maxReason, got[max(0, len(got)-40):])
+	}
+	if short := failReason("`true` failed with exit 1", verify.CommandResult{Tail: "no such file"}); short != "`true` failed with exit 1; last output:\nno such file" {
+		t.Errorf("a short reason: %q", short)
+	}
+}
+
+// A refused add uses up no key: an add whose depends_on would close a
+// cycle is refused after its key was minted, and the next add gets that
+// key.
+func TestARefusedAddUsesUpNoKey(t *testing.T) {
+	e := openAlone(t, sample(t))
+	ctx := context.Background()
+	first, _, err := e.Add(ctx, NewTask{Title: "Waits on the next"}, queue.Person, "dana")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := keyNumber(t, first.Key)
+	next := queue.Alias(n + 1)
+	// A person's task that waits on the key the next add will take.
+	waiting, _, err := e.Add(ctx, NewTask{Title: "Waits on a key not taken yet", DependsOn: []string{queue.Alias(n + 2)}}, queue.Person, "dana")
+	if err != nil || waiting.Key != next {
+		t.Fatalf("add: %v %v, want %s", waiting, err, next)
+	}
+	if _, _, err := e.Add(ctx, NewTask{Title: "Closes the loop", DependsOn: []string{next}}, queue.Person, "dana"); err == nil || !strings.Contains(err.Error(), "cycle") {
+		t.Fatalf("the add closing a cycle: %v, want it refused", err)
+	}
+	got, _, err := e.Add(ctx, NewTask{Title: "After the refusal"}, queue.Person, "dana")
+	if err != nil || got.Key != queue.Alias(n+2) {
+		t.Fatalf("the add after a refused one got %v (%v), want %s: the refused add used it up", got, err, queue.Alias(n+2))
+	}
+}
+
+func keyNumber(t *testing.T, key string) int {
+	t.Helper()
+	var n int
+	if _, err := fmt.Sscanf(key, "SNAG-%d", &n); err != nil {
+		t.Fatalf("key %q: %v", key, err)
+	}
+	return n
+}
+
+// A finish the store was told of first and that was not committed here is
+// taken back even when the store could not be told at once: the take-back
+// waits in the outbox and frees the task when sent, so the task is not
+// left done for every clone while no file says so.
+func TestAnUncommittedFinishIsTakenBackLater(t *testing.T) {
+	e := openAlone(t, sample(t))
+	ctx := context.Background()
+	s, err := e.Register(ctx, index.Session{Name: "ADA", Client: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Claim(ctx, s, nil, false)
+	if err != nil || got.Task == nil {
+		t.Fatalf("claim: %+v %v", got, err)
+	}
+	id := got.Task.ID
+	// The store heard the finish (teamEndFirst), then the commit here
+	// failed while the store was out of reach: the take-back was queued.
+	if err := e.team.s.End(ctx, id, got.Epoch, coord.Done, "resolved"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Release(ctx, s, queue.Ref{ID: id}, got.Epoch, "the finish failed here"); err != nil {
+		t.Fatal(err)
+	}
+	e.team.queue(teamOp{unend: &index.Ended{Lease: index.Lease{TaskID: id, Epoch: got.Epoch}}, why: "the finish was not committed"})
+	if err := e.teamSend(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := e.team.s.LeaseOf(ctx, id); err != nil || l.State != coord.Free {
+		t.Fatalf("the store's lease after the take-back was sent: %+v %v; want free", l, err)
+	}
+	bea, _ := e.Register(ctx, index.Session{Name: "BEA", Client: "test"})
+	if again, err := e.Claim(ctx, bea, &queue.Ref{ID: id}, false); err != nil || again.Task == nil {
+		t.Fatalf("another agent's claim of the task after the take-back: %+v %v", again, err)
+	}
+}

@@ -1,0 +1,167 @@
+package queue_test
+
+import (
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/snagdev/snag/internal/queue"
+)
+
+// hostileTitles are the X7 titles: traversal, reserved device names, NUL,
+// length, bidi overrides, emoji, decomposed text and control characters.
+var hostileTitles = []struct {
+	name, title string
+}{
+	{"dot-dot slash", "../../../etc/passwd"},
+	{"dot-dot backslash", `..\..\Windows\System32\config`},
+	{"absolute", "/etc/passwd"},
+	{"only dots", ".."},
+	{"leading dots", "...hidden"},
+	{"CON", "CON"},
+	{"nul", "nul"},
+	{"COM1.txt", "COM1.txt"},
+	{"NUL byte", "a\x00b\x00../c"},
+	{"10,000 characters", strings.Repeat("é", 10000)},
+	{"10,000 bytes of x", strings.Repeat("x", 10000)},
+	{"RTL override", "invoice \u202egnp.exe"},
+	{"bidi isolates and marks", "\u2066a\u2069\u200e\u200f\u061c"},
+	{"emoji", "🛒🔥 checkout 👩‍💻🇩🇪"},
+	{"emoji cut at the limit", strings.Repeat("a", 78) + "👩‍💻"},
+	{"NFD", "Cafe\u0301 re\u0301sume\u0301"},
+	{"control characters", "a\tb\nc\rd\x1be\x7ff\u0085g\u009b"},
+	{"reserved characters", `a/b\c:d*e?f"g<h>i|j`},
+	{"percent-encoded traversal", "%2e%2e%2f%2e%2e%2fetc%2fpasswd"},
+	{"trailing dots and spaces", "title. . .  "},
+	{"unicode spaces", "a\u00a0\u2028\u2029\u3000b"},
+	{"empty", ""},
+	{"only spaces", "   "},
+	{"only reserved", `/\:*?"<>|`},
+	{"invalid UTF-8", "caf\xe9 \xff\xfe"},
+	{"dot md", ".md"},
+	{"replacement character", "a\uFFFDb"},
+}
+
+// TestX7_HostileTitles: whatever the title, FileName gives one plain name in
+// the flat tasks/ folder, ending in .md, with no separator or control
+// character, and a title part of at most MaxTitleBytes.
+func TestX7_HostileTitles(t *testing.T) {
+	for _, tt := range hostileTitles {
+		t.Run(tt.name, func(t *testing.T) {
+			safe := queue.SafeTitle(tt.title)
+			name := queue.FileName("SNAG-12", tt.title)
+			if name != "SNAG-12 - "+safe+".md" {
+				t.Errorf("FileName = %q, want SNAG-12 - %s.md", name, safe)
+			}
+			if safe == "" || len(safe) > queue.MaxTitleBytes {
+				t.Errorf("SafeTitle = %q (%d bytes), want 1 to %d bytes", safe, len(safe), queue.MaxTitleBytes)
+			}
+			if !utf8.ValidString(name) {
+				t.Errorf("FileName = %q is not valid UTF-8", name)
+			}
+			if strings.ContainsAny(safe, "/\\:*?\"<>|\x00") {
+				t.Errorf("SafeTitle = %q keeps a reserved character", safe)
+			}
+			for _, r := range name {
+				if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || (unicode.IsSpace(r) && r != ' ') {
+					t.Errorf("FileName = %q keeps %U", name, r)
+				}
+			}
+			if strings.HasPrefix(safe, ".") || strings.HasPrefix(safe, " ") ||
+				strings.HasSuffix(safe, ".") || strings.HasSuffix(safe, " ") || strings.Contains(safe, "  ") {
+				t.Errorf("SafeTitle = %q has leading dots, trailing dots or spaces, or a run of spaces", safe)
+			}
+			if err := queue.CheckName(name); err != nil {
+				t.Errorf("CheckName(%q): %v", name, err)
+			}
+			if !queue.IsTaskFileName(name) {
+				t.Errorf("IsTaskFileName(%q) = false", name)
+			}
+			if queue.SafeTitle(safe) != safe {
+				t.Errorf("SafeTitle is not stable: %q then %q", safe, queue.SafeTitle(safe))
+			}
+		})
+	}
+}
+
+func TestSafeTitle(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"Checkout button does nothing on Safari", "Checkout button does nothing on Safari"},
+		{"Price shows € twice on the basket page", "Price shows € twice on the basket page"},
+		{"  a   b\t\tc  ", "a b c"},
+		{"../../etc/passwd", "etc passwd"},
+		{`..\..\x`, "x"},
+		{"a: b?", "a b"},
+		{"v1.2.", "v1.2"},
+		{"", "untitled"},
+		{"...", "untitled"},
+		{`<>:"/\|?*`, "untitled"},
+		{"invoice \u202egnp.exe", "invoice gnp.exe"},
+		{strings.Repeat("é", 100), strings.Repeat("é", 40)},
+		{strings.Repeat("ab ", 40), strings.TrimSpace(strings.Repeat("ab ", 27))},
+	}
+	for _, tt := range tests {
+		if got := queue.SafeTitle(tt.in); got != tt.want {
+			t.Errorf("SafeTitle(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestCheckName(t *testing.T) {
+	for _, ok := range []string{"SNAG-1 - x.md", "x.md", "a b.md", "#x.md", "x.md___jb_tmp___.md"} {
+		if err := queue.CheckName(ok); err != nil {
+			t.Errorf("CheckName(%q): %v", ok, err)
+		}
+	}
+	tests := []struct{ in, want string }{
+		{"", "empty"},
+		{".", "empty"},
+		{"..", "empty"},
+		{"../x.md", "path separator"},
+		{"tasks/x.md", "path separator"},
+		{`a\x.md`, "path separator"},
+		{"x\x00.md", "path separator"},
+		{".x.md", "hidden"},
+		{"x.txt", "does not end in .md"},
+		{"x.md.swp", "does not end in .md"},
+		{"x.MD", "does not end in .md"},
+	}
+	for _, tt := range tests {
+		err := queue.CheckName(tt.in)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("CheckName(%q) = %v, want an error saying %q", tt.in, err, tt.want)
+		}
+	}
+}
+
+// TestIsTaskFileName: editor droppings and snag's temp files are never read
+// as tasks (TESTPLAN harness: vim, JetBrains, emacs, VS Code).
+func TestIsTaskFileName(t *testing.T) {
+	tests := []struct {
+		name string
+		want bool
+	}{
+		{"SNAG-12 - Checkout button does nothing.md", true},
+		{"notes.md", true},
+		{".SNAG-12 - x.md.swp", false},                   // vim swap
+		{"4913", false},                                  // vim's write probe
+		{"SNAG-12 - x.md~", false},                       // vim and emacs backup
+		{"#SNAG-12 - x.md#", false},                      // emacs autosave
+		{".#SNAG-12 - x.md", false},                      // emacs lock
+		{"#SNAG-12 - x.md", false},                       // emacs autosave, cut short
+		{"SNAG-12 - x.md___jb_tmp___", false},            // JetBrains
+		{"SNAG-12 - x.md___jb_old___", false},            // JetBrains
+		{"SNAG-12 - x___jb_tmp___.md", false},            // JetBrains, however it is cut
+		{".SNAG-12 - x.md.0a1b2c3d4e5f.snag-tmp", false}, // snag's own temp file
+		{"SNAG-12 - x.md.snag-tmp", false},
+		{"SNAG-12 - x.txt", false},
+		{".hidden.md", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := queue.IsTaskFileName(tt.name); got != tt.want {
+			t.Errorf("IsTaskFileName(%q) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
