@@ -220,7 +220,11 @@ func Run(ctx context.Context, opts Options) error {
 	if out == nil {
 		out = os.Stdout
 	}
-	err := NewServer(opts).Run(ctx, lineTransport(in, out))
+	tr := lineTransport(in, out)
+	if useSDK("transport") {
+		tr = sdkStdio(in, out)
+	}
+	err := NewServer(opts).Run(ctx, tr)
 	if opts.Daemon != nil {
 		opts.Daemon.Close()
 	}

@@ -28,6 +28,10 @@ import (
 // unknown or mistyped properties are a tool error naming the property, and
 // defaults are applied, before the handler sees them.
 func addTool[In, Out any](srv *sdk.Server, t *sdk.Tool, h sdk.ToolHandlerFor[In, Out]) {
+	if useSDK("tool") {
+		sdkAddTool(srv, t, h)
+		return
+	}
 	if t.InputSchema == nil {
 		t.InputSchema = schema[In](func(map[string]*jsonschema.Schema) {})
 	}
