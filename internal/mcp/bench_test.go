@@ -177,20 +177,7 @@ func (d *snagd) settleSessions(want int) int {
 }
 
 // cpuTicks is snagd's CPU time so far (user and system), in clock ticks.
-func (d *snagd) cpuTicks() int64 {
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(d.pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	s := string(raw)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]) // the name may hold spaces
-	if len(f) < 13 {
-		return 0
-	}
-	user, _ := strconv.ParseInt(f[11], 10, 64)
-	sys, _ := strconv.ParseInt(f[12], 10, 64)
-	return user + sys
-}
+func (d *snagd) cpuTicks() int64 { return procTicks(d.pid) }
 
 // settle waits (at most 3 minutes) until snagd has used less than a tenth
 // of a core for two seconds on end: after a cold start of 100,000 tasks it
@@ -610,89 +597,4 @@ func BenchmarkHTTPList(b *testing.B) {
 	b.ReportMetric(quantile(lat, 0.99), "p99-ms")
 	b.ReportMetric(quantile(api, 0.50), "api-p50-ms")
 	b.ReportMetric(float64(n), "tasks")
-}
-
-// bridgeVariants are the environments BenchmarkBridgeCPU runs bridges in,
-// one after another in each round.
-var bridgeVariants = []string{"", "SNAG_MCP_SDK=transport", "SNAG_MCP_SDK=tool", "SNAG_MCP_SDK=transport+tool"}
-
-// BenchmarkBridgeCPU measures the CPU time snag mcp spends on a snag_list
-// (limit 20) served by snagd, on 2,000 generated tasks: a bridge per
-// variant, and in each round (an iteration) calls through each bridge in
-// turn. It reports per variant the median over the rounds of the bridge's
-// CPU per call (user and system, from /proc) and of the calls' wall p50.
-func BenchmarkBridgeCPU(b *testing.B) {
-	const n, perRound = 2000, 500
-	bin := benchSnag(b)
-	root := generated(b, fmt.Sprintf("list-%d", n), func(tasks string) error { return taskgen.Write(tasks, n, 1) })
-	d := startSnagd(b, bin, root, n)
-	d.settle()
-	type bridgeProc struct {
-		br  *bridge
-		pid int
-	}
-	var procs []bridgeProc
-	for _, v := range bridgeVariants {
-		cmd := exec.Command(bin, "mcp")
-		cmd.Dir, cmd.Env = d.root, append(d.environ(), v)
-		br := &bridge{log: &snagdtest.Buffer{}}
-		cmd.Stderr = br.log
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		cs, err := sdk.NewClient(&sdk.Implementation{Name: "go-bench", Version: "1.0"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
-		cancel()
-		if err != nil {
-			b.Fatalf("connect snag mcp (%s): %v\n%s", v, err, br.log.String())
-		}
-		br.cs = cs
-		b.Cleanup(func() { cs.Close() })
-		br.mustTool(b, "snag_list", nil) // registers the session
-		procs = append(procs, bridgeProc{br, cmd.Process.Pid})
-	}
-	cpu := make([][]float64, len(procs))
-	p50 := make([][]float64, len(procs))
-	for b.Loop() {
-		for i, p := range procs {
-			t0 := procTicks(p.pid)
-			var lat []time.Duration
-			for range perRound {
-				lat = append(lat, p.br.mustTool(b, "snag_list", nil).took)
-			}
-			ticks := procTicks(p.pid) - t0
-			cpu[i] = append(cpu[i], float64(ticks)*10_000/perRound) // 100 ticks a second
-			p50[i] = append(p50[i], quantile(lat, 0.5))
-		}
-	}
-	logLoad(b)
-	for i, v := range bridgeVariants {
-		name := strings.TrimPrefix(v, "SNAG_MCP_SDK=")
-		if name == "" {
-			name = "default"
-		}
-		b.ReportMetric(medianOf(cpu[i]), name+"-cpu-us/call")
-		b.ReportMetric(medianOf(p50[i]), name+"-p50-ms")
-	}
-}
-
-// procTicks is a process's CPU time so far (user and system), in clock
-// ticks, or 0 where /proc is missing.
-func procTicks(pid int) int64 {
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	s := string(raw)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	user, _ := strconv.ParseInt(f[11], 10, 64)
-	sys, _ := strconv.ParseInt(f[12], 10, 64)
-	return user + sys
-}
-
-// medianOf is the median of xs.
-func medianOf(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
 }

@@ -220,11 +220,7 @@ func Run(ctx context.Context, opts Options) error {
 	if out == nil {
 		out = os.Stdout
 	}
-	tr := lineTransport(in, out)
-	if useSDK("transport") {
-		tr = sdkStdio(in, out)
-	}
-	err := NewServer(opts).Run(ctx, tr)
+	err := NewServer(opts).Run(ctx, lineTransport(in, out))
 	if opts.Daemon != nil {
 		opts.Daemon.Close()
 	}

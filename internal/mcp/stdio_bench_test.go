@@ -35,9 +35,9 @@ func (b *pageBackend) Watch(ctx context.Context, on func(key string)) { <-ctx.Do
 // of 20 generated tasks, limit 20) over stdio, in process: the line read,
 // the SDK's dispatch, the tool's text and structured output, the answer
 // written. The backend hands back a page kept in memory. An iteration is
-// a round of calls through each variant in turn; it reports, per variant,
-// the median over the rounds of the process's CPU time per call (the
-// driver's share is the same for each) and the bytes allocated per call.
+// a round of 300 calls; it reports the median over the rounds of the
+// process's CPU time per call (the driver's share included) and the bytes
+// allocated per call.
 func BenchmarkStdioList(b *testing.B) {
 	root := b.TempDir()
 	if err := taskgen.Write(filepath.Join(root, ".snag", "tasks"), 200, 1); err != nil {
@@ -48,35 +48,26 @@ func BenchmarkStdioList(b *testing.B) {
 	if err != nil || len(page.Rows) != 20 {
 		b.Fatalf("list the generated tasks: %d rows, %v", len(page.Rows), err)
 	}
-	variants := []string{"fork", "transport", "tool", "transport+tool"}
-	calls := map[string]func(){}
-	for _, v := range variants {
-		sdkPieces = v
-		calls[v] = stdioCaller(b, &pageBackend{Files: files, page: page})
-	}
-	sdkPieces = ""
+	call := stdioCaller(b, &pageBackend{Files: files, page: page})
 	const perRound = 300
-	cpu, alloc := map[string][]float64{}, map[string][]float64{}
+	var cpu, alloc []float64
 	for b.Loop() {
-		for _, v := range variants {
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			a0, c0 := ms.TotalAlloc, cpuTime()
-			for range perRound {
-				calls[v]()
-			}
-			c1 := cpuTime()
-			runtime.ReadMemStats(&ms)
-			cpu[v] = append(cpu[v], float64(c1-c0)/float64(time.Microsecond)/perRound)
-			alloc[v] = append(alloc[v], float64(ms.TotalAlloc-a0)/perRound)
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		a0, c0 := ms.TotalAlloc, cpuTime()
+		for range perRound {
+			call()
 		}
+		c1 := cpuTime()
+		runtime.ReadMemStats(&ms)
+		cpu = append(cpu, float64(c1-c0)/float64(time.Microsecond)/perRound)
+		alloc = append(alloc, float64(ms.TotalAlloc-a0)/perRound)
 	}
-	for _, v := range variants {
-		b.ReportMetric(median(cpu[v]), v+"-cpu-us/call")
-		b.ReportMetric(median(alloc[v]), v+"-B/call")
-	}
+	b.ReportMetric(median(cpu), "cpu-us/call")
+	b.ReportMetric(median(alloc), "B/call")
 }
 
+// median is the median of xs.
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
