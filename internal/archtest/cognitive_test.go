@@ -20,7 +20,6 @@ const maxCognitive = 40
 var overCognitive = map[string]int{
 	"internal/mcp.server.context":         69,
 	"internal/mcp.server.plan":            64,
-	"internal/engine.Engine.claim":        57,
 	"internal/engine.Engine.finishVerify": 52,
 	"internal/index.DB.scan":              52,
 	"internal/queue.flowEnd":              52,
