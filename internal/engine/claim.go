@@ -235,97 +235,28 @@ func (e *Engine) grantClaim(tx *index.Tx, s index.Session, id string, m *move, p
 func (e *Engine) chooseClaim(ctx context.Context, s index.Session, ref *queue.Ref, force bool) (*index.Item, Claimed, error) {
 	var elsewhere map[string]Holder
 	if ref == nil {
-		if e.opts.Repository != nil {
-			elsewhere = e.opts.Repository.elsewhere(ctx, e)
-		}
-		// A task whose file git put back as it was before its claim reads
-		// open, but its lease holds it.
-		for id, h := range e.leasedOpen(ctx) {
-			if elsewhere == nil {
-				elsewhere = map[string]Holder{}
-			}
-			elsewhere[id] = h
-		}
+		elsewhere = e.passedOver(ctx)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	// The choice and the checks read on the writer's connection, whose
-	// cache the claims before this one kept warm (index.DB.Read).
-	var (
-		it     *index.Item
-		reason string
-		own    index.Lease
-		ownErr error
-		held   []index.Lease
-	)
-	err := e.p.DB.Read(ctx, func(tx *index.Tx) error {
-		if ref == nil {
-			id, err := e.nextReady(tx, elsewhere)
-			if err != nil {
-				return err
-			}
-			if id == "" { // nothing is ready: Next says why
-				row, rd, err := tx.Next()
-				if err != nil {
-					return err
-				}
-				heldElsewhere := false
-				if row != nil {
-					_, heldElsewhere = elsewhere[row.ID]
-				}
-				if row == nil || e.chosen(row.ID) || heldElsewhere {
-					reason = rd.String()
-					if heldElsewhere {
-						h := elsewhere[row.ID]
-						reason = fmt.Sprintf("nothing is ready here: the ready tasks are held or being claimed in other worktrees of the repository (%s in %s)", row.Key, h.Worktree)
-					} else if row != nil {
-						reason = "nothing is ready: the ready tasks are being claimed by others"
-					}
-					return nil
-				}
-				id = row.ID
-			}
-			ref = &queue.Ref{ID: id}
-		}
-		var err error
-		if it, err = tx.Get(*ref); err != nil {
-			return err
-		}
-		own, ownErr = tx.LeaseOf(it.ID)
-		if e.Config().MaxPerSession() > 0 {
-			held, _ = tx.LeasesOf(s.ID) // a failed count leaves the claim to the grant's own checks
-		}
-		return nil
-	})
+	c, err := e.readChoice(ctx, s, ref, elsewhere)
 	if err != nil {
 		return nil, Claimed{}, err
 	}
+	it := c.it
 	if it == nil {
-		return nil, Claimed{Reason: reason}, nil
+		return nil, Claimed{Reason: c.reason}, nil
 	}
-	if it.State == index.StateMissing {
-		return nil, Claimed{}, refuse(ErrMissing, "missing", "%s is missing and cannot be claimed: %s; claim another task", it.Key, it.Error)
+	if err := unclaimable(it, force); err != nil {
+		return nil, Claimed{}, err
 	}
-	if len(it.BlockedBy) > 0 && !force {
-		return nil, Claimed{}, refuse(ErrBlocked, "blocked", "%s is blocked by %s: claim it with force, or claim another",
-			it.Key, strings.Join(it.BlockedBy, ", "))
-	}
-	if ownErr == nil && own.SessionID == s.ID {
+	if c.ownErr == nil && c.own.SessionID == s.ID {
 		// The holder claims its own task again (a retry, or a lease given
 		// back to it by a person's save): it gets its lease, as it is.
-		e.Audit(ctx, claimEntry(s, it.ID, "ok", fmt.Sprintf("already held, epoch %d", own.Epoch)))
-		return nil, Claimed{Task: &it.Row, Epoch: own.Epoch}, nil
+		e.Audit(ctx, claimEntry(s, it.ID, "ok", fmt.Sprintf("already held, epoch %d", c.own.Epoch)))
+		return nil, Claimed{Task: &it.Row, Epoch: c.own.Epoch}, nil
 	}
-	// The checks of the grant, in its order, before a temp file is
-	// written for nothing: the session's count of the leases it holds now
-	// (its claims under way are counted again in the batch, commit.go),
-	// then whether another holds the task.
-	if refusal := e.atLimit(func(ref queue.Ref) (*index.Item, error) { return e.p.DB.Get(ctx, ref) }, held); refusal != nil {
-		e.Audit(ctx, claimEntry(s, it.ID, "refused", refusal.Message))
-		return nil, Claimed{}, refusal
-	}
-	if ownErr == nil {
-		err := fmt.Errorf("%w: %s holds it", index.ErrHeld, own.Holder)
+	if err := e.grantRefusal(ctx, c); err != nil {
 		e.Audit(ctx, claimEntry(s, it.ID, "refused", err.Error()))
 		return nil, Claimed{}, err
 	}
@@ -333,6 +264,114 @@ func (e *Engine) chooseClaim(ctx context.Context, s index.Session, ref *queue.Re
 	defer e.claimMu.Unlock()
 	e.claiming[it.ID]++
 	return it, Claimed{}, nil
+}
+
+// passedOver are the tasks a claim of the next task passes over, though
+// their files may read open: the ones other worktrees of the repository
+// hold, and the ones whose file git put back as it was before their claim
+// (their lease holds them). It is nil when there are none.
+func (e *Engine) passedOver(ctx context.Context) map[string]Holder {
+	var elsewhere map[string]Holder
+	if e.opts.Repository != nil {
+		elsewhere = e.opts.Repository.elsewhere(ctx, e)
+	}
+	for id, h := range e.leasedOpen(ctx) {
+		if elsewhere == nil {
+			elsewhere = map[string]Holder{}
+		}
+		elsewhere[id] = h
+	}
+	return elsewhere
+}
+
+// claimChoice is what a claim read under e.mu: the task (nil with the
+// reason nothing is ready), its lease (or the error reading it), and the
+// leases the session holds when the project bounds them.
+type claimChoice struct {
+	it     *index.Item
+	reason string
+	own    index.Lease
+	ownErr error
+	held   []index.Lease
+}
+
+// readChoice reads the task a claim by s chooses (ref, or the next ready
+// one), with its lease and the session's. The choice and the checks read
+// on the writer's connection, whose cache the claims before this one kept
+// warm (index.DB.Read). e.mu must be held.
+func (e *Engine) readChoice(ctx context.Context, s index.Session, ref *queue.Ref, elsewhere map[string]Holder) (claimChoice, error) {
+	var c claimChoice
+	err := e.p.DB.Read(ctx, func(tx *index.Tx) error {
+		if ref == nil {
+			id, reason, err := e.chooseNext(tx, elsewhere)
+			if err != nil || id == "" {
+				c.reason = reason
+				return err
+			}
+			ref = &queue.Ref{ID: id}
+		}
+		var err error
+		if c.it, err = tx.Get(*ref); err != nil {
+			return err
+		}
+		c.own, c.ownErr = tx.LeaseOf(c.it.ID)
+		if e.Config().MaxPerSession() > 0 {
+			c.held, _ = tx.LeasesOf(s.ID) // a failed count leaves the claim to the grant's own checks
+		}
+		return nil
+	})
+	return c, err
+}
+
+// chooseNext is the id of the next ready task no claim under way has
+// chosen and no other worktree holds, or "" and why nothing is ready.
+func (e *Engine) chooseNext(tx *index.Tx, elsewhere map[string]Holder) (id, reason string, err error) {
+	id, err = e.nextReady(tx, elsewhere)
+	if err != nil || id != "" {
+		return id, "", err
+	}
+	// Nothing is ready: Next says why.
+	row, rd, err := tx.Next()
+	if err != nil {
+		return "", "", err
+	}
+	if row == nil {
+		return "", rd.String(), nil
+	}
+	if h, heldElsewhere := elsewhere[row.ID]; heldElsewhere {
+		return "", fmt.Sprintf("nothing is ready here: the ready tasks are held or being claimed in other worktrees of the repository (%s in %s)", row.Key, h.Worktree), nil
+	}
+	if e.chosen(row.ID) {
+		return "", "nothing is ready: the ready tasks are being claimed by others", nil
+	}
+	return row.ID, "", nil
+}
+
+// unclaimable refuses a claim of a task whose file is missing, or that is
+// blocked (unless forced).
+func unclaimable(it *index.Item, force bool) error {
+	if it.State == index.StateMissing {
+		return refuse(ErrMissing, "missing", "%s is missing and cannot be claimed: %s; claim another task", it.Key, it.Error)
+	}
+	if len(it.BlockedBy) > 0 && !force {
+		return refuse(ErrBlocked, "blocked", "%s is blocked by %s: claim it with force, or claim another",
+			it.Key, strings.Join(it.BlockedBy, ", "))
+	}
+	return nil
+}
+
+// grantRefusal makes the checks of the grant, in its order, before a temp
+// file is written for nothing: the session's count of the leases it holds
+// now (its claims under way are counted again in the batch, commit.go),
+// then whether another holds the task.
+func (e *Engine) grantRefusal(ctx context.Context, c claimChoice) error {
+	if refusal := e.atLimit(func(ref queue.Ref) (*index.Item, error) { return e.p.DB.Get(ctx, ref) }, c.held); refusal != nil {
+		return refusal
+	}
+	if c.ownErr == nil {
+		return fmt.Errorf("%w: %s holds it", index.ErrHeld, c.own.Holder)
+	}
+	return nil
 }
 
 // claimEntry is the audit entry of a claim by s of task id.
