@@ -94,6 +94,23 @@ func (v *verifier) inFlight(taskID string) bool {
 	return v.flight[taskID] != nil
 }
 
+// current reports whether run is its task's run in flight.
+func (v *verifier) current(run index.VerifyRun) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	f := v.flight[run.TaskID]
+	return f != nil && f.run == run.ID
+}
+
+// land ends the flight of run, if it is still its task's.
+func (v *verifier) land(run index.VerifyRun) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if f := v.flight[run.TaskID]; f != nil && f.run == run.ID {
+		delete(v.flight, run.TaskID)
+	}
+}
+
 // stop cancels the task's run, if one is in flight: a person moved the task
 // on, and its outcome would not be applied.
 func (v *verifier) stop(taskID string) {
