@@ -23,7 +23,6 @@ var overCognitive = map[string]int{
 	"internal/index.DB.scan":         52,
 	"internal/queue.flowEnd":         52,
 	"internal/mcp.server.get":        51,
-	"internal/engine.Engine.apply":   51,
 	"internal/mcp.server.fileClaims": 50,
 	"internal/verify.Split":          50,
 	"internal/daemon.Run":            50,
