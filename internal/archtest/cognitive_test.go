@@ -29,7 +29,6 @@ var overCognitive = map[string]int{
 	"internal/daemon.guard.wrap":     49,
 	"internal/cli.writeShow":         47,
 	"internal/index.DB.ClaimFiles":   47,
-	"internal/engine.Engine.Context": 43,
 	"internal/project.Project.Fix":   42,
 	"internal/cli.runAgents":         42,
 	"internal/cli.runLog":            42,
