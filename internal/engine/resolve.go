@@ -160,6 +160,15 @@ func (r *resolving) statusRefusal() *Error {
 	return &Error{Kind: ErrTransition, Code: "transition", Message: err.Error()}
 }
 
+// throughVerifying is the moves that take the task through verifying to
+// where then takes it: the resolve first, unless it is verifying already.
+func (r *resolving) throughVerifying(then Step) []Step {
+	if r.it.Status == queue.StatusVerifying {
+		return []Step{then}
+	}
+	return []Step{{Action: queue.ActResolve, Actor: r.actor}, then}
+}
+
 // refuseResolve audits a refused resolve and answers with its error.
 func (e *Engine) refuseResolve(ctx context.Context, r *resolving, err *Error) (Resolution, error) {
 	e.Audit(ctx, index.AuditEntry{SessionID: r.s.ID, Actor: r.actor, Agent: r.who, Action: r.action, TaskID: r.it.ID,
@@ -183,10 +192,7 @@ func (e *Engine) alreadyVerifying(ctx context.Context, it *index.Item) (Resoluti
 // held.
 func (e *Engine) resolveUnverified(ctx context.Context, r *resolving) (Resolution, error) {
 	it, s, lease := r.it, r.s, r.lease
-	steps := []Step{{Action: queue.ActSkipVerify, Actor: queue.System}}
-	if it.Status != queue.StatusVerifying {
-		steps = append([]Step{{Action: queue.ActResolve, Actor: r.actor}}, steps...)
-	}
+	steps := r.throughVerifying(Step{Action: queue.ActSkipVerify, Actor: queue.System})
 	undo, err := e.teamEndFirst(ctx, it.ID, "resolved: "+r.detail)
 	if err != nil {
 		return e.refuseResolve(ctx, r, e.finishRefused(ctx, it, lease, err))
@@ -283,33 +289,30 @@ func needsApprovalReason(command, from, key string) string {
 // answer (200) says so, instead of a 202 that would promise a check. e.mu
 // must be held.
 func (e *Engine) needsApproval(ctx context.Context, r *resolving) (Resolution, error) {
-	it, p, lease, s, actor, who, action, detail := r.it, r.p, r.lease, r.s, r.actor, r.who, r.action, r.detail
+	it, p := r.it, r.p
 	reason := needsApprovalReason(p.Command, p.From, it.Key)
 	undo, err := e.teamEndFirst(ctx, it.ID, "verify: "+OutcomeNeedsApproval)
 	if err != nil {
-		return Resolution{}, e.finishRefusedLocked(ctx, it, lease, err)
+		return Resolution{}, e.finishRefusedLocked(ctx, it, r.lease, err)
 	}
 	err = e.p.DB.Update(ctx, func(tx *index.Tx) error {
-		steps := []Step{{Action: queue.ActInconclusive, Actor: queue.System}}
-		if it.Status != queue.StatusVerifying {
-			steps = append([]Step{{Action: queue.ActResolve, Actor: actor}}, steps...)
-		}
-		if _, err := e.moveSteps(tx, it, who, steps...); err != nil {
+		steps := r.throughVerifying(Step{Action: queue.ActInconclusive, Actor: queue.System})
+		if _, err := e.moveSteps(tx, it, r.who, steps...); err != nil {
 			return err
 		}
 		if _, _, err := tx.End(it.ID, "verify: "+OutcomeNeedsApproval); err != nil {
 			return err
 		}
 		run, err := tx.QueueVerify(index.VerifyRun{TaskID: it.ID, Verifier: p.Verifier, Command: p.Command, Dir: p.Dir,
-			SessionID: s.ID, Holder: lease.Holder})
+			SessionID: r.s.ID, Holder: r.lease.Holder})
 		if err != nil {
 			return err
 		}
 		if err := tx.EndVerify(run.ID, index.RunEnd{Outcome: OutcomeNeedsApproval, Reason: reason}); err != nil {
 			return err
 		}
-		return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: action, TaskID: it.ID,
-			Outcome: OutcomeNeedsApproval, Detail: strings.TrimSpace(fmt.Sprintf("%s -> %s: %s %s", it.Status, queue.StatusNeedsReview, reason, detail))})
+		return tx.Audit(index.AuditEntry{SessionID: r.s.ID, Actor: r.actor, Agent: r.who, Action: r.action, TaskID: it.ID,
+			Outcome: OutcomeNeedsApproval, Detail: strings.TrimSpace(fmt.Sprintf("%s -> %s: %s %s", it.Status, queue.StatusNeedsReview, reason, r.detail))})
 	})
 	if err != nil {
 		undo()
