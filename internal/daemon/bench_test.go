@@ -49,7 +49,7 @@ import (
 // runs inside the test process instead, so that go test -cpuprofile
 // profiles it:
 //
-//	SNAG_BENCH_INPROC=1 go test -run '^$' -bench ClaimNext -cpuprofile cpu.out ./daemon/
+//	SNAG_BENCH_INPROC=1 go test -run '^$' -bench ClaimNext -cpuprofile cpu.out ./internal/daemon/
 //	go tool pprof -top daemon.test cpu.out
 //
 // That profile holds the project's generation and snagd's start too. With
