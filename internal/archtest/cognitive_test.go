@@ -30,7 +30,6 @@ var overCognitive = map[string]int{
 	"internal/mcp.server.get":              51,
 	"internal/engine.Engine.apply":         51,
 	"internal/mcp.server.fileClaims":       50,
-	"internal/verify.Split":                50,
 	"internal/daemon.Run":                  50,
 	"internal/daemon.guard.wrap":           49,
 	"internal/engine.Engine.chooseClaim":   48,
