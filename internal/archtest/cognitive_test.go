@@ -36,7 +36,6 @@ var overCognitive = map[string]int{
 	"internal/index.DB.ClaimFiles":         47,
 	"internal/engine.Engine.AddNote":       45,
 	"internal/engine.Engine.Context":       43,
-	"internal/index.DB.write":              41,
 }
 
 // TestFunctionsStaySimple holds every function (tests aside) to
