@@ -33,7 +33,6 @@ var overCognitive = map[string]int{
 	"internal/daemon.Run":                  50,
 	"internal/daemon.guard.wrap":           49,
 	"internal/engine.Engine.chooseClaim":   48,
-	"internal/index.DB.ClaimFiles":         47,
 	"internal/engine.Engine.AddNote":       45,
 	"internal/engine.Engine.Context":       43,
 }
