@@ -20,7 +20,6 @@ const maxCognitive = 40
 var overCognitive = map[string]int{
 	"internal/engine.Engine.Resolve":       72,
 	"internal/engine.Engine.teamReconcile": 69,
-	"internal/mcp.server.plan":             64,
 	"internal/engine.Engine.reconcile":     64,
 	"internal/engine.Engine.Handoff":       60,
 	"internal/engine.Engine.claim":         57,
