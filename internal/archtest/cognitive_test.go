@@ -24,7 +24,6 @@ var overCognitive = map[string]int{
 	"internal/engine.Engine.Handoff":       60,
 	"internal/engine.Engine.claim":         57,
 	"internal/engine.Engine.finishVerify":  52,
-	"internal/mcp.server.get":              51,
 	"internal/engine.Engine.apply":         51,
 	"internal/mcp.server.fileClaims":       50,
 	"internal/daemon.Run":                  50,

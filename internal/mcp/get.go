@@ -50,55 +50,89 @@ func (s *server) get(ctx context.Context, req *sdk.CallToolRequest, in idIn) (*s
 	}
 	out := getOut{Source: src, Note: note, Task: *det, Body: det.Body, NextActions: s.nextActions(det)}
 	if len(out.Body) > maxBody { // the whole result stays within its budget
-		cut := maxBody
-		for cut > 0 && out.Body[cut]&0xC0 == 0x80 {
-			cut--
-		}
-		out.Body, out.BodyCut = out.Body[:cut], true
+		out.Body, out.BodyCut = out.Body[:runeStart(out.Body, maxBody)], true
 	}
 	if det.Path != "" {
 		out.TaskFile = ".snag/" + det.Path
 	}
-	switch {
-	case det.Verify != nil:
-		v := det.Verify
-		out.Verify = verifyOut{Running: v.Running, Outcome: v.Outcome, Reason: v.Reason}
-		if v.Visual != nil {
-			out.Verify.Changed = &v.Visual.Changed
-		}
-		if !v.LastAt.IsZero() {
-			out.Verify.LastAt = v.LastAt.UTC().Format(time.RFC3339)
-		}
-		if v.Running {
-			out.Verify.Outcome = "pending"
-		}
-	case det.Status == "verifying":
-		out.Verify = verifyOut{Running: true, Outcome: "pending"}
-	case det.Status == "needs_review":
-		out.Verify = verifyOut{Outcome: "needs_review", Reason: "verify could not decide: a person reviews it"}
-	case det.Status == "resolved":
-		if det.Verified {
-			out.Verify = verifyOut{Outcome: "pass"}
-		} else {
-			out.Verify = verifyOut{Outcome: "not_verified"}
-		}
-	}
+	out.Verify = verifyOf(det)
 	var b strings.Builder
 	unvetted := det.Trust != "vetted"
-	if unvetted { // the title, like the body, is data
-		fmt.Fprintf(&b, "%s [unvetted] %q\n", det.Key, oneLine(det.Title, 120))
+	writeGetHeader(&b, det, src, note)
+	writeGetConsole(&b, det.ConsoleErrors, unvetted)
+	writeGetVerify(&b, out.Verify)
+	body, cut := getBody(det, out.TaskFile)
+	out.BodyCut = out.BodyCut || cut
+	if unvetted {
+		body = fence(body)
+	}
+	b.WriteString("---\n" + body + "\n---\n")
+	b.WriteString("next: " + strings.Join(out.NextActions, "; "))
+	content := append(text(b.String()), s.pictureLinks(det)...)
+	return &sdk.CallToolResult{Content: content}, out, nil
+}
+
+// runeStart is the largest offset at or before cut that starts a UTF-8
+// character of s (0 at least).
+func runeStart(s string, cut int) int {
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return cut
+}
+
+// verifyOf is where verify of a task stands, as snag_get answers it:
+// snagd's latest run when there is one, else what the status says.
+func verifyOf(det *Detail) verifyOut {
+	switch {
+	case det.Verify != nil:
+		return verifyOutOf(det.Verify)
+	case det.Status == "verifying":
+		return verifyOut{Running: true, Outcome: "pending"}
+	case det.Status == "needs_review":
+		return verifyOut{Outcome: "needs_review", Reason: "verify could not decide: a person reviews it"}
+	case det.Status == "resolved" && det.Verified:
+		return verifyOut{Outcome: "pass"}
+	case det.Status == "resolved":
+		return verifyOut{Outcome: "not_verified"}
+	}
+	return verifyOut{}
+}
+
+// verifyOutOf is a verify run as snag_get answers it: pending while it
+// runs.
+func verifyOutOf(v *VerifyState) verifyOut {
+	out := verifyOut{Running: v.Running, Outcome: v.Outcome, Reason: v.Reason}
+	if v.Visual != nil {
+		out.Changed = &v.Visual.Changed
+	}
+	if !v.LastAt.IsZero() {
+		out.LastAt = v.LastAt.UTC().Format(time.RFC3339)
+	}
+	if v.Running {
+		out.Outcome = "pending"
+	}
+	return out
+}
+
+// writeGetHeader writes snag_get's first lines: the key and title (an
+// unvetted title quoted, as data), the status line, the note, and what
+// blocks the task, its suspect files and its page.
+func writeGetHeader(b *strings.Builder, det *Detail, src, note string) {
+	if det.Trust != "vetted" { // the title, like the body, is data
+		fmt.Fprintf(b, "%s [unvetted] %q\n", det.Key, oneLine(det.Title, 120))
 	} else {
-		fmt.Fprintf(&b, "%s %s\n", det.Key, oneLine(det.Title, 120))
+		fmt.Fprintf(b, "%s %s\n", det.Key, oneLine(det.Title, 120))
 	}
 	st := det.Status
 	if det.Assignee != "" {
 		st += "@" + det.Assignee
 	}
-	fmt.Fprintf(&b, "status %s · %s %s · wave %d", st, det.Severity, det.Kind, det.Wave)
+	fmt.Fprintf(b, "status %s · %s %s · wave %d", st, det.Severity, det.Kind, det.Wave)
 	if det.Plan != "" {
 		b.WriteString(" · plan " + det.Plan)
 	}
-	fmt.Fprintf(&b, " · trust %s · source %s\n", det.Trust, src)
+	fmt.Fprintf(b, " · trust %s · source %s\n", det.Trust, src)
 	if note != "" {
 		b.WriteString("note: " + note + "\n")
 	}
@@ -115,45 +149,60 @@ func (s *server) get(ctx context.Context, req *sdk.CallToolRequest, in idIn) (*s
 		}
 		b.WriteString("\n")
 	}
-	for i, e := range det.ConsoleErrors {
+}
+
+// writeGetConsole writes the first two console errors, quoted when
+// unvetted, and counts the rest.
+func writeGetConsole(b *strings.Builder, errs []string, unvetted bool) {
+	for i, e := range errs {
 		if i == 2 {
-			fmt.Fprintf(&b, "console: %d more\n", len(det.ConsoleErrors)-2)
+			fmt.Fprintf(b, "console: %d more\n", len(errs)-2)
 			break
 		}
 		if unvetted {
-			fmt.Fprintf(&b, "console: %q\n", oneLine(e, 160))
+			fmt.Fprintf(b, "console: %q\n", oneLine(e, 160))
 		} else {
 			b.WriteString("console: " + oneLine(e, 160) + "\n")
 		}
 	}
-	if v := out.Verify; v.Outcome != "" {
-		fmt.Fprintf(&b, "verify: %s", v.Outcome)
-		if v.Running {
-			b.WriteString(" (running: call snag_get again in a while)")
-		} else if v.Reason != "" {
-			b.WriteString(": " + clipLines(v.Reason, verifyReasonCut))
-		}
-		b.WriteString("\n")
+}
+
+// writeGetVerify writes where verify stands, when it has an outcome: the
+// end of the reason, or, while it runs, when to look again.
+func writeGetVerify(b *strings.Builder, v verifyOut) {
+	if v.Outcome == "" {
+		return
 	}
-	body := det.Body
+	fmt.Fprintf(b, "verify: %s", v.Outcome)
+	if v.Running {
+		b.WriteString(" (running: call snag_get again in a while)")
+	} else if v.Reason != "" {
+		b.WriteString(": " + clipLines(v.Reason, verifyReasonCut))
+	}
+	b.WriteString("\n")
+}
+
+// getBody is a task's body as snag_get's text shows it: past bodyCut
+// bytes, cut at a line's end where one is near, saying which file to Read
+// for the rest (cut true).
+func getBody(det *Detail, taskFile string) (body string, cut bool) {
+	body = det.Body
 	if len(body) > bodyCut {
-		cut := bodyCut
-		if i := strings.LastIndex(body[:cut], "\n"); i > bodyCut/2 {
-			cut = i
+		at := bodyCut
+		if i := strings.LastIndex(body[:at], "\n"); i > bodyCut/2 {
+			at = i
 		}
-		for cut > 0 && body[cut]&0xC0 == 0x80 {
-			cut--
-		}
-		body = body[:cut] + fmt.Sprintf("\n[cut at %d of %d bytes: Read %s for the rest]", cut, len(det.Body), out.TaskFile)
-		out.BodyCut = true
+		at = runeStart(body, at)
+		body = body[:at] + fmt.Sprintf("\n[cut at %d of %d bytes: Read %s for the rest]", at, len(det.Body), taskFile)
+		cut = true
 	}
-	body = strings.TrimSpace(body)
-	if unvetted {
-		body = fence(body)
-	}
-	b.WriteString("---\n" + body + "\n---\n")
-	b.WriteString("next: " + strings.Join(out.NextActions, "; "))
-	content := text(b.String())
+	return strings.TrimSpace(body), cut
+}
+
+// pictureLinks link a task's pictures: by their shot resource, or, for
+// one not in .snag/shots, by a file link for a client that can read files.
+func (s *server) pictureLinks(det *Detail) []sdk.Content {
+	var links []sdk.Content
 	for _, pic := range det.Pictures() {
 		uri := shotURI(pic.Path)
 		if uri == "" { // not in .snag/shots: a file link, for a client that can read files
@@ -163,10 +212,10 @@ func (s *server) get(ctx context.Context, req *sdk.CallToolRequest, in idIn) (*s
 			}
 			uri = "file://" + abs
 		}
-		content = append(content, &sdk.ResourceLink{URI: uri, Name: path0(pic.Path),
+		links = append(links, &sdk.ResourceLink{URI: uri, Name: path0(pic.Path),
 			MIMEType: mimeOf(pic.Path), Description: pic.What + " of " + det.Key})
 	}
-	return &sdk.CallToolResult{Content: content}, out, nil
+	return links
 }
 
 // clipLines keeps the end of s, where a command's failure is, in at most
