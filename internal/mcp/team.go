@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -183,88 +182,117 @@ func RowOf(t api.Task) Row {
 
 func (s *server) fileClaims(ctx context.Context, req *sdk.CallToolRequest, in filesIn) (*sdk.CallToolResult, filesOut, error) {
 	ctx = s.begin(ctx, req.Session, "snag_files")
-	if !slices.Contains([]string{"claim", "release", "check"}, in.Action) {
+	act, ok := fileActions[in.Action]
+	if !ok {
 		return nil, filesOut{}, fmt.Errorf("action %q: use claim, release or check", in.Action)
 	}
 	if in.Action != "release" && len(in.Paths) == 0 {
 		return nil, filesOut{}, fmt.Errorf("%s needs paths: repository-relative paths or globs, like [\"web/app.ts\", \"web/**/*.css\"]", in.Action)
 	}
 	now := time.Now()
-	out := filesOut{Source: SourceDaemon}
-	var msg string
-	isErr := false
-	advice, err := s.teamCall(ctx, func(t Team) error {
-		switch in.Action {
-		case "claim":
-			shared := in.Exclusive != nil && !*in.Exclusive
-			got, err := t.ClaimFiles(ctx, api.FilesRequest{Paths: in.Paths, Task: in.Task, TTLSec: in.TTLSec, Shared: shared})
-			if err != nil {
-				return err
-			}
-			out.Granted, out.Claims, out.Conflicts = got.Granted, claimRows(got.Claims, now), claimRows(got.Conflicts, now)
-			if !got.Granted {
-				isErr = true
-				msg = got.Message + ". Work on other files, ask the holder (snag_handoff), or wait for the claim to end."
-				if len(got.Late) > 0 {
-					msg = got.Message
-				}
-				return nil
-			}
-			verb := "claimed"
-			if got.Renewed == len(got.Claims) {
-				verb = "renewed"
-			}
-			left := 0
-			if len(got.Claims) > 0 {
-				left = leftOf(got.Claims[0], now)
-			}
-			msg = fmt.Sprintf("%s %s for %d s (%s): renew by claiming again before then; snag_files {\"action\": \"release\"} when done",
-				verb, strings.Join(pathsOf(got.Claims), ", "), left, mode(got.Claims))
-		case "release":
-			got, err := t.ReleaseFiles(ctx, in.Paths)
-			if err != nil {
-				return err
-			}
-			out.Granted = true
-			if len(got.Released) == 0 {
-				msg = "you held no such claim: nothing to release"
-			} else {
-				msg = "released " + strings.Join(pathsOf(got.Released), ", ")
-			}
-		case "check":
-			got, err := t.CheckFiles(ctx, in.Paths)
-			if err != nil {
-				return err
-			}
-			out.Granted = true
-			var lines []string
-			for _, c := range got.Checks {
-				out.Conflicts = append(out.Conflicts, claimRows(c.Claims, now)...)
-				if len(c.Claims) == 0 {
-					lines = append(lines, c.Path+": free")
-					continue
-				}
-				var hs []string
-				for _, h := range c.Claims {
-					kind := "exclusive"
-					if !h.Exclusive {
-						kind = "shared"
-					}
-					hs = append(hs, fmt.Sprintf("%s holds %s (%s, %d s left)", h.Holder, h.Path, kind, leftOf(h, now)))
-				}
-				lines = append(lines, c.Path+": "+strings.Join(hs, "; "))
-			}
-			msg = strings.Join(lines, "\n")
-		}
-		return nil
-	})
+	var a filesAnswer
+	advice, err := s.teamCall(ctx, func(t Team) (err error) { a, err = act(ctx, t, in, now); return err })
 	if err != nil {
 		return nil, filesOut{}, err
 	}
 	if advice != "" {
 		return &sdk.CallToolResult{Content: text(advice)}, filesOut{Source: SourceFiles, Advisory: advice}, nil
 	}
-	return &sdk.CallToolResult{Content: text(msg), IsError: isErr}, out, nil
+	a.out.Source = SourceDaemon
+	return &sdk.CallToolResult{Content: text(a.msg), IsError: a.refused}, a.out, nil
+}
+
+// filesAnswer is what a snag_files action answers: the structured
+// content (but its source), the text a model reads, and whether that
+// text is a refusal.
+type filesAnswer struct {
+	out     filesOut
+	msg     string
+	refused bool
+}
+
+// fileActions are snag_files's actions, each on the team backend t at
+// now.
+var fileActions = map[string]func(ctx context.Context, t Team, in filesIn, now time.Time) (filesAnswer, error){
+	"claim":   claimFiles,
+	"release": releaseFiles,
+	"check":   checkFiles,
+}
+
+// claimFiles claims in.Paths, all or none: exclusive unless asked
+// otherwise, renewed when held already; refused, naming the claims in the
+// way, when others hold them.
+func claimFiles(ctx context.Context, t Team, in filesIn, now time.Time) (filesAnswer, error) {
+	shared := in.Exclusive != nil && !*in.Exclusive
+	got, err := t.ClaimFiles(ctx, api.FilesRequest{Paths: in.Paths, Task: in.Task, TTLSec: in.TTLSec, Shared: shared})
+	if err != nil {
+		return filesAnswer{}, err
+	}
+	out := filesOut{Granted: got.Granted, Claims: claimRows(got.Claims, now), Conflicts: claimRows(got.Conflicts, now)}
+	if !got.Granted {
+		msg := got.Message + ". Work on other files, ask the holder (snag_handoff), or wait for the claim to end."
+		if len(got.Late) > 0 {
+			msg = got.Message
+		}
+		return filesAnswer{out: out, msg: msg, refused: true}, nil
+	}
+	verb := "claimed"
+	if got.Renewed == len(got.Claims) {
+		verb = "renewed"
+	}
+	left := 0
+	if len(got.Claims) > 0 {
+		left = leftOf(got.Claims[0], now)
+	}
+	msg := fmt.Sprintf("%s %s for %d s (%s): renew by claiming again before then; snag_files {\"action\": \"release\"} when done",
+		verb, strings.Join(pathsOf(got.Claims), ", "), left, mode(got.Claims))
+	return filesAnswer{out: out, msg: msg}, nil
+}
+
+// releaseFiles releases the agent's claims of in.Paths, or all of them.
+func releaseFiles(ctx context.Context, t Team, in filesIn, now time.Time) (filesAnswer, error) {
+	got, err := t.ReleaseFiles(ctx, in.Paths)
+	if err != nil {
+		return filesAnswer{}, err
+	}
+	msg := "released " + strings.Join(pathsOf(got.Released), ", ")
+	if len(got.Released) == 0 {
+		msg = "you held no such claim: nothing to release"
+	}
+	return filesAnswer{out: filesOut{Granted: true}, msg: msg}, nil
+}
+
+// checkFiles says of each path of in.Paths whether it is free, or who
+// holds it.
+func checkFiles(ctx context.Context, t Team, in filesIn, now time.Time) (filesAnswer, error) {
+	got, err := t.CheckFiles(ctx, in.Paths)
+	if err != nil {
+		return filesAnswer{}, err
+	}
+	out := filesOut{Granted: true}
+	var lines []string
+	for _, c := range got.Checks {
+		out.Conflicts = append(out.Conflicts, claimRows(c.Claims, now)...)
+		lines = append(lines, checkLine(c, now))
+	}
+	return filesAnswer{out: out, msg: strings.Join(lines, "\n")}, nil
+}
+
+// checkLine is one path as snag_files's check answers it: free, or each
+// holder of a claim over it, the claim's mode and the seconds it has left.
+func checkLine(c api.FilesCheck, now time.Time) string {
+	if len(c.Claims) == 0 {
+		return c.Path + ": free"
+	}
+	var hs []string
+	for _, h := range c.Claims {
+		kind := "exclusive"
+		if !h.Exclusive {
+			kind = "shared"
+		}
+		hs = append(hs, fmt.Sprintf("%s holds %s (%s, %d s left)", h.Holder, h.Path, kind, leftOf(h, now)))
+	}
+	return c.Path + ": " + strings.Join(hs, "; ")
 }
 
 // mode says whether claims are exclusive or shared.
