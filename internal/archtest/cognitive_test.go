@@ -25,7 +25,6 @@ var overCognitive = map[string]int{
 	"internal/engine.Engine.claim":         57,
 	"internal/engine.Engine.finishVerify":  52,
 	"internal/engine.Engine.apply":         51,
-	"internal/daemon.guard.wrap":           49,
 	"internal/engine.Engine.chooseClaim":   48,
 	"internal/engine.Engine.AddNote":       45,
 	"internal/engine.Engine.Context":       43,
