@@ -89,6 +89,11 @@ var forbidden = map[string][]string{
 	// API's types: nothing of how snagd stores the tasks or writes them.
 	"internal/board": {module + "/", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/", "github.com/modelcontextprotocol/"},
 	"api":            {module + "/", "net/http"},
+	// The domain's values are a leaf over the task file's types; the
+	// operations' requests and answers are built of them. Neither knows
+	// a transport or a store.
+	"internal/snag": {module + "/", "net/http", "zombiezen.com/", "modernc.org/", "github.com/jackc/"},
+	"internal/ops":  {module + "/", "net/http", "zombiezen.com/", "modernc.org/", "github.com/jackc/"},
 	// The one writer knows the domain, the index and the project's files;
 	// nothing of how it is served.
 	"internal/engine":  {module + "/internal/daemon", module + "/internal/cli", module + "/client", module + "/internal/mcp", module + "/internal/board", "net/http"},
@@ -115,10 +120,14 @@ var allowed = map[string][]string{
 	"internal/approval": {module + "/internal/atomicfile"},
 	"internal/browser":  {module + "/internal/atomicfile"},
 	// The wire contract is plain types over the domain: nothing of how
-	// snagd stores or serves them.
-	"api": {module + "/internal/queue"},
-	// The board: the domain and the wire contract, for their types.
-	"internal/board":  {module + "/internal/queue", module + "/api", module + "/internal/graphdraw"},
+	// snagd stores or serves them. It names the domain's values and the
+	// operations' types through aliases.
+	"api":           {module + "/internal/queue", module + "/internal/snag", module + "/internal/ops"},
+	"internal/snag": {module + "/internal/queue"},
+	"internal/ops":  {module + "/internal/queue", module + "/internal/snag"},
+	// The board: the domain and the wire contract, for their types (the
+	// wire's aliases bring in the packages they name).
+	"internal/board":  {module + "/internal/queue", module + "/api", module + "/internal/snag", module + "/internal/ops", module + "/internal/graphdraw"},
 	"internal/layout": {module + "/internal/queue"},
 }
 
