@@ -627,7 +627,7 @@ type AuditEntry struct {
 	Detail    string      `json:"detail,omitempty"`
 	Branch    string      `json:"branch,omitempty"` // the git branch it was taken on, when known
 	// Worktree and Host say where an entry of the repository's (or the
-	// team's) log was made, when elsewhere than the view read (api.AuditEntry).
+	// team's) log was made, when elsewhere than the view read (snag.AuditEntry).
 	Worktree string `json:"worktree,omitempty"`
 	Host     string `json:"host,omitempty"`
 }
