@@ -52,10 +52,14 @@ var forbidden = map[string][]string{
 	// wire's: api is snagd's face, not the store's.
 	"internal/index": {module + "/api", module + "/internal/project", module + "/internal/cli", module + "/internal/watch", module + "/internal/mcp", "github.com/fsnotify/", "github.com/modelcontextprotocol/", "net/http"},
 	"internal/watch": {module + "/internal/index", module + "/internal/project", module + "/internal/cli", module + "/internal/mcp", "zombiezen.com/", "modernc.org/", "github.com/modelcontextprotocol/"},
-	"internal/mcp":   {module + "/internal/index", module + "/internal/project", module + "/internal/cli", module + "/internal/watch", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/"},
-	"client":         {module + "/internal/index", module + "/internal/project", module + "/internal/daemon", module + "/internal/cli", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/", "net/http", "crypto/tls"},
-	// The bridge reads snagd's answers in the API's types, never the
-	// index's.
+	// mcp speaks the operations' types (internal/ops) over the domain's
+	// values (internal/snag) to a backend it declares: never the wire's,
+	// which is one of its backends' transports.
+	"internal/mcp": {module + "/api", module + "/internal/index", module + "/internal/project", module + "/internal/cli", module + "/internal/watch", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/"},
+	"client":       {module + "/internal/index", module + "/internal/project", module + "/internal/daemon", module + "/internal/cli", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/", "net/http", "crypto/tls"},
+	// The bridge reads snagd's answers through the client (so in the
+	// API's types, which are snag's and ops's), never the index's; it
+	// names api only for its error codes.
 	"internal/mcp/remote": {module + "/internal/index", module + "/internal/project", module + "/internal/daemon", module + "/internal/cli", module + "/internal/watch", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/"},
 	// atomicfile is the leaf under every small file snag replaces;
 	// version the one every command and snagd ask which build runs.

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // Where an answer came from.
@@ -152,8 +152,8 @@ type ListQuery struct {
 // whose Row is then empty.
 type Hit struct {
 	Row
-	Snippet string    `json:"snippet,omitempty"`
-	Note    *api.Note `json:"-"`
+	Snippet string     `json:"snippet,omitempty"`
+	Note    *snag.Note `json:"-"`
 }
 
 // Claimed is a claim's answer: the task (nil when nothing was ready) and

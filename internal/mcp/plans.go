@@ -8,7 +8,8 @@ import (
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/internal/ops"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 type planIn struct {
@@ -64,12 +65,12 @@ type notesOut struct {
 // planBodyCut is how much of a plan's body snag_plan's text shows.
 const planBodyCut = 3000
 
-func planRowOf(p api.Plan) planRow {
+func planRowOf(p snag.Plan) planRow {
 	return planRow{Slug: p.Slug, Title: p.Title, Status: string(p.Status), Trust: string(p.Trust), Author: p.Author, Tasks: p.Tasks}
 }
 
 // planLine is one plan as snag_plan and snag_context list it.
-func planLine(p api.Plan) string {
+func planLine(p snag.Plan) string {
 	if p.Problem != "" {
 		return p.Slug + ": does not parse: " + oneLine(p.Problem, 160)
 	}
@@ -101,7 +102,7 @@ func (s *server) plan(ctx context.Context, req *sdk.CallToolRequest, in planIn) 
 	out := planOut{Source: SourceDaemon}
 	var msg string
 	notFound := false
-	detail := func(d api.PlanDetail, verb string) {
+	detail := func(d ops.PlanDetail, verb string) {
 		r := planRowOf(d.Plan)
 		out.Plan, out.File = &r, d.File
 		out.Body = d.Body
@@ -160,14 +161,14 @@ func (s *server) plan(ctx context.Context, req *sdk.CallToolRequest, in planIn) 
 			}
 			detail(got, "")
 		case "create":
-			r := api.PlanRequest{Title: &in.Title, Body: &in.Body}
+			r := ops.PlanRequest{Title: &in.Title, Body: &in.Body}
 			got, err := t.CreatePlan(ctx, r)
 			if err != nil {
 				return err
 			}
 			detail(got, "created ")
 		case "update":
-			r := api.PlanRequest{Status: in.Status}
+			r := ops.PlanRequest{Status: in.Status}
 			if in.Title != "" {
 				r.Title = &in.Title
 			}
@@ -204,7 +205,7 @@ func (s *server) note(ctx context.Context, req *sdk.CallToolRequest, in noteIn) 
 	var msg string
 	advice, err := s.teamCall(ctx, func(t Team) error {
 		if strings.TrimSpace(in.Title) == "" {
-			got, err := t.Notes(ctx, api.NoteQuery{Type: "decision", Limit: 10})
+			got, err := t.Notes(ctx, ops.NoteQuery{Type: "decision", Limit: 10})
 			if err != nil {
 				return err
 			}
@@ -227,10 +228,10 @@ func (s *server) note(ctx context.Context, req *sdk.CallToolRequest, in noteIn) 
 		if err != nil {
 			return err
 		}
-		r := api.NoteRequest{Title: in.Title, Body: in.Body, Type: in.Type, Task: in.Task, Files: in.Files,
+		r := ops.NoteRequest{Title: in.Title, Body: in.Body, Type: in.Type, Task: in.Task, Files: in.Files,
 			TookFrom: in.TookFrom, Why: in.Why, Branch: branch, Commit: commit, Worktree: tree}
 		for _, l := range in.Links {
-			r.Links = append(r.Links, api.Link{To: l.To, Kind: l.Kind, Why: l.Why})
+			r.Links = append(r.Links, snag.Link{To: l.To, Kind: l.Kind, Why: l.Why})
 		}
 		got, err := t.AddNote(ctx, r)
 		if err != nil {
