@@ -109,7 +109,7 @@ func (b boardBackend) Verify(ctx context.Context, ref queue.Ref) (*api.VerifySta
 
 func (b boardBackend) Counts(ctx context.Context) (api.Counts, error) {
 	c, err := b.d.e.Counts(ctx)
-	return c.Wire(), boardErr(err)
+	return c, boardErr(err)
 }
 
 func (b boardBackend) Problems(ctx context.Context) ([]board.Problem, error) {

@@ -149,7 +149,7 @@ func (d *Daemon) health(w http.ResponseWriter, r *http.Request) {
 	if d.opened.Load() && d.e.Ready() {
 		h.Ready, h.Polling = true, d.e.Polling()
 		c, _ := d.e.Counts(r.Context())
-		h.Counts = c.Wire()
+		h.Counts = c
 	}
 	if n := r.URL.Query().Get("nonce"); n != "" && len(n) <= 256 {
 		h.Proof = d.tok.Proof(n)

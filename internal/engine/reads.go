@@ -6,6 +6,7 @@ import (
 	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // The reads below take no lock: the index serves each from one consistent
@@ -68,7 +69,7 @@ func (e *Engine) Search(ctx context.Context, query string, limit int) ([]index.H
 }
 
 // Counts are the tasks by status, and the files that are not tasks.
-func (e *Engine) Counts(ctx context.Context) (index.Counts, error) { return e.p.DB.Count(ctx) }
+func (e *Engine) Counts(ctx context.Context) (snag.Counts, error) { return e.p.DB.Count(ctx) }
 
 // Sessions are the live sessions.
 func (e *Engine) Sessions(ctx context.Context) ([]index.Session, error) {

@@ -18,6 +18,7 @@ import (
 	"zombiezen.com/go/sqlite/sqlitex"
 
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // ErrNotFound is returned when no task answers to a reference.
@@ -562,18 +563,9 @@ func (db *DB) Snapshot(ctx context.Context) ([]queue.Located, []queue.Problem, e
 	return tasks, problems, nil
 }
 
-// Counts are totals for health reports.
-type Counts struct {
-	Tasks    int `json:"tasks"`
-	Problems int `json:"problems"`
-	// Dangling counts depends_on entries of readable tasks that name no
-	// task.
-	Dangling int `json:"dangling"`
-}
-
 // Count returns the number of task rows and of problem rows.
-func (db *DB) Count(ctx context.Context) (Counts, error) {
-	var c Counts
+func (db *DB) Count(ctx context.Context) (snag.Counts, error) {
+	var c snag.Counts
 	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
 		return sqlitex.Execute(conn, `SELECT (SELECT count(*) FROM tasks),
 			(SELECT count(*) FROM tasks WHERE state != 'ok' OR dup = 1),

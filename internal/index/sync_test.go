@@ -13,6 +13,7 @@ import (
 
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 	"github.com/snagdev/snag/internal/taskgen"
 )
 
@@ -104,7 +105,7 @@ func TestScanIndexesTheSampleProject(t *testing.T) {
 		t.Errorf("hashing scan of unchanged files: %+v, want every file read and nothing changed", st)
 	}
 	c, err := e.db.Count(e.ctx)
-	if err != nil || c != (index.Counts{Tasks: len(names)}) {
+	if err != nil || c != (snag.Counts{Tasks: len(names)}) {
 		t.Errorf("Count = %+v, %v; want %d tasks, no problems", c, err, len(names))
 	}
 }

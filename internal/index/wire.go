@@ -42,11 +42,6 @@ func WireHits(hits []Hit) []snag.Hit {
 	return out
 }
 
-// Wire is the counts as the API gives them.
-func (c Counts) Wire() snag.Counts {
-	return snag.Counts{Tasks: c.Tasks, Problems: c.Problems, Dangling: c.Dangling}
-}
-
 // Wire is the session as the API gives it.
 func (s Session) Wire() snag.Session {
 	return snag.Session{ID: s.ID, Name: s.Name, Client: s.Client, ClientVersion: s.ClientVersion, PID: s.PID,

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // fill sets every exported field of the struct v points to to a value that
@@ -62,7 +64,7 @@ func TestWireCarriesEveryField(t *testing.T) {
 	fill(t, &row)
 	var hit Hit
 	fill(t, &hit)
-	var c Counts
+	var c snag.Counts
 	fill(t, &c)
 	var s Session
 	fill(t, &s)
@@ -75,7 +77,7 @@ func TestWireCarriesEveryField(t *testing.T) {
 	var r VerifyRun
 	fill(t, &r)
 	for name, got := range map[string]any{
-		"Row": row.Wire(), "Hit": hit.Wire(), "Hit.Task": hit.Wire().Task, "Counts": c.Wire(), "Session": s.Wire(),
+		"Row": row.Wire(), "Hit": hit.Wire(), "Hit.Task": hit.Wire().Task, "Counts": c, "Session": s.Wire(),
 		"Activity": a.Wire(), "Lease": l.Wire(), "AuditEntry": e.Wire(), "VerifyRun": r.Wire(), "VerifyRun.Visual": *r.Wire().Visual,
 	} {
 		if z := zeroFields(got); len(z) > 0 {
