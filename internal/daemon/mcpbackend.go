@@ -297,10 +297,7 @@ func (b *engineBackend) Get(ctx context.Context, ref string) (*mcp.Detail, error
 		}
 		if st.Running || st.Outcome != "" {
 			det.Verify = &mcp.VerifyState{Running: st.Running, Outcome: st.Outcome, Reason: st.Reason, LastAt: st.LastAt,
-				Verifier: st.Verifier, Shot: st.Shot}
-			if v := st.Visual; v != nil {
-				det.Verify.Visual = &mcp.Visual{Before: v.Before, After: v.After, Diff: v.Diff, Changed: v.Changed, Identical: v.Identical}
-			}
+				Verifier: st.Verifier, Shot: st.Shot, Visual: st.Visual}
 		}
 		det.Fill(it.Task)
 		if it.Task != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // The answers of a verify dry run (DESIGN section 11).
@@ -65,7 +66,7 @@ type VerifyState struct {
 	LastAt   time.Time         `json:"last_at,omitzero"`
 	Verifier string            `json:"verifier,omitempty"`
 	Shot     string            `json:"shot,omitempty"`
-	Visual   *index.Visual     `json:"visual,omitempty"`
+	Visual   *snag.Visual      `json:"visual,omitempty"`
 	History  []index.VerifyRun `json:"history,omitempty"`
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 	"github.com/snagdev/snag/internal/verify"
 )
 
@@ -36,7 +37,7 @@ func (e *Engine) launch(it *index.Item, run index.VerifyRun) {
 // result is what a verifier found.
 type result struct {
 	outcome, reason, shot string
-	visual                *index.Visual
+	visual                *snag.Visual
 }
 
 func (e *Engine) runVerify(ctx context.Context, t *queue.Task, run index.VerifyRun) {

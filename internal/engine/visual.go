@@ -8,9 +8,9 @@ import (
 
 	"github.com/snagdev/snag/internal/atomicfile"
 	"github.com/snagdev/snag/internal/browser"
-	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/pixdiff"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // visual is a browser verify's comparison of the anchor's pixels: the
@@ -81,9 +81,9 @@ func (v visual) judge(abs func(string) string, t *queue.Task, res browser.Result
 	}
 	var diff bytes.Buffer
 	if err := pixdiff.EncodePNG(&diff, cmp.Diff); err == nil && atomicfile.WriteFile(abs(v.diff), diff.Bytes(), 0o644) == nil {
-		r.visual = &index.Visual{Diff: v.diff}
+		r.visual = &snag.Visual{Diff: v.diff}
 	} else {
-		r.visual = &index.Visual{}
+		r.visual = &snag.Visual{}
 	}
 	r.visual.Before, r.visual.After, r.visual.Changed, r.visual.Identical = v.before, v.after, cmp.ChangedFraction, cmp.Identical()
 	figure := fmt.Sprintf("%s of the element's pixels changed since the capture", percent(cmp.ChangedFraction))

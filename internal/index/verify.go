@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/snagdev/snag/internal/snag"
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 )
@@ -26,27 +27,14 @@ type VerifyRun struct {
 	Reason    string    `json:"reason,omitempty"`
 	Shot      string    `json:"shot,omitempty"` // a screenshot the run took, relative to .snag/
 	// Visual is the visual verify's comparison, when one ran.
-	Visual *Visual `json:"visual,omitempty"`
-}
-
-// Visual is a visual verify's comparison of the anchor's crop as captured
-// (Before) with the crop taken again (After): Diff pictures what changed,
-// Changed is the fraction of the anchor's pixels that did, and Identical
-// says the two look the same (pixdiff's rule). Paths are relative to
-// .snag/.
-type Visual struct {
-	Before    string  `json:"before"`
-	After     string  `json:"after"`
-	Diff      string  `json:"diff,omitempty"`
-	Changed   float64 `json:"changed"`
-	Identical bool    `json:"identical"`
+	Visual *snag.Visual `json:"visual,omitempty"`
 }
 
 // RunEnd is how a run ended: its outcome, why, a screenshot it took, and
 // its visual comparison, if one ran.
 type RunEnd struct {
 	Outcome, Reason, Shot string
-	Visual                *Visual
+	Visual                *snag.Visual
 }
 
 const runColumns = `id, task_id, queued, coalesce(started, 0), coalesce(ended, 0), verifier, command, dir,
@@ -57,7 +45,7 @@ func scanRun(st *sqlite.Stmt) VerifyRun {
 		Verifier: st.ColumnText(5), Command: st.ColumnText(6), Dir: st.ColumnText(7), SessionID: st.ColumnInt64(8),
 		Holder: st.ColumnText(9), Outcome: st.ColumnText(10), Reason: st.ColumnText(11), Shot: st.ColumnText(12)}
 	if st.ColumnType(16) != sqlite.TypeNull {
-		r.Visual = &Visual{Before: st.ColumnText(13), After: st.ColumnText(14), Diff: st.ColumnText(15),
+		r.Visual = &snag.Visual{Before: st.ColumnText(13), After: st.ColumnText(14), Diff: st.ColumnText(15),
 			Changed: st.ColumnFloat(16), Identical: st.ColumnBool(17)}
 	}
 	if n := st.ColumnInt64(3); n != 0 {

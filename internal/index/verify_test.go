@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/snagdev/snag/internal/index"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // TestVerifyRunKeepsItsVisualComparison: a run ended with a visual
@@ -13,10 +14,10 @@ func TestVerifyRunKeepsItsVisualComparison(t *testing.T) {
 	e := newEnv(t)
 	for _, tc := range []struct {
 		name   string
-		visual *index.Visual
+		visual *snag.Visual
 	}{
-		{"changed", &index.Visual{Before: "shots/a-anchor.png", After: "shots/SNAG-1-verify-1-anchor.png", Diff: "shots/SNAG-1-verify-1-diff.png", Changed: 0.125}},
-		{"identical", &index.Visual{Before: "shots/a-anchor.png", After: "shots/b.png", Diff: "shots/c.png", Changed: 0, Identical: true}},
+		{"changed", &snag.Visual{Before: "shots/a-anchor.png", After: "shots/SNAG-1-verify-1-anchor.png", Diff: "shots/SNAG-1-verify-1-diff.png", Changed: 0.125}},
+		{"identical", &snag.Visual{Before: "shots/a-anchor.png", After: "shots/b.png", Diff: "shots/c.png", Changed: 0, Identical: true}},
 		{"none", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

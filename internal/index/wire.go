@@ -88,15 +88,7 @@ func WireAudit(es []AuditEntry) []snag.AuditEntry {
 func (r VerifyRun) Wire() snag.VerifyRun {
 	return snag.VerifyRun{ID: r.ID, TaskID: r.TaskID, Queued: r.Queued, Started: r.Started, Ended: r.Ended,
 		Verifier: r.Verifier, Command: r.Command, Dir: r.Dir, SessionID: r.SessionID, Holder: r.Holder,
-		Outcome: r.Outcome, Reason: r.Reason, Shot: r.Shot, Visual: r.Visual.Wire()}
-}
-
-// Wire is the comparison as the API gives it; nil stays nil.
-func (v *Visual) Wire() *snag.Visual {
-	if v == nil {
-		return nil
-	}
-	return &snag.Visual{Before: v.Before, After: v.After, Diff: v.Diff, Changed: v.Changed, Identical: v.Identical}
+		Outcome: r.Outcome, Reason: r.Reason, Shot: r.Shot, Visual: r.Visual}
 }
 
 // WireRuns is runs as the API gives them; nil stays nil.

@@ -316,10 +316,7 @@ func (d *Daemon) Get(ctx context.Context, ref string) (*mcp.Detail, error) {
 	}
 	if v := got.Verify; v != nil {
 		det.Verify = &mcp.VerifyState{Running: v.Running, Outcome: v.Outcome, Reason: v.Reason, LastAt: v.LastAt,
-			Verifier: v.Verifier, Shot: v.Shot}
-		if x := v.Visual; x != nil {
-			det.Verify.Visual = &mcp.Visual{Before: x.Before, After: x.After, Diff: x.Diff, Changed: x.Changed, Identical: x.Identical}
-		}
+			Verifier: v.Verifier, Shot: v.Shot, Visual: v.Visual}
 	}
 	if got.TaskFile != "" {
 		det.Path = strings.TrimPrefix(got.TaskFile, ".snag/")
