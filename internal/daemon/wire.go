@@ -78,7 +78,7 @@ func auditLog(es []index.AuditEntry) api.AuditLog { return api.AuditLog{Entries:
 
 func verifyWire(st engine.VerifyState) *api.VerifyState {
 	return &api.VerifyState{Key: st.Key, Status: st.Status, Running: st.Running, Outcome: st.Outcome, Reason: st.Reason,
-		LastAt: st.LastAt, Verifier: st.Verifier, Shot: st.Shot, Visual: st.Visual, History: index.WireRuns(st.History)}
+		LastAt: st.LastAt, Verifier: st.Verifier, Shot: st.Shot, Visual: st.Visual, History: st.History}
 }
 
 // dryRun is a verify dry run's answer; on a 503 (no browser) it carries

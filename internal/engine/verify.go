@@ -58,16 +58,16 @@ type Plan struct {
 // VerifyState is where verify of a task stands: GET /verify/{ref}, and the
 // verify part of a started run's answer.
 type VerifyState struct {
-	Key      string            `json:"key"`
-	Status   queue.Status      `json:"status"`
-	Running  bool              `json:"running"`
-	Outcome  string            `json:"outcome,omitempty"`
-	Reason   string            `json:"reason,omitempty"`
-	LastAt   time.Time         `json:"last_at,omitzero"`
-	Verifier string            `json:"verifier,omitempty"`
-	Shot     string            `json:"shot,omitempty"`
-	Visual   *snag.Visual      `json:"visual,omitempty"`
-	History  []index.VerifyRun `json:"history,omitempty"`
+	Key      string           `json:"key"`
+	Status   queue.Status     `json:"status"`
+	Running  bool             `json:"running"`
+	Outcome  string           `json:"outcome,omitempty"`
+	Reason   string           `json:"reason,omitempty"`
+	LastAt   time.Time        `json:"last_at,omitzero"`
+	Verifier string           `json:"verifier,omitempty"`
+	Shot     string           `json:"shot,omitempty"`
+	Visual   *snag.Visual     `json:"visual,omitempty"`
+	History  []snag.VerifyRun `json:"history,omitempty"`
 }
 
 // verifier runs the checks in the background, at most max at once.
@@ -404,7 +404,7 @@ func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, er
 	}
 	// The task goes to verifying, with a run queued when a verifier can
 	// take it now.
-	var run index.VerifyRun
+	var run snag.VerifyRun
 	err = e.p.DB.Update(ctx, func(tx *index.Tx) error {
 		if it.Status != queue.StatusVerifying {
 			if _, err := e.moveFile(tx, it, queue.ActResolve, actor, who); err != nil {
@@ -422,7 +422,7 @@ func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, er
 			if p.Verifier == "browser" {
 				cmd = p.URL
 			}
-			if run, err = tx.QueueVerify(index.VerifyRun{TaskID: it.ID, Verifier: p.Verifier, Command: cmd, Dir: p.Dir,
+			if run, err = tx.QueueVerify(snag.VerifyRun{TaskID: it.ID, Verifier: p.Verifier, Command: cmd, Dir: p.Dir,
 				SessionID: s.ID, Holder: lease.Holder}); err != nil {
 				return err
 			}
@@ -441,7 +441,7 @@ func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, er
 	e.launch(it, run)
 	eta := e.eta(ctx, it.ID, run)
 	return Resolution{Key: it.Key, Status: queue.StatusVerifying, Code: VerifyOK, Started: true, ETA: eta,
-		Verify:  &VerifyState{Key: it.Key, Status: queue.StatusVerifying, Running: true, Verifier: p.Verifier, History: []index.VerifyRun{run}},
+		Verify:  &VerifyState{Key: it.Key, Status: queue.StatusVerifying, Running: true, Verifier: p.Verifier, History: []snag.VerifyRun{run}},
 		Message: fmt.Sprintf("verify is running (%s): poll GET /verify/%s in about %d s", p.Verifier, it.Key, eta)}, nil
 }
 
@@ -477,7 +477,7 @@ func (e *Engine) needsApproval(ctx context.Context, it *index.Item, p Plan, leas
 		if _, _, err := tx.End(it.ID, "verify: "+OutcomeNeedsApproval); err != nil {
 			return err
 		}
-		run, err := tx.QueueVerify(index.VerifyRun{TaskID: it.ID, Verifier: p.Verifier, Command: p.Command, Dir: p.Dir,
+		run, err := tx.QueueVerify(snag.VerifyRun{TaskID: it.ID, Verifier: p.Verifier, Command: p.Command, Dir: p.Dir,
 			SessionID: s.ID, Holder: lease.Holder})
 		if err != nil {
 			return err
@@ -505,7 +505,7 @@ func (e *Engine) needsApproval(ctx context.Context, it *index.Item, p Plan, leas
 
 // eta guesses how many seconds a run will take: as long as the last run
 // of the same check took, else 30 s for a command and 10 s for a browser.
-func (e *Engine) eta(ctx context.Context, taskID string, run index.VerifyRun) int {
+func (e *Engine) eta(ctx context.Context, taskID string, run snag.VerifyRun) int {
 	runs, _ := e.p.DB.VerifyRuns(ctx, taskID, 10)
 	for _, r := range runs {
 		if r.ID != run.ID && r.Command == run.Command && !r.Started.IsZero() && !r.Ended.IsZero() &&
@@ -550,7 +550,7 @@ func (e *Engine) verifyState(ctx context.Context, it *index.Item) (VerifyState, 
 	}
 	st := VerifyState{Key: it.Key, Status: it.Status, Running: running && runs != nil && runs[0].Ended.IsZero(), History: runs}
 	if st.History == nil {
-		st.History = []index.VerifyRun{}
+		st.History = []snag.VerifyRun{}
 	}
 	if len(runs) > 0 {
 		st.Verifier = runs[0].Verifier

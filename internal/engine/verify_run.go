@@ -19,7 +19,7 @@ import (
 )
 
 // launch starts a queued run in the background. e.mu must be held.
-func (e *Engine) launch(it *index.Item, run index.VerifyRun) {
+func (e *Engine) launch(it *index.Item, run snag.VerifyRun) {
 	ctx, cancel := context.WithCancel(e.runCtx)
 	v := e.verify
 	v.mu.Lock()
@@ -40,7 +40,7 @@ type result struct {
 	visual                *snag.Visual
 }
 
-func (e *Engine) runVerify(ctx context.Context, t *queue.Task, run index.VerifyRun) {
+func (e *Engine) runVerify(ctx context.Context, t *queue.Task, run snag.VerifyRun) {
 	v := e.verify
 	select {
 	case v.sem <- struct{}{}:
@@ -65,7 +65,7 @@ func (e *Engine) runVerify(ctx context.Context, t *queue.Task, run index.VerifyR
 // settleCancelled handles a run whose context ended before its outcome: at
 // a daemon's exit it stays open, for the next start to queue again; when a
 // person moved the task on, it ends as interrupted.
-func (e *Engine) settleCancelled(run index.VerifyRun) {
+func (e *Engine) settleCancelled(run snag.VerifyRun) {
 	e.verify.mu.Lock()
 	if f := e.verify.flight[run.TaskID]; f != nil && f.run == run.ID {
 		delete(e.verify.flight, run.TaskID)
@@ -85,7 +85,7 @@ func (e *Engine) settleCancelled(run index.VerifyRun) {
 }
 
 // check runs the verifier of a run and says what it found.
-func (e *Engine) check(ctx context.Context, t *queue.Task, run index.VerifyRun) result {
+func (e *Engine) check(ctx context.Context, t *queue.Task, run snag.VerifyRun) result {
 	cfg := *e.cfg.Load()
 	timeout := time.Duration(cfg.Verify.TimeoutSeconds) * time.Second
 	switch run.Verifier {
@@ -184,7 +184,7 @@ func keepEnd(s string, n int) string {
 
 // finishVerify applies a run's outcome to the task, if it is still the
 // task's run and the task is still verifying.
-func (e *Engine) finishVerify(t *queue.Task, run index.VerifyRun, res result) {
+func (e *Engine) finishVerify(t *queue.Task, run snag.VerifyRun, res result) {
 	// In team mode an outcome that finishes the task is told to the store
 	// first (teamEndFirst), waiting while the store is out of reach; one
 	// the store refuses (the lease ended there meanwhile) is not applied.
@@ -311,7 +311,7 @@ func (e *Engine) resumeVerify(ctx context.Context) {
 	for _, old := range runs {
 		it, err := e.p.DB.Get(ctx, queue.Ref{ID: old.TaskID})
 		again := err == nil && it.Status == queue.StatusVerifying && !e.verify.inFlight(old.TaskID)
-		var run index.VerifyRun
+		var run snag.VerifyRun
 		err = e.p.DB.Update(ctx, func(tx *index.Tx) error {
 			reason := "snagd stopped during the run"
 			if again {
@@ -323,7 +323,7 @@ func (e *Engine) resumeVerify(ctx context.Context) {
 			if !again {
 				return nil
 			}
-			run, err = tx.QueueVerify(index.VerifyRun{TaskID: old.TaskID, Verifier: old.Verifier, Command: old.Command,
+			run, err = tx.QueueVerify(snag.VerifyRun{TaskID: old.TaskID, Verifier: old.Verifier, Command: old.Command,
 				Dir: old.Dir, SessionID: old.SessionID, Holder: old.Holder})
 			if err != nil {
 				return err

@@ -22,10 +22,10 @@ func TestVerifyRunKeepsItsVisualComparison(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			task := "tsk_" + tc.name
-			var run index.VerifyRun
+			var run snag.VerifyRun
 			err := e.db.Update(e.ctx, func(tx *index.Tx) error {
 				var err error
-				if run, err = tx.QueueVerify(index.VerifyRun{TaskID: task, Verifier: "browser", Command: "http://localhost/"}); err != nil {
+				if run, err = tx.QueueVerify(snag.VerifyRun{TaskID: task, Verifier: "browser", Command: "http://localhost/"}); err != nil {
 					return err
 				}
 				return tx.EndVerify(run.ID, index.RunEnd{Outcome: "fail", Reason: "looks the same", Shot: "shots/x.png", Visual: tc.visual})

@@ -84,25 +84,6 @@ func WireAudit(es []AuditEntry) []snag.AuditEntry {
 	return out
 }
 
-// Wire is the run as the API gives it.
-func (r VerifyRun) Wire() snag.VerifyRun {
-	return snag.VerifyRun{ID: r.ID, TaskID: r.TaskID, Queued: r.Queued, Started: r.Started, Ended: r.Ended,
-		Verifier: r.Verifier, Command: r.Command, Dir: r.Dir, SessionID: r.SessionID, Holder: r.Holder,
-		Outcome: r.Outcome, Reason: r.Reason, Shot: r.Shot, Visual: r.Visual}
-}
-
-// WireRuns is runs as the API gives them; nil stays nil.
-func WireRuns(runs []VerifyRun) []snag.VerifyRun {
-	if runs == nil {
-		return nil
-	}
-	out := make([]snag.VerifyRun, len(runs))
-	for i, r := range runs {
-		out[i] = r.Wire()
-	}
-	return out
-}
-
 // Wire is the item as GET /tasks/{ref} gives it, without its verify state;
 // taskFile is its file relative to the project root.
 func (it *Item) Wire(taskFile string) snag.TaskDetail {

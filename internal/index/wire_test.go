@@ -74,11 +74,11 @@ func TestWireCarriesEveryField(t *testing.T) {
 	fill(t, &l)
 	var e AuditEntry
 	fill(t, &e)
-	var r VerifyRun
+	var r snag.VerifyRun
 	fill(t, &r)
 	for name, got := range map[string]any{
 		"Row": row.Wire(), "Hit": hit.Wire(), "Hit.Task": hit.Wire().Task, "Counts": c, "Session": s.Wire(),
-		"Activity": a.Wire(), "Lease": l.Wire(), "AuditEntry": e.Wire(), "VerifyRun": r.Wire(), "VerifyRun.Visual": *r.Wire().Visual,
+		"Activity": a.Wire(), "Lease": l.Wire(), "AuditEntry": e.Wire(), "VerifyRun": r, "VerifyRun.Visual": *r.Visual,
 	} {
 		if z := zeroFields(got); len(z) > 0 {
 			t.Errorf("%s.Wire() leaves %v zero: set them in wire.go", name, z)
