@@ -159,7 +159,7 @@ func (b boardBackend) Audit(ctx context.Context, n int) ([]api.AuditEntry, error
 	if err != nil {
 		return nil, boardErr(err)
 	}
-	return index.WireAudit(es), nil
+	return orEmpty(es), nil
 }
 
 func (b boardBackend) Sessions(ctx context.Context) (api.Sessions, error) {

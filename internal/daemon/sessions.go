@@ -9,6 +9,7 @@ import (
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/index"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // IdleAfter is how long a session goes without a tool call, with nothing
@@ -128,7 +129,7 @@ func (d *Daemon) auditLog(ctx context.Context, c *call[struct{}]) (answer, error
 	if q.err != nil {
 		return answer{}, q.err
 	}
-	var es []index.AuditEntry
+	var es []snag.AuditEntry
 	var err error
 	if tail > 0 {
 		es, err = d.e.AuditTail(ctx, tail)

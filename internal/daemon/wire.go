@@ -9,6 +9,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // This file turns what the handlers hold (index rows, sessions, runs) into
@@ -74,7 +75,7 @@ func sessionsAnswer(views []sessionView, leases []index.Lease) api.Sessions {
 	return out
 }
 
-func auditLog(es []index.AuditEntry) api.AuditLog { return api.AuditLog{Entries: index.WireAudit(es)} }
+func auditLog(es []snag.AuditEntry) api.AuditLog { return api.AuditLog{Entries: orEmpty(es)} }
 
 func verifyWire(st engine.VerifyState) *api.VerifyState {
 	return &api.VerifyState{Key: st.Key, Status: st.Status, Running: st.Running, Outcome: st.Outcome, Reason: st.Reason,
@@ -137,4 +138,13 @@ func edited(ctx context.Context, e *engine.Engine, ed engine.Edited) api.Edited 
 		out.Task = api.Task{ID: ed.Task.ID, Key: ed.Task.Key, Title: ed.Task.Title, Status: ed.Task.Status}
 	}
 	return out
+}
+
+// orEmpty is s, or [] for nil: the answers' lists are [] when empty,
+// never null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

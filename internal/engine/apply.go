@@ -15,6 +15,7 @@ import (
 
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 	"github.com/snagdev/snag/internal/watch"
 )
 
@@ -86,7 +87,7 @@ func (e *Engine) apply(ctx context.Context, b watch.Batch, polling bool) {
 		}
 		e.tasksGone = st.FolderGone
 		if st.Changed() && e.ready.Load() {
-			e.Audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: fileAgent, Action: "edit", Outcome: "ok",
+			e.Audit(ctx, snag.AuditEntry{Actor: queue.Person, Agent: fileAgent, Action: "edit", Outcome: "ok",
 				Detail: fmt.Sprintf("files changed together (%s): %d added, %d changed, %d removed",
 					strings.Join(b.Reasons, ", "), st.Added, st.Updated, st.Removed)})
 		}
@@ -148,7 +149,7 @@ const fileAgent = "the file"
 // own writes never get here: they are indexed in their own transaction,
 // and the watcher finds them unchanged.
 func (e *Engine) auditFileEdit(ctx context.Context, p string, before, after *index.Row) {
-	a := index.AuditEntry{Actor: queue.Person, Agent: fileAgent, Action: "edit", Outcome: "ok"}
+	a := snag.AuditEntry{Actor: queue.Person, Agent: fileAgent, Action: "edit", Outcome: "ok"}
 	switch {
 	case after == nil && before != nil:
 		a.TaskID, a.Detail = before.ID, "removed "+p
@@ -386,7 +387,7 @@ func (e *Engine) rename(ctx context.Context, from, to string) bool {
 	}
 	p := path.Join(index.TasksFolder, to)
 	if row, err := e.p.DB.RowAt(ctx, p); err == nil && row.ID != "" && row.State == index.StateOK {
-		e.Audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: fileAgent, Action: "edit", TaskID: row.ID, Outcome: "ok",
+		e.Audit(ctx, snag.AuditEntry{Actor: queue.Person, Agent: fileAgent, Action: "edit", TaskID: row.ID, Outcome: "ok",
 			Detail: fmt.Sprintf("renamed %s to %s", from, to)})
 		e.reconcile(ctx, []string{row.ID})
 	}
@@ -495,7 +496,7 @@ func (e *Engine) restoreIndex(ctx context.Context) {
 		e.log.Error("snag.db was deleted or moved away while snagd ran, and writing it again failed: restart snagd (snag daemon stop), which rebuilds it", "err", err)
 	case done:
 		e.log.Warn("snag.db was deleted or moved away while snagd ran: written again from what snagd held, nothing lost", "path", e.p.DB.Path())
-		e.Audit(ctx, index.AuditEntry{Actor: queue.System, Action: "restore", Outcome: "ok",
+		e.Audit(ctx, snag.AuditEntry{Actor: queue.System, Action: "restore", Outcome: "ok",
 			Detail: "snag.db was deleted or moved away while snagd ran: written again from what snagd held"})
 	}
 }
@@ -511,7 +512,7 @@ func (e *Engine) Reindex(ctx context.Context, by string) (index.ScanStats, error
 		return st, err
 	}
 	e.reconcile(ctx, nil)
-	e.Audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: by, Action: "reindex", Outcome: "ok",
+	e.Audit(ctx, snag.AuditEntry{Actor: queue.Person, Agent: by, Action: "reindex", Outcome: "ok",
 		Detail: fmt.Sprintf("%d files, %d failed", st.Files, st.Failed)})
 	e.hub.Publish("rescan", map[string]any{"reasons": []string{"reindex"}, "files": st.Files})
 	return st, nil

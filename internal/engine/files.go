@@ -15,6 +15,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/repopath"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // File claims' bounds.
@@ -117,7 +118,7 @@ func (e *Engine) canonical(s *index.Session, paths []string) ([]string, error) {
 // DefaultClaimTTL). A refusal names every holder in the way with its paths
 // and the seconds its claim has left.
 func (e *Engine) ClaimFiles(ctx context.Context, s index.Session, r FilesRequest) (FilesClaimed, error) {
-	entry := index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "files_claim"}
+	entry := snag.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "files_claim"}
 	refused := func(err error) (FilesClaimed, error) {
 		entry.Outcome, entry.Detail = "refused", err.Error()
 		e.Audit(ctx, entry)
@@ -279,7 +280,7 @@ func (e *Engine) ReleaseFiles(ctx context.Context, s index.Session, paths []stri
 	if len(out) == 0 {
 		detail = "nothing held"
 	}
-	e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "files_release", Outcome: "ok", Detail: detail})
+	e.Audit(ctx, snag.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "files_release", Outcome: "ok", Detail: detail})
 	if len(out) > 0 {
 		e.hub.Publish("files", map[string]any{"holder": s.Name, "released": names})
 	}
@@ -426,7 +427,7 @@ func (e *Engine) PersonReleaseFile(ctx context.Context, path, by, reason string)
 		return nil, refuse(ErrNotFound, "not_claimed", "no live claim of %s: snag files lists the claims as they are named", canon[0])
 	}
 	for _, c := range out {
-		e.Audit(ctx, index.AuditEntry{SessionID: c.SessionID, Actor: queue.Person, Agent: by, Action: "files_release",
+		e.Audit(ctx, snag.AuditEntry{SessionID: c.SessionID, Actor: queue.Person, Agent: by, Action: "files_release",
 			Outcome: "ok", Detail: c.Holder + ": " + c.Path + ": " + why})
 	}
 	e.hub.Publish("files", map[string]any{"released": canon, "by": by})

@@ -9,6 +9,7 @@ import (
 	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // Handoff is a note to an agent by name, and with Task, its lease.
@@ -47,7 +48,7 @@ func (e *Engine) Handoff(ctx context.Context, from *index.Session, by string, h 
 	if from != nil {
 		actor, by = queue.Agent, from.Name
 	}
-	entry := index.AuditEntry{Actor: actor, Agent: by, Action: "handoff"}
+	entry := snag.AuditEntry{Actor: actor, Agent: by, Action: "handoff"}
 	if from != nil {
 		entry.SessionID = from.ID
 	}
@@ -188,7 +189,7 @@ func (e *Engine) Handoff(ctx context.Context, from *index.Session, by string, h 
 		if got, err = tx.AddMessage(m); err != nil {
 			return err
 		}
-		return tx.Audit(index.AuditEntry{SessionID: entry.SessionID, Actor: actor, Agent: by, Action: "handoff", TaskID: it.ID,
+		return tx.Audit(snag.AuditEntry{SessionID: entry.SessionID, Actor: actor, Agent: by, Action: "handoff", TaskID: it.ID,
 			Outcome: "ok", Detail: fmt.Sprintf("%s to %s, epoch %d: %s", it.Key, h.To, granted.Epoch, h.Title)})
 	}, nil)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // Claimed is a claim's answer: the task claimed with its lease's epoch,
@@ -295,8 +296,8 @@ func (e *Engine) chooseClaim(ctx context.Context, s index.Session, ref *queue.Re
 }
 
 // claimEntry is the audit entry of a claim by s of task id.
-func claimEntry(s index.Session, id, outcome, detail string) index.AuditEntry {
-	return index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
+func claimEntry(s index.Session, id, outcome, detail string) snag.AuditEntry {
+	return snag.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
 		TaskID: id, Outcome: outcome, Detail: detail}
 }
 
@@ -496,7 +497,7 @@ func (e *Engine) Release(ctx context.Context, s index.Session, ref queue.Ref, ep
 	}()
 	refused := func(err error) (Released, error) {
 		if it != nil && !index.Busy(err) && !errors.Is(err, errClosed) {
-			e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: string(queue.ActRelease),
+			e.Audit(ctx, snag.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: string(queue.ActRelease),
 				TaskID: it.ID, Outcome: "refused", Detail: err.Error()})
 		}
 		return Released{}, err
@@ -523,7 +524,7 @@ func (e *Engine) Release(ctx context.Context, s index.Session, ref queue.Ref, ep
 			return err
 		}
 		status = t.Status
-		return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: string(queue.ActRelease),
+		return tx.Audit(snag.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: string(queue.ActRelease),
 			TaskID: it.ID, Outcome: "ok", Detail: reason})
 	}, nil)
 	if err != nil {
@@ -610,7 +611,7 @@ func (e *Engine) releaseLocked(ctx context.Context, taskID string, actor queue.A
 					return err
 				}
 			}
-			return tx.Audit(index.AuditEntry{Actor: actor, Agent: who, Action: "release", TaskID: taskID, Outcome: "ok",
+			return tx.Audit(snag.AuditEntry{Actor: actor, Agent: who, Action: "release", TaskID: taskID, Outcome: "ok",
 				Detail: why + " (the task file is missing: the lease ended, no file changed)"})
 		})
 	}
@@ -631,7 +632,7 @@ func (e *Engine) releaseLocked(ctx context.Context, taskID string, actor queue.A
 				return err
 			}
 		}
-		return tx.Audit(index.AuditEntry{Actor: actor, Agent: who, Action: "release", TaskID: taskID, Outcome: "ok", Detail: why})
+		return tx.Audit(snag.AuditEntry{Actor: actor, Agent: who, Action: "release", TaskID: taskID, Outcome: "ok", Detail: why})
 	})
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // NewTask is what a person or an agent gives to add a task.
@@ -89,7 +90,7 @@ func (e *Engine) Add(ctx context.Context, nt NewTask, actor queue.Actor, who str
 	if _, err := e.p.DB.SyncFile(ctx, e.p.Tasks, name); err != nil {
 		return nil, "", err
 	}
-	e.Audit(ctx, index.AuditEntry{Actor: actor, Agent: who, Action: "add", TaskID: t.ID, Outcome: "ok", Detail: t.Key + " " + t.Title})
+	e.Audit(ctx, snag.AuditEntry{Actor: actor, Agent: who, Action: "add", TaskID: t.ID, Outcome: "ok", Detail: t.Key + " " + t.Title})
 	path := index.TasksFolder + "/" + name
 	e.writePlan(ctx)
 	e.hub.Publish("task", map[string]any{"path": path, "added": true, "key": t.Key})

@@ -87,12 +87,12 @@ func (e *Engine) LeasesOf(ctx context.Context, id int64) ([]index.Lease, error) 
 // AuditLog is up to limit entries (0: 100) of the audit log after id
 // after: the repository's log of live actions (the team's, in team mode),
 // which outlives any index (teamAudit).
-func (e *Engine) AuditLog(ctx context.Context, after int64, limit int) ([]index.AuditEntry, error) {
+func (e *Engine) AuditLog(ctx context.Context, after int64, limit int) ([]snag.AuditEntry, error) {
 	if limit <= 0 {
 		limit = 100
 	}
 	return e.teamAudit(ctx, func(ctx context.Context) ([]coord.Entry, error) { return e.team.s.AuditLog(ctx, after, limit) },
-		func() ([]index.AuditEntry, error) { return e.p.DB.AuditLog(ctx, after, limit) })
+		func() ([]snag.AuditEntry, error) { return e.p.DB.AuditLog(ctx, after, limit) })
 }
 
 // Polling reports whether the watcher polls, having no filesystem watches.
@@ -116,7 +116,7 @@ func (e *Engine) DepKeys(ctx context.Context, deps []string) []string {
 
 // AuditTail is the latest n entries of the audit log (as AuditLog's),
 // newest last.
-func (e *Engine) AuditTail(ctx context.Context, n int) ([]index.AuditEntry, error) {
+func (e *Engine) AuditTail(ctx context.Context, n int) ([]snag.AuditEntry, error) {
 	return e.teamAudit(ctx, func(ctx context.Context) ([]coord.Entry, error) { return e.team.s.AuditTail(ctx, n) },
-		func() ([]index.AuditEntry, error) { return e.p.DB.AuditTail(ctx, n) })
+		func() ([]snag.AuditEntry, error) { return e.p.DB.AuditTail(ctx, n) })
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/snagdev/snag/internal/gitdir"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // teamErr words an error of the store as the engine's refusals.
@@ -378,7 +379,7 @@ func (e *Engine) teamReconcileSessions(ctx context.Context) (map[int64]bool, boo
 			e.log.Warn("reconcile the sessions with the coordination store: will try again", "err", err)
 			return nil, false
 		}
-		e.Audit(ctx, index.AuditEntry{SessionID: id, Actor: queue.System, Action: "reconcile", Outcome: "ok",
+		e.Audit(ctx, snag.AuditEntry{SessionID: id, Actor: queue.System, Action: "reconcile", Outcome: "ok",
 			Detail: fmt.Sprintf("%s (%d leases freed there)", why, len(freed))})
 	}
 	return live, true
@@ -436,7 +437,7 @@ func (e *Engine) teamReconcile(ctx context.Context) {
 				}
 				if attached {
 					kept++
-					e.Audit(ctx, index.AuditEntry{SessionID: m.Session, Actor: queue.System, Agent: m.Holder, Action: "reconcile", TaskID: l.TaskID,
+					e.Audit(ctx, snag.AuditEntry{SessionID: m.Session, Actor: queue.System, Agent: m.Holder, Action: "reconcile", TaskID: l.TaskID,
 						Outcome: "ok", Detail: fmt.Sprintf("the claim's file was rewritten before snagd stopped: the lease is %s's again, at epoch %d", m.Holder, m.Epoch)})
 				}
 			}
@@ -474,7 +475,7 @@ func (e *Engine) teamReconcile(ctx context.Context) {
 		switch {
 		case err == nil:
 			taken++
-			e.Audit(ctx, index.AuditEntry{Actor: queue.System, Agent: l.Holder, Action: "reconcile", TaskID: l.TaskID, Outcome: "ok",
+			e.Audit(ctx, snag.AuditEntry{Actor: queue.System, Agent: l.Holder, Action: "reconcile", TaskID: l.TaskID, Outcome: "ok",
 				Detail: fmt.Sprintf("the shared lease was free: taken back for %s at epoch %d", l.Holder, l.Epoch)})
 		case errors.Is(err, coord.ErrUnreachable), errors.Is(err, coord.ErrCloneEnded):
 			e.log.Warn("reconcile the leases with the coordination store: will try again", "err", err)
@@ -509,7 +510,7 @@ func (e *Engine) teamReconcile(ctx context.Context) {
 			return
 		}
 		ended++
-		e.Audit(ctx, index.AuditEntry{Actor: queue.System, Agent: m.Holder, Action: "reconcile", TaskID: m.TaskID, Outcome: "ok", Detail: why})
+		e.Audit(ctx, snag.AuditEntry{Actor: queue.System, Agent: m.Holder, Action: "reconcile", TaskID: m.TaskID, Outcome: "ok", Detail: why})
 	}
 	// A lease that ended here lately with its task finished may be one the
 	// store never heard end (snagd stopped after the commit, before it
@@ -528,7 +529,7 @@ func (e *Engine) teamReconcile(ctx context.Context) {
 			}
 			if changed {
 				ended++
-				e.Audit(ctx, index.AuditEntry{Actor: queue.System, Agent: l.Holder, Action: "reconcile", TaskID: l.TaskID, Outcome: "ok", Detail: why})
+				e.Audit(ctx, snag.AuditEntry{Actor: queue.System, Agent: l.Holder, Action: "reconcile", TaskID: l.TaskID, Outcome: "ok", Detail: why})
 			}
 		}
 	}

@@ -314,7 +314,7 @@ func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, er
 	}
 	p := e.plan(it, dir)
 	refused := func(err *Error) (Resolution, error) {
-		e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: action, TaskID: it.ID,
+		e.Audit(ctx, snag.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: action, TaskID: it.ID,
 			Outcome: "refused", Detail: err.Message})
 		return Resolution{}, err
 	}
@@ -388,7 +388,7 @@ func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, er
 			if _, _, err := tx.End(it.ID, "resolved: "+detail); err != nil {
 				return err
 			}
-			return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: "resolve", TaskID: it.ID,
+			return tx.Audit(snag.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: "resolve", TaskID: it.ID,
 				Outcome: "ok", Detail: strings.TrimSpace("verify disabled: resolved, not verified " + detail)})
 		}, nil)
 		if err != nil {
@@ -427,7 +427,7 @@ func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, er
 				return err
 			}
 		}
-		return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: action, TaskID: it.ID,
+		return tx.Audit(snag.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: action, TaskID: it.ID,
 			Outcome: outcome, Detail: strings.TrimSpace(p.Message + " " + detail)})
 	})
 	if err != nil {
@@ -485,7 +485,7 @@ func (e *Engine) needsApproval(ctx context.Context, it *index.Item, p Plan, leas
 		if err := tx.EndVerify(run.ID, index.RunEnd{Outcome: OutcomeNeedsApproval, Reason: reason}); err != nil {
 			return err
 		}
-		return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: action, TaskID: it.ID,
+		return tx.Audit(snag.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: action, TaskID: it.ID,
 			Outcome: OutcomeNeedsApproval, Detail: strings.TrimSpace(fmt.Sprintf("%s -> %s: %s %s", it.Status, queue.StatusNeedsReview, reason, detail))})
 	})
 	if err != nil {

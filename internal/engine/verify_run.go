@@ -244,7 +244,7 @@ func (e *Engine) finishVerify(t *queue.Task, run snag.VerifyRun, res result) {
 			if err := tx.EndVerify(run.ID, index.RunEnd{Outcome: res.outcome, Reason: reason, Shot: res.shot, Visual: res.visual}); err != nil {
 				return err
 			}
-			return tx.Audit(index.AuditEntry{SessionID: run.SessionID, Actor: queue.System, Agent: run.Holder, Action: "verify",
+			return tx.Audit(snag.AuditEntry{SessionID: run.SessionID, Actor: queue.System, Agent: run.Holder, Action: "verify",
 				TaskID: run.TaskID, Outcome: res.outcome, Detail: reason})
 		}
 		action, endLease := queue.Action(""), false
@@ -279,7 +279,7 @@ func (e *Engine) finishVerify(t *queue.Task, run snag.VerifyRun, res result) {
 		if err := tx.EndVerify(run.ID, index.RunEnd{Outcome: res.outcome, Reason: reason, Shot: res.shot, Visual: res.visual}); err != nil {
 			return err
 		}
-		return tx.Audit(index.AuditEntry{SessionID: run.SessionID, Actor: queue.System, Agent: run.Holder, Action: "verify",
+		return tx.Audit(snag.AuditEntry{SessionID: run.SessionID, Actor: queue.System, Agent: run.Holder, Action: "verify",
 			TaskID: it.ID, Outcome: res.outcome, Detail: fmt.Sprintf("%s -> %s: %s", queue.StatusVerifying, status, reason)})
 	})
 	if err != nil || !applied {
@@ -328,7 +328,7 @@ func (e *Engine) resumeVerify(ctx context.Context) {
 			if err != nil {
 				return err
 			}
-			return tx.Audit(index.AuditEntry{SessionID: old.SessionID, Actor: queue.System, Agent: old.Holder, Action: "verify",
+			return tx.Audit(snag.AuditEntry{SessionID: old.SessionID, Actor: queue.System, Agent: old.Holder, Action: "verify",
 				TaskID: old.TaskID, Outcome: "requeued", Detail: fmt.Sprintf("run %d was cut off by snagd's exit: run %d queued", old.ID, run.ID)})
 		})
 		if err != nil {

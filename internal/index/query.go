@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
@@ -602,24 +601,6 @@ func (db *DB) NextKey(ctx context.Context) (int, error) {
 }
 
 // Audit appends one entry to the audit log.
-func (db *DB) Audit(ctx context.Context, e AuditEntry) error {
+func (db *DB) Audit(ctx context.Context, e snag.AuditEntry) error {
 	return db.Update(ctx, func(tx *Tx) error { return tx.Audit(e) })
-}
-
-// AuditEntry is one line of the audit log.
-type AuditEntry struct {
-	ID        int64       `json:"id,omitempty"`
-	SessionID int64       `json:"session_id,omitempty"`
-	At        time.Time   `json:"at"`
-	Actor     queue.Actor `json:"actor"`
-	Agent     string      `json:"agent,omitempty"`
-	Action    string      `json:"action"`
-	TaskID    string      `json:"task_id,omitempty"`
-	Outcome   string      `json:"outcome"`
-	Detail    string      `json:"detail,omitempty"`
-	Branch    string      `json:"branch,omitempty"` // the git branch it was taken on, when known
-	// Worktree and Host say where an entry of the repository's (or the
-	// team's) log was made, when elsewhere than the view read (snag.AuditEntry).
-	Worktree string `json:"worktree,omitempty"`
-	Host     string `json:"host,omitempty"`
 }

@@ -69,21 +69,6 @@ func WireLeases(ls []Lease) []snag.Lease {
 	return out
 }
 
-// Wire is the entry as the API gives it.
-func (e AuditEntry) Wire() snag.AuditEntry {
-	return snag.AuditEntry{ID: e.ID, SessionID: e.SessionID, At: e.At, Actor: e.Actor, Agent: e.Agent, Action: e.Action,
-		TaskID: e.TaskID, Outcome: e.Outcome, Detail: e.Detail, Branch: e.Branch, Worktree: e.Worktree, Host: e.Host}
-}
-
-// WireAudit is entries as the API gives them; [] for none.
-func WireAudit(es []AuditEntry) []snag.AuditEntry {
-	out := make([]snag.AuditEntry, len(es))
-	for i, e := range es {
-		out[i] = e.Wire()
-	}
-	return out
-}
-
 // Wire is the item as GET /tasks/{ref} gives it, without its verify state;
 // taskFile is its file relative to the project root.
 func (it *Item) Wire(taskFile string) snag.TaskDetail {

@@ -72,13 +72,13 @@ func TestWireCarriesEveryField(t *testing.T) {
 	fill(t, &a)
 	var l Lease
 	fill(t, &l)
-	var e AuditEntry
+	var e snag.AuditEntry
 	fill(t, &e)
 	var r snag.VerifyRun
 	fill(t, &r)
 	for name, got := range map[string]any{
 		"Row": row.Wire(), "Hit": hit.Wire(), "Hit.Task": hit.Wire().Task, "Counts": c, "Session": s.Wire(),
-		"Activity": a.Wire(), "Lease": l.Wire(), "AuditEntry": e.Wire(), "VerifyRun": r, "VerifyRun.Visual": *r.Visual,
+		"Activity": a.Wire(), "Lease": l.Wire(), "AuditEntry": e, "VerifyRun": r, "VerifyRun.Visual": *r.Visual,
 	} {
 		if z := zeroFields(got); len(z) > 0 {
 			t.Errorf("%s.Wire() leaves %v zero: set them in wire.go", name, z)
