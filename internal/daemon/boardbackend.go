@@ -191,7 +191,7 @@ func (b boardBackend) Team(ctx context.Context) (board.Team, error) {
 	}
 	for _, a := range tb.Agents {
 		v := board.TeamAgent{Name: a.Name, Client: a.Client, Host: a.Host, Root: a.Root, Branch: a.Branch,
-			Files: index.WireFileClaims(a.Files)}
+			Files: orEmpty(a.Files)}
 		for _, h := range a.Tasks {
 			v.Held = append(v.Held, board.TeamHeld{ID: h.ID, Here: h.Here,
 				Held: board.Held{Key: h.Key, Title: h.Title, Epoch: h.Epoch, Acquired: h.Since, Holder: a.Holder()}})
@@ -270,7 +270,7 @@ func boardErr(err error) error {
 
 func (b boardBackend) Files(ctx context.Context) ([]api.FileClaim, error) {
 	cs, err := b.d.e.FileClaims(ctx)
-	return index.WireFileClaims(cs), boardErr(err)
+	return orEmpty(cs), boardErr(err)
 }
 
 func (b boardBackend) Reports(ctx context.Context, n int) ([]api.Message, error) {

@@ -162,7 +162,7 @@ func (d *Daemon) getGraph(ctx context.Context, c *call[struct{}]) (answer, error
 
 // activityWire is the activity as the API answers it.
 func activityWire(a engine.Activity) api.ActivityFeed {
-	out := api.ActivityFeed{Workspace: a.Workspace, Tasks: []api.TaskLease{}, Files: index.WireFileClaims(a.Files),
+	out := api.ActivityFeed{Workspace: a.Workspace, Tasks: []api.TaskLease{}, Files: orEmpty(a.Files),
 		Branches: []api.BranchLease{}, Recent: []api.BranchActivity{}, BranchesTotal: a.BranchesTotal}
 	for _, t := range a.Tasks {
 		out.Tasks = append(out.Tasks, api.TaskLease{Key: t.Key, Title: t.Title, Holder: t.Holder, Branch: t.Branch, Since: t.Since})

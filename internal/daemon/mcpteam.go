@@ -54,7 +54,7 @@ func (b *engineBackend) ReleaseFiles(ctx context.Context, paths []string) (api.F
 	var out api.FilesReleased
 	err := b.call(ctx, http.MethodPost, "/files/release", false, func(s index.Session) error {
 		got, err := b.e.ReleaseFiles(ctx, s, paths)
-		out = api.FilesReleased{Released: index.WireFileClaims(got)}
+		out = api.FilesReleased{Released: orEmpty(got)}
 		return err
 	})
 	return out, err

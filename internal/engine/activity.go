@@ -9,6 +9,7 @@ import (
 	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // TaskLease is a live task lease as the activity shows it.
@@ -26,7 +27,7 @@ type TaskLease struct {
 type Activity struct {
 	Workspace string
 	Tasks     []TaskLease
-	Files     []index.FileClaim
+	Files     []snag.FileClaim
 	Branches  []index.BranchLease // live branch write leases
 	Recent    []index.BranchActivity
 	// BranchesTotal is how many branches had any activity in the window.

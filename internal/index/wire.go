@@ -80,21 +80,6 @@ func (it *Item) Wire(taskFile string) snag.TaskDetail {
 	return out
 }
 
-// Wire is the claim as the API answers it.
-func (c FileClaim) Wire() snag.FileClaim {
-	return snag.FileClaim{ID: c.ID, Path: c.Path, SessionID: c.SessionID, Holder: c.Holder, TaskID: c.TaskID,
-		Exclusive: c.Exclusive, Acquired: c.Acquired, Expires: c.Expires}
-}
-
-// WireFileClaims is cs as the API answers them, [] when none.
-func WireFileClaims(cs []FileClaim) []snag.FileClaim {
-	out := make([]snag.FileClaim, len(cs))
-	for i, c := range cs {
-		out[i] = c.Wire()
-	}
-	return out
-}
-
 // Wire is the message as the API answers it.
 func (m Message) Wire() snag.Message {
 	return snag.Message{ID: m.ID, Created: m.Created, Kind: m.Kind, From: m.From, To: m.To, TaskID: m.TaskID,
