@@ -70,7 +70,7 @@ func searchResult(hits []index.Hit) api.SearchResult {
 func sessionsAnswer(views []sessionView, leases []index.Lease) api.Sessions {
 	out := api.Sessions{Leases: index.WireLeases(leases), Sessions: make([]api.LiveSession, len(views))}
 	for i, v := range views {
-		out.Sessions[i] = api.LiveSession{Session: v.Session.Wire(), Activity: v.Activity.Wire()}
+		out.Sessions[i] = api.LiveSession{Session: v.Session.Wire(), Activity: v.Activity}
 	}
 	return out
 }

@@ -49,11 +49,6 @@ func (s Session) Wire() snag.Session {
 		Started: s.Started, LastSeen: s.LastSeen, Ended: s.Ended, EndReason: s.EndReason}
 }
 
-// Wire is the activity as the API gives it.
-func (a Activity) Wire() snag.Activity {
-	return snag.Activity{LastCall: a.LastCall, Idle: a.Idle, Working: a.Working, Stream: a.Stream, EndsAt: a.EndsAt, Note: a.Note}
-}
-
 // Wire is the lease as the API gives it.
 func (l Lease) Wire() snag.Lease {
 	return snag.Lease{TaskID: l.TaskID, SessionID: l.SessionID, Holder: l.Holder, Epoch: l.Epoch, Acquired: l.Acquired,

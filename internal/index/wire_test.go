@@ -68,7 +68,7 @@ func TestWireCarriesEveryField(t *testing.T) {
 	fill(t, &c)
 	var s Session
 	fill(t, &s)
-	var a Activity
+	var a snag.Activity
 	fill(t, &a)
 	var l Lease
 	fill(t, &l)
@@ -78,7 +78,7 @@ func TestWireCarriesEveryField(t *testing.T) {
 	fill(t, &r)
 	for name, got := range map[string]any{
 		"Row": row.Wire(), "Hit": hit.Wire(), "Hit.Task": hit.Wire().Task, "Counts": c, "Session": s.Wire(),
-		"Activity": a.Wire(), "Lease": l.Wire(), "AuditEntry": e, "VerifyRun": r, "VerifyRun.Visual": *r.Visual,
+		"Activity": a, "Lease": l.Wire(), "AuditEntry": e, "VerifyRun": r, "VerifyRun.Visual": *r.Visual,
 	} {
 		if z := zeroFields(got); len(z) > 0 {
 			t.Errorf("%s.Wire() leaves %v zero: set them in wire.go", name, z)
