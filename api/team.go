@@ -131,11 +131,11 @@ type TaskLease = snag.TaskLease
 // BranchLease is snag.BranchLease: a live advisory branch write lease.
 type BranchLease = snag.BranchLease
 
-// BranchActivity is ops.BranchActivity: what happened lately on one branch.
-type BranchActivity = ops.BranchActivity
+// BranchActivity is snag.BranchActivity: what happened lately on one branch.
+type BranchActivity = snag.BranchActivity
 
-// ActivityReport is ops.ActivityReport: a branch's last report.
-type ActivityReport = ops.ActivityReport
+// ActivityReport is snag.ActivityReport: a branch's last report.
+type ActivityReport = snag.ActivityReport
 
 // ActivityFeed is ops.ActivityFeed: the answer of GET /branches?branches=N:
 // what is live and what happened lately, by branch.

@@ -124,14 +124,14 @@ type nodesOut struct {
 }
 
 type activityOut struct {
-	Source        string               `json:"source"`
-	Advisory      string               `json:"advisory,omitempty"`
-	Workspace     string               `json:"workspace,omitempty"`
-	Tasks         []snag.TaskLease     `json:"tasks,omitempty"`
-	Files         []claimOutRow        `json:"files,omitempty"`
-	BranchLeases  []snag.BranchLease   `json:"branch_leases,omitempty"`
-	Recent        []ops.BranchActivity `json:"recent,omitempty"`
-	BranchesTotal int                  `json:"branches_total"`
+	Source        string                `json:"source"`
+	Advisory      string                `json:"advisory,omitempty"`
+	Workspace     string                `json:"workspace,omitempty"`
+	Tasks         []snag.TaskLease      `json:"tasks,omitempty"`
+	Files         []claimOutRow         `json:"files,omitempty"`
+	BranchLeases  []snag.BranchLease    `json:"branch_leases,omitempty"`
+	Recent        []snag.BranchActivity `json:"recent,omitempty"`
+	BranchesTotal int                   `json:"branches_total"`
 }
 
 func (s *server) addGraphTools(srv *sdk.Server) {

@@ -387,32 +387,6 @@ type Graph struct {
 	Links []snag.Link `json:"links"`
 }
 
-// BranchActivity is what happened lately on one branch.
-type BranchActivity struct {
-	// Branch is the branch.
-	Branch string `json:"branch"`
-	// Last is its latest activity.
-	Last time.Time `json:"last"`
-	// Nodes are keys of the notes written on it, newest first (at most 5).
-	Nodes []string `json:"nodes,omitempty"`
-	// Claimed are tasks claimed on it (at most 5).
-	Claimed []string `json:"claimed,omitempty"`
-	// Resolved are tasks resolved on it (at most 5).
-	Resolved []string `json:"resolved,omitempty"`
-	// Report is its last report.
-	Report *ActivityReport `json:"report,omitempty"`
-}
-
-// ActivityReport is a branch's last report.
-type ActivityReport struct {
-	// Agent is who reported.
-	Agent string `json:"agent"`
-	// Message is what it said.
-	Message string `json:"message"`
-	// At is when.
-	At time.Time `json:"at"`
-}
-
 // ActivityFeed is the answer of GET /branches?branches=N: what is live
 // and what happened lately, by branch.
 type ActivityFeed struct {
@@ -425,7 +399,7 @@ type ActivityFeed struct {
 	// Branches are the live branch write leases.
 	Branches []snag.BranchLease `json:"branch_leases"`
 	// Recent is the activity by branch, latest first.
-	Recent []BranchActivity `json:"recent"`
+	Recent []snag.BranchActivity `json:"recent"`
 	// BranchesTotal is how many branches had activity in the last 7 days.
 	BranchesTotal int `json:"branches_total"`
 }

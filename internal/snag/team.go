@@ -168,3 +168,29 @@ type Worktree struct {
 	// Clean is true when the worktree has no change and no untracked file.
 	Clean bool `json:"clean"`
 }
+
+// BranchActivity is what happened lately on one branch.
+type BranchActivity struct {
+	// Branch is the branch.
+	Branch string `json:"branch"`
+	// Last is its latest activity.
+	Last time.Time `json:"last"`
+	// Nodes are keys of the notes written on it, newest first (at most 5).
+	Nodes []string `json:"nodes,omitempty"`
+	// Claimed are tasks claimed on it (at most 5).
+	Claimed []string `json:"claimed,omitempty"`
+	// Resolved are tasks resolved on it (at most 5).
+	Resolved []string `json:"resolved,omitempty"`
+	// Report is its last report.
+	Report *ActivityReport `json:"report,omitempty"`
+}
+
+// ActivityReport is a branch's last report.
+type ActivityReport struct {
+	// Agent is who reported.
+	Agent string `json:"agent"`
+	// Message is what it said.
+	Message string `json:"message"`
+	// At is when.
+	At time.Time `json:"at"`
+}
