@@ -29,7 +29,7 @@ type Activity struct {
 	Tasks     []TaskLease
 	Files     []snag.FileClaim
 	Branches  []index.BranchLease // live branch write leases
-	Recent    []index.BranchActivity
+	Recent    []snag.BranchActivity
 	// BranchesTotal is how many branches had any activity in the window.
 	BranchesTotal int
 	Now           time.Time
@@ -126,7 +126,7 @@ func addKeys(list []string, keys ...string) []string {
 // worktrees recorded to this one's: a branch's latest time, and its keys
 // of each kind, newest first, at most five (its notes are in every
 // worktree's reads already).
-func mergeWorktrees(own []index.BranchActivity, others [][]index.BranchActivity) []index.BranchActivity {
+func mergeWorktrees(own []snag.BranchActivity, others [][]snag.BranchActivity) []snag.BranchActivity {
 	by := map[string]int{}
 	for i := range own {
 		by[own[i].Branch] = i
@@ -135,7 +135,7 @@ func mergeWorktrees(own []index.BranchActivity, others [][]index.BranchActivity)
 		for _, o := range list {
 			i, ok := by[o.Branch]
 			if !ok {
-				own = append(own, index.BranchActivity{Branch: o.Branch})
+				own = append(own, snag.BranchActivity{Branch: o.Branch})
 				i = len(own) - 1
 				by[o.Branch] = i
 			}
@@ -155,30 +155,30 @@ func mergeWorktrees(own []index.BranchActivity, others [][]index.BranchActivity)
 // mergeActivity adds the other clones' activity by branch to this
 // clone's, keeps the latest branches first, at most limit, and returns
 // how many branches there were.
-func mergeActivity(own []index.BranchActivity, team map[string]*coord.BranchActivity, limit int) ([]index.BranchActivity, int) {
-	by := map[string]*index.BranchActivity{}
+func mergeActivity(own []snag.BranchActivity, team map[string]*coord.BranchActivity, limit int) ([]snag.BranchActivity, int) {
+	by := map[string]*snag.BranchActivity{}
 	for i := range own {
 		by[own[i].Branch] = &own[i]
 	}
-	var added []index.BranchActivity
+	var added []snag.BranchActivity
 	for b, t := range team {
 		a := by[b]
 		if a == nil {
-			a = &index.BranchActivity{Branch: b}
+			a = &snag.BranchActivity{Branch: b}
 		}
 		if t.Last.After(a.Last) {
 			a.Last = t.Last
 		}
 		a.Nodes, a.Claimed, a.Resolved = addKeys(a.Nodes, t.Nodes...), addKeys(a.Claimed, t.Claimed...), addKeys(a.Resolved, t.Resolved...)
 		if r := t.Report; r != nil && (a.Report == nil || r.Created.After(a.Report.At)) {
-			a.Report = &index.Report{Agent: r.From + " on " + r.Host, Message: r.Body, At: r.Created}
+			a.Report = &snag.ActivityReport{Agent: r.From + " on " + r.Host, Message: r.Body, At: r.Created}
 		}
 		if by[b] == nil {
 			added = append(added, *a)
 		}
 	}
 	own = append(own, added...)
-	slices.SortFunc(own, func(x, y index.BranchActivity) int {
+	slices.SortFunc(own, func(x, y snag.BranchActivity) int {
 		if c := y.Last.Compare(x.Last); c != 0 {
 			return c
 		}

@@ -114,8 +114,8 @@ func (r *Repository) others(e *Engine, f func(root string, m *Engine)) {
 
 // activity is the activity by branch since since that the repository's
 // other worktrees than e's recorded, one list each.
-func (r *Repository) activity(ctx context.Context, e *Engine, since time.Time) [][]index.BranchActivity {
-	var out [][]index.BranchActivity
+func (r *Repository) activity(ctx context.Context, e *Engine, since time.Time) [][]snag.BranchActivity {
+	var out [][]snag.BranchActivity
 	r.others(e, func(_ string, m *Engine) {
 		if list, _, err := m.p.DB.Activity(ctx, since, 0); err == nil {
 			out = append(out, list)
