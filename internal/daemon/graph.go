@@ -162,11 +162,8 @@ func (d *Daemon) getGraph(ctx context.Context, c *call[struct{}]) (answer, error
 
 // activityWire is the activity as the API answers it.
 func activityWire(a engine.Activity) api.ActivityFeed {
-	out := api.ActivityFeed{Workspace: a.Workspace, Tasks: []api.TaskLease{}, Files: orEmpty(a.Files),
+	out := api.ActivityFeed{Workspace: a.Workspace, Tasks: orEmpty(a.Tasks), Files: orEmpty(a.Files),
 		Branches: []api.BranchLease{}, Recent: orEmpty(a.Recent), BranchesTotal: a.BranchesTotal}
-	for _, t := range a.Tasks {
-		out.Tasks = append(out.Tasks, api.TaskLease{Key: t.Key, Title: t.Title, Holder: t.Holder, Branch: t.Branch, Since: t.Since})
-	}
 	for _, b := range a.Branches {
 		out.Branches = append(out.Branches, api.BranchLease{Branch: b.Branch, Holder: b.Holder,
 			SecondsLeft: int(max(b.Expires.Sub(a.Now).Round(time.Second), time.Second) / time.Second)})

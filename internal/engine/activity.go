@@ -12,21 +12,13 @@ import (
 	"github.com/snagdev/snag/internal/snag"
 )
 
-// TaskLease is a live task lease as the activity shows it.
-type TaskLease struct {
-	Key, Title string
-	Holder     string
-	Branch     string // the holder's, when known
-	Since      time.Time
-}
-
 // Activity is what is live now and what happened lately, by branch: the
 // task leases, file claims and branch write leases live now, and each
 // branch's recent notes, claims, resolves and last report, the latest
 // branch first. Reading it takes no lease.
 type Activity struct {
 	Workspace string
-	Tasks     []TaskLease
+	Tasks     []snag.TaskLease
 	Files     []snag.FileClaim
 	Branches  []index.BranchLease // live branch write leases
 	Recent    []snag.BranchActivity
@@ -66,7 +58,7 @@ func (e *Engine) Activity(ctx context.Context, branches int) (Activity, error) {
 		if !ok {
 			continue
 		}
-		t := TaskLease{Key: l.TaskID, Holder: l.Holder, Branch: s.Branch, Since: l.Acquired}
+		t := snag.TaskLease{Key: l.TaskID, Holder: l.Holder, Branch: s.Branch, Since: l.Acquired}
 		if h := e.heldTask(ctx, l); h.Key != "" {
 			t.Key, t.Title = h.Key, h.Title
 		}
@@ -77,7 +69,7 @@ func (e *Engine) Activity(ctx context.Context, branches int) (Activity, error) {
 		if agents, err := e.team.s.Agents(ctx); err == nil {
 			for _, ag := range agents {
 				for _, l := range ag.Leases {
-					t := TaskLease{Key: l.Key, Holder: ag.Name + " on " + ag.Host, Branch: ag.Branch, Since: l.Updated}
+					t := snag.TaskLease{Key: l.Key, Holder: ag.Name + " on " + ag.Host, Branch: ag.Branch, Since: l.Updated}
 					if it, err := e.p.DB.Get(ctx, queue.Ref{ID: l.TaskID}); err == nil {
 						t.Title = it.Title
 					}
@@ -86,7 +78,7 @@ func (e *Engine) Activity(ctx context.Context, branches int) (Activity, error) {
 			}
 		}
 	}
-	slices.SortFunc(a.Tasks, func(x, y TaskLease) int { return y.Since.Compare(x.Since) })
+	slices.SortFunc(a.Tasks, func(x, y snag.TaskLease) int { return y.Since.Compare(x.Since) })
 	if a.Files, err = e.FileClaims(ctx); err != nil {
 		return a, err
 	}
