@@ -104,7 +104,7 @@ func (b boardBackend) Verify(ctx context.Context, ref queue.Ref) (*api.VerifySta
 	if err != nil {
 		return nil, boardErr(err)
 	}
-	return verifyWire(st), nil
+	return &st, nil
 }
 
 func (b boardBackend) Counts(ctx context.Context) (api.Counts, error) {

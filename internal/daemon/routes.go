@@ -18,6 +18,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 func (d *Daemon) routes(ctx context.Context) http.Handler {
@@ -195,7 +196,7 @@ func (d *Daemon) getTask(ctx context.Context, c *call[struct{}]) (answer, error)
 	if err != nil {
 		return answer{}, err
 	}
-	var v *engine.VerifyState
+	var v *snag.VerifyState
 	if st.Running || st.Outcome != "" {
 		st.History = nil // GET /verify/{ref} has it
 		v = &st

@@ -37,10 +37,10 @@ func taskList(page index.Page) api.TaskList {
 
 // taskDetail is GET /tasks/{ref}, with its depends_on by key; st is the
 // task's verify state, given when a check runs or has run.
-func taskDetail(ctx context.Context, e *engine.Engine, it *index.Item, st *engine.VerifyState) api.TaskDetail {
+func taskDetail(ctx context.Context, e *engine.Engine, it *index.Item, st *snag.VerifyState) api.TaskDetail {
 	out := it.Wire(project.Rel(it.Path))
 	if st != nil {
-		out.Verify = verifyWire(*st)
+		out.Verify = st
 	}
 	if it.Task != nil {
 		out.DependsOn = e.DepKeys(ctx, it.Task.DependsOn)
@@ -77,11 +77,6 @@ func sessionsAnswer(views []sessionView, leases []index.Lease) api.Sessions {
 
 func auditLog(es []snag.AuditEntry) api.AuditLog { return api.AuditLog{Entries: orEmpty(es)} }
 
-func verifyWire(st engine.VerifyState) *api.VerifyState {
-	return &api.VerifyState{Key: st.Key, Status: st.Status, Running: st.Running, Outcome: st.Outcome, Reason: st.Reason,
-		LastAt: st.LastAt, Verifier: st.Verifier, Shot: st.Shot, Visual: st.Visual, History: st.History}
-}
-
 // dryRun is a verify dry run's answer; on a 503 (no browser) it carries
 // the code as its error too, as every error answer does.
 func dryRun(p engine.Plan) api.VerifyPlan {
@@ -108,7 +103,7 @@ func resolved(res engine.Resolution) api.Resolved {
 		out.Code, out.ETASeconds = res.Code, res.ETA
 	}
 	if res.Verify != nil {
-		out.Verify = verifyWire(*res.Verify)
+		out.Verify = res.Verify
 	}
 	return out
 }

@@ -55,21 +55,6 @@ type Plan struct {
 	Message  string `json:"message"`
 }
 
-// VerifyState is where verify of a task stands: GET /verify/{ref}, and the
-// verify part of a started run's answer.
-type VerifyState struct {
-	Key      string           `json:"key"`
-	Status   queue.Status     `json:"status"`
-	Running  bool             `json:"running"`
-	Outcome  string           `json:"outcome,omitempty"`
-	Reason   string           `json:"reason,omitempty"`
-	LastAt   time.Time        `json:"last_at,omitzero"`
-	Verifier string           `json:"verifier,omitempty"`
-	Shot     string           `json:"shot,omitempty"`
-	Visual   *snag.Visual     `json:"visual,omitempty"`
-	History  []snag.VerifyRun `json:"history,omitempty"`
-}
-
 // verifier runs the checks in the background, at most max at once.
 type verifier struct {
 	sem chan struct{}
@@ -229,7 +214,7 @@ type Resolution struct {
 	Started bool
 	// Verify is where the check stands, when one runs; ETA is how many
 	// seconds it will likely take.
-	Verify *VerifyState
+	Verify *snag.VerifyState
 	ETA    int
 	// Of a command that waits for approval: the run's reason, the command
 	// and where it comes from (task or config.json).
@@ -441,7 +426,7 @@ func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, er
 	e.launch(it, run)
 	eta := e.eta(ctx, it.ID, run)
 	return Resolution{Key: it.Key, Status: queue.StatusVerifying, Code: VerifyOK, Started: true, ETA: eta,
-		Verify:  &VerifyState{Key: it.Key, Status: queue.StatusVerifying, Running: true, Verifier: p.Verifier, History: []snag.VerifyRun{run}},
+		Verify:  &snag.VerifyState{Key: it.Key, Status: queue.StatusVerifying, Running: true, Verifier: p.Verifier, History: []snag.VerifyRun{run}},
 		Message: fmt.Sprintf("verify is running (%s): poll GET /verify/%s in about %d s", p.Verifier, it.Key, eta)}, nil
 }
 
@@ -521,10 +506,10 @@ func (e *Engine) eta(ctx context.Context, taskID string, run snag.VerifyRun) int
 
 // Verification is where verify of task ref stands, with its recent runs,
 // and the task as the runs agree with.
-func (e *Engine) Verification(ctx context.Context, ref queue.Ref) (VerifyState, *index.Item, error) {
+func (e *Engine) Verification(ctx context.Context, ref queue.Ref) (snag.VerifyState, *index.Item, error) {
 	it, err := e.Get(ctx, ref)
 	if err != nil {
-		return VerifyState{}, nil, err
+		return snag.VerifyState{}, nil, err
 	}
 	return e.verifyState(ctx, it)
 }
@@ -536,11 +521,11 @@ func (e *Engine) Verification(ctx context.Context, ref queue.Ref) (VerifyState, 
 // run has ended (and was not left verifying by it) was read just before
 // that transaction: its row is read again, and the item returned agrees
 // with the runs.
-func (e *Engine) verifyState(ctx context.Context, it *index.Item) (VerifyState, *index.Item, error) {
+func (e *Engine) verifyState(ctx context.Context, it *index.Item) (snag.VerifyState, *index.Item, error) {
 	running := e.verify.inFlight(it.ID)
 	runs, err := e.p.DB.VerifyRuns(ctx, it.ID, 20)
 	if err != nil {
-		return VerifyState{}, it, err
+		return snag.VerifyState{}, it, err
 	}
 	if it.Status == queue.StatusVerifying && len(runs) > 0 && !runs[0].Ended.IsZero() &&
 		runs[0].Outcome != OutcomeUnavailable && runs[0].Outcome != OutcomeInterrupted {
@@ -548,7 +533,7 @@ func (e *Engine) verifyState(ctx context.Context, it *index.Item) (VerifyState, 
 			it = fresh
 		}
 	}
-	st := VerifyState{Key: it.Key, Status: it.Status, Running: running && runs != nil && runs[0].Ended.IsZero(), History: runs}
+	st := snag.VerifyState{Key: it.Key, Status: it.Status, Running: running && runs != nil && runs[0].Ended.IsZero(), History: runs}
 	if st.History == nil {
 		st.History = []snag.VerifyRun{}
 	}
