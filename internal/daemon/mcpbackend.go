@@ -15,6 +15,7 @@ import (
 	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/mcp"
+	"github.com/snagdev/snag/internal/ops"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
 )
@@ -403,7 +404,7 @@ func (b *engineBackend) Resolve(ctx context.Context, ref, commit, note string) (
 	if err != nil {
 		return mcp.Moved{}, b.mcpErr(err, "/tasks/"+ref)
 	}
-	var plan engine.Plan
+	var plan ops.VerifyPlan
 	err = b.call(ctx, http.MethodPost, "/verify/"+url.PathEscape(ref), true, func(s index.Session) error {
 		plan, err = b.e.VerifyPlan(ctx, r, s.Root)
 		return err

@@ -7,6 +7,7 @@ import (
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/index"
+	"github.com/snagdev/snag/internal/ops"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
@@ -79,13 +80,11 @@ func auditLog(es []snag.AuditEntry) api.AuditLog { return api.AuditLog{Entries: 
 
 // dryRun is a verify dry run's answer; on a 503 (no browser) it carries
 // the code as its error too, as every error answer does.
-func dryRun(p engine.Plan) api.VerifyPlan {
-	out := api.VerifyPlan{Key: p.Key, Code: p.Code, Verifier: p.Verifier, Command: p.Command, From: p.From,
-		URL: p.URL, Dir: p.Dir, Approved: p.Approved, Message: p.Message}
+func dryRun(p ops.VerifyPlan) api.VerifyPlan {
 	if p.Code == engine.VerifyUnavailable {
-		out.Error = p.Code
+		p.Error = p.Code
 	}
-	return out
+	return p
 }
 
 // resolved is the answer of a resolve or a person's verify (api.Resolved

@@ -11,6 +11,7 @@ import (
 	"github.com/snagdev/snag/internal/approval"
 	"github.com/snagdev/snag/internal/browser"
 	"github.com/snagdev/snag/internal/index"
+	"github.com/snagdev/snag/internal/ops"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
@@ -40,20 +41,6 @@ const (
 	OutcomeUnavailable   = "unavailable"    // the browser went missing: the task stays verifying
 	OutcomeInterrupted   = "interrupted"    // snagd stopped during the run; it was queued again
 )
-
-// Plan is what would check a task: the dry run's answer.
-type Plan struct {
-	Key      string `json:"key"`
-	Code     string `json:"code"`
-	Error    string `json:"error,omitempty"`    // the code again, on a 503, as every error answer has it
-	Verifier string `json:"verifier,omitempty"` // command | browser
-	Command  string `json:"command,omitempty"`
-	From     string `json:"from,omitempty"` // where the command comes from: task | config.json
-	URL      string `json:"url,omitempty"`
-	Dir      string `json:"dir,omitempty"`
-	Approved *bool  `json:"approved,omitempty"`
-	Message  string `json:"message"`
-}
 
 // verifier runs the checks in the background, at most max at once.
 type verifier struct {
@@ -107,9 +94,9 @@ func (e *Engine) sessionRoot(root string) string {
 }
 
 // plan says what would check a task, verifying in dir.
-func (e *Engine) plan(it *index.Item, dir string) Plan {
+func (e *Engine) plan(it *index.Item, dir string) ops.VerifyPlan {
 	cfg := *e.cfg.Load()
-	p := Plan{Key: it.Key, Code: VerifyOK}
+	p := ops.VerifyPlan{Key: it.Key, Code: VerifyOK}
 	if !cfg.VerifyOnResolve() {
 		p.Code = VerifyDisabled
 		p.Message = fmt.Sprintf(`this project resolves without verify ("plan": {"verify_on_resolve": false} in .snag/config.json): resolve makes %s resolved with verified: false`, it.Key)
@@ -225,10 +212,10 @@ type Resolution struct {
 
 // VerifyPlan says what would check a task for a caller working in dir
 // ("" for the project's root): a dry run, which changes nothing.
-func (e *Engine) VerifyPlan(ctx context.Context, ref queue.Ref, dir string) (Plan, error) {
+func (e *Engine) VerifyPlan(ctx context.Context, ref queue.Ref, dir string) (ops.VerifyPlan, error) {
 	it, err := e.p.DB.Get(ctx, ref)
 	if err != nil {
-		return Plan{}, err
+		return ops.VerifyPlan{}, err
 	}
 	if l, err := e.p.DB.LeaseOf(ctx, it.ID); err == nil && l.Worktree != "" {
 		dir = l.Worktree // the task's own worktree: verify runs there
@@ -444,7 +431,7 @@ func needsApprovalReason(command, from, key string) string {
 // lease ends, the run is recorded with outcome needs_approval, and the
 // answer (200) says so, instead of a 202 that would promise a check. e.mu
 // must be held.
-func (e *Engine) needsApproval(ctx context.Context, it *index.Item, p Plan, lease index.Lease,
+func (e *Engine) needsApproval(ctx context.Context, it *index.Item, p ops.VerifyPlan, lease index.Lease,
 	s index.Session, actor queue.Actor, who, action, detail string) (Resolution, error) {
 	reason := needsApprovalReason(p.Command, p.From, it.Key)
 	undo, err := e.teamEndFirst(ctx, it.ID, "verify: "+OutcomeNeedsApproval)
