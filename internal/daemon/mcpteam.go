@@ -87,7 +87,7 @@ func (b *engineBackend) Report(ctx context.Context, r api.ReportRequest) (api.Me
 func (b *engineBackend) Handoff(ctx context.Context, r api.HandoffRequest) (api.HandedOff, error) {
 	var out api.HandedOff
 	err := b.call(ctx, http.MethodPost, "/handoffs", false, func(s index.Session) error {
-		got, err := b.e.Handoff(ctx, &s, "", engine.Handoff{To: r.To, Title: r.Title, Body: r.Body, Task: r.Task})
+		got, err := b.e.Handoff(ctx, &s, "", r)
 		if err != nil {
 			return err
 		}

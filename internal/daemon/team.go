@@ -127,7 +127,7 @@ func (d *Daemon) handoff(ctx context.Context, c *call[api.HandoffRequest]) (answ
 	if by == "" {
 		by = "person"
 	}
-	got, err := d.e.Handoff(ctx, c.session, by, engine.Handoff{To: c.body.To, Title: c.body.Title, Body: c.body.Body, Task: c.body.Task})
+	got, err := d.e.Handoff(ctx, c.session, by, c.body)
 	if err != nil {
 		return answer{}, err
 	}

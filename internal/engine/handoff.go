@@ -8,17 +8,10 @@ import (
 
 	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/index"
+	"github.com/snagdev/snag/internal/ops"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
 )
-
-// Handoff is a note to an agent by name, and with Task, its lease.
-type Handoff struct {
-	To    string
-	Title string
-	Body  string
-	Task  string // a task ref whose lease moves to To, or ""
-}
 
 // HandedOff is what a handoff did.
 type HandedOff struct {
@@ -43,7 +36,7 @@ var ErrNotLive = errors.New("not live")
 // when the agent is live and the task is claimed by from (or by anyone,
 // for a person: from nil, by naming them); otherwise nothing is recorded
 // and the refusal says why.
-func (e *Engine) Handoff(ctx context.Context, from *index.Session, by string, h Handoff) (HandedOff, error) {
+func (e *Engine) Handoff(ctx context.Context, from *index.Session, by string, h ops.HandoffRequest) (HandedOff, error) {
 	actor := queue.Person
 	if from != nil {
 		actor, by = queue.Agent, from.Name
