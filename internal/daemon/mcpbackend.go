@@ -412,7 +412,7 @@ func (b *engineBackend) Resolve(ctx context.Context, ref, commit, note string) (
 	switch {
 	case err != nil:
 		return mcp.Moved{}, err
-	case plan.Code == engine.VerifyNoCaptureURL:
+	case plan.Code == ops.VerifyNoCaptureURL:
 		return mcp.Moved{}, fmt.Errorf("%s. It is yours meanwhile: tell the person it is ready for their review, or snag_release it with a reason", plan.Message)
 	}
 	var res engine.Resolution
@@ -427,12 +427,12 @@ func (b *engineBackend) Resolve(ctx context.Context, ref, commit, note string) (
 		b.leases.Forget(ref, res.Key) // the lease ended with the move
 	}
 	out := mcp.Moved{Key: res.Key, Status: string(res.Status), Code: res.Code, Message: res.Message, ETA: res.ETA}
-	if res.Code == engine.VerifyUnavailable {
+	if res.Code == ops.VerifyUnavailable {
 		out.Verifier = plan.Verifier
 	} else if res.Verify != nil {
 		out.Verifier = res.Verify.Verifier
 	}
-	if res.Code == engine.VerifyOK && !res.Started {
+	if res.Code == ops.VerifyOK && !res.Started {
 		out.Code = "" // a check was already running: the API's answer has no code
 	}
 	return out, nil

@@ -81,7 +81,7 @@ func auditLog(es []snag.AuditEntry) api.AuditLog { return api.AuditLog{Entries: 
 // dryRun is a verify dry run's answer; on a 503 (no browser) it carries
 // the code as its error too, as every error answer does.
 func dryRun(p ops.VerifyPlan) api.VerifyPlan {
-	if p.Code == engine.VerifyUnavailable {
+	if p.Code == ops.VerifyUnavailable {
 		p.Error = p.Code
 	}
 	return p
@@ -92,11 +92,11 @@ func dryRun(p ops.VerifyPlan) api.VerifyPlan {
 func resolved(res engine.Resolution) api.Resolved {
 	out := api.Resolved{Key: res.Key, Status: res.Status, Message: res.Message}
 	switch {
-	case res.Code == engine.VerifyUnavailable:
+	case res.Code == ops.VerifyUnavailable:
 		out.Error, out.Code = res.Code, res.Code
-	case res.Code == engine.VerifyDisabled:
+	case res.Code == ops.VerifyDisabled:
 		out.Code, out.Verified = res.Code, new(bool)
-	case res.Code == engine.OutcomeNeedsApproval:
+	case res.Code == snag.OutcomeNeedsApproval:
 		out.Code, out.Outcome, out.Reason, out.Command, out.From = res.Code, res.Code, res.Reason, res.Command, res.From
 	case res.Started:
 		out.Code, out.ETASeconds = res.Code, res.ETA
@@ -111,7 +111,7 @@ func resolved(res engine.Resolution) api.Resolved {
 // check runs, 503 when it needs a browser and none is here, else 200.
 func resolvedStatus(res engine.Resolution) int {
 	switch {
-	case res.Code == engine.VerifyUnavailable:
+	case res.Code == ops.VerifyUnavailable:
 		return http.StatusServiceUnavailable
 	case res.Verify != nil:
 		return http.StatusAccepted

@@ -17,31 +17,6 @@ import (
 	"github.com/snagdev/snag/internal/snag"
 )
 
-// The answers of a verify dry run (DESIGN section 11).
-const (
-	// VerifyOK: a verifier can check the task; Verifier says which.
-	VerifyOK = "ok"
-	// VerifyNoCaptureURL: nothing can check the task (no command, no
-	// captured page): it stays where it is and a person resolves it.
-	VerifyNoCaptureURL = "no_capture_url"
-	// VerifyDisabled: the project resolves without verify; resolve makes
-	// the task resolved with verified: false.
-	VerifyDisabled = "verify_disabled"
-	// VerifyUnavailable: the verifier needs a browser and none is here; the
-	// task stays verifying and asking again later is right (HTTP 503).
-	VerifyUnavailable = "verify_unavailable"
-)
-
-// The outcomes of a verify run.
-const (
-	OutcomePass          = "pass"           // -> resolved, verified: true
-	OutcomeFail          = "fail"           // -> claimed by the same holder, or open when it is gone
-	OutcomeInconclusive  = "inconclusive"   // -> needs_review
-	OutcomeNeedsApproval = "needs_approval" // -> needs_review; no process was started
-	OutcomeUnavailable   = "unavailable"    // the browser went missing: the task stays verifying
-	OutcomeInterrupted   = "interrupted"    // snagd stopped during the run; it was queued again
-)
-
 // verifier runs the checks in the background, at most max at once.
 type verifier struct {
 	sem chan struct{}
@@ -96,9 +71,9 @@ func (e *Engine) sessionRoot(root string) string {
 // plan says what would check a task, verifying in dir.
 func (e *Engine) plan(it *index.Item, dir string) ops.VerifyPlan {
 	cfg := *e.cfg.Load()
-	p := ops.VerifyPlan{Key: it.Key, Code: VerifyOK}
+	p := ops.VerifyPlan{Key: it.Key, Code: ops.VerifyOK}
 	if !cfg.VerifyOnResolve() {
-		p.Code = VerifyDisabled
+		p.Code = ops.VerifyDisabled
 		p.Message = fmt.Sprintf(`this project resolves without verify ("plan": {"verify_on_resolve": false} in .snag/config.json): resolve makes %s resolved with verified: false`, it.Key)
 		return p
 	}
@@ -119,18 +94,18 @@ func (e *Engine) plan(it *index.Item, dir string) ops.VerifyPlan {
 		return p
 	}
 	if t.Capture == nil || t.Capture.URL == "" {
-		p.Code = VerifyNoCaptureURL
+		p.Code = ops.VerifyNoCaptureURL
 		p.Message = fmt.Sprintf("nothing can check %s: it has no verify.command, .snag/config.json has none, and it has no capture.url; it stays %s and a person resolves it (snag resolve %s)", it.Key, it.Status, it.Key)
 		return p
 	}
 	p.Verifier, p.URL = "browser", t.Capture.URL
 	if err := browser.CheckURL(t.Capture.URL, cfg.Browser.AllowedHosts); err != nil {
-		p.Code = VerifyNoCaptureURL
+		p.Code = ops.VerifyNoCaptureURL
 		p.Message = fmt.Sprintf("nothing can check %s: its capture.url is not opened (%v); it stays %s and a person resolves it (snag resolve %s)", it.Key, err, it.Status, it.Key)
 		return p
 	}
 	if _, err := browser.Find(cfg.Browser.Chromium); err != nil {
-		p.Code = VerifyUnavailable
+		p.Code = ops.VerifyUnavailable
 		p.Message = fmt.Sprintf("verify of %s needs a browser and none is available here (%v); %s stays verifying: call resolve again once one is", it.Key, err, it.Key)
 		return p
 	}
@@ -313,7 +288,7 @@ func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, er
 			if err != nil {
 				return Resolution{}, err
 			}
-			return Resolution{Key: it.Key, Status: it.Status, Code: VerifyOK, Verify: &st,
+			return Resolution{Key: it.Key, Status: it.Status, Code: ops.VerifyOK, Verify: &st,
 				Message: fmt.Sprintf("verify of %s is already running: poll GET /verify/%s", it.Key, it.Key)}, nil
 		}
 	case queue.StatusNeedsReview:
@@ -326,9 +301,9 @@ func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, er
 	}
 	detail := strings.TrimSpace(req.Note + " " + req.Commit)
 	switch p.Code {
-	case VerifyNoCaptureURL:
-		return refused(refuse(ErrCannotVerify, VerifyNoCaptureURL, "%s", p.Message))
-	case VerifyDisabled:
+	case ops.VerifyNoCaptureURL:
+		return refused(refuse(ErrCannotVerify, ops.VerifyNoCaptureURL, "%s", p.Message))
+	case ops.VerifyDisabled:
 		// Nothing waits on a check: the write is made as a claim is
 		// (commit.go), its checks made again in its batch.
 		e.mu.Unlock()
@@ -369,7 +344,7 @@ func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, er
 		}
 		e.hub.Publish("lease", map[string]any{"task": it.Key, "action": "resolve", "status": queue.StatusResolved})
 		e.writePlan(ctx)
-		return Resolution{Key: it.Key, Status: queue.StatusResolved, Code: VerifyDisabled, Message: p.Message}, nil
+		return Resolution{Key: it.Key, Status: queue.StatusResolved, Code: ops.VerifyDisabled, Message: p.Message}, nil
 	}
 	if p.Verifier == "command" && p.Approved != nil && !*p.Approved {
 		return e.needsApproval(ctx, it, p, lease, s, actor, who, action, detail)
@@ -387,8 +362,8 @@ func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, er
 		// fail, needs_approval ...) is a later entry. "started" keeps a
 		// reader from taking this one for a passed check or a dry run.
 		outcome := "started"
-		if p.Code == VerifyUnavailable {
-			outcome = VerifyUnavailable
+		if p.Code == ops.VerifyUnavailable {
+			outcome = ops.VerifyUnavailable
 		} else {
 			cmd := p.Command
 			if p.Verifier == "browser" {
@@ -407,12 +382,12 @@ func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, er
 	}
 	e.hub.Publish("task", map[string]any{"key": it.Key, "status": queue.StatusVerifying})
 	e.writePlan(ctx)
-	if p.Code == VerifyUnavailable {
-		return Resolution{Key: it.Key, Status: queue.StatusVerifying, Code: VerifyUnavailable, Message: p.Message}, nil
+	if p.Code == ops.VerifyUnavailable {
+		return Resolution{Key: it.Key, Status: queue.StatusVerifying, Code: ops.VerifyUnavailable, Message: p.Message}, nil
 	}
 	e.launch(it, run)
 	eta := e.eta(ctx, it.ID, run)
-	return Resolution{Key: it.Key, Status: queue.StatusVerifying, Code: VerifyOK, Started: true, ETA: eta,
+	return Resolution{Key: it.Key, Status: queue.StatusVerifying, Code: ops.VerifyOK, Started: true, ETA: eta,
 		Verify:  &snag.VerifyState{Key: it.Key, Status: queue.StatusVerifying, Running: true, Verifier: p.Verifier, History: []snag.VerifyRun{run}},
 		Message: fmt.Sprintf("verify is running (%s): poll GET /verify/%s in about %d s", p.Verifier, it.Key, eta)}, nil
 }
@@ -434,7 +409,7 @@ func needsApprovalReason(command, from, key string) string {
 func (e *Engine) needsApproval(ctx context.Context, it *index.Item, p ops.VerifyPlan, lease index.Lease,
 	s index.Session, actor queue.Actor, who, action, detail string) (Resolution, error) {
 	reason := needsApprovalReason(p.Command, p.From, it.Key)
-	undo, err := e.teamEndFirst(ctx, it.ID, "verify: "+OutcomeNeedsApproval)
+	undo, err := e.teamEndFirst(ctx, it.ID, "verify: "+snag.OutcomeNeedsApproval)
 	if err != nil {
 		return Resolution{}, e.finishRefusedLocked(ctx, it, lease, err)
 	}
@@ -446,7 +421,7 @@ func (e *Engine) needsApproval(ctx context.Context, it *index.Item, p ops.Verify
 		if _, err := e.moveSteps(tx, it, who, steps...); err != nil {
 			return err
 		}
-		if _, _, err := tx.End(it.ID, "verify: "+OutcomeNeedsApproval); err != nil {
+		if _, _, err := tx.End(it.ID, "verify: "+snag.OutcomeNeedsApproval); err != nil {
 			return err
 		}
 		run, err := tx.QueueVerify(snag.VerifyRun{TaskID: it.ID, Verifier: p.Verifier, Command: p.Command, Dir: p.Dir,
@@ -454,24 +429,24 @@ func (e *Engine) needsApproval(ctx context.Context, it *index.Item, p ops.Verify
 		if err != nil {
 			return err
 		}
-		if err := tx.EndVerify(run.ID, index.RunEnd{Outcome: OutcomeNeedsApproval, Reason: reason}); err != nil {
+		if err := tx.EndVerify(run.ID, index.RunEnd{Outcome: snag.OutcomeNeedsApproval, Reason: reason}); err != nil {
 			return err
 		}
 		return tx.Audit(snag.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: action, TaskID: it.ID,
-			Outcome: OutcomeNeedsApproval, Detail: strings.TrimSpace(fmt.Sprintf("%s -> %s: %s %s", it.Status, queue.StatusNeedsReview, reason, detail))})
+			Outcome: snag.OutcomeNeedsApproval, Detail: strings.TrimSpace(fmt.Sprintf("%s -> %s: %s %s", it.Status, queue.StatusNeedsReview, reason, detail))})
 	})
 	if err != nil {
 		undo()
 		return Resolution{}, err
 	}
 	e.hub.Publish("task", map[string]any{"key": it.Key, "status": queue.StatusNeedsReview})
-	e.hub.Publish("verify", map[string]any{"task": it.Key, "outcome": OutcomeNeedsApproval, "reason": reason,
+	e.hub.Publish("verify", map[string]any{"task": it.Key, "outcome": snag.OutcomeNeedsApproval, "reason": reason,
 		"status": queue.StatusNeedsReview, "applied": true})
 	e.writePlan(ctx)
 	msg := fmt.Sprintf("verify.command `%s` (from %s) waits for a person's approval, so nothing was run: %s is needs_review and its lease ended. "+
 		"A person approves the command with snag approve %s on this machine, then checks the task with snag verify %s",
 		p.Command, fromName(p.From), it.Key, approveArg(it.Key, p.From), it.Key)
-	return Resolution{Key: it.Key, Status: queue.StatusNeedsReview, Code: OutcomeNeedsApproval, Message: msg,
+	return Resolution{Key: it.Key, Status: queue.StatusNeedsReview, Code: snag.OutcomeNeedsApproval, Message: msg,
 		Reason: reason, Command: p.Command, From: p.From}, nil
 }
 
@@ -481,7 +456,7 @@ func (e *Engine) eta(ctx context.Context, taskID string, run snag.VerifyRun) int
 	runs, _ := e.p.DB.VerifyRuns(ctx, taskID, 10)
 	for _, r := range runs {
 		if r.ID != run.ID && r.Command == run.Command && !r.Started.IsZero() && !r.Ended.IsZero() &&
-			(r.Outcome == OutcomePass || r.Outcome == OutcomeFail) {
+			(r.Outcome == snag.OutcomePass || r.Outcome == snag.OutcomeFail) {
 			return max(1, int(r.Ended.Sub(r.Started).Round(time.Second)/time.Second)+1)
 		}
 	}
@@ -515,7 +490,7 @@ func (e *Engine) verifyState(ctx context.Context, it *index.Item) (snag.VerifySt
 		return snag.VerifyState{}, it, err
 	}
 	if it.Status == queue.StatusVerifying && len(runs) > 0 && !runs[0].Ended.IsZero() &&
-		runs[0].Outcome != OutcomeUnavailable && runs[0].Outcome != OutcomeInterrupted {
+		runs[0].Outcome != snag.OutcomeUnavailable && runs[0].Outcome != snag.OutcomeInterrupted {
 		if fresh, err := e.Get(ctx, queue.Ref{ID: it.ID}); err == nil {
 			it = fresh
 		}
@@ -528,7 +503,7 @@ func (e *Engine) verifyState(ctx context.Context, it *index.Item) (snag.VerifySt
 		st.Verifier = runs[0].Verifier
 	}
 	for _, run := range runs {
-		if !run.Ended.IsZero() && run.Outcome != OutcomeInterrupted {
+		if !run.Ended.IsZero() && run.Outcome != snag.OutcomeInterrupted {
 			st.Outcome, st.Reason, st.LastAt, st.Shot, st.Visual = run.Outcome, run.Reason, run.Ended, run.Shot, run.Visual
 			break
 		}

@@ -77,7 +77,7 @@ func (e *Engine) settleCancelled(run snag.VerifyRun) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := e.p.DB.Update(ctx, func(tx *index.Tx) error {
-		return tx.EndVerify(run.ID, index.RunEnd{Outcome: OutcomeInterrupted, Reason: "stopped: the task was moved on before the check ended"})
+		return tx.EndVerify(run.ID, index.RunEnd{Outcome: snag.OutcomeInterrupted, Reason: "stopped: the task was moved on before the check ended"})
 	})
 	if err != nil {
 		e.log.Warn("verify: end a stopped run", "err", err)
@@ -95,18 +95,18 @@ func (e *Engine) check(ctx context.Context, t *queue.Task, run snag.VerifyRun) r
 			from = "task"
 		}
 		if !e.approved(run.Command, run.Dir, cfg.Verify.Shell) {
-			return result{outcome: OutcomeNeedsApproval, reason: needsApprovalReason(run.Command, from, t.Key)}
+			return result{outcome: snag.OutcomeNeedsApproval, reason: needsApprovalReason(run.Command, from, t.Key)}
 		}
 		res, err := verify.RunCommand(ctx, verify.Command{Dir: run.Dir, Line: run.Command, Shell: cfg.Verify.Shell, Timeout: timeout})
 		switch {
 		case err != nil:
-			return result{outcome: OutcomeInconclusive, reason: "the command could not run: " + strings.TrimPrefix(err.Error(), "verify: ")}
+			return result{outcome: snag.OutcomeInconclusive, reason: "the command could not run: " + strings.TrimPrefix(err.Error(), "verify: ")}
 		case res.TimedOut:
-			return result{outcome: OutcomeFail, reason: failReason(fmt.Sprintf("`%s` timed out after %s", run.Command, timeout), res)}
+			return result{outcome: snag.OutcomeFail, reason: failReason(fmt.Sprintf("`%s` timed out after %s", run.Command, timeout), res)}
 		case res.ExitCode == 0:
-			return result{outcome: OutcomePass, reason: fmt.Sprintf("`%s` passed (exit 0) in %s", run.Command, res.Took.Round(time.Millisecond))}
+			return result{outcome: snag.OutcomePass, reason: fmt.Sprintf("`%s` passed (exit 0) in %s", run.Command, res.Took.Round(time.Millisecond))}
 		default:
-			return result{outcome: OutcomeFail, reason: failReason(fmt.Sprintf("`%s` failed with exit %d", run.Command, res.ExitCode), res)}
+			return result{outcome: snag.OutcomeFail, reason: failReason(fmt.Sprintf("`%s` failed with exit %d", run.Command, res.ExitCode), res)}
 		}
 	case "browser":
 		c := t.Capture
@@ -115,7 +115,7 @@ func (e *Engine) check(ctx context.Context, t *queue.Task, run snag.VerifyRun) r
 		}
 		shots := e.p.Abs("shots")
 		if err := os.MkdirAll(shots, 0o755); err != nil {
-			return result{outcome: OutcomeInconclusive, reason: fmt.Sprintf("cannot make .snag/shots for the screenshot: %v", err)}
+			return result{outcome: snag.OutcomeInconclusive, reason: fmt.Sprintf("cannot make .snag/shots for the screenshot: %v", err)}
 		}
 		name := fmt.Sprintf("%s-verify-%d.png", t.Key, run.ID)
 		check := browser.Check{Chromium: cfg.Browser.Chromium, URL: run.Command, Anchor: c.Anchor, AnchorText: c.AnchorText,
@@ -127,10 +127,10 @@ func (e *Engine) check(ctx context.Context, t *queue.Task, run snag.VerifyRun) r
 		}
 		res, err := browser.Run(ctx, check)
 		if errors.Is(err, browser.ErrUnavailable) {
-			return result{outcome: OutcomeUnavailable, reason: err.Error() + "; the task stays verifying: resolve it again once a browser is available"}
+			return result{outcome: snag.OutcomeUnavailable, reason: err.Error() + "; the task stays verifying: resolve it again once a browser is available"}
 		}
 		if err != nil {
-			return result{outcome: OutcomeInconclusive, reason: capReason(fmt.Sprintf("the browser check could not run: %v", err))}
+			return result{outcome: snag.OutcomeInconclusive, reason: capReason(fmt.Sprintf("the browser check could not run: %v", err))}
 		}
 		shot := ""
 		if res.Shot != "" {
@@ -145,7 +145,7 @@ func (e *Engine) check(ctx context.Context, t *queue.Task, run snag.VerifyRun) r
 		r.reason = capReason(r.reason)
 		return r
 	}
-	return result{outcome: OutcomeInconclusive, reason: "unknown verifier " + run.Verifier}
+	return result{outcome: snag.OutcomeInconclusive, reason: "unknown verifier " + run.Verifier}
 }
 
 // failReason words a failed command's run: what happened, the lines of
@@ -189,7 +189,7 @@ func (e *Engine) finishVerify(t *queue.Task, run snag.VerifyRun, res result) {
 	// first (teamEndFirst), waiting while the store is out of reach; one
 	// the store refuses (the lease ended there meanwhile) is not applied.
 	undo, lost := func() {}, error(nil)
-	if e.team != nil && (res.outcome == OutcomePass || res.outcome == OutcomeInconclusive || res.outcome == OutcomeNeedsApproval) {
+	if e.team != nil && (res.outcome == snag.OutcomePass || res.outcome == snag.OutcomeInconclusive || res.outcome == snag.OutcomeNeedsApproval) {
 		var err error
 		undo, err = e.teamEndFirstRetry(e.runCtx, run.TaskID, "verify: "+res.outcome)
 		if e.runCtx.Err() != nil {
@@ -249,9 +249,9 @@ func (e *Engine) finishVerify(t *queue.Task, run snag.VerifyRun, res result) {
 		}
 		action, endLease := queue.Action(""), false
 		switch res.outcome {
-		case OutcomePass:
+		case snag.OutcomePass:
 			action, endLease = queue.ActPass, true
-		case OutcomeFail:
+		case snag.OutcomeFail:
 			// Back to its holder when the holder is still here; else open.
 			l, lerr := tx.Check(it.ID, 0)
 			s, serr := e.p.DB.SessionByID(ctx, l.SessionID)
@@ -260,7 +260,7 @@ func (e *Engine) finishVerify(t *queue.Task, run snag.VerifyRun, res result) {
 			} else {
 				action, endLease = queue.ActRelease, true
 			}
-		case OutcomeInconclusive, OutcomeNeedsApproval:
+		case snag.OutcomeInconclusive, snag.OutcomeNeedsApproval:
 			action, endLease = queue.ActInconclusive, true
 		}
 		status = it.Status
@@ -317,7 +317,7 @@ func (e *Engine) resumeVerify(ctx context.Context) {
 			if again {
 				reason += "; queued again"
 			}
-			if err := tx.EndVerify(old.ID, index.RunEnd{Outcome: OutcomeInterrupted, Reason: reason}); err != nil {
+			if err := tx.EndVerify(old.ID, index.RunEnd{Outcome: snag.OutcomeInterrupted, Reason: reason}); err != nil {
 				return err
 			}
 			if !again {

@@ -67,7 +67,7 @@ func (v visual) judge(abs func(string) string, t *queue.Task, res browser.Result
 		if decided {
 			r.reason += "; " + what + ": no visual comparison"
 		} else {
-			r.outcome, r.reason = OutcomeInconclusive, what+": a person looks at the page's screenshot"
+			r.outcome, r.reason = snag.OutcomeInconclusive, what+": a person looks at the page's screenshot"
 		}
 		return r
 	}
@@ -75,7 +75,7 @@ func (v visual) judge(abs func(string) string, t *queue.Task, res browser.Result
 	if err != nil {
 		r.reason += "; no visual comparison: " + err.Error()
 		if !decided {
-			r.outcome = OutcomeInconclusive
+			r.outcome = snag.OutcomeInconclusive
 		}
 		return r
 	}
@@ -91,13 +91,13 @@ func (v visual) judge(abs func(string) string, t *queue.Task, res browser.Result
 	case decided:
 		r.reason += "; " + figure
 	case cmp.Identical() && (t.Kind == queue.KindUX || t.Kind == queue.KindLayout):
-		r.outcome, r.reason = OutcomeFail, "the element looks exactly as it did when captured ("+figure+"): the change did not reach what the person saw"
+		r.outcome, r.reason = snag.OutcomeFail, "the element looks exactly as it did when captured ("+figure+"): the change did not reach what the person saw"
 	case cmp.Identical() && t.Kind == queue.KindA11y:
-		r.outcome, r.reason = OutcomeInconclusive, "the element looks exactly as it did when captured ("+figure+"); an accessibility fix may change no pixel: a person decides"
+		r.outcome, r.reason = snag.OutcomeInconclusive, "the element looks exactly as it did when captured ("+figure+"); an accessibility fix may change no pixel: a person decides"
 	case cmp.Identical():
-		r.outcome, r.reason = OutcomeInconclusive, "the element looks exactly as it did when captured ("+figure+"): a person decides"
+		r.outcome, r.reason = snag.OutcomeInconclusive, "the element looks exactly as it did when captured ("+figure+"): a person decides"
 	default:
-		r.outcome, r.reason = OutcomeInconclusive, figure+": a person compares before, after and diff"
+		r.outcome, r.reason = snag.OutcomeInconclusive, figure+": a person compares before, after and diff"
 	}
 	return r
 }
