@@ -14,6 +14,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // This file mounts the web board (package board) on snagd's port and meets
@@ -121,11 +122,11 @@ func (b boardBackend) Problems(ctx context.Context) ([]board.Problem, error) {
 	for _, row := range rows {
 		kind := "invalid"
 		switch {
-		case row.State == index.StateConflict:
+		case row.State == snag.StateConflict:
 			kind = "conflict"
-		case row.State == index.StateMissing:
+		case row.State == snag.StateMissing:
 			kind = "missing"
-		case row.State == index.StateOK && row.Dup:
+		case row.State == snag.StateOK && row.Dup:
 			kind = "duplicate"
 		}
 		msg := row.Error

@@ -155,7 +155,7 @@ func (e *Engine) auditFileEdit(ctx context.Context, p string, before, after *ind
 		a.TaskID, a.Detail = before.ID, "removed "+p
 	case after == nil:
 		return
-	case after.State != index.StateOK:
+	case after.State != snag.StateOK:
 		a.TaskID, a.Outcome, a.Detail = after.ID, "invalid", p+": "+after.Error
 	case before == nil || before.ID != after.ID:
 		a.TaskID, a.Detail = after.ID, "added "+p
@@ -226,7 +226,7 @@ func (e *Engine) syncOne(ctx context.Context, name string, settled bool) bool {
 	}
 	after, _ := e.p.DB.RowAt(ctx, p)
 	e.auditFileEdit(ctx, p, before, after)
-	if row, err := e.p.DB.RowAt(ctx, p); err == nil && row.ID != "" && row.State == index.StateOK {
+	if row, err := e.p.DB.RowAt(ctx, p); err == nil && row.ID != "" && row.State == snag.StateOK {
 		e.reconcile(ctx, []string{row.ID})
 	}
 	ev := map[string]any{"path": p, "added": fc.Added, "removed": fc.Removed}
@@ -289,7 +289,7 @@ func (e *Engine) othersOf(ctx context.Context, names []string) (others []string,
 // row is good.
 func (e *Engine) looksWorse(ctx context.Context, name, p string) bool {
 	state, found, err := e.p.DB.StateOf(ctx, p)
-	if err != nil || !found || state != index.StateOK {
+	if err != nil || !found || state != snag.StateOK {
 		return false
 	}
 	raw, _, err := e.p.Tasks.Read(name)
@@ -386,7 +386,7 @@ func (e *Engine) rename(ctx context.Context, from, to string) bool {
 		return false
 	}
 	p := path.Join(index.TasksFolder, to)
-	if row, err := e.p.DB.RowAt(ctx, p); err == nil && row.ID != "" && row.State == index.StateOK {
+	if row, err := e.p.DB.RowAt(ctx, p); err == nil && row.ID != "" && row.State == snag.StateOK {
 		e.Audit(ctx, snag.AuditEntry{Actor: queue.Person, Agent: fileAgent, Action: "edit", TaskID: row.ID, Outcome: "ok",
 			Detail: fmt.Sprintf("renamed %s to %s", from, to)})
 		e.reconcile(ctx, []string{row.ID})

@@ -136,7 +136,7 @@ func (e *Engine) Context(ctx context.Context, s index.Session) (TeamContext, err
 	}
 	for _, r := range page.Rows {
 		// (A task another worktree holds reads as claimed there: not ready.)
-		if len(r.BlockedBy) == 0 && r.State == index.StateOK && r.Status == queue.StatusOpen {
+		if len(r.BlockedBy) == 0 && r.State == snag.StateOK && r.Status == queue.StatusOpen {
 			if len(tc.Ready) == contextReady {
 				tc.ReadyMore = true
 				break

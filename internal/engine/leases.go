@@ -263,7 +263,7 @@ func (e *Engine) chooseClaim(ctx context.Context, s index.Session, ref *queue.Re
 	if it == nil {
 		return nil, Claimed{Reason: reason}, nil
 	}
-	if it.State == index.StateMissing {
+	if it.State == snag.StateMissing {
 		return nil, Claimed{}, refuse(ErrMissing, "missing", "%s is missing and cannot be claimed: %s; claim another task", it.Key, it.Error)
 	}
 	if len(it.BlockedBy) > 0 && !force {
@@ -599,7 +599,7 @@ func (e *Engine) PersonRelease(ctx context.Context, ref queue.Ref, by, reason st
 // person: whatever lease is live ends. e.mu must be held.
 func (e *Engine) releaseLocked(ctx context.Context, taskID string, actor queue.Actor, who, why string) error {
 	it, err := e.item(ctx, queue.Ref{ID: taskID})
-	if errors.Is(err, index.ErrNotFound) || err == nil && it.State == index.StateMissing {
+	if errors.Is(err, index.ErrNotFound) || err == nil && it.State == snag.StateMissing {
 		// The file is gone (moved out, or on another branch): end the lease
 		// alone, the file has nothing to change; the missing row goes with it.
 		return e.p.DB.Update(ctx, func(tx *index.Tx) error {

@@ -356,9 +356,9 @@ func changes(t *queue.Task, action queue.Action, to queue.Status, who string) []
 
 func clean(it *index.Item) error {
 	switch {
-	case it.State == index.StateConflict:
+	case it.State == snag.StateConflict:
 		return fmt.Errorf("%w: %s has git conflict markers: %s", ErrNotClean, it.Path, it.Error)
-	case it.State != index.StateOK:
+	case it.State != snag.StateOK:
 		return fmt.Errorf("%w: %s", ErrNotClean, it.Error)
 	case it.Dup:
 		return fmt.Errorf("%w: another file has the same id or key as %s: snag doctor names both", ErrNotClean, it.Path)

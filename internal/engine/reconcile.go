@@ -73,7 +73,7 @@ func (e *Engine) reconcile(ctx context.Context, ids []string) {
 	}
 	var grants []grant
 	for _, r := range rows {
-		if r.State != index.StateOK || r.Stale {
+		if r.State != snag.StateOK || r.Stale {
 			continue
 		}
 		l, leased := byTask[r.ID]

@@ -71,7 +71,7 @@ func (r *Row) Blocked() bool { return len(r.BlockedBy) > 0 }
 // Claimable reports whether the row's task could be handed out: open, read
 // cleanly, unique. It does not look at dependencies (see Blocked).
 func (r *Row) Claimable() bool {
-	return r.Status == queue.StatusOpen && r.State == StateOK && !r.Dup
+	return r.Status == queue.StatusOpen && r.State == snag.StateOK && !r.Dup
 }
 
 const rowColumns = `tasks.n, tasks.id, tasks.key, tasks.title, tasks.status, tasks.trust, tasks.severity,
@@ -528,7 +528,7 @@ func (db *DB) Snapshot(ctx context.Context) ([]queue.Located, []queue.Problem, e
 				if s.ColumnBool(1) {
 					rows = append(rows, stored{p, s.ColumnText(2)})
 				}
-				if s.ColumnText(3) != StateOK {
+				if s.ColumnText(3) != snag.StateOK {
 					problems = append(problems, queue.Problem{File: p, Error: s.ColumnText(4)})
 				}
 				return nil
