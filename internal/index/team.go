@@ -301,7 +301,7 @@ func (db *DB) Messages(ctx context.Context, kind, to string, unseen bool, limit 
 	}
 	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
 		return sqlitex.Execute(conn, `SELECT `+messageColumns+` FROM messages WHERE `+strings.Join(where, " AND ")+
-			` ORDER BY id DESC LIMIT :limit`, &sqlitex.ExecOptions{Named: args,
+			` ORDER BY id DESC LIMIT +:limit`, &sqlitex.ExecOptions{Named: args,
 			ResultFunc: func(st *sqlite.Stmt) error { out = append(out, scanMessage(st)); return nil }})
 	})
 	return out, err

@@ -177,20 +177,7 @@ func (d *snagd) settleSessions(want int) int {
 }
 
 // cpuTicks is snagd's CPU time so far (user and system), in clock ticks.
-func (d *snagd) cpuTicks() int64 {
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(d.pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	s := string(raw)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]) // the name may hold spaces
-	if len(f) < 13 {
-		return 0
-	}
-	user, _ := strconv.ParseInt(f[11], 10, 64)
-	sys, _ := strconv.ParseInt(f[12], 10, 64)
-	return user + sys
-}
+func (d *snagd) cpuTicks() int64 { return procTicks(d.pid) }
 
 // settle waits (at most 3 minutes) until snagd has used less than a tenth
 // of a core for two seconds on end: after a cold start of 100,000 tasks it

@@ -26,7 +26,12 @@ import (
 //
 // The arguments a model writes are still checked as the SDK checks them:
 // unknown or mistyped properties are a tool error naming the property, and
-// defaults are applied, before the handler sees them.
+// defaults are applied, before the handler sees them. Arguments of null are
+// {}, where the SDK's (v1.8.0) panics applying defaults to them.
+//
+// Rechecked against v1.8.0 and measured (docs/decisions.md, "rechecked
+// against go-sdk v1.8.0"): the SDK's AddTool doubled the bridge's CPU per
+// snag_list.
 func addTool[In, Out any](srv *sdk.Server, t *sdk.Tool, h sdk.ToolHandlerFor[In, Out]) {
 	if t.InputSchema == nil {
 		t.InputSchema = schema[In](func(map[string]*jsonschema.Schema) {})
