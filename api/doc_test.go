@@ -55,35 +55,82 @@ func TestReferenceIsCurrent(t *testing.T) {
 	}
 }
 
-// pkgDoc reads the api package's documentation from its source.
-func pkgDoc(t *testing.T) *doc.Package {
+// sources are the packages whose source the reference is read from: the
+// api package, and the two whose types it names through aliases (the
+// domain's values and the operations' requests and answers).
+var sources = map[string]string{
+	".":                "github.com/snagdev/snag/api",
+	"../internal/snag": "github.com/snagdev/snag/internal/snag",
+	"../internal/ops":  "github.com/snagdev/snag/internal/ops",
+}
+
+// pkgDocs reads the documentation of every package of sources from its
+// source, the api package first.
+func pkgDocs(t *testing.T) []*doc.Package {
 	t.Helper()
-	fset := token.NewFileSet()
-	var files []*ast.File
-	names, _ := filepath.Glob("*.go")
-	for _, n := range names {
-		if strings.HasSuffix(n, "_test.go") {
-			continue
+	var out []*doc.Package
+	for _, dir := range []string{".", "../internal/snag", "../internal/ops"} {
+		fset := token.NewFileSet()
+		var files []*ast.File
+		names, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+		for _, n := range names {
+			if strings.HasSuffix(n, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, n, nil, parser.ParseComments)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, f)
 		}
-		f, err := parser.ParseFile(fset, n, nil, parser.ParseComments)
+		p, err := doc.NewFromFiles(fset, files, sources[dir])
 		if err != nil {
 			t.Fatal(err)
 		}
-		files = append(files, f)
+		out = append(out, p)
 	}
-	p, err := doc.NewFromFiles(fset, files, "github.com/snagdev/snag/api")
-	if err != nil {
-		t.Fatal(err)
+	return out
+}
+
+// declared is what the sources declare: each struct type's documentation
+// by name (an alias of api's is not one), and the constants, in the
+// sources' order.
+type declared struct {
+	types  map[string]*doc.Type
+	consts []*doc.Value
+}
+
+// readDeclared reads the declarations of every package of sources.
+func readDeclared(t *testing.T) declared {
+	t.Helper()
+	d := declared{types: map[string]*doc.Type{}}
+	for _, p := range pkgDocs(t) {
+		for _, ty := range p.Types {
+			if _, isStruct := ty.Decl.Specs[0].(*ast.TypeSpec).Type.(*ast.StructType); isStruct {
+				d.types[ty.Name] = ty
+			}
+		}
+		d.consts = append(d.consts, p.Consts...)
 	}
-	return p
+	return d
 }
 
 // text is a doc comment as one paragraph of plain text.
 func text(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// apiType reports whether t is a named type of package api.
+// apiType reports whether t is a named type the api package declares or
+// names through an alias.
 func apiType(t reflect.Type) bool {
-	return t.PkgPath() == "github.com/snagdev/snag/api" && t.Name() != ""
+	_, ok := pkgPaths[t.PkgPath()]
+	return ok && t.Name() != ""
+}
+
+// pkgPaths are the import paths of sources, each with its name as a type
+// prints it.
+var pkgPaths = map[string]string{
+	"github.com/snagdev/snag/api":           "api.",
+	"github.com/snagdev/snag/internal/snag": "snag.",
+	"github.com/snagdev/snag/internal/ops":  "ops.",
 }
 
 // typeName renders a field's type, linking the api package's own types.
@@ -96,16 +143,17 @@ func typeName(t reflect.Type) string {
 	case t.Kind() == reflect.Slice && t.Name() == "":
 		return "[]" + typeName(t.Elem())
 	}
-	return strings.TrimPrefix(t.String(), "api.")
+	s := t.String()
+	for _, prefix := range pkgPaths {
+		s = strings.ReplaceAll(s, prefix, "api.")
+	}
+	return strings.TrimPrefix(s, "api.")
 }
 
 // generate writes the reference from the api package.
 func generate(t *testing.T) string {
-	p := pkgDoc(t)
-	docs := map[string]*doc.Type{}
-	for _, ty := range p.Types {
-		docs[ty.Name] = ty
-	}
+	p := readDeclared(t)
+	docs := p.types
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("# snagd's HTTP API\n\n")
@@ -272,11 +320,11 @@ var constOrder = map[string]string{}
 // constDocs reads the documented constants whose names start with prefix:
 // value -> doc (the doc's leading "Name:" or "Name (status):" kept as the
 // status).
-func constDocs(p *doc.Package, prefix string) map[string]string {
+func constDocs(p declared, prefix string) map[string]string {
 	out := map[string]string{}
 	lead := regexp.MustCompile(`^\w+(?: \(([^)]*)\))?:\s*`)
 	n := 0
-	for _, c := range p.Consts {
+	for _, c := range p.consts {
 		for _, spec := range c.Decl.Specs {
 			vs := spec.(*ast.ValueSpec)
 			for i, id := range vs.Names {
@@ -284,6 +332,9 @@ func constDocs(p *doc.Package, prefix string) map[string]string {
 					continue
 				}
 				val := constValue(p, vs.Values[i])
+				if val == "" {
+					continue // api's alias of a constant declared in snag or ops
+				}
 				d := text(vs.Doc.Text())
 				m := lead.FindStringSubmatch(d)
 				status := ""
@@ -305,18 +356,21 @@ func constDocs(p *doc.Package, prefix string) map[string]string {
 
 // constValue is a constant's string value: a literal, or another constant
 // of the package it names.
-func constValue(p *doc.Package, e ast.Expr) string {
+func constValue(p declared, e ast.Expr) string {
 	switch e := e.(type) {
 	case *ast.BasicLit:
 		s, _ := strconv.Unquote(e.Value)
 		return s
 	case *ast.Ident:
-		for _, c := range p.Consts {
+		for _, c := range p.consts {
 			for _, spec := range c.Decl.Specs {
 				vs := spec.(*ast.ValueSpec)
 				for i, id := range vs.Names {
-					if id.Name == e.Name && i < len(vs.Values) {
-						return constValue(p, vs.Values[i])
+					if id.Name != e.Name || i >= len(vs.Values) {
+						continue
+					}
+					if v := constValue(p, vs.Values[i]); v != "" {
+						return v // api's alias of it reads as ""
 					}
 				}
 			}
@@ -376,20 +430,16 @@ var allTypes = []any{
 }
 
 // TestEveryTypeIsInTheReference checks that allTypes names every struct
-// type the package declares, so none is left out of the reference
-// unnoticed.
+// type the api package declares or names through an alias, so none is
+// left out of the reference unnoticed.
 func TestEveryTypeIsInTheReference(t *testing.T) {
-	p := pkgDoc(t)
-	for _, ty := range p.Types {
-		if _, isStruct := ty.Decl.Specs[0].(*ast.TypeSpec).Type.(*ast.StructType); !isStruct {
-			continue
-		}
+	for name := range readDeclared(t).types {
 		found := false
 		for _, v := range allTypes {
-			found = found || reflect.TypeOf(v).Name() == ty.Name
+			found = found || reflect.TypeOf(v).Name() == name
 		}
 		if !found {
-			t.Errorf("api.%s is not in allTypes (doc_test.go)", ty.Name)
+			t.Errorf("api.%s is not in allTypes (doc_test.go)", name)
 		}
 	}
 }

@@ -1,139 +1,36 @@
 package api
 
-import "time"
+import (
+	"github.com/snagdev/snag/internal/ops"
+	"github.com/snagdev/snag/internal/snag"
+)
 
-// Registration is the body of POST /sessions: what an agent tells snagd
-// about itself.
-type Registration struct {
-	// Name asks for a name; snagd gives it when no live session has it,
-	// else the next free one.
-	Name string `json:"name,omitempty"`
-	// Client is the MCP client's name.
-	Client string `json:"client,omitempty"`
-	// ClientVersion is its version.
-	ClientVersion string `json:"client_version,omitempty"`
-	// PID is the agent's process id, so snagd ends the session when the
-	// process is gone.
-	PID int `json:"pid,omitempty"`
-	// Host is the machine the agent runs on.
-	Host string `json:"host,omitempty"`
-	// Transport is stdio or http.
-	Transport string `json:"transport,omitempty"`
-	// Root is the project root the agent works in, when that is another
-	// worktree of the daemon's repository: verify commands run there.
-	Root string `json:"root,omitempty"`
-}
+// Registration is ops.Registration: the body of POST /sessions: what an
+// agent tells snagd about itself.
+type Registration = ops.Registration
 
-// Session is an agent's session: the answer of POST /sessions (201) and a
-// part of GET /sessions. Every later request of the agent sends its ID in
-// the session header.
-type Session struct {
-	// ID names the session in the session header.
-	ID int64 `json:"id"`
-	// Name is the agent's name (ALICE, BOB, ...), as task files and the
-	// audit log show it.
-	Name string `json:"name"`
-	// Client is the MCP client's name.
-	Client string `json:"client,omitempty"`
-	// ClientVersion is its version.
-	ClientVersion string `json:"client_version,omitempty"`
-	// PID is the agent's process id.
-	PID int `json:"pid,omitempty"`
-	// PIDStart is the process's start time, in clock ticks since boot.
-	PIDStart int64 `json:"pid_start,omitempty"`
-	// BootID is the boot the process runs in.
-	BootID string `json:"boot_id,omitempty"`
-	// Host is the machine the agent runs on.
-	Host string `json:"host,omitempty"`
-	// Transport is stdio or http.
-	Transport string `json:"transport,omitempty"`
-	// Root is the project root the agent works in, or "" for the
-	// daemon's own.
-	Root string `json:"root,omitempty"`
-	// Started is when the session was registered.
-	Started time.Time `json:"started"`
-	// LastSeen is when snagd last heard from it.
-	LastSeen time.Time `json:"last_seen"`
-	// Ended is when it ended; zero while it lives.
-	Ended time.Time `json:"ended,omitzero"`
-	// EndReason says why it ended.
-	EndReason string `json:"end_reason,omitempty"`
-}
+// Session is snag.Session: an agent's session: the answer of POST /sessions
+// (201) and a part of GET /sessions.
+type Session = snag.Session
 
-// Activity is what snagd sees of a live session at the moment it is asked;
-// it is not stored.
-type Activity struct {
-	// LastCall is when the session's latest tool call came (zero: none
-	// since snagd started).
-	LastCall time.Time `json:"last_call,omitzero"`
-	// Idle is true when no call came for a while and nothing is in flight.
-	Idle bool `json:"idle"`
-	// Working is true while a request of the session is being answered.
-	Working bool `json:"working,omitempty"`
-	// Stream, for an MCP session over HTTP: open while the client holds
-	// its GET stream, closed once it held one and no longer does, none
-	// when it never opened one; empty for other sessions.
-	Stream string `json:"stream,omitempty"`
-	// EndsAt, for an MCP session over HTTP with nothing in flight: when
-	// snagd ends it (and releases its tasks) unless a request comes.
-	EndsAt time.Time `json:"ends_at,omitzero"`
-	// Note says it in a sentence.
-	Note string `json:"note"`
-}
+// Activity is snag.Activity: what snagd sees of a live session at the moment
+// it is asked; it is not stored.
+type Activity = snag.Activity
 
-// LiveSession is a live session and what it is doing, in GET /sessions.
-type LiveSession struct {
-	Session
-	// Activity is what it is doing now.
-	Activity Activity `json:"activity"`
-}
+// LiveSession is snag.LiveSession: a live session and what it is doing, in
+// GET /sessions.
+type LiveSession = snag.LiveSession
 
-// Lease is a task held by a session.
-type Lease struct {
-	// TaskID is the task's ULID.
-	TaskID string `json:"task_id"`
-	// SessionID is the holder's session.
-	SessionID int64 `json:"session_id"`
-	// Holder is the holder's name.
-	Holder string `json:"holder"`
-	// Epoch fences the lease.
-	Epoch int64 `json:"epoch"`
-	// Acquired is when it was granted.
-	Acquired time.Time `json:"acquired"`
-	// Detached is set for a lease re-derived from the files that no live
-	// session holds.
-	Detached bool `json:"detached,omitempty"`
-	// Worktree is the git worktree made for the lease, where its agent
-	// works and its verify runs.
-	Worktree string `json:"worktree,omitempty"`
-}
+// Lease is snag.Lease: a task held by a session.
+type Lease = snag.Lease
 
-// Sessions is the answer of GET /sessions: the live sessions and every
-// live lease.
-type Sessions struct {
-	// Leases are the live leases; [] when none.
-	Leases []Lease `json:"leases"`
-	// Sessions are the live sessions, oldest first; [] when none.
-	Sessions []LiveSession `json:"sessions"`
-}
+// Sessions is ops.Sessions: the answer of GET /sessions: the live sessions
+// and every live lease.
+type Sessions = ops.Sessions
 
-// EndRequest is the body of POST /sessions/{id}/end: a person ends an
-// agent's session.
-type EndRequest struct {
-	// By is the person, for the audit log.
-	By string `json:"by,omitempty"`
-	// Reason says why.
-	Reason string `json:"reason,omitempty"`
-}
+// EndRequest is ops.EndRequest: the body of POST /sessions/{id}/end: a
+// person ends an agent's session.
+type EndRequest = ops.EndRequest
 
-// Ended is the answer of POST /sessions/{id}/end.
-type Ended struct {
-	// Ended is always true.
-	Ended bool `json:"ended"`
-	// ID is the session that ended.
-	ID int64 `json:"id"`
-	// Name is its agent's name.
-	Name string `json:"name"`
-	// Released counts the tasks that went back to the queue.
-	Released int `json:"released"`
-}
+// Ended is ops.Ended: the answer of POST /sessions/{id}/end.
+type Ended = ops.Ended

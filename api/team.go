@@ -1,611 +1,154 @@
 package api
 
 import (
-	"net/url"
-	"strconv"
-	"time"
-
-	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/ops"
+	"github.com/snagdev/snag/internal/snag"
 )
 
-// FileClaim is a session's claim of a repository path, folder or glob.
-type FileClaim struct {
-	// ID numbers the claim.
-	ID int64 `json:"id"`
-	// Path is the claimed path, folder or glob, canonical and relative to
-	// the repository's top folder.
-	Path string `json:"path"`
-	// SessionID is the holder's session.
-	SessionID int64 `json:"session_id"`
-	// Holder is the holder's name.
-	Holder string `json:"holder"`
-	// TaskID is the task the claim is for, when one was named.
-	TaskID string `json:"task_id,omitempty"`
-	// Exclusive claims keep every other claim off their paths; shared ones
-	// only exclusive claims.
-	Exclusive bool `json:"exclusive"`
-	// Acquired is when it was first claimed.
-	Acquired time.Time `json:"acquired"`
-	// Expires is when it ends unless renewed.
-	Expires time.Time `json:"expires"`
-}
+// FileClaim is snag.FileClaim: a session's claim of a repository path,
+// folder or glob.
+type FileClaim = snag.FileClaim
 
-// FilesRequest is the body of POST /files/claim, /files/release and
-// /files/check.
-type FilesRequest struct {
-	// Paths are repository-relative paths, folders or globs (web/**/*.ts).
-	// A release with none releases every claim the session holds.
-	Paths []string `json:"paths,omitempty"`
-	// Task is the task a claim is for (an id or alias), optional.
-	Task string `json:"task,omitempty"`
-	// TTLSec is how long a claim lasts unless renewed; 0 for 900.
-	TTLSec int `json:"ttl_sec,omitempty"`
-	// Shared asks for a shared claim, which other shared claims may
-	// overlap; the default is exclusive.
-	Shared bool `json:"shared,omitempty"`
-}
+// FilesRequest is ops.FilesRequest: the body of POST /files/claim,
+// /files/release and /files/check.
+type FilesRequest = ops.FilesRequest
 
-// FilesClaimed is the answer of POST /files/claim. A claim is all or
-// nothing: Granted with the claims made or renewed, or not granted with
-// the other agents' claims in the way (Conflicts) or the session's own
-// that expired before the renewal came (Late), and Message naming them.
-type FilesClaimed struct {
-	// Granted is true when every path was claimed.
-	Granted bool `json:"granted"`
-	// Claims are the claims made or renewed.
-	Claims []FileClaim `json:"claims"`
-	// Renewed counts the claims that were renewals.
-	Renewed int `json:"renewed,omitempty"`
-	// Conflicts are the live claims in the way.
-	Conflicts []FileClaim `json:"conflicts,omitempty"`
-	// Late are the session's claims that expired before their renewal.
-	Late []FileClaim `json:"late,omitempty"`
-	// Message says what happened, naming every holder in the way.
-	Message string `json:"message"`
-}
+// FilesClaimed is ops.FilesClaimed: the answer of POST /files/claim.
+type FilesClaimed = ops.FilesClaimed
 
-// FilesReleased is the answer of POST /files/release and a person's POST
-// /files/force-release.
-type FilesReleased struct {
-	// Released are the claims that ended; [] when none was held.
-	Released []FileClaim `json:"released"`
-}
+// FilesReleased is ops.FilesReleased: the answer of POST /files/release and
+// a person's POST /files/force-release.
+type FilesReleased = ops.FilesReleased
 
-// FilesCheck is what a check found of one path: the live claims that
-// overlap it.
-type FilesCheck struct {
-	// Path is the path checked, canonical.
-	Path string `json:"path"`
-	// Claims are the live claims that overlap it; [] when none.
-	Claims []FileClaim `json:"claims"`
-}
+// FilesCheck is ops.FilesCheck: what a check found of one path: the live
+// claims that overlap it.
+type FilesCheck = ops.FilesCheck
 
-// FilesChecked is the answer of POST /files/check.
-type FilesChecked struct {
-	// Checks has one entry per path, in the order asked.
-	Checks []FilesCheck `json:"checks"`
-}
+// FilesChecked is ops.FilesChecked: the answer of POST /files/check.
+type FilesChecked = ops.FilesChecked
 
-// FileClaims is the answer of GET /files: every live file claim.
-type FileClaims struct {
-	// Claims are the live claims, by holder and path; [] when none.
-	Claims []FileClaim `json:"claims"`
-}
+// FileClaims is ops.FileClaims: the answer of GET /files: every live file
+// claim.
+type FileClaims = ops.FileClaims
 
-// ForceReleaseRequest is the body of a person's POST /files/force-release.
-type ForceReleaseRequest struct {
-	// Path is the claim's path, folder or glob, as GET /files lists it.
-	Path string `json:"path"`
-	// By is the person, for the audit log.
-	By string `json:"by,omitempty"`
-	// Reason says why; it is required.
-	Reason string `json:"reason"`
-}
+// ForceReleaseRequest is ops.ForceReleaseRequest: the body of a person's
+// POST /files/force-release.
+type ForceReleaseRequest = ops.ForceReleaseRequest
 
-// GuardRequest is the body of POST /guard: a commit's staged paths.
-type GuardRequest struct {
-	// Committer is the agent committing (SNAG_AGENT), or "" for a person;
-	// its own claims do not stop it.
-	Committer string `json:"committer,omitempty"`
-	// Paths are the staged paths, relative to the repository's top folder.
-	Paths []string `json:"paths"`
-}
+// GuardRequest is ops.GuardRequest: the body of POST /guard: a commit's
+// staged paths.
+type GuardRequest = ops.GuardRequest
 
-// Guarded is the answer of POST /guard: the staged paths another live
-// agent claims exclusively; [] when the commit may go ahead.
-type Guarded struct {
-	// Blocked are the staged paths under another agent's claim.
-	Blocked []FilesCheck `json:"blocked"`
-}
+// Guarded is ops.Guarded: the answer of POST /guard: the staged paths
+// another live agent claims exclusively; [] when the commit may go ahead.
+type Guarded = ops.Guarded
 
-// Message is a handoff to an agent by name, or a report of progress.
-type Message struct {
-	// ID numbers the message.
-	ID int64 `json:"id"`
-	// Created is when it was left.
-	Created time.Time `json:"created"`
-	// Kind is handoff or report.
-	Kind string `json:"kind"`
-	// From is the agent's or person's name.
-	From string `json:"from"`
-	// To is a handoff's addressee.
-	To string `json:"to,omitempty"`
-	// TaskID is the task it is about.
-	TaskID string `json:"task_id,omitempty"`
-	// Title is a handoff's title.
-	Title string `json:"title,omitempty"`
-	// Body is a handoff's body, or a report's message.
-	Body string `json:"body,omitempty"`
-	// Detail is a report's detail.
-	Detail string `json:"detail,omitempty"`
-	// Seen is when a handoff was shown to its addressee.
-	Seen time.Time `json:"seen,omitzero"`
-}
+// Message is snag.Message: a handoff to an agent by name, or a report of
+// progress.
+type Message = snag.Message
 
-// ReportRequest is the body of an agent's POST /reports.
-type ReportRequest struct {
-	// Message says in a sentence what was done or found.
-	Message string `json:"message"`
-	// Task is the task it is about, optional.
-	Task string `json:"task,omitempty"`
-	// Detail says more, optional.
-	Detail string `json:"detail,omitempty"`
-}
+// ReportRequest is ops.ReportRequest: the body of an agent's POST /reports.
+type ReportRequest = ops.ReportRequest
 
-// Messages is the answer of GET /reports and GET /handoffs, newest first.
-type Messages struct {
-	// Messages are the messages; [] when none.
-	Messages []Message `json:"messages"`
-}
+// Messages is ops.Messages: the answer of GET /reports and GET /handoffs,
+// newest first.
+type Messages = ops.Messages
 
-// HandoffRequest is the body of POST /handoffs: an agent's (with the
-// session header) or a person's.
-type HandoffRequest struct {
-	// To is the agent's name.
-	To string `json:"to"`
-	// Title says what the agent is to do.
-	Title string `json:"title"`
-	// Body says more, optional.
-	Body string `json:"body,omitempty"`
-	// Task, when set, moves that task's lease to the agent.
-	Task string `json:"task,omitempty"`
-	// By is the person, for a person's handoff.
-	By string `json:"by,omitempty"`
-}
+// HandoffRequest is ops.HandoffRequest: the body of POST /handoffs: an
+// agent's (with the session header) or a person's.
+type HandoffRequest = ops.HandoffRequest
 
-// HandedOff is the answer of POST /handoffs.
-type HandedOff struct {
-	// Message is the handoff as left.
-	Message Message `json:"message"`
-	// Moved is true when the task's lease went to the agent.
-	Moved bool `json:"moved"`
-	// Key is the task moved.
-	Key string `json:"key,omitempty"`
-	// Epoch is the new lease's epoch.
-	Epoch int64 `json:"epoch,omitempty"`
-	// Live is true when the agent has a live session now; a handoff to
-	// one that has none waits for it to come back under its name.
-	Live bool `json:"live"`
-	// Host is the machine of the clone the agent is connected to, when
-	// another than this one (team mode).
-	Host string `json:"host,omitempty"`
-}
+// HandedOff is ops.HandedOff: the answer of POST /handoffs.
+type HandedOff = ops.HandedOff
 
-// ContextRequest is the body of an agent's POST /context.
-type ContextRequest struct {
-	// Name is the identity to adopt (first call); optional.
-	Name string `json:"name,omitempty"`
-}
+// ContextRequest is ops.ContextRequest: the body of an agent's POST
+// /context.
+type ContextRequest = ops.ContextRequest
 
-// HeldTask is a task a session holds.
-type HeldTask struct {
-	// Key is the task's alias.
-	Key string `json:"key"`
-	// ID is the task's ULID.
-	ID string `json:"id"`
-	// Title is the task's title.
-	Title string `json:"title"`
-	// Status is claimed or verifying.
-	Status queue.Status `json:"status"`
-	// Trust is the task's trust.
-	Trust queue.Trust `json:"trust"`
-	// Epoch fences the lease.
-	Epoch int64 `json:"epoch"`
-}
+// HeldTask is ops.HeldTask: a task a session holds.
+type HeldTask = ops.HeldTask
 
-// AgentView is one live agent as the others see it.
-type AgentView struct {
-	// Name is the agent's name.
-	Name string `json:"name"`
-	// Client is its MCP client.
-	Client string `json:"client,omitempty"`
-	// Tasks are the tasks it holds.
-	Tasks []HeldTask `json:"tasks"`
-	// Files are its live file claims.
-	Files []FileClaim `json:"files"`
-	// LastReport is its latest report, if any.
-	LastReport *Message `json:"last_report,omitempty"`
-}
+// AgentView is ops.AgentView: one live agent as the others see it.
+type AgentView = ops.AgentView
 
-// Context is the answer of POST /context: one agent's screen of the
-// team. The handoffs it holds are marked seen.
-type Context struct {
-	// Me is the agent's session.
-	Me Session `json:"me"`
-	// NameNote says why a name asked for was not adopted, if it was not.
-	NameNote string `json:"name_note,omitempty"`
-	// Tasks are the tasks it holds, with their epochs.
-	Tasks []HeldTask `json:"tasks"`
-	// Files are its file claims, expired ones included.
-	Files []FileClaim `json:"files"`
-	// Ready are the next ready tasks (at most 5).
-	Ready []Task `json:"ready"`
-	// ReadyMore is true when more tasks are ready than Ready lists.
-	ReadyMore bool `json:"ready_more,omitempty"`
-	// Others are the other live agents.
-	Others []AgentView `json:"others"`
-	// Handoffs are the oldest of those to it it had not seen (at most
-	// 3), now marked seen.
-	Handoffs []Message `json:"handoffs"`
-	// HandoffsMore counts the other unseen handoffs to it (at least):
-	// the next context shows them.
-	HandoffsMore int `json:"handoffs_more,omitempty"`
-	// Reports are the others' latest reports, newest first.
-	Reports []Message `json:"reports"`
-	// Detached are leases no live session holds.
-	Detached []Lease `json:"detached"`
-	// Plans are the active plans, newest first (at most 2).
-	Plans []Plan `json:"plans"`
-	// Decisions are the latest decision notes (at most 3).
-	Decisions []Note `json:"decisions"`
-	// Team, in team mode, are decisions and inbox items that agents on
-	// other clones added and that this clone's files do not have yet.
-	Team []TeamItem `json:"team,omitempty"`
-}
+// Context is ops.Context: the answer of POST /context: one agent's screen of
+// the team.
+type Context = ops.Context
 
-// TeamItem is a decision or an inbox item another clone published before
-// git carried its file here: it is unvetted, and not in this clone's
-// files yet.
-type TeamItem struct {
-	// Source is always "team".
-	Source string `json:"source"`
-	// Kind is note or inbox.
-	Kind string `json:"kind"`
-	// Key is its alias there: N-12, SNAG-40.
-	Key string `json:"key"`
-	// Type is a note's type, or an inbox item's kind.
-	Type string `json:"type,omitempty"`
-	// Title is its title.
-	Title string `json:"title"`
-	// Branch is the branch it was written on.
-	Branch string `json:"branch,omitempty"`
-	// From is the agent that wrote it.
-	From string `json:"from,omitempty"`
-	// Host is the machine of the clone it was written in.
-	Host string `json:"host,omitempty"`
-	// Created is when it was published.
-	Created time.Time `json:"created"`
-}
+// TeamItem is ops.TeamItem: a decision or an inbox item another clone
+// published before git carried its file here: it is unvetted, and not in
+// this clone's files yet.
+type TeamItem = ops.TeamItem
 
-// Plan is a plan file (.snag/plans/SLUG.md) as lists show it.
-type Plan struct {
-	// Slug names the plan: its file's name, and what a task's plan: says.
-	Slug string `json:"slug"`
-	// Title is the plan's title.
-	Title string `json:"title,omitempty"`
-	// Status is draft, active, done or archived.
-	Status queue.PlanStatus `json:"status,omitempty"`
-	// Trust is vetted (a person wrote or activated it) or unvetted.
-	Trust queue.Trust `json:"trust,omitempty"`
-	// Author is the agent that wrote an unvetted plan.
-	Author string `json:"author,omitempty"`
-	// Created is when it was written.
-	Created time.Time `json:"created,omitzero"`
-	// Updated is when snag last changed it.
-	Updated time.Time `json:"updated,omitzero"`
-	// Tasks counts the plan's tasks by status.
-	Tasks map[string]int `json:"tasks,omitempty"`
-	// Problem says why the file cannot be read, for one that does not
-	// parse.
-	Problem string `json:"problem,omitempty"`
-}
+// Plan is snag.Plan: a plan file (.snag/plans/SLUG.md) as lists show it.
+type Plan = snag.Plan
 
-// PlanList is the answer of GET /plans, newest first.
-type PlanList struct {
-	// Plans are the plans; [] when none.
-	Plans []Plan `json:"plans"`
-}
+// PlanList is ops.PlanList: the answer of GET /plans, newest first.
+type PlanList = ops.PlanList
 
-// PlanDetail is a plan with its body: GET /plans/{slug}, and the answer
-// of a create or an update.
-type PlanDetail struct {
-	Plan
-	// Body is the plan's markdown.
-	Body string `json:"body"`
-	// File is the plan's file, relative to the project root.
-	File string `json:"file"`
-}
+// PlanDetail is ops.PlanDetail: a plan with its body: GET /plans/{slug}, and
+// the answer of a create or an update.
+type PlanDetail = ops.PlanDetail
 
-// PlanRequest is the body of POST /plans (a new draft: title and body) and
-// of POST /plans/{slug} (an update: the fields given change). An agent's
-// request (with the session header) writes an unvetted draft and may not
-// make a plan active or done.
-type PlanRequest struct {
-	// Title is the plan's title.
-	Title *string `json:"title,omitempty"`
-	// Body is the plan's markdown.
-	Body *string `json:"body,omitempty"`
-	// Status is draft, active, done or archived (an update's).
-	Status string `json:"status,omitempty"`
-	// By is the person, for a person's request.
-	By string `json:"by,omitempty"`
-}
+// PlanRequest is ops.PlanRequest: the body of POST /plans (a new draft:
+// title and body) and of POST /plans/{slug} (an update: the fields given
+// change).
+type PlanRequest = ops.PlanRequest
 
-// Note is a note (.snag/notes/N-<n> - <title>.md): a node of the
+// Note is snag.Note: a note (.snag/notes/N-<n> - <title>.md): a node of the
 // decision graph.
-type Note struct {
-	// Key is N-<n>.
-	Key string `json:"key"`
-	// ID is the note's id.
-	ID string `json:"id,omitempty"`
-	// Title is the note's title.
-	Title string `json:"title"`
-	// Type is goal, decision, option, action, observation, outcome or
-	// question.
-	Type string `json:"type"`
-	// Branch is the git branch it was written on.
-	Branch string `json:"branch,omitempty"`
-	// Commit is HEAD when it was written.
-	Commit string `json:"commit,omitempty"`
-	// Trust is vetted (a person wrote it) or unvetted (an agent did).
-	Trust queue.Trust `json:"trust"`
-	// Author is the agent that wrote an unvetted note.
-	Author string `json:"author,omitempty"`
-	// Created is when it was written.
-	Created time.Time `json:"created,omitzero"`
-	// Tasks are the tasks it is about.
-	Tasks []string `json:"tasks,omitempty"`
-	// Files are the files it is about.
-	Files []string `json:"files,omitempty"`
-	// File is the note's file, relative to its worktree's root.
-	File string `json:"file"`
-	// Worktree is the worktree the file was read from, when it is not
-	// snagd's own: a note of another branch, not merged yet.
-	Worktree string `json:"worktree,omitempty"`
-	// Links are its edges to other notes (in a note's detail and the
-	// graph).
-	Links []Link `json:"links,omitempty"`
-	// Snippet is the text a search matched, words in [brackets].
-	Snippet string `json:"snippet,omitempty"`
-}
+type Note = snag.Note
 
-// Link is an edge of the decision graph, written in the note it starts
-// from.
-type Link struct {
-	// From is the key of the note it is written in.
-	From string `json:"from,omitempty"`
-	// To is the key (or id) of the note it points at.
-	To string `json:"to"`
-	// Kind is took_from, led_to, chose, rejected, blocks or relates.
-	Kind string `json:"kind"`
-	// Why says why, in a line.
-	Why string `json:"why,omitempty"`
-	// Trust is the note's, or unvetted for an agent's link on a person's
-	// note.
-	Trust queue.Trust `json:"trust,omitempty"`
-}
+// Link is snag.Link: an edge of the decision graph, written in the note it
+// starts from.
+type Link = snag.Link
 
-// NoteList is the answer of GET /notes, newest first.
-type NoteList struct {
-	// Notes are the notes; [] when none.
-	Notes []Note `json:"notes"`
-}
+// NoteList is ops.NoteList: the answer of GET /notes, newest first.
+type NoteList = ops.NoteList
 
-// NoteDetail is a note with its body and its edges both ways: GET
-// /notes/{ref}, and the answer of POST /notes and POST /links.
-type NoteDetail struct {
-	Note
-	// Body is the note's markdown.
-	Body string `json:"body"`
-	// In are the links of other notes to it.
-	In []Link `json:"in,omitempty"`
-}
+// NoteDetail is ops.NoteDetail: a note with its body and its edges both
+// ways: GET /notes/{ref}, and the answer of POST /notes and POST /links.
+type NoteDetail = ops.NoteDetail
 
-// NoteRequest is the body of POST /notes: an agent's note (with the
-// session header) is unvetted, and takes its branch's write lease.
-type NoteRequest struct {
-	// Title is the decision or finding in a line.
-	Title string `json:"title"`
-	// Body says more.
-	Body string `json:"body,omitempty"`
-	// Type is decision (the default), goal, option, action, observation,
-	// outcome or question.
-	Type string `json:"type,omitempty"`
-	// Kind is the name Type had before the graph, read when Type is "".
-	Kind string `json:"kind,omitempty"`
-	// Task is a task the note is about.
-	Task string `json:"task,omitempty"`
-	// Files are files the note is about.
-	Files []string `json:"files,omitempty"`
-	// Links are its edges to notes that exist.
-	Links []Link `json:"links,omitempty"`
-	// TookFrom is the key or full id of the note the idea came from: a
-	// took_from link, with Why.
-	TookFrom string `json:"took_from,omitempty"`
-	// Why says what was taken from TookFrom.
-	Why string `json:"why,omitempty"`
-	// Branch is the git branch it is written on: required of an agent
-	// (snag mcp sends its worktree's).
-	Branch string `json:"branch,omitempty"`
-	// Commit is HEAD where it is written.
-	Commit string `json:"commit,omitempty"`
-	// Worktree is the worktree the file goes in, when it is not snagd's
-	// own: another worktree of its repository.
-	Worktree string `json:"worktree,omitempty"`
-	// By is the person, for a person's note.
-	By string `json:"by,omitempty"`
-}
+// NoteRequest is ops.NoteRequest: the body of POST /notes: an agent's note
+// (with the session header) is unvetted, and takes its branch's write lease.
+type NoteRequest = ops.NoteRequest
 
-// LinkRequest is the body of POST /links: an edge from one note to
-// another, added to the file of the note it starts from.
-type LinkRequest struct {
-	// From is the note the edge starts from: its file gets the link.
-	From string `json:"from"`
-	// To is the note it points at, by key or full id.
-	To string `json:"to"`
-	// Kind is took_from, led_to, chose, rejected, blocks or relates.
-	Kind string `json:"kind"`
-	// Why says why, in a line.
-	Why string `json:"why,omitempty"`
-	// Branch is the git branch it is written on, as in NoteRequest.
-	Branch string `json:"branch,omitempty"`
-	// Worktree is the writer's worktree, whose copy of From gets the link.
-	Worktree string `json:"worktree,omitempty"`
-	// By is the person, for a person's link.
-	By string `json:"by,omitempty"`
-}
+// LinkRequest is ops.LinkRequest: the body of POST /links: an edge from one
+// note to another, added to the file of the note it starts from.
+type LinkRequest = ops.LinkRequest
 
-// NoteQuery is the query of GET /notes and GET /graph.
-type NoteQuery struct {
-	// Query keeps the notes a full-text search matches (q=words), best
-	// first (GET /notes).
-	Query string
-	// Type keeps one type (type=decision; kind= is read too).
-	Type string
-	// Branch keeps the notes written on one branch.
-	Branch string
-	// Task keeps the notes about one task (its key).
-	Task string
-	// Limit is the most notes (limit=N), at most 200; 0: 20 (GET /graph: all).
-	Limit int
-}
+// NoteQuery is ops.NoteQuery: the query of GET /notes and GET /graph.
+type NoteQuery = ops.NoteQuery
 
-// Encode is the query string for q, without the "?".
-func (q NoteQuery) Encode() string {
-	v := url.Values{}
-	if q.Query != "" {
-		v.Set("q", q.Query)
-	}
-	if q.Type != "" {
-		v.Set("type", q.Type)
-	}
-	if q.Branch != "" {
-		v.Set("branch", q.Branch)
-	}
-	if q.Task != "" {
-		v.Set("task", q.Task)
-	}
-	if q.Limit != 0 {
-		v.Set("limit", strconv.Itoa(q.Limit))
-	}
-	return v.Encode()
-}
+// Graph is ops.Graph: the answer of GET /graph: notes and the edges among
+// them.
+type Graph = ops.Graph
 
-// Graph is the answer of GET /graph: notes and the edges among them.
-type Graph struct {
-	// Nodes are the notes, newest first.
-	Nodes []Note `json:"nodes"`
-	// Links are the edges whose both ends are among Nodes.
-	Links []Link `json:"links"`
-}
+// TaskLease is snag.TaskLease: a live task lease in the activity.
+type TaskLease = snag.TaskLease
 
-// TaskLease is a live task lease in the activity.
-type TaskLease struct {
-	// Key is the task's alias.
-	Key string `json:"key"`
-	// Title is the task's title.
-	Title string `json:"title,omitempty"`
-	// Holder is the agent that holds it.
-	Holder string `json:"holder"`
-	// Branch is the holder's branch, when known.
-	Branch string `json:"branch,omitempty"`
-	// Since is when it was granted.
-	Since time.Time `json:"since"`
-}
+// BranchLease is snag.BranchLease: a live advisory branch write lease.
+type BranchLease = snag.BranchLease
 
-// BranchLease is a live advisory branch write lease.
-type BranchLease struct {
-	// Branch is the branch.
-	Branch string `json:"branch"`
-	// Holder is the agent writing on it.
-	Holder string `json:"holder"`
-	// SecondsLeft is how long it holds without another write.
-	SecondsLeft int `json:"seconds_left"`
-}
+// BranchActivity is snag.BranchActivity: what happened lately on one branch.
+type BranchActivity = snag.BranchActivity
 
-// BranchActivity is what happened lately on one branch.
-type BranchActivity struct {
-	// Branch is the branch.
-	Branch string `json:"branch"`
-	// Last is its latest activity.
-	Last time.Time `json:"last"`
-	// Nodes are keys of the notes written on it, newest first (at most 5).
-	Nodes []string `json:"nodes,omitempty"`
-	// Claimed are tasks claimed on it (at most 5).
-	Claimed []string `json:"claimed,omitempty"`
-	// Resolved are tasks resolved on it (at most 5).
-	Resolved []string `json:"resolved,omitempty"`
-	// Report is its last report.
-	Report *ActivityReport `json:"report,omitempty"`
-}
+// ActivityReport is snag.ActivityReport: a branch's last report.
+type ActivityReport = snag.ActivityReport
 
-// ActivityReport is a branch's last report.
-type ActivityReport struct {
-	// Agent is who reported.
-	Agent string `json:"agent"`
-	// Message is what it said.
-	Message string `json:"message"`
-	// At is when.
-	At time.Time `json:"at"`
-}
+// ActivityFeed is ops.ActivityFeed: the answer of GET /branches?branches=N:
+// what is live and what happened lately, by branch.
+type ActivityFeed = ops.ActivityFeed
 
-// ActivityFeed is the answer of GET /branches?branches=N: what is live
-// and what happened lately, by branch.
-type ActivityFeed struct {
-	// Workspace is the project's workspace name.
-	Workspace string `json:"workspace"`
-	// Tasks are the live task leases, newest first.
-	Tasks []TaskLease `json:"tasks"`
-	// Files are the live file claims.
-	Files []FileClaim `json:"files"`
-	// Branches are the live branch write leases.
-	Branches []BranchLease `json:"branch_leases"`
-	// Recent is the activity by branch, latest first.
-	Recent []BranchActivity `json:"recent"`
-	// BranchesTotal is how many branches had activity in the last 7 days.
-	BranchesTotal int `json:"branches_total"`
-}
+// Worktree is snag.Worktree: a task's git worktree (snag_claim with
+// worktree).
+type Worktree = snag.Worktree
 
-// Worktree is a task's git worktree (snag_claim with worktree).
-type Worktree struct {
-	// Path is the worktree's folder.
-	Path string `json:"path"`
-	// Branch is its branch, snag/<key>.
-	Branch string `json:"branch"`
-	// Key is the task's alias.
-	Key string `json:"key"`
-	// Status is the task's status, "" when no task has the key.
-	Status queue.Status `json:"status,omitempty"`
-	// Merged is true when the branch is merged into the base.
-	Merged bool `json:"merged"`
-	// Clean is true when the worktree has no change and no untracked file.
-	Clean bool `json:"clean"`
-}
+// Worktrees is ops.Worktrees: the answer of GET /worktrees.
+type Worktrees = ops.Worktrees
 
-// Worktrees is the answer of GET /worktrees.
-type Worktrees struct {
-	// Worktrees are the task worktrees; [] when none.
-	Worktrees []Worktree `json:"worktrees"`
-}
-
-// Pruned is the answer of POST /worktrees/prune: the worktrees removed
-// (their tasks resolved or cancelled, clean and merged) and those kept,
-// with why.
-type Pruned struct {
-	// Removed are the worktrees removed; [] when none.
-	Removed []Worktree `json:"removed"`
-	// Kept are the worktrees left; [] when none.
-	Kept []Worktree `json:"kept"`
-	// Why says, for each kept one in order, why it stays.
-	Why []string `json:"why"`
-}
+// Pruned is ops.Pruned: the answer of POST /worktrees/prune: the worktrees
+// removed (their tasks resolved or cancelled, clean and merged) and those
+// kept, with why.
+type Pruned = ops.Pruned

@@ -48,12 +48,18 @@ func listPackages(t *testing.T) []pkg {
 // closure must not contain.
 var forbidden = map[string][]string{
 	"internal/queue": {module + "/", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/", "github.com/modelcontextprotocol/", "net/http"},
-	"internal/index": {module + "/internal/project", module + "/internal/cli", module + "/internal/watch", module + "/internal/mcp", "github.com/fsnotify/", "github.com/modelcontextprotocol/", "net/http"},
+	// The index returns the domain's values (internal/snag), never the
+	// wire's: api is snagd's face, not the store's.
+	"internal/index": {module + "/api", module + "/internal/project", module + "/internal/cli", module + "/internal/watch", module + "/internal/mcp", "github.com/fsnotify/", "github.com/modelcontextprotocol/", "net/http"},
 	"internal/watch": {module + "/internal/index", module + "/internal/project", module + "/internal/cli", module + "/internal/mcp", "zombiezen.com/", "modernc.org/", "github.com/modelcontextprotocol/"},
-	"internal/mcp":   {module + "/internal/index", module + "/internal/project", module + "/internal/cli", module + "/internal/watch", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/"},
-	"client":         {module + "/internal/index", module + "/internal/project", module + "/internal/daemon", module + "/internal/cli", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/", "net/http", "crypto/tls"},
-	// The bridge reads snagd's answers in the API's types, never the
-	// index's.
+	// mcp speaks the operations' types (internal/ops) over the domain's
+	// values (internal/snag) to a backend it declares: never the wire's,
+	// which is one of its backends' transports.
+	"internal/mcp": {module + "/api", module + "/internal/index", module + "/internal/project", module + "/internal/cli", module + "/internal/watch", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/"},
+	"client":       {module + "/internal/index", module + "/internal/project", module + "/internal/daemon", module + "/internal/cli", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/", "net/http", "crypto/tls"},
+	// The bridge reads snagd's answers through the client (so in the
+	// API's types, which are snag's and ops's), never the index's; it
+	// names api only for its error codes.
 	"internal/mcp/remote": {module + "/internal/index", module + "/internal/project", module + "/internal/daemon", module + "/internal/cli", module + "/internal/watch", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/"},
 	// atomicfile is the leaf under every small file snag replaces;
 	// version the one every command and snagd ask which build runs.
@@ -79,8 +85,9 @@ var forbidden = map[string][]string{
 	// them, they use nothing of snag's.
 	"internal/approval": {module + "/"},
 	"internal/verify":   {module + "/"},
-	// The coordination store imports nothing of snag's: the engine maps
-	// its own types onto it.
+	// The coordination store imports nothing of snag's but the domain's
+	// values (internal/snag, a leaf), and uses none of those yet: its rows
+	// are the store's, across clones, and the engine maps them.
 	"internal/coord": {module + "/"},
 	// The image comparison is a leaf of the standard library's.
 	"internal/pixdiff": {module + "/"},
@@ -89,6 +96,11 @@ var forbidden = map[string][]string{
 	// API's types: nothing of how snagd stores the tasks or writes them.
 	"internal/board": {module + "/", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/", "github.com/modelcontextprotocol/"},
 	"api":            {module + "/", "net/http"},
+	// The domain's values are a leaf over the task file's types; the
+	// operations' requests and answers are built of them. Neither knows
+	// a transport or a store.
+	"internal/snag": {module + "/", "net/http", "zombiezen.com/", "modernc.org/", "github.com/jackc/"},
+	"internal/ops":  {module + "/", "net/http", "zombiezen.com/", "modernc.org/", "github.com/jackc/"},
 	// The one writer knows the domain, the index and the project's files;
 	// nothing of how it is served.
 	"internal/engine":  {module + "/internal/daemon", module + "/internal/cli", module + "/client", module + "/internal/mcp", module + "/internal/board", "net/http"},
@@ -115,10 +127,15 @@ var allowed = map[string][]string{
 	"internal/approval": {module + "/internal/atomicfile"},
 	"internal/browser":  {module + "/internal/atomicfile"},
 	// The wire contract is plain types over the domain: nothing of how
-	// snagd stores or serves them.
-	"api": {module + "/internal/queue"},
-	// The board: the domain and the wire contract, for their types.
-	"internal/board":  {module + "/internal/queue", module + "/api", module + "/internal/graphdraw"},
+	// snagd stores or serves them. It names the domain's values and the
+	// operations' types through aliases.
+	"api":            {module + "/internal/queue", module + "/internal/snag", module + "/internal/ops"},
+	"internal/snag":  {module + "/internal/queue"},
+	"internal/coord": {module + "/internal/snag", module + "/internal/queue"},
+	"internal/ops":   {module + "/internal/queue", module + "/internal/snag"},
+	// The board: the domain and the wire contract, for their types (the
+	// wire's aliases bring in the packages they name).
+	"internal/board":  {module + "/internal/queue", module + "/api", module + "/internal/snag", module + "/internal/ops", module + "/internal/graphdraw"},
 	"internal/layout": {module + "/internal/queue"},
 }
 

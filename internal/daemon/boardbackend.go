@@ -14,6 +14,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // This file mounts the web board (package board) on snagd's port and meets
@@ -104,12 +105,12 @@ func (b boardBackend) Verify(ctx context.Context, ref queue.Ref) (*api.VerifySta
 	if err != nil {
 		return nil, boardErr(err)
 	}
-	return verifyWire(st), nil
+	return &st, nil
 }
 
 func (b boardBackend) Counts(ctx context.Context) (api.Counts, error) {
 	c, err := b.d.e.Counts(ctx)
-	return c.Wire(), boardErr(err)
+	return c, boardErr(err)
 }
 
 func (b boardBackend) Problems(ctx context.Context) ([]board.Problem, error) {
@@ -121,11 +122,11 @@ func (b boardBackend) Problems(ctx context.Context) ([]board.Problem, error) {
 	for _, row := range rows {
 		kind := "invalid"
 		switch {
-		case row.State == index.StateConflict:
+		case row.State == snag.StateConflict:
 			kind = "conflict"
-		case row.State == index.StateMissing:
+		case row.State == snag.StateMissing:
 			kind = "missing"
-		case row.State == index.StateOK && row.Dup:
+		case row.State == snag.StateOK && row.Dup:
 			kind = "duplicate"
 		}
 		msg := row.Error
@@ -159,7 +160,7 @@ func (b boardBackend) Audit(ctx context.Context, n int) ([]api.AuditEntry, error
 	if err != nil {
 		return nil, boardErr(err)
 	}
-	return index.WireAudit(es), nil
+	return orEmpty(es), nil
 }
 
 func (b boardBackend) Sessions(ctx context.Context) (api.Sessions, error) {
@@ -191,7 +192,7 @@ func (b boardBackend) Team(ctx context.Context) (board.Team, error) {
 	}
 	for _, a := range tb.Agents {
 		v := board.TeamAgent{Name: a.Name, Client: a.Client, Host: a.Host, Root: a.Root, Branch: a.Branch,
-			Files: index.WireFileClaims(a.Files)}
+			Files: orEmpty(a.Files)}
 		for _, h := range a.Tasks {
 			v.Held = append(v.Held, board.TeamHeld{ID: h.ID, Here: h.Here,
 				Held: board.Held{Key: h.Key, Title: h.Title, Epoch: h.Epoch, Acquired: h.Since, Holder: a.Holder()}})
@@ -270,7 +271,7 @@ func boardErr(err error) error {
 
 func (b boardBackend) Files(ctx context.Context) ([]api.FileClaim, error) {
 	cs, err := b.d.e.FileClaims(ctx)
-	return index.WireFileClaims(cs), boardErr(err)
+	return orEmpty(cs), boardErr(err)
 }
 
 func (b boardBackend) Reports(ctx context.Context, n int) ([]api.Message, error) {

@@ -162,21 +162,11 @@ func (d *Daemon) getGraph(ctx context.Context, c *call[struct{}]) (answer, error
 
 // activityWire is the activity as the API answers it.
 func activityWire(a engine.Activity) api.ActivityFeed {
-	out := api.ActivityFeed{Workspace: a.Workspace, Tasks: []api.TaskLease{}, Files: index.WireFileClaims(a.Files),
-		Branches: []api.BranchLease{}, Recent: []api.BranchActivity{}, BranchesTotal: a.BranchesTotal}
-	for _, t := range a.Tasks {
-		out.Tasks = append(out.Tasks, api.TaskLease{Key: t.Key, Title: t.Title, Holder: t.Holder, Branch: t.Branch, Since: t.Since})
-	}
+	out := api.ActivityFeed{Workspace: a.Workspace, Tasks: orEmpty(a.Tasks), Files: orEmpty(a.Files),
+		Branches: []api.BranchLease{}, Recent: orEmpty(a.Recent), BranchesTotal: a.BranchesTotal}
 	for _, b := range a.Branches {
 		out.Branches = append(out.Branches, api.BranchLease{Branch: b.Branch, Holder: b.Holder,
 			SecondsLeft: int(max(b.Expires.Sub(a.Now).Round(time.Second), time.Second) / time.Second)})
-	}
-	for _, r := range a.Recent {
-		w := api.BranchActivity{Branch: r.Branch, Last: r.Last, Nodes: r.Nodes, Claimed: r.Claimed, Resolved: r.Resolved}
-		if r.Report != nil {
-			w.Report = &api.ActivityReport{Agent: r.Report.Agent, Message: r.Report.Message, At: r.Report.At}
-		}
-		out.Recent = append(out.Recent, w)
 	}
 	return out
 }

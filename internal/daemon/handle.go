@@ -11,6 +11,7 @@ import (
 	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // SessionHeader names the session a request acts for.
@@ -235,6 +236,6 @@ func (d *Daemon) auditTool(s index.Session, tool, route string, status int, dryR
 	case dryRun:
 		outcome = "dry-run"
 	}
-	d.e.AuditCall(index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "tool",
+	d.e.AuditCall(snag.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "tool",
 		Outcome: outcome, Detail: tool + " " + route})
 }

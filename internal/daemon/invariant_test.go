@@ -20,6 +20,7 @@ import (
 
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // invariants checks what must hold after every scenario (TESTPLAN, Harness):
@@ -187,13 +188,13 @@ func (iv *invariants) indexDiff(full bool) string {
 		case !ok:
 			diffs = append(diffs, "not indexed: "+f.path)
 		case f.task == nil:
-			if r.State == index.StateOK {
+			if r.State == snag.StateOK {
 				diffs = append(diffs, fmt.Sprintf("%s does not parse (%v) but its row is ok", f.path, f.err))
 			}
 		default:
 			tk := f.task
 			want := apiRow{ID: tk.ID, Key: tk.Key, Title: tk.Title, Status: string(tk.Status), Assignee: tk.Assignee,
-				Path: f.path, State: index.StateOK, Dup: ids[tk.ID] > 1}
+				Path: f.path, State: snag.StateOK, Dup: ids[tk.ID] > 1}
 			got := r
 			got.Dup = got.Dup && ids[tk.ID] > 1 // a shared alias alone is not compared here
 			if got != want {
@@ -284,7 +285,7 @@ func (iv *invariants) check() {
 		iv.t.Error(err)
 	}
 	for _, r := range rows {
-		if (r.Status == "claimed" || r.Status == "verifying") && r.State == index.StateOK && !r.Dup && !held[r.ID] {
+		if (r.Status == "claimed" || r.Status == "verifying") && r.State == snag.StateOK && !r.Dup && !held[r.ID] {
 			iv.t.Errorf("invariant (ii): %s (%s) is %s with no live lease", r.Key, r.Path, r.Status)
 		}
 	}

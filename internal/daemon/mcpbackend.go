@@ -15,6 +15,7 @@ import (
 	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/mcp"
+	"github.com/snagdev/snag/internal/ops"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
 )
@@ -297,10 +298,7 @@ func (b *engineBackend) Get(ctx context.Context, ref string) (*mcp.Detail, error
 		}
 		if st.Running || st.Outcome != "" {
 			det.Verify = &mcp.VerifyState{Running: st.Running, Outcome: st.Outcome, Reason: st.Reason, LastAt: st.LastAt,
-				Verifier: st.Verifier, Shot: st.Shot}
-			if v := st.Visual; v != nil {
-				det.Verify.Visual = &mcp.Visual{Before: v.Before, After: v.After, Diff: v.Diff, Changed: v.Changed, Identical: v.Identical}
-			}
+				Verifier: st.Verifier, Shot: st.Shot, Visual: st.Visual}
 		}
 		det.Fill(it.Task)
 		if it.Task != nil {
@@ -406,7 +404,7 @@ func (b *engineBackend) Resolve(ctx context.Context, ref, commit, note string) (
 	if err != nil {
 		return mcp.Moved{}, b.mcpErr(err, "/tasks/"+ref)
 	}
-	var plan engine.Plan
+	var plan ops.VerifyPlan
 	err = b.call(ctx, http.MethodPost, "/verify/"+url.PathEscape(ref), true, func(s index.Session) error {
 		plan, err = b.e.VerifyPlan(ctx, r, s.Root)
 		return err
@@ -414,7 +412,7 @@ func (b *engineBackend) Resolve(ctx context.Context, ref, commit, note string) (
 	switch {
 	case err != nil:
 		return mcp.Moved{}, err
-	case plan.Code == engine.VerifyNoCaptureURL:
+	case plan.Code == ops.VerifyNoCaptureURL:
 		return mcp.Moved{}, fmt.Errorf("%s. It is yours meanwhile: tell the person it is ready for their review, or snag_release it with a reason", plan.Message)
 	}
 	var res engine.Resolution
@@ -429,12 +427,12 @@ func (b *engineBackend) Resolve(ctx context.Context, ref, commit, note string) (
 		b.leases.Forget(ref, res.Key) // the lease ended with the move
 	}
 	out := mcp.Moved{Key: res.Key, Status: string(res.Status), Code: res.Code, Message: res.Message, ETA: res.ETA}
-	if res.Code == engine.VerifyUnavailable {
+	if res.Code == ops.VerifyUnavailable {
 		out.Verifier = plan.Verifier
 	} else if res.Verify != nil {
 		out.Verifier = res.Verify.Verifier
 	}
-	if res.Code == engine.VerifyOK && !res.Started {
+	if res.Code == ops.VerifyOK && !res.Started {
 		out.Code = "" // a check was already running: the API's answer has no code
 	}
 	return out, nil

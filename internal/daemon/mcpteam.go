@@ -54,7 +54,7 @@ func (b *engineBackend) ReleaseFiles(ctx context.Context, paths []string) (api.F
 	var out api.FilesReleased
 	err := b.call(ctx, http.MethodPost, "/files/release", false, func(s index.Session) error {
 		got, err := b.e.ReleaseFiles(ctx, s, paths)
-		out = api.FilesReleased{Released: index.WireFileClaims(got)}
+		out = api.FilesReleased{Released: orEmpty(got)}
 		return err
 	})
 	return out, err
@@ -87,7 +87,7 @@ func (b *engineBackend) Report(ctx context.Context, r api.ReportRequest) (api.Me
 func (b *engineBackend) Handoff(ctx context.Context, r api.HandoffRequest) (api.HandedOff, error) {
 	var out api.HandedOff
 	err := b.call(ctx, http.MethodPost, "/handoffs", false, func(s index.Session) error {
-		got, err := b.e.Handoff(ctx, &s, "", engine.Handoff{To: r.To, Title: r.Title, Body: r.Body, Task: r.Task})
+		got, err := b.e.Handoff(ctx, &s, "", r)
 		if err != nil {
 			return err
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 func (d *Daemon) routes(ctx context.Context) http.Handler {
@@ -149,7 +150,7 @@ func (d *Daemon) health(w http.ResponseWriter, r *http.Request) {
 	if d.opened.Load() && d.e.Ready() {
 		h.Ready, h.Polling = true, d.e.Polling()
 		c, _ := d.e.Counts(r.Context())
-		h.Counts = c.Wire()
+		h.Counts = c
 	}
 	if n := r.URL.Query().Get("nonce"); n != "" && len(n) <= 256 {
 		h.Proof = d.tok.Proof(n)
@@ -195,7 +196,7 @@ func (d *Daemon) getTask(ctx context.Context, c *call[struct{}]) (answer, error)
 	if err != nil {
 		return answer{}, err
 	}
-	var v *engine.VerifyState
+	var v *snag.VerifyState
 	if st.Running || st.Outcome != "" {
 		st.History = nil // GET /verify/{ref} has it
 		v = &st

@@ -9,6 +9,7 @@ import (
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/index"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // IdleAfter is how long a session goes without a tool call, with nothing
@@ -19,19 +20,19 @@ const IdleAfter = 5 * time.Minute
 // what snagd sees of it now.
 type sessionView struct {
 	index.Session
-	Activity index.Activity `json:"activity"`
+	Activity snag.Activity `json:"activity"`
 }
 
 // activities says what each live session is doing, by session id.
-func (d *Daemon) activities(ss []index.Session) map[int64]index.Activity {
+func (d *Daemon) activities(ss []index.Session) map[int64]snag.Activity {
 	now := time.Now()
 	var web map[int64]mcpState
 	if d.mcp != nil {
 		web = d.mcp.states()
 	}
-	out := make(map[int64]index.Activity, len(ss))
+	out := make(map[int64]snag.Activity, len(ss))
 	for _, s := range ss {
-		var a index.Activity
+		var a snag.Activity
 		if v, ok := d.calls.Load(s.ID); ok {
 			a.LastCall = v.(time.Time)
 		}
@@ -128,7 +129,7 @@ func (d *Daemon) auditLog(ctx context.Context, c *call[struct{}]) (answer, error
 	if q.err != nil {
 		return answer{}, q.err
 	}
-	var es []index.AuditEntry
+	var es []snag.AuditEntry
 	var err error
 	if tail > 0 {
 		es, err = d.e.AuditTail(ctx, tail)

@@ -19,7 +19,7 @@ import (
 func wireChecks(cs []engine.FilesCheck) []api.FilesCheck {
 	out := make([]api.FilesCheck, len(cs))
 	for i, c := range cs {
-		out[i] = api.FilesCheck{Path: c.Path, Claims: index.WireFileClaims(c.Claims)}
+		out[i] = api.FilesCheck{Path: c.Path, Claims: orEmpty(c.Claims)}
 	}
 	return out
 }
@@ -29,8 +29,8 @@ func wireChecks(cs []engine.FilesCheck) []api.FilesCheck {
 func filesClaimed(got engine.FilesClaimed, err error) (api.FilesClaimed, error) {
 	var refusal *engine.Error
 	if err != nil && errors.As(err, &refusal) && (errors.Is(err, engine.ErrFilesHeld) || refusal.Code == "expired") {
-		return api.FilesClaimed{Claims: []api.FileClaim{}, Conflicts: index.WireFileClaims(got.Conflicts),
-			Late: index.WireFileClaims(got.Late), Message: refusal.Message}, nil
+		return api.FilesClaimed{Claims: []api.FileClaim{}, Conflicts: orEmpty(got.Conflicts),
+			Late: orEmpty(got.Late), Message: refusal.Message}, nil
 	}
 	if err != nil {
 		return api.FilesClaimed{}, err
@@ -39,7 +39,7 @@ func filesClaimed(got engine.FilesClaimed, err error) (api.FilesClaimed, error) 
 	if got.Renewed == len(got.Claims) {
 		msg = "renewed"
 	}
-	return api.FilesClaimed{Granted: true, Claims: index.WireFileClaims(got.Claims), Renewed: got.Renewed, Message: msg}, nil
+	return api.FilesClaimed{Granted: true, Claims: orEmpty(got.Claims), Renewed: got.Renewed, Message: msg}, nil
 }
 
 func (d *Daemon) claimFiles(ctx context.Context, c *call[api.FilesRequest]) (answer, error) {
@@ -57,7 +57,7 @@ func (d *Daemon) releaseFiles(ctx context.Context, c *call[api.FilesRequest]) (a
 	if err != nil {
 		return answer{}, err
 	}
-	return ok(api.FilesReleased{Released: index.WireFileClaims(out)}), nil
+	return ok(api.FilesReleased{Released: orEmpty(out)}), nil
 }
 
 func (d *Daemon) checkFiles(ctx context.Context, c *call[api.FilesRequest]) (answer, error) {
@@ -76,7 +76,7 @@ func (d *Daemon) listFiles(ctx context.Context, c *call[struct{}]) (answer, erro
 	if err != nil {
 		return answer{}, err
 	}
-	return ok(api.FileClaims{Claims: index.WireFileClaims(out)}), nil
+	return ok(api.FileClaims{Claims: orEmpty(out)}), nil
 }
 
 func (d *Daemon) forceReleaseFile(ctx context.Context, c *call[api.ForceReleaseRequest]) (answer, error) {
@@ -88,7 +88,7 @@ func (d *Daemon) forceReleaseFile(ctx context.Context, c *call[api.ForceReleaseR
 	if err != nil {
 		return answer{}, err
 	}
-	return ok(api.FilesReleased{Released: index.WireFileClaims(out)}), nil
+	return ok(api.FilesReleased{Released: orEmpty(out)}), nil
 }
 
 func (d *Daemon) commitGuard(ctx context.Context, c *call[api.GuardRequest]) (answer, error) {
@@ -127,7 +127,7 @@ func (d *Daemon) handoff(ctx context.Context, c *call[api.HandoffRequest]) (answ
 	if by == "" {
 		by = "person"
 	}
-	got, err := d.e.Handoff(ctx, c.session, by, engine.Handoff{To: c.body.To, Title: c.body.Title, Body: c.body.Body, Task: c.body.Task})
+	got, err := d.e.Handoff(ctx, c.session, by, c.body)
 	if err != nil {
 		return answer{}, err
 	}
@@ -169,7 +169,7 @@ func (d *Daemon) contextOf(ctx context.Context, s index.Session, name string) (a
 
 // contextWire is an engine context as the API answers it.
 func contextWire(tc engine.TeamContext, note string) api.Context {
-	out := api.Context{Me: tc.Me.Wire(), NameNote: note, Tasks: heldWire(tc.Tasks), Files: index.WireFileClaims(tc.Files),
+	out := api.Context{Me: tc.Me.Wire(), NameNote: note, Tasks: heldWire(tc.Tasks), Files: orEmpty(tc.Files),
 		Ready: index.WireRows(tc.Ready), ReadyMore: tc.ReadyMore, Others: make([]api.AgentView, len(tc.Others)),
 		Handoffs: index.WireMessages(tc.Handoffs), HandoffsMore: tc.HandoffsMore, Reports: index.WireMessages(tc.Reports), Detached: index.WireLeases(tc.Detached),
 		Plans: make([]api.Plan, len(tc.Plans))}
@@ -182,7 +182,7 @@ func contextWire(tc engine.TeamContext, note string) api.Context {
 			Branch: it.Branch, From: it.From, Host: it.Host, Created: it.Created})
 	}
 	for i, o := range tc.Others {
-		v := api.AgentView{Name: o.Session.Name, Client: o.Session.Client, Tasks: heldWire(o.Tasks), Files: index.WireFileClaims(o.Files)}
+		v := api.AgentView{Name: o.Session.Name, Client: o.Session.Client, Tasks: heldWire(o.Tasks), Files: orEmpty(o.Files)}
 		if o.LastReport != nil {
 			m := o.LastReport.Wire()
 			v.LastReport = &m

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/ops"
 )
 
 const (
@@ -28,7 +29,7 @@ func (d *Daemon) verify(ctx context.Context, c *call[verifyRequest]) (answer, er
 		if err != nil {
 			return answer{}, err
 		}
-		if p.Code == engine.VerifyUnavailable {
+		if p.Code == ops.VerifyUnavailable {
 			return answer{http.StatusServiceUnavailable, dryRun(p)}, nil // no Retry-After: this is not a moment's wait
 		}
 		return ok(dryRun(p)), nil
@@ -47,7 +48,7 @@ func (d *Daemon) getVerify(ctx context.Context, c *call[struct{}]) (answer, erro
 	if err != nil {
 		return answer{}, err
 	}
-	return ok(verifyWire(st)), nil
+	return ok(&st), nil
 }
 
 // accept is POST /tasks/{ref}/accept: a person resolves a task that is

@@ -7,8 +7,10 @@ import (
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/index"
+	"github.com/snagdev/snag/internal/ops"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // This file turns what the handlers hold (index rows, sessions, runs) into
@@ -36,10 +38,10 @@ func taskList(page index.Page) api.TaskList {
 
 // taskDetail is GET /tasks/{ref}, with its depends_on by key; st is the
 // task's verify state, given when a check runs or has run.
-func taskDetail(ctx context.Context, e *engine.Engine, it *index.Item, st *engine.VerifyState) api.TaskDetail {
+func taskDetail(ctx context.Context, e *engine.Engine, it *index.Item, st *snag.VerifyState) api.TaskDetail {
 	out := it.Wire(project.Rel(it.Path))
 	if st != nil {
-		out.Verify = verifyWire(*st)
+		out.Verify = st
 	}
 	if it.Task != nil {
 		out.DependsOn = e.DepKeys(ctx, it.Task.DependsOn)
@@ -69,27 +71,20 @@ func searchResult(hits []index.Hit) api.SearchResult {
 func sessionsAnswer(views []sessionView, leases []index.Lease) api.Sessions {
 	out := api.Sessions{Leases: index.WireLeases(leases), Sessions: make([]api.LiveSession, len(views))}
 	for i, v := range views {
-		out.Sessions[i] = api.LiveSession{Session: v.Session.Wire(), Activity: v.Activity.Wire()}
+		out.Sessions[i] = api.LiveSession{Session: v.Session.Wire(), Activity: v.Activity}
 	}
 	return out
 }
 
-func auditLog(es []index.AuditEntry) api.AuditLog { return api.AuditLog{Entries: index.WireAudit(es)} }
-
-func verifyWire(st engine.VerifyState) *api.VerifyState {
-	return &api.VerifyState{Key: st.Key, Status: st.Status, Running: st.Running, Outcome: st.Outcome, Reason: st.Reason,
-		LastAt: st.LastAt, Verifier: st.Verifier, Shot: st.Shot, Visual: st.Visual.Wire(), History: index.WireRuns(st.History)}
-}
+func auditLog(es []snag.AuditEntry) api.AuditLog { return api.AuditLog{Entries: orEmpty(es)} }
 
 // dryRun is a verify dry run's answer; on a 503 (no browser) it carries
 // the code as its error too, as every error answer does.
-func dryRun(p engine.Plan) api.VerifyPlan {
-	out := api.VerifyPlan{Key: p.Key, Code: p.Code, Verifier: p.Verifier, Command: p.Command, From: p.From,
-		URL: p.URL, Dir: p.Dir, Approved: p.Approved, Message: p.Message}
-	if p.Code == engine.VerifyUnavailable {
-		out.Error = p.Code
+func dryRun(p ops.VerifyPlan) api.VerifyPlan {
+	if p.Code == ops.VerifyUnavailable {
+		p.Error = p.Code
 	}
-	return out
+	return p
 }
 
 // resolved is the answer of a resolve or a person's verify (api.Resolved
@@ -97,17 +92,17 @@ func dryRun(p engine.Plan) api.VerifyPlan {
 func resolved(res engine.Resolution) api.Resolved {
 	out := api.Resolved{Key: res.Key, Status: res.Status, Message: res.Message}
 	switch {
-	case res.Code == engine.VerifyUnavailable:
+	case res.Code == ops.VerifyUnavailable:
 		out.Error, out.Code = res.Code, res.Code
-	case res.Code == engine.VerifyDisabled:
+	case res.Code == ops.VerifyDisabled:
 		out.Code, out.Verified = res.Code, new(bool)
-	case res.Code == engine.OutcomeNeedsApproval:
+	case res.Code == snag.OutcomeNeedsApproval:
 		out.Code, out.Outcome, out.Reason, out.Command, out.From = res.Code, res.Code, res.Reason, res.Command, res.From
 	case res.Started:
 		out.Code, out.ETASeconds = res.Code, res.ETA
 	}
 	if res.Verify != nil {
-		out.Verify = verifyWire(*res.Verify)
+		out.Verify = res.Verify
 	}
 	return out
 }
@@ -116,7 +111,7 @@ func resolved(res engine.Resolution) api.Resolved {
 // check runs, 503 when it needs a browser and none is here, else 200.
 func resolvedStatus(res engine.Resolution) int {
 	switch {
-	case res.Code == engine.VerifyUnavailable:
+	case res.Code == ops.VerifyUnavailable:
 		return http.StatusServiceUnavailable
 	case res.Verify != nil:
 		return http.StatusAccepted
@@ -137,4 +132,13 @@ func edited(ctx context.Context, e *engine.Engine, ed engine.Edited) api.Edited 
 		out.Task = api.Task{ID: ed.Task.ID, Key: ed.Task.Key, Title: ed.Task.Title, Status: ed.Task.Status}
 	}
 	return out
+}
+
+// orEmpty is s, or [] for nil: the answers' lists are [] when empty,
+// never null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

@@ -9,15 +9,8 @@ import (
 	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
-
-// TaskLease is a live task lease as the activity shows it.
-type TaskLease struct {
-	Key, Title string
-	Holder     string
-	Branch     string // the holder's, when known
-	Since      time.Time
-}
 
 // Activity is what is live now and what happened lately, by branch: the
 // task leases, file claims and branch write leases live now, and each
@@ -25,10 +18,10 @@ type TaskLease struct {
 // branch first. Reading it takes no lease.
 type Activity struct {
 	Workspace string
-	Tasks     []TaskLease
-	Files     []index.FileClaim
+	Tasks     []snag.TaskLease
+	Files     []snag.FileClaim
 	Branches  []index.BranchLease // live branch write leases
-	Recent    []index.BranchActivity
+	Recent    []snag.BranchActivity
 	// BranchesTotal is how many branches had any activity in the window.
 	BranchesTotal int
 	Now           time.Time
@@ -65,7 +58,7 @@ func (e *Engine) Activity(ctx context.Context, branches int) (Activity, error) {
 		if !ok {
 			continue
 		}
-		t := TaskLease{Key: l.TaskID, Holder: l.Holder, Branch: s.Branch, Since: l.Acquired}
+		t := snag.TaskLease{Key: l.TaskID, Holder: l.Holder, Branch: s.Branch, Since: l.Acquired}
 		if h := e.heldTask(ctx, l); h.Key != "" {
 			t.Key, t.Title = h.Key, h.Title
 		}
@@ -76,7 +69,7 @@ func (e *Engine) Activity(ctx context.Context, branches int) (Activity, error) {
 		if agents, err := e.team.s.Agents(ctx); err == nil {
 			for _, ag := range agents {
 				for _, l := range ag.Leases {
-					t := TaskLease{Key: l.Key, Holder: ag.Name + " on " + ag.Host, Branch: ag.Branch, Since: l.Updated}
+					t := snag.TaskLease{Key: l.Key, Holder: ag.Name + " on " + ag.Host, Branch: ag.Branch, Since: l.Updated}
 					if it, err := e.p.DB.Get(ctx, queue.Ref{ID: l.TaskID}); err == nil {
 						t.Title = it.Title
 					}
@@ -85,7 +78,7 @@ func (e *Engine) Activity(ctx context.Context, branches int) (Activity, error) {
 			}
 		}
 	}
-	slices.SortFunc(a.Tasks, func(x, y TaskLease) int { return y.Since.Compare(x.Since) })
+	slices.SortFunc(a.Tasks, func(x, y snag.TaskLease) int { return y.Since.Compare(x.Since) })
 	if a.Files, err = e.FileClaims(ctx); err != nil {
 		return a, err
 	}
@@ -125,7 +118,7 @@ func addKeys(list []string, keys ...string) []string {
 // worktrees recorded to this one's: a branch's latest time, and its keys
 // of each kind, newest first, at most five (its notes are in every
 // worktree's reads already).
-func mergeWorktrees(own []index.BranchActivity, others [][]index.BranchActivity) []index.BranchActivity {
+func mergeWorktrees(own []snag.BranchActivity, others [][]snag.BranchActivity) []snag.BranchActivity {
 	by := map[string]int{}
 	for i := range own {
 		by[own[i].Branch] = i
@@ -134,7 +127,7 @@ func mergeWorktrees(own []index.BranchActivity, others [][]index.BranchActivity)
 		for _, o := range list {
 			i, ok := by[o.Branch]
 			if !ok {
-				own = append(own, index.BranchActivity{Branch: o.Branch})
+				own = append(own, snag.BranchActivity{Branch: o.Branch})
 				i = len(own) - 1
 				by[o.Branch] = i
 			}
@@ -154,30 +147,30 @@ func mergeWorktrees(own []index.BranchActivity, others [][]index.BranchActivity)
 // mergeActivity adds the other clones' activity by branch to this
 // clone's, keeps the latest branches first, at most limit, and returns
 // how many branches there were.
-func mergeActivity(own []index.BranchActivity, team map[string]*coord.BranchActivity, limit int) ([]index.BranchActivity, int) {
-	by := map[string]*index.BranchActivity{}
+func mergeActivity(own []snag.BranchActivity, team map[string]*coord.BranchActivity, limit int) ([]snag.BranchActivity, int) {
+	by := map[string]*snag.BranchActivity{}
 	for i := range own {
 		by[own[i].Branch] = &own[i]
 	}
-	var added []index.BranchActivity
+	var added []snag.BranchActivity
 	for b, t := range team {
 		a := by[b]
 		if a == nil {
-			a = &index.BranchActivity{Branch: b}
+			a = &snag.BranchActivity{Branch: b}
 		}
 		if t.Last.After(a.Last) {
 			a.Last = t.Last
 		}
 		a.Nodes, a.Claimed, a.Resolved = addKeys(a.Nodes, t.Nodes...), addKeys(a.Claimed, t.Claimed...), addKeys(a.Resolved, t.Resolved...)
 		if r := t.Report; r != nil && (a.Report == nil || r.Created.After(a.Report.At)) {
-			a.Report = &index.Report{Agent: r.From + " on " + r.Host, Message: r.Body, At: r.Created}
+			a.Report = &snag.ActivityReport{Agent: r.From + " on " + r.Host, Message: r.Body, At: r.Created}
 		}
 		if by[b] == nil {
 			added = append(added, *a)
 		}
 	}
 	own = append(own, added...)
-	slices.SortFunc(own, func(x, y index.BranchActivity) int {
+	slices.SortFunc(own, func(x, y snag.BranchActivity) int {
 		if c := y.Last.Compare(x.Last); c != 0 {
 			return c
 		}

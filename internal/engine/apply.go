@@ -15,6 +15,7 @@ import (
 
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 	"github.com/snagdev/snag/internal/watch"
 )
 
@@ -126,7 +127,7 @@ func (e *Engine) rescan(ctx context.Context, b watch.Batch) (changed, ok bool) {
 	}
 	e.noteTasksFolder(st)
 	if st.Changed() && e.ready.Load() {
-		e.Audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: fileAgent, Action: "edit", Outcome: "ok",
+		e.Audit(ctx, snag.AuditEntry{Actor: queue.Person, Agent: fileAgent, Action: "edit", Outcome: "ok",
 			Detail: fmt.Sprintf("files changed together (%s): %d added, %d changed, %d removed",
 				strings.Join(b.Reasons, ", "), st.Added, st.Updated, st.Removed)})
 	}
@@ -202,13 +203,13 @@ const fileAgent = "the file"
 // own writes never get here: they are indexed in their own transaction,
 // and the watcher finds them unchanged.
 func (e *Engine) auditFileEdit(ctx context.Context, p string, before, after *index.Row) {
-	a := index.AuditEntry{Actor: queue.Person, Agent: fileAgent, Action: "edit", Outcome: "ok"}
+	a := snag.AuditEntry{Actor: queue.Person, Agent: fileAgent, Action: "edit", Outcome: "ok"}
 	switch {
 	case after == nil && before != nil:
 		a.TaskID, a.Detail = before.ID, "removed "+p
 	case after == nil:
 		return
-	case after.State != index.StateOK:
+	case after.State != snag.StateOK:
 		a.TaskID, a.Outcome, a.Detail = after.ID, "invalid", p+": "+after.Error
 	case before == nil || before.ID != after.ID:
 		a.TaskID, a.Detail = after.ID, "added "+p
@@ -279,7 +280,7 @@ func (e *Engine) syncOne(ctx context.Context, name string, settled bool) bool {
 	}
 	after, _ := e.p.DB.RowAt(ctx, p)
 	e.auditFileEdit(ctx, p, before, after)
-	if row, err := e.p.DB.RowAt(ctx, p); err == nil && row.ID != "" && row.State == index.StateOK {
+	if row, err := e.p.DB.RowAt(ctx, p); err == nil && row.ID != "" && row.State == snag.StateOK {
 		e.reconcile(ctx, []string{row.ID})
 	}
 	ev := map[string]any{"path": p, "added": fc.Added, "removed": fc.Removed}
@@ -342,7 +343,7 @@ func (e *Engine) othersOf(ctx context.Context, names []string) (others []string,
 // row is good.
 func (e *Engine) looksWorse(ctx context.Context, name, p string) bool {
 	state, found, err := e.p.DB.StateOf(ctx, p)
-	if err != nil || !found || state != index.StateOK {
+	if err != nil || !found || state != snag.StateOK {
 		return false
 	}
 	raw, _, err := e.p.Tasks.Read(name)
@@ -439,8 +440,8 @@ func (e *Engine) rename(ctx context.Context, from, to string) bool {
 		return false
 	}
 	p := path.Join(index.TasksFolder, to)
-	if row, err := e.p.DB.RowAt(ctx, p); err == nil && row.ID != "" && row.State == index.StateOK {
-		e.Audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: fileAgent, Action: "edit", TaskID: row.ID, Outcome: "ok",
+	if row, err := e.p.DB.RowAt(ctx, p); err == nil && row.ID != "" && row.State == snag.StateOK {
+		e.Audit(ctx, snag.AuditEntry{Actor: queue.Person, Agent: fileAgent, Action: "edit", TaskID: row.ID, Outcome: "ok",
 			Detail: fmt.Sprintf("renamed %s to %s", from, to)})
 		e.reconcile(ctx, []string{row.ID})
 	}
@@ -549,7 +550,7 @@ func (e *Engine) restoreIndex(ctx context.Context) {
 		e.log.Error("snag.db was deleted or moved away while snagd ran, and writing it again failed: restart snagd (snag daemon stop), which rebuilds it", "err", err)
 	case done:
 		e.log.Warn("snag.db was deleted or moved away while snagd ran: written again from what snagd held, nothing lost", "path", e.p.DB.Path())
-		e.Audit(ctx, index.AuditEntry{Actor: queue.System, Action: "restore", Outcome: "ok",
+		e.Audit(ctx, snag.AuditEntry{Actor: queue.System, Action: "restore", Outcome: "ok",
 			Detail: "snag.db was deleted or moved away while snagd ran: written again from what snagd held"})
 	}
 }
@@ -565,7 +566,7 @@ func (e *Engine) Reindex(ctx context.Context, by string) (index.ScanStats, error
 		return st, err
 	}
 	e.reconcile(ctx, nil)
-	e.Audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: by, Action: "reindex", Outcome: "ok",
+	e.Audit(ctx, snag.AuditEntry{Actor: queue.Person, Agent: by, Action: "reindex", Outcome: "ok",
 		Detail: fmt.Sprintf("%d files, %d failed", st.Files, st.Failed)})
 	e.hub.Publish("rescan", map[string]any{"reasons": []string{"reindex"}, "files": st.Files})
 	return st, nil

@@ -10,6 +10,7 @@ import (
 	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // Claimed is a claim's answer: the task claimed with its lease's epoch,
@@ -350,7 +351,7 @@ func (e *Engine) chooseNext(tx *index.Tx, elsewhere map[string]Holder) (id, reas
 // unclaimable refuses a claim of a task whose file is missing, or that is
 // blocked (unless forced).
 func unclaimable(it *index.Item, force bool) error {
-	if it.State == index.StateMissing {
+	if it.State == snag.StateMissing {
 		return refuse(ErrMissing, "missing", "%s is missing and cannot be claimed: %s; claim another task", it.Key, it.Error)
 	}
 	if len(it.BlockedBy) > 0 && !force {
@@ -375,8 +376,8 @@ func (e *Engine) grantRefusal(ctx context.Context, c claimChoice) error {
 }
 
 // claimEntry is the audit entry of a claim by s of task id.
-func claimEntry(s index.Session, id, outcome, detail string) index.AuditEntry {
-	return index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
+func claimEntry(s index.Session, id, outcome, detail string) snag.AuditEntry {
+	return snag.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
 		TaskID: id, Outcome: outcome, Detail: detail}
 }
 

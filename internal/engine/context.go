@@ -7,6 +7,7 @@ import (
 
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // HeldTask is a task a session holds, with its lease's epoch.
@@ -24,7 +25,7 @@ type HeldTask struct {
 type AgentView struct {
 	Session index.Session
 	Tasks   []HeldTask
-	Files   []index.FileClaim
+	Files   []snag.FileClaim
 	// LastReport is its latest report, or nil.
 	LastReport *index.Message
 }
@@ -36,8 +37,8 @@ type AgentView struct {
 type TeamContext struct {
 	Me    index.Session
 	Tasks []HeldTask
-	Files []index.FileClaim // its own, expired ones included
-	Ready []*index.Row      // at most contextReady, unblocked, in queue order
+	Files []snag.FileClaim // its own, expired ones included
+	Ready []*index.Row     // at most contextReady, unblocked, in queue order
 	// ReadyMore: more tasks are ready than Ready lists.
 	ReadyMore bool
 	Others    []AgentView
@@ -183,7 +184,7 @@ func (e *Engine) contextReadyTasks(ctx context.Context, tc *TeamContext) error {
 	}
 	for _, r := range page.Rows {
 		// (A task another worktree holds reads as claimed there: not ready.)
-		if len(r.BlockedBy) == 0 && r.State == index.StateOK && r.Status == queue.StatusOpen {
+		if len(r.BlockedBy) == 0 && r.State == snag.StateOK && r.Status == queue.StatusOpen {
 			if len(tc.Ready) == contextReady {
 				tc.ReadyMore = true
 				break

@@ -12,6 +12,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // A program that opened a task file just before snagd swapped its new
@@ -245,7 +246,7 @@ func (e *Engine) bringBack(ctx context.Context, k keep, readd, last bool) mergeO
 		if err := tx.SyncFile(e.p.Tasks, k.name); err != nil {
 			return err
 		}
-		return tx.Audit(index.AuditEntry{Actor: queue.Person, Agent: "the file", Action: "edit", TaskID: id, Outcome: "ok",
+		return tx.Audit(snag.AuditEntry{Actor: queue.Person, Agent: "the file", Action: "edit", TaskID: id, Outcome: "ok",
 			Detail: k.merged})
 	})
 	if err == nil {
@@ -269,7 +270,7 @@ func (e *Engine) bringBack(ctx context.Context, k keep, readd, last bool) mergeO
 	}
 	e.log.Warn("a save in place landed in the file snag replaced and could not be merged: its bytes are kept aside",
 		"file", p, "kept", saved, "why", why)
-	e.Audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: "the file", Action: "edit", TaskID: id, Outcome: "recovered",
+	e.Audit(ctx, snag.AuditEntry{Actor: queue.Person, Agent: "the file", Action: "edit", TaskID: id, Outcome: "recovered",
 		Detail: fmt.Sprintf("a save in place landed in the file snag had just replaced and could not be merged (%s): its bytes are in %s; compare it with %s and merge by hand",
 			why, project.Rel(saved), project.Rel(p))})
 	// Said once the bytes are kept and audited: the board shows it, and a
@@ -295,7 +296,7 @@ func (e *Engine) keepLeftover(l queue.Leftover) error {
 		id = t.ID
 	}
 	e.log.Warn("a save in place that snagd had not merged back before it stopped was kept aside", "task file", l.Name, "kept", saved)
-	e.Audit(e.runCtx, index.AuditEntry{Actor: queue.Person, Agent: "the file", Action: "edit", TaskID: id, Outcome: "recovered",
+	e.Audit(e.runCtx, snag.AuditEntry{Actor: queue.Person, Agent: "the file", Action: "edit", TaskID: id, Outcome: "recovered",
 		Detail: fmt.Sprintf("a save in place landed in the file snag had just replaced, and snagd stopped before merging it back: its bytes are in %s; compare it with %s and merge by hand",
 			project.Rel(saved), project.Rel(path.Join(index.TasksFolder, l.Name)))})
 	return nil

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // claimable opens an engine on the sample project and gives SNAG-11, an
@@ -100,7 +100,7 @@ func TestS7_ASaveThatCannotBeMergedIsKeptAside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.ContainsFunc(entries, func(a index.AuditEntry) bool {
+	if !slices.ContainsFunc(entries, func(a snag.AuditEntry) bool {
 		return a.Outcome == "recovered" && bytes.Contains([]byte(a.Detail), []byte(filepath.Base(kept[0])))
 	}) {
 		t.Errorf("no audit entry names the kept file %s: %+v", filepath.Base(kept[0]), entries)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // TaskEdit is a person's change of a task's fields (snag edit, snag dep,
@@ -60,7 +61,7 @@ func (e *Engine) Edit(ctx context.Context, ref queue.Ref, ed TaskEdit, by string
 	out, err := e.edit(ctx, it, ed, by)
 	if err != nil {
 		if !index.Busy(err) {
-			e.Audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: by, Action: "edit", TaskID: it.ID, Outcome: "refused", Detail: err.Error()})
+			e.Audit(ctx, snag.AuditEntry{Actor: queue.Person, Agent: by, Action: "edit", TaskID: it.ID, Outcome: "refused", Detail: err.Error()})
 		}
 		return Edited{}, err
 	}
@@ -115,7 +116,7 @@ func (e *Engine) edit(ctx context.Context, it *index.Item, ed TaskEdit, by strin
 			return err
 		}
 		out.Task = t
-		return tx.Audit(index.AuditEntry{Actor: queue.Person, Agent: by, Action: "edit", TaskID: t.ID, Outcome: "ok",
+		return tx.Audit(snag.AuditEntry{Actor: queue.Person, Agent: by, Action: "edit", TaskID: t.ID, Outcome: "ok",
 			Detail: strings.Join(out.Changed, "; ")})
 	})
 	if err == nil && m.placed {

@@ -30,6 +30,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 	"github.com/snagdev/snag/internal/watch"
 )
 
@@ -488,7 +489,7 @@ func moveAside(dbPath string) (string, error) {
 }
 
 // Audit writes an entry to the audit log; a failure is logged.
-func (e *Engine) Audit(ctx context.Context, a index.AuditEntry) {
+func (e *Engine) Audit(ctx context.Context, a snag.AuditEntry) {
 	if err := e.p.DB.Audit(ctx, a); err != nil {
 		e.log.Warn("audit", "err", err)
 	}
@@ -498,4 +499,4 @@ func (e *Engine) Audit(ctx context.Context, a index.AuditEntry) {
 // the answer has gone ([index.DB.AuditLater]): with the next write, or
 // within index.AuditDelay. The call's own changes are audited in their
 // transactions; this line records the call.
-func (e *Engine) AuditCall(a index.AuditEntry) { e.p.DB.AuditLater(a) }
+func (e *Engine) AuditCall(a snag.AuditEntry) { e.p.DB.AuditLater(a) }

@@ -15,6 +15,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/repopath"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // File claims' bounds.
@@ -47,10 +48,10 @@ type FilesRequest struct {
 // that expired before their renewal came (late), when nothing was claimed.
 type FilesClaimed struct {
 	Granted   bool
-	Claims    []index.FileClaim
+	Claims    []snag.FileClaim
 	Renewed   int
-	Conflicts []index.FileClaim
-	Late      []index.FileClaim
+	Conflicts []snag.FileClaim
+	Late      []snag.FileClaim
 }
 
 // repoRoots caches each worktree's repository top folder and whether its
@@ -117,7 +118,7 @@ func (e *Engine) canonical(s *index.Session, paths []string) ([]string, error) {
 // DefaultClaimTTL). A refusal names every holder in the way with its paths
 // and the seconds its claim has left.
 func (e *Engine) ClaimFiles(ctx context.Context, s index.Session, r FilesRequest) (FilesClaimed, error) {
-	entry := index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "files_claim"}
+	entry := snag.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "files_claim"}
 	refused := func(err error) (FilesClaimed, error) {
 		entry.Outcome, entry.Detail = "refused", err.Error()
 		e.Audit(ctx, entry)
@@ -174,7 +175,7 @@ func (e *Engine) ClaimFiles(ctx context.Context, s index.Session, r FilesRequest
 		// team mode each worktree is a clone of the store, which checks.)
 		repo.filesMu.Lock()
 		defer repo.filesMu.Unlock()
-		var conflicts []index.FileClaim
+		var conflicts []snag.FileClaim
 		for _, c := range repo.otherFileClaims(ctx, e, now) {
 			for _, p := range paths {
 				if (c.Exclusive || !r.Shared) && repopath.Overlap(c.Path, p) {
@@ -230,7 +231,7 @@ func mode(exclusive bool) string {
 // HoldersOf says who holds the claims cs, grouped by holder, each with
 // its paths and the seconds left at now: "LYNX holds web/app.ts, web/**
 // (exclusive, 840 s left)".
-func HoldersOf(cs []index.FileClaim, now time.Time) string {
+func HoldersOf(cs []snag.FileClaim, now time.Time) string {
 	type group struct {
 		paths []string
 		left  int
@@ -259,7 +260,7 @@ func HoldersOf(cs []index.FileClaim, now time.Time) string {
 
 // ReleaseFiles ends session s's claims of paths, or every claim it holds
 // when paths is empty, and returns the claims it ended.
-func (e *Engine) ReleaseFiles(ctx context.Context, s index.Session, paths []string) ([]index.FileClaim, error) {
+func (e *Engine) ReleaseFiles(ctx context.Context, s index.Session, paths []string) ([]snag.FileClaim, error) {
 	canon, err := e.canonical(&s, paths)
 	if err != nil {
 		return nil, err
@@ -279,7 +280,7 @@ func (e *Engine) ReleaseFiles(ctx context.Context, s index.Session, paths []stri
 	if len(out) == 0 {
 		detail = "nothing held"
 	}
-	e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "files_release", Outcome: "ok", Detail: detail})
+	e.Audit(ctx, snag.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "files_release", Outcome: "ok", Detail: detail})
 	if len(out) > 0 {
 		e.hub.Publish("files", map[string]any{"holder": s.Name, "released": names})
 	}
@@ -290,7 +291,7 @@ func (e *Engine) ReleaseFiles(ctx context.Context, s index.Session, paths []stri
 // cover it or overlap it.
 type FilesCheck struct {
 	Path   string
-	Claims []index.FileClaim
+	Claims []snag.FileClaim
 }
 
 // CheckFiles reports, for each of paths (cleaned as a claim of s would
@@ -320,7 +321,7 @@ func (e *Engine) CheckFiles(ctx context.Context, s *index.Session, paths []strin
 // worktrees' too, and in team mode the other clones', each holder named
 // with its machine ("LYNX on build-2"). With the store out of reach, this
 // machine's alone.
-func (e *Engine) FileClaims(ctx context.Context) ([]index.FileClaim, error) {
+func (e *Engine) FileClaims(ctx context.Context) ([]snag.FileClaim, error) {
 	now := time.Now()
 	local, err := e.p.DB.FileClaims(ctx, now)
 	if err == nil && e.opts.Repository != nil && e.team == nil {
@@ -346,14 +347,14 @@ func (e *Engine) FileClaims(ctx context.Context) ([]index.FileClaim, error) {
 
 // teamClaims words the store's file claims as the index's, each holder
 // named with its machine when it is another clone's.
-func (e *Engine) teamClaims(cs []coord.FileClaim) []index.FileClaim {
-	out := make([]index.FileClaim, len(cs))
+func (e *Engine) teamClaims(cs []coord.FileClaim) []snag.FileClaim {
+	out := make([]snag.FileClaim, len(cs))
 	for i, c := range cs {
 		holder := c.Holder
 		if e.across() {
 			holder = c.HolderOn(e.team.s.Clone())
 		}
-		out[i] = index.FileClaim{ID: c.ID, Path: c.Path, SessionID: c.Session, Holder: holder,
+		out[i] = snag.FileClaim{ID: c.ID, Path: c.Path, SessionID: c.Session, Holder: holder,
 			TaskID: c.TaskID, Exclusive: c.Exclusive, Acquired: c.Acquired, Expires: c.Expires}
 		if c.Clone != e.team.s.Clone() {
 			out[i].SessionID = 0 // another clone's session: its id means nothing here
@@ -363,7 +364,7 @@ func (e *Engine) teamClaims(cs []coord.FileClaim) []index.FileClaim {
 }
 
 // FileClaimsOf lists session id's claims, expired ones included.
-func (e *Engine) FileClaimsOf(ctx context.Context, id int64) ([]index.FileClaim, error) {
+func (e *Engine) FileClaimsOf(ctx context.Context, id int64) ([]snag.FileClaim, error) {
 	return e.p.DB.FileClaimsOf(ctx, id)
 }
 
@@ -382,7 +383,7 @@ func (e *Engine) Guard(ctx context.Context, committer string, paths []string) ([
 		if fold {
 			p = strings.ToLower(p)
 		}
-		var in []index.FileClaim
+		var in []snag.FileClaim
 		for _, c := range live {
 			if c.Exclusive && !strings.EqualFold(c.Holder, committer) && repopath.Match(c.Path, p) {
 				in = append(in, c)
@@ -398,7 +399,7 @@ func (e *Engine) Guard(ctx context.Context, committer string, paths []string) ([
 // PersonReleaseFile frees path (a claim's path or glob, as listed) from
 // whoever claims it, for a person, by, with a reason: the audit log says
 // who and why.
-func (e *Engine) PersonReleaseFile(ctx context.Context, path, by, reason string) ([]index.FileClaim, error) {
+func (e *Engine) PersonReleaseFile(ctx context.Context, path, by, reason string) ([]snag.FileClaim, error) {
 	if strings.TrimSpace(reason) == "" {
 		return nil, refuse(ErrInvalid, "no_reason", "release a file claim: say why (--reason): the holder reads it in the audit log")
 	}
@@ -426,7 +427,7 @@ func (e *Engine) PersonReleaseFile(ctx context.Context, path, by, reason string)
 		return nil, refuse(ErrNotFound, "not_claimed", "no live claim of %s: snag files lists the claims as they are named", canon[0])
 	}
 	for _, c := range out {
-		e.Audit(ctx, index.AuditEntry{SessionID: c.SessionID, Actor: queue.Person, Agent: by, Action: "files_release",
+		e.Audit(ctx, snag.AuditEntry{SessionID: c.SessionID, Actor: queue.Person, Agent: by, Action: "files_release",
 			Outcome: "ok", Detail: c.Holder + ": " + c.Path + ": " + why})
 	}
 	e.hub.Publish("files", map[string]any{"released": canon, "by": by})

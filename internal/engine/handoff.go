@@ -8,16 +8,10 @@ import (
 
 	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/index"
+	"github.com/snagdev/snag/internal/ops"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
-
-// Handoff is a note to an agent by name, and with Task, its lease.
-type Handoff struct {
-	To    string
-	Title string
-	Body  string
-	Task  string // a task ref whose lease moves to To, or ""
-}
 
 // HandedOff is what a handoff did.
 type HandedOff struct {
@@ -42,7 +36,7 @@ var ErrNotLive = errors.New("not live")
 // when the agent is live and the task is claimed by from (or by anyone,
 // for a person: from nil, by naming them); otherwise nothing is recorded
 // and the refusal says why.
-func (e *Engine) Handoff(ctx context.Context, from *index.Session, by string, h Handoff) (HandedOff, error) {
+func (e *Engine) Handoff(ctx context.Context, from *index.Session, by string, h ops.HandoffRequest) (HandedOff, error) {
 	ho := newHandingOff(from, by, h)
 	if err := ho.refusal(); err != nil {
 		return e.refuseHandoff(ctx, ho, err)
@@ -82,8 +76,8 @@ type handingOff struct {
 	from  *index.Session // the agent handing off; nil for a person
 	actor queue.Actor
 	by    string
-	h     Handoff
-	entry index.AuditEntry // the audit's entry, but for its outcome
+	h     ops.HandoffRequest
+	entry snag.AuditEntry // the audit's entry, but for its outcome
 	m     index.Message
 	to    index.Session
 	it    *index.Item
@@ -95,12 +89,12 @@ type handingOff struct {
 
 // newHandingOff is a handoff's caller and words, the addressee and title
 // trimmed.
-func newHandingOff(from *index.Session, by string, h Handoff) *handingOff {
+func newHandingOff(from *index.Session, by string, h ops.HandoffRequest) *handingOff {
 	ho := &handingOff{from: from, actor: queue.Person, by: by}
 	if from != nil {
 		ho.actor, ho.by = queue.Agent, from.Name
 	}
-	ho.entry = index.AuditEntry{Actor: ho.actor, Agent: ho.by, Action: "handoff"}
+	ho.entry = snag.AuditEntry{Actor: ho.actor, Agent: ho.by, Action: "handoff"}
 	if from != nil {
 		ho.entry.SessionID = from.ID
 	}
@@ -268,7 +262,7 @@ func (e *Engine) commitHandoff(ctx context.Context, ho *handingOff) (got index.M
 		if got, err = tx.AddMessage(m); err != nil {
 			return err
 		}
-		return tx.Audit(index.AuditEntry{SessionID: ho.entry.SessionID, Actor: ho.actor, Agent: ho.by, Action: "handoff", TaskID: it.ID,
+		return tx.Audit(snag.AuditEntry{SessionID: ho.entry.SessionID, Actor: ho.actor, Agent: ho.by, Action: "handoff", TaskID: it.ID,
 			Outcome: "ok", Detail: fmt.Sprintf("%s to %s, epoch %d: %s", it.Key, ho.h.To, granted.Epoch, ho.h.Title)})
 	}, nil)
 	return got, granted, err

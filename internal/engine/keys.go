@@ -12,6 +12,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // keyFix runs the settling of shared keys one look at a time: a look asked
@@ -110,7 +111,7 @@ func (e *Engine) fixKeys(ctx context.Context) {
 		if err != nil {
 			detail += "; " + err.Error()
 		}
-		e.Audit(ctx, index.AuditEntry{Actor: queue.System, Agent: "snag", Action: "renumber", TaskID: r.ID, Outcome: "ok", Detail: detail})
+		e.Audit(ctx, snag.AuditEntry{Actor: queue.System, Agent: "snag", Action: "renumber", TaskID: r.ID, Outcome: "ok", Detail: detail})
 		e.hub.Publish("renumber", map[string]any{"task": newKey, "was": r.Key, "id": r.ID, "kept_by": r.KeptBy})
 		e.log.Warn("renumbered a task whose key another task had", "was", r.Key, "now", newKey, "id", r.ID, "file", newName)
 	}

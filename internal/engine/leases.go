@@ -9,6 +9,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // Released is where a release or a holder's move left a task.
@@ -57,7 +58,7 @@ func (e *Engine) Release(ctx context.Context, s index.Session, ref queue.Ref, ep
 	}()
 	refused := func(err error) (Released, error) {
 		if it != nil && !index.Busy(err) && !errors.Is(err, errClosed) {
-			e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: string(queue.ActRelease),
+			e.Audit(ctx, snag.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: string(queue.ActRelease),
 				TaskID: it.ID, Outcome: "refused", Detail: err.Error()})
 		}
 		return Released{}, err
@@ -84,7 +85,7 @@ func (e *Engine) Release(ctx context.Context, s index.Session, ref queue.Ref, ep
 			return err
 		}
 		status = t.Status
-		return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: string(queue.ActRelease),
+		return tx.Audit(snag.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: string(queue.ActRelease),
 			TaskID: it.ID, Outcome: "ok", Detail: reason})
 	}, nil)
 	if err != nil {
@@ -159,7 +160,7 @@ func (e *Engine) PersonRelease(ctx context.Context, ref queue.Ref, by, reason st
 // person: whatever lease is live ends. e.mu must be held.
 func (e *Engine) releaseLocked(ctx context.Context, taskID string, actor queue.Actor, who, why string) error {
 	it, err := e.item(ctx, queue.Ref{ID: taskID})
-	if errors.Is(err, index.ErrNotFound) || err == nil && it.State == index.StateMissing {
+	if errors.Is(err, index.ErrNotFound) || err == nil && it.State == snag.StateMissing {
 		// The file is gone (moved out, or on another branch): end the lease
 		// alone, the file has nothing to change; the missing row goes with it.
 		return e.p.DB.Update(ctx, func(tx *index.Tx) error {
@@ -171,7 +172,7 @@ func (e *Engine) releaseLocked(ctx context.Context, taskID string, actor queue.A
 					return err
 				}
 			}
-			return tx.Audit(index.AuditEntry{Actor: actor, Agent: who, Action: "release", TaskID: taskID, Outcome: "ok",
+			return tx.Audit(snag.AuditEntry{Actor: actor, Agent: who, Action: "release", TaskID: taskID, Outcome: "ok",
 				Detail: why + " (the task file is missing: the lease ended, no file changed)"})
 		})
 	}
@@ -192,7 +193,7 @@ func (e *Engine) releaseLocked(ctx context.Context, taskID string, actor queue.A
 				return err
 			}
 		}
-		return tx.Audit(index.AuditEntry{Actor: actor, Agent: who, Action: "release", TaskID: taskID, Outcome: "ok", Detail: why})
+		return tx.Audit(snag.AuditEntry{Actor: actor, Agent: who, Action: "release", TaskID: taskID, Outcome: "ok", Detail: why})
 	})
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // NewTask is what a person or an agent gives to add a task.
@@ -89,7 +90,7 @@ func (e *Engine) Add(ctx context.Context, nt NewTask, actor queue.Actor, who str
 	if _, err := e.p.DB.SyncFile(ctx, e.p.Tasks, name); err != nil {
 		return nil, "", err
 	}
-	e.Audit(ctx, index.AuditEntry{Actor: actor, Agent: who, Action: "add", TaskID: t.ID, Outcome: "ok", Detail: t.Key + " " + t.Title})
+	e.Audit(ctx, snag.AuditEntry{Actor: actor, Agent: who, Action: "add", TaskID: t.ID, Outcome: "ok", Detail: t.Key + " " + t.Title})
 	path := index.TasksFolder + "/" + name
 	e.writePlan(ctx)
 	e.hub.Publish("task", map[string]any{"path": path, "added": true, "key": t.Key})
@@ -355,9 +356,9 @@ func changes(t *queue.Task, action queue.Action, to queue.Status, who string) []
 
 func clean(it *index.Item) error {
 	switch {
-	case it.State == index.StateConflict:
+	case it.State == snag.StateConflict:
 		return fmt.Errorf("%w: %s has git conflict markers: %s", ErrNotClean, it.Path, it.Error)
-	case it.State != index.StateOK:
+	case it.State != snag.StateOK:
 		return fmt.Errorf("%w: %s", ErrNotClean, it.Error)
 	case it.Dup:
 		return fmt.Errorf("%w: another file has the same id or key as %s: snag doctor names both", ErrNotClean, it.Path)

@@ -12,9 +12,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 	"github.com/snagdev/snag/internal/snagdtest"
 )
 
@@ -241,7 +241,7 @@ func TestMoveRefusesFilesThatAreNotClean(t *testing.T) {
 		t.Error("a conflicted file was rewritten")
 	}
 	it, err := e.Get(ctx, ref)
-	if err != nil || it.State != index.StateConflict || !it.Stale {
+	if err != nil || it.State != snag.StateConflict || !it.Stale {
 		t.Errorf("conflicted row: %+v, %v; want state conflict with its last good data", it, err)
 	}
 }

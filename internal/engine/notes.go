@@ -19,6 +19,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // NoteInput is a note to write: a node of the decision graph.
@@ -64,7 +65,7 @@ const noteTries = 20
 // author. The file and its edges are indexed together; when that fails
 // the file is removed, so a failure leaves neither.
 func (e *Engine) AddNote(ctx context.Context, actor queue.Actor, who string, in NoteInput) (index.NoteRow, error) {
-	entry := index.AuditEntry{SessionID: in.Session, Actor: actor, Agent: who, Action: "note", Branch: in.Branch}
+	entry := snag.AuditEntry{SessionID: in.Session, Actor: actor, Agent: who, Action: "note", Branch: in.Branch}
 	refused := func(err *Error) (index.NoteRow, error) {
 		entry.Outcome, entry.Detail = "refused", err.Message
 		e.Audit(ctx, entry)
@@ -302,7 +303,7 @@ func (e *Engine) pathOf(ctx context.Context, a, b, kind string) []string {
 // writer's worktree (edges live in the note they start from). A link that
 // is there already changes nothing.
 func (e *Engine) Link(ctx context.Context, actor queue.Actor, who string, in LinkInput) (index.NoteRow, error) {
-	entry := index.AuditEntry{SessionID: in.Session, Actor: actor, Agent: who, Action: "link", Branch: in.Branch}
+	entry := snag.AuditEntry{SessionID: in.Session, Actor: actor, Agent: who, Action: "link", Branch: in.Branch}
 	refused := func(err *Error) (index.NoteRow, error) {
 		entry.Outcome, entry.Detail = "refused", err.Message
 		e.Audit(ctx, entry)

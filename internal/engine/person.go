@@ -9,6 +9,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // PersonMove makes a person's move of the status machine (promote,
@@ -42,12 +43,12 @@ func (e *Engine) move(ctx context.Context, ref queue.Ref, action queue.Action, a
 		if moved, err = e.moveFile(tx, it, action, actor, who); err != nil {
 			return err
 		}
-		return tx.Audit(index.AuditEntry{Actor: actor, Agent: who, Action: string(action), TaskID: moved.ID, Outcome: "ok",
+		return tx.Audit(snag.AuditEntry{Actor: actor, Agent: who, Action: string(action), TaskID: moved.ID, Outcome: "ok",
 			Detail: string(it.Status) + " -> " + string(moved.Status)})
 	})
 	if err != nil {
 		if it.Task != nil && !index.Busy(err) {
-			e.Audit(ctx, index.AuditEntry{Actor: actor, Agent: who, Action: string(action), TaskID: it.Task.ID,
+			e.Audit(ctx, snag.AuditEntry{Actor: actor, Agent: who, Action: string(action), TaskID: it.Task.ID,
 				Outcome: "refused", Detail: err.Error()})
 		}
 		return nil, err
@@ -90,7 +91,7 @@ func (e *Engine) Promote(ctx context.Context, ref queue.Ref, sev queue.Severity,
 		if _, err := e.p.DB.SyncFile(ctx, e.p.Tasks, project.Name(it)); err != nil {
 			return nil, err
 		}
-		e.Audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: by, Action: "edit", TaskID: t.ID, Outcome: "ok",
+		e.Audit(ctx, snag.AuditEntry{Actor: queue.Person, Agent: by, Action: "edit", TaskID: t.ID, Outcome: "ok",
 			Detail: "on promotion from the board: " + strings.Join(changed, ", ")})
 		if it, err := e.p.DB.Get(ctx, queue.Ref{ID: t.ID}); err == nil && it.Task != nil {
 			t = it.Task
@@ -119,7 +120,7 @@ func (e *Engine) Accept(ctx context.Context, ref queue.Ref, by string) (*queue.T
 		if _, _, err := tx.End(it.ID, "resolved by "+by); err != nil {
 			return err
 		}
-		return tx.Audit(index.AuditEntry{Actor: queue.Person, Agent: by, Action: "accept", TaskID: it.ID, Outcome: "ok",
+		return tx.Audit(snag.AuditEntry{Actor: queue.Person, Agent: by, Action: "accept", TaskID: it.ID, Outcome: "ok",
 			Detail: fmt.Sprintf("%s -> %s by a person", it.Status, moved.Status)})
 	})
 	if err != nil {

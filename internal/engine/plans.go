@@ -15,6 +15,7 @@ import (
 	"github.com/snagdev/snag/internal/atomicfile"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // PlanView is a plan with how its tasks (those whose plan: names it)
@@ -102,7 +103,7 @@ func (e *Engine) Plan(ctx context.Context, slug string) (PlanView, error) {
 // agent as its author, until a person activates it.
 func (e *Engine) CreatePlan(ctx context.Context, actor queue.Actor, who, title, body string) (*queue.PlanFile, error) {
 	title = strings.TrimSpace(title)
-	entry := index.AuditEntry{Actor: actor, Agent: who, Action: "plan_create"}
+	entry := snag.AuditEntry{Actor: actor, Agent: who, Action: "plan_create"}
 	switch {
 	case title == "":
 		return nil, refuse(ErrInvalid, "bad_title", "plan: give it a title: what the plan is for")
@@ -153,7 +154,7 @@ func (e *Engine) CreatePlan(ctx context.Context, actor queue.Actor, who, title, 
 // that, as promotion vets an inbox item. A person's activation vets the
 // plan.
 func (e *Engine) UpdatePlan(ctx context.Context, actor queue.Actor, who, slug string, ed PlanEdit) (*queue.PlanFile, error) {
-	entry := index.AuditEntry{Actor: actor, Agent: who, Action: "plan_update"}
+	entry := snag.AuditEntry{Actor: actor, Agent: who, Action: "plan_update"}
 	refused := func(err *Error) (*queue.PlanFile, error) {
 		entry.Outcome, entry.Detail = "refused", err.Message
 		e.Audit(ctx, entry)

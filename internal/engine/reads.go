@@ -6,6 +6,7 @@ import (
 	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // The reads below take no lock: the index serves each from one consistent
@@ -68,7 +69,7 @@ func (e *Engine) Search(ctx context.Context, query string, limit int) ([]index.H
 }
 
 // Counts are the tasks by status, and the files that are not tasks.
-func (e *Engine) Counts(ctx context.Context) (index.Counts, error) { return e.p.DB.Count(ctx) }
+func (e *Engine) Counts(ctx context.Context) (snag.Counts, error) { return e.p.DB.Count(ctx) }
 
 // Sessions are the live sessions.
 func (e *Engine) Sessions(ctx context.Context) ([]index.Session, error) {
@@ -86,12 +87,12 @@ func (e *Engine) LeasesOf(ctx context.Context, id int64) ([]index.Lease, error) 
 // AuditLog is up to limit entries (0: 100) of the audit log after id
 // after: the repository's log of live actions (the team's, in team mode),
 // which outlives any index (teamAudit).
-func (e *Engine) AuditLog(ctx context.Context, after int64, limit int) ([]index.AuditEntry, error) {
+func (e *Engine) AuditLog(ctx context.Context, after int64, limit int) ([]snag.AuditEntry, error) {
 	if limit <= 0 {
 		limit = 100
 	}
 	return e.teamAudit(ctx, func(ctx context.Context) ([]coord.Entry, error) { return e.team.s.AuditLog(ctx, after, limit) },
-		func() ([]index.AuditEntry, error) { return e.p.DB.AuditLog(ctx, after, limit) })
+		func() ([]snag.AuditEntry, error) { return e.p.DB.AuditLog(ctx, after, limit) })
 }
 
 // Polling reports whether the watcher polls, having no filesystem watches.
@@ -115,7 +116,7 @@ func (e *Engine) DepKeys(ctx context.Context, deps []string) []string {
 
 // AuditTail is the latest n entries of the audit log (as AuditLog's),
 // newest last.
-func (e *Engine) AuditTail(ctx context.Context, n int) ([]index.AuditEntry, error) {
+func (e *Engine) AuditTail(ctx context.Context, n int) ([]snag.AuditEntry, error) {
 	return e.teamAudit(ctx, func(ctx context.Context) ([]coord.Entry, error) { return e.team.s.AuditTail(ctx, n) },
-		func() ([]index.AuditEntry, error) { return e.p.DB.AuditTail(ctx, n) })
+		func() ([]snag.AuditEntry, error) { return e.p.DB.AuditTail(ctx, n) })
 }

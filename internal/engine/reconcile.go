@@ -7,6 +7,7 @@ import (
 
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // reconcile makes leases agree with the files, which win: a live lease on a
@@ -29,7 +30,7 @@ func (e *Engine) reconcile(ctx context.Context, ids []string) {
 	var live []index.Session // read once, when a lease is to be re-derived
 	var grants []leaseGrant
 	for _, r := range rows {
-		if r.State != index.StateOK || r.Stale {
+		if r.State != snag.StateOK || r.Stale {
 			continue
 		}
 		if g, ok := e.reconcileRow(ctx, r, byTask, &live); ok {
@@ -117,14 +118,14 @@ func (e *Engine) reconcileRow(ctx context.Context, r *index.Row, byTask map[stri
 	case leased && !holding && e.putBack(r, l):
 		// git put the file back as it was before the claim (a stash, a
 		// checkout, a merge): the lease holds.
-		e.Audit(ctx, index.AuditEntry{Actor: queue.System, Agent: l.Holder, Action: "lease_kept", TaskID: r.ID, Outcome: "ok",
+		e.Audit(ctx, snag.AuditEntry{Actor: queue.System, Agent: l.Holder, Action: "lease_kept", TaskID: r.ID, Outcome: "ok",
 			Detail: "the file is back as it was before the claim (git stash, checkout or merge): " + l.Holder +
 				" keeps the lease; snag release frees the task"})
 	case leased && !holding:
 		why := fmt.Sprintf("the file says %s (edited by hand)", r.Status)
 		e.p.DB.Update(ctx, func(tx *index.Tx) error {
 			tx.End(r.ID, why)
-			return tx.Audit(index.AuditEntry{Actor: queue.Person, Action: "lease_end", TaskID: r.ID, Outcome: "ok",
+			return tx.Audit(snag.AuditEntry{Actor: queue.Person, Action: "lease_end", TaskID: r.ID, Outcome: "ok",
 				Detail: l.Holder + ": " + why})
 		})
 		e.hub.Publish("lease", map[string]any{"task": r.Key, "ended": true, "reason": why})
@@ -181,7 +182,7 @@ func (e *Engine) grantFromFiles(ctx context.Context, grants []leaseGrant) {
 			if g.sid != 0 {
 				action, detail = "lease_restored", "the file says "+string(g.r.Status)+" by "+g.holder+", who is connected"
 			}
-			err := tx.Audit(index.AuditEntry{Actor: queue.System, Agent: g.holder, Action: action, TaskID: g.r.ID,
+			err := tx.Audit(snag.AuditEntry{Actor: queue.System, Agent: g.holder, Action: action, TaskID: g.r.ID,
 				SessionID: g.sid, Outcome: "ok", Detail: detail})
 			if err != nil {
 				return err

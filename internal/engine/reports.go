@@ -6,6 +6,7 @@ import (
 
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // Report records session s's progress (about task, when named) for people
@@ -33,7 +34,7 @@ func (e *Engine) Report(ctx context.Context, s index.Session, message, task, det
 	if err != nil {
 		return m, err
 	}
-	e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "report", TaskID: m.TaskID,
+	e.Audit(ctx, snag.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "report", TaskID: m.TaskID,
 		Outcome: "ok", Detail: message})
 	e.hub.Publish("report", map[string]any{"from": s.Name, "task": key, "message": message})
 	return m, nil

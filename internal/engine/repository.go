@@ -15,6 +15,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // Repository is what the worktrees of one repository share inside the one
@@ -113,8 +114,8 @@ func (r *Repository) others(e *Engine, f func(root string, m *Engine)) {
 
 // activity is the activity by branch since since that the repository's
 // other worktrees than e's recorded, one list each.
-func (r *Repository) activity(ctx context.Context, e *Engine, since time.Time) [][]index.BranchActivity {
-	var out [][]index.BranchActivity
+func (r *Repository) activity(ctx context.Context, e *Engine, since time.Time) [][]snag.BranchActivity {
+	var out [][]snag.BranchActivity
 	r.others(e, func(_ string, m *Engine) {
 		if list, _, err := m.p.DB.Activity(ctx, since, 0); err == nil {
 			out = append(out, list)
@@ -127,8 +128,8 @@ func (r *Repository) activity(ctx context.Context, e *Engine, since time.Time) [
 // worktrees than e's. Paths are the repository's (the same in every
 // worktree); a holder's session id means nothing outside its worktree, so
 // it is 0.
-func (r *Repository) otherFileClaims(ctx context.Context, e *Engine, now time.Time) []index.FileClaim {
-	var out []index.FileClaim
+func (r *Repository) otherFileClaims(ctx context.Context, e *Engine, now time.Time) []snag.FileClaim {
+	var out []snag.FileClaim
 	r.others(e, func(_ string, m *Engine) {
 		cs, _ := m.p.DB.FileClaims(ctx, now)
 		for _, c := range cs {

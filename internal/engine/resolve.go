@@ -6,7 +6,9 @@ import (
 	"strings"
 
 	"github.com/snagdev/snag/internal/index"
+	"github.com/snagdev/snag/internal/ops"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // Resolve sends a task to verify: never resolved by an agent's word
@@ -48,9 +50,9 @@ func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, er
 		return e.refuseResolve(ctx, r, err)
 	}
 	switch r.p.Code {
-	case VerifyNoCaptureURL:
-		return e.refuseResolve(ctx, r, refuse(ErrCannotVerify, VerifyNoCaptureURL, "%s", r.p.Message))
-	case VerifyDisabled:
+	case ops.VerifyNoCaptureURL:
+		return e.refuseResolve(ctx, r, refuse(ErrCannotVerify, ops.VerifyNoCaptureURL, "%s", r.p.Message))
+	case ops.VerifyDisabled:
 		// Nothing waits on a check: the write is made as a claim is
 		// (commit.go), its checks made again in its batch.
 		e.mu.Unlock()
@@ -79,7 +81,7 @@ type resolving struct {
 	detail string // the request's note and commit, for the audit
 	it     *index.Item
 	lease  index.Lease
-	p      Plan
+	p      ops.VerifyPlan
 }
 
 // newResolving is a request's caller and words, before the task is read.
@@ -171,7 +173,7 @@ func (r *resolving) throughVerifying(then Step) []Step {
 
 // refuseResolve audits a refused resolve and answers with its error.
 func (e *Engine) refuseResolve(ctx context.Context, r *resolving, err *Error) (Resolution, error) {
-	e.Audit(ctx, index.AuditEntry{SessionID: r.s.ID, Actor: r.actor, Agent: r.who, Action: r.action, TaskID: r.it.ID,
+	e.Audit(ctx, snag.AuditEntry{SessionID: r.s.ID, Actor: r.actor, Agent: r.who, Action: r.action, TaskID: r.it.ID,
 		Outcome: "refused", Detail: err.Message})
 	return Resolution{}, err
 }
@@ -183,7 +185,7 @@ func (e *Engine) alreadyVerifying(ctx context.Context, it *index.Item) (Resoluti
 	if err != nil {
 		return Resolution{}, err
 	}
-	return Resolution{Key: it.Key, Status: it.Status, Code: VerifyOK, Verify: &st,
+	return Resolution{Key: it.Key, Status: it.Status, Code: ops.VerifyOK, Verify: &st,
 		Message: fmt.Sprintf("verify of %s is already running: poll GET /verify/%s", it.Key, it.Key)}, nil
 }
 
@@ -216,7 +218,7 @@ func (e *Engine) resolveUnverified(ctx context.Context, r *resolving) (Resolutio
 		if _, _, err := tx.End(it.ID, "resolved: "+r.detail); err != nil {
 			return err
 		}
-		return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: r.actor, Agent: r.who, Action: "resolve", TaskID: it.ID,
+		return tx.Audit(snag.AuditEntry{SessionID: s.ID, Actor: r.actor, Agent: r.who, Action: "resolve", TaskID: it.ID,
 			Outcome: "ok", Detail: strings.TrimSpace("verify disabled: resolved, not verified " + r.detail)})
 	}, nil)
 	if err != nil {
@@ -225,14 +227,14 @@ func (e *Engine) resolveUnverified(ctx context.Context, r *resolving) (Resolutio
 	}
 	e.hub.Publish("lease", map[string]any{"task": it.Key, "action": "resolve", "status": queue.StatusResolved})
 	e.writePlan(ctx)
-	return Resolution{Key: it.Key, Status: queue.StatusResolved, Code: VerifyDisabled, Message: r.p.Message}, nil
+	return Resolution{Key: it.Key, Status: queue.StatusResolved, Code: ops.VerifyDisabled, Message: r.p.Message}, nil
 }
 
 // startVerify sends the task to verifying, with a run queued when a
 // verifier can take it now, and launches the run. e.mu must be held.
 func (e *Engine) startVerify(ctx context.Context, r *resolving) (Resolution, error) {
 	it, p := r.it, r.p
-	var run index.VerifyRun
+	var run snag.VerifyRun
 	err := e.p.DB.Update(ctx, func(tx *index.Tx) error {
 		if it.Status != queue.StatusVerifying {
 			if _, err := e.moveFile(tx, it, queue.ActResolve, r.actor, r.who); err != nil {
@@ -243,20 +245,20 @@ func (e *Engine) startVerify(ctx context.Context, r *resolving) (Resolution, err
 		// fail, needs_approval ...) is a later entry. "started" keeps a
 		// reader from taking this one for a passed check or a dry run.
 		outcome := "started"
-		if p.Code == VerifyUnavailable {
-			outcome = VerifyUnavailable
+		if p.Code == ops.VerifyUnavailable {
+			outcome = ops.VerifyUnavailable
 		} else {
 			cmd := p.Command
 			if p.Verifier == "browser" {
 				cmd = p.URL
 			}
 			var err error
-			if run, err = tx.QueueVerify(index.VerifyRun{TaskID: it.ID, Verifier: p.Verifier, Command: cmd, Dir: p.Dir,
+			if run, err = tx.QueueVerify(snag.VerifyRun{TaskID: it.ID, Verifier: p.Verifier, Command: cmd, Dir: p.Dir,
 				SessionID: r.s.ID, Holder: r.lease.Holder}); err != nil {
 				return err
 			}
 		}
-		return tx.Audit(index.AuditEntry{SessionID: r.s.ID, Actor: r.actor, Agent: r.who, Action: r.action, TaskID: it.ID,
+		return tx.Audit(snag.AuditEntry{SessionID: r.s.ID, Actor: r.actor, Agent: r.who, Action: r.action, TaskID: it.ID,
 			Outcome: outcome, Detail: strings.TrimSpace(p.Message + " " + r.detail)})
 	})
 	if err != nil {
@@ -264,13 +266,13 @@ func (e *Engine) startVerify(ctx context.Context, r *resolving) (Resolution, err
 	}
 	e.hub.Publish("task", map[string]any{"key": it.Key, "status": queue.StatusVerifying})
 	e.writePlan(ctx)
-	if p.Code == VerifyUnavailable {
-		return Resolution{Key: it.Key, Status: queue.StatusVerifying, Code: VerifyUnavailable, Message: p.Message}, nil
+	if p.Code == ops.VerifyUnavailable {
+		return Resolution{Key: it.Key, Status: queue.StatusVerifying, Code: ops.VerifyUnavailable, Message: p.Message}, nil
 	}
 	e.launch(it, run)
 	eta := e.eta(ctx, it.ID, run)
-	return Resolution{Key: it.Key, Status: queue.StatusVerifying, Code: VerifyOK, Started: true, ETA: eta,
-		Verify:  &VerifyState{Key: it.Key, Status: queue.StatusVerifying, Running: true, Verifier: p.Verifier, History: []index.VerifyRun{run}},
+	return Resolution{Key: it.Key, Status: queue.StatusVerifying, Code: ops.VerifyOK, Started: true, ETA: eta,
+		Verify:  &snag.VerifyState{Key: it.Key, Status: queue.StatusVerifying, Running: true, Verifier: p.Verifier, History: []snag.VerifyRun{run}},
 		Message: fmt.Sprintf("verify is running (%s): poll GET /verify/%s in about %d s", p.Verifier, it.Key, eta)}, nil
 }
 
@@ -291,7 +293,7 @@ func needsApprovalReason(command, from, key string) string {
 func (e *Engine) needsApproval(ctx context.Context, r *resolving) (Resolution, error) {
 	it, p := r.it, r.p
 	reason := needsApprovalReason(p.Command, p.From, it.Key)
-	undo, err := e.teamEndFirst(ctx, it.ID, "verify: "+OutcomeNeedsApproval)
+	undo, err := e.teamEndFirst(ctx, it.ID, "verify: "+snag.OutcomeNeedsApproval)
 	if err != nil {
 		return Resolution{}, e.finishRefusedLocked(ctx, it, r.lease, err)
 	}
@@ -300,31 +302,31 @@ func (e *Engine) needsApproval(ctx context.Context, r *resolving) (Resolution, e
 		if _, err := e.moveSteps(tx, it, r.who, steps...); err != nil {
 			return err
 		}
-		if _, _, err := tx.End(it.ID, "verify: "+OutcomeNeedsApproval); err != nil {
+		if _, _, err := tx.End(it.ID, "verify: "+snag.OutcomeNeedsApproval); err != nil {
 			return err
 		}
-		run, err := tx.QueueVerify(index.VerifyRun{TaskID: it.ID, Verifier: p.Verifier, Command: p.Command, Dir: p.Dir,
+		run, err := tx.QueueVerify(snag.VerifyRun{TaskID: it.ID, Verifier: p.Verifier, Command: p.Command, Dir: p.Dir,
 			SessionID: r.s.ID, Holder: r.lease.Holder})
 		if err != nil {
 			return err
 		}
-		if err := tx.EndVerify(run.ID, index.RunEnd{Outcome: OutcomeNeedsApproval, Reason: reason}); err != nil {
+		if err := tx.EndVerify(run.ID, index.RunEnd{Outcome: snag.OutcomeNeedsApproval, Reason: reason}); err != nil {
 			return err
 		}
-		return tx.Audit(index.AuditEntry{SessionID: r.s.ID, Actor: r.actor, Agent: r.who, Action: r.action, TaskID: it.ID,
-			Outcome: OutcomeNeedsApproval, Detail: strings.TrimSpace(fmt.Sprintf("%s -> %s: %s %s", it.Status, queue.StatusNeedsReview, reason, r.detail))})
+		return tx.Audit(snag.AuditEntry{SessionID: r.s.ID, Actor: r.actor, Agent: r.who, Action: r.action, TaskID: it.ID,
+			Outcome: snag.OutcomeNeedsApproval, Detail: strings.TrimSpace(fmt.Sprintf("%s -> %s: %s %s", it.Status, queue.StatusNeedsReview, reason, r.detail))})
 	})
 	if err != nil {
 		undo()
 		return Resolution{}, err
 	}
 	e.hub.Publish("task", map[string]any{"key": it.Key, "status": queue.StatusNeedsReview})
-	e.hub.Publish("verify", map[string]any{"task": it.Key, "outcome": OutcomeNeedsApproval, "reason": reason,
+	e.hub.Publish("verify", map[string]any{"task": it.Key, "outcome": snag.OutcomeNeedsApproval, "reason": reason,
 		"status": queue.StatusNeedsReview, "applied": true})
 	e.writePlan(ctx)
 	msg := fmt.Sprintf("verify.command `%s` (from %s) waits for a person's approval, so nothing was run: %s is needs_review and its lease ended. "+
 		"A person approves the command with snag approve %s on this machine, then checks the task with snag verify %s",
 		p.Command, fromName(p.From), it.Key, approveArg(it.Key, p.From), it.Key)
-	return Resolution{Key: it.Key, Status: queue.StatusNeedsReview, Code: OutcomeNeedsApproval, Message: msg,
+	return Resolution{Key: it.Key, Status: queue.StatusNeedsReview, Code: snag.OutcomeNeedsApproval, Message: msg,
 		Reason: reason, Command: p.Command, From: p.From}, nil
 }

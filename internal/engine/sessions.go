@@ -14,6 +14,7 @@ import (
 	"github.com/snagdev/snag/internal/gitdir"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // streams counts the open streams of each session and, when a session's
@@ -163,7 +164,7 @@ func (e *Engine) EndForPerson(ctx context.Context, id int64, by, reason string) 
 	if reason != "" {
 		why += ": " + reason
 	}
-	e.Audit(ctx, index.AuditEntry{SessionID: id, Actor: queue.Person, Agent: by, Action: "session_end",
+	e.Audit(ctx, snag.AuditEntry{SessionID: id, Actor: queue.Person, Agent: by, Action: "session_end",
 		Outcome: "ok", Detail: fmt.Sprintf("%s (holding %d): %s", s.Name, len(held), why)})
 	e.EndSession(id, why)
 	return s.Name, len(held), nil
@@ -188,7 +189,7 @@ func (e *Engine) Adopt(ctx context.Context, s index.Session, name string) (index
 		e.endGoneNamed(ctx, name)
 	}
 	got, err := e.p.DB.Adopt(ctx, s.ID, name)
-	entry := index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: name, Action: "adopt", Outcome: "ok", Detail: "was " + s.Name}
+	entry := snag.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: name, Action: "adopt", Outcome: "ok", Detail: "was " + s.Name}
 	switch {
 	case errors.Is(err, index.ErrNamed), errors.Is(err, index.ErrNameTaken):
 		entry.Agent, entry.Outcome, entry.Detail = s.Name, "refused", err.Error()
@@ -268,7 +269,7 @@ func (e *Engine) Register(ctx context.Context, s index.Session) (index.Session, 
 	if err != nil {
 		return s, err
 	}
-	e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "session",
+	e.Audit(ctx, snag.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "session",
 		Outcome: "ok", Detail: fmt.Sprintf("%s %s pid %d", s.Client, s.ClientVersion, s.PID)})
 	if e.team != nil {
 		s = e.teamRegister(ctx, s)
@@ -410,7 +411,7 @@ func (e *Engine) EndSession(id int64, why string) {
 				if _, _, err := tx.End(l.TaskID, "holder gone during verify: "+why); err != nil {
 					return err
 				}
-				return tx.Audit(index.AuditEntry{SessionID: id, Actor: queue.System, Agent: l.Holder, Action: "release",
+				return tx.Audit(snag.AuditEntry{SessionID: id, Actor: queue.System, Agent: l.Holder, Action: "release",
 					TaskID: l.TaskID, Outcome: "ok", Detail: "holder gone during verify (the outcome decides where the task goes): " + why})
 			})
 			if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // ErrUnreachable: the coordination store shared with other clones cannot
@@ -167,7 +168,7 @@ func (t *team) wake() {
 
 // audited is the index's hook after a commit that wrote audit entries:
 // the sender sends them to the store's log.
-func (t *team) audited([]index.AuditEntry) { t.wake() }
+func (t *team) audited([]snag.AuditEntry) { t.wake() }
 
 // message is the index's hook after a commit that added a report or a
 // handoff: the team reads it too.
@@ -239,7 +240,7 @@ func (e *Engine) teamSend(ctx context.Context) error {
 			// store's own sweep has freed what it held. Said, and audited:
 			// never dropped without a word.
 			e.log.Warn("the coordination store refused a change: it is not sent again", "change", op.String(), "err", err)
-			e.Audit(ctx, index.AuditEntry{Actor: queue.System, Action: "coord", Outcome: "refused",
+			e.Audit(ctx, snag.AuditEntry{Actor: queue.System, Action: "coord", Outcome: "refused",
 				Detail: op.String() + ": " + err.Error()})
 		}
 		t.mu.Lock()
@@ -291,7 +292,7 @@ func (e *Engine) teamRename(ctx context.Context, s *index.Session) bool {
 	}
 	e.live.ended(s.ID) // the kept copy has the old name
 	e.log.Warn("an agent's name was live on another clone: renamed", "session", s.ID, "was", s.Name, "now", name)
-	e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.System, Agent: name, Action: "rename", Outcome: "ok",
+	e.Audit(ctx, snag.AuditEntry{SessionID: s.ID, Actor: queue.System, Agent: name, Action: "rename", Outcome: "ok",
 		Detail: s.Name + " was live on another clone: renamed " + name})
 	renamed := *s
 	renamed.Name = name

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/snagdev/snag/internal/coord"
-	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // TeamBoard is what a person's board shows of the repository's other
@@ -36,7 +36,7 @@ type TeamAgent struct {
 	Host, Root, Branch string
 	Tasks              []TeamHeld
 	// Files are its live file claims, holder named with its machine.
-	Files []index.FileClaim
+	Files []snag.FileClaim
 }
 
 // TeamHeld is a task an agent of another clone holds.

@@ -9,6 +9,7 @@ import (
 	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // teamAuditLog names this view's audit log for the store. An index that
@@ -60,7 +61,7 @@ func (e *Engine) teamSendAudits(ctx context.Context) error {
 // the store out of reach (a team's, cut off) it is this view's own log,
 // read with local, as it is for an engine without a store.
 func (e *Engine) teamAudit(ctx context.Context, read func(context.Context) ([]coord.Entry, error),
-	local func() ([]index.AuditEntry, error)) ([]index.AuditEntry, error) {
+	local func() ([]snag.AuditEntry, error)) ([]snag.AuditEntry, error) {
 	if e.team == nil {
 		return local()
 	}
@@ -74,9 +75,9 @@ func (e *Engine) teamAudit(ctx context.Context, read func(context.Context) ([]co
 		return local()
 	}
 	host, _ := os.Hostname()
-	out := make([]index.AuditEntry, len(shared))
+	out := make([]snag.AuditEntry, len(shared))
 	for i, c := range shared {
-		a := index.AuditEntry{ID: c.ID, SessionID: c.Session, At: c.At, Actor: queue.Actor(c.Actor), Agent: c.Agent,
+		a := snag.AuditEntry{ID: c.ID, SessionID: c.Session, At: c.At, Actor: queue.Actor(c.Actor), Agent: c.Agent,
 			Action: c.Action, TaskID: c.TaskID, Outcome: c.Outcome, Detail: c.Detail, Branch: c.Branch}
 		if c.Log != e.team.auditLog {
 			if c.Root != e.root {

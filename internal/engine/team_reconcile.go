@@ -9,6 +9,7 @@ import (
 	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // teamReconcileSessions ends in the store this clone's sessions that
@@ -45,7 +46,7 @@ func (e *Engine) teamReconcileSessions(ctx context.Context) (map[int64]bool, boo
 			e.log.Warn("reconcile the sessions with the coordination store: will try again", "err", err)
 			return nil, false
 		}
-		e.Audit(ctx, index.AuditEntry{SessionID: id, Actor: queue.System, Action: "reconcile", Outcome: "ok",
+		e.Audit(ctx, snag.AuditEntry{SessionID: id, Actor: queue.System, Action: "reconcile", Outcome: "ok",
 			Detail: fmt.Sprintf("%s (%d leases freed there)", why, len(freed))})
 	}
 	return live, true
@@ -180,7 +181,7 @@ func (e *Engine) teamAttach(ctx context.Context, l index.Lease, m coord.Lease, n
 	}
 	if attached {
 		n.kept++
-		e.Audit(ctx, index.AuditEntry{SessionID: m.Session, Actor: queue.System, Agent: m.Holder, Action: "reconcile", TaskID: l.TaskID,
+		e.Audit(ctx, snag.AuditEntry{SessionID: m.Session, Actor: queue.System, Agent: m.Holder, Action: "reconcile", TaskID: l.TaskID,
 			Outcome: "ok", Detail: fmt.Sprintf("the claim's file was rewritten before snagd stopped: the lease is %s's again, at epoch %d", m.Holder, m.Epoch)})
 	}
 	return nil
@@ -199,7 +200,7 @@ func (e *Engine) teamTakeBack(ctx context.Context, l index.Lease, n *reconcileTa
 	switch {
 	case err == nil:
 		n.taken++
-		e.Audit(ctx, index.AuditEntry{Actor: queue.System, Agent: l.Holder, Action: "reconcile", TaskID: l.TaskID, Outcome: "ok",
+		e.Audit(ctx, snag.AuditEntry{Actor: queue.System, Agent: l.Holder, Action: "reconcile", TaskID: l.TaskID, Outcome: "ok",
 			Detail: fmt.Sprintf("the shared lease was free: taken back for %s at epoch %d", l.Holder, l.Epoch)})
 	case errors.Is(err, coord.ErrUnreachable), errors.Is(err, coord.ErrCloneEnded):
 		return err
@@ -239,7 +240,7 @@ func (e *Engine) teamEndUnheldGrants(ctx context.Context, shared map[string]coor
 			return err
 		}
 		n.ended++
-		e.Audit(ctx, index.AuditEntry{Actor: queue.System, Agent: m.Holder, Action: "reconcile", TaskID: m.TaskID, Outcome: "ok", Detail: why})
+		e.Audit(ctx, snag.AuditEntry{Actor: queue.System, Agent: m.Holder, Action: "reconcile", TaskID: m.TaskID, Outcome: "ok", Detail: why})
 	}
 	return nil
 }
@@ -266,7 +267,7 @@ func (e *Engine) teamMarkFinished(ctx context.Context, n *reconcileTally) error 
 		}
 		if changed {
 			n.ended++
-			e.Audit(ctx, index.AuditEntry{Actor: queue.System, Agent: l.Holder, Action: "reconcile", TaskID: l.TaskID, Outcome: "ok", Detail: why})
+			e.Audit(ctx, snag.AuditEntry{Actor: queue.System, Agent: l.Holder, Action: "reconcile", TaskID: l.TaskID, Outcome: "ok", Detail: why})
 		}
 	}
 	return nil

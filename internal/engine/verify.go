@@ -11,63 +11,11 @@ import (
 	"github.com/snagdev/snag/internal/approval"
 	"github.com/snagdev/snag/internal/browser"
 	"github.com/snagdev/snag/internal/index"
+	"github.com/snagdev/snag/internal/ops"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
-
-// The answers of a verify dry run (DESIGN section 11).
-const (
-	// VerifyOK: a verifier can check the task; Verifier says which.
-	VerifyOK = "ok"
-	// VerifyNoCaptureURL: nothing can check the task (no command, no
-	// captured page): it stays where it is and a person resolves it.
-	VerifyNoCaptureURL = "no_capture_url"
-	// VerifyDisabled: the project resolves without verify; resolve makes
-	// the task resolved with verified: false.
-	VerifyDisabled = "verify_disabled"
-	// VerifyUnavailable: the verifier needs a browser and none is here; the
-	// task stays verifying and asking again later is right (HTTP 503).
-	VerifyUnavailable = "verify_unavailable"
-)
-
-// The outcomes of a verify run.
-const (
-	OutcomePass          = "pass"           // -> resolved, verified: true
-	OutcomeFail          = "fail"           // -> claimed by the same holder, or open when it is gone
-	OutcomeInconclusive  = "inconclusive"   // -> needs_review
-	OutcomeNeedsApproval = "needs_approval" // -> needs_review; no process was started
-	OutcomeUnavailable   = "unavailable"    // the browser went missing: the task stays verifying
-	OutcomeInterrupted   = "interrupted"    // snagd stopped during the run; it was queued again
-)
-
-// Plan is what would check a task: the dry run's answer.
-type Plan struct {
-	Key      string `json:"key"`
-	Code     string `json:"code"`
-	Error    string `json:"error,omitempty"`    // the code again, on a 503, as every error answer has it
-	Verifier string `json:"verifier,omitempty"` // command | browser
-	Command  string `json:"command,omitempty"`
-	From     string `json:"from,omitempty"` // where the command comes from: task | config.json
-	URL      string `json:"url,omitempty"`
-	Dir      string `json:"dir,omitempty"`
-	Approved *bool  `json:"approved,omitempty"`
-	Message  string `json:"message"`
-}
-
-// VerifyState is where verify of a task stands: GET /verify/{ref}, and the
-// verify part of a started run's answer.
-type VerifyState struct {
-	Key      string            `json:"key"`
-	Status   queue.Status      `json:"status"`
-	Running  bool              `json:"running"`
-	Outcome  string            `json:"outcome,omitempty"`
-	Reason   string            `json:"reason,omitempty"`
-	LastAt   time.Time         `json:"last_at,omitzero"`
-	Verifier string            `json:"verifier,omitempty"`
-	Shot     string            `json:"shot,omitempty"`
-	Visual   *index.Visual     `json:"visual,omitempty"`
-	History  []index.VerifyRun `json:"history,omitempty"`
-}
 
 // verifier runs the checks in the background, at most max at once.
 type verifier struct {
@@ -95,7 +43,7 @@ func (v *verifier) inFlight(taskID string) bool {
 }
 
 // current reports whether run is its task's run in flight.
-func (v *verifier) current(run index.VerifyRun) bool {
+func (v *verifier) current(run snag.VerifyRun) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	f := v.flight[run.TaskID]
@@ -103,7 +51,7 @@ func (v *verifier) current(run index.VerifyRun) bool {
 }
 
 // land ends the flight of run, if it is still its task's.
-func (v *verifier) land(run index.VerifyRun) {
+func (v *verifier) land(run snag.VerifyRun) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if f := v.flight[run.TaskID]; f != nil && f.run == run.ID {
@@ -138,11 +86,11 @@ func (e *Engine) sessionRoot(root string) string {
 }
 
 // plan says what would check a task, verifying in dir.
-func (e *Engine) plan(it *index.Item, dir string) Plan {
+func (e *Engine) plan(it *index.Item, dir string) ops.VerifyPlan {
 	cfg := *e.cfg.Load()
-	p := Plan{Key: it.Key, Code: VerifyOK}
+	p := ops.VerifyPlan{Key: it.Key, Code: ops.VerifyOK}
 	if !cfg.VerifyOnResolve() {
-		p.Code = VerifyDisabled
+		p.Code = ops.VerifyDisabled
 		p.Message = fmt.Sprintf(`this project resolves without verify ("plan": {"verify_on_resolve": false} in .snag/config.json): resolve makes %s resolved with verified: false`, it.Key)
 		return p
 	}
@@ -163,18 +111,18 @@ func (e *Engine) plan(it *index.Item, dir string) Plan {
 		return p
 	}
 	if t.Capture == nil || t.Capture.URL == "" {
-		p.Code = VerifyNoCaptureURL
+		p.Code = ops.VerifyNoCaptureURL
 		p.Message = fmt.Sprintf("nothing can check %s: it has no verify.command, .snag/config.json has none, and it has no capture.url; it stays %s and a person resolves it (snag resolve %s)", it.Key, it.Status, it.Key)
 		return p
 	}
 	p.Verifier, p.URL = "browser", t.Capture.URL
 	if err := browser.CheckURL(t.Capture.URL, cfg.Browser.AllowedHosts); err != nil {
-		p.Code = VerifyNoCaptureURL
+		p.Code = ops.VerifyNoCaptureURL
 		p.Message = fmt.Sprintf("nothing can check %s: its capture.url is not opened (%v); it stays %s and a person resolves it (snag resolve %s)", it.Key, err, it.Status, it.Key)
 		return p
 	}
 	if _, err := browser.Find(cfg.Browser.Chromium); err != nil {
-		p.Code = VerifyUnavailable
+		p.Code = ops.VerifyUnavailable
 		p.Message = fmt.Sprintf("verify of %s needs a browser and none is available here (%v); %s stays verifying: call resolve again once one is", it.Key, err, it.Key)
 		return p
 	}
@@ -245,7 +193,7 @@ type Resolution struct {
 	Started bool
 	// Verify is where the check stands, when one runs; ETA is how many
 	// seconds it will likely take.
-	Verify *VerifyState
+	Verify *snag.VerifyState
 	ETA    int
 	// Of a command that waits for approval: the run's reason, the command
 	// and where it comes from (task or config.json).
@@ -256,10 +204,10 @@ type Resolution struct {
 
 // VerifyPlan says what would check a task for a caller working in dir
 // ("" for the project's root): a dry run, which changes nothing.
-func (e *Engine) VerifyPlan(ctx context.Context, ref queue.Ref, dir string) (Plan, error) {
+func (e *Engine) VerifyPlan(ctx context.Context, ref queue.Ref, dir string) (ops.VerifyPlan, error) {
 	it, err := e.p.DB.Get(ctx, ref)
 	if err != nil {
-		return Plan{}, err
+		return ops.VerifyPlan{}, err
 	}
 	if l, err := e.p.DB.LeaseOf(ctx, it.ID); err == nil && l.Worktree != "" {
 		dir = l.Worktree // the task's own worktree: verify runs there
@@ -272,11 +220,11 @@ func (e *Engine) VerifyPlan(ctx context.Context, ref queue.Ref, dir string) (Pla
 
 // eta guesses how many seconds a run will take: as long as the last run
 // of the same check took, else 30 s for a command and 10 s for a browser.
-func (e *Engine) eta(ctx context.Context, taskID string, run index.VerifyRun) int {
+func (e *Engine) eta(ctx context.Context, taskID string, run snag.VerifyRun) int {
 	runs, _ := e.p.DB.VerifyRuns(ctx, taskID, 10)
 	for _, r := range runs {
 		if r.ID != run.ID && r.Command == run.Command && !r.Started.IsZero() && !r.Ended.IsZero() &&
-			(r.Outcome == OutcomePass || r.Outcome == OutcomeFail) {
+			(r.Outcome == snag.OutcomePass || r.Outcome == snag.OutcomeFail) {
 			return max(1, int(r.Ended.Sub(r.Started).Round(time.Second)/time.Second)+1)
 		}
 	}
@@ -288,10 +236,10 @@ func (e *Engine) eta(ctx context.Context, taskID string, run index.VerifyRun) in
 
 // Verification is where verify of task ref stands, with its recent runs,
 // and the task as the runs agree with.
-func (e *Engine) Verification(ctx context.Context, ref queue.Ref) (VerifyState, *index.Item, error) {
+func (e *Engine) Verification(ctx context.Context, ref queue.Ref) (snag.VerifyState, *index.Item, error) {
 	it, err := e.Get(ctx, ref)
 	if err != nil {
-		return VerifyState{}, nil, err
+		return snag.VerifyState{}, nil, err
 	}
 	return e.verifyState(ctx, it)
 }
@@ -303,27 +251,27 @@ func (e *Engine) Verification(ctx context.Context, ref queue.Ref) (VerifyState, 
 // run has ended (and was not left verifying by it) was read just before
 // that transaction: its row is read again, and the item returned agrees
 // with the runs.
-func (e *Engine) verifyState(ctx context.Context, it *index.Item) (VerifyState, *index.Item, error) {
+func (e *Engine) verifyState(ctx context.Context, it *index.Item) (snag.VerifyState, *index.Item, error) {
 	running := e.verify.inFlight(it.ID)
 	runs, err := e.p.DB.VerifyRuns(ctx, it.ID, 20)
 	if err != nil {
-		return VerifyState{}, it, err
+		return snag.VerifyState{}, it, err
 	}
 	if it.Status == queue.StatusVerifying && len(runs) > 0 && !runs[0].Ended.IsZero() &&
-		runs[0].Outcome != OutcomeUnavailable && runs[0].Outcome != OutcomeInterrupted {
+		runs[0].Outcome != snag.OutcomeUnavailable && runs[0].Outcome != snag.OutcomeInterrupted {
 		if fresh, err := e.Get(ctx, queue.Ref{ID: it.ID}); err == nil {
 			it = fresh
 		}
 	}
-	st := VerifyState{Key: it.Key, Status: it.Status, Running: running && runs != nil && runs[0].Ended.IsZero(), History: runs}
+	st := snag.VerifyState{Key: it.Key, Status: it.Status, Running: running && runs != nil && runs[0].Ended.IsZero(), History: runs}
 	if st.History == nil {
-		st.History = []index.VerifyRun{}
+		st.History = []snag.VerifyRun{}
 	}
 	if len(runs) > 0 {
 		st.Verifier = runs[0].Verifier
 	}
 	for _, run := range runs {
-		if !run.Ended.IsZero() && run.Outcome != OutcomeInterrupted {
+		if !run.Ended.IsZero() && run.Outcome != snag.OutcomeInterrupted {
 			st.Outcome, st.Reason, st.LastAt, st.Shot, st.Visual = run.Outcome, run.Reason, run.Ended, run.Shot, run.Visual
 			break
 		}

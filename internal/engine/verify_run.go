@@ -14,11 +14,12 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 	"github.com/snagdev/snag/internal/verify"
 )
 
 // launch starts a queued run in the background. e.mu must be held.
-func (e *Engine) launch(it *index.Item, run index.VerifyRun) {
+func (e *Engine) launch(it *index.Item, run snag.VerifyRun) {
 	ctx, cancel := context.WithCancel(e.runCtx)
 	v := e.verify
 	v.mu.Lock()
@@ -36,10 +37,10 @@ func (e *Engine) launch(it *index.Item, run index.VerifyRun) {
 // result is what a verifier found.
 type result struct {
 	outcome, reason, shot string
-	visual                *index.Visual
+	visual                *snag.Visual
 }
 
-func (e *Engine) runVerify(ctx context.Context, t *queue.Task, run index.VerifyRun) {
+func (e *Engine) runVerify(ctx context.Context, t *queue.Task, run snag.VerifyRun) {
 	v := e.verify
 	select {
 	case v.sem <- struct{}{}:
@@ -64,7 +65,7 @@ func (e *Engine) runVerify(ctx context.Context, t *queue.Task, run index.VerifyR
 // settleCancelled handles a run whose context ended before its outcome: at
 // a daemon's exit it stays open, for the next start to queue again; when a
 // person moved the task on, it ends as interrupted.
-func (e *Engine) settleCancelled(run index.VerifyRun) {
+func (e *Engine) settleCancelled(run snag.VerifyRun) {
 	e.verify.land(run)
 	if e.runCtx.Err() != nil {
 		return
@@ -72,7 +73,7 @@ func (e *Engine) settleCancelled(run index.VerifyRun) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := e.p.DB.Update(ctx, func(tx *index.Tx) error {
-		return tx.EndVerify(run.ID, index.RunEnd{Outcome: OutcomeInterrupted, Reason: "stopped: the task was moved on before the check ended"})
+		return tx.EndVerify(run.ID, index.RunEnd{Outcome: snag.OutcomeInterrupted, Reason: "stopped: the task was moved on before the check ended"})
 	})
 	if err != nil {
 		e.log.Warn("verify: end a stopped run", "err", err)
@@ -80,7 +81,7 @@ func (e *Engine) settleCancelled(run index.VerifyRun) {
 }
 
 // check runs the verifier of a run and says what it found.
-func (e *Engine) check(ctx context.Context, t *queue.Task, run index.VerifyRun) result {
+func (e *Engine) check(ctx context.Context, t *queue.Task, run snag.VerifyRun) result {
 	cfg := *e.cfg.Load()
 	timeout := time.Duration(cfg.Verify.TimeoutSeconds) * time.Second
 	switch run.Verifier {
@@ -90,18 +91,18 @@ func (e *Engine) check(ctx context.Context, t *queue.Task, run index.VerifyRun) 
 			from = "task"
 		}
 		if !e.approved(run.Command, run.Dir, cfg.Verify.Shell) {
-			return result{outcome: OutcomeNeedsApproval, reason: needsApprovalReason(run.Command, from, t.Key)}
+			return result{outcome: snag.OutcomeNeedsApproval, reason: needsApprovalReason(run.Command, from, t.Key)}
 		}
 		res, err := verify.RunCommand(ctx, verify.Command{Dir: run.Dir, Line: run.Command, Shell: cfg.Verify.Shell, Timeout: timeout})
 		switch {
 		case err != nil:
-			return result{outcome: OutcomeInconclusive, reason: "the command could not run: " + strings.TrimPrefix(err.Error(), "verify: ")}
+			return result{outcome: snag.OutcomeInconclusive, reason: "the command could not run: " + strings.TrimPrefix(err.Error(), "verify: ")}
 		case res.TimedOut:
-			return result{outcome: OutcomeFail, reason: failReason(fmt.Sprintf("`%s` timed out after %s", run.Command, timeout), res)}
+			return result{outcome: snag.OutcomeFail, reason: failReason(fmt.Sprintf("`%s` timed out after %s", run.Command, timeout), res)}
 		case res.ExitCode == 0:
-			return result{outcome: OutcomePass, reason: fmt.Sprintf("`%s` passed (exit 0) in %s", run.Command, res.Took.Round(time.Millisecond))}
+			return result{outcome: snag.OutcomePass, reason: fmt.Sprintf("`%s` passed (exit 0) in %s", run.Command, res.Took.Round(time.Millisecond))}
 		default:
-			return result{outcome: OutcomeFail, reason: failReason(fmt.Sprintf("`%s` failed with exit %d", run.Command, res.ExitCode), res)}
+			return result{outcome: snag.OutcomeFail, reason: failReason(fmt.Sprintf("`%s` failed with exit %d", run.Command, res.ExitCode), res)}
 		}
 	case "browser":
 		c := t.Capture
@@ -110,7 +111,7 @@ func (e *Engine) check(ctx context.Context, t *queue.Task, run index.VerifyRun) 
 		}
 		shots := e.p.Abs("shots")
 		if err := os.MkdirAll(shots, 0o755); err != nil {
-			return result{outcome: OutcomeInconclusive, reason: fmt.Sprintf("cannot make .snag/shots for the screenshot: %v", err)}
+			return result{outcome: snag.OutcomeInconclusive, reason: fmt.Sprintf("cannot make .snag/shots for the screenshot: %v", err)}
 		}
 		name := fmt.Sprintf("%s-verify-%d.png", t.Key, run.ID)
 		check := browser.Check{Chromium: cfg.Browser.Chromium, URL: run.Command, Anchor: c.Anchor, AnchorText: c.AnchorText,
@@ -122,10 +123,10 @@ func (e *Engine) check(ctx context.Context, t *queue.Task, run index.VerifyRun) 
 		}
 		res, err := browser.Run(ctx, check)
 		if errors.Is(err, browser.ErrUnavailable) {
-			return result{outcome: OutcomeUnavailable, reason: err.Error() + "; the task stays verifying: resolve it again once a browser is available"}
+			return result{outcome: snag.OutcomeUnavailable, reason: err.Error() + "; the task stays verifying: resolve it again once a browser is available"}
 		}
 		if err != nil {
-			return result{outcome: OutcomeInconclusive, reason: capReason(fmt.Sprintf("the browser check could not run: %v", err))}
+			return result{outcome: snag.OutcomeInconclusive, reason: capReason(fmt.Sprintf("the browser check could not run: %v", err))}
 		}
 		shot := ""
 		if res.Shot != "" {
@@ -140,7 +141,7 @@ func (e *Engine) check(ctx context.Context, t *queue.Task, run index.VerifyRun) 
 		r.reason = capReason(r.reason)
 		return r
 	}
-	return result{outcome: OutcomeInconclusive, reason: "unknown verifier " + run.Verifier}
+	return result{outcome: snag.OutcomeInconclusive, reason: "unknown verifier " + run.Verifier}
 }
 
 // failReason words a failed command's run: what happened, the lines of
@@ -179,7 +180,7 @@ func keepEnd(s string, n int) string {
 
 // finishVerify applies a run's outcome to the task, if it is still the
 // task's run and the task is still verifying.
-func (e *Engine) finishVerify(t *queue.Task, run index.VerifyRun, res result) {
+func (e *Engine) finishVerify(t *queue.Task, run snag.VerifyRun, res result) {
 	undo, lost, ok := e.teamFinishFirst(run, res)
 	if !ok {
 		return // the run stays open; the next start queues it again
@@ -232,9 +233,9 @@ func (e *Engine) finishVerify(t *queue.Task, run index.VerifyRun, res result) {
 // to the queue when the holder is gone (failMove); any other outcome
 // leaves it verifying.
 var outcomeMoves = map[string]queue.Action{
-	OutcomePass:          queue.ActPass,
-	OutcomeInconclusive:  queue.ActInconclusive,
-	OutcomeNeedsApproval: queue.ActInconclusive,
+	snag.OutcomePass:          queue.ActPass,
+	snag.OutcomeInconclusive:  queue.ActInconclusive,
+	snag.OutcomeNeedsApproval: queue.ActInconclusive,
 }
 
 // teamFinishFirst tells the store first, in team mode, of an outcome that
@@ -242,7 +243,7 @@ var outcomeMoves = map[string]queue.Action{
 // reach; lost is the store's refusal (the lease ended there meanwhile),
 // and such an outcome is not applied. ok is false when snagd stops
 // meanwhile.
-func (e *Engine) teamFinishFirst(run index.VerifyRun, res result) (undo func(), lost error, ok bool) {
+func (e *Engine) teamFinishFirst(run snag.VerifyRun, res result) (undo func(), lost error, ok bool) {
 	undo = func() {}
 	if _, finishes := outcomeMoves[res.outcome]; e.team == nil || !finishes {
 		return undo, nil, true
@@ -256,7 +257,7 @@ func (e *Engine) teamFinishFirst(run index.VerifyRun, res result) (undo func(), 
 
 // recordUnapplied ends a run whose outcome was not applied (the task is
 // no longer verifying, or another run is its own), saying why.
-func recordUnapplied(tx *index.Tx, run index.VerifyRun, res result, it *index.Item, lost error) error {
+func recordUnapplied(tx *index.Tx, run snag.VerifyRun, res result, it *index.Item, lost error) error {
 	now := "gone"
 	if it != nil {
 		now = string(it.Status)
@@ -268,17 +269,17 @@ func recordUnapplied(tx *index.Tx, run index.VerifyRun, res result, it *index.It
 	if err := tx.EndVerify(run.ID, index.RunEnd{Outcome: res.outcome, Reason: reason, Shot: res.shot, Visual: res.visual}); err != nil {
 		return err
 	}
-	return tx.Audit(index.AuditEntry{SessionID: run.SessionID, Actor: queue.System, Agent: run.Holder, Action: "verify",
+	return tx.Audit(snag.AuditEntry{SessionID: run.SessionID, Actor: queue.System, Agent: run.Holder, Action: "verify",
 		TaskID: run.TaskID, Outcome: res.outcome, Detail: reason})
 }
 
 // applyOutcome moves the verifying task as its run's outcome says, ends
 // its lease when the outcome does, and ends the run. It returns where the
 // task is now.
-func (e *Engine) applyOutcome(ctx context.Context, tx *index.Tx, it *index.Item, run index.VerifyRun, res result) (queue.Status, error) {
+func (e *Engine) applyOutcome(ctx context.Context, tx *index.Tx, it *index.Item, run snag.VerifyRun, res result) (queue.Status, error) {
 	action, endLease := outcomeMoves[res.outcome], true
 	switch {
-	case res.outcome == OutcomeFail:
+	case res.outcome == snag.OutcomeFail:
 		action, endLease = e.failMove(ctx, tx, it)
 	case action == "":
 		endLease = false
@@ -299,7 +300,7 @@ func (e *Engine) applyOutcome(ctx context.Context, tx *index.Tx, it *index.Item,
 	if err := tx.EndVerify(run.ID, index.RunEnd{Outcome: res.outcome, Reason: res.reason, Shot: res.shot, Visual: res.visual}); err != nil {
 		return status, err
 	}
-	return status, tx.Audit(index.AuditEntry{SessionID: run.SessionID, Actor: queue.System, Agent: run.Holder, Action: "verify",
+	return status, tx.Audit(snag.AuditEntry{SessionID: run.SessionID, Actor: queue.System, Agent: run.Holder, Action: "verify",
 		TaskID: it.ID, Outcome: res.outcome, Detail: fmt.Sprintf("%s -> %s: %s", queue.StatusVerifying, status, res.reason)})
 }
 
@@ -330,24 +331,24 @@ func (e *Engine) resumeVerify(ctx context.Context) {
 	for _, old := range runs {
 		it, err := e.p.DB.Get(ctx, queue.Ref{ID: old.TaskID})
 		again := err == nil && it.Status == queue.StatusVerifying && !e.verify.inFlight(old.TaskID)
-		var run index.VerifyRun
+		var run snag.VerifyRun
 		err = e.p.DB.Update(ctx, func(tx *index.Tx) error {
 			reason := "snagd stopped during the run"
 			if again {
 				reason += "; queued again"
 			}
-			if err := tx.EndVerify(old.ID, index.RunEnd{Outcome: OutcomeInterrupted, Reason: reason}); err != nil {
+			if err := tx.EndVerify(old.ID, index.RunEnd{Outcome: snag.OutcomeInterrupted, Reason: reason}); err != nil {
 				return err
 			}
 			if !again {
 				return nil
 			}
-			run, err = tx.QueueVerify(index.VerifyRun{TaskID: old.TaskID, Verifier: old.Verifier, Command: old.Command,
+			run, err = tx.QueueVerify(snag.VerifyRun{TaskID: old.TaskID, Verifier: old.Verifier, Command: old.Command,
 				Dir: old.Dir, SessionID: old.SessionID, Holder: old.Holder})
 			if err != nil {
 				return err
 			}
-			return tx.Audit(index.AuditEntry{SessionID: old.SessionID, Actor: queue.System, Agent: old.Holder, Action: "verify",
+			return tx.Audit(snag.AuditEntry{SessionID: old.SessionID, Actor: queue.System, Agent: old.Holder, Action: "verify",
 				TaskID: old.TaskID, Outcome: "requeued", Detail: fmt.Sprintf("run %d was cut off by snagd's exit: run %d queued", old.ID, run.ID)})
 		})
 		if err != nil {

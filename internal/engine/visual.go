@@ -8,9 +8,9 @@ import (
 
 	"github.com/snagdev/snag/internal/atomicfile"
 	"github.com/snagdev/snag/internal/browser"
-	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/pixdiff"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // visual is a browser verify's comparison of the anchor's pixels: the
@@ -67,7 +67,7 @@ func (v visual) judge(abs func(string) string, t *queue.Task, res browser.Result
 		if decided {
 			r.reason += "; " + what + ": no visual comparison"
 		} else {
-			r.outcome, r.reason = OutcomeInconclusive, what+": a person looks at the page's screenshot"
+			r.outcome, r.reason = snag.OutcomeInconclusive, what+": a person looks at the page's screenshot"
 		}
 		return r
 	}
@@ -75,15 +75,15 @@ func (v visual) judge(abs func(string) string, t *queue.Task, res browser.Result
 	if err != nil {
 		r.reason += "; no visual comparison: " + err.Error()
 		if !decided {
-			r.outcome = OutcomeInconclusive
+			r.outcome = snag.OutcomeInconclusive
 		}
 		return r
 	}
 	var diff bytes.Buffer
 	if err := pixdiff.EncodePNG(&diff, cmp.Diff); err == nil && atomicfile.WriteFile(abs(v.diff), diff.Bytes(), 0o644) == nil {
-		r.visual = &index.Visual{Diff: v.diff}
+		r.visual = &snag.Visual{Diff: v.diff}
 	} else {
-		r.visual = &index.Visual{}
+		r.visual = &snag.Visual{}
 	}
 	r.visual.Before, r.visual.After, r.visual.Changed, r.visual.Identical = v.before, v.after, cmp.ChangedFraction, cmp.Identical()
 	figure := fmt.Sprintf("%s of the element's pixels changed since the capture", percent(cmp.ChangedFraction))
@@ -91,13 +91,13 @@ func (v visual) judge(abs func(string) string, t *queue.Task, res browser.Result
 	case decided:
 		r.reason += "; " + figure
 	case cmp.Identical() && (t.Kind == queue.KindUX || t.Kind == queue.KindLayout):
-		r.outcome, r.reason = OutcomeFail, "the element looks exactly as it did when captured ("+figure+"): the change did not reach what the person saw"
+		r.outcome, r.reason = snag.OutcomeFail, "the element looks exactly as it did when captured ("+figure+"): the change did not reach what the person saw"
 	case cmp.Identical() && t.Kind == queue.KindA11y:
-		r.outcome, r.reason = OutcomeInconclusive, "the element looks exactly as it did when captured ("+figure+"); an accessibility fix may change no pixel: a person decides"
+		r.outcome, r.reason = snag.OutcomeInconclusive, "the element looks exactly as it did when captured ("+figure+"); an accessibility fix may change no pixel: a person decides"
 	case cmp.Identical():
-		r.outcome, r.reason = OutcomeInconclusive, "the element looks exactly as it did when captured ("+figure+"): a person decides"
+		r.outcome, r.reason = snag.OutcomeInconclusive, "the element looks exactly as it did when captured ("+figure+"): a person decides"
 	default:
-		r.outcome, r.reason = OutcomeInconclusive, figure+": a person compares before, after and diff"
+		r.outcome, r.reason = snag.OutcomeInconclusive, figure+": a person compares before, after and diff"
 	}
 	return r
 }

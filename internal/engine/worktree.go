@@ -14,6 +14,7 @@ import (
 	"github.com/snagdev/snag/internal/gitdir"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // ClaimWorktree is Claim, and when worktree is set (or the project's
@@ -39,7 +40,7 @@ func (e *Engine) ClaimWorktree(ctx context.Context, s index.Session, ref *queue.
 	if err := e.p.DB.SetWorktree(ctx, c.Task.ID, path); err != nil {
 		return c, err
 	}
-	e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "worktree", TaskID: c.Task.ID,
+	e.Audit(ctx, snag.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "worktree", TaskID: c.Task.ID,
 		Outcome: "ok", Detail: path + " on " + branch})
 	c.Worktree, c.Branch = path, branch
 	return c, nil
@@ -212,7 +213,7 @@ func (e *Engine) PruneWorktrees(ctx context.Context, by string) (removed, kept [
 		}
 		git(ctx, top, "branch", "-d", v.Branch)
 		removed = append(removed, v)
-		e.Audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: by, Action: "worktree_prune", Outcome: "ok",
+		e.Audit(ctx, snag.AuditEntry{Actor: queue.Person, Agent: by, Action: "worktree_prune", Outcome: "ok",
 			Detail: v.Path + " (" + v.Key + " " + string(v.Status) + ")"})
 	}
 	return removed, kept, why, nil

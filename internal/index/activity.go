@@ -6,40 +6,22 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snagdev/snag/internal/snag"
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 )
-
-// BranchActivity is what happened lately on one git branch: the notes
-// written on it, the tasks claimed and resolved by sessions working on
-// it, and its last report.
-type BranchActivity struct {
-	Branch   string    `json:"branch"`
-	Last     time.Time `json:"last"`
-	Nodes    []string  `json:"nodes,omitempty"` // keys, newest first
-	Claimed  []string  `json:"claimed,omitempty"`
-	Resolved []string  `json:"resolved,omitempty"`
-	Report   *Report   `json:"report,omitempty"`
-}
-
-// Report is a progress report as the activity shows it.
-type Report struct {
-	Agent   string    `json:"agent"`
-	Message string    `json:"message"`
-	At      time.Time `json:"at"`
-}
 
 // activityKeep is how many keys of each kind a branch's activity lists.
 const activityKeep = 5
 
 // Activity is the activity by branch since since, the branch with the
 // latest first, at most limit of them, and how many branches had any.
-func (db *DB) Activity(ctx context.Context, since time.Time, limit int) ([]BranchActivity, int, error) {
-	by := map[string]*BranchActivity{}
-	get := func(b string, at time.Time) *BranchActivity {
+func (db *DB) Activity(ctx context.Context, since time.Time, limit int) ([]snag.BranchActivity, int, error) {
+	by := map[string]*snag.BranchActivity{}
+	get := func(b string, at time.Time) *snag.BranchActivity {
 		a := by[b]
 		if a == nil {
-			a = &BranchActivity{Branch: b}
+			a = &snag.BranchActivity{Branch: b}
 			by[b] = a
 		}
 		if at.After(a.Last) {
@@ -84,7 +66,7 @@ func (db *DB) Activity(ctx context.Context, since time.Time, limit int) ([]Branc
 					a.Resolved = add(a.Resolved, st.ColumnText(5))
 				case "report":
 					if a.Report == nil {
-						a.Report = &Report{Agent: st.ColumnText(3), Message: st.ColumnText(4), At: at}
+						a.Report = &snag.ActivityReport{Agent: st.ColumnText(3), Message: st.ColumnText(4), At: at}
 					}
 				}
 				return nil
@@ -93,11 +75,11 @@ func (db *DB) Activity(ctx context.Context, since time.Time, limit int) ([]Branc
 	if err != nil {
 		return nil, 0, err
 	}
-	out := make([]BranchActivity, 0, len(by))
+	out := make([]snag.BranchActivity, 0, len(by))
 	for _, a := range by {
 		out = append(out, *a)
 	}
-	slices.SortFunc(out, func(a, b BranchActivity) int {
+	slices.SortFunc(out, func(a, b snag.BranchActivity) int {
 		if c := b.Last.Compare(a.Last); c != 0 {
 			return c
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 )
@@ -46,20 +47,20 @@ func (db *DB) AuditLogID(ctx context.Context, sentBefore bool) (id string, from 
 
 // AuditLog returns audit entries after id (0: from the start), oldest
 // first, at most limit, with those AuditLater queued written first.
-func (db *DB) AuditLog(ctx context.Context, after int64, limit int) ([]AuditEntry, error) {
+func (db *DB) AuditLog(ctx context.Context, after int64, limit int) ([]snag.AuditEntry, error) {
 	if limit <= 0 {
 		limit = 100
 	}
 	if err := db.FlushAudit(ctx); err != nil {
 		return nil, err
 	}
-	var out []AuditEntry
+	var out []snag.AuditEntry
 	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
 		return sqlitex.Execute(conn, `SELECT id, at, coalesce(session_id, 0), actor, agent, action, task_id, outcome, detail, branch
 			FROM audit WHERE id > :after ORDER BY id LIMIT +:limit`, &sqlitex.ExecOptions{
 			Named: map[string]any{":after": after, ":limit": int64(limit)},
 			ResultFunc: func(st *sqlite.Stmt) error {
-				out = append(out, AuditEntry{ID: st.ColumnInt64(0), At: time.Unix(0, st.ColumnInt64(1)),
+				out = append(out, snag.AuditEntry{ID: st.ColumnInt64(0), At: time.Unix(0, st.ColumnInt64(1)),
 					SessionID: st.ColumnInt64(2), Actor: queue.Actor(st.ColumnText(3)), Agent: st.ColumnText(4),
 					Action: st.ColumnText(5), TaskID: st.ColumnText(6), Outcome: st.ColumnText(7), Detail: st.ColumnText(8),
 					Branch: st.ColumnText(9)})
@@ -71,7 +72,7 @@ func (db *DB) AuditLog(ctx context.Context, after int64, limit int) ([]AuditEntr
 }
 
 // AuditTail returns the latest n audit entries, oldest first.
-func (db *DB) AuditTail(ctx context.Context, n int) ([]AuditEntry, error) {
+func (db *DB) AuditTail(ctx context.Context, n int) ([]snag.AuditEntry, error) {
 	if err := db.FlushAudit(ctx); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 	"zombiezen.com/go/sqlite"
 )
 
@@ -23,7 +24,7 @@ const maxQueued = 10_000
 // first of them was queued.
 type auditQueue struct {
 	mu      sync.Mutex
-	pending []AuditEntry
+	pending []snag.AuditEntry
 	dropped int
 	timer   *time.Timer
 	closed  bool
@@ -38,7 +39,7 @@ type auditQueue struct {
 // (nor make the next read reload pages the write dropped from every other
 // connection's cache). A change's own entry goes in its transaction
 // ([Tx.Audit]). A crash loses at most the last AuditDelay of these entries.
-func (db *DB) AuditLater(e AuditEntry) {
+func (db *DB) AuditLater(e snag.AuditEntry) {
 	if e.At.IsZero() {
 		e.At = time.Now()
 	}
@@ -70,7 +71,7 @@ func (db *DB) FlushAudit(ctx context.Context) error {
 
 // take removes the queued entries, for a write transaction to insert
 // first. When that transaction does not commit, put gives them back.
-func (q *auditQueue) take() (entries []AuditEntry, dropped int) {
+func (q *auditQueue) take() (entries []snag.AuditEntry, dropped int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	entries, dropped = q.pending, q.dropped
@@ -84,7 +85,7 @@ func (q *auditQueue) take() (entries []AuditEntry, dropped int) {
 
 // put gives back entries a write took and did not commit; a flush is
 // tried again after AuditDelay.
-func (q *auditQueue) put(db *DB, entries []AuditEntry, dropped int) {
+func (q *auditQueue) put(db *DB, entries []snag.AuditEntry, dropped int) {
 	if len(entries) == 0 && dropped == 0 {
 		return
 	}
@@ -125,9 +126,9 @@ func (q *auditQueue) close() {
 
 // writeQueued inserts the entries take returned, inside tx, and when some
 // were dropped, one entry that says how many.
-func writeQueued(tx *Tx, entries []AuditEntry, dropped int) error {
+func writeQueued(tx *Tx, entries []snag.AuditEntry, dropped int) error {
 	if dropped > 0 {
-		err := tx.Audit(AuditEntry{Actor: queue.System, Action: "audit", Outcome: "dropped",
+		err := tx.Audit(snag.AuditEntry{Actor: queue.System, Action: "audit", Outcome: "dropped",
 			Detail: "entries of tool calls dropped while snag.db could not be written: " + strconv.Itoa(dropped)})
 		if err != nil {
 			return err

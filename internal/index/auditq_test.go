@@ -9,6 +9,7 @@ import (
 
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // details is the Detail of every audit entry, in the log's order.
@@ -25,8 +26,8 @@ func details(t *testing.T, db *index.DB) []string {
 	return out
 }
 
-func call(detail string) index.AuditEntry {
-	return index.AuditEntry{SessionID: 1, Actor: queue.Agent, Agent: "a", Action: "tool", Outcome: "ok", Detail: detail}
+func call(detail string) snag.AuditEntry {
+	return snag.AuditEntry{SessionID: 1, Actor: queue.Agent, Agent: "a", Action: "tool", Outcome: "ok", Detail: detail}
 }
 
 // The entries of tool calls are queued, and every way out of the queue

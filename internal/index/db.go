@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/snagdev/snag/internal/snag"
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitemigration"
 	"zombiezen.com/go/sqlite/sqlitex"
@@ -93,8 +94,8 @@ type DB struct {
 	onEnded func([]Ended)
 	// audited are the audit entries the write under way has written, for
 	// onAudited once it commits (see [DB.OnAudited]).
-	audited   []AuditEntry
-	onAudited func([]AuditEntry)
+	audited   []snag.AuditEntry
+	onAudited func([]snag.AuditEntry)
 	// messages are the messages the write under way has added, for
 	// onMessage once it commits (see [DB.OnMessage]).
 	messages  []Message
@@ -643,7 +644,7 @@ func (db *DB) publish(err error) {
 		db.onEnded(append([]Ended(nil), db.ended...))
 	}
 	if err == nil && len(db.audited) > 0 && db.onAudited != nil {
-		db.onAudited(append([]AuditEntry(nil), db.audited...))
+		db.onAudited(append([]snag.AuditEntry(nil), db.audited...))
 	}
 	db.ended, db.audited, db.messages = db.ended[:0], db.audited[:0], db.messages[:0]
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/snagdev/snag/internal/index"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // TestSymlinkToAFIFOIsNeverOpened links a task file to a named pipe: opening
@@ -46,7 +47,7 @@ func TestSymlinkToAFIFOIsNeverOpened(t *testing.T) {
 			case <-time.After(20 * time.Second):
 				t.Fatalf("%s blocked: it opened the pipe behind the link", via)
 			}
-			if it := e.mustGet("SNAG-3"); it.State != index.StateInvalid || it.Task != nil {
+			if it := e.mustGet("SNAG-3"); it.State != snag.StateInvalid || it.Task != nil {
 				t.Errorf("row = %+v, want invalid without data", it.Row)
 			}
 		})

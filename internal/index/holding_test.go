@@ -7,6 +7,7 @@ import (
 
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // TestHolding: the ids held are those whose files say claimed or
@@ -50,7 +51,7 @@ func TestHolding(t *testing.T) {
 	var got []string
 	for _, r := range unleased {
 		got = append(got, r.Key)
-		if r.Assignee != "" || r.State != index.StateOK || r.Title == "" {
+		if r.Assignee != "" || r.State != snag.StateOK || r.Title == "" {
 			t.Errorf("row %s not whole: %+v", r.Key, r)
 		}
 	}

@@ -61,27 +61,6 @@ type Session struct {
 	Avoid []string `json:"-"`
 }
 
-// Activity is what snagd sees of a live session at the moment it is asked:
-// it is not stored, and it restarts with snagd.
-type Activity struct {
-	// LastCall is when the session's latest tool call came (zero: none
-	// since snagd started).
-	LastCall time.Time `json:"last_call,omitzero"`
-	// Idle: no call for a while and nothing in flight.
-	Idle bool `json:"idle"`
-	// Working: a request of the session is being answered.
-	Working bool `json:"working,omitempty"`
-	// Stream, for an MCP session over HTTP: "open" while the client holds
-	// its GET stream, "closed" once it held one and no longer does, "none"
-	// when it never opened one. Empty for other sessions.
-	Stream string `json:"stream,omitempty"`
-	// EndsAt, for an MCP session over HTTP with nothing in flight: when
-	// snagd ends it (and releases its tasks) unless a request comes.
-	EndsAt time.Time `json:"ends_at,omitzero"`
-	// Note says it in a sentence.
-	Note string `json:"note"`
-}
-
 // Lease is a task held by a session.
 type Lease struct {
 	TaskID    string    `json:"task_id"`

@@ -11,6 +11,7 @@ import (
 
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // TestTxSyncFileMatchesARebuild rewrites task files the ways snag and
@@ -203,7 +204,7 @@ func TestActivityResolvedMeansResolved(t *testing.T) {
 	e.put(failed)
 	e.scan()
 	for _, tk := range []*queue.Task{done, failed} {
-		if err := e.db.Audit(e.ctx, index.AuditEntry{Actor: queue.Agent, Agent: "ADA", Action: "resolve", TaskID: tk.ID, Outcome: "ok", Branch: "feat/x"}); err != nil {
+		if err := e.db.Audit(e.ctx, snag.AuditEntry{Actor: queue.Agent, Agent: "ADA", Action: "resolve", TaskID: tk.ID, Outcome: "ok", Branch: "feat/x"}); err != nil {
 			t.Fatal(err)
 		}
 	}

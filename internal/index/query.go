@@ -12,12 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // ErrNotFound is returned when no task answers to a reference.
@@ -71,7 +71,7 @@ func (r *Row) Blocked() bool { return len(r.BlockedBy) > 0 }
 // Claimable reports whether the row's task could be handed out: open, read
 // cleanly, unique. It does not look at dependencies (see Blocked).
 func (r *Row) Claimable() bool {
-	return r.Status == queue.StatusOpen && r.State == StateOK && !r.Dup
+	return r.Status == queue.StatusOpen && r.State == snag.StateOK && !r.Dup
 }
 
 const rowColumns = `tasks.n, tasks.id, tasks.key, tasks.title, tasks.status, tasks.trust, tasks.severity,
@@ -537,7 +537,7 @@ func (db *DB) Snapshot(ctx context.Context) ([]queue.Located, []queue.Problem, e
 				if s.ColumnBool(1) {
 					rows = append(rows, stored{p, s.ColumnText(2)})
 				}
-				if s.ColumnText(3) != StateOK {
+				if s.ColumnText(3) != snag.StateOK {
 					problems = append(problems, queue.Problem{File: p, Error: s.ColumnText(4)})
 				}
 				return nil
@@ -571,18 +571,9 @@ func (db *DB) Snapshot(ctx context.Context) ([]queue.Located, []queue.Problem, e
 	return tasks, problems, nil
 }
 
-// Counts are totals for health reports.
-type Counts struct {
-	Tasks    int `json:"tasks"`
-	Problems int `json:"problems"`
-	// Dangling counts depends_on entries of readable tasks that name no
-	// task.
-	Dangling int `json:"dangling"`
-}
-
 // Count returns the number of task rows and of problem rows.
-func (db *DB) Count(ctx context.Context) (Counts, error) {
-	var c Counts
+func (db *DB) Count(ctx context.Context) (snag.Counts, error) {
+	var c snag.Counts
 	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
 		return sqlitex.Execute(conn, `SELECT (SELECT count(*) FROM tasks),
 			(SELECT count(*) FROM tasks WHERE state != 'ok' OR dup = 1),
@@ -619,24 +610,6 @@ func (db *DB) NextKey(ctx context.Context) (int, error) {
 }
 
 // Audit appends one entry to the audit log.
-func (db *DB) Audit(ctx context.Context, e AuditEntry) error {
+func (db *DB) Audit(ctx context.Context, e snag.AuditEntry) error {
 	return db.Update(ctx, func(tx *Tx) error { return tx.Audit(e) })
-}
-
-// AuditEntry is one line of the audit log.
-type AuditEntry struct {
-	ID        int64       `json:"id,omitempty"`
-	SessionID int64       `json:"session_id,omitempty"`
-	At        time.Time   `json:"at"`
-	Actor     queue.Actor `json:"actor"`
-	Agent     string      `json:"agent,omitempty"`
-	Action    string      `json:"action"`
-	TaskID    string      `json:"task_id,omitempty"`
-	Outcome   string      `json:"outcome"`
-	Detail    string      `json:"detail,omitempty"`
-	Branch    string      `json:"branch,omitempty"` // the git branch it was taken on, when known
-	// Worktree and Host say where an entry of the repository's (or the
-	// team's) log was made, when elsewhere than the view read (api.AuditEntry).
-	Worktree string `json:"worktree,omitempty"`
-	Host     string `json:"host,omitempty"`
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 	"github.com/snagdev/snag/internal/taskgen"
 )
 
@@ -713,7 +714,7 @@ func TestRebuildLeavesLiveStateAlone(t *testing.T) {
 	exec(t, conn, `INSERT INTO file_claims (path, session_id, task_id, acquired, expires) VALUES ('web/checkout.ts', 1, 'tsk_01M6DRJYC6CBVR9SGWXEAVTH3Y', 150, 1050)`)
 	exec(t, conn, `INSERT INTO messages (created, from_session, to_name, kind, body) VALUES (160, 1, 'ORION', 'handoff', 'over to you')`)
 	exec(t, conn, `INSERT INTO meta (k, v) VALUES ('schema_note', 'kept')`)
-	if err := e.db.Audit(e.ctx, index.AuditEntry{Actor: queue.Person, Action: "claim", TaskID: "tsk_01M6DRJYC6CBVR9SGWXEAVTH3Y", Outcome: "ok"}); err != nil {
+	if err := e.db.Audit(e.ctx, snag.AuditEntry{Actor: queue.Person, Action: "claim", TaskID: "tsk_01M6DRJYC6CBVR9SGWXEAVTH3Y", Outcome: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	dump := func() map[string][]record {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // TestRestoreWritesADeletedFileAgain deletes snag.db (with its -wal and
@@ -25,7 +26,7 @@ func TestRestoreWritesADeletedFileAgain(t *testing.T) {
 	audit := func(detail string) {
 		t.Helper()
 		if err := e.db.Update(e.ctx, func(tx *index.Tx) error {
-			return tx.Audit(index.AuditEntry{Actor: queue.Person, Agent: "dana", Action: "edit", Outcome: "ok", Detail: detail})
+			return tx.Audit(snag.AuditEntry{Actor: queue.Person, Agent: "dana", Action: "edit", Outcome: "ok", Detail: detail})
 		}); err != nil {
 			t.Fatal(err)
 		}

@@ -24,17 +24,6 @@ import (
 // TasksFolder is where task files live, relative to .snag/.
 const TasksFolder = "tasks"
 
-// Row states.
-const (
-	StateOK       = "ok"
-	StateInvalid  = "invalid"
-	StateConflict = "conflict"
-	// StateMissing is a claimed task whose file is gone from tasks/ (moved
-	// out, deleted, on another branch): its row keeps the task's last data
-	// and its lease stays, until the file is back or the lease ends.
-	StateMissing = "missing"
-)
-
 // missingError is the error of a missing row: what happened and the fix.
 const missingError = "its file is gone from .snag/tasks/ (moved out, deleted, or on another branch) while the task is claimed: " +
 	"move the file back into .snag/tasks/ and the lease goes on; the holder keeps the lease until then"

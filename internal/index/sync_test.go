@@ -13,6 +13,7 @@ import (
 
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 	"github.com/snagdev/snag/internal/taskgen"
 )
 
@@ -64,7 +65,7 @@ func TestScanIndexesTheSampleProject(t *testing.T) {
 		ID: "tsk_01M6DRJYC6CBVR9SGWXEAVTH3Y", Key: "SNAG-1", Title: "Checkout button does nothing on Safari",
 		Status: queue.StatusClaimed, Trust: queue.TrustVetted, Severity: queue.SeverityHigh, Kind: queue.KindBug,
 		Wave: 1, Plan: "checkout-revamp", Assignee: "VESPER", File: "web/checkout.ts:120-148",
-		Path: "tasks/SNAG-1 - Checkout button does nothing on Safari.md", State: index.StateOK,
+		Path: "tasks/SNAG-1 - Checkout button does nothing on Safari.md", State: snag.StateOK,
 	}
 	if diff := cmp.Diff(want, it.Row, cmpopts.IgnoreUnexported(index.Row{})); diff != "" {
 		t.Errorf("Get(SNAG-1) (-want +got):\n%s", diff)
@@ -104,7 +105,7 @@ func TestScanIndexesTheSampleProject(t *testing.T) {
 		t.Errorf("hashing scan of unchanged files: %+v, want every file read and nothing changed", st)
 	}
 	c, err := e.db.Count(e.ctx)
-	if err != nil || c != (index.Counts{Tasks: len(names)}) {
+	if err != nil || c != (snag.Counts{Tasks: len(names)}) {
 		t.Errorf("Count = %+v, %v; want %d tasks, no problems", c, err, len(names))
 	}
 }
@@ -287,7 +288,7 @@ func TestFileThatStopsParsingKeepsItsLastGoodData(t *testing.T) {
 			}
 			it := e.mustGet("SNAG-3")
 			wantErr := `parse tasks/` + name + `: line 5: status: unknown value "opne"`
-			if it.State != index.StateInvalid || !it.Stale || !strings.HasPrefix(it.Error, wantErr) {
+			if it.State != snag.StateInvalid || !it.Stale || !strings.HasPrefix(it.Error, wantErr) {
 				t.Errorf("row = state %q stale %v error %q, want invalid, stale, %q...", it.State, it.Stale, it.Error, wantErr)
 			}
 			if it.Task == nil || it.Task.ID != good.ID || it.Title != good.Title || it.Wave != 2 || it.File != "web/badge.tsx" {
@@ -313,7 +314,7 @@ func TestFileThatStopsParsingKeepsItsLastGoodData(t *testing.T) {
 				e.sync(name)
 			}
 			it = e.mustGet("SNAG-3")
-			if it.State != index.StateOK || it.Stale || it.Error != "" {
+			if it.State != snag.StateOK || it.Stale || it.Error != "" {
 				t.Errorf("fixed row = state %q stale %v error %q, want ok", it.State, it.Stale, it.Error)
 			}
 			if probs := e.problems(); len(probs) != 0 {
@@ -348,7 +349,7 @@ func TestFileThatNeverParsedHasARowWithItsError(t *testing.T) {
 				t.Fatalf("rows = %v, want one", rows)
 			}
 			r := rows[0]
-			if r["id"] != "" || r["key"] != "" || r["state"] != index.StateInvalid || r["stale"] != int64(0) ||
+			if r["id"] != "" || r["key"] != "" || r["state"] != snag.StateInvalid || r["stale"] != int64(0) ||
 				r["title"] != tt.name || !cmp.Equal(r["key_num"], tt.keyNum) {
 				t.Errorf("row = %v, want no id or key, key_num %v, state invalid, the file name as title", r, tt.keyNum)
 			}
@@ -361,7 +362,7 @@ func TestFileThatNeverParsedHasARowWithItsError(t *testing.T) {
 			}
 			if n, ok := tt.keyNum.(int64); ok {
 				it := e.mustGet(queue.Alias(int(n)))
-				if it.Task != nil || it.State != index.StateInvalid {
+				if it.Task != nil || it.State != snag.StateInvalid {
 					t.Errorf("Get(%s) = %+v, want the broken file without task data", queue.Alias(int(n)), it)
 				}
 			}
@@ -450,7 +451,7 @@ func TestConflictMarkers(t *testing.T) {
 		e.write("SNAG-2 - merged.md", strings.Replace(conflicted, "%s", queue.NewID(taskClock), 1))
 		e.scan()
 		it := e.mustGet("SNAG-2")
-		if it.State != index.StateConflict || it.Stale || it.Task != nil || !strings.Contains(it.Error, "line 4: git conflict markers") {
+		if it.State != snag.StateConflict || it.Stale || it.Task != nil || !strings.Contains(it.Error, "line 4: git conflict markers") {
 			t.Errorf("row = %+v, want state conflict at line 4, no data", it.Row)
 		}
 	})
@@ -462,13 +463,13 @@ func TestConflictMarkers(t *testing.T) {
 		e.write(name, strings.Replace(conflicted, "%s", good.ID, 1))
 		e.sync(name)
 		it := e.mustGet("SNAG-2")
-		if it.State != index.StateConflict || !it.Stale || it.Task == nil || it.Title != "Ours" {
+		if it.State != snag.StateConflict || !it.Stale || it.Task == nil || it.Title != "Ours" {
 			t.Errorf("row = %+v, want state conflict, stale, with the last good data", it.Row)
 		}
 		if it.Claimable() {
 			t.Error("a conflicted task is claimable")
 		}
-		if probs := e.problems(); len(probs) != 1 || probs[0].State != index.StateConflict {
+		if probs := e.problems(); len(probs) != 1 || probs[0].State != snag.StateConflict {
 			t.Errorf("Problems = %+v, want the conflicted file", probs)
 		}
 	})
@@ -495,7 +496,7 @@ func TestSymlinkedTaskFileIsNeverFollowed(t *testing.T) {
 			}
 			rows := query(t, e.conn(), `SELECT path, id, sha256, size, state, error FROM tasks`)
 			want := []record{{
-				"path": "tasks/" + name, "id": "", "sha256": "x''", "size": int64(0), "state": index.StateInvalid,
+				"path": "tasks/" + name, "id": "", "sha256": "x''", "size": int64(0), "state": snag.StateInvalid,
 				"error": "parse tasks/" + name + ": " + queue.ErrSymlink.Error(),
 			}}
 			if diff := cmp.Diff(want, rows); diff != "" {

@@ -11,22 +11,8 @@ import (
 	"zombiezen.com/go/sqlite/sqlitex"
 
 	"github.com/snagdev/snag/internal/repopath"
+	"github.com/snagdev/snag/internal/snag"
 )
-
-// FileClaim is a session's claim of a repository path or glob: exclusive
-// claims keep every other session's claims off the paths they cover,
-// shared ones only exclusive claims. It is live until it is released or
-// its expiry passes.
-type FileClaim struct {
-	ID        int64     `json:"id"`
-	Path      string    `json:"path"` // canonical (repopath.Clean): a path, a folder or a glob
-	SessionID int64     `json:"session_id"`
-	Holder    string    `json:"holder"`
-	TaskID    string    `json:"task_id,omitempty"`
-	Exclusive bool      `json:"exclusive"`
-	Acquired  time.Time `json:"acquired"`
-	Expires   time.Time `json:"expires"`
-}
 
 // FileClaimRequest is one claim of several paths, all or nothing.
 type FileClaimRequest struct {
@@ -43,22 +29,22 @@ type FileClaimRequest struct {
 // session's own claims that expired before this renewal came (ended now,
 // so that a claim after this one is a fresh one).
 type FileClaimResult struct {
-	Claimed   []FileClaim
+	Claimed   []snag.FileClaim
 	Renewed   int // how many of Claimed were renewals
-	Conflicts []FileClaim
-	Late      []FileClaim
+	Conflicts []snag.FileClaim
+	Late      []snag.FileClaim
 }
 
 const fileClaimColumns = `id, path, session_id, holder, coalesce(task_id, ''), exclusive, acquired, expires`
 
-func scanFileClaim(st *sqlite.Stmt) FileClaim {
-	return FileClaim{ID: st.ColumnInt64(0), Path: st.ColumnText(1), SessionID: st.ColumnInt64(2),
+func scanFileClaim(st *sqlite.Stmt) snag.FileClaim {
+	return snag.FileClaim{ID: st.ColumnInt64(0), Path: st.ColumnText(1), SessionID: st.ColumnInt64(2),
 		Holder: st.ColumnText(3), TaskID: st.ColumnText(4), Exclusive: st.ColumnInt64(5) != 0,
 		Acquired: time.Unix(0, st.ColumnInt64(6)), Expires: time.Unix(0, st.ColumnInt64(7))}
 }
 
-func fileClaimsWhere(conn *sqlite.Conn, where string, args map[string]any) ([]FileClaim, error) {
-	var out []FileClaim
+func fileClaimsWhere(conn *sqlite.Conn, where string, args map[string]any) ([]snag.FileClaim, error) {
+	var out []snag.FileClaim
 	err := sqlitex.Execute(conn, `SELECT `+fileClaimColumns+` FROM file_claims WHERE released IS NULL AND `+where+
 		` ORDER BY holder, path, id`, &sqlitex.ExecOptions{Named: args,
 		ResultFunc: func(st *sqlite.Stmt) error { out = append(out, scanFileClaim(st)); return nil }})
@@ -120,8 +106,8 @@ func claimFiles(conn *sqlite.Conn, r FileClaimRequest, now time.Time) (FileClaim
 // own claims by path; those of its own that r renews but that expired by
 // now (late); and the claims of other sessions, live at now, that overlap
 // a path of r where either is exclusive (conflicts).
-func weighFileClaims(all []FileClaim, r FileClaimRequest, now time.Time) (own map[string]FileClaim, late, conflicts []FileClaim) {
-	own = map[string]FileClaim{}
+func weighFileClaims(all []snag.FileClaim, r FileClaimRequest, now time.Time) (own map[string]snag.FileClaim, late, conflicts []snag.FileClaim) {
+	own = map[string]snag.FileClaim{}
 	for _, c := range all {
 		if c.SessionID == r.SessionID {
 			own[c.Path] = c
@@ -143,7 +129,7 @@ func weighFileClaims(all []FileClaim, r FileClaimRequest, now time.Time) (own ma
 // putFileClaim claims path p for r's session until expires: it renews
 // the session's own claim of p (in own), or makes a new one. It returns
 // the claim and whether it was renewed.
-func putFileClaim(conn *sqlite.Conn, r FileClaimRequest, p string, own map[string]FileClaim, now, expires time.Time) (FileClaim, bool, error) {
+func putFileClaim(conn *sqlite.Conn, r FileClaimRequest, p string, own map[string]snag.FileClaim, now, expires time.Time) (snag.FileClaim, bool, error) {
 	var task any
 	if r.TaskID != "" {
 		task = r.TaskID
@@ -155,7 +141,7 @@ func putFileClaim(conn *sqlite.Conn, r FileClaimRequest, p string, own map[strin
 			WHERE id = :id`, &sqlitex.ExecOptions{Named: map[string]any{":exp": expires.UnixNano(),
 			":x": boolInt(r.Exclusive), ":task": task, ":id": c.ID}})
 	} else {
-		c = FileClaim{Path: p, SessionID: r.SessionID, Holder: r.Holder, Acquired: now}
+		c = snag.FileClaim{Path: p, SessionID: r.SessionID, Holder: r.Holder, Acquired: now}
 		err = sqlitex.Execute(conn, `INSERT INTO file_claims (path, session_id, holder, task_id, exclusive, acquired, expires)
 			VALUES (:p, :s, :h, :task, :x, :now, :exp)`, &sqlitex.ExecOptions{Named: map[string]any{
 			":p": p, ":s": r.SessionID, ":h": r.Holder, ":task": task, ":x": boolInt(r.Exclusive),
@@ -163,7 +149,7 @@ func putFileClaim(conn *sqlite.Conn, r FileClaimRequest, p string, own map[strin
 		c.ID = conn.LastInsertRowID()
 	}
 	if err != nil {
-		return FileClaim{}, false, err
+		return snag.FileClaim{}, false, err
 	}
 	c.TaskID, c.Exclusive, c.Expires = r.TaskID, r.Exclusive, expires
 	return c, renew, nil
@@ -176,8 +162,8 @@ func endFileClaim(conn *sqlite.Conn, id int64, now time.Time, why string) error 
 
 // ReleaseFiles ends the session's claims of paths (every claim it holds,
 // expired ones included, when paths is empty) and returns them.
-func (db *DB) ReleaseFiles(ctx context.Context, sessionID int64, paths []string, why string) ([]FileClaim, error) {
-	var out []FileClaim
+func (db *DB) ReleaseFiles(ctx context.Context, sessionID int64, paths []string, why string) ([]snag.FileClaim, error) {
+	var out []snag.FileClaim
 	err := db.write(ctx, func(conn *sqlite.Conn) error {
 		out = nil
 		held, err := fileClaimsWhere(conn, `session_id = :s`, map[string]any{":s": sessionID})
@@ -201,8 +187,8 @@ func (db *DB) ReleaseFiles(ctx context.Context, sessionID int64, paths []string,
 
 // ForceReleaseFile ends every live claim of path, whoever holds it (a
 // person freeing it), and returns them.
-func (db *DB) ForceReleaseFile(ctx context.Context, path, why string) ([]FileClaim, error) {
-	var out []FileClaim
+func (db *DB) ForceReleaseFile(ctx context.Context, path, why string) ([]snag.FileClaim, error) {
+	var out []snag.FileClaim
 	err := db.write(ctx, func(conn *sqlite.Conn) error {
 		held, err := fileClaimsWhere(conn, `path = :p`, map[string]any{":p": path})
 		if err != nil {
@@ -222,8 +208,8 @@ func (db *DB) ForceReleaseFile(ctx context.Context, path, why string) ([]FileCla
 
 // FileClaims lists the live claims (not released, not expired at now) in
 // holder and path order.
-func (db *DB) FileClaims(ctx context.Context, now time.Time) ([]FileClaim, error) {
-	var out []FileClaim
+func (db *DB) FileClaims(ctx context.Context, now time.Time) ([]snag.FileClaim, error) {
+	var out []snag.FileClaim
 	err := db.withConn(ctx, func(conn *sqlite.Conn) (err error) {
 		out, err = fileClaimsWhere(conn, `expires > :now`, map[string]any{":now": now.UnixNano()})
 		return err
@@ -233,8 +219,8 @@ func (db *DB) FileClaims(ctx context.Context, now time.Time) ([]FileClaim, error
 
 // FileClaimsOf lists a session's claims that are not released, expired
 // ones included (its own view: an expired claim is one to claim afresh).
-func (db *DB) FileClaimsOf(ctx context.Context, sessionID int64) ([]FileClaim, error) {
-	var out []FileClaim
+func (db *DB) FileClaimsOf(ctx context.Context, sessionID int64) ([]snag.FileClaim, error) {
+	var out []snag.FileClaim
 	err := db.withConn(ctx, func(conn *sqlite.Conn) (err error) {
 		out, err = fileClaimsWhere(conn, `session_id = :s`, map[string]any{":s": sessionID})
 		return err

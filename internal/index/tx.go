@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 )
@@ -52,7 +53,7 @@ type Ended struct {
 // OnAudited sets f to be called after each commit that wrote audit
 // entries, with them in order, while the write still holds its turn: f
 // must not block or write to the DB (it queues them).
-func (db *DB) OnAudited(f func([]AuditEntry)) { db.onAudited = f }
+func (db *DB) OnAudited(f func([]snag.AuditEntry)) { db.onAudited = f }
 
 // OnLeasesEnded sets f to be called after each commit that ended leases,
 // with them in the order they ended, while the write still holds its turn:
@@ -73,7 +74,7 @@ func (db *DB) Read(ctx context.Context, f func(tx *Tx) error) error {
 }
 
 // Audit appends an audit entry inside the transaction.
-func (tx *Tx) Audit(e AuditEntry) error {
+func (tx *Tx) Audit(e snag.AuditEntry) error {
 	if e.At.IsZero() {
 		e.At = time.Now()
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/snagdev/snag/internal/index"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // TestVerifyRunKeepsItsVisualComparison: a run ended with a visual
@@ -13,18 +14,18 @@ func TestVerifyRunKeepsItsVisualComparison(t *testing.T) {
 	e := newEnv(t)
 	for _, tc := range []struct {
 		name   string
-		visual *index.Visual
+		visual *snag.Visual
 	}{
-		{"changed", &index.Visual{Before: "shots/a-anchor.png", After: "shots/SNAG-1-verify-1-anchor.png", Diff: "shots/SNAG-1-verify-1-diff.png", Changed: 0.125}},
-		{"identical", &index.Visual{Before: "shots/a-anchor.png", After: "shots/b.png", Diff: "shots/c.png", Changed: 0, Identical: true}},
+		{"changed", &snag.Visual{Before: "shots/a-anchor.png", After: "shots/SNAG-1-verify-1-anchor.png", Diff: "shots/SNAG-1-verify-1-diff.png", Changed: 0.125}},
+		{"identical", &snag.Visual{Before: "shots/a-anchor.png", After: "shots/b.png", Diff: "shots/c.png", Changed: 0, Identical: true}},
 		{"none", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			task := "tsk_" + tc.name
-			var run index.VerifyRun
+			var run snag.VerifyRun
 			err := e.db.Update(e.ctx, func(tx *index.Tx) error {
 				var err error
-				if run, err = tx.QueueVerify(index.VerifyRun{TaskID: task, Verifier: "browser", Command: "http://localhost/"}); err != nil {
+				if run, err = tx.QueueVerify(snag.VerifyRun{TaskID: task, Verifier: "browser", Command: "http://localhost/"}); err != nil {
 					return err
 				}
 				return tx.EndVerify(run.ID, index.RunEnd{Outcome: "fail", Reason: "looks the same", Shot: "shots/x.png", Visual: tc.visual})

@@ -3,23 +3,24 @@ package index
 import (
 	"encoding/hex"
 
-	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/internal/snag"
 )
 
-// This file is where the index's rows become the API's types: snagd's
-// answers and the CLI's reads without a daemon both go through it, so the
-// wire contract changes only when a field is added here on purpose.
+// This file is where the index's rows become the domain's values (package
+// snag), which the API carries: snagd's answers and the CLI's reads
+// without a daemon both go through it, so the wire contract changes only
+// when a field is added here on purpose.
 
 // Wire is the row as the API gives it.
-func (r *Row) Wire() api.Task {
-	return api.Task{ID: r.ID, Key: r.Key, Title: r.Title, Status: r.Status, Trust: r.Trust, Severity: r.Severity,
+func (r *Row) Wire() snag.Task {
+	return snag.Task{ID: r.ID, Key: r.Key, Title: r.Title, Status: r.Status, Trust: r.Trust, Severity: r.Severity,
 		Kind: r.Kind, Wave: r.Wave, Plan: r.Plan, Assignee: r.Assignee, File: r.File, BlockedBy: r.BlockedBy,
 		Path: r.Path, State: r.State, Error: r.Error, Stale: r.Stale, Duplicate: r.Dup, HeldIn: r.HeldIn, HeldOn: r.HeldOn}
 }
 
 // WireRows is rows as the API gives them; [] for none.
-func WireRows(rows []*Row) []api.Task {
-	out := make([]api.Task, len(rows))
+func WireRows(rows []*Row) []snag.Task {
+	out := make([]snag.Task, len(rows))
 	for i, r := range rows {
 		out[i] = r.Wire()
 	}
@@ -27,98 +28,46 @@ func WireRows(rows []*Row) []api.Task {
 }
 
 // Wire is the hit as the API gives it.
-func (h *Hit) Wire() api.Hit { return api.Hit{Task: h.Row.Wire(), Snippet: h.Snippet} }
+func (h *Hit) Wire() snag.Hit { return snag.Hit{Task: h.Row.Wire(), Snippet: h.Snippet} }
 
 // WireHits is hits as the API gives them; nil stays nil.
-func WireHits(hits []Hit) []api.Hit {
+func WireHits(hits []Hit) []snag.Hit {
 	if hits == nil {
 		return nil
 	}
-	out := make([]api.Hit, len(hits))
+	out := make([]snag.Hit, len(hits))
 	for i := range hits {
 		out[i] = hits[i].Wire()
 	}
 	return out
 }
 
-// Wire is the counts as the API gives them.
-func (c Counts) Wire() api.Counts {
-	return api.Counts{Tasks: c.Tasks, Problems: c.Problems, Dangling: c.Dangling}
-}
-
 // Wire is the session as the API gives it.
-func (s Session) Wire() api.Session {
-	return api.Session{ID: s.ID, Name: s.Name, Client: s.Client, ClientVersion: s.ClientVersion, PID: s.PID,
+func (s Session) Wire() snag.Session {
+	return snag.Session{ID: s.ID, Name: s.Name, Client: s.Client, ClientVersion: s.ClientVersion, PID: s.PID,
 		PIDStart: s.PIDStart, BootID: s.BootID, Host: s.Host, Transport: s.Transport, Root: s.Root,
 		Started: s.Started, LastSeen: s.LastSeen, Ended: s.Ended, EndReason: s.EndReason}
 }
 
-// Wire is the activity as the API gives it.
-func (a Activity) Wire() api.Activity {
-	return api.Activity{LastCall: a.LastCall, Idle: a.Idle, Working: a.Working, Stream: a.Stream, EndsAt: a.EndsAt, Note: a.Note}
-}
-
 // Wire is the lease as the API gives it.
-func (l Lease) Wire() api.Lease {
-	return api.Lease{TaskID: l.TaskID, SessionID: l.SessionID, Holder: l.Holder, Epoch: l.Epoch, Acquired: l.Acquired,
+func (l Lease) Wire() snag.Lease {
+	return snag.Lease{TaskID: l.TaskID, SessionID: l.SessionID, Holder: l.Holder, Epoch: l.Epoch, Acquired: l.Acquired,
 		Detached: l.Detached, Worktree: l.Worktree}
 }
 
 // WireLeases is leases as the API gives them; [] for none.
-func WireLeases(ls []Lease) []api.Lease {
-	out := make([]api.Lease, len(ls))
+func WireLeases(ls []Lease) []snag.Lease {
+	out := make([]snag.Lease, len(ls))
 	for i, l := range ls {
 		out[i] = l.Wire()
 	}
 	return out
 }
 
-// Wire is the entry as the API gives it.
-func (e AuditEntry) Wire() api.AuditEntry {
-	return api.AuditEntry{ID: e.ID, SessionID: e.SessionID, At: e.At, Actor: e.Actor, Agent: e.Agent, Action: e.Action,
-		TaskID: e.TaskID, Outcome: e.Outcome, Detail: e.Detail, Branch: e.Branch, Worktree: e.Worktree, Host: e.Host}
-}
-
-// WireAudit is entries as the API gives them; [] for none.
-func WireAudit(es []AuditEntry) []api.AuditEntry {
-	out := make([]api.AuditEntry, len(es))
-	for i, e := range es {
-		out[i] = e.Wire()
-	}
-	return out
-}
-
-// Wire is the run as the API gives it.
-func (r VerifyRun) Wire() api.VerifyRun {
-	return api.VerifyRun{ID: r.ID, TaskID: r.TaskID, Queued: r.Queued, Started: r.Started, Ended: r.Ended,
-		Verifier: r.Verifier, Command: r.Command, Dir: r.Dir, SessionID: r.SessionID, Holder: r.Holder,
-		Outcome: r.Outcome, Reason: r.Reason, Shot: r.Shot, Visual: r.Visual.Wire()}
-}
-
-// Wire is the comparison as the API gives it; nil stays nil.
-func (v *Visual) Wire() *api.Visual {
-	if v == nil {
-		return nil
-	}
-	return &api.Visual{Before: v.Before, After: v.After, Diff: v.Diff, Changed: v.Changed, Identical: v.Identical}
-}
-
-// WireRuns is runs as the API gives them; nil stays nil.
-func WireRuns(runs []VerifyRun) []api.VerifyRun {
-	if runs == nil {
-		return nil
-	}
-	out := make([]api.VerifyRun, len(runs))
-	for i, r := range runs {
-		out[i] = r.Wire()
-	}
-	return out
-}
-
 // Wire is the item as GET /tasks/{ref} gives it, without its verify state;
 // taskFile is its file relative to the project root.
-func (it *Item) Wire(taskFile string) api.TaskDetail {
-	out := api.TaskDetail{Row: it.Row.Wire(), Task: it.Task, TaskFile: taskFile, SHA256: hex.EncodeToString(it.SHA256)}
+func (it *Item) Wire(taskFile string) snag.TaskDetail {
+	out := snag.TaskDetail{Row: it.Row.Wire(), Task: it.Task, TaskFile: taskFile, SHA256: hex.EncodeToString(it.SHA256)}
 	if it.Task != nil {
 		body := string(it.Task.Body)
 		out.Body = &body
@@ -126,30 +75,15 @@ func (it *Item) Wire(taskFile string) api.TaskDetail {
 	return out
 }
 
-// Wire is the claim as the API answers it.
-func (c FileClaim) Wire() api.FileClaim {
-	return api.FileClaim{ID: c.ID, Path: c.Path, SessionID: c.SessionID, Holder: c.Holder, TaskID: c.TaskID,
-		Exclusive: c.Exclusive, Acquired: c.Acquired, Expires: c.Expires}
-}
-
-// WireFileClaims is cs as the API answers them, [] when none.
-func WireFileClaims(cs []FileClaim) []api.FileClaim {
-	out := make([]api.FileClaim, len(cs))
-	for i, c := range cs {
-		out[i] = c.Wire()
-	}
-	return out
-}
-
 // Wire is the message as the API answers it.
-func (m Message) Wire() api.Message {
-	return api.Message{ID: m.ID, Created: m.Created, Kind: m.Kind, From: m.From, To: m.To, TaskID: m.TaskID,
+func (m Message) Wire() snag.Message {
+	return snag.Message{ID: m.ID, Created: m.Created, Kind: m.Kind, From: m.From, To: m.To, TaskID: m.TaskID,
 		Title: m.Title, Body: m.Body, Detail: m.Detail, Seen: m.Seen}
 }
 
 // WireMessages is ms as the API answers them, [] when none.
-func WireMessages(ms []Message) []api.Message {
-	out := make([]api.Message, len(ms))
+func WireMessages(ms []Message) []snag.Message {
+	out := make([]snag.Message, len(ms))
 	for i, m := range ms {
 		out[i] = m.Wire()
 	}

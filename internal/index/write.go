@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 )
@@ -227,12 +228,12 @@ func (w *writer) apply(p string, r *fileResult, old rowInfo, had bool) (rowChang
 // name for a title, and the alias number its name holds.
 func (w *writer) applyFailure(p string, r *fileResult, old rowInfo, had bool) (rowChange, error) {
 	ch := rowChange{added: !had, updated: had}
-	state, msg, line := StateInvalid, r.err.Error(), 0
+	state, msg, line := snag.StateInvalid, r.err.Error(), 0
 	var pe *queue.ParseError
 	if errors.As(r.err, &pe) {
 		line = pe.Line
 		if pe.Conflict {
-			state = StateConflict
+			state = snag.StateConflict
 		}
 		msg = queue.WithPath(pe, p).Error()
 	}
@@ -346,7 +347,7 @@ func (w *writer) fileGone(n int64) (changed bool, err error) {
 	switch {
 	case err != nil:
 		return false, err
-	case leased && state == StateMissing:
+	case leased && state == snag.StateMissing:
 		return false, nil
 	case leased:
 		return true, sqlitex.Execute(w.conn, `UPDATE tasks SET state = 'missing', error = :err, error_line = 0, stale = 0,

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // Where an answer came from.
@@ -67,25 +67,13 @@ func ProblemOf(state, why string) string {
 
 // VerifyState is where verify of a task stands.
 type VerifyState struct {
-	Running  bool      `json:"running"`
-	Outcome  string    `json:"outcome,omitempty"`
-	Reason   string    `json:"reason,omitempty"`
-	LastAt   time.Time `json:"last_at,omitzero"`
-	Verifier string    `json:"verifier,omitempty"`
-	Shot     string    `json:"shot,omitempty"`
-	Visual   *Visual   `json:"visual,omitempty"`
-}
-
-// Visual is a visual verify's comparison of the element's crop as
-// captured (Before) with the crop taken again (After); Diff pictures what
-// changed, and Changed is the fraction of its pixels that did. Paths are
-// relative to .snag/.
-type Visual struct {
-	Before    string  `json:"before"`
-	After     string  `json:"after"`
-	Diff      string  `json:"diff,omitempty"`
-	Changed   float64 `json:"changed"`
-	Identical bool    `json:"identical"`
+	Running  bool         `json:"running"`
+	Outcome  string       `json:"outcome,omitempty"`
+	Reason   string       `json:"reason,omitempty"`
+	LastAt   time.Time    `json:"last_at,omitzero"`
+	Verifier string       `json:"verifier,omitempty"`
+	Shot     string       `json:"shot,omitempty"`
+	Visual   *snag.Visual `json:"visual,omitempty"`
 }
 
 // Fill copies what a task file says into a detail.
@@ -152,8 +140,8 @@ type ListQuery struct {
 // whose Row is then empty.
 type Hit struct {
 	Row
-	Snippet string    `json:"snippet,omitempty"`
-	Note    *api.Note `json:"-"`
+	Snippet string     `json:"snippet,omitempty"`
+	Note    *snag.Note `json:"-"`
 }
 
 // Claimed is a claim's answer: the task (nil when nothing was ready) and

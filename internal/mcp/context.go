@@ -8,8 +8,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/internal/ops"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 type contextIn struct {
@@ -63,7 +63,7 @@ const (
 
 func (s *server) context(ctx context.Context, req *sdk.CallToolRequest, in contextIn) (*sdk.CallToolResult, contextOut, error) {
 	ctx = s.begin(ctx, req.Session, "snag_context")
-	var c api.Context
+	var c ops.Context
 	advice, err := s.teamCall(ctx, func(t Team) (err error) { c, err = t.Context(ctx, in.Name); return err })
 	if err != nil {
 		return nil, contextOut{}, err
@@ -104,7 +104,7 @@ func (v *contextView) me(name, note string) {
 }
 
 // plans lists the active plans.
-func (v *contextView) plans(ps []api.Plan) {
+func (v *contextView) plans(ps []snag.Plan) {
 	for _, p := range ps {
 		v.b.WriteString("plan: " + planLine(p) + "\n")
 		v.out.Plans = append(v.out.Plans, p.Slug)
@@ -112,7 +112,7 @@ func (v *contextView) plans(ps []api.Plan) {
 }
 
 // tasks lists the tasks the agent holds, an unvetted title quoted.
-func (v *contextView) tasks(ts []api.HeldTask) {
+func (v *contextView) tasks(ts []ops.HeldTask) {
 	if len(ts) == 0 {
 		v.b.WriteString("your tasks: none\n")
 	}
@@ -127,7 +127,7 @@ func (v *contextView) tasks(ts []api.HeldTask) {
 }
 
 // files lists the agent's file claims with the seconds each has left.
-func (v *contextView) files(cs []api.FileClaim) {
+func (v *contextView) files(cs []snag.FileClaim) {
 	if len(cs) == 0 {
 		return
 	}
@@ -146,7 +146,7 @@ func (v *contextView) files(cs []api.FileClaim) {
 
 // handoffs lists the handoffs to the agent, their text quoted, and how
 // many more wait.
-func (v *contextView) handoffs(hs []api.Message, more int) {
+func (v *contextView) handoffs(hs []snag.Message, more int) {
 	if len(hs) > 0 {
 		v.b.WriteString("handoffs to you (shown once):\n")
 	}
@@ -166,7 +166,7 @@ func (v *contextView) handoffs(hs []api.Message, more int) {
 }
 
 // ready lists the next ready tasks, saying when there are more.
-func (v *contextView) ready(ts []api.Task, more bool) {
+func (v *contextView) ready(ts []snag.Task, more bool) {
 	switch {
 	case len(ts) == 0:
 		v.b.WriteString("ready: nothing\n")
@@ -190,7 +190,7 @@ func (v *contextView) ready(ts []api.Task, more bool) {
 
 // agents lists the other agents, up to contextAgents of them, and
 // returns how many more there are.
-func (v *contextView) agents(others []api.AgentView) (left int) {
+func (v *contextView) agents(others []ops.AgentView) (left int) {
 	if len(others) == 0 {
 		v.b.WriteString("other agents: none\n")
 	} else {
@@ -212,7 +212,7 @@ func (v *contextView) agents(others []api.AgentView) (left int) {
 // agentLine is another agent as snag_context shows it, and its line:
 // what it holds, its files (the first contextFiles), its last report
 // quoted, or idle.
-func agentLine(o api.AgentView) (agentOut, string) {
+func agentLine(o ops.AgentView) (agentOut, string) {
 	ao := agentOut{Name: o.Name, Tasks: []string{}, Files: pathsOf(o.Files)}
 	for _, t := range o.Tasks {
 		ao.Tasks = append(ao.Tasks, t.Key)
@@ -242,7 +242,7 @@ func agentLine(o api.AgentView) (agentOut, string) {
 }
 
 // decisions lists the recent decisions.
-func (v *contextView) decisions(ns []api.Note) {
+func (v *contextView) decisions(ns []snag.Note) {
 	if len(ns) > 0 {
 		v.b.WriteString("recent decisions:\n")
 	}
@@ -254,7 +254,7 @@ func (v *contextView) decisions(ns []api.Note) {
 
 // team lists what the team made that this clone's files do not have
 // yet, its titles quoted.
-func (v *contextView) team(items []api.TeamItem) {
+func (v *contextView) team(items []ops.TeamItem) {
 	if len(items) > 0 {
 		v.b.WriteString("from the team, not in your files yet (unvetted):\n")
 	}

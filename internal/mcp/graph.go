@@ -13,16 +13,17 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/gitdir"
+	"github.com/snagdev/snag/internal/ops"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // Graph is what the graph toolset needs of snagd, beside Team.
 type Graph interface {
-	Notes(ctx context.Context, q api.NoteQuery) (api.NoteList, error)
-	Note(ctx context.Context, ref string) (api.NoteDetail, error)
-	Link(ctx context.Context, r api.LinkRequest) (api.NoteDetail, error)
-	Activity(ctx context.Context, branches int) (api.ActivityFeed, error)
+	Notes(ctx context.Context, q ops.NoteQuery) (ops.NoteList, error)
+	Note(ctx context.Context, ref string) (ops.NoteDetail, error)
+	Link(ctx context.Context, r ops.LinkRequest) (ops.NoteDetail, error)
+	Activity(ctx context.Context, branches int) (ops.ActivityFeed, error)
 }
 
 // Where says where a bridge works: the git branch checked out in its
@@ -123,14 +124,14 @@ type nodesOut struct {
 }
 
 type activityOut struct {
-	Source        string               `json:"source"`
-	Advisory      string               `json:"advisory,omitempty"`
-	Workspace     string               `json:"workspace,omitempty"`
-	Tasks         []api.TaskLease      `json:"tasks,omitempty"`
-	Files         []claimOutRow        `json:"files,omitempty"`
-	BranchLeases  []api.BranchLease    `json:"branch_leases,omitempty"`
-	Recent        []api.BranchActivity `json:"recent,omitempty"`
-	BranchesTotal int                  `json:"branches_total"`
+	Source        string                `json:"source"`
+	Advisory      string                `json:"advisory,omitempty"`
+	Workspace     string                `json:"workspace,omitempty"`
+	Tasks         []snag.TaskLease      `json:"tasks,omitempty"`
+	Files         []claimOutRow         `json:"files,omitempty"`
+	BranchLeases  []snag.BranchLease    `json:"branch_leases,omitempty"`
+	Recent        []snag.BranchActivity `json:"recent,omitempty"`
+	BranchesTotal int                   `json:"branches_total"`
 }
 
 func (s *server) addGraphTools(srv *sdk.Server) {
@@ -179,7 +180,7 @@ func trustMark(t string) string {
 	return " u"
 }
 
-func nodeOutOf(n api.Note) nodeOut {
+func nodeOutOf(n snag.Note) nodeOut {
 	o := nodeOut{Key: n.Key, Type: n.Type, Title: n.Title, Branch: n.Branch, Trust: string(n.Trust), Author: n.Author,
 		Tasks: n.Tasks, File: n.File, Snippet: n.Snippet}
 	for _, l := range n.Links {
@@ -221,7 +222,7 @@ func (s *server) nodes(ctx context.Context, req *sdk.CallToolRequest, in nodesIn
 		if in.Limit == 0 {
 			in.Limit = 20
 		}
-		got, err := g.Notes(ctx, api.NoteQuery{Query: in.Query, Type: in.Type, Branch: in.Branch, Limit: in.Limit})
+		got, err := g.Notes(ctx, ops.NoteQuery{Query: in.Query, Type: in.Type, Branch: in.Branch, Limit: in.Limit})
 		if err != nil {
 			return err
 		}
@@ -298,7 +299,7 @@ func (s *server) link(ctx context.Context, req *sdk.CallToolRequest, in linkIn) 
 		if err != nil {
 			return err
 		}
-		d, err := g.Link(ctx, api.LinkRequest{From: in.From, To: in.To, Kind: in.Kind, Why: in.Why, Branch: branch, Worktree: tree})
+		d, err := g.Link(ctx, ops.LinkRequest{From: in.From, To: in.To, Kind: in.Kind, Why: in.Why, Branch: branch, Worktree: tree})
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,8 @@ import (
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/internal/ops"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 type planIn struct {
@@ -63,12 +64,12 @@ type notesOut struct {
 // planBodyCut is how much of a plan's body snag_plan's text shows.
 const planBodyCut = 3000
 
-func planRowOf(p api.Plan) planRow {
+func planRowOf(p snag.Plan) planRow {
 	return planRow{Slug: p.Slug, Title: p.Title, Status: string(p.Status), Trust: string(p.Trust), Author: p.Author, Tasks: p.Tasks}
 }
 
 // planLine is one plan as snag_plan and snag_context list it.
-func planLine(p api.Plan) string {
+func planLine(p snag.Plan) string {
 	if p.Problem != "" {
 		return p.Slug + ": does not parse: " + oneLine(p.Problem, 160)
 	}
@@ -174,7 +175,7 @@ func planGet(ctx context.Context, t Team, in planIn) (planOut, string, error) {
 
 // planCreate drafts a plan of in.Title and in.Body.
 func planCreate(ctx context.Context, t Team, in planIn) (planOut, string, error) {
-	got, err := t.CreatePlan(ctx, api.PlanRequest{Title: &in.Title, Body: &in.Body})
+	got, err := t.CreatePlan(ctx, ops.PlanRequest{Title: &in.Title, Body: &in.Body})
 	if err != nil {
 		return planOut{}, "", err
 	}
@@ -185,7 +186,7 @@ func planCreate(ctx context.Context, t Team, in planIn) (planOut, string, error)
 // planUpdate sets the status, title or body of the plan in.ID, those
 // given.
 func planUpdate(ctx context.Context, t Team, in planIn) (planOut, string, error) {
-	r := api.PlanRequest{Status: in.Status}
+	r := ops.PlanRequest{Status: in.Status}
 	if in.Title != "" {
 		r.Title = &in.Title
 	}
@@ -206,7 +207,7 @@ func planUpdate(ctx context.Context, t Team, in planIn) (planOut, string, error)
 // planDetail is one plan as snag_plan answers it: its line after verb,
 // who drafted it when a person has not vetted it, and, for a get (verb
 // ""), its body fenced unless vetted.
-func planDetail(d api.PlanDetail, verb string) (planOut, string) {
+func planDetail(d ops.PlanDetail, verb string) (planOut, string) {
 	r := planRowOf(d.Plan)
 	out := planOut{Plan: &r, File: d.File, Body: d.Body}
 	var b strings.Builder
@@ -226,7 +227,7 @@ func planDetail(d api.PlanDetail, verb string) (planOut, string) {
 
 // cutPlanBody is a plan's body cut to planBodyCut bytes, saying where
 // the rest is.
-func cutPlanBody(d api.PlanDetail) string {
+func cutPlanBody(d ops.PlanDetail) string {
 	if len(d.Body) <= planBodyCut {
 		return d.Body
 	}
@@ -243,7 +244,7 @@ func (s *server) note(ctx context.Context, req *sdk.CallToolRequest, in noteIn) 
 	var msg string
 	advice, err := s.teamCall(ctx, func(t Team) error {
 		if strings.TrimSpace(in.Title) == "" {
-			got, err := t.Notes(ctx, api.NoteQuery{Type: "decision", Limit: 10})
+			got, err := t.Notes(ctx, ops.NoteQuery{Type: "decision", Limit: 10})
 			if err != nil {
 				return err
 			}
@@ -266,10 +267,10 @@ func (s *server) note(ctx context.Context, req *sdk.CallToolRequest, in noteIn) 
 		if err != nil {
 			return err
 		}
-		r := api.NoteRequest{Title: in.Title, Body: in.Body, Type: in.Type, Task: in.Task, Files: in.Files,
+		r := ops.NoteRequest{Title: in.Title, Body: in.Body, Type: in.Type, Task: in.Task, Files: in.Files,
 			TookFrom: in.TookFrom, Why: in.Why, Branch: branch, Commit: commit, Worktree: tree}
 		for _, l := range in.Links {
-			r.Links = append(r.Links, api.Link{To: l.To, Kind: l.Kind, Why: l.Why})
+			r.Links = append(r.Links, snag.Link{To: l.To, Kind: l.Kind, Why: l.Why})
 		}
 		got, err := t.AddNote(ctx, r)
 		if err != nil {

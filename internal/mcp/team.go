@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/internal/ops"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // Toolsets are the toolsets a server can serve, in the order tools/list
@@ -22,18 +22,18 @@ var Toolsets = []string{"queue", "team", "graph"}
 // Team is what the team toolset needs of snagd. The live backends meet
 // it; with no daemon the team tools answer advisory text, not errors.
 type Team interface {
-	Context(ctx context.Context, name string) (api.Context, error)
-	ClaimFiles(ctx context.Context, r api.FilesRequest) (api.FilesClaimed, error)
-	ReleaseFiles(ctx context.Context, paths []string) (api.FilesReleased, error)
-	CheckFiles(ctx context.Context, paths []string) (api.FilesChecked, error)
-	Report(ctx context.Context, r api.ReportRequest) (api.Message, error)
-	Handoff(ctx context.Context, r api.HandoffRequest) (api.HandedOff, error)
-	Plans(ctx context.Context) (api.PlanList, error)
-	Plan(ctx context.Context, slug string) (api.PlanDetail, error)
-	CreatePlan(ctx context.Context, r api.PlanRequest) (api.PlanDetail, error)
-	UpdatePlan(ctx context.Context, slug string, r api.PlanRequest) (api.PlanDetail, error)
-	Notes(ctx context.Context, q api.NoteQuery) (api.NoteList, error)
-	AddNote(ctx context.Context, r api.NoteRequest) (api.NoteDetail, error)
+	Context(ctx context.Context, name string) (ops.Context, error)
+	ClaimFiles(ctx context.Context, r ops.FilesRequest) (ops.FilesClaimed, error)
+	ReleaseFiles(ctx context.Context, paths []string) (ops.FilesReleased, error)
+	CheckFiles(ctx context.Context, paths []string) (ops.FilesChecked, error)
+	Report(ctx context.Context, r ops.ReportRequest) (snag.Message, error)
+	Handoff(ctx context.Context, r ops.HandoffRequest) (ops.HandedOff, error)
+	Plans(ctx context.Context) (ops.PlanList, error)
+	Plan(ctx context.Context, slug string) (ops.PlanDetail, error)
+	CreatePlan(ctx context.Context, r ops.PlanRequest) (ops.PlanDetail, error)
+	UpdatePlan(ctx context.Context, slug string, r ops.PlanRequest) (ops.PlanDetail, error)
+	Notes(ctx context.Context, q ops.NoteQuery) (ops.NoteList, error)
+	AddNote(ctx context.Context, r ops.NoteRequest) (ops.NoteDetail, error)
 }
 
 // advisory is what a team tool answers when no snagd coordinates: the
@@ -150,9 +150,9 @@ func (s *server) addTeamTools(srv *sdk.Server) {
 func quoted(s string, n int) string { return strconv.Quote(oneLine(s, n)) }
 
 // leftOf is the seconds a claim has left at now.
-func leftOf(c api.FileClaim, now time.Time) int { return max(0, int(c.Expires.Sub(now).Seconds())) }
+func leftOf(c snag.FileClaim, now time.Time) int { return max(0, int(c.Expires.Sub(now).Seconds())) }
 
-func claimRows(cs []api.FileClaim, now time.Time) []claimOutRow {
+func claimRows(cs []snag.FileClaim, now time.Time) []claimOutRow {
 	out := make([]claimOutRow, len(cs))
 	for i, c := range cs {
 		out[i] = claimOutRow{Path: c.Path, Holder: c.Holder, Exclusive: c.Exclusive, LeftSec: leftOf(c, now)}
@@ -161,7 +161,7 @@ func claimRows(cs []api.FileClaim, now time.Time) []claimOutRow {
 }
 
 // pathsOf lists claims' paths, with "(shared)" on shared ones.
-func pathsOf(cs []api.FileClaim) []string {
+func pathsOf(cs []snag.FileClaim) []string {
 	var out []string
 	for _, c := range cs {
 		p := c.Path
@@ -174,7 +174,7 @@ func pathsOf(cs []api.FileClaim) []string {
 }
 
 // RowOf is a task of snagd's API as the tools show it.
-func RowOf(t api.Task) Row {
+func RowOf(t snag.Task) Row {
 	return Row{Key: t.Key, ID: t.ID, Title: t.Title, Status: string(t.Status), Trust: string(t.Trust),
 		Severity: string(t.Severity), Kind: string(t.Kind), Wave: t.Wave, Plan: t.Plan, Assignee: t.Assignee,
 		File: t.File, BlockedBy: t.BlockedBy, Path: t.Path}
@@ -224,7 +224,7 @@ var fileActions = map[string]func(ctx context.Context, t Team, in filesIn, now t
 // way, when others hold them.
 func claimFiles(ctx context.Context, t Team, in filesIn, now time.Time) (filesAnswer, error) {
 	shared := in.Exclusive != nil && !*in.Exclusive
-	got, err := t.ClaimFiles(ctx, api.FilesRequest{Paths: in.Paths, Task: in.Task, TTLSec: in.TTLSec, Shared: shared})
+	got, err := t.ClaimFiles(ctx, ops.FilesRequest{Paths: in.Paths, Task: in.Task, TTLSec: in.TTLSec, Shared: shared})
 	if err != nil {
 		return filesAnswer{}, err
 	}
@@ -280,7 +280,7 @@ func checkFiles(ctx context.Context, t Team, in filesIn, now time.Time) (filesAn
 
 // checkLine is one path as snag_files's check answers it: free, or each
 // holder of a claim over it, the claim's mode and the seconds it has left.
-func checkLine(c api.FilesCheck, now time.Time) string {
+func checkLine(c ops.FilesCheck, now time.Time) string {
 	if len(c.Claims) == 0 {
 		return c.Path + ": free"
 	}
@@ -296,7 +296,7 @@ func checkLine(c api.FilesCheck, now time.Time) string {
 }
 
 // mode says whether claims are exclusive or shared.
-func mode(cs []api.FileClaim) string {
+func mode(cs []snag.FileClaim) string {
 	if len(cs) > 0 && !cs[0].Exclusive {
 		return "shared"
 	}
@@ -305,9 +305,9 @@ func mode(cs []api.FileClaim) string {
 
 func (s *server) report(ctx context.Context, req *sdk.CallToolRequest, in reportIn) (*sdk.CallToolResult, sentOut, error) {
 	ctx = s.begin(ctx, req.Session, "snag_report")
-	var m api.Message
+	var m snag.Message
 	advice, err := s.teamCall(ctx, func(t Team) (err error) {
-		m, err = t.Report(ctx, api.ReportRequest{Message: in.Message, Task: in.Task, Detail: in.Detail})
+		m, err = t.Report(ctx, ops.ReportRequest{Message: in.Message, Task: in.Task, Detail: in.Detail})
 		return err
 	})
 	if err != nil {
@@ -322,9 +322,9 @@ func (s *server) report(ctx context.Context, req *sdk.CallToolRequest, in report
 
 func (s *server) handoff(ctx context.Context, req *sdk.CallToolRequest, in handoffIn) (*sdk.CallToolResult, sentOut, error) {
 	ctx = s.begin(ctx, req.Session, "snag_handoff")
-	var h api.HandedOff
+	var h ops.HandedOff
 	advice, err := s.teamCall(ctx, func(t Team) (err error) {
-		h, err = t.Handoff(ctx, api.HandoffRequest{To: in.To, Title: in.Title, Body: in.Body, Task: in.Task})
+		h, err = t.Handoff(ctx, ops.HandoffRequest{To: in.To, Title: in.Title, Body: in.Body, Task: in.Task})
 		return err
 	})
 	if err != nil {

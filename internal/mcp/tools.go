@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // Text budgets: a body longer than bodyCut is cut in snag_get's text, with
@@ -435,7 +435,7 @@ func (s *server) search(ctx context.Context, req *sdk.CallToolRequest, in search
 	return &sdk.CallToolResult{Content: text(b.String())}, searchOut{Source: src, Note: note, Hits: hits, Notes: notes}, nil
 }
 
-func noteOutOf(n api.Note) noteOut {
+func noteOutOf(n snag.Note) noteOut {
 	return noteOut{Key: n.Key, Title: n.Title, Type: n.Type, Branch: n.Branch, Trust: string(n.Trust), Author: n.Author, Tasks: n.Tasks,
 		File: n.File, Snippet: n.Snippet}
 }

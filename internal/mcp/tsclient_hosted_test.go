@@ -19,8 +19,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/internal/ops"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 	"github.com/snagdev/snag/internal/snagdtest"
 )
 
@@ -183,22 +184,22 @@ func TestHostedMCPWithTheTypeScriptSDK(t *testing.T) {
 
 		// While the client holds its session: snagd's local API shows it,
 		// over http, holding the task, and the task file says claimed.
-		var ss api.Sessions
+		var ss ops.Sessions
 		e.getJSON(t, "/sessions", &ss)
-		var mine *api.LiveSession
+		var mine *snag.LiveSession
 		for i, s := range ss.Sessions {
 			if s.Client == "snag-hosted-ts" {
 				mine = &ss.Sessions[i]
 			}
 		}
-		var task api.TaskDetail
+		var task snag.TaskDetail
 		e.getJSON(t, "/tasks/"+key, &task)
 		switch {
 		case mine == nil:
 			t.Errorf("snagd's local /sessions has no snag-hosted-ts session: %+v", ss.Sessions)
 		case mine.Transport != "http":
 			t.Errorf("the TypeScript client's session is over %q; want http", mine.Transport)
-		case task.Task == nil || !slices.ContainsFunc(ss.Leases, func(l api.Lease) bool { return l.SessionID == mine.ID && l.TaskID == task.Task.ID }):
+		case task.Task == nil || !slices.ContainsFunc(ss.Leases, func(l snag.Lease) bool { return l.SessionID == mine.ID && l.TaskID == task.Task.ID }):
 			t.Errorf("snagd's local /sessions has no lease of %s by session %d: %+v", key, mine.ID, ss.Leases)
 		case task.Row.Assignee != mine.Name:
 			t.Errorf("%s is assigned to %q; want the session's agent %q", key, task.Row.Assignee, mine.Name)
@@ -221,7 +222,7 @@ func TestHostedMCPWithTheTypeScriptSDK(t *testing.T) {
 		waitFor(t, 30*time.Second, func() bool {
 			e.getJSON(t, "/sessions", &ss)
 			e.getJSON(t, "/tasks/"+key, &task)
-			return !slices.ContainsFunc(ss.Sessions, func(s api.LiveSession) bool { return s.Client == "snag-hosted-ts" }) &&
+			return !slices.ContainsFunc(ss.Sessions, func(s snag.LiveSession) bool { return s.Client == "snag-hosted-ts" }) &&
 				task.Row.Status == queue.StatusOpen
 		}, func() string {
 			return fmt.Sprintf("after the TypeScript client ended its session: sessions %+v, %s %s; want it gone and the task open", ss.Sessions, key, task.Row.Status)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // Finding is one thing snag doctor found wrong.
@@ -37,9 +38,9 @@ func (p *Project) Doctor(ctx context.Context) ([]Finding, error) {
 	}
 	for _, r := range probs {
 		switch {
-		case r.State == index.StateConflict:
+		case r.State == snag.StateConflict:
 			out = append(out, Finding{Path: r.Path, Kind: "conflict", Message: r.Error})
-		case r.State != index.StateOK:
+		case r.State != snag.StateOK:
 			out = append(out, Finding{Path: r.Path, Kind: "invalid", Message: r.Error, Fixable: missingIdentity(r.Error)})
 		}
 	}
@@ -255,7 +256,7 @@ func (p *Project) Fix(ctx context.Context) ([]string, error) {
 // one, appending a line to done for each.
 func (p *Project) fixIdentities(ctx context.Context, probs []*index.Row, done []string) ([]string, error) {
 	for _, r := range probs {
-		if r.State != index.StateInvalid || !missingIdentity(r.Error) {
+		if r.State != snag.StateInvalid || !missingIdentity(r.Error) {
 			continue
 		}
 		var key string

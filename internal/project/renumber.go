@@ -10,6 +10,7 @@ import (
 
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // Renumbering settles a key that two tasks (two ids) share, as a merge, a
@@ -35,7 +36,7 @@ func SharedKeys(ctx context.Context, rows []*index.Row, get func(queue.Ref) (*in
 	byKey := map[string][]*index.Row{}
 	seen := map[string]int{}
 	for _, r := range rows {
-		if r.Dup && r.State == index.StateOK && r.ID != "" && r.Key != "" {
+		if r.Dup && r.State == snag.StateOK && r.ID != "" && r.Key != "" {
 			byKey[r.Key] = append(byKey[r.Key], r)
 			seen[r.ID]++
 		}

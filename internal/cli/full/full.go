@@ -37,6 +37,7 @@ import (
 	mcpremote "github.com/snagdev/snag/internal/mcp/remote"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 	"github.com/snagdev/snag/internal/version"
 )
 
@@ -239,16 +240,16 @@ func (o opened) Rel(path string) string { return o.p.Rel(path) }
 // team's log needs snagd) or with no live.db, this worktree's snag.db.
 func (o opened) AuditTail(ctx context.Context, n int) ([]api.AuditEntry, error) {
 	return o.audit(ctx, func(db *coord.EmbeddedDB) ([]coord.Entry, error) { return db.AuditTail(ctx, n) },
-		func() ([]index.AuditEntry, error) { return o.p.DB.AuditTail(ctx, n) })
+		func() ([]snag.AuditEntry, error) { return o.p.DB.AuditTail(ctx, n) })
 }
 
 func (o opened) AuditLog(ctx context.Context, after int64, n int) ([]api.AuditEntry, error) {
 	return o.audit(ctx, func(db *coord.EmbeddedDB) ([]coord.Entry, error) { return db.AuditLog(ctx, after, n) },
-		func() ([]index.AuditEntry, error) { return o.p.DB.AuditLog(ctx, after, n) })
+		func() ([]snag.AuditEntry, error) { return o.p.DB.AuditLog(ctx, after, n) })
 }
 
 func (o opened) audit(ctx context.Context, shared func(*coord.EmbeddedDB) ([]coord.Entry, error),
-	local func() ([]index.AuditEntry, error)) ([]api.AuditEntry, error) {
+	local func() ([]snag.AuditEntry, error)) ([]api.AuditEntry, error) {
 	state := gitdir.State(o.p.Root)
 	path := filepath.Join(state, coord.EmbeddedFile)
 	if dsn, _, err := coord.FindDSN("", state); err == nil && dsn == "" {

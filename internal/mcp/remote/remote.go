@@ -20,7 +20,9 @@ import (
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/client"
 	"github.com/snagdev/snag/internal/mcp"
+	"github.com/snagdev/snag/internal/ops"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // Daemon is the backend that talks to snagd. It registers the bridge's
@@ -200,7 +202,7 @@ func (d *Daemon) Watch(ctx context.Context, on func(key string)) {
 		}
 		first = false
 		err := d.cl.Events(ctx, func(e client.Event) {
-			var data api.EventTask
+			var data ops.EventTask
 			json.Unmarshal(e.Data, &data)
 			switch {
 			case e.Type == "session":
@@ -286,11 +288,11 @@ func daemonErr(err error) error {
 
 // List lists tasks.
 func (d *Daemon) List(ctx context.Context, lq mcp.ListQuery) (mcp.Page, error) {
-	q := api.ListQuery{Wave: lq.Wave, Limit: lq.Limit, Cursor: lq.Cursor, All: lq.All}
+	q := ops.ListQuery{Wave: lq.Wave, Limit: lq.Limit, Cursor: lq.Cursor, All: lq.All}
 	for _, s := range lq.Statuses {
 		q.Statuses = append(q.Statuses, queue.Status(s))
 	}
-	var got api.TaskList
+	var got ops.TaskList
 	err := d.call(ctx, "", func(k client.Caller) (err error) { got, err = k.List(ctx, q); return err })
 	if err != nil {
 		return mcp.Page{}, err
@@ -304,7 +306,7 @@ func (d *Daemon) List(ctx context.Context, lq mcp.ListQuery) (mcp.Page, error) {
 
 // Get reads one task.
 func (d *Daemon) Get(ctx context.Context, ref string) (*mcp.Detail, error) {
-	var got api.TaskDetail
+	var got snag.TaskDetail
 	if err := d.call(ctx, ref, func(k client.Caller) (err error) { got, err = k.Get(ctx, ref); return err }); err != nil {
 		return nil, err
 	}
@@ -314,10 +316,7 @@ func (d *Daemon) Get(ctx context.Context, ref string) (*mcp.Detail, error) {
 	}
 	if v := got.Verify; v != nil {
 		det.Verify = &mcp.VerifyState{Running: v.Running, Outcome: v.Outcome, Reason: v.Reason, LastAt: v.LastAt,
-			Verifier: v.Verifier, Shot: v.Shot}
-		if x := v.Visual; x != nil {
-			det.Verify.Visual = &mcp.Visual{Before: x.Before, After: x.After, Diff: x.Diff, Changed: x.Changed, Identical: x.Identical}
-		}
+			Verifier: v.Verifier, Shot: v.Shot, Visual: v.Visual}
 	}
 	if got.TaskFile != "" {
 		det.Path = strings.TrimPrefix(got.TaskFile, ".snag/")
@@ -331,9 +330,9 @@ func (d *Daemon) Get(ctx context.Context, ref string) (*mcp.Detail, error) {
 
 // Search runs a full-text query.
 func (d *Daemon) Search(ctx context.Context, query string, limit int) ([]mcp.Hit, error) {
-	var got api.SearchResult
+	var got ops.SearchResult
 	err := d.call(ctx, "", func(k client.Caller) (err error) {
-		got, err = k.Search(ctx, api.SearchQuery{Q: query, Limit: limit})
+		got, err = k.Search(ctx, ops.SearchQuery{Q: query, Limit: limit})
 		return err
 	})
 	if err != nil {
@@ -351,9 +350,9 @@ func (d *Daemon) Search(ctx context.Context, query string, limit int) ([]mcp.Hit
 
 // Claim leases a task, or the next ready one when ref is "".
 func (d *Daemon) Claim(ctx context.Context, ref string, force, worktree bool) (mcp.Claimed, error) {
-	var got api.Claim
+	var got ops.Claim
 	err := d.call(ctx, ref, func(k client.Caller) (err error) {
-		got, err = k.Claim(ctx, ref, api.ClaimRequest{Force: force, Worktree: worktree})
+		got, err = k.Claim(ctx, ref, ops.ClaimRequest{Force: force, Worktree: worktree})
 		return err
 	})
 	if err != nil {
@@ -376,9 +375,9 @@ func (d *Daemon) Release(ctx context.Context, ref, reason string) (mcp.Moved, er
 	if ep == 0 {
 		return mcp.Moved{}, mcp.NotHeld(ref)
 	}
-	var got api.Released
+	var got ops.Released
 	err := d.call(ctx, ref, func(k client.Caller) (err error) {
-		got, err = k.Release(ctx, ref, api.LeaseRequest{Epoch: ep, Reason: reason})
+		got, err = k.Release(ctx, ref, ops.LeaseRequest{Epoch: ep, Reason: reason})
 		return err
 	})
 	if err != nil {
@@ -397,9 +396,9 @@ func (d *Daemon) Resolve(ctx context.Context, ref, commit, note string) (mcp.Mov
 	if ep == 0 {
 		return mcp.Moved{}, mcp.NotHeld(ref)
 	}
-	var plan api.VerifyPlan
+	var plan ops.VerifyPlan
 	err := d.call(ctx, ref, func(k client.Caller) (err error) {
-		plan, err = k.VerifyPlan(ctx, ref, api.VerifyRequest{Epoch: ep})
+		plan, err = k.VerifyPlan(ctx, ref, ops.VerifyRequest{Epoch: ep})
 		return err
 	})
 	var ce *client.Error
@@ -407,12 +406,12 @@ func (d *Daemon) Resolve(ctx context.Context, ref, commit, note string) (mcp.Mov
 	case errors.As(err, &ce) && ce.Code == api.CodeVerifyUnavailable:
 	case err != nil:
 		return mcp.Moved{}, err
-	case plan.Code == api.VerifyNoCaptureURL:
+	case plan.Code == ops.VerifyNoCaptureURL:
 		return mcp.Moved{}, fmt.Errorf("%s. It is yours meanwhile: tell the person it is ready for their review, or snag_release it with a reason", plan.Message)
 	}
-	var got api.Resolved
+	var got ops.Resolved
 	err = d.call(ctx, ref, func(k client.Caller) (err error) {
-		got, err = k.Resolve(ctx, ref, api.VerifyRequest{Epoch: ep, Commit: commit, Note: note})
+		got, err = k.Resolve(ctx, ref, ops.VerifyRequest{Epoch: ep, Commit: commit, Note: note})
 		return err
 	})
 	if errors.As(err, &ce) && ce.Code == api.CodeVerifyUnavailable {
@@ -437,9 +436,9 @@ func (d *Daemon) Resolve(ctx context.Context, ref, commit, note string) (mcp.Mov
 
 // Add files a task into the inbox, unvetted.
 func (d *Daemon) Add(ctx context.Context, t mcp.NewTask) (mcp.Added, error) {
-	var got api.Added
+	var got ops.Added
 	err := d.call(ctx, "", func(k client.Caller) (err error) {
-		got, err = k.Add(ctx, api.AddRequest{Title: t.Title, Body: t.Body, Kind: t.Kind, Severity: t.Severity, Files: t.Files,
+		got, err = k.Add(ctx, ops.AddRequest{Title: t.Title, Body: t.Body, Kind: t.Kind, Severity: t.Severity, Files: t.Files,
 			Plan: t.Plan, DependsOn: t.DependsOn})
 		return err
 	})
