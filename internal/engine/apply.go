@@ -320,6 +320,7 @@ func (e *Engine) settleLater(name string) {
 		if e.syncOne(ctx, name, true) {
 			e.writePlan(ctx)
 		}
+		e.progress.settles.Add(1)
 	})
 }
 

@@ -159,6 +159,9 @@ func (e *Engine) teamRun(ctx context.Context) error {
 			case <-t.recon:
 				if !t.reconciled.Load() {
 					e.teamReconcile(ctx)
+					if t.reconciled.Load() {
+						e.progress.reconciles.Add(1)
+					}
 				}
 			}
 		}
