@@ -74,8 +74,12 @@ type Progress struct {
 	Sweeps int64 `json:"sweeps"`
 	// Batches counts the watcher's batches of changed files applied.
 	Batches int64 `json:"batches"`
-	// Settles counts the second looks at files that read as missing or
-	// broken, taken once they had time to settle.
+	// SettlesDue counts the second looks made due at files that read as
+	// missing or broken (an editor at work).
+	SettlesDue int64 `json:"settles_due"`
+	// Settles counts the second looks taken, once the file had time to
+	// settle, or called off: none is pending when Settles has caught up
+	// with SettlesDue.
 	Settles int64 `json:"settles"`
 	// Reconciles counts the completed reconciles of the leases with the
 	// team's coordination store (at the start, and after a rejoin).

@@ -152,7 +152,7 @@ func (d *Daemon) health(w http.ResponseWriter, r *http.Request) {
 		h.Counts = c.Wire()
 		if r.URL.Query().Get("progress") != "" {
 			p := d.e.Progress()
-			h.Progress = &api.Progress{Sweeps: p.Sweeps, Batches: p.Batches, Settles: p.Settles, Reconciles: p.Reconciles}
+			h.Progress = &api.Progress{Sweeps: p.Sweeps, Batches: p.Batches, SettlesDue: p.SettlesDue, Settles: p.Settles, Reconciles: p.Reconciles}
 		}
 	}
 	if n := r.URL.Query().Get("nonce"); n != "" && len(n) <= 256 {

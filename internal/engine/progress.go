@@ -12,9 +12,11 @@ type Progress struct {
 	Sweeps int64
 	// Batches counts the watcher's batches applied to the index.
 	Batches int64
-	// Settles counts the second looks at files that read as missing or
-	// broken, once they had time to settle.
-	Settles int64
+	// SettlesDue counts the second looks made due at files that read as
+	// missing or broken; Settles counts those taken (once the file had
+	// time to settle) or called off. No look is pending when Settles has
+	// caught up with SettlesDue.
+	SettlesDue, Settles int64
 	// Reconciles counts the reconciles of this clone's leases with the
 	// coordination store that completed (at the start, and after a
 	// rejoin); always 0 outside a team.
@@ -24,12 +26,12 @@ type Progress struct {
 // progress is an engine's counts, each incremented where its step ends.
 // Atomic adds: they cost nothing worth measuring.
 type progress struct {
-	sweeps, batches, settles, reconciles atomic.Int64
+	sweeps, batches, settlesDue, settles, reconciles atomic.Int64
 }
 
 // Progress returns the engine's counts of its background work. It is safe
 // for concurrent use.
 func (e *Engine) Progress() Progress {
 	return Progress{Sweeps: e.progress.sweeps.Load(), Batches: e.progress.batches.Load(),
-		Settles: e.progress.settles.Load(), Reconciles: e.progress.reconciles.Load()}
+		SettlesDue: e.progress.settlesDue.Load(), Settles: e.progress.settles.Load(), Reconciles: e.progress.reconciles.Load()}
 }
