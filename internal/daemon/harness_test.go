@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/failpoint"
 	"github.com/snagdev/snag/internal/pgtest"
@@ -44,7 +45,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// daemon is a snagd process under test.
+// daemon is a snagd under test: a process (startDaemon, spawn), or Run
+// inside the test process (startInProcess, inproc_test.go). p and cmd are
+// a process's alone; cancel and ready an in-process one's.
 type daemon struct {
 	t     *testing.T
 	p     *snagdtest.Process
@@ -54,8 +57,22 @@ type daemon struct {
 	port  int
 	token string
 	log   *snagdtest.Buffer
-	done  chan struct{} // closed when the process has exited
+	done  chan struct{} // closed when the process has exited (Run has returned)
 	err   error         // its exit error, once done is closed
+
+	cancel context.CancelFunc // ends an in-process Run
+	ready  chan struct{}      // closed when an in-process Run is ready
+}
+
+// inProcess reports whether d runs inside the test process.
+func (d *daemon) inProcess() bool { return d.cancel != nil }
+
+// pid is the process that serves d: snagd's, or the test's own.
+func (d *daemon) pid() int {
+	if d.inProcess() {
+		return os.Getpid()
+	}
+	return d.cmd.Process.Pid
 }
 
 // sampleProject copies .snag-example into a fresh root.
@@ -119,6 +136,10 @@ func spawnEnv(t *testing.T, root, home string, env []string, flags ...string) *d
 // waitReady waits for .snag/.port and a ready /health.
 func (d *daemon) waitReady() {
 	d.t.Helper()
+	if d.inProcess() {
+		d.waitInProcess(20 * time.Second)
+		return
+	}
 	d.p.WaitReady(d.t, 20*time.Second)
 	d.port, d.token = d.p.Port, d.p.Token
 }
@@ -202,3 +223,31 @@ func (d *daemon) sse(ctx context.Context) <-chan string {
 }
 
 func jsonDecode(resp *http.Response, v any) error { return json.NewDecoder(resp.Body).Decode(v) }
+
+// progress is the daemon's count of its background work on its primary
+// worktree (GET /health?progress=1).
+func (d *daemon) progress() api.Progress {
+	d.t.Helper()
+	var h api.Health
+	d.get("/health?progress=1", &h)
+	if h.Progress == nil {
+		d.t.Fatalf("GET /health?progress=1 answered no progress (ready %v)", h.Ready)
+	}
+	return *h.Progress
+}
+
+// waitProgress waits until the count what picks from the daemon's
+// progress reaches at least n: the signal that the work it counts has run
+// (two more sweeps: sweeps >= before+2). It fails the test after a
+// generous deadline.
+func (d *daemon) waitProgress(what string, n int64, count func(api.Progress) int64) {
+	d.t.Helper()
+	eventually(d.t, fmt.Sprintf("%s to reach %d", what, n), func() bool { return count(d.progress()) >= n })
+}
+
+// sweeps, batches, settles and reconciles pick one count of a Progress,
+// for waitProgress.
+func sweeps(p api.Progress) int64     { return p.Sweeps }
+func batches(p api.Progress) int64    { return p.Batches }
+func settles(p api.Progress) int64    { return p.Settles }
+func reconciles(p api.Progress) int64 { return p.Reconciles }

@@ -142,7 +142,7 @@ func TestClaimNextSkipsBlockedAndSaysWhyWhenNothingIsReady(t *testing.T) {
 // not touched. (How long it took is logged, not asserted.)
 func TestL3_KilledAgentReleases(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, sampleProject(t), "")
+	d := startInProcess(t, sampleProject(t), "", snagd.Options{})
 	a := startAgent(t, d, "")
 	b := startAgent(t, d, "")
 	a.claim("SNAG-11")
@@ -163,7 +163,7 @@ func TestL3_KilledAgentReleases(t *testing.T) {
 // release bumps the epoch, and after SIGCONT the old holder is stale.
 func TestL4_StoppedAgentKeepsItsLease(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, sampleProject(t), "")
+	d := startInProcess(t, sampleProject(t), "", snagd.Options{})
 	a := startAgent(t, d, "")
 	_, epoch := a.claim("SNAG-11")
 	a.cmd.Process.Signal(syscall.SIGSTOP)

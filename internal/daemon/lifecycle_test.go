@@ -177,9 +177,14 @@ func claimOK(t *testing.T, c *apiClient, session int64, ref string) claimAnswer 
 	return out
 }
 
-// terminate stops a daemon with SIGTERM and waits for it to exit.
+// terminate stops a daemon with SIGTERM (an in-process one by ending its
+// Run) and waits for it to exit.
 func (d *daemon) terminate() {
 	d.t.Helper()
+	if d.inProcess() {
+		d.stopInProcess()
+		return
+	}
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-d.done:
