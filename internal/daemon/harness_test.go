@@ -245,9 +245,24 @@ func (d *daemon) waitProgress(what string, n int64, count func(api.Progress) int
 	eventually(d.t, fmt.Sprintf("%s to reach %d", what, n), func() bool { return count(d.progress()) >= n })
 }
 
-// sweeps, batches, settles and reconciles pick one count of a Progress,
+// waitSettled waits until no second look at a file seen missing or broken
+// is pending: every one made due has been taken or called off.
+func (d *daemon) waitSettled() {
+	d.t.Helper()
+	eventually(d.t, "no second look pending", func() bool { p := d.progress(); return p.Settles >= p.SettlesDue })
+}
+
+// waitSweepsSpan waits until so many sweeps have run since it was called
+// that at least span has passed between the first and the last: n sweeps
+// seen after a read are n-1 sweep intervals (every) apart at least.
+func (d *daemon) waitSweepsSpan(span, every time.Duration) {
+	d.t.Helper()
+	n := int64(span/every) + 2
+	d.waitProgress("sweeps", d.progress().Sweeps+n, sweeps)
+}
+
+// sweeps, batches and reconciles pick one count of a Progress,
 // for waitProgress.
 func sweeps(p api.Progress) int64     { return p.Sweeps }
 func batches(p api.Progress) int64    { return p.Batches }
-func settles(p api.Progress) int64    { return p.Settles }
 func reconciles(p api.Progress) int64 { return p.Reconciles }
