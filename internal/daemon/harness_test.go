@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,6 +67,16 @@ type daemon struct {
 
 // inProcess reports whether d runs inside the test process.
 func (d *daemon) inProcess() bool { return d.cancel != nil }
+
+// sigterm asks d to stop as SIGTERM asks snagd (an in-process Run is
+// cancelled) and returns at once; d.done closes once it has.
+func (d *daemon) sigterm() {
+	if d.inProcess() {
+		d.cancel()
+		return
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+}
 
 // pid is the process that serves d: snagd's, or the test's own.
 func (d *daemon) pid() int {

@@ -181,11 +181,7 @@ func claimOK(t *testing.T, c *apiClient, session int64, ref string) claimAnswer 
 // Run) and waits for it to exit.
 func (d *daemon) terminate() {
 	d.t.Helper()
-	if d.inProcess() {
-		d.stopInProcess()
-		return
-	}
-	d.cmd.Process.Signal(syscall.SIGTERM)
+	d.sigterm()
 	select {
 	case <-d.done:
 	case <-time.After(30 * time.Second):
