@@ -159,9 +159,6 @@ func (e *Engine) teamRun(ctx context.Context) error {
 			case <-t.recon:
 				if !t.reconciled.Load() {
 					e.teamReconcile(ctx)
-					if t.reconciled.Load() {
-						e.progress.reconciles.Add(1)
-					}
 				}
 			}
 		}
@@ -542,6 +539,7 @@ func (e *Engine) teamReconcile(ctx context.Context) {
 		return
 	}
 	t.reconciled.Store(true)
+	e.progress.reconciles.Add(1)
 	t.started.Store(true)
 	if kept+taken+released+ended > 0 {
 		e.log.Info("leases reconciled with the coordination store", "kept", kept, "taken_back", taken, "released", released, "grants_ended", ended)
