@@ -63,6 +63,7 @@ type daemon struct {
 
 	cancel context.CancelFunc // ends an in-process Run
 	ready  chan struct{}      // closed when an in-process Run is ready
+	team   bool               // in team mode (inTeamMode): ready once its leases are reconciled
 }
 
 // inProcess reports whether d runs inside the test process.
@@ -134,7 +135,7 @@ func spawnEnv(t *testing.T, root, home string, env []string, flags ...string) *d
 		port = freePort(t)
 	}
 	p := snagdtest.Start(t, snagdtest.Options{Bin: snagdBin, Root: root, Home: home, Port: port, Args: flags, Env: env})
-	d := &daemon{t: t, p: p, root: root, home: home, cmd: p.Cmd, port: port, log: p.Log, done: make(chan struct{})}
+	d := &daemon{t: t, p: p, root: root, home: home, cmd: p.Cmd, port: port, log: p.Log, done: make(chan struct{}), team: dsn != ""}
 	// done closes once err holds the exit error.
 	go func() { <-p.Done; d.err = p.Err; close(d.done) }()
 	if dsn != "" {
@@ -144,15 +145,20 @@ func spawnEnv(t *testing.T, root, home string, env []string, flags ...string) *d
 	return d
 }
 
-// waitReady waits for .snag/.port and a ready /health.
+// waitReady waits for .snag/.port and a ready /health; in team mode, also
+// for the start's reconcile with the coordination store, until which a
+// claim is answered 503.
 func (d *daemon) waitReady() {
 	d.t.Helper()
 	if d.inProcess() {
 		d.waitInProcess(20 * time.Second)
-		return
+	} else {
+		d.p.WaitReady(d.t, 20*time.Second)
+		d.port, d.token = d.p.Port, d.p.Token
 	}
-	d.p.WaitReady(d.t, 20*time.Second)
-	d.port, d.token = d.p.Port, d.p.Token
+	if d.team {
+		d.waitProgress("the start's reconcile with the coordination store", 1, reconciles)
+	}
 }
 
 func (d *daemon) url(path string) string { return fmt.Sprintf("http://127.0.0.1:%d%s", d.port, path) }

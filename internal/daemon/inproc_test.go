@@ -59,7 +59,7 @@ func spawnInProcess(t *testing.T, root, home string, opts snagd.Options) *daemon
 	opts.Root, opts.Home, opts.Port = root, home, freePort(t)
 	opts.Log = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	opts.Ready = func(string) { close(ready) }
-	d := &daemon{t: t, root: root, home: home, port: opts.Port, log: log, done: make(chan struct{}), cancel: cancel, ready: ready}
+	d := &daemon{t: t, root: root, home: home, port: opts.Port, log: log, done: make(chan struct{}), cancel: cancel, ready: ready, team: dsn != ""}
 	go func() {
 		err := snagd.Run(ctx, opts)
 		if err != nil {
