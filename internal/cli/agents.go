@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -65,6 +66,24 @@ func runAgents(ctx context.Context, c *call) error {
 	if end {
 		return endAgent(ctx, c, r, got, c.args[1])
 	}
+	if err := addClaimsAndReports(ctx, r, &got); err != nil {
+		return err
+	}
+	if c.opt.json {
+		b, err := json.MarshalIndent(got, "", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.Stdout, "%s\n", b)
+		return nil
+	}
+	writeAgents(c.Stdout, got, taskKeys(ctx, r))
+	return nil
+}
+
+// addClaimsAndReports adds the live file claims and the latest reports
+// to what snag agents shows.
+func addClaimsAndReports(ctx context.Context, r *remote, got *agentsJSON) error {
 	files, err := r.cl.Files(ctx)
 	if err != nil {
 		return said(err)
@@ -74,16 +93,14 @@ func runAgents(ctx context.Context, c *call) error {
 		return said(err)
 	}
 	got.Files, got.Reports = files.Claims, reports.Messages
-	if c.opt.json {
-		b, err := json.MarshalIndent(got, "", "  ")
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(c.Stdout, "%s\n", b)
-		return nil
-	}
+	return nil
+}
+
+// taskKeys names a task by its key, asking snagd once per id, or by its
+// id when snagd does not say.
+func taskKeys(ctx context.Context, r *remote) func(id string) string {
 	keys := map[string]string{}
-	key := func(id string) string {
+	return func(id string) string {
 		if k, ok := keys[id]; ok {
 			return k
 		}
@@ -93,6 +110,11 @@ func runAgents(ctx context.Context, c *call) error {
 		}
 		return keys[id]
 	}
+}
+
+// writeAgents prints each session, what it holds, its file claims and
+// its latest report, then the detached leases; key names a task.
+func writeAgents(w io.Writer, got agentsJSON, key func(id string) string) {
 	held := map[int64][]string{}
 	var detached []string
 	for _, l := range got.Leases {
@@ -103,44 +125,49 @@ func runAgents(ctx context.Context, c *call) error {
 		held[l.SessionID] = append(held[l.SessionID], key(l.TaskID))
 	}
 	if len(got.Sessions) == 0 {
-		fmt.Fprintln(c.Stdout, "no agent is connected: agents connect with snag mcp (snag install sets it up)")
+		fmt.Fprintln(w, "no agent is connected: agents connect with snag mcp (snag install sets it up)")
 	}
 	now := time.Now()
 	for _, s := range got.Sessions {
-		client := s.Client
-		if s.ClientVersion != "" {
-			client += " " + s.ClientVersion
-		}
-		holds := "holds nothing"
-		if h := held[s.ID]; len(h) > 0 {
-			holds = "holds " + strings.Join(h, ", ")
-		}
-		state := "active"
-		if s.Activity.Idle {
-			state = "IDLE"
-		}
-		fmt.Fprintf(c.Stdout, "%-8s %-5s %s  %s, since %s, %s\n", s.Name, s.Transport, state, client,
-			shortAgo(now.Sub(s.Started)), holds)
-		fmt.Fprintf(c.Stdout, "         session %d: %s\n", s.ID, s.Activity.Note)
-		var mine []api.FileClaim
-		for _, f := range got.Files {
-			if f.SessionID == s.ID {
-				mine = append(mine, f)
-			}
-		}
-		printClaims(c.Stdout, mine, "         files: ")
-		for _, m := range got.Reports {
-			if m.From == s.Name {
-				fmt.Fprintf(c.Stdout, "         said %s ago: %q\n", shortAgo(now.Sub(m.Created)), m.Body)
-				break
-			}
-		}
+		writeAgent(w, s, held[s.ID], got, now)
 	}
 	if len(detached) > 0 {
-		fmt.Fprintf(c.Stdout, "detached: %s: each goes to an agent that connects under its name (SNAG_AGENT), or snag release frees it\n",
+		fmt.Fprintf(w, "detached: %s: each goes to an agent that connects under its name (SNAG_AGENT), or snag release frees it\n",
 			strings.Join(detached, ", "))
 	}
-	return nil
+}
+
+// writeAgent prints one session: who it is, whether it is idle, the
+// tasks it holds (by key), its file claims and its latest report.
+func writeAgent(w io.Writer, s api.LiveSession, holds []string, got agentsJSON, now time.Time) {
+	client := s.Client
+	if s.ClientVersion != "" {
+		client += " " + s.ClientVersion
+	}
+	holding := "holds nothing"
+	if len(holds) > 0 {
+		holding = "holds " + strings.Join(holds, ", ")
+	}
+	state := "active"
+	if s.Activity.Idle {
+		state = "IDLE"
+	}
+	fmt.Fprintf(w, "%-8s %-5s %s  %s, since %s, %s\n", s.Name, s.Transport, state, client,
+		shortAgo(now.Sub(s.Started)), holding)
+	fmt.Fprintf(w, "         session %d: %s\n", s.ID, s.Activity.Note)
+	var mine []api.FileClaim
+	for _, f := range got.Files {
+		if f.SessionID == s.ID {
+			mine = append(mine, f)
+		}
+	}
+	printClaims(w, mine, "         files: ")
+	for _, m := range got.Reports {
+		if m.From == s.Name {
+			fmt.Fprintf(w, "         said %s ago: %q\n", shortAgo(now.Sub(m.Created)), m.Body)
+			break
+		}
+	}
 }
 
 // endAgent ends the live session named by name (or its id).

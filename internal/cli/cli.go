@@ -20,6 +20,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/snagdev/snag/internal/version"
@@ -264,8 +265,11 @@ func newCall(c *command, env Env) *call {
 	return cl
 }
 
-// flagInvalid is how package flag words a value its flag cannot take.
-var flagInvalid = regexp.MustCompile(`^invalid value "(.*)" for flag -([^:]+): `)
+// flagInvalid is how package flag words a value its flag cannot take,
+// compiled at its first use rather than at every command's start.
+var flagInvalid = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^invalid value "(.*)" for flag -([^:]+): `)
+})
 
 // flagError words err, from parsing fs, as a person reads it: the flag as
 // they typed it, and what it takes.
@@ -274,7 +278,7 @@ func flagError(fs *flag.FlagSet, err error) string {
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
 		return fmt.Sprintf("no flag --%s", name)
 	}
-	m := flagInvalid.FindStringSubmatch(msg)
+	m := flagInvalid().FindStringSubmatch(msg)
 	if m == nil {
 		return msg
 	}

@@ -129,21 +129,66 @@ func clip(s string, n int) string {
 
 // writeShow prints one task in full.
 func writeShow(w io.Writer, d api.TaskDetail, v *verifyAnswer) {
-	it := &d.Row
 	if d.Task == nil {
-		fmt.Fprintf(w, "%s  %s\n", safe(orKey(it)), safe(it.Path))
-		fmt.Fprintf(w, "state:     %s\n", safe(it.State))
-		fmt.Fprintf(w, "error:     %s\n", safe(it.Error))
-		fmt.Fprintf(w, "file:      %s\n", safe(d.TaskFile))
+		writeShowUnparsed(w, d)
 		return
 	}
-	t := d.Task
+	t, it := d.Task, &d.Row
+	kv := func(k, v string) { writeField(w, k, v) }
 	fmt.Fprintf(w, "%s  %s\n", safe(t.Key), safe(t.Title))
-	kv := func(k, v string) {
-		if v != "" {
-			fmt.Fprintf(w, "%-10s %s\n", k+":", safe(v))
-		}
+	kv("id", t.ID)
+	kv("status", showStatus(d))
+	kv("trust", string(t.Trust))
+	kv("severity", showSeverity(t))
+	if len(t.DependsOn) > 0 {
+		kv("depends", showDepends(d))
 	}
+	if len(it.BlockedBy) > 0 {
+		kv("blocked", "yes, by "+strings.Join(it.BlockedBy, ", "))
+	}
+	writeSuspectFiles(w, t.SuspectFiles)
+	writeCapture(w, t.Capture)
+	if t.Verify != nil {
+		kv("verify", t.Verify.Command)
+	}
+	kv("checked", showChecked(v, t.Key))
+	kv("created", fmtTime(t.Created))
+	kv("updated", fmtTime(t.Updated))
+	kv("file", d.TaskFile)
+	if it.State != api.StateOK {
+		kv("state", it.State+" (showing the last good version)")
+		kv("error", it.Error)
+	}
+	if it.Duplicate {
+		kv("warning", "another file has the same id or key: snag doctor")
+	}
+	if d.Body != nil {
+		writeBody(w, *d.Body)
+	}
+}
+
+// writeShowUnparsed prints a task file that never parsed: where it is and
+// why it does not.
+func writeShowUnparsed(w io.Writer, d api.TaskDetail) {
+	it := &d.Row
+	fmt.Fprintf(w, "%s  %s\n", safe(orKey(it)), safe(it.Path))
+	fmt.Fprintf(w, "state:     %s\n", safe(it.State))
+	fmt.Fprintf(w, "error:     %s\n", safe(it.Error))
+	fmt.Fprintf(w, "file:      %s\n", safe(d.TaskFile))
+}
+
+// writeField prints one of show's fields, none when v is empty.
+func writeField(w io.Writer, k, v string) {
+	if v != "" {
+		fmt.Fprintf(w, "%-10s %s\n", k+":", safe(v))
+	}
+}
+
+// showStatus is a task's status as show prints it: with its assignee,
+// where another worktree or clone holds it, and whether a resolved task
+// was verified.
+func showStatus(d api.TaskDetail) string {
+	t := d.Task
 	status := string(t.Status)
 	if t.Assignee != "" {
 		status += " (" + t.Assignee + ")"
@@ -159,83 +204,95 @@ func writeShow(w io.Writer, d api.TaskDetail, v *verifyAnswer) {
 	if t.Status == queue.StatusResolved {
 		status += map[bool]string{true: ", verified", false: ", not verified"}[t.Verified]
 	}
-	kv("id", t.ID)
-	kv("status", status)
-	kv("trust", string(t.Trust))
+	return status
+}
+
+// showSeverity is show's line of a task's severity, kind, wave and plan.
+func showSeverity(t *queue.Task) string {
 	line := fmt.Sprintf("%s   kind: %s   wave: %d", t.Severity, t.Kind, t.Wave)
 	if t.Plan != "" {
 		line += "   plan: " + t.Plan
 	}
-	kv("severity", line)
-	if len(t.DependsOn) > 0 {
-		deps := make([]string, len(t.DependsOn))
-		for i, dep := range t.DependsOn {
-			if len(d.DependsOn) == len(t.DependsOn) {
-				dep = d.DependsOn[i] // by key: snag writes ids
-			}
-			deps[i] = dep
-			for _, b := range it.BlockedBy {
-				if b == dep || strings.EqualFold(b, dep) {
-					deps[i] += " (not resolved)"
-				}
+	return line
+}
+
+// showDepends is a task's depends_on by key where the answer names them,
+// each not yet resolved marked so.
+func showDepends(d api.TaskDetail) string {
+	t, it := d.Task, &d.Row
+	deps := make([]string, len(t.DependsOn))
+	for i, dep := range t.DependsOn {
+		if len(d.DependsOn) == len(t.DependsOn) {
+			dep = d.DependsOn[i] // by key: snag writes ids
+		}
+		deps[i] = dep
+		for _, b := range it.BlockedBy {
+			if b == dep || strings.EqualFold(b, dep) {
+				deps[i] += " (not resolved)"
 			}
 		}
-		kv("depends", strings.Join(deps, ", "))
 	}
-	if len(it.BlockedBy) > 0 {
-		kv("blocked", "yes, by "+strings.Join(it.BlockedBy, ", "))
-	}
-	for i, f := range t.SuspectFiles {
+	return strings.Join(deps, ", ")
+}
+
+// writeSuspectFiles prints a task's suspect files, one a line, the first
+// under the field's name.
+func writeSuspectFiles(w io.Writer, files []queue.FileRef) {
+	for i, f := range files {
 		k := ""
 		if i == 0 {
 			k = "files"
 		}
 		fmt.Fprintf(w, "%-10s %s\n", k+map[bool]string{true: ":", false: ""}[k != ""], safe(f.String()))
 	}
-	if c := t.Capture; c != nil {
-		kv("url", c.URL)
-		kv("anchor", c.Anchor)
-		for _, e := range c.ConsoleErrors {
-			kv("console", e)
-		}
-		for _, s := range c.Screenshots {
-			kv("shot", layout.Rel(s))
-		}
+}
+
+// writeCapture prints what a capture tool brought with a task, if any.
+func writeCapture(w io.Writer, c *queue.Capture) {
+	if c == nil {
+		return
 	}
-	if t.Verify != nil {
-		kv("verify", t.Verify.Command)
+	writeField(w, "url", c.URL)
+	writeField(w, "anchor", c.Anchor)
+	for _, e := range c.ConsoleErrors {
+		writeField(w, "console", e)
 	}
-	if v != nil {
-		switch {
-		case v.Running:
-			kv("checked", "running now (snag verify "+t.Key+" --wait waits for it)")
-		case v.Outcome != "":
-			line := v.Outcome
-			if !v.LastAt.IsZero() {
-				line += ", " + fmtTime(v.LastAt)
-			}
-			if r := strings.TrimSpace(v.Reason); r != "" {
-				line += ": " + firstLine(r)
-			}
-			kv("checked", line)
-		}
+	for _, s := range c.Screenshots {
+		writeField(w, "shot", layout.Rel(s))
 	}
-	kv("created", fmtTime(t.Created))
-	kv("updated", fmtTime(t.Updated))
-	kv("file", d.TaskFile)
-	if it.State != api.StateOK {
-		kv("state", it.State+" (showing the last good version)")
-		kv("error", it.Error)
+}
+
+// showChecked is show's line of where verify of a task stands: running,
+// or its last outcome, when, and why; empty when v says neither.
+func showChecked(v *verifyAnswer, key string) string {
+	switch {
+	case v == nil:
+		return ""
+	case v.Running:
+		return "running now (snag verify " + key + " --wait waits for it)"
 	}
-	if it.Duplicate {
-		kv("warning", "another file has the same id or key: snag doctor")
+	line := v.Outcome
+	if line == "" {
+		return ""
 	}
-	if d.Body != nil && len(*d.Body) > 0 {
-		body := *d.Body
+	if !v.LastAt.IsZero() {
+		line += ", " + fmtTime(v.LastAt)
+	}
+	if r := strings.TrimSpace(v.Reason); r != "" {
+		line += ": " + firstLine(r)
+	}
+	return line
+}
+
+// writeBody prints a task's body after a blank line, ending it with a
+// line break if it has none; nothing for an empty body.
+func writeBody(w io.Writer, body string) {
+	if body == "" {
+		return
+	}
+	fmt.Fprintln(w)
+	io.WriteString(w, safeText(body))
+	if body[len(body)-1] != '\n' {
 		fmt.Fprintln(w)
-		io.WriteString(w, safeText(body))
-		if body[len(body)-1] != '\n' {
-			fmt.Fprintln(w)
-		}
 	}
 }

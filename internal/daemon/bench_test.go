@@ -49,12 +49,16 @@ import (
 // runs inside the test process instead, so that go test -cpuprofile
 // profiles it:
 //
-//	SNAG_BENCH_INPROC=1 go test -run '^$' -bench ClaimNext -cpuprofile cpu.out ./daemon/
+//	SNAG_BENCH_INPROC=1 go test -run '^$' -bench ClaimNext -cpuprofile cpu.out ./internal/daemon/
 //	go tool pprof -top daemon.test cpu.out
 //
 // That profile holds the project's generation and snagd's start too. With
 // SNAG_BENCH_CPUPROFILE=FILE as well, BenchmarkClaimNext profiles its
-// claims alone into FILE.
+// claims alone into FILE. SNAG_BENCH_SNAGD=PATH runs that snagd program
+// instead of building one, so that two builds (main's and a branch's, say)
+// can be run in turn by the same benchmark:
+//
+//	SNAG_BENCH_SNAGD=/tmp/base/snagd go test -run '^$' -bench 'ClaimNext$' -benchtime 1x ./internal/daemon/
 
 // benchSizes are the sizes of one run: full, or shrunk by -short.
 type benchSizes struct {
@@ -80,9 +84,13 @@ var (
 )
 
 // benchSnagd builds snagd without the race detector, once per process, next
-// to the race-built one (TestMain removes that folder).
+// to the race-built one (TestMain removes that folder), or gives the program
+// SNAG_BENCH_SNAGD names.
 func benchSnagd(b *testing.B) string {
 	b.Helper()
+	if bin := os.Getenv("SNAG_BENCH_SNAGD"); bin != "" {
+		return bin
+	}
 	bin, err := bins.Build("snagd-bench", snagdtest.Snagd)
 	if err != nil {
 		b.Fatal(err)

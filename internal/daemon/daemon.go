@@ -169,27 +169,11 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	root, err := filepath.Abs(opts.Root)
-	if err == nil {
-		root, err = filepath.EvalSymlinks(root)
-	}
+	root, err := projectRoot(opts.Root)
 	if err != nil {
-		return fmt.Errorf("snagd: root %s: %w", opts.Root, err)
+		return err
 	}
-	if fi, err := os.Stat(filepath.Join(root, project.Folder)); err != nil || !fi.IsDir() {
-		return fmt.Errorf("snagd: %s has no .snag/ folder: run snag init there first", root)
-	}
-	h := &host{opts: opts, log: opts.Log, views: map[string]*Daemon{}, aliases: map[string]string{}, empty: make(chan struct{})}
-	h.common = gitdir.Common(root)
-	h.state = gitdir.State(root)
-	if top := gitdir.Top(root); h.common != "" && top != "" {
-		if real, err := filepath.EvalSymlinks(top); err == nil {
-			top = real
-		}
-		if rel, err := filepath.Rel(top, root); err == nil {
-			h.rel = rel
-		}
-	}
+	h := newHost(opts, root)
 	if err := os.MkdirAll(h.state, 0o755); err != nil {
 		return fmt.Errorf("snagd: make %s: %w: check that the repository's git folder can be written", h.state, err)
 	}
@@ -211,17 +195,10 @@ func Run(ctx context.Context, opts Options) error {
 	if h.tok, err = token.Load(h.home); err != nil {
 		return fmt.Errorf("snagd: %w", err)
 	}
-	ln, err := listen(opts.Port)
+	ln, err := h.startListening()
 	if err != nil {
 		return err
 	}
-	h.port = ln.Addr().(*net.TCPAddr).Port
-	writeLock(filepath.Join(h.state, hostLock), h.port, opts.Version)
-	if err := failpoint.Arm(); err != nil {
-		ln.Close()
-		return fmt.Errorf("snagd: %w", err)
-	}
-	failpoint.Hit("start", StepListening)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -236,11 +213,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("snagd: %w: check that %s can be written", err, h.state)
 	}
 	defer h.live.Close()
-	if main := h.mainRoot(); main != "" && main != root {
-		if r, err := h.rootOf(root); err == nil && r == main {
-			root = main // a task's worktree: the main worktree's view serves it
-		}
-	}
+	root = h.servedRoot(root)
 	h.mu.Lock()
 	h.openLocked(root) // the primary
 	h.mu.Unlock()
@@ -250,39 +223,15 @@ func Run(ctx context.Context, opts Options) error {
 	// The board and the hosted /mcp are the default view's: the main
 	// worktree's when it has a project, else the primary's.
 	def := h.defaultView()
-	var hosted *hostedMCP
-	var hostedLn net.Listener
-	if opts.Hosted != nil {
-		if hosted, err = newHosted(def, *opts.Hosted, h.tok); err == nil {
-			hostedLn, err = hosted.listenOn(ctx)
-		}
-		if err != nil {
-			ln.Close()
-			cancel()
-			g.Wait()
-			return fmt.Errorf("snagd: %w", err)
-		}
+	hosted, hostedLn, err := openHosted(ctx, def, opts.Hosted, h.tok)
+	if err != nil {
+		ln.Close()
+		cancel()
+		g.Wait()
+		return fmt.Errorf("snagd: %w", err)
 	}
 
-	// The server answers from the start: until a view's index is open and
-	// its first rescan is done (a damaged snag.db may be rebuilding), every
-	// request to it but /health gets 503 with Retry-After, never data from
-	// an index that may not match the files.
-	srv := &http.Server{
-		Handler:           failpointOps(h),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		IdleTimeout:       60 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
-	}
-	serveIn(gctx, g, srv, func() error {
-		err := srv.Serve(ln)
-		if errors.Is(err, http.ErrServerClosed) {
-			return nil
-		}
-		return err
-	})
+	h.serve(gctx, g, ln)
 	if hosted != nil {
 		// The same /mcp as the local listener's (the default view's routes
 		// made it), behind the hosted gate: its sessions are ordinary /mcp
@@ -293,6 +242,123 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	g.Go(func() error { return reachable(gctx, ln.Addr().String()) })
 	g.Go(func() error { return h.lifetime(gctx) })
+	h.logServing(root, ln, hosted, hostedLn, def)
+	if opts.Ready != nil {
+		go whenReady(gctx, primary, func() { opts.Ready(ln.Addr().String()) })
+	}
+	if err = g.Wait(); errors.Is(err, errDone) {
+		err = nil
+	}
+	return err
+}
+
+// projectRoot is dir made absolute with its symlinks resolved, once it
+// is known to hold a .snag/ folder.
+func projectRoot(dir string) (string, error) {
+	root, err := filepath.Abs(dir)
+	if err == nil {
+		root, err = filepath.EvalSymlinks(root)
+	}
+	if err != nil {
+		return "", fmt.Errorf("snagd: root %s: %w", dir, err)
+	}
+	if fi, err := os.Stat(filepath.Join(root, project.Folder)); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("snagd: %s has no .snag/ folder: run snag init there first", root)
+	}
+	return root, nil
+}
+
+// newHost is the host of the repository root is in, with no view yet:
+// where its git common and state folders are, and where root is below
+// its worktree's top.
+func newHost(opts Options, root string) *host {
+	h := &host{opts: opts, log: opts.Log, views: map[string]*Daemon{}, aliases: map[string]string{}, empty: make(chan struct{})}
+	h.common = gitdir.Common(root)
+	h.state = gitdir.State(root)
+	if top := gitdir.Top(root); h.common != "" && top != "" {
+		if real, err := filepath.EvalSymlinks(top); err == nil {
+			top = real
+		}
+		if rel, err := filepath.Rel(top, root); err == nil {
+			h.rel = rel
+		}
+	}
+	return h
+}
+
+// startListening listens on the host's port (the first free one when
+// none is given) and names it in the repository's lock, then arms the
+// failpoints.
+func (h *host) startListening() (net.Listener, error) {
+	ln, err := listen(h.opts.Port)
+	if err != nil {
+		return nil, err
+	}
+	h.port = ln.Addr().(*net.TCPAddr).Port
+	writeLock(filepath.Join(h.state, hostLock), h.port, h.opts.Version)
+	if err := failpoint.Arm(); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("snagd: %w", err)
+	}
+	failpoint.Hit("start", StepListening)
+	return ln, nil
+}
+
+// servedRoot is the root whose view serves root: the main worktree's for
+// a task's worktree, else root itself.
+func (h *host) servedRoot(root string) string {
+	if main := h.mainRoot(); main != "" && main != root {
+		if r, err := h.rootOf(root); err == nil && r == main {
+			return main // a task's worktree: the main worktree's view serves it
+		}
+	}
+	return root
+}
+
+// openHosted makes the hosted /mcp of def and its listener, when opts
+// asks for one; nil for both when it does not.
+func openHosted(ctx context.Context, def *Daemon, opts *Hosted, tok token.Token) (*hostedMCP, net.Listener, error) {
+	if opts == nil {
+		return nil, nil, nil
+	}
+	hosted, err := newHosted(def, *opts, tok)
+	if err != nil {
+		return nil, nil, err
+	}
+	ln, err := hosted.listenOn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return hosted, ln, nil
+}
+
+// serve serves the host's routes on ln in g.
+//
+// The server answers from the start: until a view's index is open and
+// its first rescan is done (a damaged snag.db may be rebuilding), every
+// request to it but /health gets 503 with Retry-After, never data from
+// an index that may not match the files.
+func (h *host) serve(ctx context.Context, g *errgroup.Group, ln net.Listener) {
+	srv := &http.Server{
+		Handler:           failpointOps(h),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
+	}
+	serveIn(ctx, g, srv, func() error {
+		err := srv.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return err
+	})
+}
+
+// logServing logs where snagd serves, the hosted /mcp's address (warning
+// when it is plain HTTP), and a one-time login link to the board.
+func (h *host) logServing(root string, ln net.Listener, hosted *hostedMCP, hostedLn net.Listener, def *Daemon) {
 	h.log.Info("snagd serving", "root", root, "repository", h.state, "addr", ln.Addr().String(), "pid", os.Getpid())
 	if hosted != nil {
 		attrs := []any{"addr", hostedLn.Addr().String(), "tls", hosted.tls != nil, "allowed_hosts", hosted.allowedNames()}
@@ -304,23 +370,20 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	link, _ := def.guard.board.LoginURL(boardPerson())
 	h.log.Info("the board: open this one-time login link (snag open makes another)", "url", link)
-	if opts.Ready != nil {
-		go func() {
-			for gctx.Err() == nil && (!primary.opened.Load() || !primary.e.Ready()) {
-				if primary.failure() != nil {
-					return
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			if gctx.Err() == nil {
-				opts.Ready(ln.Addr().String())
-			}
-		}()
+}
+
+// whenReady calls ready once the primary view is open and its engine
+// ready, unless it fails to open or ctx ends first.
+func whenReady(ctx context.Context, primary *Daemon, ready func()) {
+	for ctx.Err() == nil && (!primary.opened.Load() || !primary.e.Ready()) {
+		if primary.failure() != nil {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	if err = g.Wait(); errors.Is(err, errDone) {
-		err = nil
+	if ctx.Err() == nil {
+		ready()
 	}
-	return err
 }
 
 // serveIn serves srv in g (serve is its Serve or ServeTLS), and shuts it

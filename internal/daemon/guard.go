@@ -120,95 +120,120 @@ func (g *guard) sameOrigin(origin string) bool {
 // for that origin. A capture credential (snagcap_) opens POST /captures
 // alone, from the origin it was paired with; POST /pair needs no token.
 func (g *guard) wrap(public func(*http.Request) bool, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !g.loopbackHost(r.Host) {
-			writeError(w, &apiError{http.StatusForbidden, "bad_host",
-				"snagd answers only to 127.0.0.1, localhost or [::1] with its own port, not " + strconv.Quote(r.Host)})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { g.pass(w, r, public, next) })
+}
+
+// pass serves r with next once it passes wrap's checks, in wrap's order,
+// or answers the refusal.
+func (g *guard) pass(w http.ResponseWriter, r *http.Request, public func(*http.Request) bool, next http.Handler) {
+	if !g.loopbackHost(r.Host) {
+		writeError(w, &apiError{http.StatusForbidden, "bad_host",
+			"snagd answers only to 127.0.0.1, localhost or [::1] with its own port, not " + strconv.Quote(r.Host)})
+		return
+	}
+	// Host names are case-insensitive: what passed is passed on in
+	// lower case, so the MCP SDK's own loopback check agrees.
+	r.Host = strings.ToLower(r.Host)
+	secret, capture := captureBearer(r)
+	if capture && (r.Method != http.MethodPost || r.URL.Path != "/captures") {
+		writeError(w, errCaptureOnly)
+		return
+	}
+	origin := r.Header.Get("Origin")
+	ext := extensionOrigin(origin) && extensionRoute(r)
+	if origin != "" && !g.sameOrigin(origin) && !ext {
+		writeError(w, &apiError{http.StatusForbidden, "bad_origin",
+			"requests from other origins are refused: call snagd from the snag CLI, the MCP bridge, or its own board"})
+		return
+	}
+	if ext && allowExtension(w, r, origin) {
+		return
+	}
+	r, admitted, e := g.admitExtension(r, secret, capture, origin, ext)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	browser := false
+	if !admitted && !public(r) && !g.authorized(r) {
+		if g.board == nil || !g.board.Covers(r) {
+			g.unauthorized(w, r, "")
 			return
 		}
-		// Host names are case-insensitive: what passed is passed on in
-		// lower case, so the MCP SDK's own loopback check agrees.
-		r.Host = strings.ToLower(r.Host)
-		secret, capture := captureBearer(r)
-		if capture && (r.Method != http.MethodPost || r.URL.Path != "/captures") {
-			writeError(w, errCaptureOnly)
+		browser = true // the board's gate decides, below
+	}
+	if e := checkBody(r, browser); e != nil {
+		writeError(w, e)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, bodyLimit(r))
+	if browser {
+		var ok bool
+		if r, ok = g.board.Admit(w, r); !ok {
 			return
 		}
-		origin := r.Header.Get("Origin")
-		ext := extensionOrigin(origin) && extensionRoute(r)
-		if origin != "" && !g.sameOrigin(origin) && !ext {
-			writeError(w, &apiError{http.StatusForbidden, "bad_origin",
-				"requests from other origins are refused: call snagd from the snag CLI, the MCP bridge, or its own board"})
-			return
+	}
+	next.ServeHTTP(w, r)
+}
+
+// allowExtension sets the CORS headers for the browser extension's
+// origin, and answers a preflight (answered true).
+func allowExtension(w http.ResponseWriter, r *http.Request, origin string) (answered bool) {
+	w.Header().Set("Access-Control-Allow-Origin", origin)
+	w.Header().Add("Vary", "Origin")
+	if r.Method == http.MethodOptions {
+		preflight(w, r)
+		return true
+	}
+	return false
+}
+
+// admitExtension admits, without the token, what the browser extension
+// may send: a capture with its credential (the request then carries the
+// extension's origin), and a pairing from its origin; it refuses the
+// extension anything else. A request it admits acts for no agent's
+// session; one it neither admits nor refuses goes on to the token.
+func (g *guard) admitExtension(r *http.Request, secret string, capture bool, origin string, ext bool) (_ *http.Request, admitted bool, _ *apiError) {
+	switch {
+	case capture:
+		if e := g.pair.admit(secret, origin); e != nil {
+			return r, false, e
 		}
-		if ext {
-			w.Header().Set("Access-Control-Allow-Origin", origin)
-			w.Header().Add("Vary", "Origin")
-			if r.Method == http.MethodOptions {
-				preflight(w, r)
-				return
-			}
+		r = r.WithContext(context.WithValue(r.Context(), extensionKey{}, origin))
+	case r.Method == http.MethodPost && r.URL.Path == api.PairPath:
+		if !ext {
+			return r, false, errPairElsewhere
 		}
-		admitted := false // by a capture credential, or to pair
-		switch {
-		case capture:
-			if e := g.pair.admit(secret, origin); e != nil {
-				writeError(w, e)
-				return
-			}
-			r = r.WithContext(context.WithValue(r.Context(), extensionKey{}, origin))
-			admitted = true
-		case r.Method == http.MethodPost && r.URL.Path == api.PairPath:
-			if !ext {
-				writeError(w, errPairElsewhere)
-				return
-			}
-			admitted = true
-		case ext && r.Header.Get("Authorization") != "":
-			writeError(w, errTokenFromExtension)
-			return
-		case ext:
-			writeError(w, errNotPaired)
-			return
+	case ext && r.Header.Get("Authorization") != "":
+		return r, false, errTokenFromExtension
+	case ext:
+		return r, false, errNotPaired
+	default:
+		return r, false, nil
+	}
+	r.Header.Del(SessionHeader)
+	r.Header.Del(ToolHeader)
+	return r, true, nil
+}
+
+// checkBody refuses a write whose body is not JSON (but the board's,
+// whose gate checks its form, and a DELETE without a body), and a body
+// over its route's cap.
+func checkBody(r *http.Request, browser bool) *apiError {
+	if !browser && isWrite(r.Method) && !(r.Method == http.MethodDelete && r.ContentLength == 0) {
+		// A DELETE without a body (an MCP client ending its session
+		// on /mcp) carries no type; a browser cannot send one
+		// cross-origin without a preflight, which snagd never grants.
+		ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if err != nil || ct != "application/json" {
+			return &apiError{http.StatusUnsupportedMediaType, "bad_content_type",
+				"writes must send Content-Type: application/json"}
 		}
-		if admitted {
-			// The extension acts for no agent's session.
-			r.Header.Del(SessionHeader)
-			r.Header.Del(ToolHeader)
-		}
-		browser := false
-		if !admitted && !public(r) && !g.authorized(r) {
-			if g.board == nil || !g.board.Covers(r) {
-				g.unauthorized(w, r, "")
-				return
-			}
-			browser = true // the board's gate decides, below
-		}
-		if !browser && isWrite(r.Method) && !(r.Method == http.MethodDelete && r.ContentLength == 0) {
-			// A DELETE without a body (an MCP client ending its session
-			// on /mcp) carries no type; a browser cannot send one
-			// cross-origin without a preflight, which snagd never grants.
-			ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-			if err != nil || ct != "application/json" {
-				writeError(w, &apiError{http.StatusUnsupportedMediaType, "bad_content_type",
-					"writes must send Content-Type: application/json"})
-				return
-			}
-		}
-		limit := bodyLimit(r)
-		if r.ContentLength > limit {
-			writeError(w, &apiError{http.StatusRequestEntityTooLarge, "too_large", tooLarge(limit)})
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, limit)
-		if browser {
-			var ok bool
-			if r, ok = g.board.Admit(w, r); !ok {
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
+	}
+	if limit := bodyLimit(r); r.ContentLength > limit {
+		return &apiError{http.StatusRequestEntityTooLarge, "too_large", tooLarge(limit)}
+	}
+	return nil
 }
 
 // unauthorized answers 401 with a WWW-Authenticate: Bearer challenge that

@@ -28,27 +28,66 @@ func (e *Engine) apply(ctx context.Context, b watch.Batch, polling bool) {
 		return
 	}
 	if b.Config {
-		if cfg, err := queue.LoadConfig(e.p.Abs(e.configName())); err != nil {
-			e.log.Warn("config.json not reloaded", "err", err)
-		} else {
-			e.p.Config = cfg
-			e.cfg.Store(&cfg)
-		}
+		e.reloadConfig()
 	}
 	if b.IndexGone {
 		e.restoreIndex(ctx)
 	}
 	if b.Notes || b.Rescan {
-		// A note saved by hand, or a checkout that brought notes: the
-		// graph's readers hear of it as of snag's own.
-		if n, err := e.syncNotesCount(ctx, true); err != nil {
-			e.log.Warn("notes not indexed", "err", err)
-		} else if n > 0 && e.ready.Load() {
-			e.hub.Publish("note", map[string]any{"changed": n})
+		e.syncNotesChanged(ctx)
+	}
+	b = e.withoutOwnWrites(ctx, b)
+	changed := false
+	if b.Rescan {
+		var ok bool
+		if changed, ok = e.rescan(ctx, b); !ok {
+			return
 		}
 	}
-	changed := false
-	if len(b.Files) > 0 && !b.Rescan {
+	if e.syncFiles(ctx, b) {
+		changed = true
+	}
+	if changed || b.PlanGone {
+		e.writePlan(ctx)
+	}
+	if changed && e.ready.Load() {
+		e.fixKeysLater()
+	}
+}
+
+// reloadConfig reads config.json again; a config that does not load is
+// kept as it was.
+func (e *Engine) reloadConfig() {
+	cfg, err := queue.LoadConfig(e.p.Abs(e.configName()))
+	if err != nil {
+		e.log.Warn("config.json not reloaded", "err", err)
+		return
+	}
+	e.p.Config = cfg
+	e.cfg.Store(&cfg)
+}
+
+// syncNotesChanged indexes the notes again: a note saved by hand, or a
+// checkout that brought notes. The graph's readers hear of it as of
+// snag's own.
+func (e *Engine) syncNotesChanged(ctx context.Context) {
+	n, err := e.syncNotesCount(ctx, true)
+	if err != nil {
+		e.log.Warn("notes not indexed", "err", err)
+		return
+	}
+	if n > 0 && e.ready.Load() {
+		e.hub.Publish("note", map[string]any{"changed": n})
+	}
+}
+
+// withoutOwnWrites is the batch with snag's own writes left out of its files,
+// and made a rescan when the files left are a storm.
+func (e *Engine) withoutOwnWrites(ctx context.Context, b watch.Batch) watch.Batch {
+	if b.Rescan {
+		return b
+	}
+	if len(b.Files) > 0 {
 		// snag's own writes are no storm, nor anything to read again:
 		// claims at a hundred a second leave the watcher no quiet, and its
 		// batch, sent at MaxDelay, names a hundred files that are as their
@@ -59,62 +98,82 @@ func (e *Engine) apply(ctx context.Context, b watch.Batch, polling bool) {
 			b.Files = others
 		}
 	}
-	if len(b.Files) > stormFiles && !b.Rescan {
+	if len(b.Files) > stormFiles {
 		// A storm (a git checkout, a script): one rescan reads the files in
 		// parallel and writes them in one transaction, where a transaction
 		// per file would take seconds. The names it covers need no settling.
 		b.Rescan, b.Reasons = true, []string{fmt.Sprintf("%d files changed", len(b.Files))}
 	}
-	if b.Rescan {
-		// Only a rescan someone asked for (snag doctor, POST /rescan) reads
-		// and hashes every file. The start, an overflow, a replaced folder,
-		// a storm, the timer and polling read only the files whose stamp
-		// (size, times, inode: queue.Stamp) is not the one indexed, so a
-		// start on 100,000 unchanged files reads none of them.
-		hash := slices.Contains(b.Reasons, "requested")
-		st, err := e.p.DB.Scan(ctx, e.p.Tasks, index.ScanOptions{Hash: hash})
-		if err != nil {
-			e.log.Error("rescan failed", "reasons", b.Reasons, "err", err)
-			return
-		}
-		switch {
-		case st.FolderGone && !e.tasksGone:
-			e.log.Warn("tasks/ is gone (a branch without it checked out?): no tasks until it is back; snag add and claims are refused meanwhile",
-				"folder", e.p.Tasks.Path())
-		case !st.FolderGone && e.tasksGone:
-			e.log.Info("tasks/ is back", "folder", e.p.Tasks.Path(), "files", st.Files)
-		}
-		e.tasksGone = st.FolderGone
-		if st.Changed() && e.ready.Load() {
-			e.Audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: fileAgent, Action: "edit", Outcome: "ok",
-				Detail: fmt.Sprintf("files changed together (%s): %d added, %d changed, %d removed",
-					strings.Join(b.Reasons, ", "), st.Added, st.Updated, st.Removed)})
-		}
-		if st.Changed() || !e.ready.Load() {
-			e.log.Info("rescan", "reasons", b.Reasons, "files", st.Files, "read", st.Read, "added", st.Added,
-				"updated", st.Updated, "removed", st.Removed, "failed", st.Failed, "took", st.Duration)
-			e.hub.Publish("rescan", map[string]any{"reasons": b.Reasons, "files": st.Files,
-				"added": st.Added, "updated": st.Updated, "removed": st.Removed})
-			changed = true
-		} else {
-			e.log.Debug("rescan", "reasons", b.Reasons, "files", st.Files, "read", st.Read, "changed", false)
-		}
-		if !e.ready.Load() {
-			e.reconcile(ctx, nil)
-			e.adoptSessions(ctx)
-			e.ready.Store(true)
-			e.fixKeysLater()
-		} else if st.Changed() {
-			e.reconcile(ctx, nil)
-		}
+	return b
+}
+
+// rescan reads the folder again, says what changed, and at the start (or
+// when files changed) makes the leases agree with the files. changed says
+// the index changed, or snagd was not ready yet; ok is false when the
+// scan failed.
+//
+// Only a rescan someone asked for (snag doctor, POST /rescan) reads and
+// hashes every file. The start, an overflow, a replaced folder, a storm,
+// the timer and polling read only the files whose stamp (size, times,
+// inode: queue.Stamp) is not the one indexed, so a start on 100,000
+// unchanged files reads none of them.
+func (e *Engine) rescan(ctx context.Context, b watch.Batch) (changed, ok bool) {
+	hash := slices.Contains(b.Reasons, "requested")
+	st, err := e.p.DB.Scan(ctx, e.p.Tasks, index.ScanOptions{Hash: hash})
+	if err != nil {
+		e.log.Error("rescan failed", "reasons", b.Reasons, "err", err)
+		return false, false
 	}
-	done := map[string]bool{}
+	e.noteTasksFolder(st)
+	if st.Changed() && e.ready.Load() {
+		e.Audit(ctx, index.AuditEntry{Actor: queue.Person, Agent: fileAgent, Action: "edit", Outcome: "ok",
+			Detail: fmt.Sprintf("files changed together (%s): %d added, %d changed, %d removed",
+				strings.Join(b.Reasons, ", "), st.Added, st.Updated, st.Removed)})
+	}
+	if st.Changed() || !e.ready.Load() {
+		e.log.Info("rescan", "reasons", b.Reasons, "files", st.Files, "read", st.Read, "added", st.Added,
+			"updated", st.Updated, "removed", st.Removed, "failed", st.Failed, "took", st.Duration)
+		e.hub.Publish("rescan", map[string]any{"reasons": b.Reasons, "files": st.Files,
+			"added": st.Added, "updated": st.Updated, "removed": st.Removed})
+		changed = true
+	} else {
+		e.log.Debug("rescan", "reasons", b.Reasons, "files", st.Files, "read", st.Read, "changed", false)
+	}
+	if !e.ready.Load() {
+		e.reconcile(ctx, nil)
+		e.adoptSessions(ctx)
+		e.ready.Store(true)
+		e.fixKeysLater()
+	} else if st.Changed() {
+		e.reconcile(ctx, nil)
+	}
+	return changed, true
+}
+
+// noteTasksFolder logs tasks/ going away and coming back, as a rescan
+// finds it.
+func (e *Engine) noteTasksFolder(st index.ScanStats) {
+	switch {
+	case st.FolderGone && !e.tasksGone:
+		e.log.Warn("tasks/ is gone (a branch without it checked out?): no tasks until it is back; snag add and claims are refused meanwhile",
+			"folder", e.p.Tasks.Path())
+	case !st.FolderGone && e.tasksGone:
+		e.log.Info("tasks/ is back", "folder", e.p.Tasks.Path(), "files", st.Files)
+	}
+	e.tasksGone = st.FolderGone
+}
+
+// syncFiles brings the batch's files in step one by one, renames first
+// (of the files settling too), and reports whether any changed. A storm's
+// files the rescan read are not read again: their settling is cancelled.
+func (e *Engine) syncFiles(ctx context.Context, b watch.Batch) (changed bool) {
 	if b.Rescan && len(b.Files) > stormFiles {
 		for _, name := range b.Files {
 			e.cancelSettle(name)
 		}
 		b.Files = nil
 	}
+	done := map[string]bool{}
 	for from, to := range e.renames(ctx, b.Files) {
 		if e.rename(ctx, from, to) {
 			changed = true
@@ -129,12 +188,7 @@ func (e *Engine) apply(ctx context.Context, b watch.Batch, polling bool) {
 			changed = true
 		}
 	}
-	if changed || b.PlanGone {
-		e.writePlan(ctx)
-	}
-	if changed && e.ready.Load() {
-		e.fixKeysLater()
-	}
+	return changed
 }
 
 func (e *Engine) configName() string { return "config.json" }

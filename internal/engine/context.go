@@ -73,21 +73,48 @@ const contextHandoffsRead = 100
 // are marked seen: the next context shows them no more.
 func (e *Engine) Context(ctx context.Context, s index.Session) (TeamContext, error) {
 	tc := TeamContext{Me: s, Now: time.Now()}
+	if err := e.contextAgents(ctx, &tc); err != nil {
+		return tc, err
+	}
+	if err := e.contextReadyTasks(ctx, &tc); err != nil {
+		return tc, err
+	}
+	if err := e.contextActivePlans(ctx, &tc); err != nil {
+		return tc, err
+	}
+	var err error
+	if tc.Decisions, err = e.Notes(ctx, NoteFilter{Type: "decision", Limit: contextReports}); err != nil {
+		return tc, err
+	}
+	if err := e.contextHandoffs(ctx, &tc); err != nil {
+		return tc, err
+	}
+	if e.across() {
+		e.teamContext(ctx, &tc, s)
+	}
+	return tc, nil
+}
+
+// contextAgents fills in a context the agents: its own tasks and file
+// claims, the other live agents with what each holds and last said, the
+// others' latest reports, and the detached leases.
+func (e *Engine) contextAgents(ctx context.Context, tc *TeamContext) error {
+	s := tc.Me
 	sessions, err := e.p.DB.LiveSessions(ctx)
 	if err != nil {
-		return tc, err
+		return err
 	}
 	leases, err := e.p.DB.Leases(ctx)
 	if err != nil {
-		return tc, err
+		return err
 	}
 	claims, err := e.p.DB.FileClaims(ctx, tc.Now)
 	if err != nil {
-		return tc, err
+		return err
 	}
 	tc.Files, err = e.p.DB.FileClaimsOf(ctx, s.ID)
 	if err != nil {
-		return tc, err
+		return err
 	}
 	views := map[int64]*AgentView{}
 	for _, o := range sessions {
@@ -95,11 +122,31 @@ func (e *Engine) Context(ctx context.Context, s index.Session) (TeamContext, err
 			views[o.ID] = &AgentView{Session: o}
 		}
 	}
+	e.contextLeases(ctx, tc, views, leases)
+	for _, c := range claims {
+		if v := views[c.SessionID]; v != nil {
+			v.Files = append(v.Files, c)
+		}
+	}
+	if err := e.contextReports(ctx, tc, views); err != nil {
+		return err
+	}
+	for _, o := range sessions {
+		if v := views[o.ID]; v != nil {
+			tc.Others = append(tc.Others, *v)
+		}
+	}
+	return nil
+}
+
+// contextLeases gives a context's agent its tasks, and the other live
+// agents (views) theirs. Only the live agents' tasks are read: a rebuilt
+// index of a big project may hold thousands of detached leases, which are
+// counted.
+func (e *Engine) contextLeases(ctx context.Context, tc *TeamContext, views map[int64]*AgentView, leases []index.Lease) {
 	for _, l := range leases {
-		// Only the live agents' tasks are read: a rebuilt index of a big
-		// project may hold thousands of detached leases, which are counted.
 		switch {
-		case l.SessionID == s.ID:
+		case l.SessionID == tc.Me.ID:
 			tc.Tasks = append(tc.Tasks, e.heldTask(ctx, l))
 		case views[l.SessionID] != nil:
 			views[l.SessionID].Tasks = append(views[l.SessionID].Tasks, e.heldTask(ctx, l))
@@ -107,31 +154,32 @@ func (e *Engine) Context(ctx context.Context, s index.Session) (TeamContext, err
 			tc.Detached = append(tc.Detached, l)
 		}
 	}
-	for _, c := range claims {
-		if v := views[c.SessionID]; v != nil {
-			v.Files = append(v.Files, c)
-		}
-	}
+}
+
+// contextReports gives each other live agent (views) its latest report,
+// and a context the others' latest reports.
+func (e *Engine) contextReports(ctx context.Context, tc *TeamContext, views map[int64]*AgentView) error {
 	reports, err := e.p.DB.Messages(ctx, index.MessageReport, "", false, 50)
 	if err != nil {
-		return tc, err
+		return err
 	}
 	for _, m := range reports {
 		if v := views[m.FromSession]; v != nil && v.LastReport == nil {
 			v.LastReport = &m
 		}
-		if m.From != s.Name && len(tc.Reports) < contextReports {
+		if m.From != tc.Me.Name && len(tc.Reports) < contextReports {
 			tc.Reports = append(tc.Reports, m)
 		}
 	}
-	for _, o := range sessions {
-		if v := views[o.ID]; v != nil {
-			tc.Others = append(tc.Others, *v)
-		}
-	}
+	return nil
+}
+
+// contextReadyTasks fills in a context the first ready tasks, in queue
+// order, and whether more are ready.
+func (e *Engine) contextReadyTasks(ctx context.Context, tc *TeamContext) error {
 	page, err := e.List(ctx, index.Filter{Statuses: []queue.Status{queue.StatusOpen}, Limit: 4 * contextReady})
 	if err != nil {
-		return tc, err
+		return err
 	}
 	for _, r := range page.Rows {
 		// (A task another worktree holds reads as claimed there: not ready.)
@@ -143,21 +191,30 @@ func (e *Engine) Context(ctx context.Context, s index.Session) (TeamContext, err
 			tc.Ready = append(tc.Ready, r)
 		}
 	}
+	return nil
+}
+
+// contextActivePlans fills in a context the newest active plans.
+func (e *Engine) contextActivePlans(ctx context.Context, tc *TeamContext) error {
 	plans, err := e.Plans(ctx)
 	if err != nil {
-		return tc, err
+		return err
 	}
 	for _, p := range plans {
 		if p.Plan != nil && p.Plan.Status == queue.PlanActive && len(tc.Plans) < contextPlans {
 			tc.Plans = append(tc.Plans, p)
 		}
 	}
-	if tc.Decisions, err = e.Notes(ctx, NoteFilter{Type: "decision", Limit: contextReports}); err != nil {
-		return tc, err
-	}
-	hs, err := e.p.DB.Messages(ctx, index.MessageHandoff, s.Name, true, contextHandoffsRead)
+	return nil
+}
+
+// contextHandoffs fills in a context the oldest handoffs to its agent it
+// has not seen, and marks them seen; the rest are counted, and wait for
+// the next read.
+func (e *Engine) contextHandoffs(ctx context.Context, tc *TeamContext) error {
+	hs, err := e.p.DB.Messages(ctx, index.MessageHandoff, tc.Me.Name, true, contextHandoffsRead)
 	if err != nil {
-		return tc, err
+		return err
 	}
 	slices.Reverse(hs) // oldest first: in the order they were left
 	// Only what is shown is marked seen: the rest waits for the next read.
@@ -167,13 +224,7 @@ func (e *Engine) Context(ctx context.Context, s index.Session) (TeamContext, err
 	for _, m := range shown {
 		ids = append(ids, m.ID)
 	}
-	if err := e.p.DB.MarkSeen(ctx, ids); err != nil {
-		return tc, err
-	}
-	if e.across() {
-		e.teamContext(ctx, &tc, s)
-	}
-	return tc, nil
+	return e.p.DB.MarkSeen(ctx, ids)
 }
 
 // heldTask is the task of lease l as a context names it.

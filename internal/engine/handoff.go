@@ -43,124 +43,204 @@ var ErrNotLive = errors.New("not live")
 // for a person: from nil, by naming them); otherwise nothing is recorded
 // and the refusal says why.
 func (e *Engine) Handoff(ctx context.Context, from *index.Session, by string, h Handoff) (HandedOff, error) {
-	actor := queue.Person
-	if from != nil {
-		actor, by = queue.Agent, from.Name
+	ho := newHandingOff(from, by, h)
+	if err := ho.refusal(); err != nil {
+		return e.refuseHandoff(ctx, ho, err)
 	}
-	entry := index.AuditEntry{Actor: actor, Agent: by, Action: "handoff"}
-	if from != nil {
-		entry.SessionID = from.ID
+	var live bool
+	ho.to, live = e.liveNamed(ctx, ho.h.To)
+	if ho.h.Task == "" {
+		return e.sendHandoff(ctx, ho, live)
 	}
-	refused := func(err error) (HandedOff, error) {
-		entry.Outcome, entry.Detail = "refused", err.Error()
-		e.Audit(ctx, entry)
-		return HandedOff{}, err
+	if err := e.readHandoffTask(ctx, ho, live); err != nil {
+		return e.refuseHandoff(ctx, ho, err)
 	}
-	h.To = strings.ToUpper(strings.TrimSpace(h.To))
-	h.Title = strings.TrimSpace(h.Title)
-	switch {
-	case h.To == "":
-		return refused(refuse(ErrInvalid, "no_addressee", "handoff: name the agent it is for (snag agents lists them)"))
-	case h.Title == "":
-		return refused(refuse(ErrInvalid, "no_title", "handoff: give it a title: what the other agent is to do"))
-	case len(h.Title) > 200:
-		return refused(refuse(ErrInvalid, "long_title", "handoff: the title is over 200 bytes: keep it short and put the rest in the body"))
-	case len(h.Body) > 8000:
-		return refused(refuse(ErrInvalid, "long_body", "handoff: the body is over 8000 bytes: write a note (snag_note) and name it"))
-	case from != nil && h.To == from.Name:
-		return refused(refuse(ErrInvalid, "to_self", "handoff: %s is you: hand off to another agent (snag_context lists them)", h.To))
-	}
-	to, live := e.liveNamed(ctx, h.To)
-	m := index.Message{Kind: index.MessageHandoff, From: by, To: h.To, Title: h.Title, Body: h.Body}
-	if from != nil {
-		m.FromSession = from.ID
-	}
-	if h.Task == "" {
-		got, err := e.p.DB.AddMessage(ctx, m)
-		if err != nil {
-			return HandedOff{}, err
-		}
-		entry.Outcome, entry.Detail = "ok", "to "+h.To+": "+h.Title
-		e.Audit(ctx, entry)
-		e.hub.Publish("handoff", map[string]any{"from": by, "to": h.To, "title": h.Title})
-		out := HandedOff{Message: got, Live: live}
-		if !live {
-			// Connected on another clone: the message reaches it there.
-			out.Host = e.teamHostOf(ctx, h.To)
-			out.Live = out.Host != ""
-		}
-		return out, nil
-	}
-	it, err := e.taskOf(ctx, h.Task)
-	if err != nil {
-		return refused(err)
-	}
-	entry.TaskID = it.ID
-	if !live {
-		if host := e.teamHostOf(ctx, h.To); host != "" {
-			return refused(refuse(ErrNotLive, "not_live", "handoff: nothing moved: %s works on another clone (%s), where %s's file is not the one this clone rewrites. "+
-				"Hand it off without the task (the message reaches them there), then release %s with a reason, and they claim it there", h.To, host, it.Key, it.Key))
-		}
-		return refused(refuse(ErrNotLive, "not_live", "handoff: nothing moved: %s has no live session, so %s stays with its holder. "+
-			"Hand it to a connected agent (snag_context lists them), or release it with a reason", h.To, it.Key))
-	}
-	if it.Status != queue.StatusClaimed {
-		return refused(refuse(ErrTransition, "transition", "handoff: nothing moved: %s is %s, and only a claimed task's lease moves", it.Key, it.Status))
-	}
-	// Agent or person, the holder is checked under e.mu, then in the
-	// batch: the file's new bytes (the assignee) are written with no lock.
-	var lease index.Lease
-	err = func() error {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		return e.p.DB.Read(ctx, func(tx *index.Tx) (err error) {
-			if it, err = tx.Get(queue.Ref{ID: it.ID}); err != nil {
-				return err
-			}
-			if from != nil {
-				if err := holds(tx, it, *from, 0); err != nil {
-					return err
-				}
-			}
-			lease, err = tx.LeaseOf(it.ID)
-			return err
-		})
-	}()
-	if errors.Is(err, index.ErrNoLease) || errors.Is(err, index.ErrStale) {
-		return refused(refuse(ErrNotHeld, "not_held", "handoff: nothing moved: %s is not held under a live lease", it.Key))
-	}
-	if err != nil {
-		return refused(err)
-	}
-	var shared *coord.Lease
 	if e.team != nil {
 		// The lease moves in the store first, under a new epoch; snag.db
 		// mirrors it. Should the file's write fail, it moves back.
-		if err := e.teamReady(ctx); err != nil {
-			return refused(err)
+		if err := e.teamHandoffTransfer(ctx, ho); err != nil {
+			return e.refuseHandoff(ctx, ho, err)
 		}
-		l, err := e.team.s.Transfer(ctx, it.ID, lease.Epoch, coordSession(to))
-		if err != nil {
-			return refused(e.teamErr(err))
-		}
-		shared = &l
-		defer func() {
-			if shared != nil {
-				back := coord.Session{ID: lease.SessionID, Name: lease.Holder}
-				if _, err := e.team.s.Transfer(ctx, it.ID, l.Epoch, back); err != nil {
-					e.log.Error("give a handoff's lease back in the coordination store", "task", it.Key, "err", err)
-				}
-			}
-		}()
+		defer e.teamHandoffGiveBack(ctx, ho)
 	}
-	mv, err := e.prepareMove(it, h.To, Step{queue.ActRelease, actor}, Step{queue.ActClaim, queue.Agent})
+	got, granted, err := e.commitHandoff(ctx, ho)
 	if err != nil {
-		return refused(err)
+		return e.refuseHandoff(ctx, ho, err)
 	}
-	why := "handed off to " + h.To + " by " + by
+	ho.shared = nil // taken: it stays moved
+	it := ho.it
+	e.hub.Publish("lease", map[string]any{"task": it.Key, "holder": ho.h.To, "epoch": granted.Epoch, "handoff": true})
+	e.hub.Publish("handoff", map[string]any{"from": ho.by, "to": ho.h.To, "title": ho.h.Title, "task": it.Key})
+	e.writePlan(ctx)
+	return HandedOff{Message: got, Moved: true, Key: it.Key, Epoch: granted.Epoch, Live: true}, nil
+}
+
+// handingOff is one handoff as Handoff makes it: who hands off, the
+// message, and with a task, the task, its lease and the addressee's
+// session.
+type handingOff struct {
+	from  *index.Session // the agent handing off; nil for a person
+	actor queue.Actor
+	by    string
+	h     Handoff
+	entry index.AuditEntry // the audit's entry, but for its outcome
+	m     index.Message
+	to    index.Session
+	it    *index.Item
+	lease index.Lease
+	// shared is the lease the store moved to the addressee (team mode),
+	// until snag.db has it too.
+	shared *coord.Lease
+}
+
+// newHandingOff is a handoff's caller and words, the addressee and title
+// trimmed.
+func newHandingOff(from *index.Session, by string, h Handoff) *handingOff {
+	ho := &handingOff{from: from, actor: queue.Person, by: by}
+	if from != nil {
+		ho.actor, ho.by = queue.Agent, from.Name
+	}
+	ho.entry = index.AuditEntry{Actor: ho.actor, Agent: ho.by, Action: "handoff"}
+	if from != nil {
+		ho.entry.SessionID = from.ID
+	}
+	h.To = strings.ToUpper(strings.TrimSpace(h.To))
+	h.Title = strings.TrimSpace(h.Title)
+	ho.h = h
+	ho.m = index.Message{Kind: index.MessageHandoff, From: ho.by, To: h.To, Title: h.Title, Body: h.Body}
+	if from != nil {
+		ho.m.FromSession = from.ID
+	}
+	return ho
+}
+
+// refusal says what is wrong with the handoff's words, if anything.
+func (ho *handingOff) refusal() error {
+	h := ho.h
+	switch {
+	case h.To == "":
+		return refuse(ErrInvalid, "no_addressee", "handoff: name the agent it is for (snag agents lists them)")
+	case h.Title == "":
+		return refuse(ErrInvalid, "no_title", "handoff: give it a title: what the other agent is to do")
+	case len(h.Title) > 200:
+		return refuse(ErrInvalid, "long_title", "handoff: the title is over 200 bytes: keep it short and put the rest in the body")
+	case len(h.Body) > 8000:
+		return refuse(ErrInvalid, "long_body", "handoff: the body is over 8000 bytes: write a note (snag_note) and name it")
+	case ho.from != nil && h.To == ho.from.Name:
+		return refuse(ErrInvalid, "to_self", "handoff: %s is you: hand off to another agent (snag_context lists them)", h.To)
+	}
+	return nil
+}
+
+// refuseHandoff audits a refused handoff and answers with its error.
+func (e *Engine) refuseHandoff(ctx context.Context, ho *handingOff, err error) (HandedOff, error) {
+	entry := ho.entry
+	entry.Outcome, entry.Detail = "refused", err.Error()
+	e.Audit(ctx, entry)
+	return HandedOff{}, err
+}
+
+// sendHandoff leaves a handoff without a task: the message alone.
+func (e *Engine) sendHandoff(ctx context.Context, ho *handingOff, live bool) (HandedOff, error) {
+	got, err := e.p.DB.AddMessage(ctx, ho.m)
+	if err != nil {
+		return HandedOff{}, err
+	}
+	entry := ho.entry
+	entry.Outcome, entry.Detail = "ok", "to "+ho.h.To+": "+ho.h.Title
+	e.Audit(ctx, entry)
+	e.hub.Publish("handoff", map[string]any{"from": ho.by, "to": ho.h.To, "title": ho.h.Title})
+	out := HandedOff{Message: got, Live: live}
+	if !live {
+		// Connected on another clone: the message reaches it there.
+		out.Host = e.teamHostOf(ctx, ho.h.To)
+		out.Live = out.Host != ""
+	}
+	return out, nil
+}
+
+// readHandoffTask reads the task handed off and its lease, refusing when
+// the addressee is not live here or the task is not held under a live
+// lease (by from, for an agent).
+func (e *Engine) readHandoffTask(ctx context.Context, ho *handingOff, live bool) error {
+	it, err := e.taskOf(ctx, ho.h.Task)
+	if err != nil {
+		return err
+	}
+	ho.entry.TaskID = it.ID
+	if !live {
+		if host := e.teamHostOf(ctx, ho.h.To); host != "" {
+			return refuse(ErrNotLive, "not_live", "handoff: nothing moved: %s works on another clone (%s), where %s's file is not the one this clone rewrites. "+
+				"Hand it off without the task (the message reaches them there), then release %s with a reason, and they claim it there", ho.h.To, host, it.Key, it.Key)
+		}
+		return refuse(ErrNotLive, "not_live", "handoff: nothing moved: %s has no live session, so %s stays with its holder. "+
+			"Hand it to a connected agent (snag_context lists them), or release it with a reason", ho.h.To, it.Key)
+	}
+	if it.Status != queue.StatusClaimed {
+		return refuse(ErrTransition, "transition", "handoff: nothing moved: %s is %s, and only a claimed task's lease moves", it.Key, it.Status)
+	}
+	// Agent or person, the holder is checked under e.mu, then in the
+	// batch: the file's new bytes (the assignee) are written with no lock.
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	err = e.p.DB.Read(ctx, func(tx *index.Tx) (err error) {
+		if it, err = tx.Get(queue.Ref{ID: it.ID}); err != nil {
+			return err
+		}
+		if ho.from != nil {
+			if err := holds(tx, it, *ho.from, 0); err != nil {
+				return err
+			}
+		}
+		ho.lease, err = tx.LeaseOf(it.ID)
+		return err
+	})
+	ho.it = it
+	if errors.Is(err, index.ErrNoLease) || errors.Is(err, index.ErrStale) {
+		return refuse(ErrNotHeld, "not_held", "handoff: nothing moved: %s is not held under a live lease", it.Key)
+	}
+	return err
+}
+
+// teamHandoffTransfer moves the task's lease to the addressee in the
+// store, under a new epoch.
+func (e *Engine) teamHandoffTransfer(ctx context.Context, ho *handingOff) error {
+	if err := e.teamReady(ctx); err != nil {
+		return err
+	}
+	l, err := e.team.s.Transfer(ctx, ho.it.ID, ho.lease.Epoch, coordSession(ho.to))
+	if err != nil {
+		return e.teamErr(err)
+	}
+	ho.shared = &l
+	return nil
+}
+
+// teamHandoffGiveBack moves the lease back to its holder in the store
+// when snag.db did not take the handoff (ho.shared still set).
+func (e *Engine) teamHandoffGiveBack(ctx context.Context, ho *handingOff) {
+	if ho.shared == nil {
+		return
+	}
+	back := coord.Session{ID: ho.lease.SessionID, Name: ho.lease.Holder}
+	if _, err := e.team.s.Transfer(ctx, ho.it.ID, ho.shared.Epoch, back); err != nil {
+		e.log.Error("give a handoff's lease back in the coordination store", "task", ho.it.Key, "err", err)
+	}
+}
+
+// commitHandoff rewrites the task's file for the addressee and, in the
+// same batch, ends the lease, grants it to the addressee (at the store's
+// epoch in team mode) and leaves the message. The holder is checked again
+// in the batch.
+func (e *Engine) commitHandoff(ctx context.Context, ho *handingOff) (got index.Message, granted index.Lease, err error) {
+	it, lease, to, from := ho.it, ho.lease, ho.to, ho.from
+	mv, err := e.prepareMove(it, ho.h.To, Step{queue.ActRelease, ho.actor}, Step{queue.ActClaim, queue.Agent})
+	if err != nil {
+		return got, granted, err
+	}
+	why := "handed off to " + ho.h.To + " by " + ho.by
+	m := ho.m
 	m.TaskID = it.ID
-	var got index.Message
-	var granted index.Lease
 	err = e.commit(ctx, []*move{mv}, func(tx *index.Tx) error {
 		if from != nil {
 			if err := holds(tx, it, *from, 0); err != nil {
@@ -174,8 +254,8 @@ func (e *Engine) Handoff(ctx context.Context, from *index.Session, by string, h 
 		if _, _, err = tx.End(it.ID, why); err != nil {
 			return err
 		}
-		if shared != nil {
-			granted, err = tx.GrantEpoch(it.ID, to.ID, to.Name, shared.Epoch)
+		if ho.shared != nil {
+			granted, err = tx.GrantEpoch(it.ID, to.ID, to.Name, ho.shared.Epoch)
 		} else {
 			granted, err = tx.Grant(it.ID, to.ID, to.Name, false)
 		}
@@ -188,17 +268,10 @@ func (e *Engine) Handoff(ctx context.Context, from *index.Session, by string, h 
 		if got, err = tx.AddMessage(m); err != nil {
 			return err
 		}
-		return tx.Audit(index.AuditEntry{SessionID: entry.SessionID, Actor: actor, Agent: by, Action: "handoff", TaskID: it.ID,
-			Outcome: "ok", Detail: fmt.Sprintf("%s to %s, epoch %d: %s", it.Key, h.To, granted.Epoch, h.Title)})
+		return tx.Audit(index.AuditEntry{SessionID: ho.entry.SessionID, Actor: ho.actor, Agent: ho.by, Action: "handoff", TaskID: it.ID,
+			Outcome: "ok", Detail: fmt.Sprintf("%s to %s, epoch %d: %s", it.Key, ho.h.To, granted.Epoch, ho.h.Title)})
 	}, nil)
-	if err != nil {
-		return refused(err)
-	}
-	shared = nil // taken: it stays moved
-	e.hub.Publish("lease", map[string]any{"task": it.Key, "holder": h.To, "epoch": granted.Epoch, "handoff": true})
-	e.hub.Publish("handoff", map[string]any{"from": by, "to": h.To, "title": h.Title, "task": it.Key})
-	e.writePlan(ctx)
-	return HandedOff{Message: got, Moved: true, Key: it.Key, Epoch: granted.Epoch, Live: true}, nil
+	return got, granted, err
 }
 
 // liveNamed is the live session named name, if one is.

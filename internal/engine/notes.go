@@ -74,24 +74,8 @@ func (e *Engine) AddNote(ctx context.Context, actor queue.Actor, who string, in 
 	if in.Type == "" {
 		in.Type = "decision"
 	}
-	switch {
-	case title == "" || len(title) > 200:
-		return refused(refuse(ErrInvalid, "bad_title", "note: a title of 1 to 200 bytes: the decision or finding in a line"))
-	case strings.ContainsFunc(title, func(r rune) bool { return r < 0x20 || r == 0x7f }) || !utf8.ValidString(title):
-		return refused(refuse(ErrInvalid, "bad_title", "note: the title has a control character: keep it on one line"))
-	case !slices.Contains(queue.NoteTypes, in.Type):
-		return refused(refuse(ErrInvalid, "bad_type", "note: unknown type %q (want %s)", in.Type, strings.Join(queue.NoteTypes, ", ")))
-	case len(in.Body) > 32<<10:
-		return refused(refuse(ErrInvalid, "long_body", "note: the body is over 32 KiB: keep a note to one decision"))
-	case len(in.Files) > 20:
-		return refused(refuse(ErrInvalid, "bad_file", "note: over 20 files: name the folder instead"))
-	case len(in.Links) > maxLinks:
-		return refused(refuse(ErrInvalid, "bad_link", "note: over %d links: link the notes that matter", maxLinks))
-	}
-	for _, f := range in.Files {
-		if len(f) > 512 || strings.ContainsAny(f, "\x00\n") {
-			return refused(refuse(ErrInvalid, "bad_file", "note: file %q: a repository path on one line", f))
-		}
+	if r := badNote(title, in); r != nil {
+		return refused(r)
 	}
 	tree, dir, r := e.noteTree(in.Tree)
 	if r != nil {
@@ -132,43 +116,13 @@ func (e *Engine) AddNote(ctx context.Context, actor queue.Actor, who string, in 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return index.NoteRow{}, fmt.Errorf("note: %w: check that %s can be written", err, dir)
 	}
-	next, err := e.p.DB.NextNoteKey(ctx)
+	next, err := e.nextNoteKey(ctx)
 	if err != nil {
 		return index.NoteRow{}, err
 	}
-	for _, t := range e.noteTrees() {
-		next = max(next, maxNoteOnDisk(t.Dir)+1)
-	}
-	if r := e.opts.Repository; r != nil {
-		next = r.floor(ctx, e, "note", next)
-	}
-	if e.team != nil {
-		if next, err = e.teamAlias(ctx, "note", next); err != nil {
-			return index.NoteRow{}, fmt.Errorf("note: %w", err)
-		}
-	}
-	path := ""
-	for i := 0; ; i++ {
-		if i == noteTries {
-			return index.NoteRow{}, fmt.Errorf("note: every key tried was taken by a note written meanwhile: try again")
-		}
-		n.Key = queue.NoteAlias(next + i)
-		data := queue.FormatNote(n)
-		if _, err := queue.ParseNote(data); err != nil {
-			return index.NoteRow{}, fmt.Errorf("note: %w", err)
-		}
-		path = filepath.Join(dir, queue.NoteFileName(n.Key, n.Title))
-		err := atomicfile.Create(path, data, 0o644)
-		if errors.Is(err, os.ErrExist) || (err == nil && filesWithKey(dir, n.Key) > 1) {
-			if err == nil { // another file has the key: give it up, take the next
-				os.Remove(path)
-			}
-			continue
-		}
-		if err != nil {
-			return index.NoteRow{}, fmt.Errorf("note: %w", err)
-		}
-		break
+	path, err := writeNote(dir, n, next)
+	if err != nil {
+		return index.NoteRow{}, err
 	}
 	err = failpoint.Hit("note", StepNoteWritten)
 	if err == nil {
@@ -189,6 +143,80 @@ func (e *Engine) AddNote(ctx context.Context, actor queue.Actor, who string, in 
 	e.hub.Publish("note", map[string]any{"note": n.Key, "type": n.Type, "branch": n.Branch, "by": who})
 	e.teamPost(coord.Message{Kind: coord.Note, From: who, Key: n.Key, Type: n.Type, Title: n.Title, Body: string(n.Body), Branch: n.Branch})
 	return e.p.DB.Note(ctx, n.ID)
+}
+
+// badNote refuses a note's title and fields that no note may have: the
+// title's length and characters, the type, the body's size, the number of
+// files and links, and each file's path.
+func badNote(title string, in NoteInput) *Error {
+	switch {
+	case title == "" || len(title) > 200:
+		return refuse(ErrInvalid, "bad_title", "note: a title of 1 to 200 bytes: the decision or finding in a line")
+	case strings.ContainsFunc(title, func(r rune) bool { return r < 0x20 || r == 0x7f }) || !utf8.ValidString(title):
+		return refuse(ErrInvalid, "bad_title", "note: the title has a control character: keep it on one line")
+	case !slices.Contains(queue.NoteTypes, in.Type):
+		return refuse(ErrInvalid, "bad_type", "note: unknown type %q (want %s)", in.Type, strings.Join(queue.NoteTypes, ", "))
+	case len(in.Body) > 32<<10:
+		return refuse(ErrInvalid, "long_body", "note: the body is over 32 KiB: keep a note to one decision")
+	case len(in.Files) > 20:
+		return refuse(ErrInvalid, "bad_file", "note: over 20 files: name the folder instead")
+	case len(in.Links) > maxLinks:
+		return refuse(ErrInvalid, "bad_link", "note: over %d links: link the notes that matter", maxLinks)
+	}
+	for _, f := range in.Files {
+		if len(f) > 512 || strings.ContainsAny(f, "\x00\n") {
+			return refuse(ErrInvalid, "bad_file", "note: file %q: a repository path on one line", f)
+		}
+	}
+	return nil
+}
+
+// nextNoteKey is the first note key to try: past every key indexed, on
+// disk in any notes folder, in the repository's other worktrees and, in
+// team mode, handed out by the store.
+func (e *Engine) nextNoteKey(ctx context.Context) (int, error) {
+	next, err := e.p.DB.NextNoteKey(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range e.noteTrees() {
+		next = max(next, maxNoteOnDisk(t.Dir)+1)
+	}
+	if r := e.opts.Repository; r != nil {
+		next = r.floor(ctx, e, "note", next)
+	}
+	if e.team != nil {
+		if next, err = e.teamAlias(ctx, "note", next); err != nil {
+			return 0, fmt.Errorf("note: %w", err)
+		}
+	}
+	return next, nil
+}
+
+// writeNote creates note n's file in dir under the first key from next on
+// that no other file has, giving up after noteTries keys; it returns the
+// file's path.
+func writeNote(dir string, n *queue.Note, next int) (string, error) {
+	for i := range noteTries {
+		n.Key = queue.NoteAlias(next + i)
+		data := queue.FormatNote(n)
+		if _, err := queue.ParseNote(data); err != nil {
+			return "", fmt.Errorf("note: %w", err)
+		}
+		path := filepath.Join(dir, queue.NoteFileName(n.Key, n.Title))
+		err := atomicfile.Create(path, data, 0o644)
+		if errors.Is(err, os.ErrExist) || (err == nil && filesWithKey(dir, n.Key) > 1) {
+			if err == nil { // another file has the key: give it up, take the next
+				os.Remove(path)
+			}
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("note: %w", err)
+		}
+		return path, nil
+	}
+	return "", fmt.Errorf("note: every key tried was taken by a note written meanwhile: try again")
 }
 
 // checkLinks checks the links a note from (its key, "" for a new note)

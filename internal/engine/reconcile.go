@@ -16,39 +16,70 @@ import (
 // assignee's name, until that agent reconnects or a person releases it.
 // With ids nil it looks at every task. e.mu must be held.
 func (e *Engine) reconcile(ctx context.Context, ids []string) {
-	byTask := map[string]index.Lease{}
-	if ids != nil {
-		// The tasks named alone (a file's edit): their own leases, not
-		// every live one.
-		for _, id := range ids {
-			l, err := e.p.DB.LeaseOf(ctx, id)
-			switch {
-			case err == nil:
-				byTask[id] = l
-			case !errors.Is(err, index.ErrNoLease):
-				e.log.Error("reconcile", "err", err)
-				return
-			}
+	byTask, err := e.leasesToReconcile(ctx, ids)
+	if err != nil {
+		e.log.Error("reconcile", "err", err)
+		return
+	}
+	rows, err := e.rowsToReconcile(ctx, ids, byTask)
+	if err != nil {
+		e.log.Error("reconcile", "err", err)
+		return
+	}
+	var live []index.Session // read once, when a lease is to be re-derived
+	var grants []leaseGrant
+	for _, r := range rows {
+		if r.State != index.StateOK || r.Stale {
+			continue
 		}
-	} else {
+		if g, ok := e.reconcileRow(ctx, r, byTask, &live); ok {
+			grants = append(grants, g)
+		}
+	}
+	if len(grants) == 0 {
+		return
+	}
+	e.grantFromFiles(ctx, grants)
+}
+
+// leasesToReconcile are the live leases of the tasks ids names, by task:
+// every live one when ids is nil.
+func (e *Engine) leasesToReconcile(ctx context.Context, ids []string) (map[string]index.Lease, error) {
+	byTask := map[string]index.Lease{}
+	if ids == nil {
 		leases, err := e.p.DB.Leases(ctx)
 		if err != nil {
-			e.log.Error("reconcile", "err", err)
-			return
+			return nil, err
 		}
 		for _, l := range leases {
 			byTask[l.TaskID] = l
 		}
+		return byTask, nil
 	}
+	// The tasks named alone (a file's edit): their own leases, not every
+	// live one.
+	for _, id := range ids {
+		l, err := e.p.DB.LeaseOf(ctx, id)
+		switch {
+		case err == nil:
+			byTask[id] = l
+		case !errors.Is(err, index.ErrNoLease):
+			return nil, err
+		}
+	}
+	return byTask, nil
+}
+
+// rowsToReconcile are the rows to hold against the leases: the tasks ids
+// names, or with ids nil the rows whose files say held with no live lease
+// and the rows of leased tasks whose files do not say held. Rows that
+// agree with their lease are not read at all.
+func (e *Engine) rowsToReconcile(ctx context.Context, ids []string, byTask map[string]index.Lease) ([]*index.Row, error) {
 	var rows []*index.Row
 	if ids == nil {
-		// The rows whose files say held with no live lease, and the ids
-		// of the ones held: a lease whose task is not among them is read
-		// below. Rows that agree with their lease are not read at all.
 		held, unleased, err := e.p.DB.Holding(ctx)
 		if err != nil {
-			e.log.Error("reconcile", "err", err)
-			return
+			return nil, err
 		}
 		rows = unleased
 		for id := range byTask {
@@ -64,70 +95,81 @@ func (e *Engine) reconcile(ctx context.Context, ids []string) {
 		}
 		rows = append(rows, &it.Row)
 	}
-	var live []index.Session // read once, when a lease is to be re-derived
-	type grant struct {
-		r      *index.Row
-		holder string
-		sid    int64
+	return rows, nil
+}
+
+// leaseGrant is a lease to re-derive from a file that says held: detached
+// when sid is 0.
+type leaseGrant struct {
+	r      *index.Row
+	holder string
+	sid    int64
+}
+
+// reconcileRow holds one row against its lease (in byTask): a lease kept
+// because git put the file back, a lease ended because a person edited the
+// file, or a lease to grant because the file says held with none (ok).
+// live is the live sessions, read when first needed.
+func (e *Engine) reconcileRow(ctx context.Context, r *index.Row, byTask map[string]index.Lease, live *[]index.Session) (g leaseGrant, ok bool) {
+	l, leased := byTask[r.ID]
+	holding := r.Status == queue.StatusClaimed || r.Status == queue.StatusVerifying
+	switch {
+	case leased && !holding && e.putBack(r, l):
+		// git put the file back as it was before the claim (a stash, a
+		// checkout, a merge): the lease holds.
+		e.Audit(ctx, index.AuditEntry{Actor: queue.System, Agent: l.Holder, Action: "lease_kept", TaskID: r.ID, Outcome: "ok",
+			Detail: "the file is back as it was before the claim (git stash, checkout or merge): " + l.Holder +
+				" keeps the lease; snag release frees the task"})
+	case leased && !holding:
+		why := fmt.Sprintf("the file says %s (edited by hand)", r.Status)
+		e.p.DB.Update(ctx, func(tx *index.Tx) error {
+			tx.End(r.ID, why)
+			return tx.Audit(index.AuditEntry{Actor: queue.Person, Action: "lease_end", TaskID: r.ID, Outcome: "ok",
+				Detail: l.Holder + ": " + why})
+		})
+		e.hub.Publish("lease", map[string]any{"task": r.Key, "ended": true, "reason": why})
+	case !leased && holding:
+		holder := r.Assignee
+		if holder == "" {
+			holder = "unknown"
+		}
+		return leaseGrant{r, holder, e.fileHolder(ctx, r, holder, live)}, true
 	}
-	var grants []grant
-	for _, r := range rows {
-		if r.State != index.StateOK || r.Stale {
+	return leaseGrant{}, false
+}
+
+// fileHolder is the live session a held file's lease goes back to, or 0
+// (detached).
+//
+// A live session of the holder's name gets the lease back when it is the
+// agent the file means: one that held the task (a person saved from a
+// buffer older than its release) or asked for the name (an agent back
+// after a rebuilt index). A session that was only given the name, as a
+// newcomer, does not inherit a pulled file's claim: the lease is detached
+// until its agent reconnects under the name, or a person releases it. (A
+// claim snagd died committing is the live state's grant: it is given back
+// to its session when the leases are reconciled with it.)
+func (e *Engine) fileHolder(ctx context.Context, r *index.Row, holder string, live *[]index.Session) int64 {
+	var sid int64
+	if *live == nil {
+		*live, _ = e.p.DB.LiveSessions(ctx)
+	}
+	for _, s := range *live {
+		if s.Name != holder {
 			continue
 		}
-		l, leased := byTask[r.ID]
-		holding := r.Status == queue.StatusClaimed || r.Status == queue.StatusVerifying
-		switch {
-		case leased && !holding && e.putBack(r, l):
-			// git put the file back as it was before the claim (a stash, a
-			// checkout, a merge): the lease holds.
-			e.Audit(ctx, index.AuditEntry{Actor: queue.System, Agent: l.Holder, Action: "lease_kept", TaskID: r.ID, Outcome: "ok",
-				Detail: "the file is back as it was before the claim (git stash, checkout or merge): " + l.Holder +
-					" keeps the lease; snag release frees the task"})
-		case leased && !holding:
-			why := fmt.Sprintf("the file says %s (edited by hand)", r.Status)
-			e.p.DB.Update(ctx, func(tx *index.Tx) error {
-				tx.End(r.ID, why)
-				return tx.Audit(index.AuditEntry{Actor: queue.Person, Action: "lease_end", TaskID: r.ID, Outcome: "ok",
-					Detail: l.Holder + ": " + why})
-			})
-			e.hub.Publish("lease", map[string]any{"task": r.Key, "ended": true, "reason": why})
-		case !leased && holding:
-			holder := r.Assignee
-			if holder == "" {
-				holder = "unknown"
-			}
-			// A live session of that name gets the lease back when it is
-			// the agent the file means: one that held the task (a person
-			// saved from a buffer older than its release) or asked for the
-			// name (an agent back after a rebuilt index). A session that
-			// was only given the name, as a newcomer, does not inherit a
-			// pulled file's claim: the lease is detached until its agent
-			// reconnects under the name, or a person releases it. (A claim
-			// snagd died committing is the live state's grant: it is given
-			// back to its session when the leases are reconciled with it.)
-			var sid int64
-			if live == nil {
-				live, _ = e.p.DB.LiveSessions(ctx)
-			}
-			for _, s := range live {
-				if s.Name != holder {
-					continue
-				}
-				if held, _ := e.p.DB.HeldBefore(ctx, r.ID, s.ID); held || s.Asked {
-					sid = s.ID
-				}
-			}
-			grants = append(grants, grant{r, holder, sid})
+		if held, _ := e.p.DB.HeldBefore(ctx, r.ID, s.ID); held || s.Asked {
+			sid = s.ID
 		}
 	}
-	if len(grants) == 0 {
-		return
-	}
-	// The leases re-derived from the files go in one transaction: after a
-	// rebuild or a first start they are every claimed task's (a quarter of
-	// 100,000, which took a commit each). A task whose lease a row before
-	// it granted (two files with its id) is skipped, as it was refused.
+	return sid
+}
+
+// grantFromFiles re-derives leases from the files in one transaction:
+// after a rebuild or a first start they are every claimed task's (a
+// quarter of 100,000, which took a commit each). A task whose lease a row
+// before it granted (two files with its id) is skipped, as it was refused.
+func (e *Engine) grantFromFiles(ctx context.Context, grants []leaseGrant) {
 	err := e.p.DB.Update(ctx, func(tx *index.Tx) error {
 		for _, g := range grants {
 			if _, err := tx.Grant(g.r.ID, g.sid, g.holder, g.sid == 0); errors.Is(err, index.ErrHeld) {

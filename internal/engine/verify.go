@@ -94,6 +94,23 @@ func (v *verifier) inFlight(taskID string) bool {
 	return v.flight[taskID] != nil
 }
 
+// current reports whether run is its task's run in flight.
+func (v *verifier) current(run index.VerifyRun) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	f := v.flight[run.TaskID]
+	return f != nil && f.run == run.ID
+}
+
+// land ends the flight of run, if it is still its task's.
+func (v *verifier) land(run index.VerifyRun) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if f := v.flight[run.TaskID]; f != nil && f.run == run.ID {
+		delete(v.flight, run.TaskID)
+	}
+}
+
 // stop cancels the task's run, if one is in flight: a person moved the task
 // on, and its outcome would not be applied.
 func (v *verifier) stop(taskID string) {
@@ -251,255 +268,6 @@ func (e *Engine) VerifyPlan(ctx context.Context, ref queue.Ref, dir string) (Pla
 		dir = e.root
 	}
 	return e.plan(it, dir), nil
-}
-
-// Resolve sends a task to verify: never resolved by an agent's word
-// alone. The holder's resolve and a person's verify both come here; the
-// task goes to verifying with a check queued, or where the project's
-// config and the approvals send it (see Resolution).
-//
-// In team mode a resolve that finishes the task (resolved, or sent to a
-// person's review) is told to the store before its file is written
-// (teamEndFirst): a clone killed after the answer, or cut off from the
-// store, can never leave the lease to be swept and the finished work
-// granted to another clone.
-func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, error) {
-	var s index.Session
-	agent := req.Session != nil
-	if agent {
-		s = *req.Session
-	}
-	actor, who, action := queue.Person, req.By, "verify"
-	if agent {
-		actor, who, action = queue.Agent, s.Name, "resolve"
-	}
-	if who == "" {
-		who = "a person"
-	}
-	dir := e.root
-	if s.Root != "" {
-		dir = s.Root
-	}
-	if e.team != nil && agent {
-		// The store must still have the lease: a clone cut off past the
-		// grace gave it up, and another may hold the task now.
-		if err := e.teamFence(ctx, req.Ref, s); err != nil {
-			return Resolution{}, err
-		}
-	}
-	e.mu.Lock()
-	locked := true
-	defer func() {
-		if locked {
-			e.mu.Unlock()
-		}
-	}()
-	var it *index.Item
-	var lease index.Lease
-	err := e.p.DB.Read(ctx, func(tx *index.Tx) (err error) {
-		if it, err = tx.Get(req.Ref); err != nil {
-			return err
-		}
-		if l, err := tx.LeaseOf(it.ID); err == nil {
-			lease = l
-		}
-		return nil
-	})
-	if err != nil {
-		return Resolution{}, err
-	}
-	if lease.Worktree != "" {
-		dir = lease.Worktree // the task's own worktree: its work is there
-	}
-	p := e.plan(it, dir)
-	refused := func(err *Error) (Resolution, error) {
-		e.Audit(ctx, index.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: action, TaskID: it.ID,
-			Outcome: "refused", Detail: err.Message})
-		return Resolution{}, err
-	}
-	// Who may ask: the holder (by its epoch), or a person.
-	if agent {
-		switch {
-		case req.Epoch != 0 && req.Epoch != lease.Epoch:
-			// A lease the agent had has ended (released, taken back by a
-			// person, or moved on): its epoch is stale.
-			return refused(refuse(ErrStale, "stale", "epoch %d of %s is stale (the task is %s now): claim the task again before you write to it", req.Epoch, it.Key, it.Status))
-		case lease.SessionID != s.ID || lease.Epoch == 0:
-			holder := "no one"
-			if lease.Holder != "" {
-				holder = lease.Holder
-			}
-			return refused(refuse(ErrNotHeld, "not_held", "%s is %s and held by %s, not %s: claim it before you resolve it", it.Key, it.Status, holder, s.Name))
-		}
-	}
-	switch it.Status {
-	case queue.StatusClaimed:
-	case queue.StatusVerifying:
-		if e.verify.inFlight(it.ID) {
-			st, _, err := e.verifyState(ctx, it)
-			if err != nil {
-				return Resolution{}, err
-			}
-			return Resolution{Key: it.Key, Status: it.Status, Code: VerifyOK, Verify: &st,
-				Message: fmt.Sprintf("verify of %s is already running: poll GET /verify/%s", it.Key, it.Key)}, nil
-		}
-	case queue.StatusNeedsReview:
-		if agent {
-			return refused(refuse(ErrTransition, "transition", "%s is needs_review: a person looks at it now; an agent cannot resolve it again", it.Key))
-		}
-	default:
-		_, err := queue.Transition(it.Status, queue.ActResolve, actor)
-		return refused(&Error{Kind: ErrTransition, Code: "transition", Message: err.Error()})
-	}
-	detail := strings.TrimSpace(req.Note + " " + req.Commit)
-	switch p.Code {
-	case VerifyNoCaptureURL:
-		return refused(refuse(ErrCannotVerify, VerifyNoCaptureURL, "%s", p.Message))
-	case VerifyDisabled:
-		// Nothing waits on a check: the write is made as a claim is
-		// (commit.go), its checks made again in its batch.
-		e.mu.Unlock()
-		locked = false
-		steps := []Step{{Action: queue.ActSkipVerify, Actor: queue.System}}
-		if it.Status != queue.StatusVerifying {
-			steps = append([]Step{{Action: queue.ActResolve, Actor: actor}}, steps...)
-		}
-		undo, err := e.teamEndFirst(ctx, it.ID, "resolved: "+detail)
-		if err != nil {
-			return refused(e.finishRefused(ctx, it, lease, err))
-		}
-		m, err := e.prepareMove(it, who, steps...)
-		if err != nil {
-			undo()
-			return Resolution{}, err
-		}
-		err = e.commit(ctx, []*move{m}, func(tx *index.Tx) error {
-			if agent {
-				if err := holds(tx, it, s, lease.Epoch); err != nil {
-					return err
-				}
-			}
-			return m.swap()
-		}, func(tx *index.Tx) error {
-			if _, err := m.written(tx, e.p.Tasks); err != nil {
-				return err
-			}
-			if _, _, err := tx.End(it.ID, "resolved: "+detail); err != nil {
-				return err
-			}
-			return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: "resolve", TaskID: it.ID,
-				Outcome: "ok", Detail: strings.TrimSpace("verify disabled: resolved, not verified " + detail)})
-		}, nil)
-		if err != nil {
-			undo()
-			return Resolution{}, err
-		}
-		e.hub.Publish("lease", map[string]any{"task": it.Key, "action": "resolve", "status": queue.StatusResolved})
-		e.writePlan(ctx)
-		return Resolution{Key: it.Key, Status: queue.StatusResolved, Code: VerifyDisabled, Message: p.Message}, nil
-	}
-	if p.Verifier == "command" && p.Approved != nil && !*p.Approved {
-		return e.needsApproval(ctx, it, p, lease, s, actor, who, action, detail)
-	}
-	// The task goes to verifying, with a run queued when a verifier can
-	// take it now.
-	var run index.VerifyRun
-	err = e.p.DB.Update(ctx, func(tx *index.Tx) error {
-		if it.Status != queue.StatusVerifying {
-			if _, err := e.moveFile(tx, it, queue.ActResolve, actor, who); err != nil {
-				return err
-			}
-		}
-		// The request starts a check; the check's own outcome (pass,
-		// fail, needs_approval ...) is a later entry. "started" keeps a
-		// reader from taking this one for a passed check or a dry run.
-		outcome := "started"
-		if p.Code == VerifyUnavailable {
-			outcome = VerifyUnavailable
-		} else {
-			cmd := p.Command
-			if p.Verifier == "browser" {
-				cmd = p.URL
-			}
-			if run, err = tx.QueueVerify(index.VerifyRun{TaskID: it.ID, Verifier: p.Verifier, Command: cmd, Dir: p.Dir,
-				SessionID: s.ID, Holder: lease.Holder}); err != nil {
-				return err
-			}
-		}
-		return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: action, TaskID: it.ID,
-			Outcome: outcome, Detail: strings.TrimSpace(p.Message + " " + detail)})
-	})
-	if err != nil {
-		return Resolution{}, err
-	}
-	e.hub.Publish("task", map[string]any{"key": it.Key, "status": queue.StatusVerifying})
-	e.writePlan(ctx)
-	if p.Code == VerifyUnavailable {
-		return Resolution{Key: it.Key, Status: queue.StatusVerifying, Code: VerifyUnavailable, Message: p.Message}, nil
-	}
-	e.launch(it, run)
-	eta := e.eta(ctx, it.ID, run)
-	return Resolution{Key: it.Key, Status: queue.StatusVerifying, Code: VerifyOK, Started: true, ETA: eta,
-		Verify:  &VerifyState{Key: it.Key, Status: queue.StatusVerifying, Running: true, Verifier: p.Verifier, History: []index.VerifyRun{run}},
-		Message: fmt.Sprintf("verify is running (%s): poll GET /verify/%s in about %d s", p.Verifier, it.Key, eta)}, nil
-}
-
-// needsApprovalReason is a verify run's reason when its command waits for
-// a person's approval: it names the command and the commands that approve
-// and check it.
-func needsApprovalReason(command, from, key string) string {
-	return fmt.Sprintf("verify.command `%s` (from %s) waits for a person's approval: run snag approve %s on this machine, then snag verify %s; nothing was run",
-		command, fromName(from), approveArg(key, from), key)
-}
-
-// needsApproval answers a resolve or a person's verify whose command waits
-// for approval. Nothing can run, and snagd knows it now: the task goes to
-// needs_review at once (through verifying, as a run would take it), the
-// lease ends, the run is recorded with outcome needs_approval, and the
-// answer (200) says so, instead of a 202 that would promise a check. e.mu
-// must be held.
-func (e *Engine) needsApproval(ctx context.Context, it *index.Item, p Plan, lease index.Lease,
-	s index.Session, actor queue.Actor, who, action, detail string) (Resolution, error) {
-	reason := needsApprovalReason(p.Command, p.From, it.Key)
-	undo, err := e.teamEndFirst(ctx, it.ID, "verify: "+OutcomeNeedsApproval)
-	if err != nil {
-		return Resolution{}, e.finishRefusedLocked(ctx, it, lease, err)
-	}
-	err = e.p.DB.Update(ctx, func(tx *index.Tx) error {
-		steps := []Step{{Action: queue.ActInconclusive, Actor: queue.System}}
-		if it.Status != queue.StatusVerifying {
-			steps = append([]Step{{Action: queue.ActResolve, Actor: actor}}, steps...)
-		}
-		if _, err := e.moveSteps(tx, it, who, steps...); err != nil {
-			return err
-		}
-		if _, _, err := tx.End(it.ID, "verify: "+OutcomeNeedsApproval); err != nil {
-			return err
-		}
-		run, err := tx.QueueVerify(index.VerifyRun{TaskID: it.ID, Verifier: p.Verifier, Command: p.Command, Dir: p.Dir,
-			SessionID: s.ID, Holder: lease.Holder})
-		if err != nil {
-			return err
-		}
-		if err := tx.EndVerify(run.ID, index.RunEnd{Outcome: OutcomeNeedsApproval, Reason: reason}); err != nil {
-			return err
-		}
-		return tx.Audit(index.AuditEntry{SessionID: s.ID, Actor: actor, Agent: who, Action: action, TaskID: it.ID,
-			Outcome: OutcomeNeedsApproval, Detail: strings.TrimSpace(fmt.Sprintf("%s -> %s: %s %s", it.Status, queue.StatusNeedsReview, reason, detail))})
-	})
-	if err != nil {
-		undo()
-		return Resolution{}, err
-	}
-	e.hub.Publish("task", map[string]any{"key": it.Key, "status": queue.StatusNeedsReview})
-	e.hub.Publish("verify", map[string]any{"task": it.Key, "outcome": OutcomeNeedsApproval, "reason": reason,
-		"status": queue.StatusNeedsReview, "applied": true})
-	e.writePlan(ctx)
-	msg := fmt.Sprintf("verify.command `%s` (from %s) waits for a person's approval, so nothing was run: %s is needs_review and its lease ended. "+
-		"A person approves the command with snag approve %s on this machine, then checks the task with snag verify %s",
-		p.Command, fromName(p.From), it.Key, approveArg(it.Key, p.From), it.Key)
-	return Resolution{Key: it.Key, Status: queue.StatusNeedsReview, Code: OutcomeNeedsApproval, Message: msg,
-		Reason: reason, Command: p.Command, From: p.From}, nil
 }
 
 // eta guesses how many seconds a run will take: as long as the last run

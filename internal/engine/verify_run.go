@@ -65,11 +65,7 @@ func (e *Engine) runVerify(ctx context.Context, t *queue.Task, run index.VerifyR
 // a daemon's exit it stays open, for the next start to queue again; when a
 // person moved the task on, it ends as interrupted.
 func (e *Engine) settleCancelled(run index.VerifyRun) {
-	e.verify.mu.Lock()
-	if f := e.verify.flight[run.TaskID]; f != nil && f.run == run.ID {
-		delete(e.verify.flight, run.TaskID)
-	}
-	e.verify.mu.Unlock()
+	e.verify.land(run)
 	if e.runCtx.Err() != nil {
 		return
 	}
@@ -184,38 +180,19 @@ func keepEnd(s string, n int) string {
 // finishVerify applies a run's outcome to the task, if it is still the
 // task's run and the task is still verifying.
 func (e *Engine) finishVerify(t *queue.Task, run index.VerifyRun, res result) {
-	// In team mode an outcome that finishes the task is told to the store
-	// first (teamEndFirst), waiting while the store is out of reach; one
-	// the store refuses (the lease ended there meanwhile) is not applied.
-	undo, lost := func() {}, error(nil)
-	if e.team != nil && (res.outcome == OutcomePass || res.outcome == OutcomeInconclusive || res.outcome == OutcomeNeedsApproval) {
-		var err error
-		undo, err = e.teamEndFirstRetry(e.runCtx, run.TaskID, "verify: "+res.outcome)
-		if e.runCtx.Err() != nil {
-			return // the run stays open; the next start queues it again
-		}
-		if err != nil {
-			lost = err
-		}
+	undo, lost, ok := e.teamFinishFirst(run, res)
+	if !ok {
+		return // the run stays open; the next start queues it again
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	v := e.verify
-	v.mu.Lock()
-	current := v.flight[run.TaskID] != nil && v.flight[run.TaskID].run == run.ID
-	v.mu.Unlock()
+	current := e.verify.current(run)
 	if current {
 		// In flight until the outcome is committed: a reader never sees
 		// the check over and the task not yet moved.
-		defer func() {
-			v.mu.Lock()
-			if f := v.flight[run.TaskID]; f != nil && f.run == run.ID {
-				delete(v.flight, run.TaskID)
-			}
-			v.mu.Unlock()
-		}()
+		defer e.verify.land(run)
 	}
 	if e.runCtx.Err() != nil {
 		return // the run stays open; the next start queues it again
@@ -229,57 +206,12 @@ func (e *Engine) finishVerify(t *queue.Task, run index.VerifyRun, res result) {
 	it, err := e.p.DB.Get(ctx, queue.Ref{ID: run.TaskID})
 	applied := current && err == nil && it.Status == queue.StatusVerifying
 	var status queue.Status
-	err = e.p.DB.Update(ctx, func(tx *index.Tx) error {
-		reason := res.reason
+	err = e.p.DB.Update(ctx, func(tx *index.Tx) (err error) {
 		if !applied {
-			now := "gone"
-			if it != nil {
-				now = string(it.Status)
-			}
-			reason += fmt.Sprintf(" (not applied: the task is %s now)", now)
-			if lost != nil {
-				reason += " (" + lost.Error() + ")"
-			}
-			if err := tx.EndVerify(run.ID, index.RunEnd{Outcome: res.outcome, Reason: reason, Shot: res.shot, Visual: res.visual}); err != nil {
-				return err
-			}
-			return tx.Audit(index.AuditEntry{SessionID: run.SessionID, Actor: queue.System, Agent: run.Holder, Action: "verify",
-				TaskID: run.TaskID, Outcome: res.outcome, Detail: reason})
+			return recordUnapplied(tx, run, res, it, lost)
 		}
-		action, endLease := queue.Action(""), false
-		switch res.outcome {
-		case OutcomePass:
-			action, endLease = queue.ActPass, true
-		case OutcomeFail:
-			// Back to its holder when the holder is still here; else open.
-			l, lerr := tx.Check(it.ID, 0)
-			s, serr := e.p.DB.SessionByID(ctx, l.SessionID)
-			if lerr == nil && !l.Detached && serr == nil && s.Ended.IsZero() {
-				action = queue.ActFail
-			} else {
-				action, endLease = queue.ActRelease, true
-			}
-		case OutcomeInconclusive, OutcomeNeedsApproval:
-			action, endLease = queue.ActInconclusive, true
-		}
-		status = it.Status
-		if action != "" {
-			moved, err := e.moveFile(tx, it, action, queue.System, run.Holder)
-			if err != nil {
-				return err
-			}
-			status = moved.Status
-		}
-		if endLease {
-			if _, _, err := tx.End(it.ID, "verify: "+res.outcome); err != nil {
-				return err
-			}
-		}
-		if err := tx.EndVerify(run.ID, index.RunEnd{Outcome: res.outcome, Reason: reason, Shot: res.shot, Visual: res.visual}); err != nil {
-			return err
-		}
-		return tx.Audit(index.AuditEntry{SessionID: run.SessionID, Actor: queue.System, Agent: run.Holder, Action: "verify",
-			TaskID: it.ID, Outcome: res.outcome, Detail: fmt.Sprintf("%s -> %s: %s", queue.StatusVerifying, status, reason)})
+		status, err = e.applyOutcome(ctx, tx, it, run, res)
+		return err
 	})
 	if err != nil || !applied {
 		undo()
@@ -293,6 +225,94 @@ func (e *Engine) finishVerify(t *queue.Task, run index.VerifyRun, res result) {
 	if applied {
 		e.writePlan(ctx)
 	}
+}
+
+// outcomeMoves is what the outcomes that finish a task do to it: the move
+// and the end of its lease. A fail sends the task back to its holder, or
+// to the queue when the holder is gone (failMove); any other outcome
+// leaves it verifying.
+var outcomeMoves = map[string]queue.Action{
+	OutcomePass:          queue.ActPass,
+	OutcomeInconclusive:  queue.ActInconclusive,
+	OutcomeNeedsApproval: queue.ActInconclusive,
+}
+
+// teamFinishFirst tells the store first, in team mode, of an outcome that
+// finishes the task (teamEndFirst), waiting while the store is out of
+// reach; lost is the store's refusal (the lease ended there meanwhile),
+// and such an outcome is not applied. ok is false when snagd stops
+// meanwhile.
+func (e *Engine) teamFinishFirst(run index.VerifyRun, res result) (undo func(), lost error, ok bool) {
+	undo = func() {}
+	if _, finishes := outcomeMoves[res.outcome]; e.team == nil || !finishes {
+		return undo, nil, true
+	}
+	undo, err := e.teamEndFirstRetry(e.runCtx, run.TaskID, "verify: "+res.outcome)
+	if e.runCtx.Err() != nil {
+		return undo, nil, false
+	}
+	return undo, err, true
+}
+
+// recordUnapplied ends a run whose outcome was not applied (the task is
+// no longer verifying, or another run is its own), saying why.
+func recordUnapplied(tx *index.Tx, run index.VerifyRun, res result, it *index.Item, lost error) error {
+	now := "gone"
+	if it != nil {
+		now = string(it.Status)
+	}
+	reason := res.reason + fmt.Sprintf(" (not applied: the task is %s now)", now)
+	if lost != nil {
+		reason += " (" + lost.Error() + ")"
+	}
+	if err := tx.EndVerify(run.ID, index.RunEnd{Outcome: res.outcome, Reason: reason, Shot: res.shot, Visual: res.visual}); err != nil {
+		return err
+	}
+	return tx.Audit(index.AuditEntry{SessionID: run.SessionID, Actor: queue.System, Agent: run.Holder, Action: "verify",
+		TaskID: run.TaskID, Outcome: res.outcome, Detail: reason})
+}
+
+// applyOutcome moves the verifying task as its run's outcome says, ends
+// its lease when the outcome does, and ends the run. It returns where the
+// task is now.
+func (e *Engine) applyOutcome(ctx context.Context, tx *index.Tx, it *index.Item, run index.VerifyRun, res result) (queue.Status, error) {
+	action, endLease := outcomeMoves[res.outcome], true
+	switch {
+	case res.outcome == OutcomeFail:
+		action, endLease = e.failMove(ctx, tx, it)
+	case action == "":
+		endLease = false
+	}
+	status := it.Status
+	if action != "" {
+		moved, err := e.moveFile(tx, it, action, queue.System, run.Holder)
+		if err != nil {
+			return status, err
+		}
+		status = moved.Status
+	}
+	if endLease {
+		if _, _, err := tx.End(it.ID, "verify: "+res.outcome); err != nil {
+			return status, err
+		}
+	}
+	if err := tx.EndVerify(run.ID, index.RunEnd{Outcome: res.outcome, Reason: res.reason, Shot: res.shot, Visual: res.visual}); err != nil {
+		return status, err
+	}
+	return status, tx.Audit(index.AuditEntry{SessionID: run.SessionID, Actor: queue.System, Agent: run.Holder, Action: "verify",
+		TaskID: it.ID, Outcome: res.outcome, Detail: fmt.Sprintf("%s -> %s: %s", queue.StatusVerifying, status, res.reason)})
+}
+
+// failMove is where a failed check sends a task: back to its holder when
+// the holder is still here (the lease stays); else to the queue, the
+// lease ended.
+func (e *Engine) failMove(ctx context.Context, tx *index.Tx, it *index.Item) (queue.Action, bool) {
+	l, lerr := tx.Check(it.ID, 0)
+	s, serr := e.p.DB.SessionByID(ctx, l.SessionID)
+	if lerr == nil && !l.Detached && serr == nil && s.Ended.IsZero() {
+		return queue.ActFail, false
+	}
+	return queue.ActRelease, true
 }
 
 // resumeVerify queues again the runs a daemon's exit cut off, for tasks

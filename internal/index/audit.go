@@ -56,7 +56,7 @@ func (db *DB) AuditLog(ctx context.Context, after int64, limit int) ([]AuditEntr
 	var out []AuditEntry
 	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
 		return sqlitex.Execute(conn, `SELECT id, at, coalesce(session_id, 0), actor, agent, action, task_id, outcome, detail, branch
-			FROM audit WHERE id > :after ORDER BY id LIMIT :limit`, &sqlitex.ExecOptions{
+			FROM audit WHERE id > :after ORDER BY id LIMIT +:limit`, &sqlitex.ExecOptions{
 			Named: map[string]any{":after": after, ":limit": int64(limit)},
 			ResultFunc: func(st *sqlite.Stmt) error {
 				out = append(out, AuditEntry{ID: st.ColumnInt64(0), At: time.Unix(0, st.ColumnInt64(1)),

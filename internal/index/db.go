@@ -555,67 +555,95 @@ func (db *DB) writeConn(ctx context.Context, f func(conn *sqlite.Conn) error) er
 // another process held for longer than BusyTimeout (or than ctx allows)
 // fails it with ErrBusy.
 func (db *DB) write(ctx context.Context, f func(conn *sqlite.Conn) error) error {
-	return db.writeConn(ctx, func(conn *sqlite.Conn) (err error) {
-		end, err := sqlitex.ImmediateTransaction(conn)
-		if err != nil {
-			if Busy(err) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("index: begin: %w (%w)", ErrBusy, err)
-			}
-			return fmt.Errorf("index: begin: %w", err)
-		}
-		// Once begun, a transaction runs to its commit or its rollback: an
-		// interrupt in the middle would fail the rollback too. Long writes
-		// (a scan) watch ctx themselves and return its error.
-		conn.SetInterrupt(nil)
-		queued, dropped := db.audits.take()
-		defer func() {
-			if err != nil {
-				db.audits.put(db, queued, dropped)
-			}
-		}()
-		db.ended, db.audited, db.messages = db.ended[:0], db.audited[:0], db.messages[:0]
-		defer func() {
-			if err == nil && db.onMessage != nil {
-				for _, m := range db.messages {
-					db.onMessage(m)
-				}
-			}
-			if err == nil && len(db.ended) > 0 && db.onEnded != nil {
-				db.onEnded(append([]Ended(nil), db.ended...))
-			}
-			if err == nil && len(db.audited) > 0 && db.onAudited != nil {
-				db.onAudited(append([]AuditEntry(nil), db.audited...))
-			}
-			db.ended, db.audited, db.messages = db.ended[:0], db.audited[:0], db.messages[:0]
-		}()
-		if err = writeQueued(&Tx{conn: conn, db: db}, queued, dropped); err != nil {
-			end(&err)
-			return err
-		}
-		defer func() {
-			if err == nil {
-				db.writes.Add(1)
-			}
-		}()
-		if db.step == nil {
-			defer end(&err)
-			return f(conn)
-		}
-		func() {
-			defer end(&err)
-			if err = db.step(ctx, StepBegun); err != nil {
-				return
-			}
-			if err = f(conn); err != nil {
-				return
-			}
-			err = db.step(ctx, StepCommitting)
-		}()
-		if err != nil {
-			db.step(ctx, StepRolledBack)
-		} else {
-			db.step(ctx, StepCommitted)
-		}
+	return db.writeConn(ctx, func(conn *sqlite.Conn) error { return db.transact(ctx, conn, f) })
+}
+
+// transact runs f in an immediate transaction on conn, after the audit
+// entries queued meanwhile, which go back on the queue if it fails. Once
+// it has committed, what it ended, audited and sent goes to the
+// listeners.
+func (db *DB) transact(ctx context.Context, conn *sqlite.Conn, f func(conn *sqlite.Conn) error) (err error) {
+	end, err := beginImmediate(ctx, conn)
+	if err != nil {
 		return err
-	})
+	}
+	// Once begun, a transaction runs to its commit or its rollback: an
+	// interrupt in the middle would fail the rollback too. Long writes
+	// (a scan) watch ctx themselves and return its error.
+	conn.SetInterrupt(nil)
+	queued, dropped := db.audits.take()
+	defer func() {
+		if err != nil {
+			db.audits.put(db, queued, dropped)
+		}
+	}()
+	db.ended, db.audited, db.messages = db.ended[:0], db.audited[:0], db.messages[:0]
+	defer func() { db.publish(err) }()
+	if err = writeQueued(&Tx{conn: conn, db: db}, queued, dropped); err != nil {
+		end(&err)
+		return err
+	}
+	defer func() {
+		if err == nil {
+			db.writes.Add(1)
+		}
+	}()
+	return db.commit(ctx, conn, end, f)
+}
+
+// beginImmediate begins an immediate transaction on conn, failing with
+// ErrBusy when another process holds the lock too long.
+func beginImmediate(ctx context.Context, conn *sqlite.Conn) (end func(*error), err error) {
+	end, err = sqlitex.ImmediateTransaction(conn)
+	switch {
+	case err == nil:
+		return end, nil
+	case Busy(err) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return nil, fmt.Errorf("index: begin: %w (%w)", ErrBusy, err)
+	}
+	return nil, fmt.Errorf("index: begin: %w", err)
+}
+
+// commit runs f in the transaction end ends: committed when f succeeds,
+// rolled back when not. With db.step set, it steps through each stage
+// (begun, committing, then committed or rolled back).
+func (db *DB) commit(ctx context.Context, conn *sqlite.Conn, end func(*error), f func(conn *sqlite.Conn) error) (err error) {
+	if db.step == nil {
+		defer end(&err)
+		return f(conn)
+	}
+	func() {
+		defer end(&err)
+		if err = db.step(ctx, StepBegun); err != nil {
+			return
+		}
+		if err = f(conn); err != nil {
+			return
+		}
+		err = db.step(ctx, StepCommitting)
+	}()
+	if err != nil {
+		db.step(ctx, StepRolledBack)
+	} else {
+		db.step(ctx, StepCommitted)
+	}
+	return err
+}
+
+// publish gives the listeners the sessions a transaction ended, the
+// entries it audited and the messages it sent, once it has committed
+// (err is nil), and forgets them either way.
+func (db *DB) publish(err error) {
+	if err == nil && db.onMessage != nil {
+		for _, m := range db.messages {
+			db.onMessage(m)
+		}
+	}
+	if err == nil && len(db.ended) > 0 && db.onEnded != nil {
+		db.onEnded(append([]Ended(nil), db.ended...))
+	}
+	if err == nil && len(db.audited) > 0 && db.onAudited != nil {
+		db.onAudited(append([]AuditEntry(nil), db.audited...))
+	}
+	db.ended, db.audited, db.messages = db.ended[:0], db.audited[:0], db.messages[:0]
 }

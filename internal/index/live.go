@@ -603,15 +603,21 @@ type ReadyRow struct {
 	Created int64
 }
 
+// readyRowsQuery is ReadyRows' query.
+const readyRowsQuery = `SELECT id, key, wave, sev_rank, created FROM tasks INDEXED BY tasks_ready
+	WHERE status = 'open' AND state = 'ok' AND dup = 0 AND NOT EXISTS (
+		SELECT 1 FROM deps d WHERE d.task_n = tasks.n AND NOT ` + depResolved + `)
+	ORDER BY wave, sev_rank, created, id`
+
 // ReadyRows lists every task claim-next could hand out, in its order: open,
-// clean, not a duplicate, and with every dependency resolved.
+// clean, not a duplicate, and with every dependency resolved. It walks
+// tasks_ready, which holds every column it reads, in order (the planner,
+// without statistics, would walk tasks_status and seek each row: twice
+// the CPU on 5,000 ready tasks of 10,000: 9-12 ms against 5 ms).
 func (db *DB) ReadyRows(ctx context.Context) ([]ReadyRow, error) {
 	var out []ReadyRow
 	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
-		return sqlitex.Execute(conn, `SELECT id, key, wave, sev_rank, created FROM tasks
-			WHERE status = 'open' AND state = 'ok' AND dup = 0 AND NOT EXISTS (
-				SELECT 1 FROM deps d WHERE d.task_n = tasks.n AND NOT `+depResolved+`)
-			ORDER BY wave, sev_rank, created, id`, &sqlitex.ExecOptions{
+		return sqlitex.Execute(conn, readyRowsQuery, &sqlitex.ExecOptions{
 			ResultFunc: func(s *sqlite.Stmt) error {
 				out = append(out, ReadyRow{ID: s.ColumnText(0), Key: s.ColumnText(1), Wave: s.ColumnInt64(2),
 					SevRank: s.ColumnInt64(3), Created: s.ColumnInt64(4)})

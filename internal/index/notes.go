@@ -219,7 +219,7 @@ func (db *DB) Notes(ctx context.Context, f NoteFilter) ([]NoteRow, error) {
 		return sqlitex.Execute(conn, bestNotes+` SELECT `+noteColumns+` FROM best WHERE rn = 1
 			AND (:type = '' OR type = :type) AND (:branch = '' OR branch = :branch)
 			AND (:task = '' OR ' ' || tasks || ' ' LIKE '% ' || :task || ' %')
-			ORDER BY created DESC, key_num DESC LIMIT :limit`, &sqlitex.ExecOptions{
+			ORDER BY created DESC, key_num DESC LIMIT +:limit`, &sqlitex.ExecOptions{
 			Named:      map[string]any{":type": f.Type, ":branch": f.Branch, ":task": f.Task, ":limit": int64(f.Limit)},
 			ResultFunc: func(st *sqlite.Stmt) error { out = append(out, scanNote(st)); return nil }})
 	})
@@ -356,7 +356,7 @@ func (db *DB) SearchNotes(ctx context.Context, query string, limit int) ([]NoteR
 	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
 		return sqlitex.Execute(conn, `SELECT `+qualified("notes", noteColumns)+`, snippet(notes_fts, -1, '[', ']', '…', 10)
 			FROM notes_fts JOIN notes ON notes.n = notes_fts.rowid
-			WHERE notes_fts MATCH :q AND notes.error = '' ORDER BY rank, notes.tree != '' LIMIT :limit`, &sqlitex.ExecOptions{
+			WHERE notes_fts MATCH :q AND notes.error = '' ORDER BY rank, notes.tree != '' LIMIT +:limit`, &sqlitex.ExecOptions{
 			Named: map[string]any{":q": strings.Join(parts, " "), ":limit": int64(limit * 4)},
 			ResultFunc: func(st *sqlite.Stmt) error {
 				n := scanNote(st)

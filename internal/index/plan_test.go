@@ -85,6 +85,21 @@ func TestListWalksAnIndexInQueueOrder(t *testing.T) {
 	}
 }
 
+// TestReadyRowsWalkTheirIndex checks that the publication's list of ready
+// tasks walks tasks_ready in order, reading no task's row and sorting
+// nothing.
+func TestReadyRowsWalkTheirIndex(t *testing.T) {
+	db, err := Open(t.Context(), filepath.Join(t.TempDir(), "snag.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	text := strings.Join(queryPlan(t, db, readyRowsQuery, nil), "\n")
+	if !strings.Contains(text, "SCAN tasks USING COVERING INDEX tasks_ready") || strings.Contains(text, "TEMP B-TREE") {
+		t.Errorf("plan does not walk tasks_ready alone, in order:\n%s", text)
+	}
+}
+
 // TestDependencyLookupsUseTheirIndexes checks that finding whether a
 // dependency is resolved looks it up by id and by alias, not by walking
 // every resolved task.

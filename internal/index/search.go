@@ -44,7 +44,7 @@ func (db *DB) Search(ctx context.Context, query string, limit int) ([]Hit, error
 		// gives way: tasks whose title matches first, then the rest, in
 		// index order, each list walked only as far as the page needs.
 		var matches int
-		err = sqlitex.Execute(conn, `SELECT count(*) FROM (SELECT 1 FROM tasks_fts WHERE tasks_fts MATCH :q LIMIT :cap)`,
+		err = sqlitex.Execute(conn, `SELECT count(*) FROM (SELECT 1 FROM tasks_fts WHERE tasks_fts MATCH :q LIMIT +:cap)`,
 			&sqlitex.ExecOptions{
 				Named:      map[string]any{":q": match, ":cap": int64(rankLimit + 1)},
 				ResultFunc: func(s *sqlite.Stmt) error { matches = s.ColumnInt(0); return nil },
@@ -58,10 +58,10 @@ func (db *DB) Search(ctx context.Context, query string, limit int) ([]Hit, error
 		named := map[string]any{":q": match, ":title": "title : (" + match + ")", ":limit": int64(limit)}
 		pick := `
 			SELECT hn, 0.0 AS score, min(tier) AS tier FROM (
-				SELECT * FROM (SELECT rowid AS hn, 0 AS tier FROM tasks_fts WHERE tasks_fts MATCH :title ORDER BY rowid LIMIT :limit)
+				SELECT * FROM (SELECT rowid AS hn, 0 AS tier FROM tasks_fts WHERE tasks_fts MATCH :title ORDER BY rowid LIMIT +:limit)
 				UNION ALL
-				SELECT * FROM (SELECT rowid AS hn, 1 AS tier FROM tasks_fts WHERE tasks_fts MATCH :q ORDER BY rowid LIMIT :limit))
-			GROUP BY hn ORDER BY tier, hn LIMIT :limit`
+				SELECT * FROM (SELECT rowid AS hn, 1 AS tier FROM tasks_fts WHERE tasks_fts MATCH :q ORDER BY rowid LIMIT +:limit))
+			GROUP BY hn ORDER BY tier, hn LIMIT +:limit`
 		if matches <= rankLimit {
 			// Every match is scored (FTS5 only knows a score once it has
 			// them all); the title matches are found among them without
@@ -69,7 +69,7 @@ func (db *DB) Search(ctx context.Context, query string, limit int) ([]Hit, error
 			pick = `
 				SELECT rowid AS hn, rank AS score, rowid NOT IN (SELECT rowid FROM tasks_fts WHERE tasks_fts MATCH :title) AS tier
 				FROM tasks_fts WHERE tasks_fts MATCH :q AND rank MATCH 'bm25(10.0, 1.0, 2.0, 2.0)'
-				ORDER BY tier, score LIMIT :limit`
+				ORDER BY tier, score LIMIT +:limit`
 		}
 		err = sqlitex.Execute(conn, `
 			WITH hit AS MATERIALIZED (`+pick+`)

@@ -11,10 +11,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"zombiezen.com/go/sqlite"
@@ -185,10 +183,6 @@ func insertLoadFTS(conn *sqlite.Conn, r ftsRow, split *bool) error {
 	return nil
 }
 
-// scanWindow is how far file reading may run ahead of the writer in a bulk
-// load: it bounds the parsed tasks held in memory.
-const scanWindow = 1024
-
 // list lists the task files of dir and counts them in st. A tasks/ that is
 // not there (a branch without it is checked out) is no error: the files say
 // there are no tasks, st says the folder is gone, and it is looked at again
@@ -205,6 +199,9 @@ func list(dir *queue.Dir, st *ScanStats) ([]queue.Entry, error) {
 	return entries, nil
 }
 
+// scan is Scan, and with rebuild Rebuild: it lists the files, plans what
+// to read against the rows there are (none for a rebuild), reads, and
+// writes the plan in one transaction.
 func (db *DB) scan(ctx context.Context, dir *queue.Dir, opts ScanOptions, rebuild bool) (ScanStats, error) {
 	start := time.Now()
 	var st ScanStats
@@ -214,109 +211,22 @@ func (db *DB) scan(ctx context.Context, dir *queue.Dir, opts ScanOptions, rebuil
 	}
 	known := map[string]rowInfo{}
 	if !rebuild {
-		err = db.withConn(ctx, func(conn *sqlite.Conn) error {
-			return sqlitex.Execute(conn, `SELECT path, `+rowInfoColumns+` FROM tasks`, &sqlitex.ExecOptions{
-				ResultFunc: func(s *sqlite.Stmt) error {
-					known[s.ColumnText(0)] = scanRowInfo(s, 1)
-					return nil
-				},
-			})
-		})
-		if err != nil {
+		if known, err = db.knownRows(ctx); err != nil {
 			return st, err
 		}
 	}
-
-	// todo are the entries to read: new, possibly changed, or unreadable.
-	var todo []queue.Entry
-	seen := make(map[string]bool, len(entries))
-	added := 0
-	for _, e := range entries {
-		p := path.Join(TasksFolder, e.Name)
-		seen[p] = true
-		old, had := known[p]
-		if had && !opts.Hash && old.unchanged(e) {
-			continue
-		}
-		if !had {
-			added++
-		}
-		todo = append(todo, e)
-	}
-	removed := 0
-	for p := range known {
-		if !seen[p] {
-			removed++
-		}
-	}
-	bulk := rebuild || len(todo)+removed >= bulkMin
-	if bulk {
-		// In the order of their paths, the rows go into the unique index
-		// of paths at its end, where a full page is left as it is, instead
-		// of splitting pages all over it (the listing is in the folder's
-		// hash order); the page cache then only needs the right edge.
-		slices.SortFunc(todo, func(a, b queue.Entry) int { return strings.Compare(a.Name, b.Name) })
-	}
+	plan := planScan(entries, known, opts.Hash, rebuild)
 
 	// A bulk load reads while it writes; an incremental scan reads first, so
 	// the write lock is held only for the writing.
-	rd := newReader(ctx, dir, todo, known, bulk)
+	rd := newReader(ctx, dir, plan.todo, known, plan.bulk)
 	defer rd.stop()
-	if !bulk {
+	if !plan.bulk {
 		if err := rd.wait(); err != nil {
 			return st, err
 		}
 	}
-
-	err = db.write(ctx, func(conn *sqlite.Conn) (err error) {
-		w := &writer{conn: conn}
-		if bulk {
-			defer w.restoreCache()
-			var end func() error
-			if end, err = w.beginBulk(rebuild); err != nil {
-				return err
-			}
-			defer func() {
-				if err == nil {
-					err = end()
-				}
-			}()
-		}
-		for i := range todo {
-			r, err := rd.result(i)
-			if err != nil {
-				return err
-			}
-			p := path.Join(TasksFolder, r.name)
-			if errors.Is(r.err, fs.ErrNotExist) {
-				delete(seen, p) // removed since the listing
-				continue
-			}
-			st.Read++
-			old, had := known[p]
-			ch, err := w.apply(p, r, old, had)
-			if err != nil {
-				return err
-			}
-			countChange(&st, r, ch)
-		}
-		for p, old := range known {
-			if seen[p] {
-				continue
-			}
-			changed, err := w.fileGone(old.n)
-			if err != nil {
-				return err
-			}
-			if changed {
-				st.Removed++
-			}
-		}
-		if bulk {
-			return nil // end marks duplicates over the whole table
-		}
-		return w.markDups()
-	})
+	err = db.write(ctx, func(conn *sqlite.Conn) error { return plan.write(&writer{conn: conn}, rd, &st) })
 	if err != nil {
 		return st, err
 	}
@@ -325,104 +235,135 @@ func (db *DB) scan(ctx context.Context, dir *queue.Dir, opts ScanOptions, rebuil
 	return st, nil
 }
 
+// knownRows are the rows of the tasks table by path, with what tells
+// whether their files changed.
+func (db *DB) knownRows(ctx context.Context) (map[string]rowInfo, error) {
+	known := map[string]rowInfo{}
+	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
+		return sqlitex.Execute(conn, `SELECT path, `+rowInfoColumns+` FROM tasks`, &sqlitex.ExecOptions{
+			ResultFunc: func(s *sqlite.Stmt) error {
+				known[s.ColumnText(0)] = scanRowInfo(s, 1)
+				return nil
+			},
+		})
+	})
+	return known, err
+}
+
+// scanPlan is what a scan is to write, worked out from the listing and
+// the rows before it writes.
+type scanPlan struct {
+	todo    []queue.Entry      // the entries to read: new, possibly changed, or unreadable
+	known   map[string]rowInfo // the rows, by path
+	seen    map[string]bool    // the paths listed, but those gone since
+	bulk    bool               // a bulk load (see bulkMin)
+	rebuild bool               // into empty tables
+}
+
+// planScan works out a scan's plan: the entries to read (with hash, every
+// one), and whether the changes are many enough, or the tables empty
+// enough, for a bulk load.
+func planScan(entries []queue.Entry, known map[string]rowInfo, hash, rebuild bool) *scanPlan {
+	plan := &scanPlan{known: known, seen: make(map[string]bool, len(entries)), rebuild: rebuild}
+	for _, e := range entries {
+		p := path.Join(TasksFolder, e.Name)
+		plan.seen[p] = true
+		if old, had := known[p]; had && !hash && old.unchanged(e) {
+			continue
+		}
+		plan.todo = append(plan.todo, e)
+	}
+	removed := 0
+	for p := range known {
+		if !plan.seen[p] {
+			removed++
+		}
+	}
+	plan.bulk = rebuild || len(plan.todo)+removed >= bulkMin
+	if plan.bulk {
+		// In the order of their paths, the rows go into the unique index
+		// of paths at its end, where a full page is left as it is, instead
+		// of splitting pages all over it (the listing is in the folder's
+		// hash order); the page cache then only needs the right edge.
+		slices.SortFunc(plan.todo, func(a, b queue.Entry) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return plan
+}
+
+// write writes the plan with w in its transaction, the files as rd reads
+// them, counting in st: the rows of the files read, then those of the
+// files gone, then the duplicates marked.
+func (plan *scanPlan) write(w *writer, rd *reader, st *ScanStats) (err error) {
+	if plan.bulk {
+		defer w.restoreCache()
+		var end func() error
+		if end, err = w.beginBulk(plan.rebuild); err != nil {
+			return err
+		}
+		defer func() {
+			if err == nil {
+				err = end()
+			}
+		}()
+	}
+	if err := plan.writeRead(w, rd, st); err != nil {
+		return err
+	}
+	if err := plan.writeGone(w, st); err != nil {
+		return err
+	}
+	if plan.bulk {
+		return nil // end marks duplicates over the whole table
+	}
+	return w.markDups()
+}
+
+// writeRead writes the row of each file as rd reads it; a file removed
+// since the listing is no longer seen.
+func (plan *scanPlan) writeRead(w *writer, rd *reader, st *ScanStats) error {
+	for i := range plan.todo {
+		r, err := rd.result(i)
+		if err != nil {
+			return err
+		}
+		p := path.Join(TasksFolder, r.name)
+		if errors.Is(r.err, fs.ErrNotExist) {
+			delete(plan.seen, p) // removed since the listing
+			continue
+		}
+		st.Read++
+		old, had := plan.known[p]
+		ch, err := w.apply(p, r, old, had)
+		if err != nil {
+			return err
+		}
+		countChange(st, r, ch)
+	}
+	return nil
+}
+
+// writeGone marks the rows whose files are no longer seen.
+func (plan *scanPlan) writeGone(w *writer, st *ScanStats) error {
+	for p, old := range plan.known {
+		if plan.seen[p] {
+			continue
+		}
+		changed, err := w.fileGone(old.n)
+		if err != nil {
+			return err
+		}
+		if changed {
+			st.Removed++
+		}
+	}
+	return nil
+}
+
 func scanRowInfo(s *sqlite.Stmt, col int) rowInfo {
 	sum := make([]byte, s.ColumnLen(col+1))
 	s.ColumnBytes(col+1, sum)
 	return rowInfo{n: s.ColumnInt64(col), sum: sum, stamp: queue.Stamp{Size: s.ColumnInt64(col + 2),
 		ModTime: s.ColumnInt64(col + 3), Inode: uint64(s.ColumnInt64(col + 4)), Change: s.ColumnInt64(col + 5)}}
-}
-
-// reader reads and parses files on every CPU, in the background, and hands
-// the results over in order.
-type reader struct {
-	ctx     context.Context
-	cancel  context.CancelFunc
-	results []*fileResult
-	ready   []chan struct{} // closed when the result of the same index is in
-	window  chan struct{}   // with a bound: a token per result read and not yet taken
-	done    chan struct{}   // closed when every goroutine has returned
-}
-
-func newReader(ctx context.Context, dir *queue.Dir, todo []queue.Entry, known map[string]rowInfo, bounded bool) *reader {
-	ctx, cancel := context.WithCancel(ctx)
-	r := &reader{
-		ctx:     ctx,
-		cancel:  cancel,
-		results: make([]*fileResult, len(todo)),
-		ready:   make([]chan struct{}, len(todo)),
-		done:    make(chan struct{}),
-	}
-	for i := range r.ready {
-		r.ready[i] = make(chan struct{})
-	}
-	if bounded {
-		r.window = make(chan struct{}, scanWindow)
-	}
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	wg.Go(func() { // hands out indices in order, at most a window ahead of the writer
-		defer close(jobs)
-		for i := range todo {
-			if r.window != nil {
-				select {
-				case r.window <- struct{}{}:
-				case <-ctx.Done():
-					return
-				}
-			}
-			select {
-			case jobs <- i:
-			case <-ctx.Done():
-				return
-			}
-		}
-	})
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for i := range jobs {
-				e := todo[i]
-				old, had := known[path.Join(TasksFolder, e.Name)]
-				r.results[i] = readFile(dir, e, old, had)
-				close(r.ready[i])
-			}
-		})
-	}
-	go func() {
-		wg.Wait()
-		close(r.done)
-	}()
-	return r
-}
-
-// result waits for the i'th result and takes it.
-func (r *reader) result(i int) (*fileResult, error) {
-	select {
-	case <-r.ready[i]:
-	case <-r.ctx.Done():
-		return nil, r.ctx.Err()
-	}
-	res := r.results[i]
-	r.results[i] = nil
-	if r.window != nil {
-		<-r.window
-	}
-	return res, nil
-}
-
-// wait waits until every file is read.
-func (r *reader) wait() error {
-	select {
-	case <-r.done:
-		return r.ctx.Err()
-	case <-r.ctx.Done():
-		return r.ctx.Err()
-	}
-}
-
-// stop ends the reading and waits for its goroutines to return.
-func (r *reader) stop() {
-	r.cancel()
-	<-r.done
 }
 
 // FileChange says what [DB.SyncFile] did to one file's row.

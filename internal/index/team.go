@@ -73,75 +73,100 @@ func fileClaimsWhere(conn *sqlite.Conn, where string, args map[string]any) ([]Fi
 // came is late: nothing is claimed, and that claim ends now.
 func (db *DB) ClaimFiles(ctx context.Context, r FileClaimRequest, now time.Time) (FileClaimResult, error) {
 	var res FileClaimResult
-	err := db.write(ctx, func(conn *sqlite.Conn) error {
-		res = FileClaimResult{}
-		all, err := fileClaimsWhere(conn, `1`, nil)
-		if err != nil {
-			return err
-		}
-		own := map[string]FileClaim{}
-		for _, c := range all {
-			if c.SessionID == r.SessionID {
-				own[c.Path] = c
-				if slices.Contains(r.Paths, c.Path) && !c.Expires.After(now) {
-					res.Late = append(res.Late, c)
-				}
-				continue
-			}
-			if !c.Expires.After(now) || !(r.Exclusive || c.Exclusive) {
-				continue
-			}
-			for _, p := range r.Paths {
-				if repopath.Overlap(c.Path, p) {
-					res.Conflicts = append(res.Conflicts, c)
-					break
-				}
-			}
-		}
-		if len(res.Late) > 0 {
-			res.Conflicts = nil
-			for _, c := range res.Late {
-				if err := endFileClaim(conn, c.ID, now, "expired"); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		if len(res.Conflicts) > 0 {
-			return nil
-		}
-		expires := now.Add(r.TTL)
-		var task any
-		if r.TaskID != "" {
-			task = r.TaskID
-		}
-		for _, p := range r.Paths {
-			c, renew := own[p]
-			if renew {
-				err = sqlitex.Execute(conn, `UPDATE file_claims SET expires = :exp, exclusive = :x, task_id = :task
-					WHERE id = :id`, &sqlitex.ExecOptions{Named: map[string]any{":exp": expires.UnixNano(),
-					":x": boolInt(r.Exclusive), ":task": task, ":id": c.ID}})
-				res.Renewed++
-			} else {
-				c = FileClaim{Path: p, SessionID: r.SessionID, Holder: r.Holder, Acquired: now}
-				err = sqlitex.Execute(conn, `INSERT INTO file_claims (path, session_id, holder, task_id, exclusive, acquired, expires)
-					VALUES (:p, :s, :h, :task, :x, :now, :exp)`, &sqlitex.ExecOptions{Named: map[string]any{
-					":p": p, ":s": r.SessionID, ":h": r.Holder, ":task": task, ":x": boolInt(r.Exclusive),
-					":now": now.UnixNano(), ":exp": expires.UnixNano()}})
-				c.ID = conn.LastInsertRowID()
-			}
-			if err != nil {
-				return err
-			}
-			c.TaskID, c.Exclusive, c.Expires = r.TaskID, r.Exclusive, expires
-			res.Claimed = append(res.Claimed, c)
-		}
-		return nil
+	err := db.write(ctx, func(conn *sqlite.Conn) (err error) {
+		res, err = claimFiles(conn, r, now)
+		return err
 	})
 	if err != nil {
 		return FileClaimResult{}, fmt.Errorf("claim files: %w", err)
 	}
 	return res, nil
+}
+
+// claimFiles is ClaimFiles in its transaction on conn.
+func claimFiles(conn *sqlite.Conn, r FileClaimRequest, now time.Time) (FileClaimResult, error) {
+	var res FileClaimResult
+	all, err := fileClaimsWhere(conn, `1`, nil)
+	if err != nil {
+		return res, err
+	}
+	own, late, conflicts := weighFileClaims(all, r, now)
+	if len(late) > 0 {
+		for _, c := range late {
+			if err := endFileClaim(conn, c.ID, now, "expired"); err != nil {
+				return res, err
+			}
+		}
+		return FileClaimResult{Late: late}, nil
+	}
+	if len(conflicts) > 0 {
+		return FileClaimResult{Conflicts: conflicts}, nil
+	}
+	expires := now.Add(r.TTL)
+	for _, p := range r.Paths {
+		c, renewed, err := putFileClaim(conn, r, p, own, now, expires)
+		if err != nil {
+			return res, err
+		}
+		if renewed {
+			res.Renewed++
+		}
+		res.Claimed = append(res.Claimed, c)
+	}
+	return res, nil
+}
+
+// weighFileClaims weighs the live claims all against r: the session's
+// own claims by path; those of its own that r renews but that expired by
+// now (late); and the claims of other sessions, live at now, that overlap
+// a path of r where either is exclusive (conflicts).
+func weighFileClaims(all []FileClaim, r FileClaimRequest, now time.Time) (own map[string]FileClaim, late, conflicts []FileClaim) {
+	own = map[string]FileClaim{}
+	for _, c := range all {
+		if c.SessionID == r.SessionID {
+			own[c.Path] = c
+			if slices.Contains(r.Paths, c.Path) && !c.Expires.After(now) {
+				late = append(late, c)
+			}
+			continue
+		}
+		if !c.Expires.After(now) || !(r.Exclusive || c.Exclusive) {
+			continue
+		}
+		if slices.ContainsFunc(r.Paths, func(p string) bool { return repopath.Overlap(c.Path, p) }) {
+			conflicts = append(conflicts, c)
+		}
+	}
+	return own, late, conflicts
+}
+
+// putFileClaim claims path p for r's session until expires: it renews
+// the session's own claim of p (in own), or makes a new one. It returns
+// the claim and whether it was renewed.
+func putFileClaim(conn *sqlite.Conn, r FileClaimRequest, p string, own map[string]FileClaim, now, expires time.Time) (FileClaim, bool, error) {
+	var task any
+	if r.TaskID != "" {
+		task = r.TaskID
+	}
+	c, renew := own[p]
+	var err error
+	if renew {
+		err = sqlitex.Execute(conn, `UPDATE file_claims SET expires = :exp, exclusive = :x, task_id = :task
+			WHERE id = :id`, &sqlitex.ExecOptions{Named: map[string]any{":exp": expires.UnixNano(),
+			":x": boolInt(r.Exclusive), ":task": task, ":id": c.ID}})
+	} else {
+		c = FileClaim{Path: p, SessionID: r.SessionID, Holder: r.Holder, Acquired: now}
+		err = sqlitex.Execute(conn, `INSERT INTO file_claims (path, session_id, holder, task_id, exclusive, acquired, expires)
+			VALUES (:p, :s, :h, :task, :x, :now, :exp)`, &sqlitex.ExecOptions{Named: map[string]any{
+			":p": p, ":s": r.SessionID, ":h": r.Holder, ":task": task, ":x": boolInt(r.Exclusive),
+			":now": now.UnixNano(), ":exp": expires.UnixNano()}})
+		c.ID = conn.LastInsertRowID()
+	}
+	if err != nil {
+		return FileClaim{}, false, err
+	}
+	c.TaskID, c.Exclusive, c.Expires = r.TaskID, r.Exclusive, expires
+	return c, renew, nil
 }
 
 func endFileClaim(conn *sqlite.Conn, id int64, now time.Time, why string) error {
@@ -315,7 +340,7 @@ func (db *DB) Messages(ctx context.Context, kind, to string, unseen bool, limit 
 	}
 	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
 		return sqlitex.Execute(conn, `SELECT `+messageColumns+` FROM messages WHERE `+strings.Join(where, " AND ")+
-			` ORDER BY id DESC LIMIT :limit`, &sqlitex.ExecOptions{Named: args,
+			` ORDER BY id DESC LIMIT +:limit`, &sqlitex.ExecOptions{Named: args,
 			ResultFunc: func(st *sqlite.Stmt) error { out = append(out, scanMessage(st)); return nil }})
 	})
 	return out, err

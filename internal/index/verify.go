@@ -114,7 +114,7 @@ func (db *DB) StartVerify(ctx context.Context, id int64) error {
 func (db *DB) VerifyRuns(ctx context.Context, taskID string, limit int) ([]VerifyRun, error) {
 	var out []VerifyRun
 	err := db.withConn(ctx, func(conn *sqlite.Conn) error {
-		return sqlitex.Execute(conn, `SELECT `+runColumns+` FROM verify_runs WHERE task_id = :t ORDER BY id DESC LIMIT :n`,
+		return sqlitex.Execute(conn, `SELECT `+runColumns+` FROM verify_runs WHERE task_id = :t ORDER BY id DESC LIMIT +:n`,
 			&sqlitex.ExecOptions{Named: map[string]any{":t": taskID, ":n": limit},
 				ResultFunc: func(st *sqlite.Stmt) error { out = append(out, scanRun(st)); return nil }})
 	})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -92,99 +91,23 @@ func planLine(p api.Plan) string {
 
 func (s *server) plan(ctx context.Context, req *sdk.CallToolRequest, in planIn) (*sdk.CallToolResult, planOut, error) {
 	ctx = s.begin(ctx, req.Session, "snag_plan")
-	if !slices.Contains([]string{"list", "get", "create", "update"}, in.Action) {
+	act, ok := planActions[in.Action]
+	if !ok {
 		return nil, planOut{}, fmt.Errorf("action %q: use list, get, create or update", in.Action)
 	}
 	if (in.Action == "get" || in.Action == "update") && in.ID == "" {
 		return nil, planOut{}, fmt.Errorf("%s needs id, the plan's slug: snag_plan {\"action\": \"list\"} lists them", in.Action)
 	}
-	out := planOut{Source: SourceDaemon}
+	var out planOut
 	var msg string
 	notFound := false
-	detail := func(d api.PlanDetail, verb string) {
-		r := planRowOf(d.Plan)
-		out.Plan, out.File = &r, d.File
-		out.Body = d.Body
-		var b strings.Builder
-		b.WriteString(verb + planLine(d.Plan) + "\n")
-		if d.Trust != "vetted" && d.Author != "" {
-			b.WriteString("by " + d.Author + "; a person activates it (snag plans activate " + d.Slug + ")\n")
+	advice, err := s.teamCall(ctx, func(t Team) (err error) {
+		out, msg, err = act(ctx, t, in)
+		if errors.Is(err, errNoPlan) {
+			notFound = true
+			return nil
 		}
-		if verb == "" {
-			body := d.Body
-			if len(body) > planBodyCut {
-				cut := planBodyCut
-				for cut > 0 && body[cut]&0xC0 == 0x80 {
-					cut--
-				}
-				body = body[:cut] + fmt.Sprintf("\n[cut at %d of %d bytes: Read %s for the rest]", cut, len(d.Body), d.File)
-			}
-			body = strings.TrimSpace(body)
-			if d.Trust != "vetted" {
-				body = fence(body)
-			}
-			b.WriteString("---\n" + body + "\n---")
-		}
-		msg = b.String()
-	}
-	advice, err := s.teamCall(ctx, func(t Team) error {
-		switch in.Action {
-		case "list":
-			got, err := t.Plans(ctx)
-			if err != nil {
-				return err
-			}
-			var b strings.Builder
-			if len(got.Plans) == 0 {
-				b.WriteString("no plans yet: snag_plan {\"action\": \"create\", \"title\": ...} drafts one")
-			}
-			for _, p := range got.Plans {
-				if in.Status != "" && string(p.Status) != in.Status {
-					continue // list filters by status
-				}
-				out.Plans = append(out.Plans, planRowOf(p))
-				b.WriteString(planLine(p) + "\n")
-			}
-			if len(got.Plans) > 0 && len(out.Plans) == 0 {
-				fmt.Fprintf(&b, "no plan is %s", in.Status)
-			}
-			msg = strings.TrimRight(b.String(), "\n")
-		case "get":
-			got, err := t.Plan(ctx, in.ID)
-			if errors.Is(err, ErrNotFound) {
-				notFound = true
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			detail(got, "")
-		case "create":
-			r := api.PlanRequest{Title: &in.Title, Body: &in.Body}
-			got, err := t.CreatePlan(ctx, r)
-			if err != nil {
-				return err
-			}
-			detail(got, "created ")
-		case "update":
-			r := api.PlanRequest{Status: in.Status}
-			if in.Title != "" {
-				r.Title = &in.Title
-			}
-			if in.Body != "" {
-				r.Body = &in.Body
-			}
-			got, err := t.UpdatePlan(ctx, in.ID, r)
-			if errors.Is(err, ErrNotFound) {
-				notFound = true
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			detail(got, "updated ")
-		}
-		return nil
+		return err
 	})
 	if notFound {
 		return nil, planOut{}, fmt.Errorf("no plan %q: snag_plan {\"action\": \"list\"} lists them", in.ID)
@@ -195,7 +118,123 @@ func (s *server) plan(ctx context.Context, req *sdk.CallToolRequest, in planIn) 
 	if advice != "" {
 		return &sdk.CallToolResult{Content: text(advice)}, planOut{Source: SourceFiles, Advisory: advice}, nil
 	}
+	out.Source = SourceDaemon
 	return &sdk.CallToolResult{Content: text(msg)}, out, nil
+}
+
+// planActions are snag_plan's actions: each reads or writes plans
+// through t and answers the structured content (but its source) and the
+// text a model reads.
+var planActions = map[string]func(ctx context.Context, t Team, in planIn) (planOut, string, error){
+	"list":   planList,
+	"get":    planGet,
+	"create": planCreate,
+	"update": planUpdate,
+}
+
+// errNoPlan is a get or an update of a plan there is not.
+var errNoPlan = errors.New("no such plan")
+
+// planList lists the plans, those of in.Status when it is set.
+func planList(ctx context.Context, t Team, in planIn) (planOut, string, error) {
+	got, err := t.Plans(ctx)
+	if err != nil {
+		return planOut{}, "", err
+	}
+	var out planOut
+	var b strings.Builder
+	if len(got.Plans) == 0 {
+		b.WriteString("no plans yet: snag_plan {\"action\": \"create\", \"title\": ...} drafts one")
+	}
+	for _, p := range got.Plans {
+		if in.Status != "" && string(p.Status) != in.Status {
+			continue // list filters by status
+		}
+		out.Plans = append(out.Plans, planRowOf(p))
+		b.WriteString(planLine(p) + "\n")
+	}
+	if len(got.Plans) > 0 && len(out.Plans) == 0 {
+		fmt.Fprintf(&b, "no plan is %s", in.Status)
+	}
+	return out, strings.TrimRight(b.String(), "\n"), nil
+}
+
+// planGet shows the plan in.ID, with its body.
+func planGet(ctx context.Context, t Team, in planIn) (planOut, string, error) {
+	got, err := t.Plan(ctx, in.ID)
+	if errors.Is(err, ErrNotFound) {
+		return planOut{}, "", errNoPlan
+	}
+	if err != nil {
+		return planOut{}, "", err
+	}
+	out, msg := planDetail(got, "")
+	return out, msg, nil
+}
+
+// planCreate drafts a plan of in.Title and in.Body.
+func planCreate(ctx context.Context, t Team, in planIn) (planOut, string, error) {
+	got, err := t.CreatePlan(ctx, api.PlanRequest{Title: &in.Title, Body: &in.Body})
+	if err != nil {
+		return planOut{}, "", err
+	}
+	out, msg := planDetail(got, "created ")
+	return out, msg, nil
+}
+
+// planUpdate sets the status, title or body of the plan in.ID, those
+// given.
+func planUpdate(ctx context.Context, t Team, in planIn) (planOut, string, error) {
+	r := api.PlanRequest{Status: in.Status}
+	if in.Title != "" {
+		r.Title = &in.Title
+	}
+	if in.Body != "" {
+		r.Body = &in.Body
+	}
+	got, err := t.UpdatePlan(ctx, in.ID, r)
+	if errors.Is(err, ErrNotFound) {
+		return planOut{}, "", errNoPlan
+	}
+	if err != nil {
+		return planOut{}, "", err
+	}
+	out, msg := planDetail(got, "updated ")
+	return out, msg, nil
+}
+
+// planDetail is one plan as snag_plan answers it: its line after verb,
+// who drafted it when a person has not vetted it, and, for a get (verb
+// ""), its body fenced unless vetted.
+func planDetail(d api.PlanDetail, verb string) (planOut, string) {
+	r := planRowOf(d.Plan)
+	out := planOut{Plan: &r, File: d.File, Body: d.Body}
+	var b strings.Builder
+	b.WriteString(verb + planLine(d.Plan) + "\n")
+	if d.Trust != "vetted" && d.Author != "" {
+		b.WriteString("by " + d.Author + "; a person activates it (snag plans activate " + d.Slug + ")\n")
+	}
+	if verb == "" {
+		body := strings.TrimSpace(cutPlanBody(d))
+		if d.Trust != "vetted" {
+			body = fence(body)
+		}
+		b.WriteString("---\n" + body + "\n---")
+	}
+	return out, b.String()
+}
+
+// cutPlanBody is a plan's body cut to planBodyCut bytes, saying where
+// the rest is.
+func cutPlanBody(d api.PlanDetail) string {
+	if len(d.Body) <= planBodyCut {
+		return d.Body
+	}
+	cut := planBodyCut
+	for cut > 0 && d.Body[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return d.Body[:cut] + fmt.Sprintf("\n[cut at %d of %d bytes: Read %s for the rest]", cut, len(d.Body), d.File)
 }
 
 func (s *server) note(ctx context.Context, req *sdk.CallToolRequest, in noteIn) (*sdk.CallToolResult, notesOut, error) {

@@ -229,36 +229,39 @@ func closeAll(ds []*queue.Dir) {
 // .snag/recovered/ any that holds a person's save. It returns what it did,
 // one line each.
 func (p *Project) Fix(ctx context.Context) ([]string, error) {
-	var done []string
 	probs, err := p.DB.Problems(ctx)
 	if err != nil {
 		return nil, err
 	}
+	done, err := p.fixIdentities(ctx, probs, nil)
+	if err != nil {
+		return done, err
+	}
+	if done, err = p.fixSharedKeys(ctx, probs, done); err != nil {
+		return done, err
+	}
+	if done, err = p.sweepTemps(done); err != nil {
+		return done, err
+	}
+	if len(done) > 0 {
+		if _, err := p.Sync(ctx, true); err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// fixIdentities gives each task file that lacks an id or a key a fresh
+// one, appending a line to done for each.
+func (p *Project) fixIdentities(ctx context.Context, probs []*index.Row, done []string) ([]string, error) {
 	for _, r := range probs {
 		if r.State != index.StateInvalid || !missingIdentity(r.Error) {
 			continue
 		}
-		name := trimTasks(r.Path)
 		var key string
-		_, _, err := p.Tasks.Update(name, func(cur []byte) ([]byte, error) {
-			_, perr := queue.Parse(cur)
-			var pe *queue.ParseError
-			if !errors.As(perr, &pe) || (pe.Field != "id" && pe.Field != "key") {
-				return cur, nil
-			}
-			var fields []queue.Field
-			if !strings.Contains(string(cur), "\nid:") {
-				fields = append(fields, queue.Set("id", queue.NewID(time.Now())))
-			}
-			if !strings.Contains(string(cur), "\nkey:") {
-				n, err := p.nextKey(ctx)
-				if err != nil {
-					return nil, err
-				}
-				key = queue.Alias(n)
-				fields = append(fields, queue.Set("key", key))
-			}
-			return queue.Edit(cur, fields...)
+		_, _, err := p.Tasks.Update(trimTasks(r.Path), func(cur []byte) (out []byte, err error) {
+			out, key, err = p.giveIdentity(ctx, cur)
+			return out, err
 		})
 		if err != nil {
 			return done, fmt.Errorf("fix %s: %w", r.Path, err)
@@ -269,7 +272,38 @@ func (p *Project) Fix(ctx context.Context) ([]string, error) {
 		}
 		done = append(done, msg)
 	}
-	// Keys two tasks share: the task made first keeps it (SharedKeys).
+	return done, nil
+}
+
+// giveIdentity is a task file's bytes with a fresh id where it has none
+// and the next key where it has none, and that key; the bytes as they
+// are when neither is what the file lacks (it changed meanwhile).
+func (p *Project) giveIdentity(ctx context.Context, cur []byte) (out []byte, key string, err error) {
+	_, perr := queue.Parse(cur)
+	var pe *queue.ParseError
+	if !errors.As(perr, &pe) || (pe.Field != "id" && pe.Field != "key") {
+		return cur, "", nil
+	}
+	var fields []queue.Field
+	if !strings.Contains(string(cur), "\nid:") {
+		fields = append(fields, queue.Set("id", queue.NewID(time.Now())))
+	}
+	if !strings.Contains(string(cur), "\nkey:") {
+		n, err := p.nextKey(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		key = queue.Alias(n)
+		fields = append(fields, queue.Set("key", key))
+	}
+	out, err = queue.Edit(cur, fields...)
+	return out, key, err
+}
+
+// fixSharedKeys gives each task whose key an older task holds too the
+// next key (the task made first keeps it: SharedKeys), appending a line
+// to done for each.
+func (p *Project) fixSharedKeys(ctx context.Context, probs []*index.Row, done []string) ([]string, error) {
 	for _, r := range SharedKeys(ctx, probs, func(ref queue.Ref) (*index.Item, error) { return p.DB.Get(ctx, ref) }) {
 		n, err := p.nextKey(ctx)
 		if err != nil {
@@ -285,6 +319,13 @@ func (p *Project) Fix(ctx context.Context) ([]string, error) {
 				r.Path, newKey, r.Keeper, r.Key, Rel(path.Join(index.TasksFolder, newName))))
 		}
 	}
+	return done, nil
+}
+
+// sweepTemps removes old temp files from the tasks folder, .snag and the
+// side folders, keeping aside any that holds a person's save, appending a
+// line to done for each save kept and each folder swept.
+func (p *Project) sweepTemps(done []string) ([]string, error) {
 	keep := func(l queue.Leftover) error {
 		saved, err := p.KeepAside(l.Name, l.Data)
 		if err == nil {
@@ -302,11 +343,6 @@ func (p *Project) Fix(ctx context.Context) ([]string, error) {
 		}
 		if n > 0 {
 			done = append(done, fmt.Sprintf("removed %d temp files from %s", n, d.Path()))
-		}
-	}
-	if len(done) > 0 {
-		if _, err := p.Sync(ctx, true); err != nil {
-			return done, err
 		}
 	}
 	return done, nil

@@ -451,64 +451,80 @@ func plainFrontmatter(raw []byte) (map[string]any, error) {
 }
 
 // flowEnd is the offset of the ] that closes the flow sequence opening at
-// start, skipping quoted strings and nested brackets, or -1.
+// start, skipping quoted strings, comments and nested brackets, or -1.
 func flowEnd(raw []byte, start int) int {
 	depth := 0
-	// quotable: a quote here starts a quoted scalar (after [ { , : or
-	// space), not an apostrophe inside a plain one.
-	quotable := func(i int) bool {
-		for j := i - 1; j >= start; j-- {
-			switch raw[j] {
-			case ' ', '\t', '\n', '\r':
-				continue
-			case '[', '{', ',', ':':
-				return true
-			}
-			return false
-		}
-		return true
-	}
 	for i := start; i < len(raw); i++ {
-		switch raw[i] {
+		switch c := raw[i]; c {
 		case '[', '{':
 			depth++
 		case ']', '}':
 			depth--
 			if depth == 0 {
-				if raw[i] != ']' {
+				if c != ']' {
 					return -1
 				}
 				return i
 			}
-		case '"':
-			if !quotable(i) {
-				continue
-			}
-			for i++; i < len(raw) && raw[i] != '"'; i++ {
-				if raw[i] == '\\' {
-					i++
-				}
-			}
-		case '\'':
-			if !quotable(i) {
-				continue
-			}
-			for i++; i < len(raw); i++ {
-				if raw[i] == '\'' {
-					if i+1 < len(raw) && raw[i+1] == '\'' {
-						i++
-						continue
-					}
-					break
-				}
+		case '"', '\'':
+			if quoteOpens(raw, start, i) {
+				i = quotedEnd(raw, i)
 			}
 		case '#':
 			if i > 0 && (raw[i-1] == ' ' || raw[i-1] == '\t' || raw[i-1] == '\n') {
-				for i < len(raw) && raw[i] != '\n' {
-					i++
-				}
+				i = commentEnd(raw, i)
 			}
 		}
 	}
 	return -1
+}
+
+// quoteOpens reports whether the quote at i starts a quoted scalar (it
+// follows [ { , : or only space since start), rather than being an
+// apostrophe inside a plain one.
+func quoteOpens(raw []byte, start, i int) bool {
+	for j := i - 1; j >= start; j-- {
+		switch raw[j] {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '[', '{', ',', ':':
+			return true
+		}
+		return false
+	}
+	return true
+}
+
+// quotedEnd is the offset of the quote that closes the quoted scalar
+// opening at i, or len(raw) or past it when none does. A double-quoted
+// scalar escapes with a backslash, a single-quoted one doubles its quote.
+func quotedEnd(raw []byte, i int) int {
+	if raw[i] == '"' {
+		for i++; i < len(raw) && raw[i] != '"'; i++ {
+			if raw[i] == '\\' {
+				i++
+			}
+		}
+		return i
+	}
+	for i++; i < len(raw); i++ {
+		if raw[i] != '\'' {
+			continue
+		}
+		if i+1 < len(raw) && raw[i+1] == '\'' {
+			i++
+			continue
+		}
+		break
+	}
+	return i
+}
+
+// commentEnd is the offset of the newline that ends the comment at i, or
+// len(raw).
+func commentEnd(raw []byte, i int) int {
+	for i < len(raw) && raw[i] != '\n' {
+		i++
+	}
+	return i
 }

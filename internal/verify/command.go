@@ -98,99 +98,136 @@ func assignment(word string) string {
 // backslash escapes only $ ` " \ and a line break, as in a shell. An empty
 // command is an error.
 func Split(line string) ([]string, error) {
-	var (
-		words    []string
-		cur      strings.Builder
-		inWord   bool
-		firstEnd = -1 // where the first word ends in line
-	)
-	end := func(i int) {
-		if inWord {
-			if len(words) == 0 {
-				firstEnd = i
-			}
-			words = append(words, cur.String())
-			cur.Reset()
-			inWord = false
+	s := splitter{line: line, firstEnd: -1}
+	for s.i < len(line) {
+		if err := s.step(); err != nil {
+			return nil, err
 		}
 	}
-	for i := 0; i < len(line); {
-		ch := line[i]
-		switch {
-		case ch == ' ' || ch == '\t':
-			end(i)
-			i++
-		case ch == '\'':
-			j := strings.IndexByte(line[i+1:], '\'')
-			if j < 0 {
-				return nil, fmt.Errorf("verify: split %s: a single quote at byte %d is never closed: add the closing '", show(line), i+1)
-			}
-			cur.WriteString(line[i+1 : i+1+j])
-			inWord = true
-			i += j + 2
-		case ch == '"':
-			open := i
-			inWord = true
-			i++
-		dquote:
-			for {
-				if i >= len(line) {
-					return nil, fmt.Errorf("verify: split %s: a double quote at byte %d is never closed: add the closing \"", show(line), open+1)
-				}
-				switch c := line[i]; c {
-				case '"':
-					i++
-					break dquote
-				case '\\':
-					if i+1 < len(line) && strings.IndexByte("$`\"\\\n", line[i+1]) >= 0 {
-						if line[i+1] != '\n' {
-							cur.WriteByte(line[i+1])
-						}
-						i += 2
-					} else {
-						cur.WriteByte('\\')
-						i++
-					}
-				case '$', '`':
-					return nil, needsShell(line, fmt.Sprintf("%c inside double quotes (or escape it: \\%c)", c, c))
-				default:
-					cur.WriteByte(c)
-					i++
-				}
-			}
-		case ch == '\\':
-			if i+1 >= len(line) {
-				return nil, fmt.Errorf("verify: split %s: it ends in a backslash, which escapes nothing: remove it", show(line))
-			}
-			if line[i+1] != '\n' { // a backslash and a line break join two lines
-				cur.WriteByte(line[i+1])
-				inWord = true
-			}
-			i += 2
-		case ch == '#' && !inWord:
-			return nil, needsShell(line, "# (a shell starts a comment there; quote it: '#')")
-		case strings.IndexByte(shellOnly, ch) >= 0:
-			what := fmt.Sprintf("%c (or quote it: '%c')", ch, ch)
-			if ch == '\n' {
-				what = "line break (put the command on one line)"
-			}
-			return nil, needsShell(line, what)
-		case ch < 0x20 || ch == 0x7f:
-			return nil, fmt.Errorf("verify: split %s: control character %#x at byte %d: remove it", show(line), ch, i+1)
-		default:
-			cur.WriteByte(ch)
-			inWord = true
-			i++
-		}
-	}
-	end(len(line))
-	if len(words) == 0 {
+	s.endWord(len(line))
+	if len(s.words) == 0 {
 		return nil, errors.New(`verify: the command is empty: write one in "verify": {"command": "..."}, or remove the key`)
 	}
-	if a := assignment(strings.TrimLeft(line[:firstEnd], " \t")); a != "" {
+	if a := assignment(strings.TrimLeft(line[:s.firstEnd], " \t")); a != "" {
 		return nil, needsShell(line, "variable assignment "+a+" (or quote it)")
 	}
-	return words, nil
+	return s.words, nil
+}
+
+// splitter is Split's state as it reads a command line left to right.
+type splitter struct {
+	line     string
+	i        int // the next byte of line to read
+	words    []string
+	cur      strings.Builder // the word being read
+	inWord   bool
+	firstEnd int // where the first word ends in line, -1 until it has
+}
+
+// step reads what starts at s.i: a blank, which ends a word, a quoted
+// string, an escape, or a plain byte, which goes on the word; or refuses
+// a byte only a shell gives a meaning to.
+func (s *splitter) step() error {
+	ch := s.line[s.i]
+	switch {
+	case ch == ' ' || ch == '\t':
+		s.endWord(s.i)
+		s.i++
+	case ch == '\'':
+		return s.singleQuoted()
+	case ch == '"':
+		return s.doubleQuoted()
+	case ch == '\\':
+		return s.escape()
+	case ch == '#' && !s.inWord:
+		return needsShell(s.line, "# (a shell starts a comment there; quote it: '#')")
+	case strings.IndexByte(shellOnly, ch) >= 0:
+		what := fmt.Sprintf("%c (or quote it: '%c')", ch, ch)
+		if ch == '\n' {
+			what = "line break (put the command on one line)"
+		}
+		return needsShell(s.line, what)
+	case ch < 0x20 || ch == 0x7f:
+		return fmt.Errorf("verify: split %s: control character %#x at byte %d: remove it", show(s.line), ch, s.i+1)
+	default:
+		s.cur.WriteByte(ch)
+		s.inWord = true
+		s.i++
+	}
+	return nil
+}
+
+// endWord ends the word being read, if any, at byte i of the line.
+func (s *splitter) endWord(i int) {
+	if !s.inWord {
+		return
+	}
+	if len(s.words) == 0 {
+		s.firstEnd = i
+	}
+	s.words = append(s.words, s.cur.String())
+	s.cur.Reset()
+	s.inWord = false
+}
+
+// singleQuoted reads a single-quoted string, which takes every byte as
+// it is up to the closing quote.
+func (s *splitter) singleQuoted() error {
+	j := strings.IndexByte(s.line[s.i+1:], '\'')
+	if j < 0 {
+		return fmt.Errorf("verify: split %s: a single quote at byte %d is never closed: add the closing '", show(s.line), s.i+1)
+	}
+	s.cur.WriteString(s.line[s.i+1 : s.i+1+j])
+	s.inWord = true
+	s.i += j + 2
+	return nil
+}
+
+// doubleQuoted reads a double-quoted string, where a backslash escapes
+// only $ ` " \ and a line break, and $ and ` are refused.
+func (s *splitter) doubleQuoted() error {
+	open := s.i
+	s.inWord = true
+	s.i++
+	for {
+		if s.i >= len(s.line) {
+			return fmt.Errorf("verify: split %s: a double quote at byte %d is never closed: add the closing \"", show(s.line), open+1)
+		}
+		switch c := s.line[s.i]; c {
+		case '"':
+			s.i++
+			return nil
+		case '\\':
+			if s.i+1 < len(s.line) && strings.IndexByte("$`\"\\\n", s.line[s.i+1]) >= 0 {
+				if s.line[s.i+1] != '\n' {
+					s.cur.WriteByte(s.line[s.i+1])
+				}
+				s.i += 2
+			} else {
+				s.cur.WriteByte('\\')
+				s.i++
+			}
+		case '$', '`':
+			return needsShell(s.line, fmt.Sprintf("%c inside double quotes (or escape it: \\%c)", c, c))
+		default:
+			s.cur.WriteByte(c)
+			s.i++
+		}
+	}
+}
+
+// escape reads a backslash outside quotes, which takes the next byte as
+// it is; a backslash and a line break join two lines.
+func (s *splitter) escape() error {
+	if s.i+1 >= len(s.line) {
+		return fmt.Errorf("verify: split %s: it ends in a backslash, which escapes nothing: remove it", show(s.line))
+	}
+	if s.line[s.i+1] != '\n' {
+		s.cur.WriteByte(s.line[s.i+1])
+		s.inWord = true
+	}
+	s.i += 2
+	return nil
 }
 
 func needsShell(line, what string) error {
@@ -373,15 +410,19 @@ func (b *tailBuffer) bytes() []byte {
 // usual test runners and compilers: go test (--- FAIL, FAIL, file.go:12:),
 // pytest and unittest (FAILED, AssertionError, E   ...), jest and vitest
 // (✕, ●, Expected/Received), mocha (failing, AssertionError), TAP (not ok),
-// cargo (panicked at, test ... FAILED), and errors in general.
-var failurePattern = regexp.MustCompile(`(?i)(^\s*--- FAIL|^\s*FAIL\b|\bFAILED\b|^not ok\b|assert|expected|received|^\s*E\s{2,}|✕|✗|×|●|panicked at|^panic:|\berror\b|\w+_test\.go:\d+:)`)
+// cargo (panicked at, test ... FAILED), and errors in general. It is
+// compiled at its first use, not at the start of every program that links
+// the package (snag's every command: 0.1 ms and 137 allocations).
+var failurePattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(^\s*--- FAIL|^\s*FAIL\b|\bFAILED\b|^not ok\b|assert|expected|received|^\s*E\s{2,}|✕|✗|×|●|panicked at|^panic:|\berror\b|\w+_test\.go:\d+:)`)
+})
 
 // failing picks [CommandResult.Failing] from out.
 func failing(out []byte) []string {
 	var lines []string
 	for line := range strings.Lines(strings.ToValidUTF8(string(out), "\uFFFD")) {
 		line = strings.TrimRight(line, "\r\n")
-		if strings.TrimSpace(line) == "" || !failurePattern.MatchString(line) {
+		if strings.TrimSpace(line) == "" || !failurePattern().MatchString(line) {
 			continue
 		}
 		if len(line) > FailingLineBytes {

@@ -1,0 +1,531 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/snagdev/snag/internal/coord"
+	"github.com/snagdev/snag/internal/index"
+	"github.com/snagdev/snag/internal/queue"
+)
+
+// Claimed is a claim's answer: the task claimed with its lease's epoch,
+// or, when nothing was ready, no task and why.
+type Claimed struct {
+	Task   *index.Row
+	Epoch  int64
+	Reason string
+	// Note says more about the task claimed: that the session had given
+	// it back, and nothing else was ready.
+	Note string
+	// Worktree and Branch are the git worktree made for the lease, when
+	// the claim asked for one (ClaimWorktree).
+	Worktree string
+	Branch   string
+}
+
+// Claim gives session s a lease on the task ref, or with ref nil on the
+// next ready task, and marks its file claimed: the lease, the file's swap,
+// its index row and the audit entry are one transaction. Force claims a
+// blocked task. A holder that claims its own task again gets its lease as
+// it is.
+//
+// With a coordination store (team mode) the lease is granted there first
+// and mirrored here with its epoch; a claim of the next task lets the
+// store choose among this clone's ready tasks (teamClaimNext).
+func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, force bool) (Claimed, error) {
+	if e.team != nil && ref == nil {
+		return e.teamClaimNext(ctx, s, force)
+	}
+	if ref == nil && e.opts.Repository != nil {
+		// Claim-next skips the tasks other worktrees hold; one whose claim
+		// there began after this one chose it is skipped on the next try.
+		// Each such refusal is another claim's progress, so the tries end:
+		// in a grant, or when nothing is left that others are not taking.
+		for try := 0; ; try++ {
+			got, err := e.claim(ctx, s, nil, force, nil)
+			if !errors.Is(err, ErrHeldElsewhere) || try == claimNextTries-1 || ctx.Err() != nil {
+				return got, err
+			}
+		}
+	}
+	return e.claim(ctx, s, ref, force, nil)
+}
+
+// claimNextTries bounds how often a claim of the next task chooses again
+// after another worktree took its choice first.
+const claimNextTries = 100
+
+// claim is Claim of task ref, or of the next task when ref is nil; pre is
+// the shared lease a team's claim-next was granted for it, given back when
+// the claim does not use it.
+func (e *Engine) claim(ctx context.Context, s index.Session, ref *queue.Ref, force bool, pre *coord.Lease) (got Claimed, err error) {
+	if pre != nil {
+		defer func() { e.ungrantUntaken(ctx, pre, s, got, err) }()
+	}
+	it, got, err := e.chooseClaim(ctx, s, ref, force)
+	if it == nil || err != nil {
+		return got, err
+	}
+	defer e.claimDone(it.ID)
+	if r := e.opts.Repository; r != nil {
+		// No other worktree of the repository holds the task, nor can take
+		// it until this claim's lease row is committed or the claim fails.
+		release, err := r.reserve(ctx, e, it.ID)
+		if err != nil {
+			return e.refuseClaim(ctx, s, it.ID, err)
+		}
+		defer release()
+	}
+	if e.team != nil && pre == nil {
+		l, err := e.teamGrant(ctx, it, s)
+		if err != nil {
+			return e.refuseClaim(ctx, s, it.ID, err)
+		}
+		pre = &l
+		defer func() { e.ungrantUntaken(ctx, &l, s, got, err) }()
+	}
+	// The new bytes are written and synced with no lock held; the grant,
+	// the swap and the rows are made in the next batch (commit.go).
+	m, err := e.prepareMove(it, s.Name, Step{queue.ActClaim, queue.Agent})
+	if err != nil {
+		return e.claimUnprepared(ctx, s, it.ID, err)
+	}
+	lease, moved, again, err := e.commitClaim(ctx, s, it.ID, m, pre)
+	if err != nil {
+		return e.refuseClaim(ctx, s, it.ID, err)
+	}
+	if !again {
+		e.hub.Publish("lease", map[string]any{"task": it.Key, "holder": s.Name, "epoch": lease.Epoch})
+		e.writePlan(ctx)
+	}
+	// A claim changes the file's status and assignee alone, and the row
+	// was brought in step with the file in the transaction: the row as it
+	// was, with those two, is the row as it is, without another read.
+	row := it.Row
+	row.Status, row.Assignee = moved.Status, moved.Assignee
+	return Claimed{Task: &row, Epoch: lease.Epoch}, nil
+}
+
+// ungrantUntaken gives back the shared lease l granted for a claim by s
+// that did not take it: the claim failed (err), found nothing, or got
+// another epoch.
+func (e *Engine) ungrantUntaken(ctx context.Context, l *coord.Lease, s index.Session, got Claimed, err error) {
+	if err != nil || got.Task == nil || got.Epoch != l.Epoch {
+		e.teamUngrant(ctx, l, s, "the claim did not take it")
+	}
+}
+
+// refuseClaim audits a refused claim by s of task id, unless the index is
+// busy or closed (it would keep the audit waiting too), and answers with
+// its error.
+func (e *Engine) refuseClaim(ctx context.Context, s index.Session, id string, err error) (Claimed, error) {
+	if !index.Busy(err) && !errors.Is(err, errClosed) {
+		e.Audit(ctx, claimEntry(s, id, "refused", err.Error()))
+	}
+	return Claimed{}, err
+}
+
+// claimUnprepared answers a claim whose file could not be prepared (err).
+// Another's grant may have committed after this claim chose the task: the
+// file then holds its claim. The claim is answered as it would have been
+// had it come after.
+func (e *Engine) claimUnprepared(ctx context.Context, s index.Session, id string, err error) (Claimed, error) {
+	got, held, ok := e.claimedMeanwhile(ctx, s, id)
+	switch {
+	case !ok:
+		return e.refuseClaim(ctx, s, id, err)
+	case held != nil:
+		return e.refuseClaim(ctx, s, id, held)
+	}
+	return got, nil
+}
+
+// commitClaim grants s the lease on task id and swaps in its claimed file
+// (m) in the next batch, at the epoch of the shared lease pre in team
+// mode. again says s already held the task (its own claim beside this
+// one was granted first): the lease is that one, as it is.
+func (e *Engine) commitClaim(ctx context.Context, s index.Session, id string, m *move, pre *coord.Lease) (lease index.Lease, moved *queue.Task, again bool, err error) {
+	err = e.commitWrite(&write{ctx: ctx, moves: []*move{m}, claim: true, check: func(tx *index.Tx) error {
+		var err error
+		lease, again, err = e.checkClaim(tx, s, id, m)
+		return err
+	}, rows: func(tx *index.Tx) (err error) {
+		if again {
+			moved = m.moved
+			return tx.Audit(claimEntry(s, id, "ok", fmt.Sprintf("already held, epoch %d", lease.Epoch)))
+		}
+		lease, moved, err = e.grantClaim(tx, s, id, m, pre)
+		return err
+	}})
+	return lease, moved, again, err
+}
+
+// checkClaim makes a claim's checks in its batch, then swaps in its file:
+// s's own lease on task id (again, with that lease), the session's count
+// of leases, and another's lease on the task.
+func (e *Engine) checkClaim(tx *index.Tx, s index.Session, id string, m *move) (own index.Lease, again bool, err error) {
+	l, err := tx.LeaseOf(id)
+	switch {
+	case err == nil && l.SessionID == s.ID:
+		// Its own claim of the task, under way beside this one, was
+		// granted first: this one gets that lease, as it is.
+		return l, true, nil
+	case err != nil && !errors.Is(err, index.ErrNoLease):
+		return index.Lease{}, false, err
+	}
+	// The session's count is made here, after every grant before this
+	// one: its other claims under way may each be refused or granted.
+	if refusal := e.claimLimit(tx, s); refusal != nil {
+		return index.Lease{}, false, refusal
+	}
+	if err == nil {
+		return index.Lease{}, false, fmt.Errorf("%w: %s holds it", index.ErrHeld, l.Holder)
+	}
+	return index.Lease{}, false, m.swap()
+}
+
+// claimLimit refuses a claim by s when it holds as many leases as the
+// project allows one session, or when they cannot be counted.
+func (e *Engine) claimLimit(tx *index.Tx, s index.Session) error {
+	if limit := e.Config().MaxPerSession(); limit <= 0 {
+		return nil
+	}
+	held, err := tx.LeasesOf(s.ID)
+	if err != nil {
+		return err
+	}
+	if refusal := e.atLimit(tx.Get, held); refusal != nil {
+		return refusal
+	}
+	return nil
+}
+
+// grantClaim writes a claim's rows: s's lease on task id (at pre's epoch
+// in team mode), the claimed file's row (m), its base for a later merge,
+// and the audit entry.
+func (e *Engine) grantClaim(tx *index.Tx, s index.Session, id string, m *move, pre *coord.Lease) (lease index.Lease, moved *queue.Task, err error) {
+	if pre != nil {
+		lease, err = tx.GrantEpoch(id, s.ID, s.Name, pre.Epoch)
+	} else {
+		lease, err = tx.Grant(id, s.ID, s.Name, false)
+	}
+	if err != nil {
+		return lease, nil, err
+	}
+	if moved, err = m.written(tx, e.p.Tasks); err != nil {
+		return lease, nil, err
+	}
+	if m.wrote.Info != nil {
+		if err := tx.SetBase(id, lease.Epoch, m.wrote.Old, digest(m.wrote.New)); err != nil {
+			return lease, nil, err
+		}
+	}
+	return lease, moved, tx.Audit(claimEntry(s, id, "ok", fmt.Sprintf("epoch %d", lease.Epoch)))
+}
+
+// chooseClaim is the part of a claim made under e.mu: it finds the task
+// (the next ready one that no claim under way has chosen, when ref is nil),
+// checks that s may claim it, and marks it chosen until claimDone. With
+// no task to claim it returns none, and the answer (nothing ready, or the
+// holder's own lease) or the refusal.
+func (e *Engine) chooseClaim(ctx context.Context, s index.Session, ref *queue.Ref, force bool) (*index.Item, Claimed, error) {
+	var elsewhere map[string]Holder
+	if ref == nil {
+		elsewhere = e.passedOver(ctx)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c, err := e.readChoice(ctx, s, ref, elsewhere)
+	if err != nil {
+		return nil, Claimed{}, err
+	}
+	it := c.it
+	if it == nil {
+		return nil, Claimed{Reason: c.reason}, nil
+	}
+	if err := unclaimable(it, force); err != nil {
+		return nil, Claimed{}, err
+	}
+	if c.ownErr == nil && c.own.SessionID == s.ID {
+		// The holder claims its own task again (a retry, or a lease given
+		// back to it by a person's save): it gets its lease, as it is.
+		e.Audit(ctx, claimEntry(s, it.ID, "ok", fmt.Sprintf("already held, epoch %d", c.own.Epoch)))
+		return nil, Claimed{Task: &it.Row, Epoch: c.own.Epoch}, nil
+	}
+	if err := e.grantRefusal(ctx, c); err != nil {
+		e.Audit(ctx, claimEntry(s, it.ID, "refused", err.Error()))
+		return nil, Claimed{}, err
+	}
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock()
+	e.claiming[it.ID]++
+	return it, Claimed{}, nil
+}
+
+// passedOver are the tasks a claim of the next task passes over, though
+// their files may read open: the ones other worktrees of the repository
+// hold, and the ones whose file git put back as it was before their claim
+// (their lease holds them). It is nil when there are none.
+func (e *Engine) passedOver(ctx context.Context) map[string]Holder {
+	var elsewhere map[string]Holder
+	if e.opts.Repository != nil {
+		elsewhere = e.opts.Repository.elsewhere(ctx, e)
+	}
+	for id, h := range e.leasedOpen(ctx) {
+		if elsewhere == nil {
+			elsewhere = map[string]Holder{}
+		}
+		elsewhere[id] = h
+	}
+	return elsewhere
+}
+
+// claimChoice is what a claim read under e.mu: the task (nil with the
+// reason nothing is ready), its lease (or the error reading it), and the
+// leases the session holds when the project bounds them.
+type claimChoice struct {
+	it     *index.Item
+	reason string
+	own    index.Lease
+	ownErr error
+	held   []index.Lease
+}
+
+// readChoice reads the task a claim by s chooses (ref, or the next ready
+// one), with its lease and the session's. The choice and the checks read
+// on the writer's connection, whose cache the claims before this one kept
+// warm (index.DB.Read). e.mu must be held.
+func (e *Engine) readChoice(ctx context.Context, s index.Session, ref *queue.Ref, elsewhere map[string]Holder) (claimChoice, error) {
+	var c claimChoice
+	err := e.p.DB.Read(ctx, func(tx *index.Tx) error {
+		if ref == nil {
+			id, reason, err := e.chooseNext(tx, elsewhere)
+			if err != nil || id == "" {
+				c.reason = reason
+				return err
+			}
+			ref = &queue.Ref{ID: id}
+		}
+		var err error
+		if c.it, err = tx.Get(*ref); err != nil {
+			return err
+		}
+		c.own, c.ownErr = tx.LeaseOf(c.it.ID)
+		if e.Config().MaxPerSession() > 0 {
+			c.held, _ = tx.LeasesOf(s.ID) // a failed count leaves the claim to the grant's own checks
+		}
+		return nil
+	})
+	return c, err
+}
+
+// chooseNext is the id of the next ready task no claim under way has
+// chosen and no other worktree holds, or "" and why nothing is ready.
+func (e *Engine) chooseNext(tx *index.Tx, elsewhere map[string]Holder) (id, reason string, err error) {
+	id, err = e.nextReady(tx, elsewhere)
+	if err != nil || id != "" {
+		return id, "", err
+	}
+	// Nothing is ready: Next says why.
+	row, rd, err := tx.Next()
+	if err != nil {
+		return "", "", err
+	}
+	if row == nil {
+		return "", rd.String(), nil
+	}
+	if h, heldElsewhere := elsewhere[row.ID]; heldElsewhere {
+		return "", fmt.Sprintf("nothing is ready here: the ready tasks are held or being claimed in other worktrees of the repository (%s in %s)", row.Key, h.Worktree), nil
+	}
+	if e.chosen(row.ID) {
+		return "", "nothing is ready: the ready tasks are being claimed by others", nil
+	}
+	return row.ID, "", nil
+}
+
+// unclaimable refuses a claim of a task whose file is missing, or that is
+// blocked (unless forced).
+func unclaimable(it *index.Item, force bool) error {
+	if it.State == index.StateMissing {
+		return refuse(ErrMissing, "missing", "%s is missing and cannot be claimed: %s; claim another task", it.Key, it.Error)
+	}
+	if len(it.BlockedBy) > 0 && !force {
+		return refuse(ErrBlocked, "blocked", "%s is blocked by %s: claim it with force, or claim another",
+			it.Key, strings.Join(it.BlockedBy, ", "))
+	}
+	return nil
+}
+
+// grantRefusal makes the checks of the grant, in its order, before a temp
+// file is written for nothing: the session's count of the leases it holds
+// now (its claims under way are counted again in the batch, commit.go),
+// then whether another holds the task.
+func (e *Engine) grantRefusal(ctx context.Context, c claimChoice) error {
+	if refusal := e.atLimit(func(ref queue.Ref) (*index.Item, error) { return e.p.DB.Get(ctx, ref) }, c.held); refusal != nil {
+		return refusal
+	}
+	if c.ownErr == nil {
+		return fmt.Errorf("%w: %s holds it", index.ErrHeld, c.own.Holder)
+	}
+	return nil
+}
+
+// claimEntry is the audit entry of a claim by s of task id.
+func claimEntry(s index.Session, id, outcome, detail string) index.AuditEntry {
+	return index.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "claim",
+		TaskID: id, Outcome: outcome, Detail: detail}
+}
+
+// claimedMeanwhile looks the lease of task id up again for a claim by s
+// whose file could not be prepared. When the task is held now, ok is true
+// and the claim's answer is the holder's own lease (got) or a refusal as
+// held naming the holder (held); otherwise the claim's own error stands.
+func (e *Engine) claimedMeanwhile(ctx context.Context, s index.Session, id string) (got Claimed, held error, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.p == nil {
+		return Claimed{}, nil, false
+	}
+	var l index.Lease
+	var it *index.Item
+	err := e.p.DB.Read(ctx, func(tx *index.Tx) (err error) {
+		if l, err = tx.LeaseOf(id); err != nil {
+			return err
+		}
+		it, err = tx.Get(queue.Ref{ID: id})
+		return err
+	})
+	if err != nil {
+		return Claimed{}, nil, false
+	}
+	if l.SessionID != s.ID {
+		return Claimed{}, fmt.Errorf("%w: %s holds it", index.ErrHeld, l.Holder), true
+	}
+	e.Audit(ctx, claimEntry(s, id, "ok", fmt.Sprintf("already held, epoch %d", l.Epoch)))
+	return Claimed{Task: &it.Row, Epoch: l.Epoch}, nil, true
+}
+
+// nextMark is where the last claim-next's walk of the queue found its
+// task (index.Mark), with the DB's count of writes and the data version
+// then: while those are the same, or only claims were written since
+// (runBatch), no task before the mark has become ready. e.mu guards it.
+type nextMark struct {
+	mark    index.Mark
+	writes  uint64
+	version int64
+}
+
+// nextReady finds the task claim-next hands out (index.Tx.NextReadyFrom),
+// walking from where the last claim-next found its task when nothing but
+// claims was written since; e.mu must be held, and tx be a DB.Read.
+func (e *Engine) nextReady(tx *index.Tx, elsewhere map[string]Holder) (string, error) {
+	writes := e.p.DB.Writes()
+	version, err := tx.DataVersion()
+	if err != nil {
+		return "", err
+	}
+	from := index.Mark{}
+	if e.nextMark.writes == writes && e.nextMark.version == version && len(elsewhere) == 0 {
+		// (A task another worktree holds may be freed there without a
+		// write here: with any held elsewhere, the walk starts over.)
+		from = e.nextMark.mark
+	}
+	skip := e.chosen
+	if len(elsewhere) > 0 {
+		skip = func(id string) bool {
+			_, held := elsewhere[id]
+			return held || e.chosen(id)
+		}
+	}
+	id, mark, err := tx.NextReadyFrom(from, skip)
+	if err == nil && id == "" && from != (index.Mark{}) {
+		// Nothing from the mark on: the whole queue is walked before
+		// saying so.
+		id, mark, err = tx.NextReadyFrom(index.Mark{}, skip)
+	}
+	if err != nil {
+		e.nextMark = nextMark{}
+		return "", err
+	}
+	e.nextMark = nextMark{mark: mark, writes: writes, version: version}
+	return id, nil
+}
+
+// chosenIDs lists the tasks that claims under way have chosen.
+func (e *Engine) chosenIDs() []string {
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock()
+	ids := make([]string, 0, len(e.claiming))
+	for id := range e.claiming {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// chosen reports whether a claim under way has chosen task id.
+func (e *Engine) chosen(id string) bool {
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock()
+	_, ok := e.claiming[id]
+	return ok
+}
+
+// claimDone ends the claim under way of task id, made or refused.
+func (e *Engine) claimDone(id string) {
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock()
+	if e.claiming[id]--; e.claiming[id] <= 0 {
+		delete(e.claiming, id)
+	}
+}
+
+// atLimit refuses a claim by a session that holds the leases held, as many
+// tasks as the project allows one session (claim.max_per_session, 1 unless
+// set), naming what it holds (read through get) and the calls that free
+// it. The count that decides is made in the claim's batch, after every
+// grant before it (Claim).
+func (e *Engine) atLimit(get func(queue.Ref) (*index.Item, error), held []index.Lease) *Error {
+	limit := e.Config().MaxPerSession()
+	if limit == 0 || len(held) < limit {
+		return nil
+	}
+	var names []string
+	first, title := "", ""
+	verifying := 0
+	for _, l := range held {
+		name := l.TaskID
+		if it, err := get(queue.Ref{ID: l.TaskID}); err == nil {
+			name = it.Key
+			if first == "" {
+				first, title = it.Key, it.Title
+			}
+			if it.Status == queue.StatusVerifying {
+				verifying++
+				name += " (verifying)"
+			}
+		}
+		names = append(names, name)
+	}
+	if first == "" {
+		first = held[0].TaskID
+	}
+	k := strconv.Quote(first)
+	what := fmt.Sprintf("you already hold %s %q: an agent works on one task at a time.", names[0], title)
+	if limit > 1 {
+		what = fmt.Sprintf("you already hold %d tasks (%s), the most this project lets one agent hold at once.",
+			len(held), strings.Join(names, ", "))
+	}
+	it := "it"
+	if limit > 1 {
+		it = "one"
+	}
+	how := fmt.Sprintf(" Finish %s with snag_resolve {\"id\": %s}, or give it back with snag_release {\"id\": %s, \"reason\": \"...\"}; then claim again", it, k, k)
+	if verifying == len(held) {
+		how = fmt.Sprintf(" Its check is running: call snag_get {\"id\": %s} for the outcome (a pass frees you to claim; a failure gives it back to you to fix), or snag_release it with a reason", k)
+	}
+	return &Error{Kind: ErrHolding, Code: "holding", Message: what + how}
+}

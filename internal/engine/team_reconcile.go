@@ -1,0 +1,286 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/snagdev/snag/internal/coord"
+	"github.com/snagdev/snag/internal/index"
+	"github.com/snagdev/snag/internal/queue"
+)
+
+// teamReconcileSessions ends in the store this clone's sessions that
+// snag.db no longer has live: they ended here while their end was waiting
+// in the outbox when snagd stopped, and would otherwise stay live in the
+// store for as long as this clone does, keeping their names from every
+// other agent of the workspace. The store's list is read first: a
+// session registered meanwhile is in snag.db before it is in the store,
+// so it is never taken for an ended one. It returns the sessions live
+// here, and whether the store answered.
+func (e *Engine) teamReconcileSessions(ctx context.Context) (map[int64]bool, bool) {
+	t := e.team
+	shared, err := t.s.LiveSessions(ctx)
+	if err != nil {
+		e.log.Warn("reconcile the sessions with the coordination store: will try again", "err", err)
+		return nil, false
+	}
+	local, err := e.p.DB.LiveSessions(ctx)
+	if err != nil {
+		e.log.Warn("reconcile the sessions with the coordination store: will try again", "err", err)
+		return nil, false
+	}
+	live := make(map[int64]bool, len(local))
+	for _, s := range local {
+		live[s.ID] = true
+	}
+	for _, id := range shared {
+		if live[id] {
+			continue
+		}
+		const why = "reconcile: the session had ended here before snagd stopped, and the store had not heard"
+		freed, err := t.s.EndSession(ctx, id, why)
+		if err != nil {
+			e.log.Warn("reconcile the sessions with the coordination store: will try again", "err", err)
+			return nil, false
+		}
+		e.Audit(ctx, index.AuditEntry{SessionID: id, Actor: queue.System, Action: "reconcile", Outcome: "ok",
+			Detail: fmt.Sprintf("%s (%d leases freed there)", why, len(freed))})
+	}
+	return live, true
+}
+
+// teamReconcile makes this clone's leases in snag.db and in the store
+// agree, at the start and after a rejoin. A lease snag.db holds is kept
+// when the store has it for this clone at the same epoch, and taken back
+// at that epoch when the store has it free and no grant went past it
+// (the agent's epoch stays good); otherwise another clone holds it or
+// resolved it, and it is released here. A lease the store has for this
+// clone that snag.db does not hold (snagd stopped between the grant and
+// the file's rewrite) is ended in the store. The audit says which.
+//
+// When the store or snag.db does not answer, the reconcile stops where it
+// is and is tried again.
+func (e *Engine) teamReconcile(ctx context.Context) {
+	t := e.team
+	clone := t.s.Clone()
+	live, ok := e.teamReconcileSessions(ctx)
+	if !ok {
+		return
+	}
+	var n reconcileTally
+	err := e.teamReconcileLeases(ctx, live, &n)
+	if err != nil {
+		e.log.Warn("reconcile the leases with the coordination store: will try again", "err", err)
+		return
+	}
+	if t.s.Clone() != clone {
+		// Joined again as a new clone meanwhile: the new one is
+		// reconciled anew.
+		t.askReconcile()
+		return
+	}
+	t.reconciled.Store(true)
+	e.progress.reconciles.Add(1)
+	t.started.Store(true)
+	if n.kept+n.taken+n.released+n.ended > 0 {
+		e.log.Info("leases reconciled with the coordination store", "kept", n.kept, "taken_back", n.taken, "released", n.released, "grants_ended", n.ended)
+	}
+	if n.released > 0 {
+		e.hub.Publish("lease", map[string]any{"reconciled": true, "released": n.released})
+	}
+}
+
+// reconcileTally counts what a team reconcile did with the leases.
+type reconcileTally struct {
+	kept, taken, released, ended int
+}
+
+// teamReconcileLeases makes the leases agree: snag.db's first, then the
+// store's grants that snag.db does not hold, then the leases that ended
+// here lately with their task finished. It stops at the first error from
+// the store or snag.db.
+func (e *Engine) teamReconcileLeases(ctx context.Context, live map[int64]bool, n *reconcileTally) error {
+	mine, err := e.team.s.Mine(ctx)
+	if err != nil {
+		return err
+	}
+	local, err := e.p.DB.Leases(ctx)
+	if err != nil {
+		return err
+	}
+	shared := make(map[string]coord.Lease, len(mine))
+	for _, l := range mine {
+		shared[l.TaskID] = l
+	}
+	for _, l := range local {
+		if err := e.teamReconcileLease(ctx, l, shared, live, n); err != nil {
+			return err
+		}
+	}
+	for _, id := range e.chosenIDs() {
+		delete(shared, id) // a claim under way: its grant is being mirrored now
+	}
+	if err := e.teamEndUnheldGrants(ctx, shared, n); err != nil {
+		return err
+	}
+	return e.teamMarkFinished(ctx, n)
+}
+
+// teamReconcileLease makes one lease snag.db holds agree with the store's
+// grants (shared, by task), taking out of shared the grant it settles.
+func (e *Engine) teamReconcileLease(ctx context.Context, l index.Lease, shared map[string]coord.Lease, live map[int64]bool, n *reconcileTally) error {
+	if l.Detached || l.SessionID == 0 {
+		// Derived from a file that says claimed (one git brought from
+		// another clone, or one a rebuilt index read). When the store
+		// granted it to a live session here of the name the file
+		// says, that session claimed it and snagd stopped between the
+		// file's rewrite and its own row: the lease is that session's
+		// again. Otherwise no agent of this clone holds it, so it is
+		// nothing to take or give back here.
+		if m, ok := shared[l.TaskID]; ok && m.Session != 0 && live[m.Session] && m.Holder == l.Holder {
+			if err := e.teamAttach(ctx, l, m, n); err != nil {
+				return err
+			}
+		}
+		delete(shared, l.TaskID)
+		return nil
+	}
+	if !live[l.SessionID] {
+		// Its holder ended here, and snagd stopped before it had
+		// released all its tasks: the task goes back to the queue, and
+		// the store's lease, freed with the session above, stays so.
+		delete(shared, l.TaskID)
+		n.released++
+		e.releaseReconciled(ctx, l, "reconcile: holder gone before snagd stopped", "release a gone session's task")
+		return nil
+	}
+	if m, ok := shared[l.TaskID]; ok && m.Epoch == l.Epoch {
+		delete(shared, l.TaskID)
+		n.kept++
+		if m.Session != l.SessionID && l.SessionID != 0 {
+			e.team.queue(teamOp{adopt: &l})
+		}
+		return nil
+	}
+	return e.teamTakeBack(ctx, l, n)
+}
+
+// teamAttach gives a lease derived from a claimed file back to the live
+// session the store granted it to (m).
+func (e *Engine) teamAttach(ctx context.Context, l index.Lease, m coord.Lease, n *reconcileTally) error {
+	var attached bool
+	err := e.p.DB.Update(ctx, func(tx *index.Tx) error {
+		var err error
+		attached, err = tx.Attach(l.TaskID, m.Session, m.Epoch)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if attached {
+		n.kept++
+		e.Audit(ctx, index.AuditEntry{SessionID: m.Session, Actor: queue.System, Agent: m.Holder, Action: "reconcile", TaskID: l.TaskID,
+			Outcome: "ok", Detail: fmt.Sprintf("the claim's file was rewritten before snagd stopped: the lease is %s's again, at epoch %d", m.Holder, m.Epoch)})
+	}
+	return nil
+}
+
+// teamTakeBack takes a lease snag.db holds back in the store at its epoch,
+// when the store has it free and no grant went past it; otherwise another
+// clone has the task, and it is released here. Only a store that does not
+// answer (or ended this clone) is an error.
+func (e *Engine) teamTakeBack(ctx context.Context, l index.Lease, n *reconcileTally) error {
+	key := l.TaskID
+	if it, err := e.p.DB.Get(ctx, queue.Ref{ID: l.TaskID}); err == nil {
+		key = it.Key
+	}
+	_, err := e.team.s.GrantAt(ctx, l.TaskID, key, coord.Session{ID: l.SessionID, Name: l.Holder}, l.Epoch)
+	switch {
+	case err == nil:
+		n.taken++
+		e.Audit(ctx, index.AuditEntry{Actor: queue.System, Agent: l.Holder, Action: "reconcile", TaskID: l.TaskID, Outcome: "ok",
+			Detail: fmt.Sprintf("the shared lease was free: taken back for %s at epoch %d", l.Holder, l.Epoch)})
+	case errors.Is(err, coord.ErrUnreachable), errors.Is(err, coord.ErrCloneEnded):
+		return err
+	default:
+		n.released++
+		e.releaseReconciled(ctx, l, "reconcile: "+e.teamErr(err).Error(), "release a lease another clone has")
+	}
+	return nil
+}
+
+// releaseReconciled gives a lease's task back to the queue here, logging
+// (as failed) what failed.
+func (e *Engine) releaseReconciled(ctx context.Context, l index.Lease, why, failed string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.p == nil {
+		return
+	}
+	if err := e.releaseLocked(ctx, l.TaskID, queue.System, l.Holder, why); err != nil {
+		e.log.Error(failed, "task", l.TaskID, "err", err)
+	}
+}
+
+// teamEndUnheldGrants ends in the store the grants snag.db does not hold.
+func (e *Engine) teamEndUnheldGrants(ctx context.Context, shared map[string]coord.Lease, n *reconcileTally) error {
+	for _, m := range shared {
+		// The store has a grant that snag.db does not: snagd stopped
+		// between the grant and the file's rewrite, or between the end of
+		// its lease here and telling the store. The task's status here
+		// says which way it ends: done when its work was resolved here.
+		state := e.endState(ctx, m.TaskID)
+		why := "reconcile: the grant's file was never rewritten here (snagd stopped between the two): the grant ended"
+		if state == coord.Done {
+			why = "reconcile: the lease ended here (the task is " + e.statusOf(ctx, m.TaskID) + ") before snagd stopped, and the store had not heard: it is done"
+		}
+		if err := e.team.s.End(ctx, m.TaskID, m.Epoch, state, why); err != nil && !errors.Is(err, coord.ErrStale) {
+			return err
+		}
+		n.ended++
+		e.Audit(ctx, index.AuditEntry{Actor: queue.System, Agent: m.Holder, Action: "reconcile", TaskID: m.TaskID, Outcome: "ok", Detail: why})
+	}
+	return nil
+}
+
+// teamMarkFinished marks done in the store the leases that ended here
+// lately with their task finished. Such a lease may be one the store never
+// heard end (snagd stopped after the commit, before it told the store),
+// and that the others' sweep has freed since: it is marked done there,
+// unless a grant went past it. Leases snag.db cannot list are left for
+// the next reconcile.
+func (e *Engine) teamMarkFinished(ctx context.Context, n *reconcileTally) error {
+	recent, err := e.p.DB.EndedLeases(ctx, time.Now().Add(-recentEnds))
+	if err != nil {
+		return nil
+	}
+	for _, l := range recent {
+		if e.endState(ctx, l.TaskID) != coord.Done {
+			continue
+		}
+		why := "reconcile: the task was finished here (" + e.statusOf(ctx, l.TaskID) + ") before snagd stopped, and the store had not heard"
+		changed, err := e.team.s.MarkDone(ctx, l.TaskID, l.Epoch, why)
+		if err != nil {
+			return err
+		}
+		if changed {
+			n.ended++
+			e.Audit(ctx, index.AuditEntry{Actor: queue.System, Agent: l.Holder, Action: "reconcile", TaskID: l.TaskID, Outcome: "ok", Detail: why})
+		}
+	}
+	return nil
+}
+
+// recentEnds is how far back a start's reconcile looks for leases that
+// ended here with their task finished.
+const recentEnds = 24 * time.Hour
+
+// statusOf is task id's status here, or "gone".
+func (e *Engine) statusOf(ctx context.Context, id string) string {
+	if it, err := e.p.DB.Get(ctx, queue.Ref{ID: id}); err == nil {
+		return string(it.Status)
+	}
+	return "gone"
+}
