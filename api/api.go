@@ -65,6 +65,30 @@ type Health struct {
 	// Proof is the hex HMAC-SHA256 of the query's nonce under the token,
 	// when GET /health?nonce=... asked for one.
 	Proof string `json:"proof,omitempty"`
+	// Progress counts the background work of the worktree's engine, when
+	// GET /health?progress=1 asked for it, once Ready.
+	Progress *Progress `json:"progress,omitempty"`
+}
+
+// Progress counts the background work snagd has done for a worktree since
+// it opened; each count only grows. A test reads it before it acts and
+// waits until a count has passed what it read (two more sweeps: sweeps
+// at least 2 more), instead of sleeping for as long as the work takes.
+type Progress struct {
+	// Sweeps counts the sweeps of the sessions whose process is gone.
+	Sweeps int64 `json:"sweeps"`
+	// Batches counts the watcher's batches of changed files applied.
+	Batches int64 `json:"batches"`
+	// SettlesDue counts the second looks made due at files that read as
+	// missing or broken (an editor at work).
+	SettlesDue int64 `json:"settles_due"`
+	// Settles counts the second looks taken, once the file had time to
+	// settle, or called off: none is pending when Settles has caught up
+	// with SettlesDue.
+	Settles int64 `json:"settles"`
+	// Reconciles counts the completed reconciles of the leases with the
+	// team's coordination store (at the start, and after a rejoin).
+	Reconciles int64 `json:"reconciles"`
 }
 
 // Counts is snag.Counts: are the number of task rows in the index, and of

@@ -412,7 +412,7 @@ func findType(name string) reflect.Type {
 
 // allTypes holds a value of every struct type of the api package.
 var allTypes = []any{
-	api.Health{}, api.Counts{}, api.Task{}, api.TaskList{}, api.TaskDetail{}, api.Hit{}, api.SearchResult{},
+	api.Health{}, api.Counts{}, api.Progress{}, api.Task{}, api.TaskList{}, api.TaskDetail{}, api.Hit{}, api.SearchResult{},
 	api.AddRequest{}, api.Added{}, api.MoveRequest{}, api.Moved{}, api.EditRequest{}, api.Edited{}, api.ClaimRequest{}, api.Claim{},
 	api.LeaseRequest{}, api.Released{}, api.VerifyRequest{}, api.VerifyPlan{}, api.Resolved{}, api.VerifyState{},
 	api.VerifyRun{}, api.Registration{}, api.Session{}, api.Activity{}, api.LiveSession{}, api.Lease{},

@@ -40,7 +40,7 @@ type Route struct {
 // them. snagd's route table must serve exactly these (a test checks it).
 var Routes = []Route{
 	{Method: "GET", Path: "/health", Who: Anyone, Answer: Health{}, Status: 200,
-		Doc: "Who is serving: the project, the version, whether the first read of the files is done. ?nonce=X adds the proof."},
+		Doc: "Who is serving: the project, the version, whether the first read of the files is done. ?nonce=X adds the proof; ?progress=1 adds the counts of background work done (sweeps, batches, second looks), which tests wait on."},
 	{Method: "GET", Path: "/favicon.ico", Who: Anyone, Status: 204,
 		Doc: "Nothing: what a browser asks for on its own, on every page of the board, answered without the token."},
 	{Method: "GET", Path: "/tasks", Who: Token, Query: ListQuery{}, Answer: TaskList{}, Status: 200,

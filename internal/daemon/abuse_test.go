@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	snagd "github.com/snagdev/snag/internal/daemon"
 )
 
 // rssKiB reads a process's resident set size, in KiB, from /proc.
@@ -197,7 +199,7 @@ func TestX10_HugeBody(t *testing.T) {
 // the cut took is logged, not asserted.
 func TestX10_SlowHeaders(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, sampleProject(t), "")
+	d := startInProcess(t, sampleProject(t), "", snagd.Options{})
 	const clients = 10
 	w := watchHealth(d)
 	var wg sync.WaitGroup

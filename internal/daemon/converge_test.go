@@ -22,16 +22,19 @@ import (
 
 const sampleName = "SNAG-11 - Login form clears the email after a wrong password.md"
 
-// leasedSample starts snagd on a copy of the sample project and an agent
-// that claims SNAG-11.
-func leasedSample(t *testing.T, flags ...string) (d *daemon, iv *invariants, a *agent, id string, epoch int64) {
+// leasedSample starts snagd in process on a copy of the sample project and
+// an agent that claims SNAG-11, and waits until the watcher's batch of the
+// claim's own write has been applied.
+func leasedSample(t *testing.T, opts snagd.Options) (d *daemon, iv *invariants, a *agent, id string, epoch int64) {
 	t.Helper()
-	d = startDaemon(t, sampleProject(t), "", flags...)
+	d = startInProcess(t, sampleProject(t), "", opts)
 	iv = newInvariants(t, d)
 	a = startAgent(t, d, "")
+	before := d.progress().Batches
 	_, epoch = a.claim("SNAG-11")
 	id = d.taskID("SNAG-11")
 	iv.sawEpoch(id, epoch)
+	d.waitProgress("the batch of the claim's write", before+1, batches)
 	return d, iv, a, id, epoch
 }
 
@@ -128,11 +131,15 @@ func leaseOf(leases []leaseView, id string) (leaseView, bool) {
 // gone, broken or released, no dropping is indexed, the lease and its epoch
 // stay, and the next save is seen too.
 func editorSaveOfALeasedTask(t *testing.T, ed editor) {
-	d, iv, a, id, epoch := leasedSample(t, "--settle", editorSettle.String())
+	// Not parallel: a save's steps are editorPause apart, 20 ms more than
+	// the watcher's quiet time, and a busy process can let a step's
+	// batch fold into the next (a half file that reads well is then
+	// indexed as an update of its own).
+	d, iv, a, id, epoch := leasedSample(t, snagd.Options{Settle: editorSettle})
 	events := d.record()
 	p := filepath.Join(d.root, ".snag", "tasks", sampleName)
 	rel := path.Join("tasks", sampleName)
-	time.Sleep(300 * time.Millisecond) // let the claim's own write pass, unseen
+	// leasedSample waited for the claim's own write to pass, unseen.
 	if evs := events.all(about(rel)); len(evs) > 0 {
 		t.Errorf("snagd reindexed its own claim write: %+v", evs)
 	}
@@ -153,9 +160,9 @@ func editorSaveOfALeasedTask(t *testing.T, ed editor) {
 		return strings.Contains(b, line)
 	})
 	t.Logf("%s save indexed %s after the save began", ed.name, time.Since(start).Round(time.Millisecond))
-	// A second look at a state the save went through would be due by now
-	// (the settle time after the save's last step, and the watcher's batch).
-	time.Sleep(time.Until(saved.Add(editorSettle + 500*time.Millisecond)))
+	// A second look at a state the save went through has been taken.
+	d.waitSettled()
+	t.Logf("no second look pending %s after the save's last step", time.Since(saved).Round(time.Millisecond))
 	pl.end(t, "a "+ed.name+" save")
 
 	evs := events.all(nil)
@@ -221,7 +228,7 @@ func TestW4_AtomicRenameSaveOfALeasedTask(t *testing.T) { editorSaveOfALeasedTas
 // in, it has the same lease.
 func TestW6_Rename(t *testing.T) {
 	t.Parallel()
-	d, iv, a, id, epoch := leasedSample(t)
+	d, iv, a, id, epoch := leasedSample(t, snagd.Options{})
 	tasks := filepath.Join(d.root, ".snag", "tasks")
 	renamed := "SNAG-11 - Login form forgets the email.md"
 
@@ -232,7 +239,7 @@ func TestW6_Rename(t *testing.T) {
 		return err == nil && slices.ContainsFunc(rows, func(r apiRow) bool { return r.Path == "tasks/"+renamed && !r.Dup }) &&
 			!slices.ContainsFunc(rows, func(r apiRow) bool { return r.Path == "tasks/"+sampleName })
 	})
-	time.Sleep(2 * snagd.DefaultSettle) // past a second look at the old name
+	d.waitSettled() // past a second look at the old name
 	pl.end(t, "a rename within tasks/")
 	if l, ok := leaseOf(iv.observe(), id); !ok || l.Epoch != epoch || l.Holder != a.Name {
 		t.Errorf("lease after the rename: %+v (held %v); want epoch %d", l, ok, epoch)
@@ -246,7 +253,7 @@ func TestW6_Rename(t *testing.T) {
 		var v taskView
 		return d.get("/tasks/SNAG-11", &v) == http.StatusOK && v.Row.State == "missing"
 	})
-	time.Sleep(3 * snagd.DefaultSettle) // the settle time and a reconcile, twice over
+	d.waitSettled() // the second look that found it missing, and its reconcile
 	// Every surface shows it missing, with its holder.
 	if v := d.task("SNAG-11"); v.Row.State != "missing" || v.Row.Status != "claimed" || v.Row.Assignee != a.Name {
 		t.Errorf("GET /tasks/SNAG-11 with the file moved out: %+v; want missing, claimed by %s", v.Row, a.Name)
@@ -297,10 +304,9 @@ func TestW6_Rename(t *testing.T) {
 // the lease stays.
 func TestW7_DeleteAndRecreate(t *testing.T) {
 	t.Parallel()
-	d, iv, a, id, epoch := leasedSample(t)
+	d, iv, a, id, epoch := leasedSample(t, snagd.Options{})
 	events := d.record()
 	p := filepath.Join(d.root, ".snag", "tasks", sampleName)
-	time.Sleep(300 * time.Millisecond)
 	events.reset()
 	pl := d.poll("SNAG-11", claimedBy(a.Name))
 	for i := range 3 {
@@ -313,7 +319,7 @@ func TestW7_DeleteAndRecreate(t *testing.T) {
 		iv.personAdded(id, line)
 		eventually(t, "the recreated file", func() bool { b, _ := d.body("SNAG-11"); return strings.Contains(b, line) })
 	}
-	time.Sleep(2 * snagd.DefaultSettle) // past a second look at a file seen gone
+	d.waitSettled() // past a second look at a file seen gone
 	pl.end(t, "deletes and recreations")
 	for _, e := range events.all(nil) {
 		if e.Data["removed"] == true || e.Data["added"] == true || e.Type == "lease" || e.Type == "problem" {
@@ -330,7 +336,7 @@ func TestW7_DeleteAndRecreate(t *testing.T) {
 // once, a rename into place, and snagd does not reindex its own write.
 func TestW12_OneWritePerClaim(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, sampleProject(t), "")
+	d := startInProcess(t, sampleProject(t), "", snagd.Options{})
 	iv := newInvariants(t, d)
 	a := startAgent(t, d, "")
 	events := d.record()
@@ -359,6 +365,7 @@ func TestW12_OneWritePerClaim(t *testing.T) {
 		seen = nil
 		mu.Unlock()
 		events.reset()
+		before := d.progress().Batches
 		if step == "claim" {
 			_, epoch = a.claim("SNAG-11")
 			iv.sawEpoch(d.taskID("SNAG-11"), epoch)
@@ -366,7 +373,8 @@ func TestW12_OneWritePerClaim(t *testing.T) {
 			t.Fatalf("release: %s", ans)
 		}
 		fi1, _ := os.Stat(filepath.Join(tasks, sampleName))
-		time.Sleep(3 * snagd.DefaultSettle) // the watcher's batch, the settle time, and more
+		d.waitProgress("the batch of the "+step+"'s write", before+1, batches)
+		d.waitSettled()
 		fi2, _ := os.Stat(filepath.Join(tasks, sampleName))
 		if !os.SameFile(fi1, fi2) || !fi1.ModTime().Equal(fi2.ModTime()) {
 			t.Errorf("%s: the file was written again after the answer", step)
@@ -406,7 +414,7 @@ func TestW12_OneWritePerClaim(t *testing.T) {
 // one brings the other back.
 func TestW15_DuplicateIDs(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, manyClaims(t, sampleProject(t)), "")
+	d := startInProcess(t, manyClaims(t, sampleProject(t)), "", snagd.Options{})
 	iv := newInvariants(t, d)
 	a := startAgent(t, d, "")
 	tasks := filepath.Join(d.root, ".snag", "tasks")

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	snagd "github.com/snagdev/snag/internal/daemon"
 )
 
 const samplePath = ".snag/tasks/SNAG-11 - Login form clears the email after a wrong password.md"
@@ -46,7 +48,7 @@ func TestHealthAndProof(t *testing.T) {
 // another free port of 127.0.0.1, where clients find it through its files.
 func TestX1_LoopbackOnly(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, sampleProject(t), "")
+	d := startInProcess(t, sampleProject(t), "", snagd.Options{})
 	if _, err := net.DialTimeout("tcp", "[::1]:"+strconv.Itoa(d.port), time.Second); err == nil {
 		t.Error("snagd answers on [::1] too; want 127.0.0.1 only")
 	}
@@ -103,7 +105,7 @@ func localAddrs(t *testing.T) []string {
 // Origin are refused; a loopback host without Origin is accepted.
 func TestX2_DNSRebinding(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, sampleProject(t), "")
+	d := startInProcess(t, sampleProject(t), "", snagd.Options{})
 	port := strconv.Itoa(d.port)
 	cases := []struct {
 		host, origin string
@@ -163,7 +165,7 @@ func TestX2_DNSRebinding(t *testing.T) {
 func TestX4_UnauthorizedIsNotOAuth(t *testing.T) {
 	t.Parallel()
 	home := filepath.Join(t.TempDir(), "elsewhere")
-	d := startDaemon(t, sampleProject(t), home)
+	d := startInProcess(t, sampleProject(t), home, snagd.Options{})
 	tokenFile := filepath.Join(home, "token")
 	for _, c := range []struct{ name, auth, wantErr string }{
 		{"no token", "", ""},
@@ -206,7 +208,7 @@ func TestX4_UnauthorizedIsNotOAuth(t *testing.T) {
 func TestX3_NoSimpleRequestWrites(t *testing.T) {
 	t.Parallel()
 	root := sampleProject(t)
-	d := startDaemon(t, root, "")
+	d := startInProcess(t, root, "", snagd.Options{})
 	before, _ := os.ReadFile(filepath.Join(root, samplePath))
 	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""} {
 		req := mustReq(t, "POST", d.url("/tasks/SNAG-11/cancel"), strings.NewReader(`{}`))
@@ -234,7 +236,7 @@ func TestX3_NoSimpleRequestWrites(t *testing.T) {
 // token never appears in the daemon's log.
 func TestX4_Tokens(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, sampleProject(t), "")
+	d := startInProcess(t, sampleProject(t), "", snagd.Options{})
 	tok := d.token
 	cases := map[string]func(r *http.Request){
 		"none":          func(r *http.Request) {},
@@ -267,8 +269,7 @@ func TestX4_Tokens(t *testing.T) {
 	if fav.StatusCode != http.StatusNoContent {
 		t.Errorf("GET /favicon.ico without a token: %d; want 204", fav.StatusCode)
 	}
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	<-d.done
+	d.terminate()
 	if strings.Contains(d.log.String(), tok) {
 		t.Error("the token appears in snagd's log")
 	}
@@ -358,7 +359,7 @@ func TestHandEditIsSeen(t *testing.T) {
 func TestW4_VSCodeTornWrite(t *testing.T) {
 	t.Parallel()
 	root := sampleProject(t)
-	d := startDaemon(t, root, "", "--settle", editorSettle.String())
+	d := startInProcess(t, root, "", snagd.Options{Settle: editorSettle})
 	p := filepath.Join(root, samplePath)
 	raw, _ := os.ReadFile(p)
 	next := bytes.Replace(raw, []byte("severity: medium"), []byte("severity: high"), 1)

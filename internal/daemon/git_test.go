@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	snagd "github.com/snagdev/snag/internal/daemon"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/watch"
 )
 
 // needGit skips a test without git, except in CI, where it fails.
@@ -121,7 +123,7 @@ func gitCheckoutScenario(t *testing.T, differing, rounds int) {
 	}
 	git(t, root, "checkout", "-q", "a")
 
-	d := startDaemon(t, root, "")
+	d := startInProcess(t, root, "", snagd.Options{})
 	iv := newInvariants(t, d)
 	a := startAgent(t, d, "")
 	held := map[string]int64{}
@@ -246,7 +248,7 @@ func TestW14_MergeConflict(t *testing.T) {
 	retitle("Login form loses the email on a wrong password")
 	git(t, root, "commit", "-q", "-am", "ours")
 
-	d := startDaemon(t, root, "")
+	d := startInProcess(t, root, "", snagd.Options{})
 	iv := newInvariants(t, d)
 	a := startAgent(t, d, "")
 	out := git(t, root, "merge", "theirs")
@@ -284,7 +286,7 @@ func TestW14_MergeConflict(t *testing.T) {
 		}
 	}
 	iv.observe()
-	time.Sleep(500 * time.Millisecond)
+	d.waitSettled() // the second looks at the conflicted file, which never rewrite it
 	if now, _ := os.ReadFile(p); string(now) != string(conflicted) {
 		t.Errorf("the conflicted file was rewritten:\n%s", now)
 	}
@@ -306,10 +308,10 @@ func TestW14_MergeConflict(t *testing.T) {
 
 // TestW16_DroppedEventCaughtByRescan: a change that makes no event (written
 // through a hard link outside the watched folders) is found by the periodic
-// rescan, shortened here through SNAG_RESCAN.
+// rescan, shortened here to a second.
 func TestW16_DroppedEventCaughtByRescan(t *testing.T) {
-	t.Setenv("SNAG_RESCAN", "1s")
-	d := startDaemon(t, sampleProject(t), "")
+	t.Parallel()
+	d := startInProcess(t, sampleProject(t), "", snagd.Options{Watch: watch.Options{Rescan: time.Second}})
 	iv := newInvariants(t, d)
 	events := d.record()
 	p := filepath.Join(d.root, ".snag", "tasks", sampleName)
@@ -323,8 +325,7 @@ func TestW16_DroppedEventCaughtByRescan(t *testing.T) {
 	}
 	raw, _ := os.ReadFile(p)
 	next := strings.Replace(string(raw), "severity: medium", "severity: critical", 1)
-	time.Sleep(100 * time.Millisecond)
-	events.reset()
+	events.reset() // the link changed the file's attributes alone: no batch
 	start := time.Now()
 	f, err := os.OpenFile(link, os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {

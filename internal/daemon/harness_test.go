@@ -13,9 +13,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/failpoint"
 	"github.com/snagdev/snag/internal/pgtest"
@@ -44,7 +46,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// daemon is a snagd process under test.
+// daemon is a snagd under test: a process (startDaemon, spawn), or Run
+// inside the test process (startInProcess, inproc_test.go). p and cmd are
+// a process's alone; cancel and ready an in-process one's.
 type daemon struct {
 	t     *testing.T
 	p     *snagdtest.Process
@@ -54,8 +58,33 @@ type daemon struct {
 	port  int
 	token string
 	log   *snagdtest.Buffer
-	done  chan struct{} // closed when the process has exited
+	done  chan struct{} // closed when the process has exited (Run has returned)
 	err   error         // its exit error, once done is closed
+
+	cancel context.CancelFunc // ends an in-process Run
+	ready  chan struct{}      // closed when an in-process Run is ready
+	team   bool               // in team mode (inTeamMode): ready once its leases are reconciled
+}
+
+// inProcess reports whether d runs inside the test process.
+func (d *daemon) inProcess() bool { return d.cancel != nil }
+
+// sigterm asks d to stop as SIGTERM asks snagd (an in-process Run is
+// cancelled) and returns at once; d.done closes once it has.
+func (d *daemon) sigterm() {
+	if d.inProcess() {
+		d.cancel()
+		return
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+}
+
+// pid is the process that serves d: snagd's, or the test's own.
+func (d *daemon) pid() int {
+	if d.inProcess() {
+		return os.Getpid()
+	}
+	return d.cmd.Process.Pid
 }
 
 // sampleProject copies .snag-example into a fresh root.
@@ -106,7 +135,7 @@ func spawnEnv(t *testing.T, root, home string, env []string, flags ...string) *d
 		port = freePort(t)
 	}
 	p := snagdtest.Start(t, snagdtest.Options{Bin: snagdBin, Root: root, Home: home, Port: port, Args: flags, Env: env})
-	d := &daemon{t: t, p: p, root: root, home: home, cmd: p.Cmd, port: port, log: p.Log, done: make(chan struct{})}
+	d := &daemon{t: t, p: p, root: root, home: home, cmd: p.Cmd, port: port, log: p.Log, done: make(chan struct{}), team: dsn != ""}
 	// done closes once err holds the exit error.
 	go func() { <-p.Done; d.err = p.Err; close(d.done) }()
 	if dsn != "" {
@@ -116,11 +145,20 @@ func spawnEnv(t *testing.T, root, home string, env []string, flags ...string) *d
 	return d
 }
 
-// waitReady waits for .snag/.port and a ready /health.
+// waitReady waits for .snag/.port and a ready /health; in team mode, also
+// for the start's reconcile with the coordination store, until which a
+// claim is answered 503.
 func (d *daemon) waitReady() {
 	d.t.Helper()
-	d.p.WaitReady(d.t, 20*time.Second)
-	d.port, d.token = d.p.Port, d.p.Token
+	if d.inProcess() {
+		d.waitInProcess(20 * time.Second)
+	} else {
+		d.p.WaitReady(d.t, 20*time.Second)
+		d.port, d.token = d.p.Port, d.p.Token
+	}
+	if d.team {
+		d.waitProgress("the start's reconcile with the coordination store", 1, reconciles)
+	}
 }
 
 func (d *daemon) url(path string) string { return fmt.Sprintf("http://127.0.0.1:%d%s", d.port, path) }
@@ -202,3 +240,46 @@ func (d *daemon) sse(ctx context.Context) <-chan string {
 }
 
 func jsonDecode(resp *http.Response, v any) error { return json.NewDecoder(resp.Body).Decode(v) }
+
+// progress is the daemon's count of its background work on its primary
+// worktree (GET /health?progress=1).
+func (d *daemon) progress() api.Progress {
+	d.t.Helper()
+	var h api.Health
+	d.get("/health?progress=1", &h)
+	if h.Progress == nil {
+		d.t.Fatalf("GET /health?progress=1 answered no progress (ready %v)", h.Ready)
+	}
+	return *h.Progress
+}
+
+// waitProgress waits until the count what picks from the daemon's
+// progress reaches at least n: the signal that the work it counts has run
+// (two more sweeps: sweeps >= before+2). It fails the test after a
+// generous deadline.
+func (d *daemon) waitProgress(what string, n int64, count func(api.Progress) int64) {
+	d.t.Helper()
+	eventually(d.t, fmt.Sprintf("%s to reach %d", what, n), func() bool { return count(d.progress()) >= n })
+}
+
+// waitSettled waits until no second look at a file seen missing or broken
+// is pending: every one made due has been taken or called off.
+func (d *daemon) waitSettled() {
+	d.t.Helper()
+	eventually(d.t, "no second look pending", func() bool { p := d.progress(); return p.Settles >= p.SettlesDue })
+}
+
+// waitSweepsSpan waits until so many sweeps have run since it was called
+// that at least span has passed between the first and the last: n sweeps
+// seen after a read are n-1 sweep intervals (every) apart at least.
+func (d *daemon) waitSweepsSpan(span, every time.Duration) {
+	d.t.Helper()
+	n := int64(span/every) + 2
+	d.waitProgress("sweeps", d.progress().Sweeps+n, sweeps)
+}
+
+// sweeps, batches and reconciles pick one count of a Progress,
+// for waitProgress.
+func sweeps(p api.Progress) int64     { return p.Sweeps }
+func batches(p api.Progress) int64    { return p.Batches }
+func reconciles(p api.Progress) int64 { return p.Reconciles }

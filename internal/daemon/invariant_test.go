@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -343,7 +342,7 @@ func (iv *invariants) final() {
 	iv.t.Helper()
 	iv.check()
 	d := iv.d
-	d.cmd.Process.Signal(syscall.SIGTERM)
+	d.sigterm()
 	select {
 	case <-d.done:
 		if d.err != nil {

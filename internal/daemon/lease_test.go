@@ -142,7 +142,7 @@ func TestClaimNextSkipsBlockedAndSaysWhyWhenNothingIsReady(t *testing.T) {
 // not touched. (How long it took is logged, not asserted.)
 func TestL3_KilledAgentReleases(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, sampleProject(t), "")
+	d := startInProcess(t, sampleProject(t), "", snagd.Options{})
 	a := startAgent(t, d, "")
 	b := startAgent(t, d, "")
 	a.claim("SNAG-11")
@@ -163,11 +163,11 @@ func TestL3_KilledAgentReleases(t *testing.T) {
 // release bumps the epoch, and after SIGCONT the old holder is stale.
 func TestL4_StoppedAgentKeepsItsLease(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, sampleProject(t), "")
+	d := startInProcess(t, sampleProject(t), "", snagd.Options{})
 	a := startAgent(t, d, "")
 	_, epoch := a.claim("SNAG-11")
 	a.cmd.Process.Signal(syscall.SIGSTOP)
-	time.Sleep(snagd.DefaultGrace + 2*snagd.DefaultSweep) // more than the grace and two sweeps
+	d.waitSweepsSpan(snagd.DefaultGrace+snagd.DefaultSweep, snagd.DefaultSweep) // more than the grace and two sweeps
 	if v := d.task("SNAG-11"); v.Row.Status != "claimed" {
 		a.cmd.Process.Signal(syscall.SIGCONT)
 		t.Fatalf("a stopped agent lost its task: %+v", v)
@@ -238,7 +238,7 @@ func TestL5_DaemonRestartKeepsLiveLeases(t *testing.T) {
 	<-agents[0].done
 	d2 := startDaemon(t, root, d.home)
 	eventually(t, "the dead agent's task released", func() bool { return d2.task(keys[0]).Row.Status == "open" })
-	time.Sleep(snagd.DefaultGrace + snagd.DefaultSweep) // past the grace and a sweep: the live agents have reconnected
+	d2.waitSweepsSpan(snagd.DefaultGrace, snagd.DefaultSweep) // past the grace and a sweep: the live agents have reconnected
 	for i, a := range agents[1:] {
 		if v := d2.task(keys[i+1]); v.Row.Status != "claimed" || v.Row.Assignee != a.Name {
 			t.Errorf("%s after restart: %+v; want claimed by %s", keys[i+1], v.Row, a.Name)

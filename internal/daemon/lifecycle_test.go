@@ -177,10 +177,11 @@ func claimOK(t *testing.T, c *apiClient, session int64, ref string) claimAnswer 
 	return out
 }
 
-// terminate stops a daemon with SIGTERM and waits for it to exit.
+// terminate stops a daemon with SIGTERM (an in-process one by ending its
+// Run) and waits for it to exit.
 func (d *daemon) terminate() {
 	d.t.Helper()
-	d.cmd.Process.Signal(syscall.SIGTERM)
+	d.sigterm()
 	select {
 	case <-d.done:
 	case <-time.After(30 * time.Second):
@@ -288,7 +289,7 @@ func TestL1_OneWinnerPerRound(t *testing.T) {
 	const clients = 20
 	root := sampleProject(t)
 	before, _ := os.ReadFile(filepath.Join(root, samplePath))
-	d := startDaemon(t, root, "")
+	d := startInProcess(t, root, "", snagd.Options{})
 	c := newAPIClient(t, d, 2*clients)
 	ids := make([]int64, clients)
 	names := make([]string, clients)
@@ -384,7 +385,7 @@ type sessionEntry struct {
 func TestL6_ReusedPIDIsDeadForeignIsNeverSwept(t *testing.T) {
 	t.Parallel()
 	root := sampleProject(t)
-	d := startDaemon(t, root, "")
+	d := startInProcess(t, root, "", snagd.Options{})
 	c := newAPIClient(t, d, 8)
 	live, reused, rebooted, dying := startSleeper(t), startSleeper(t), startSleeper(t), startSleeper(t)
 	gone := startSleeper(t)
@@ -439,7 +440,7 @@ func TestL6_ReusedPIDIsDeadForeignIsNeverSwept(t *testing.T) {
 		}
 	}
 	t.Logf("the sweep released the reused pid's and the dead process's tasks %s after the change", time.Since(start).Round(time.Millisecond))
-	time.Sleep(2*snagd.DefaultSweep + time.Second) // two more sweeps
+	d.waitProgress("two more sweeps", d.progress().Sweeps+2, sweeps)
 
 	d.get("/sessions", &sv)
 	shown := map[int64]bool{}
@@ -474,7 +475,7 @@ func TestL11_NoClaimOfABrokenOrMissingTask(t *testing.T) {
 	t.Parallel()
 	root := manyClaims(t, sampleProject(t))
 	tasks := filepath.Join(root, ".snag", "tasks")
-	d := startDaemon(t, root, "")
+	d := startInProcess(t, root, "", snagd.Options{})
 	c := newAPIClient(t, d, 4)
 	holder, holderName := openSession(t, c, map[string]any{"client": "l11", "pid": os.Getpid()})
 	other, _ := openSession(t, c, map[string]any{"client": "l11", "pid": os.Getpid()})
@@ -663,7 +664,7 @@ func TestL11_NoClaimBeforeTheFirstRescan(t *testing.T) {
 	if err := taskgen.Write(tasks, scaled(t, 5000, 2000, "SNAG_L11_FILES"), 11); err != nil {
 		t.Fatal(err)
 	}
-	d := spawn(t, root, "")
+	d := spawnInProcess(t, root, "", snagd.Options{})
 	d.waitReadyLong()
 	c := newAPIClient(t, d, 8)
 	session, _ := openSession(t, c, map[string]any{"client": "l11", "pid": os.Getpid()})
@@ -702,7 +703,7 @@ func TestL11_NoClaimBeforeTheFirstRescan(t *testing.T) {
 		}
 	}
 
-	d2 := spawn(t, root, d.home)
+	d2 := spawnInProcess(t, root, d.home, snagd.Options{})
 	start := time.Now()
 	f := fireClaims(t, d2, newAPIClient(t, d2, 8), session, refs[:2])
 	t.Logf("ready %s after start; %d answers before ready", time.Since(start).Round(time.Millisecond), f.early)

@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	snagd "github.com/snagdev/snag/internal/daemon"
 	"github.com/snagdev/snag/internal/snagdtest"
+	"github.com/snagdev/snag/internal/watch"
 )
 
 // snagCLI builds the snag command once, for the tests that run it as a
@@ -101,10 +103,11 @@ func (d *daemon) waitRescans(n int, reason string) {
 // folder is gone, snagd answers, shows no tasks, refuses an add with the
 // reason, and logs no failing rescans.
 func TestW8_TasksReplaced(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	for _, how := range []string{"git-checkout", "rm-and-restore", "two-renames"} {
 		t.Run(how, func(t *testing.T) {
-			t.Setenv("SNAG_RESCAN", "200ms") // timer rescans run while the folder is gone
+			t.Parallel()
 			root := t.TempDir()
 			os.WriteFile(filepath.Join(root, "README"), []byte("old\n"), 0o644)
 			git(t, root, "init", "-q", "-b", "old")
@@ -121,7 +124,8 @@ func TestW8_TasksReplaced(t *testing.T) {
 			}
 			git(t, root, "add", ".")
 			git(t, root, "commit", "-q", "-m", "tasks")
-			d := startDaemon(t, root, "")
+			// Timer rescans run while the folder is gone.
+			d := startInProcess(t, root, "", snagd.Options{Watch: watch.Options{Rescan: 200 * time.Millisecond}})
 			d.waitKeys(6, "at the start")
 			tasks := filepath.Join(root, ".snag", "tasks")
 

@@ -151,6 +151,10 @@ func (d *Daemon) health(w http.ResponseWriter, r *http.Request) {
 		h.Ready, h.Polling = true, d.e.Polling()
 		c, _ := d.e.Counts(r.Context())
 		h.Counts = c
+		if r.URL.Query().Get("progress") != "" {
+			p := d.e.Progress()
+			h.Progress = &api.Progress{Sweeps: p.Sweeps, Batches: p.Batches, SettlesDue: p.SettlesDue, Settles: p.Settles, Reconciles: p.Reconciles}
+		}
 	}
 	if n := r.URL.Query().Get("nonce"); n != "" && len(n) <= 256 {
 		h.Proof = d.tok.Proof(n)

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	snagd "github.com/snagdev/snag/internal/daemon"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/watch"
 )
 
 // waitStampsTrusted waits until every task file of root last changed more
@@ -112,7 +114,7 @@ func TestW16_SameSizeSavesWhileDownSeenAtStart(t *testing.T) {
 	t.Parallel()
 	root := sampleProject(t)
 	waitStampsTrusted(t, root)
-	d := startDaemon(t, root, "")
+	d := startInProcess(t, root, "", snagd.Options{})
 	for _, s := range sameSizeSaves {
 		if got := d.titleOf(s.ref); !strings.Contains(got, s.old) {
 			t.Fatalf("%s before: %q", s.ref, got)
@@ -124,7 +126,7 @@ func TestW16_SameSizeSavesWhileDownSeenAtStart(t *testing.T) {
 		sameSizeSave(t, filepath.Join(tasks, s.file), s.old, s.new, s.how)
 	}
 
-	d2 := startDaemon(t, root, d.home)
+	d2 := startInProcess(t, root, d.home, snagd.Options{})
 	for _, s := range sameSizeSaves {
 		if got := d2.titleOf(s.ref); !strings.Contains(got, s.new) {
 			t.Errorf("%s after a same-size save %s while snagd was down: title %q; want it with %q", s.ref, s.how, got, s.new)
@@ -146,10 +148,10 @@ func TestW16_SameSizeSavesWhileDownSeenAtStart(t *testing.T) {
 // and sets its modification time back is found by the periodic rescan,
 // which reads the file because its change time moved.
 func TestW16_SameSizeSaveWithNoEventSeenByRescan(t *testing.T) {
-	t.Setenv("SNAG_RESCAN", "1s")
+	t.Parallel()
 	root := sampleProject(t)
 	waitStampsTrusted(t, root)
-	d := startDaemon(t, root, "")
+	d := startInProcess(t, root, "", snagd.Options{Watch: watch.Options{Rescan: time.Second}})
 	iv := newInvariants(t, d)
 	p := filepath.Join(d.root, ".snag", "tasks", sampleName)
 	link := filepath.Join(d.root, "elsewhere", "linked.md")

@@ -981,7 +981,7 @@ func TestTeamPulledClaimIsLeftAlone(t *testing.T) {
 	}
 	d1.p.Stop()
 	d1 = startTeamHome(t, r1, home1, dsn, 15*time.Second)
-	time.Sleep(time.Second) // the start's reconcile with the store has run
+	d1.waitProgress("the start's reconcile with the store", 1, reconciles)
 	if st := teamStatus(d1, "SNAG-1"); st != "claimed" {
 		t.Fatalf("after clone 1's restart SNAG-1 is %s, want claimed as git wrote it", st)
 	}
@@ -1055,10 +1055,10 @@ func TestTeamLoneCloneRestartKeepsLeases(t *testing.T) {
 		t.Fatalf("claim: %d %s", code, body)
 	}
 	d.p.Stop()
-	time.Sleep(2 * grace)
+	time.Sleep(2 * grace) // snagd down for longer than the grace: scenario timing, not a wait
 	d = startTeamHome(t, root, home, dsn, grace)
 	a.to(d)
-	time.Sleep(time.Second) // the start's reconcile has run
+	d.waitProgress("the start's reconcile with the store", 1, reconciles)
 	if st := teamStatus(d, "SNAG-1"); st != "claimed" {
 		t.Fatalf("SNAG-1 is %s after the restart, want claimed", st)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/approval"
 	verifier "github.com/snagdev/snag/internal/browser"
+	snagd "github.com/snagdev/snag/internal/daemon"
 	"github.com/snagdev/snag/internal/queue"
 )
 
@@ -372,7 +373,7 @@ func TestL10_ResolveOnlyThroughVerify(t *testing.T) {
 	t.Parallel()
 	root, home := verifyProject(t, `{"version": 1, "verify": {"command": "false"}}`, genTask(1, "One"), genTask(2, "Two"))
 	approve(t, root, home, "false", false)
-	d := startDaemon(t, root, home)
+	d := startInProcess(t, root, home, snagd.Options{})
 	holder, other := startAgent(t, d, ""), startAgent(t, d, "")
 	_, epoch := holder.claim("SNAG-1")
 	if code, out := other.resolveAs("SNAG-1", epoch); code != http.StatusConflict || out["error"] != "not_held" {
@@ -617,7 +618,7 @@ func TestX12_PulledCommandWaitsForApproval(t *testing.T) {
 	}
 	git(t, other, "commit", "-qam", "new verify commands")
 
-	d := startDaemon(t, root, home)
+	d := startInProcess(t, root, home, snagd.Options{})
 	git(t, root, "pull", "-q", other, "main")
 	eventually(t, "the pulled commands to be indexed", func() bool {
 		var p1, p2 map[string]any

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	snagd "github.com/snagdev/snag/internal/daemon"
 )
 
 // TestX5_SnagdRefusesAnUnsafeToken starts real snagd processes over token
@@ -48,9 +50,10 @@ func TestX5_SnagdRefusesAnUnsafeToken(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			root := sampleProject(t)
 			home := filepath.Join(t.TempDir(), "home")
-			// A first, clean start creates the token; then it is made unsafe.
-			d := startDaemon(t, root, home)
-			x5Stop(t, d)
+			// A first, clean start (in process) creates the token; then it
+			// is made unsafe, and snagd is started as a person would.
+			d := startInProcess(t, root, home, snagd.Options{})
+			d.terminate()
 			c.setup(t, home)
 
 			cmd := exec.Command(snagdBin, "--root", root, "--port", "0")
@@ -82,16 +85,5 @@ func chmod(t *testing.T, path string, mode os.FileMode) {
 	t.Helper()
 	if err := os.Chmod(path, mode); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// x5Stop ends a daemon with SIGTERM and waits for it.
-func x5Stop(t *testing.T, d *daemon) {
-	t.Helper()
-	d.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-d.done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("snagd did not stop on SIGINT")
 	}
 }

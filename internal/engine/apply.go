@@ -358,10 +358,14 @@ func (e *Engine) settleLater(name string) {
 	e.settleMu.Lock()
 	defer e.settleMu.Unlock()
 	if t, ok := e.settling[name]; ok {
-		t.Reset(e.opts.Settle)
+		if !t.Reset(e.opts.Settle) {
+			e.progress.settlesDue.Add(1) // it had fired: it looks again
+		}
 		return
 	}
+	e.progress.settlesDue.Add(1)
 	e.settling[name] = time.AfterFunc(e.opts.Settle, func() {
+		defer e.progress.settles.Add(1)
 		e.settleMu.Lock()
 		delete(e.settling, name)
 		e.settleMu.Unlock()
@@ -454,7 +458,9 @@ func (e *Engine) cancelSettle(name string) {
 	e.settleMu.Lock()
 	defer e.settleMu.Unlock()
 	if t, ok := e.settling[name]; ok {
-		t.Stop()
+		if t.Stop() {
+			e.progress.settles.Add(1) // called off
+		}
 		delete(e.settling, name)
 	}
 }
@@ -463,7 +469,9 @@ func (e *Engine) stopSettling() {
 	e.settleMu.Lock()
 	defer e.settleMu.Unlock()
 	for name, t := range e.settling {
-		t.Stop()
+		if t.Stop() {
+			e.progress.settles.Add(1) // called off
+		}
 		delete(e.settling, name)
 	}
 	e.p = nil

@@ -160,6 +160,9 @@ type Engine struct {
 	planWrite   sync.Mutex
 
 	closeOnce sync.Once
+
+	// progress counts the background work done, for tests (progress.go).
+	progress progress
 }
 
 // Open opens the project at opts.Root for writing. A snag.db that is
@@ -280,7 +283,12 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	e.polling.Store(w.Polling())
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return w.Run(gctx, func(b watch.Batch) { e.apply(gctx, b, w.Polling()) }) })
+	g.Go(func() error {
+		return w.Run(gctx, func(b watch.Batch) {
+			e.apply(gctx, b, w.Polling())
+			e.progress.batches.Add(1)
+		})
+	})
 	g.Go(func() error {
 		for !e.ready.Load() {
 			select {

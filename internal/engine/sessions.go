@@ -110,6 +110,7 @@ func (e *Engine) sweep(ctx context.Context) error {
 				}
 			}
 		}
+		e.progress.sweeps.Add(1)
 		select {
 		case <-ctx.Done():
 			return nil

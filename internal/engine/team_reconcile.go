@@ -83,6 +83,7 @@ func (e *Engine) teamReconcile(ctx context.Context) {
 		return
 	}
 	t.reconciled.Store(true)
+	e.progress.reconciles.Add(1)
 	t.started.Store(true)
 	if n.kept+n.taken+n.released+n.ended > 0 {
 		e.log.Info("leases reconciled with the coordination store", "kept", n.kept, "taken_back", n.taken, "released", n.released, "grants_ended", n.ended)
