@@ -19,21 +19,43 @@ type Event interface {
 	Kind() string
 }
 
-// The event kinds, as Event.Kind names them.
+// The event kinds, as Event.Kind names them: each event's type on
+// GET /events, and the struct its data is. Events relayed from another
+// clone of a team (Relayed) keep that clone's types, among them clone and
+// the messages' kinds.
 const (
-	KindTask     = "task"
-	KindProblem  = "problem"
-	KindLease    = "lease"
-	KindSession  = "session"
-	KindFiles    = "files"
-	KindHandoff  = "handoff"
-	KindNote     = "note"
-	KindPlan     = "plan"
-	KindReport   = "report"
+	// KindTask (TaskEvent): a task's file was added, changed, removed,
+	// renamed or merged, or snag moved, edited or added a task.
+	KindTask = "task"
+	// KindProblem (ProblemEvent): a task file does not parse.
+	KindProblem = "problem"
+	// KindLease (LeaseEvent): a lease was granted, released or ended, or
+	// this clone's leases were given up or reconciled with the team's.
+	KindLease = "lease"
+	// KindSession (SessionEvent): a session started, was renamed or ended.
+	KindSession = "session"
+	// KindFiles (FilesEvent): file claims were made or released.
+	KindFiles = "files"
+	// KindHandoff (HandoffEvent): an agent handed off to another.
+	KindHandoff = "handoff"
+	// KindNote (NoteEvent): a note was written or linked, or a checkout
+	// brought notes.
+	KindNote = "note"
+	// KindPlan (PlanEvent): a plan was created or its status changed.
+	KindPlan = "plan"
+	// KindReport (ReportEvent): an agent sent a report.
+	KindReport = "report"
+	// KindRenumber (RenumberEvent): a task got a new key, because another
+	// task had its key.
 	KindRenumber = "renumber"
-	KindRescan   = "rescan"
-	KindVerify   = "verify"
-	KindTeam     = "team"
+	// KindRescan (RescanEvent): a full scan of tasks/ changed the index,
+	// or the index was rebuilt.
+	KindRescan = "rescan"
+	// KindVerify (VerifyEvent): a verify run started or an outcome was
+	// decided.
+	KindVerify = "verify"
+	// KindTeam (TeamEvent): another clone's events may have been missed.
+	KindTeam = "team"
 )
 
 // TaskEvent is a change to a task: its file was added, changed, removed,
