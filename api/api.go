@@ -204,13 +204,3 @@ type LoginCode struct {
 	// URL is the link.
 	URL string `json:"url"`
 }
-
-// Event is ops.Event: one event of GET /events, a stream of server-sent
-// events (text/event-stream): its id: line, its event: line (task, lease,
-// verify, rescan, problem, session, or resync when events were missed) and
-// its data: line, one JSON object.
-type Event = ops.Event
-
-// EventTask is ops.EventTask: the part of an event's data that names a task:
-// Key in task events, Task in lease and verify events.
-type EventTask = ops.EventTask

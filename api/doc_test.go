@@ -241,7 +241,7 @@ func generate(t *testing.T) string {
 			}
 		}
 	}
-	for _, v := range []any{api.Event{}, api.EventTask{}, api.Error{}} {
+	for _, v := range append([]any{api.Event{}, api.EventTask{}}, append(eventKinds, api.Error{})...) {
 		visit(reflect.TypeOf(v))
 	}
 	w("## Types\n\n")
@@ -296,7 +296,7 @@ func generate(t *testing.T) string {
 	}
 	w("\n")
 	for _, g := range []struct{ prefix, title string }{
-		{"Verify", "Verify codes"}, {"Outcome", "Verify outcomes"}, {"State", "Task states"},
+		{"Verify", "Verify codes"}, {"Outcome", "Verify outcomes"}, {"State", "Task states"}, {"Kind", "Event kinds"},
 	} {
 		w("## %s\n\n| Value | Meaning |\n|---|---|\n", g.title)
 		cs := constDocs(p, g.prefix)
@@ -428,6 +428,17 @@ var allTypes = []any{
 	api.Worktree{}, api.Worktrees{}, api.Pruned{},
 	api.Note{}, api.NoteList{}, api.NoteDetail{}, api.NoteRequest{}, api.NoteQuery{},
 }
+
+// eventKinds holds a value of the data type of every event kind of
+// GET /events, in the order of the Kind* constants (VerifyOutcome after
+// VerifyEvent, which embeds it), and Relayed last.
+var eventKinds = []any{
+	api.TaskEvent{}, api.ProblemEvent{}, api.LeaseEvent{}, api.SessionEvent{}, api.FilesEvent{}, api.HandoffEvent{},
+	api.NoteEvent{}, api.PlanEvent{}, api.ReportEvent{}, api.RenumberEvent{}, api.RescanEvent{}, api.VerifyEvent{}, api.VerifyOutcome{},
+	api.TeamEvent{}, api.Relayed{},
+}
+
+func init() { allTypes = append(allTypes, eventKinds...) }
 
 // TestEveryTypeIsInTheReference checks that allTypes names every struct
 // type the api package declares or names through an alias, so none is

@@ -18,6 +18,7 @@ import (
 	"github.com/snagdev/snag/internal/ops"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // engineBackend is the mcp.Live of one MCP session over /mcp: it calls the
@@ -154,12 +155,7 @@ func (b *engineBackend) Watch(ctx context.Context, on func(key string)) {
 			if ev.Type == "session" {
 				continue
 			}
-			data, _ := ev.Data.(map[string]any)
-			key, _ := data["key"].(string)
-			if key == "" {
-				key, _ = data["task"].(string)
-			}
-			on(key)
+			on(snag.TaskOf(ev.Data))
 		}
 		select {
 		case <-ctx.Done():

@@ -78,7 +78,7 @@ func (e *Engine) syncNotesChanged(ctx context.Context) {
 		return
 	}
 	if n > 0 && e.ready.Load() {
-		e.hub.Publish("note", map[string]any{"changed": n})
+		e.hub.Publish(snag.NoteEvent{Changed: n})
 	}
 }
 
@@ -134,8 +134,8 @@ func (e *Engine) rescan(ctx context.Context, b watch.Batch) (changed, ok bool) {
 	if st.Changed() || !e.ready.Load() {
 		e.log.Info("rescan", "reasons", b.Reasons, "files", st.Files, "read", st.Read, "added", st.Added,
 			"updated", st.Updated, "removed", st.Removed, "failed", st.Failed, "took", st.Duration)
-		e.hub.Publish("rescan", map[string]any{"reasons": b.Reasons, "files": st.Files,
-			"added": st.Added, "updated": st.Updated, "removed": st.Removed})
+		e.hub.Publish(snag.RescanEvent{Reasons: b.Reasons, Files: st.Files,
+			Added: new(st.Added), Updated: new(st.Updated), Removed: new(st.Removed)})
 		changed = true
 	} else {
 		e.log.Debug("rescan", "reasons", b.Reasons, "files", st.Files, "read", st.Read, "changed", false)
@@ -283,12 +283,10 @@ func (e *Engine) syncOne(ctx context.Context, name string, settled bool) bool {
 	if row, err := e.p.DB.RowAt(ctx, p); err == nil && row.ID != "" && row.State == snag.StateOK {
 		e.reconcile(ctx, []string{row.ID})
 	}
-	ev := map[string]any{"path": p, "added": fc.Added, "removed": fc.Removed}
 	if fc.Err != nil {
-		ev["error"] = fc.Err.Error()
-		e.hub.Publish("problem", ev)
+		e.hub.Publish(snag.ProblemEvent{Path: p, Added: fc.Added, Removed: fc.Removed, Error: fc.Err.Error()})
 	} else {
-		e.hub.Publish("task", ev)
+		e.hub.Publish(snag.TaskEvent{Path: p, Added: new(fc.Added), Removed: new(fc.Removed)})
 	}
 	return true
 }
@@ -449,8 +447,8 @@ func (e *Engine) rename(ctx context.Context, from, to string) bool {
 			Detail: fmt.Sprintf("renamed %s to %s", from, to)})
 		e.reconcile(ctx, []string{row.ID})
 	}
-	e.hub.Publish("task", map[string]any{"path": path.Join(index.TasksFolder, from), "added": false, "removed": true, "renamed": p})
-	e.hub.Publish("task", map[string]any{"path": p, "added": true, "removed": false})
+	e.hub.Publish(snag.TaskEvent{Path: path.Join(index.TasksFolder, from), Added: new(false), Removed: new(true), Renamed: p})
+	e.hub.Publish(snag.TaskEvent{Path: p, Added: new(true), Removed: new(false)})
 	return true
 }
 
@@ -576,6 +574,6 @@ func (e *Engine) Reindex(ctx context.Context, by string) (index.ScanStats, error
 	e.reconcile(ctx, nil)
 	e.Audit(ctx, snag.AuditEntry{Actor: queue.Person, Agent: by, Action: "reindex", Outcome: "ok",
 		Detail: fmt.Sprintf("%d files, %d failed", st.Files, st.Failed)})
-	e.hub.Publish("rescan", map[string]any{"reasons": []string{"reindex"}, "files": st.Files})
+	e.hub.Publish(snag.RescanEvent{Reasons: []string{"reindex"}, Files: st.Files})
 	return st, nil
 }

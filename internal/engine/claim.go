@@ -100,7 +100,7 @@ func (e *Engine) claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 		return e.refuseClaim(ctx, s, it.ID, err)
 	}
 	if !again {
-		e.hub.Publish("lease", map[string]any{"task": it.Key, "holder": s.Name, "epoch": lease.Epoch})
+		e.hub.Publish(snag.LeaseEvent{Task: it.Key, Holder: s.Name, Epoch: lease.Epoch})
 		e.writePlan(ctx)
 	}
 	// A claim changes the file's status and assignee alone, and the row

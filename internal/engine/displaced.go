@@ -251,7 +251,7 @@ func (e *Engine) bringBack(ctx context.Context, k keep, readd, last bool) mergeO
 	})
 	if err == nil {
 		e.log.Info(k.merged, "file", p)
-		e.hub.Publish("task", map[string]any{"path": p, "added": false, "removed": false, "merged": true})
+		e.hub.Publish(snag.TaskEvent{Path: p, Added: new(false), Removed: new(false), Merged: true})
 		e.writePlan(ctx)
 		k.done()
 		return merged
@@ -275,7 +275,7 @@ func (e *Engine) bringBack(ctx context.Context, k keep, readd, last bool) mergeO
 			why, project.Rel(saved), project.Rel(p))})
 	// Said once the bytes are kept and audited: the board shows it, and a
 	// test waits on it.
-	e.hub.Publish("task", map[string]any{"path": p, "recovered": project.Rel(saved)})
+	e.hub.Publish(snag.TaskEvent{Path: p, Recovered: project.Rel(saved)})
 	k.done()
 	return keptAside
 }

@@ -81,8 +81,8 @@ func TestS7_ASaveThatCannotBeMergedIsKeptAside(t *testing.T) {
 
 	// The engine says so once the save is kept aside and audited.
 	waitEvent(t, e, since, "the save kept aside", func(ev Event) bool {
-		m, ok := ev.Data.(map[string]any)
-		return ok && m["recovered"] != nil
+		te, ok := ev.Data.(snag.TaskEvent)
+		return ok && te.Recovered != ""
 	})
 	folder := filepath.Join(root, project.Folder, project.RecoveredFolder)
 	kept, _ := filepath.Glob(filepath.Join(folder, "[^.]*")) // not a temp file of one being written
@@ -163,8 +163,8 @@ func TestS7_ASaveMadeFromSnagsBytesBeforeTheSwapBackKeepsTheSwappedBackLine(t *t
 	// that has both lines.
 	var now []byte
 	waitEvent(t, e, since, "a merge with both saves' lines", func(ev Event) bool {
-		m, ok := ev.Data.(map[string]any)
-		if !ok || m["merged"] != true {
+		te, ok := ev.Data.(snag.TaskEvent)
+		if !ok || !te.Merged {
 			return false
 		}
 		now, _ = os.ReadFile(p)

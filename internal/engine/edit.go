@@ -68,7 +68,7 @@ func (e *Engine) Edit(ctx context.Context, ref queue.Ref, ed TaskEdit, by string
 	out.Warnings = e.AddWarnings(ctx, out.Task)
 	if len(out.Changed) > 0 {
 		e.writePlan(ctx)
-		e.hub.Publish("task", map[string]any{"key": out.Task.Key, "status": out.Task.Status, "edited": true})
+		e.hub.Publish(snag.TaskEvent{Key: out.Task.Key, Status: out.Task.Status, Edited: true})
 	}
 	return out, nil
 }

@@ -2,13 +2,16 @@ package engine
 
 import (
 	"sync"
+
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // Event is one change the engine announces (snagd serves them on /events).
 type Event struct {
-	ID   int64  `json:"id"`
-	Type string `json:"type"` // task, lease, session, problem, rescan
-	Data any    `json:"data"`
+	ID   int64      `json:"id"`
+	Type string     `json:"type"` // Data.Kind()
+	Data snag.Event `json:"data"` // one of snag's event kinds
+
 }
 
 // Hub keeps the most recent events in a ring, so a client that reconnects
@@ -26,11 +29,11 @@ func newHub(size int) *Hub {
 	return &Hub{next: 1, size: size, notify: make(chan struct{})}
 }
 
-// Publish announces an event of type typ and returns it.
-func (h *Hub) Publish(typ string, data any) Event {
+// Publish announces ev, under its kind, and returns it.
+func (h *Hub) Publish(ev snag.Event) Event {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	e := Event{ID: h.next, Type: typ, Data: data}
+	e := Event{ID: h.next, Type: ev.Kind(), Data: ev}
 	h.next++
 	h.ring = append(h.ring, e)
 	if len(h.ring) > h.size {

@@ -217,7 +217,7 @@ func (e *Engine) ClaimFiles(ctx context.Context, s index.Session, r FilesRequest
 		entry.Detail += fmt.Sprintf(" (%d renewed)", res.Renewed)
 	}
 	e.Audit(ctx, entry)
-	e.hub.Publish("files", map[string]any{"holder": s.Name, "claimed": paths})
+	e.hub.Publish(snag.FilesEvent{Holder: s.Name, Claimed: paths})
 	return FilesClaimed{Granted: true, Claims: res.Claimed, Renewed: res.Renewed}, nil
 }
 
@@ -282,7 +282,7 @@ func (e *Engine) ReleaseFiles(ctx context.Context, s index.Session, paths []stri
 	}
 	e.Audit(ctx, snag.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "files_release", Outcome: "ok", Detail: detail})
 	if len(out) > 0 {
-		e.hub.Publish("files", map[string]any{"holder": s.Name, "released": names})
+		e.hub.Publish(snag.FilesEvent{Holder: s.Name, Released: names})
 	}
 	return out, nil
 }
@@ -430,6 +430,6 @@ func (e *Engine) PersonReleaseFile(ctx context.Context, path, by, reason string)
 		e.Audit(ctx, snag.AuditEntry{SessionID: c.SessionID, Actor: queue.Person, Agent: by, Action: "files_release",
 			Outcome: "ok", Detail: c.Holder + ": " + c.Path + ": " + why})
 	}
-	e.hub.Publish("files", map[string]any{"released": canon, "by": by})
+	e.hub.Publish(snag.FilesEvent{Released: canon, By: by})
 	return out, nil
 }

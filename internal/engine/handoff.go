@@ -63,8 +63,8 @@ func (e *Engine) Handoff(ctx context.Context, from *index.Session, by string, h 
 	}
 	ho.shared = nil // taken: it stays moved
 	it := ho.it
-	e.hub.Publish("lease", map[string]any{"task": it.Key, "holder": ho.h.To, "epoch": granted.Epoch, "handoff": true})
-	e.hub.Publish("handoff", map[string]any{"from": ho.by, "to": ho.h.To, "title": ho.h.Title, "task": it.Key})
+	e.hub.Publish(snag.LeaseEvent{Task: it.Key, Holder: ho.h.To, Epoch: granted.Epoch, Handoff: true})
+	e.hub.Publish(snag.HandoffEvent{From: ho.by, To: ho.h.To, Title: ho.h.Title, Task: it.Key})
 	e.writePlan(ctx)
 	return HandedOff{Message: got, Moved: true, Key: it.Key, Epoch: granted.Epoch, Live: true}, nil
 }
@@ -143,7 +143,7 @@ func (e *Engine) sendHandoff(ctx context.Context, ho *handingOff, live bool) (Ha
 	entry := ho.entry
 	entry.Outcome, entry.Detail = "ok", "to "+ho.h.To+": "+ho.h.Title
 	e.Audit(ctx, entry)
-	e.hub.Publish("handoff", map[string]any{"from": ho.by, "to": ho.h.To, "title": ho.h.Title})
+	e.hub.Publish(snag.HandoffEvent{From: ho.by, To: ho.h.To, Title: ho.h.Title})
 	out := HandedOff{Message: got, Live: live}
 	if !live {
 		// Connected on another clone: the message reaches it there.

@@ -112,7 +112,7 @@ func (e *Engine) fixKeys(ctx context.Context) {
 			detail += "; " + err.Error()
 		}
 		e.Audit(ctx, snag.AuditEntry{Actor: queue.System, Agent: "snag", Action: "renumber", TaskID: r.ID, Outcome: "ok", Detail: detail})
-		e.hub.Publish("renumber", map[string]any{"task": newKey, "was": r.Key, "id": r.ID, "kept_by": r.KeptBy})
+		e.hub.Publish(snag.RenumberEvent{Task: newKey, Was: r.Key, ID: r.ID, KeptBy: r.KeptBy})
 		e.log.Warn("renumbered a task whose key another task had", "was", r.Key, "now", newKey, "id", r.ID, "file", newName)
 	}
 	e.writePlan(ctx)

@@ -91,7 +91,7 @@ func (e *Engine) Release(ctx context.Context, s index.Session, ref queue.Ref, ep
 	if err != nil {
 		return refused(err)
 	}
-	e.hub.Publish("lease", map[string]any{"task": it.Key, "action": queue.ActRelease, "status": status})
+	e.hub.Publish(snag.LeaseEvent{Task: it.Key, Action: queue.ActRelease, Status: status})
 	e.writePlan(ctx)
 	e.noteGaveBack(s.ID, it.ID)
 	return Released{Key: it.Key, Status: status}, nil
@@ -151,7 +151,7 @@ func (e *Engine) PersonRelease(ctx context.Context, ref queue.Ref, by, reason st
 		return Released{}, err
 	}
 	e.verify.stop(it.ID)
-	e.hub.Publish("lease", map[string]any{"task": it.Key, "ended": true, "reason": why})
+	e.hub.Publish(snag.LeaseEvent{Task: it.Key, Ended: true, Reason: why})
 	e.writePlan(ctx)
 	return Released{Key: it.Key, Status: queue.StatusOpen}, nil
 }

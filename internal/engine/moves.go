@@ -93,7 +93,7 @@ func (e *Engine) Add(ctx context.Context, nt NewTask, actor queue.Actor, who str
 	e.Audit(ctx, snag.AuditEntry{Actor: actor, Agent: who, Action: "add", TaskID: t.ID, Outcome: "ok", Detail: t.Key + " " + t.Title})
 	path := index.TasksFolder + "/" + name
 	e.writePlan(ctx)
-	e.hub.Publish("task", map[string]any{"path": path, "added": true, "key": t.Key})
+	e.hub.Publish(snag.TaskEvent{Path: path, Added: new(true), Key: t.Key})
 	if t.Status == queue.StatusInbox {
 		// A finding goes to the team at once, unvetted, before git carries it.
 		e.teamPost(coord.Message{Kind: coord.Inbox, From: who, Key: t.Key, Type: string(t.Kind), Title: t.Title, Body: string(t.Body)})

@@ -141,7 +141,7 @@ func (e *Engine) AddNote(ctx context.Context, actor queue.Actor, who string, in 
 		entry.Detail += fmt.Sprintf(" %s %s", l.Kind, l.To)
 	}
 	e.Audit(ctx, entry)
-	e.hub.Publish("note", map[string]any{"note": n.Key, "type": n.Type, "branch": n.Branch, "by": who})
+	e.hub.Publish(snag.NoteEvent{Note: n.Key, Type: n.Type, Branch: new(n.Branch), By: who})
 	e.teamPost(coord.Message{Kind: coord.Note, From: who, Key: n.Key, Type: n.Type, Title: n.Title, Body: string(n.Body), Branch: n.Branch})
 	return e.p.DB.Note(ctx, n.ID)
 }
@@ -384,7 +384,7 @@ func (e *Engine) Link(ctx context.Context, actor queue.Actor, who string, in Lin
 	}
 	entry.Outcome, entry.Detail = "ok", fmt.Sprintf("%s %s %s (%s)", from.Key, l.Kind, l.To, orTrust(l.Trust, from.Trust))
 	e.Audit(ctx, entry)
-	e.hub.Publish("note", map[string]any{"note": from.Key, "link": l.To, "kind": l.Kind, "by": who})
+	e.hub.Publish(snag.NoteEvent{Note: from.Key, Link: l.To, LinkKind: l.Kind, By: who})
 	return e.p.DB.Note(ctx, from.ID)
 }
 

@@ -25,7 +25,7 @@ func (e *Engine) PersonMove(ctx context.Context, ref queue.Ref, action queue.Act
 		return nil, err
 	}
 	e.writePlan(ctx)
-	e.hub.Publish("task", map[string]any{"key": t.Key, "status": t.Status})
+	e.hub.Publish(snag.TaskEvent{Key: t.Key, Status: t.Status})
 	e.teamMoved(t, by)
 	return t, nil
 }
@@ -98,7 +98,7 @@ func (e *Engine) Promote(ctx context.Context, ref queue.Ref, sev queue.Severity,
 		}
 	}
 	e.writePlan(ctx)
-	e.hub.Publish("task", map[string]any{"key": t.Key, "status": t.Status})
+	e.hub.Publish(snag.TaskEvent{Key: t.Key, Status: t.Status})
 	return t, nil
 }
 
@@ -127,7 +127,7 @@ func (e *Engine) Accept(ctx context.Context, ref queue.Ref, by string) (*queue.T
 		return nil, err
 	}
 	e.verify.stop(it.ID)
-	e.hub.Publish("task", map[string]any{"key": it.Key, "status": moved.Status})
+	e.hub.Publish(snag.TaskEvent{Key: it.Key, Status: moved.Status})
 	e.writePlan(ctx)
 	if it.Status == queue.StatusOpen {
 		e.teamMoved(moved, by) // no lease ended to say it: no clone may take it now

@@ -144,7 +144,7 @@ func (e *Engine) CreatePlan(ctx context.Context, actor queue.Actor, who, title, 
 	}
 	entry.Outcome, entry.Detail = "ok", fmt.Sprintf("%s %q (%s, %s)", p.Slug, title, p.Status, p.Trust)
 	e.Audit(ctx, entry)
-	e.hub.Publish("plan", map[string]any{"plan": p.Slug, "created": true})
+	e.hub.Publish(snag.PlanEvent{Plan: p.Slug, Created: true})
 	return p, nil
 }
 
@@ -226,7 +226,7 @@ func (e *Engine) UpdatePlan(ctx context.Context, actor queue.Actor, who, slug st
 	}
 	entry.Outcome, entry.Detail = "ok", slug+": "+strings.Join(detail, ", ")
 	e.Audit(ctx, entry)
-	e.hub.Publish("plan", map[string]any{"plan": slug, "status": np.Status})
+	e.hub.Publish(snag.PlanEvent{Plan: slug, Status: np.Status})
 	return np, nil
 }
 

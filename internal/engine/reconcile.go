@@ -128,7 +128,7 @@ func (e *Engine) reconcileRow(ctx context.Context, r *index.Row, byTask map[stri
 			return tx.Audit(snag.AuditEntry{Actor: queue.Person, Action: "lease_end", TaskID: r.ID, Outcome: "ok",
 				Detail: l.Holder + ": " + why})
 		})
-		e.hub.Publish("lease", map[string]any{"task": r.Key, "ended": true, "reason": why})
+		e.hub.Publish(snag.LeaseEvent{Task: r.Key, Ended: true, Reason: why})
 	case !leased && holding:
 		holder := r.Assignee
 		if holder == "" {

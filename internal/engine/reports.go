@@ -36,7 +36,7 @@ func (e *Engine) Report(ctx context.Context, s index.Session, message, task, det
 	}
 	e.Audit(ctx, snag.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "report", TaskID: m.TaskID,
 		Outcome: "ok", Detail: message})
-	e.hub.Publish("report", map[string]any{"from": s.Name, "task": key, "message": message})
+	e.hub.Publish(snag.ReportEvent{From: s.Name, Task: key, Message: message})
 	return m, nil
 }
 

@@ -225,7 +225,7 @@ func (e *Engine) resolveUnverified(ctx context.Context, r *resolving) (Resolutio
 		undo()
 		return Resolution{}, err
 	}
-	e.hub.Publish("lease", map[string]any{"task": it.Key, "action": "resolve", "status": queue.StatusResolved})
+	e.hub.Publish(snag.LeaseEvent{Task: it.Key, Action: queue.ActResolve, Status: queue.StatusResolved})
 	e.writePlan(ctx)
 	return Resolution{Key: it.Key, Status: queue.StatusResolved, Code: ops.VerifyDisabled, Message: r.p.Message}, nil
 }
@@ -264,7 +264,7 @@ func (e *Engine) startVerify(ctx context.Context, r *resolving) (Resolution, err
 	if err != nil {
 		return Resolution{}, err
 	}
-	e.hub.Publish("task", map[string]any{"key": it.Key, "status": queue.StatusVerifying})
+	e.hub.Publish(snag.TaskEvent{Key: it.Key, Status: queue.StatusVerifying})
 	e.writePlan(ctx)
 	if p.Code == ops.VerifyUnavailable {
 		return Resolution{Key: it.Key, Status: queue.StatusVerifying, Code: ops.VerifyUnavailable, Message: p.Message}, nil
@@ -320,9 +320,9 @@ func (e *Engine) needsApproval(ctx context.Context, r *resolving) (Resolution, e
 		undo()
 		return Resolution{}, err
 	}
-	e.hub.Publish("task", map[string]any{"key": it.Key, "status": queue.StatusNeedsReview})
-	e.hub.Publish("verify", map[string]any{"task": it.Key, "outcome": snag.OutcomeNeedsApproval, "reason": reason,
-		"status": queue.StatusNeedsReview, "applied": true})
+	e.hub.Publish(snag.TaskEvent{Key: it.Key, Status: queue.StatusNeedsReview})
+	e.hub.Publish(snag.VerifyEvent{Task: it.Key, VerifyOutcome: &snag.VerifyOutcome{Outcome: snag.OutcomeNeedsApproval, Reason: reason,
+		Status: queue.StatusNeedsReview, Applied: true}})
 	e.writePlan(ctx)
 	msg := fmt.Sprintf("verify.command `%s` (from %s) waits for a person's approval, so nothing was run: %s is needs_review and its lease ended. "+
 		"A person approves the command with snag approve %s on this machine, then checks the task with snag verify %s",

@@ -215,7 +215,7 @@ func (e *Engine) Adopt(ctx context.Context, s index.Session, name string) (index
 	if got.Name != s.Name {
 		e.live.ended(s.ID) // the kept copy has the old name
 		e.Audit(ctx, entry)
-		e.hub.Publish("session", map[string]any{"id": s.ID, "name": got.Name, "was": s.Name})
+		e.hub.Publish(snag.SessionEvent{ID: s.ID, Name: got.Name, Was: s.Name})
 	}
 	return got, nil
 }
@@ -282,7 +282,7 @@ func (e *Engine) Register(ctx context.Context, s index.Session) (index.Session, 
 			}
 		}
 	}
-	e.hub.Publish("session", map[string]any{"id": s.ID, "name": s.Name, "started": true})
+	e.hub.Publish(snag.SessionEvent{ID: s.ID, Name: s.Name, Started: true})
 	return s, nil
 }
 
@@ -424,7 +424,7 @@ func (e *Engine) EndSession(id int64, why string) {
 			e.log.Error("release of a gone session's task", "task", l.TaskID, "err", err)
 		}
 	}
-	e.hub.Publish("session", map[string]any{"id": id, "ended": true, "reason": why, "released": len(held)})
+	e.hub.Publish(snag.SessionEvent{ID: id, Ended: true, Reason: why, Released: new(len(held))})
 	e.writePlan(ctx)
 }
 

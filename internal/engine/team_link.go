@@ -15,6 +15,7 @@ import (
 	"github.com/snagdev/snag/internal/gitdir"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/snag"
 )
 
 // teamErr words an error of the store as the engine's refusals.
@@ -297,7 +298,7 @@ func (e *Engine) teamBeat(ctx context.Context) {
 					"host", c.Host, "root", c.Root, "freed", len(sw.Leases))
 			}
 			for _, l := range sw.Leases {
-				e.hub.Publish("lease", map[string]any{"task": l.Key, "ended": true, "reason": "holder's clone gone silent", "source": "team"})
+				e.hub.Publish(snag.LeaseEvent{Task: l.Key, Ended: true, Reason: "holder's clone gone silent", Source: "team"})
 			}
 		}
 	case errors.Is(err, coord.ErrCloneEnded):
@@ -368,7 +369,7 @@ func (e *Engine) teamGiveUp(ctx context.Context, why string) {
 			e.log.Error("give up a lease", "task", l.TaskID, "err", err)
 		}
 	}
-	e.hub.Publish("lease", map[string]any{"given_up": len(ls), "reason": why})
+	e.hub.Publish(snag.LeaseEvent{GivenUp: new(len(ls)), Reason: why})
 	e.writePlan(ctx)
 }
 
@@ -417,7 +418,7 @@ func (e *Engine) teamHeard(ev coord.Event) {
 	data := map[string]any{}
 	if ev.Kind == "resync" {
 		e.team.pubDirty.Store(true)
-		e.hub.Publish("team", map[string]any{"resync": true, "source": "team"})
+		e.hub.Publish(snag.TeamEvent{Resync: true, Source: "team"})
 		return
 	}
 	json.Unmarshal(ev.Data, &data)
@@ -434,5 +435,5 @@ func (e *Engine) teamHeard(ev coord.Event) {
 		}
 	}
 	data["source"], data["host"], data["branch"] = "team", ev.Host, ev.Branch
-	e.hub.Publish(ev.Kind, data)
+	e.hub.Publish(snag.Relayed{Type: ev.Kind, Data: data})
 }

@@ -89,7 +89,7 @@ func (e *Engine) teamReconcile(ctx context.Context) {
 		e.log.Info("leases reconciled with the coordination store", "kept", n.kept, "taken_back", n.taken, "released", n.released, "grants_ended", n.ended)
 	}
 	if n.released > 0 {
-		e.hub.Publish("lease", map[string]any{"reconciled": true, "released": n.released})
+		e.hub.Publish(snag.LeaseEvent{Reconciled: true, Released: n.released})
 	}
 }
 

@@ -52,7 +52,7 @@ func (e *Engine) runVerify(ctx context.Context, t *queue.Task, run snag.VerifyRu
 	if err := e.p.DB.StartVerify(ctx, run.ID); err != nil && ctx.Err() == nil {
 		e.log.Warn("verify: mark started", "task", t.Key, "err", err)
 	}
-	e.hub.Publish("verify", map[string]any{"task": t.Key, "run": run.ID, "verifier": run.Verifier, "started": true})
+	e.hub.Publish(snag.VerifyEvent{Task: t.Key, Run: run.ID, Verifier: run.Verifier, Started: true})
 	failpoint.Hit("verify", StepVerifyStarted)
 	res := e.check(ctx, t, run)
 	if ctx.Err() != nil {
@@ -221,8 +221,8 @@ func (e *Engine) finishVerify(t *queue.Task, run snag.VerifyRun, res result) {
 		e.log.Error("verify: apply the outcome", "task", t.Key, "outcome", res.outcome, "err", err)
 		return
 	}
-	e.hub.Publish("verify", map[string]any{"task": t.Key, "run": run.ID, "outcome": res.outcome, "reason": res.reason,
-		"status": status, "applied": applied})
+	e.hub.Publish(snag.VerifyEvent{Task: t.Key, Run: run.ID, VerifyOutcome: &snag.VerifyOutcome{Outcome: res.outcome, Reason: res.reason,
+		Status: status, Applied: applied}})
 	if applied {
 		e.writePlan(ctx)
 	}

@@ -227,9 +227,14 @@ type Rescanned struct {
 }
 
 // Event is one event of GET /events, a stream of server-sent events
-// (text/event-stream): its id: line, its event: line (task, lease, verify,
-// rescan, problem, session, or resync when events were missed) and its
-// data: line, one JSON object. Task events name the task by key; lease and
+// (text/event-stream): its id: line, its event: line (one of the event
+// kinds, or resync when events were missed) and its data: line, one JSON
+// object, as the kind's type writes it (TaskEvent for task, LeaseEvent for
+// lease, and so on; an event another clone of a team relayed keeps that
+// clone's type and object, with source, host and branch added). A field
+// left out when empty is absent from the events of its kind that do not
+// carry it; a pointer field (*int, *bool) is written whenever it is
+// carried, 0 and false too. Task events name the task by key; lease and
 // verify events by task (see EventTask).
 type Event struct {
 	// ID numbers the event; send the last one seen as ?since= to continue

@@ -2,7 +2,8 @@
 // lists show it and its detail, a search hit, the queue's counts, a
 // session, its activity and its leases, file and branch claims, messages,
 // the audit log's entries, verify runs and their state, plans, notes and
-// their links, and task worktrees. The index, the live store and the
+// their links, task worktrees, and the events snagd announces on
+// GET /events, one type per kind (Event). The index, the live store and the
 // engine return them; the operations (package ops) carry them; the wire
 // contract (package api) names them through aliases. Their JSON tags are
 // the wire's names.
