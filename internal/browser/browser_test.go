@@ -487,7 +487,7 @@ func TestLeaf(t *testing.T) {
 	}
 	const module = "github.com/snagdev/snag/"
 	for _, dep := range strings.Fields(string(out)) {
-		if strings.HasPrefix(dep, module) && dep != module+"browser" && dep != module+"atomicfile" {
+		if strings.HasPrefix(dep, module) && dep != module+"internal/browser" && dep != module+"internal/atomicfile" {
 			t.Errorf("browser depends on %s; it must import no package of snag's but atomicfile", dep)
 		}
 	}
