@@ -61,9 +61,11 @@ type Options struct {
 	Sweep time.Duration
 	// PlanDelay is how long plan.json waits after a change, gathering more (200 ms).
 	PlanDelay time.Duration
-	// Coord, when set, is the coordination store shared with the other
-	// clones of the repository (team mode): leases are granted there first,
-	// aliases come from its sequences, and its events are passed on.
+	// Coord is the live state of the repository, required: the
+	// repository's embedded one (coord.EmbeddedDB's Join) when snagd runs
+	// alone, the coordination store shared with the other clones on
+	// PostgreSQL in team mode. Leases are granted there first, aliases
+	// come from its sequences, and its events are passed on.
 	Coord coord.Live
 	// CoordBeat is how often this clone heartbeats to Coord (default: a
 	// fifth of its grace, at most DefaultHeartbeat).
@@ -185,6 +187,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Home == "" {
 		opts.Home = project.Home()
 	}
+	if opts.Coord == nil {
+		return nil, errors.New("engine: no live state: Options.Coord is required (join the repository's embedded one, coord.EmbeddedDB's Join, as snagd does)")
+	}
 	root, err := filepath.Abs(opts.Root)
 	if err == nil {
 		root, err = filepath.EvalSymlinks(root)
@@ -200,16 +205,14 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		e.stop()
 		return nil, err
 	}
-	if opts.Coord != nil {
-		e.team = newTeam(opts.Coord, opts.CoordBeat)
-		e.p.DB.OnLeasesEnded(e.team.ended)
-		e.p.DB.OnAudited(e.team.audited)
-		e.p.DB.OnMessage(e.teamMessage)
-		if err := e.teamAuditLog(ctx); err != nil {
-			e.stop()
-			e.p.Close()
-			return nil, err
-		}
+	e.team = newTeam(opts.Coord, opts.CoordBeat)
+	e.p.DB.OnLeasesEnded(e.team.ended)
+	e.p.DB.OnAudited(e.team.audited)
+	e.p.DB.OnMessage(e.teamMessage)
+	if err := e.teamAuditLog(ctx); err != nil {
+		e.stop()
+		e.p.Close()
+		return nil, err
 	}
 	e.p.Tasks.OnDisplaced(e.displaced)
 	e.tasks = e.p.Tasks
