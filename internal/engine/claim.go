@@ -34,31 +34,15 @@ type Claimed struct {
 // blocked task. A holder that claims its own task again gets its lease as
 // it is.
 //
-// With a coordination store (team mode) the lease is granted there first
-// and mirrored here with its epoch; a claim of the next task lets the
-// store choose among this clone's ready tasks (teamClaimNext).
+// The lease is granted in the live state first and mirrored here with
+// its epoch; a claim of the next task lets the live state choose among
+// this view's ready tasks (teamClaimNext).
 func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, force bool) (Claimed, error) {
-	if e.team != nil && ref == nil {
+	if ref == nil {
 		return e.teamClaimNext(ctx, s, force)
-	}
-	if ref == nil && e.opts.Repository != nil {
-		// Claim-next skips the tasks other worktrees hold; one whose claim
-		// there began after this one chose it is skipped on the next try.
-		// Each such refusal is another claim's progress, so the tries end:
-		// in a grant, or when nothing is left that others are not taking.
-		for try := 0; ; try++ {
-			got, err := e.claim(ctx, s, nil, force, nil)
-			if !errors.Is(err, ErrHeldElsewhere) || try == claimNextTries-1 || ctx.Err() != nil {
-				return got, err
-			}
-		}
 	}
 	return e.claim(ctx, s, ref, force, nil)
 }
-
-// claimNextTries bounds how often a claim of the next task chooses again
-// after another worktree took its choice first.
-const claimNextTries = 100
 
 // claim is Claim of task ref, or of the next task when ref is nil; pre is
 // the shared lease a team's claim-next was granted for it, given back when
@@ -81,7 +65,7 @@ func (e *Engine) claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 		}
 		defer release()
 	}
-	if e.team != nil && pre == nil {
+	if pre == nil {
 		l, err := e.teamGrant(ctx, it, s)
 		if err != nil {
 			return e.refuseClaim(ctx, s, it.ID, err)
@@ -146,8 +130,8 @@ func (e *Engine) claimUnprepared(ctx context.Context, s index.Session, id string
 }
 
 // commitClaim grants s the lease on task id and swaps in its claimed file
-// (m) in the next batch, at the epoch of the shared lease pre in team
-// mode. again says s already held the task (its own claim beside this
+// (m) in the next batch, at the epoch of the live state's lease pre.
+// again says s already held the task (its own claim beside this
 // one was granted first): the lease is that one, as it is.
 func (e *Engine) commitClaim(ctx context.Context, s index.Session, id string, m *move, pre *coord.Lease) (lease index.Lease, moved *queue.Task, again bool, err error) {
 	err = e.commitWrite(&write{ctx: ctx, moves: []*move{m}, claim: true, check: func(tx *index.Tx) error {
@@ -205,16 +189,11 @@ func (e *Engine) claimLimit(tx *index.Tx, s index.Session) error {
 	return nil
 }
 
-// grantClaim writes a claim's rows: s's lease on task id (at pre's epoch
-// in team mode), the claimed file's row (m), its base for a later merge,
-// and the audit entry.
+// grantClaim writes a claim's rows: s's lease on task id at the epoch
+// the live state granted (pre), the claimed file's row (m), its base for
+// a later merge, and the audit entry.
 func (e *Engine) grantClaim(tx *index.Tx, s index.Session, id string, m *move, pre *coord.Lease) (lease index.Lease, moved *queue.Task, err error) {
-	if pre != nil {
-		lease, err = tx.GrantEpoch(id, s.ID, s.Name, pre.Epoch)
-	} else {
-		lease, err = tx.Grant(id, s.ID, s.Name, false)
-	}
-	if err != nil {
+	if lease, err = tx.GrantEpoch(id, s.ID, s.Name, pre.Epoch); err != nil {
 		return lease, nil, err
 	}
 	if moved, err = m.written(tx, e.p.Tasks); err != nil {

@@ -103,7 +103,7 @@ type Engine struct {
 	capMu     sync.Mutex // captures' images are decoded one capture at a time (up to 160 MB each)
 	notes     notesSync  // when the notes index last read its folder
 	keyFix    keyFix     // the settling of keys two tasks share (keys.go)
-	team      *team      // the coordination store's side; nil when snagd runs alone
+	team      *team      // the live state's side (Options.Coord)
 	// tasks is p.Tasks, for the writes that prepare their files with no
 	// lock held (commit.go): it stays set when Close lets p go.
 	tasks *queue.Dir
@@ -268,7 +268,7 @@ func (e *Engine) Ready() bool {
 	// leases is part of starting, as the first rescan is: it reads a local
 	// file. (A team's store may be out of reach: its snagd answers meanwhile,
 	// and claims say starting.)
-	return e.ready.Load() && (e.team == nil || e.across() || e.team.started.Load())
+	return e.ready.Load() && (e.across() || e.team.started.Load())
 }
 
 // Config is the project's configuration as snag last read it.
@@ -293,9 +293,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			}
 		}
 		e.resumeVerify(gctx)
-		if e.team != nil {
-			g.Go(func() error { return e.teamRun(gctx) })
-		}
+		g.Go(func() error { return e.teamRun(gctx) })
 		return e.sweep(gctx)
 	})
 	return g.Wait()

@@ -26,9 +26,6 @@ import (
 // clone holds is a person's move, told after its commit (teamMoved).
 func (e *Engine) teamEndFirst(ctx context.Context, id, why string) (undo func(), err error) {
 	undo = func() {}
-	if e.team == nil {
-		return undo, nil
-	}
 	l, err := e.p.DB.LeaseOf(ctx, id)
 	if err != nil || l.Detached || l.SessionID == 0 || l.Epoch == 0 {
 		return undo, nil
@@ -125,7 +122,7 @@ func (e *Engine) endState(ctx context.Context, id string) string {
 // may be claimed through any clone again; resolved, cancelled, rejected
 // or sent to review, through none.
 func (e *Engine) teamMoved(t *queue.Task, by string) {
-	if e.team == nil || t == nil {
+	if t == nil {
 		return
 	}
 	state := coord.Done
