@@ -124,7 +124,6 @@ type Engine struct {
 	// (under claimMu): its claim-next passes over them while another task
 	// is ready, so an agent that gives a task up does not loop on it.
 	gaveBack map[int64]map[string]bool
-	nextMark nextMark // where claim-next's walk may start (under mu)
 	// ready is set once the first full rescan is done.
 	ready atomic.Bool
 	// polling is set while the watcher polls, having no filesystem watches.

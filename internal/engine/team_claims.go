@@ -199,7 +199,7 @@ func (e *Engine) teamClaimNext(ctx context.Context, s index.Session, force bool)
 		if err != nil {
 			return Claimed{}, e.teamErr(err)
 		}
-		got, err := e.claim(ctx, s, &queue.Ref{ID: l.TaskID}, force, &l)
+		got, err := e.claim(ctx, s, queue.Ref{ID: l.TaskID}, force, &l)
 		if err == nil && got.Task != nil && slices.Contains(gaveBack, got.Task.ID) {
 			got.Note = "you released " + got.Task.Key + " earlier in this session and nothing else is ready: work on it only if what stopped you has changed; else say so to the person"
 		}
