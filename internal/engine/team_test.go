@@ -40,6 +40,19 @@ func drain(t *testing.T, e *Engine) {
 // publication of the ready tasks: a task added just before, while the
 // publication runs beside the claim as snagd's ticker does, is claimed,
 // never answered as held through other clones.
+// TestOpenWantsALiveState: an engine has the repository's live state or
+// none opens, and the refusal names the fix.
+func TestOpenWantsALiveState(t *testing.T) {
+	e, err := Open(context.Background(), Options{Root: sample(t), Home: t.TempDir()})
+	if err == nil {
+		e.Close()
+		t.Fatal("an engine opened without a live state")
+	}
+	if !strings.Contains(err.Error(), "Options.Coord is required") {
+		t.Errorf("the refusal does not name the fix: %v", err)
+	}
+}
+
 func TestClaimNextRacesThePublication(t *testing.T) {
 	e := open(t, sample(t))
 	var wg sync.WaitGroup
