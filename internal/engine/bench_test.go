@@ -104,12 +104,13 @@ func benchEngine(b *testing.B) (*Engine, context.Context) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	e, err := Open(ctx, Options{Root: root, Home: b.TempDir()})
+	e, err := Open(ctx, Options{Root: root, Home: b.TempDir(), Coord: joinLive(b, root)})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { e.Close() })
 	e.Rescan(ctx)
+	e.teamReconcile(ctx)
 	return e, ctx
 }
 

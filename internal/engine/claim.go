@@ -34,36 +34,20 @@ type Claimed struct {
 // blocked task. A holder that claims its own task again gets its lease as
 // it is.
 //
-// With a coordination store (team mode) the lease is granted there first
-// and mirrored here with its epoch; a claim of the next task lets the
-// store choose among this clone's ready tasks (teamClaimNext).
+// The lease is granted in the live state first and mirrored here with
+// its epoch; a claim of the next task lets the live state choose among
+// this view's ready tasks (teamClaimNext).
 func (e *Engine) Claim(ctx context.Context, s index.Session, ref *queue.Ref, force bool) (Claimed, error) {
-	if e.team != nil && ref == nil {
+	if ref == nil {
 		return e.teamClaimNext(ctx, s, force)
 	}
-	if ref == nil && e.opts.Repository != nil {
-		// Claim-next skips the tasks other worktrees hold; one whose claim
-		// there began after this one chose it is skipped on the next try.
-		// Each such refusal is another claim's progress, so the tries end:
-		// in a grant, or when nothing is left that others are not taking.
-		for try := 0; ; try++ {
-			got, err := e.claim(ctx, s, nil, force, nil)
-			if !errors.Is(err, ErrHeldElsewhere) || try == claimNextTries-1 || ctx.Err() != nil {
-				return got, err
-			}
-		}
-	}
-	return e.claim(ctx, s, ref, force, nil)
+	return e.claim(ctx, s, *ref, force, nil)
 }
 
-// claimNextTries bounds how often a claim of the next task chooses again
-// after another worktree took its choice first.
-const claimNextTries = 100
-
-// claim is Claim of task ref, or of the next task when ref is nil; pre is
-// the shared lease a team's claim-next was granted for it, given back when
-// the claim does not use it.
-func (e *Engine) claim(ctx context.Context, s index.Session, ref *queue.Ref, force bool, pre *coord.Lease) (got Claimed, err error) {
+// claim is Claim of task ref; pre is the live state's lease a claim of
+// the next task was granted for it (teamClaimNext), given back when the
+// claim does not use it.
+func (e *Engine) claim(ctx context.Context, s index.Session, ref queue.Ref, force bool, pre *coord.Lease) (got Claimed, err error) {
 	if pre != nil {
 		defer func() { e.ungrantUntaken(ctx, pre, s, got, err) }()
 	}
@@ -81,7 +65,7 @@ func (e *Engine) claim(ctx context.Context, s index.Session, ref *queue.Ref, for
 		}
 		defer release()
 	}
-	if e.team != nil && pre == nil {
+	if pre == nil {
 		l, err := e.teamGrant(ctx, it, s)
 		if err != nil {
 			return e.refuseClaim(ctx, s, it.ID, err)
@@ -146,11 +130,11 @@ func (e *Engine) claimUnprepared(ctx context.Context, s index.Session, id string
 }
 
 // commitClaim grants s the lease on task id and swaps in its claimed file
-// (m) in the next batch, at the epoch of the shared lease pre in team
-// mode. again says s already held the task (its own claim beside this
+// (m) in the next batch, at the epoch of the live state's lease pre.
+// again says s already held the task (its own claim beside this
 // one was granted first): the lease is that one, as it is.
 func (e *Engine) commitClaim(ctx context.Context, s index.Session, id string, m *move, pre *coord.Lease) (lease index.Lease, moved *queue.Task, again bool, err error) {
-	err = e.commitWrite(&write{ctx: ctx, moves: []*move{m}, claim: true, check: func(tx *index.Tx) error {
+	err = e.commitWrite(&write{ctx: ctx, moves: []*move{m}, check: func(tx *index.Tx) error {
 		var err error
 		lease, again, err = e.checkClaim(tx, s, id, m)
 		return err
@@ -205,16 +189,11 @@ func (e *Engine) claimLimit(tx *index.Tx, s index.Session) error {
 	return nil
 }
 
-// grantClaim writes a claim's rows: s's lease on task id (at pre's epoch
-// in team mode), the claimed file's row (m), its base for a later merge,
-// and the audit entry.
+// grantClaim writes a claim's rows: s's lease on task id at the epoch
+// the live state granted (pre), the claimed file's row (m), its base for
+// a later merge, and the audit entry.
 func (e *Engine) grantClaim(tx *index.Tx, s index.Session, id string, m *move, pre *coord.Lease) (lease index.Lease, moved *queue.Task, err error) {
-	if pre != nil {
-		lease, err = tx.GrantEpoch(id, s.ID, s.Name, pre.Epoch)
-	} else {
-		lease, err = tx.Grant(id, s.ID, s.Name, false)
-	}
-	if err != nil {
+	if lease, err = tx.GrantEpoch(id, s.ID, s.Name, pre.Epoch); err != nil {
 		return lease, nil, err
 	}
 	if moved, err = m.written(tx, e.p.Tasks); err != nil {
@@ -228,26 +207,18 @@ func (e *Engine) grantClaim(tx *index.Tx, s index.Session, id string, m *move, p
 	return lease, moved, tx.Audit(claimEntry(s, id, "ok", fmt.Sprintf("epoch %d", lease.Epoch)))
 }
 
-// chooseClaim is the part of a claim made under e.mu: it finds the task
-// (the next ready one that no claim under way has chosen, when ref is nil),
+// chooseClaim is the part of a claim made under e.mu: it reads task ref,
 // checks that s may claim it, and marks it chosen until claimDone. With
-// no task to claim it returns none, and the answer (nothing ready, or the
-// holder's own lease) or the refusal.
-func (e *Engine) chooseClaim(ctx context.Context, s index.Session, ref *queue.Ref, force bool) (*index.Item, Claimed, error) {
-	var elsewhere map[string]Holder
-	if ref == nil {
-		elsewhere = e.passedOver(ctx)
-	}
+// no task to claim it returns none, and the answer (the holder's own
+// lease) or the refusal.
+func (e *Engine) chooseClaim(ctx context.Context, s index.Session, ref queue.Ref, force bool) (*index.Item, Claimed, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	c, err := e.readChoice(ctx, s, ref, elsewhere)
+	c, err := e.readChoice(ctx, s, ref)
 	if err != nil {
 		return nil, Claimed{}, err
 	}
 	it := c.it
-	if it == nil {
-		return nil, Claimed{Reason: c.reason}, nil
-	}
 	if err := unclaimable(it, force); err != nil {
 		return nil, Claimed{}, err
 	}
@@ -267,52 +238,24 @@ func (e *Engine) chooseClaim(ctx context.Context, s index.Session, ref *queue.Re
 	return it, Claimed{}, nil
 }
 
-// passedOver are the tasks a claim of the next task passes over, though
-// their files may read open: the ones other worktrees of the repository
-// hold, and the ones whose file git put back as it was before their claim
-// (their lease holds them). It is nil when there are none.
-func (e *Engine) passedOver(ctx context.Context) map[string]Holder {
-	var elsewhere map[string]Holder
-	if e.opts.Repository != nil {
-		elsewhere = e.opts.Repository.elsewhere(ctx, e)
-	}
-	for id, h := range e.leasedOpen(ctx) {
-		if elsewhere == nil {
-			elsewhere = map[string]Holder{}
-		}
-		elsewhere[id] = h
-	}
-	return elsewhere
-}
-
-// claimChoice is what a claim read under e.mu: the task (nil with the
-// reason nothing is ready), its lease (or the error reading it), and the
-// leases the session holds when the project bounds them.
+// claimChoice is what a claim read under e.mu: the task, its lease (or
+// the error reading it), and the leases the session holds when the
+// project bounds them.
 type claimChoice struct {
 	it     *index.Item
-	reason string
 	own    index.Lease
 	ownErr error
 	held   []index.Lease
 }
 
-// readChoice reads the task a claim by s chooses (ref, or the next ready
-// one), with its lease and the session's. The choice and the checks read
-// on the writer's connection, whose cache the claims before this one kept
-// warm (index.DB.Read). e.mu must be held.
-func (e *Engine) readChoice(ctx context.Context, s index.Session, ref *queue.Ref, elsewhere map[string]Holder) (claimChoice, error) {
+// readChoice reads the task ref a claim by s chooses, with its lease and
+// the session's. The checks read on the writer's connection, whose cache
+// the claims before this one kept warm (index.DB.Read). e.mu must be held.
+func (e *Engine) readChoice(ctx context.Context, s index.Session, ref queue.Ref) (claimChoice, error) {
 	var c claimChoice
 	err := e.p.DB.Read(ctx, func(tx *index.Tx) error {
-		if ref == nil {
-			id, reason, err := e.chooseNext(tx, elsewhere)
-			if err != nil || id == "" {
-				c.reason = reason
-				return err
-			}
-			ref = &queue.Ref{ID: id}
-		}
 		var err error
-		if c.it, err = tx.Get(*ref); err != nil {
+		if c.it, err = tx.Get(ref); err != nil {
 			return err
 		}
 		c.own, c.ownErr = tx.LeaseOf(c.it.ID)
@@ -322,30 +265,6 @@ func (e *Engine) readChoice(ctx context.Context, s index.Session, ref *queue.Ref
 		return nil
 	})
 	return c, err
-}
-
-// chooseNext is the id of the next ready task no claim under way has
-// chosen and no other worktree holds, or "" and why nothing is ready.
-func (e *Engine) chooseNext(tx *index.Tx, elsewhere map[string]Holder) (id, reason string, err error) {
-	id, err = e.nextReady(tx, elsewhere)
-	if err != nil || id != "" {
-		return id, "", err
-	}
-	// Nothing is ready: Next says why.
-	row, rd, err := tx.Next()
-	if err != nil {
-		return "", "", err
-	}
-	if row == nil {
-		return "", rd.String(), nil
-	}
-	if h, heldElsewhere := elsewhere[row.ID]; heldElsewhere {
-		return "", fmt.Sprintf("nothing is ready here: the ready tasks are held or being claimed in other worktrees of the repository (%s in %s)", row.Key, h.Worktree), nil
-	}
-	if e.chosen(row.ID) {
-		return "", "nothing is ready: the ready tasks are being claimed by others", nil
-	}
-	return row.ID, "", nil
 }
 
 // unclaimable refuses a claim of a task whose file is missing, or that is
@@ -410,52 +329,6 @@ func (e *Engine) claimedMeanwhile(ctx context.Context, s index.Session, id strin
 	return Claimed{Task: &it.Row, Epoch: l.Epoch}, nil, true
 }
 
-// nextMark is where the last claim-next's walk of the queue found its
-// task (index.Mark), with the DB's count of writes and the data version
-// then: while those are the same, or only claims were written since
-// (runBatch), no task before the mark has become ready. e.mu guards it.
-type nextMark struct {
-	mark    index.Mark
-	writes  uint64
-	version int64
-}
-
-// nextReady finds the task claim-next hands out (index.Tx.NextReadyFrom),
-// walking from where the last claim-next found its task when nothing but
-// claims was written since; e.mu must be held, and tx be a DB.Read.
-func (e *Engine) nextReady(tx *index.Tx, elsewhere map[string]Holder) (string, error) {
-	writes := e.p.DB.Writes()
-	version, err := tx.DataVersion()
-	if err != nil {
-		return "", err
-	}
-	from := index.Mark{}
-	if e.nextMark.writes == writes && e.nextMark.version == version && len(elsewhere) == 0 {
-		// (A task another worktree holds may be freed there without a
-		// write here: with any held elsewhere, the walk starts over.)
-		from = e.nextMark.mark
-	}
-	skip := e.chosen
-	if len(elsewhere) > 0 {
-		skip = func(id string) bool {
-			_, held := elsewhere[id]
-			return held || e.chosen(id)
-		}
-	}
-	id, mark, err := tx.NextReadyFrom(from, skip)
-	if err == nil && id == "" && from != (index.Mark{}) {
-		// Nothing from the mark on: the whole queue is walked before
-		// saying so.
-		id, mark, err = tx.NextReadyFrom(index.Mark{}, skip)
-	}
-	if err != nil {
-		e.nextMark = nextMark{}
-		return "", err
-	}
-	e.nextMark = nextMark{mark: mark, writes: writes, version: version}
-	return id, nil
-}
-
 // chosenIDs lists the tasks that claims under way have chosen.
 func (e *Engine) chosenIDs() []string {
 	e.claimMu.Lock()
@@ -465,14 +338,6 @@ func (e *Engine) chosenIDs() []string {
 		ids = append(ids, id)
 	}
 	return ids
-}
-
-// chosen reports whether a claim under way has chosen task id.
-func (e *Engine) chosen(id string) bool {
-	e.claimMu.Lock()
-	defer e.claimMu.Unlock()
-	_, ok := e.claiming[id]
-	return ok
 }
 
 // claimDone ends the claim under way of task id, made or refused.

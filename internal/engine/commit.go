@@ -70,8 +70,6 @@ type write struct {
 	err   error
 	done  chan struct{} // closed when the batch of the write has committed or failed
 	lead  chan struct{} // closed when the write is to make the next batch
-	// claim: the write is a claim, which makes no task ready (nextMark).
-	claim bool
 }
 
 // commit makes a write of moves, check and rows part of a batch and
@@ -143,7 +141,6 @@ func (e *Engine) runBatch(batch []*write) {
 	}
 	// The batch's transaction runs to its end whoever asked first; it
 	// carries the first write's values (its operation, for failpoints).
-	before := e.p.DB.Writes() // the writes committed before the batch's
 	err := e.transact(batch[0].ctx, batch, false)
 	var failed *rowsFailed
 	if errors.As(err, &failed) {
@@ -157,15 +154,6 @@ func (e *Engine) runBatch(batch []*write) {
 			}
 		}
 		return
-	}
-	claims := true
-	for _, w := range batch {
-		claims = claims && w.claim
-	}
-	if err == nil && claims && e.nextMark.writes == before && e.p.DB.Writes() == before+1 {
-		// Claims make no task ready: the walk of the next claim-next may
-		// start where the last one found its task.
-		e.nextMark.writes = before + 1
 	}
 	for _, w := range batch {
 		switch {

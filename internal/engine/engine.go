@@ -61,9 +61,11 @@ type Options struct {
 	Sweep time.Duration
 	// PlanDelay is how long plan.json waits after a change, gathering more (200 ms).
 	PlanDelay time.Duration
-	// Coord, when set, is the coordination store shared with the other
-	// clones of the repository (team mode): leases are granted there first,
-	// aliases come from its sequences, and its events are passed on.
+	// Coord is the live state of the repository, required: the
+	// repository's embedded one (coord.EmbeddedDB's Join) when snagd runs
+	// alone, the coordination store shared with the other clones on
+	// PostgreSQL in team mode. Leases are granted there first, aliases
+	// come from its sequences, and its events are passed on.
 	Coord coord.Live
 	// CoordBeat is how often this clone heartbeats to Coord (default: a
 	// fifth of its grace, at most DefaultHeartbeat).
@@ -101,7 +103,7 @@ type Engine struct {
 	capMu     sync.Mutex // captures' images are decoded one capture at a time (up to 160 MB each)
 	notes     notesSync  // when the notes index last read its folder
 	keyFix    keyFix     // the settling of keys two tasks share (keys.go)
-	team      *team      // the coordination store's side; nil when snagd runs alone
+	team      *team      // the live state's side (Options.Coord)
 	// tasks is p.Tasks, for the writes that prepare their files with no
 	// lock held (commit.go): it stays set when Close lets p go.
 	tasks *queue.Dir
@@ -122,7 +124,6 @@ type Engine struct {
 	// (under claimMu): its claim-next passes over them while another task
 	// is ready, so an agent that gives a task up does not loop on it.
 	gaveBack map[int64]map[string]bool
-	nextMark nextMark // where claim-next's walk may start (under mu)
 	// ready is set once the first full rescan is done.
 	ready atomic.Bool
 	// polling is set while the watcher polls, having no filesystem watches.
@@ -188,6 +189,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Home == "" {
 		opts.Home = project.Home()
 	}
+	if opts.Coord == nil {
+		return nil, errors.New("engine: no live state: Options.Coord is required (join the repository's embedded one, coord.EmbeddedDB's Join, as snagd does)")
+	}
 	root, err := filepath.Abs(opts.Root)
 	if err == nil {
 		root, err = filepath.EvalSymlinks(root)
@@ -203,16 +207,14 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		e.stop()
 		return nil, err
 	}
-	if opts.Coord != nil {
-		e.team = newTeam(opts.Coord, opts.CoordBeat)
-		e.p.DB.OnLeasesEnded(e.team.ended)
-		e.p.DB.OnAudited(e.team.audited)
-		e.p.DB.OnMessage(e.teamMessage)
-		if err := e.teamAuditLog(ctx); err != nil {
-			e.stop()
-			e.p.Close()
-			return nil, err
-		}
+	e.team = newTeam(opts.Coord, opts.CoordBeat)
+	e.p.DB.OnLeasesEnded(e.team.ended)
+	e.p.DB.OnAudited(e.team.audited)
+	e.p.DB.OnMessage(e.teamMessage)
+	if err := e.teamAuditLog(ctx); err != nil {
+		e.stop()
+		e.p.Close()
+		return nil, err
 	}
 	e.p.Tasks.OnDisplaced(e.displaced)
 	e.tasks = e.p.Tasks
@@ -268,7 +270,7 @@ func (e *Engine) Ready() bool {
 	// leases is part of starting, as the first rescan is: it reads a local
 	// file. (A team's store may be out of reach: its snagd answers meanwhile,
 	// and claims say starting.)
-	return e.ready.Load() && (e.team == nil || e.across() || e.team.started.Load())
+	return e.ready.Load() && (e.across() || e.team.started.Load())
 }
 
 // Config is the project's configuration as snag last read it.
@@ -298,9 +300,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			}
 		}
 		e.resumeVerify(gctx)
-		if e.team != nil {
-			g.Go(func() error { return e.teamRun(gctx) })
-		}
+		g.Go(func() error { return e.teamRun(gctx) })
 		return e.sweep(gctx)
 	})
 	return g.Wait()

@@ -153,48 +153,28 @@ func (e *Engine) ClaimFiles(ctx context.Context, s index.Session, r FilesRequest
 		entry.TaskID = it.ID
 	}
 	now := time.Now()
-	if e.team != nil {
-		// The claim is made across every clone first; snag.db mirrors it.
-		if err := e.teamReady(ctx); err != nil {
-			return refused(err)
-		}
-		shared, err := e.team.s.ClaimFiles(ctx, coord.FilesRequest{Session: coordSession(s), Paths: paths, TaskID: taskID,
-			TTL: r.TTL, Exclusive: !r.Shared}, repopath.Overlap)
-		if err != nil {
-			return refused(e.teamErr(err))
-		}
-		if len(shared.Conflicts) > 0 {
-			cs := e.teamClaims(shared.Conflicts)
-			_, err := refused(refuse(ErrFilesHeld, "files_held", "claim: nothing was claimed: %s", HoldersOf(cs, now)))
-			return FilesClaimed{Conflicts: cs}, err
-		}
+	// The claim is made in the live state first, across every member
+	// (the repository's other worktrees, a team's other clones); snag.db
+	// mirrors it.
+	if err := e.teamReady(ctx); err != nil {
+		return refused(err)
 	}
-	if repo := e.opts.Repository; repo != nil && e.team == nil {
-		// The repository's other worktrees hold claims of the same paths:
-		// checked, and this one written, under the repository's lock. (In
-		// team mode each worktree is a clone of the store, which checks.)
-		repo.filesMu.Lock()
-		defer repo.filesMu.Unlock()
-		var conflicts []snag.FileClaim
-		for _, c := range repo.otherFileClaims(ctx, e, now) {
-			for _, p := range paths {
-				if (c.Exclusive || !r.Shared) && repopath.Overlap(c.Path, p) {
-					conflicts = append(conflicts, c)
-					break
-				}
-			}
-		}
-		if len(conflicts) > 0 {
-			_, err := refused(refuse(ErrFilesHeld, "files_held", "claim: nothing was claimed: %s (in another worktree)", HoldersOf(conflicts, now)))
-			return FilesClaimed{Conflicts: conflicts}, err
-		}
+	shared, err := e.team.s.ClaimFiles(ctx, coord.FilesRequest{Session: coordSession(s), Paths: paths, TaskID: taskID,
+		TTL: r.TTL, Exclusive: !r.Shared}, repopath.Overlap)
+	if err != nil {
+		return refused(e.teamErr(err))
+	}
+	if len(shared.Conflicts) > 0 {
+		cs := e.teamClaims(shared.Conflicts)
+		_, err := refused(refuse(ErrFilesHeld, "files_held", "claim: nothing was claimed: %s", HoldersOf(cs, now)))
+		return FilesClaimed{Conflicts: cs}, err
 	}
 	res, err := e.p.DB.ClaimFiles(ctx, index.FileClaimRequest{SessionID: s.ID, Holder: s.Name, Paths: paths,
 		TaskID: taskID, TTL: r.TTL, Exclusive: !r.Shared}, now)
 	if err != nil {
 		return FilesClaimed{}, err
 	}
-	if e.team != nil && (len(res.Late) > 0 || len(res.Conflicts) > 0) {
+	if len(res.Late) > 0 || len(res.Conflicts) > 0 {
 		e.team.queue(teamOp{files: &teamFiles{session: s.ID, paths: paths}, why: "the claim was refused here"})
 	}
 	switch {
@@ -269,9 +249,7 @@ func (e *Engine) ReleaseFiles(ctx context.Context, s index.Session, paths []stri
 	if err != nil {
 		return nil, err
 	}
-	if e.team != nil {
-		e.team.queue(teamOp{files: &teamFiles{session: s.ID, paths: canon}, why: "released"})
-	}
+	e.team.queue(teamOp{files: &teamFiles{session: s.ID, paths: canon}, why: "released"})
 	var names []string
 	for _, c := range out {
 		names = append(names, c.Path)
@@ -317,19 +295,13 @@ func (e *Engine) CheckFiles(ctx context.Context, s *index.Session, paths []strin
 	return out, nil
 }
 
-// FileClaims lists every live file claim: the repository's other
-// worktrees' too, and in team mode the other clones', each holder named
-// with its machine ("LYNX on build-2"). With the store out of reach, this
-// machine's alone.
+// FileClaims lists every live file claim: the live state's other
+// members' too (the repository's other worktrees, and in team mode the
+// other clones', each holder named with its machine: "LYNX on build-2").
+// With the store out of reach, this view's alone.
 func (e *Engine) FileClaims(ctx context.Context) ([]snag.FileClaim, error) {
-	now := time.Now()
-	local, err := e.p.DB.FileClaims(ctx, now)
-	if err == nil && e.opts.Repository != nil && e.team == nil {
-		// The other worktrees' agents', served by this snagd (in team
-		// mode, the store's other clones include them).
-		local = append(local, e.opts.Repository.otherFileClaims(ctx, e, now)...)
-	}
-	if err != nil || e.team == nil || e.team.cutOff() > 0 {
+	local, err := e.p.DB.FileClaims(ctx, time.Now())
+	if err != nil || e.team.cutOff() > 0 {
 		return local, err
 	}
 	shared, err := e.team.s.FileClaims(ctx)
@@ -412,15 +384,13 @@ func (e *Engine) PersonReleaseFile(ctx context.Context, path, by, reason string)
 	if err != nil {
 		return nil, err
 	}
-	if e.team != nil {
-		shared, err := e.team.s.ForceReleaseFile(ctx, canon[0], why)
-		if err != nil {
-			return nil, e.teamErr(err)
-		}
-		for _, c := range shared {
-			if c.Clone != e.team.s.Clone() {
-				out = append(out, e.teamClaims([]coord.FileClaim{c})...)
-			}
+	shared, err := e.team.s.ForceReleaseFile(ctx, canon[0], why)
+	if err != nil {
+		return nil, e.teamErr(err)
+	}
+	for _, c := range shared {
+		if c.Clone != e.team.s.Clone() {
+			out = append(out, e.teamClaims([]coord.FileClaim{c})...)
 		}
 	}
 	if len(out) == 0 {

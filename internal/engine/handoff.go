@@ -49,14 +49,12 @@ func (e *Engine) Handoff(ctx context.Context, from *index.Session, by string, h 
 	if err := e.readHandoffTask(ctx, ho, live); err != nil {
 		return e.refuseHandoff(ctx, ho, err)
 	}
-	if e.team != nil {
-		// The lease moves in the store first, under a new epoch; snag.db
-		// mirrors it. Should the file's write fail, it moves back.
-		if err := e.teamHandoffTransfer(ctx, ho); err != nil {
-			return e.refuseHandoff(ctx, ho, err)
-		}
-		defer e.teamHandoffGiveBack(ctx, ho)
+	// The lease moves in the live state first, under a new epoch; snag.db
+	// mirrors it. Should the file's write fail, it moves back.
+	if err := e.teamHandoffTransfer(ctx, ho); err != nil {
+		return e.refuseHandoff(ctx, ho, err)
 	}
+	defer e.teamHandoffGiveBack(ctx, ho)
 	got, granted, err := e.commitHandoff(ctx, ho)
 	if err != nil {
 		return e.refuseHandoff(ctx, ho, err)
@@ -82,8 +80,8 @@ type handingOff struct {
 	to    index.Session
 	it    *index.Item
 	lease index.Lease
-	// shared is the lease the store moved to the addressee (team mode),
-	// until snag.db has it too.
+	// shared is the lease the live state moved to the addressee, until
+	// snag.db has it too.
 	shared *coord.Lease
 }
 
@@ -223,8 +221,8 @@ func (e *Engine) teamHandoffGiveBack(ctx context.Context, ho *handingOff) {
 }
 
 // commitHandoff rewrites the task's file for the addressee and, in the
-// same batch, ends the lease, grants it to the addressee (at the store's
-// epoch in team mode) and leaves the message. The holder is checked again
+// same batch, ends the lease, grants it to the addressee (at the live
+// state's epoch, ho.shared) and leaves the message. The holder is checked again
 // in the batch.
 func (e *Engine) commitHandoff(ctx context.Context, ho *handingOff) (got index.Message, granted index.Lease, err error) {
 	it, lease, to, from := ho.it, ho.lease, ho.to, ho.from
@@ -248,12 +246,7 @@ func (e *Engine) commitHandoff(ctx context.Context, ho *handingOff) (got index.M
 		if _, _, err = tx.End(it.ID, why); err != nil {
 			return err
 		}
-		if ho.shared != nil {
-			granted, err = tx.GrantEpoch(it.ID, to.ID, to.Name, ho.shared.Epoch)
-		} else {
-			granted, err = tx.Grant(it.ID, to.ID, to.Name, false)
-		}
-		if err != nil {
+		if granted, err = tx.GrantEpoch(it.ID, to.ID, to.Name, ho.shared.Epoch); err != nil {
 			return err
 		}
 		if _, err = mv.written(tx, e.p.Tasks); err != nil {

@@ -132,8 +132,5 @@ func (e *Engine) mintKey(ctx context.Context) (int, error) {
 	if r := e.opts.Repository; r != nil {
 		n = r.floor(ctx, e, "task", n)
 	}
-	if e.team != nil {
-		return e.teamAlias(ctx, "task", n)
-	}
-	return n, nil
+	return e.teamAlias(ctx, "task", n)
 }

@@ -130,9 +130,7 @@ func (e *Engine) depIDs(ctx context.Context, deps []string) (ids, keys []string)
 // the last taken: a refused add leaves no gap in the keys.
 func (e *Engine) giveBackKey(ctx context.Context, n int) {
 	e.p.DB.GiveBackKey(ctx, n)
-	if e.team != nil {
-		e.team.s.GiveBack(ctx, "task", int64(n))
-	}
+	e.team.s.GiveBack(ctx, "task", int64(n))
 }
 
 // danglingDeps lists the entries of deps that name no task here.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
@@ -27,20 +28,39 @@ func sample(t *testing.T) string {
 	return root
 }
 
-// open opens an engine on root and reads every file, as Run's first
-// rescan does; the engine is closed when the test ends.
+// open opens an engine on root as snagd alone does, a member of the
+// repository's embedded live state, and reads every file and reconciles
+// its leases, as Run's first rescan and team loop do; its background
+// loops are not run (a test drives what it needs). The engine is closed
+// when the test ends.
 func open(t *testing.T, root string) *Engine {
 	t.Helper()
-	e, err := Open(context.Background(), Options{Root: root, Home: t.TempDir()})
+	ctx := context.Background()
+	e, err := Open(ctx, Options{Root: root, Home: t.TempDir(), Coord: joinLive(t, root)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	e.Rescan(context.Background())
+	e.Rescan(ctx)
+	e.teamReconcile(ctx)
 	if !e.Ready() {
 		t.Fatal("the first rescan did not make the engine ready")
 	}
 	return e
+}
+
+// joinLive opens an embedded live state in a folder of the test's own and
+// joins it for root, as snagd joins the repository's; it is closed when
+// the test ends.
+func joinLive(tb testing.TB, root string) coord.Live {
+	tb.Helper()
+	live, err := coord.OpenEmbedded(context.Background(), filepath.Join(tb.TempDir(), coord.EmbeddedFile),
+		coord.Options{Host: "test", Root: root})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(live.Close)
+	return live
 }
 
 // agentMove makes a move for the agent VESPER, as a claim or a release

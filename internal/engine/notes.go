@@ -173,8 +173,8 @@ func badNote(title string, in NoteInput) *Error {
 }
 
 // nextNoteKey is the first note key to try: past every key indexed, on
-// disk in any notes folder, in the repository's other worktrees and, in
-// team mode, handed out by the store.
+// disk in any notes folder, in the repository's other worktrees and
+// handed out by the live state.
 func (e *Engine) nextNoteKey(ctx context.Context) (int, error) {
 	next, err := e.p.DB.NextNoteKey(ctx)
 	if err != nil {
@@ -186,10 +186,8 @@ func (e *Engine) nextNoteKey(ctx context.Context) (int, error) {
 	if r := e.opts.Repository; r != nil {
 		next = r.floor(ctx, e, "note", next)
 	}
-	if e.team != nil {
-		if next, err = e.teamAlias(ctx, "note", next); err != nil {
-			return 0, fmt.Errorf("note: %w", err)
-		}
+	if next, err = e.teamAlias(ctx, "note", next); err != nil {
+		return 0, fmt.Errorf("note: %w", err)
 	}
 	return next, nil
 }
@@ -454,26 +452,24 @@ func (e *Engine) takeBranch(ctx context.Context, session int64, who, branch stri
 	if session == 0 || branch == NoBranch {
 		return nil
 	}
-	if e.team != nil {
-		// The lease is the workspace's: an agent on another clone writing
-		// the same branch's graph holds it too.
-		held, ok, err := e.team.s.TakeBranch(ctx, branch, coord.Session{ID: session, Name: who}, BranchLeaseTTL)
-		if err != nil {
-			var r *Error
-			if errors.As(e.teamErr(err), &r) {
-				return r
-			}
-			return &Error{Kind: ErrInvalid, Code: "branch_lease", Message: err.Error()}
+	// The lease is the workspace's: an agent on another clone writing
+	// the same branch's graph holds it too.
+	shared, ok, err := e.team.s.TakeBranch(ctx, branch, coord.Session{ID: session, Name: who}, BranchLeaseTTL)
+	if err != nil {
+		var r *Error
+		if errors.As(e.teamErr(err), &r) {
+			return r
 		}
-		if !ok {
-			holder := held.Holder
-			if held.Clone != e.team.s.Clone() && held.Host != "" && e.across() {
-				holder += " on " + held.Host
-			}
-			left := max(time.Until(held.Expires).Round(time.Second), time.Second)
-			return refuse(ErrHeld, "branch_held", "branch %s is being written by %s for %ds more: wait and write again, or write on a branch of your own (git switch -c); do not name another branch than the one you are on",
-				branch, holder, int(left/time.Second))
+		return &Error{Kind: ErrInvalid, Code: "branch_lease", Message: err.Error()}
+	}
+	if !ok {
+		holder := shared.Holder
+		if shared.Clone != e.team.s.Clone() && shared.Host != "" && e.across() {
+			holder += " on " + shared.Host
 		}
+		left := max(time.Until(shared.Expires).Round(time.Second), time.Second)
+		return refuse(ErrHeld, "branch_held", "branch %s is being written by %s for %ds more: wait and write again, or write on a branch of your own (git switch -c); do not name another branch than the one you are on",
+			branch, holder, int(left/time.Second))
 	}
 	held, ok, err := e.p.DB.TakeBranchLease(ctx, index.BranchLease{Workspace: e.Workspace(), Branch: branch, SessionID: session, Holder: who}, BranchLeaseTTL)
 	if err != nil {

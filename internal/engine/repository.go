@@ -37,10 +37,10 @@ type Repository struct {
 	members  map[string]*Engine // by root
 	expected map[string]bool    // roots whose engines are being opened
 	reserved map[string]string  // task id -> the root whose claim of it is under way
-	// filesMu serialises file claims across the worktrees: a claim checks
-	// the other worktrees' claims and writes its own under it. namesMu
-	// does the same for the names of new sessions.
-	filesMu, namesMu sync.Mutex
+	// namesMu serialises the names of new sessions across the worktrees:
+	// a registration checks the other worktrees' live names and takes its
+	// own under it.
+	namesMu sync.Mutex
 	// seen caches the identity of other worktrees' task files
 	// (sharedAcross), by path.
 	seenMu sync.Mutex
@@ -119,22 +119,6 @@ func (r *Repository) activity(ctx context.Context, e *Engine, since time.Time) [
 	r.others(e, func(_ string, m *Engine) {
 		if list, _, err := m.p.DB.Activity(ctx, since, 0); err == nil {
 			out = append(out, list)
-		}
-	})
-	return out
-}
-
-// otherFileClaims lists the live file claims of the repository's other
-// worktrees than e's. Paths are the repository's (the same in every
-// worktree); a holder's session id means nothing outside its worktree, so
-// it is 0.
-func (r *Repository) otherFileClaims(ctx context.Context, e *Engine, now time.Time) []snag.FileClaim {
-	var out []snag.FileClaim
-	r.others(e, func(_ string, m *Engine) {
-		cs, _ := m.p.DB.FileClaims(ctx, now)
-		for _, c := range cs {
-			c.SessionID = 0
-			out = append(out, c)
 		}
 	})
 	return out

@@ -16,14 +16,14 @@ import (
 // task goes to verifying with a check queued, or where the project's
 // config and the approvals send it (see Resolution).
 //
-// In team mode a resolve that finishes the task (resolved, or sent to a
-// person's review) is told to the store before its file is written
+// A resolve that finishes the task (resolved, or sent to a person's
+// review) is told to the live state before its file is written
 // (teamEndFirst): a clone killed after the answer, or cut off from the
 // store, can never leave the lease to be swept and the finished work
 // granted to another clone.
 func (e *Engine) Resolve(ctx context.Context, req VerifyRequest) (Resolution, error) {
 	r := newResolving(req, e.root)
-	if e.team != nil && r.agent {
+	if r.agent {
 		// The store must still have the lease: a clone cut off past the
 		// grace gave it up, and another may hold the task now.
 		if err := e.teamFence(ctx, req.Ref, r.s); err != nil {

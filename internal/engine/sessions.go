@@ -199,7 +199,7 @@ func (e *Engine) Adopt(ctx context.Context, s index.Session, name string) (index
 	case err != nil:
 		return s, err
 	}
-	if got.Name != s.Name && e.team != nil && e.team.cutOff() == 0 {
+	if got.Name != s.Name && e.team.cutOff() == 0 {
 		// The name is the workspace's: one live agent of another clone
 		// may have it.
 		if err := e.team.s.Register(ctx, coordSession(got)); errors.Is(err, coord.ErrNameTaken) {
@@ -251,7 +251,7 @@ func (e *Engine) Register(ctx context.Context, s index.Session) (index.Session, 
 		s.BootID = bootID()
 	}
 	e.endGoneNamed(ctx, s.Name)
-	if e.team != nil && e.team.cutOff() == 0 {
+	if e.team.cutOff() == 0 {
 		// A new agent takes no name a live agent of another clone has:
 		// the team's holders and handoffs name agents by name alone.
 		if names, err := e.team.s.LiveNames(ctx); err == nil {
@@ -272,14 +272,12 @@ func (e *Engine) Register(ctx context.Context, s index.Session) (index.Session, 
 	}
 	e.Audit(ctx, snag.AuditEntry{SessionID: s.ID, Actor: queue.Agent, Agent: s.Name, Action: "session",
 		Outcome: "ok", Detail: fmt.Sprintf("%s %s pid %d", s.Client, s.ClientVersion, s.PID)})
-	if e.team != nil {
-		s = e.teamRegister(ctx, s)
-		// A session that took its name's leases back (after a rebuilt
-		// index) holds them in the store too.
-		if ls, err := e.p.DB.LeasesOf(ctx, s.ID); err == nil {
-			for i := range ls {
-				e.team.queue(teamOp{adopt: &ls[i]})
-			}
+	s = e.teamRegister(ctx, s)
+	// A session that took its name's leases back (after a rebuilt
+	// index) holds them in the store too.
+	if ls, err := e.p.DB.LeasesOf(ctx, s.ID); err == nil {
+		for i := range ls {
+			e.team.queue(teamOp{adopt: &ls[i]})
 		}
 	}
 	e.hub.Publish(snag.SessionEvent{ID: s.ID, Name: s.Name, Started: true})
@@ -396,9 +394,7 @@ func (e *Engine) EndSession(id int64, why string) {
 	held, err := e.p.DB.EndSession(ctx, id, why)
 	e.live.ended(id) // when the end failed too: the next request reads the row
 	e.forgetGaveBack(id)
-	if e.team != nil {
-		e.team.queue(teamOp{endID: id, why: why})
-	}
+	e.team.queue(teamOp{endID: id, why: why})
 	if err != nil {
 		e.log.Error("end session", "id", id, "err", err)
 		return

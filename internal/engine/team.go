@@ -19,9 +19,10 @@ import (
 // few seconds may work.
 var ErrUnreachable = errors.New("coordination unreachable")
 
-// team is the engine's side of a coordination store shared with the
-// other clones of the repository (package coord, on PostgreSQL): set when
-// snagd runs with --coord, nil when it runs alone.
+// team is the engine's side of the repository's live state (package
+// coord, Options.Coord, always set): the repository's embedded one on this
+// machine when snagd runs alone, a coordination store shared with the
+// other clones on PostgreSQL when it runs with --coord.
 //
 // A grant is made there first, in one transaction, and mirrored in
 // snag.db with the same epoch by the claim's own batch, which rewrites the
@@ -132,16 +133,10 @@ func newTeam(s coord.Live, beat time.Duration) *team {
 // board's team section, a context's other agents, holders named with
 // their machines) is shown then alone. The repository's other worktrees
 // are shown through the Repository, with or without.
-func (e *Engine) across() bool { return e.team != nil && e.team.s.Across() }
+func (e *Engine) across() bool { return e.team.s.Across() }
 
-// Coord is the coordination store snagd shares with other clones, or nil
-// when it runs alone.
-func (e *Engine) Coord() coord.Live {
-	if e.team == nil {
-		return nil
-	}
-	return e.team.s
-}
+// Coord is the live state the engine was opened with (Options.Coord).
+func (e *Engine) Coord() coord.Live { return e.team.s }
 
 func (t *team) queue(op teamOp) {
 	t.mu.Lock()
@@ -185,9 +180,7 @@ func (e *Engine) teamMessage(m index.Message) {
 // teamPost publishes a note or an inbox item added here, for the team to
 // read before git carries the file.
 func (e *Engine) teamPost(m coord.Message) {
-	if e.team != nil {
-		e.team.queue(teamOp{post: &m})
-	}
+	e.team.queue(teamOp{post: &m})
 }
 
 // ended is the index's hook after a commit that ended leases: the store

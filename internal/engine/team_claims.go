@@ -26,9 +26,6 @@ import (
 // clone holds is a person's move, told after its commit (teamMoved).
 func (e *Engine) teamEndFirst(ctx context.Context, id, why string) (undo func(), err error) {
 	undo = func() {}
-	if e.team == nil {
-		return undo, nil
-	}
 	l, err := e.p.DB.LeaseOf(ctx, id)
 	if err != nil || l.Detached || l.SessionID == 0 || l.Epoch == 0 {
 		return undo, nil
@@ -125,7 +122,7 @@ func (e *Engine) endState(ctx context.Context, id string) string {
 // may be claimed through any clone again; resolved, cancelled, rejected
 // or sent to review, through none.
 func (e *Engine) teamMoved(t *queue.Task, by string) {
-	if e.team == nil || t == nil {
+	if t == nil {
 		return
 	}
 	state := coord.Done
@@ -202,7 +199,7 @@ func (e *Engine) teamClaimNext(ctx context.Context, s index.Session, force bool)
 		if err != nil {
 			return Claimed{}, e.teamErr(err)
 		}
-		got, err := e.claim(ctx, s, &queue.Ref{ID: l.TaskID}, force, &l)
+		got, err := e.claim(ctx, s, queue.Ref{ID: l.TaskID}, force, &l)
 		if err == nil && got.Task != nil && slices.Contains(gaveBack, got.Task.ID) {
 			got.Note = "you released " + got.Task.Key + " earlier in this session and nothing else is ready: work on it only if what stopped you has changed; else say so to the person"
 		}

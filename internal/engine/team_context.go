@@ -59,12 +59,9 @@ func (e *Engine) teamSendAudits(ctx context.Context) error {
 // teamAudit reads the log of live actions with read, after this view's
 // entries were sent to it, so that it has every one made so far. With
 // the store out of reach (a team's, cut off) it is this view's own log,
-// read with local, as it is for an engine without a store.
+// read with local.
 func (e *Engine) teamAudit(ctx context.Context, read func(context.Context) ([]coord.Entry, error),
 	local func() ([]snag.AuditEntry, error)) ([]snag.AuditEntry, error) {
-	if e.team == nil {
-		return local()
-	}
 	err := e.teamSendAudits(ctx)
 	var shared []coord.Entry
 	if err == nil {
@@ -200,7 +197,7 @@ func (e *Engine) teamHas(ctx context.Context, kind, key string) bool {
 // shown claimed there, not free. A store slow to answer leaves the rows as
 // the files say, after heldReadTimeout.
 func (e *Engine) teamHeldElsewhere(ctx context.Context) map[string]coord.Lease {
-	if e.team == nil || !e.across() || e.team.cutOff() > 0 {
+	if !e.across() || e.team.cutOff() > 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, heldReadTimeout)

@@ -71,11 +71,8 @@ func (e *Engine) cutOffMessage() string {
 // CoordNotice is what every answer to session id says while the store
 // is out of reach: how long, and when the tasks it holds are given up
 // ("coordination unreachable for 9 s: your lease of SNAG-3 will be given
-// up at 15 s"); "" while all is well, or when snagd runs alone.
+// up at 15 s"); "" while all is well.
 func (e *Engine) CoordNotice(ctx context.Context, id int64) string {
-	if e.team == nil {
-		return ""
-	}
 	d := e.team.cutOff()
 	if d == 0 {
 		return ""

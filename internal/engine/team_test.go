@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,31 +12,6 @@ import (
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/verify"
 )
-
-// openAlone opens an engine on root as snagd alone does: a member of the
-// repository's embedded live state. The engine's background loops are not
-// run; a test drives what it needs.
-func openAlone(t *testing.T, root string) *Engine {
-	t.Helper()
-	ctx := context.Background()
-	live, err := coord.OpenEmbedded(ctx, filepath.Join(t.TempDir(), coord.EmbeddedFile),
-		coord.Options{Host: "test", Root: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(live.Close)
-	e, err := Open(ctx, Options{Root: root, Home: t.TempDir(), Coord: live})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	e.Rescan(ctx)
-	e.teamReconcile(ctx) // as Run's team loop does first
-	if !e.Ready() {
-		t.Fatal("the first rescan did not make the engine ready")
-	}
-	return e
-}
 
 // claimNextAs registers a session named name and claims the next task
 // for it.
@@ -66,8 +40,21 @@ func drain(t *testing.T, e *Engine) {
 // publication of the ready tasks: a task added just before, while the
 // publication runs beside the claim as snagd's ticker does, is claimed,
 // never answered as held through other clones.
+// TestOpenWantsALiveState: an engine has the repository's live state or
+// none opens, and the refusal names the fix.
+func TestOpenWantsALiveState(t *testing.T) {
+	e, err := Open(context.Background(), Options{Root: sample(t), Home: t.TempDir()})
+	if err == nil {
+		e.Close()
+		t.Fatal("an engine opened without a live state")
+	}
+	if !strings.Contains(err.Error(), "Options.Coord is required") {
+		t.Errorf("the refusal does not name the fix: %v", err)
+	}
+}
+
 func TestClaimNextRacesThePublication(t *testing.T) {
-	e := openAlone(t, sample(t))
+	e := open(t, sample(t))
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -95,7 +82,7 @@ func TestClaimNextRacesThePublication(t *testing.T) {
 // task is ready; when only tasks it gave back are left, it gets one, told
 // that it released it. Another agent gets it as any other.
 func TestClaimNextPassesOverWhatTheSessionGaveBack(t *testing.T) {
-	e := openAlone(t, sample(t)) // no sender loop: a claim sends the releases it needs
+	e := open(t, sample(t)) // no sender loop: a claim sends the releases it needs
 	ctx := context.Background()
 	drain(t, e) // the sample's ready tasks are taken by others
 	for _, title := range []string{"First of two", "Second of two"} {
@@ -163,7 +150,7 @@ func TestFailReasonKeepsTheFailingLines(t *testing.T) {
 // cycle is refused after its key was minted, and the next add gets that
 // key.
 func TestARefusedAddUsesUpNoKey(t *testing.T) {
-	e := openAlone(t, sample(t))
+	e := open(t, sample(t))
 	ctx := context.Background()
 	first, _, err := e.Add(ctx, NewTask{Title: "Waits on the next"}, queue.Person, "dana")
 	if err != nil {
@@ -199,7 +186,7 @@ func keyNumber(t *testing.T, key string) int {
 // waits in the outbox and frees the task when sent, so the task is not
 // left done for every clone while no file says so.
 func TestAnUncommittedFinishIsTakenBackLater(t *testing.T) {
-	e := openAlone(t, sample(t))
+	e := open(t, sample(t))
 	ctx := context.Background()
 	s, err := e.Register(ctx, index.Session{Name: "ADA", Client: "test"})
 	if err != nil {

@@ -238,14 +238,14 @@ var outcomeMoves = map[string]queue.Action{
 	snag.OutcomeNeedsApproval: queue.ActInconclusive,
 }
 
-// teamFinishFirst tells the store first, in team mode, of an outcome that
+// teamFinishFirst tells the live state first of an outcome that
 // finishes the task (teamEndFirst), waiting while the store is out of
 // reach; lost is the store's refusal (the lease ended there meanwhile),
 // and such an outcome is not applied. ok is false when snagd stops
 // meanwhile.
 func (e *Engine) teamFinishFirst(run snag.VerifyRun, res result) (undo func(), lost error, ok bool) {
 	undo = func() {}
-	if _, finishes := outcomeMoves[res.outcome]; e.team == nil || !finishes {
+	if _, finishes := outcomeMoves[res.outcome]; !finishes {
 		return undo, nil, true
 	}
 	undo, err := e.teamEndFirstRetry(e.runCtx, run.TaskID, "verify: "+res.outcome)
