@@ -1125,9 +1125,11 @@ func TestTeamSessionEndUnsentAtACrashIsReconciled(t *testing.T) {
 
 	d1 = startTeamHome(t, root, home, u, grace)
 	eventually(t, "the restarted clone to end the session in the store", func() bool { return !live() && !held() })
-	if !d1.auditHas("reconcile", "the session had ended here before snagd stopped") {
-		t.Fatal("the restarted clone's audit does not say it ended the session in the store")
-	}
+	// The store hears the end before the audit entry is written: the
+	// entry follows.
+	eventually(t, "the restarted clone's audit to say it ended the session in the store", func() bool {
+		return d1.auditHas("reconcile", "the session had ended here before snagd stopped")
+	})
 	d2 := startTeam(t, teamClone(t, bare), dsn, grace)
 	var s struct{ Name string }
 	if code := d2.do(http.MethodPost, "/sessions", map[string]any{"client": "team-test", "client_version": "1", "name": a.name,
