@@ -225,7 +225,7 @@ func (e *Engine) teamSend(ctx context.Context) error {
 		if op.register != nil && errors.Is(err, coord.ErrNameTaken) && e.teamRename(ctx, op.register) {
 			continue // registered again under a free name
 		}
-		if op.unend != nil && errors.Is(err, coord.ErrCloneEnded) {
+		if (op.unend != nil || op.ended != nil) && errors.Is(err, coord.ErrCloneEnded) {
 			return err // sent again once this clone has joined again
 		}
 		if err != nil && !errors.Is(err, coord.ErrStale) {
@@ -317,13 +317,23 @@ func (e *Engine) teamApply(ctx context.Context, op teamOp) error {
 	case op.ended != nil:
 		state := e.endState(ctx, op.ended.TaskID)
 		err := s.End(ctx, op.ended.TaskID, op.ended.Epoch, state, op.ended.Reason)
-		if state == coord.Done && (errors.Is(err, coord.ErrStale) || errors.Is(err, coord.ErrCloneEnded)) {
+		if !errors.Is(err, coord.ErrStale) && !errors.Is(err, coord.ErrCloneEnded) {
+			return err
+		}
+		if state == coord.Done {
 			// Finished here, and the lease moved in the store meanwhile (the
 			// clone was swept, and joined again): done all the same unless a
 			// grant went past it.
 			_, err = s.MarkDone(ctx, op.ended.TaskID, op.ended.Epoch, op.ended.Reason)
+			return err
 		}
-		return err
+		// Freed here, and the store has the lease otherwise: a finish it
+		// heard from this clone whose answer was lost (the link cut in the
+		// middle of the call) left it done at this epoch while no file
+		// says so. The task is open here, so it is free again; Unend
+		// changes nothing unless the store has it done at exactly this
+		// epoch. A clone ended meanwhile sends it once joined again.
+		return s.Unend(ctx, op.ended.TaskID, op.ended.Epoch, coord.Session{}, false)
 	}
 	return nil
 }
