@@ -96,6 +96,7 @@ func startTeamHome(t *testing.T, root, home, dsn string, grace time.Duration, ex
 	t.Helper()
 	d := spawnEnv(t, root, home, []string{coord.Env + "=" + dsn},
 		append([]string{"--log", "debug", "--coord-grace", grace.String()}, extra...)...)
+	d.team = true // ready for a test once the start's reconcile has run: a write before it is 503 starting
 	d.waitReady()
 	return d
 }

@@ -312,11 +312,11 @@ func (e *Engine) teamFence(ctx context.Context, ref queue.Ref, s index.Session) 
 	if err != nil || l.SessionID != s.ID {
 		return nil // not held by s here: the resolve's own checks refuse it
 	}
-	if e.team.gaveUp.Load() {
-		return e.teamErr(coord.ErrUnreachable)
-	}
-	if err := e.teamSend(ctx); err != nil {
-		return e.teamErr(err)
+	// Until the leases are reconciled, the store may have this one free
+	// while the reconcile is about to take it back at its epoch: a check
+	// now would take that for another clone's and release it.
+	if err := e.teamReadyFor(ctx, nil); err != nil {
+		return err
 	}
 	_, err = e.team.s.Check(ctx, it.ID, l.Epoch, s.ID)
 	if errors.Is(err, coord.ErrStale) {

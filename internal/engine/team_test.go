@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -254,5 +255,42 @@ func TestALostAnswerToAFinishLeavesNoTaskDone(t *testing.T) {
 	bea, _ := e.Register(ctx, index.Session{Name: "BEA", Client: "test"})
 	if again, err := e.Claim(ctx, bea, &queue.Ref{ID: id}, false); err != nil || again.Task == nil {
 		t.Fatalf("another agent's claim of the task: %+v %v", again, err)
+	}
+}
+
+// A resolve that comes while the start's reconcile has not yet taken its
+// lease back (the store freed it with the clone that was killed, and the
+// restarted one has not reconciled yet) is told to try again, and the
+// lease is kept: the reconcile then takes it back at its epoch and the
+// resolve goes through (TestTeamKilledCloneLeasesFreedAfterGrace failed on
+// it under load: the resolve's check took the free lease for another
+// clone's and released the task).
+func TestAResolveBeforeTheReconcileKeepsTheLease(t *testing.T) {
+	e := open(t, sample(t))
+	ctx := context.Background()
+	s, err := e.Register(ctx, index.Session{Name: "ADA", Client: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Claim(ctx, s, nil, false)
+	if err != nil || got.Task == nil {
+		t.Fatalf("claim: %+v %v", got, err)
+	}
+	ref := queue.Ref{ID: got.Task.ID}
+	// The store frees the lease as a sweep of a killed clone does; this
+	// engine has not reconciled since.
+	e.team.reconciled.Store(false)
+	if err := e.team.s.End(ctx, got.Task.ID, got.Epoch, coord.Free, "its clone went silent"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Resolve(ctx, VerifyRequest{Ref: ref, Session: &s, Epoch: got.Epoch}); !errors.Is(err, ErrStarting) && !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("a resolve before the reconcile: %v; want to be told to try again", err)
+	}
+	if l, err := e.p.DB.LeaseOf(ctx, got.Task.ID); err != nil || l.Epoch != got.Epoch || l.SessionID != s.ID {
+		t.Fatalf("the lease after the early resolve: %+v %v; want it kept", l, err)
+	}
+	e.teamReconcile(ctx)
+	if _, err := e.Resolve(ctx, VerifyRequest{Ref: ref, Session: &s, Epoch: got.Epoch}); err != nil {
+		t.Fatalf("the resolve after the reconcile: %v", err)
 	}
 }
