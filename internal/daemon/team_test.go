@@ -1056,7 +1056,15 @@ func TestTeamLoneCloneRestartKeepsLeases(t *testing.T) {
 		t.Fatalf("claim: %d %s", code, body)
 	}
 	d.p.Stop()
-	time.Sleep(2 * grace) // snagd down for longer than the grace: scenario timing, not a wait
+	// snagd stays down until the store has not heard from it for twice
+	// its grace.
+	pool := drainPool(t, dsn)
+	eventually(t, "the stopped clone silent past twice its grace in the store", func() bool {
+		var silent bool
+		err := pool.QueryRow(context.Background(), `SELECT bool_and(seen < now() - $2::interval) FROM clones WHERE root = $1`,
+			root, (2 * grace).String()).Scan(&silent)
+		return err == nil && silent
+	})
 	d = startTeamHome(t, root, home, dsn, grace)
 	a.to(d)
 	d.waitProgress("the start's reconcile with the store", 1, reconciles)

@@ -18,6 +18,14 @@ import (
 // for it.
 func claimNextAs(t *testing.T, e *Engine, name string) Claimed {
 	t.Helper()
+	_, got := sessionClaiming(t, e, name)
+	return got
+}
+
+// sessionClaiming registers a session named name, claims the next task
+// for it, and returns both.
+func sessionClaiming(t *testing.T, e *Engine, name string) (index.Session, Claimed) {
+	t.Helper()
 	ctx := context.Background()
 	s, err := e.Register(ctx, index.Session{Name: name, Client: "test"})
 	if err != nil {
@@ -27,7 +35,7 @@ func claimNextAs(t *testing.T, e *Engine, name string) Claimed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return got
+	return s, got
 }
 
 // drain has agents of their own claim every ready task.
@@ -189,13 +197,9 @@ func keyNumber(t *testing.T, key string) int {
 func TestAnUncommittedFinishIsTakenBackLater(t *testing.T) {
 	e := open(t, sample(t))
 	ctx := context.Background()
-	s, err := e.Register(ctx, index.Session{Name: "ADA", Client: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := e.Claim(ctx, s, nil, false)
-	if err != nil || got.Task == nil {
-		t.Fatalf("claim: %+v %v", got, err)
+	s, got := sessionClaiming(t, e, "ADA")
+	if got.Task == nil {
+		t.Fatal("nothing to claim")
 	}
 	id := got.Task.ID
 	// The store heard the finish (teamEndFirst), then the commit here
@@ -229,13 +233,9 @@ func TestAnUncommittedFinishIsTakenBackLater(t *testing.T) {
 func TestALostAnswerToAFinishLeavesNoTaskDone(t *testing.T) {
 	e := open(t, sample(t))
 	ctx := context.Background()
-	s, err := e.Register(ctx, index.Session{Name: "ADA", Client: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := e.Claim(ctx, s, nil, false)
-	if err != nil || got.Task == nil {
-		t.Fatalf("claim: %+v %v", got, err)
+	s, got := sessionClaiming(t, e, "ADA")
+	if got.Task == nil {
+		t.Fatal("nothing to claim")
 	}
 	id := got.Task.ID
 	// The store records the finish; its answer never arrives, so nothing
@@ -268,13 +268,9 @@ func TestALostAnswerToAFinishLeavesNoTaskDone(t *testing.T) {
 func TestAResolveBeforeTheReconcileKeepsTheLease(t *testing.T) {
 	e := open(t, sample(t))
 	ctx := context.Background()
-	s, err := e.Register(ctx, index.Session{Name: "ADA", Client: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := e.Claim(ctx, s, nil, false)
-	if err != nil || got.Task == nil {
-		t.Fatalf("claim: %+v %v", got, err)
+	s, got := sessionClaiming(t, e, "ADA")
+	if got.Task == nil {
+		t.Fatal("nothing to claim")
 	}
 	ref := queue.Ref{ID: got.Task.ID}
 	// The store frees the lease as a sweep of a killed clone does; this
