@@ -153,6 +153,12 @@ type ClaimRequest = ops.ClaimRequest
 // Claim is ops.Claim: the answer of a claim.
 type Claim = ops.Claim
 
+// TaskRef is ops.TaskRef: one task, by id or alias, in a route's path.
+type TaskRef = ops.TaskRef
+
+// TaskMove is ops.TaskMove: a person's move of one task.
+type TaskMove = ops.TaskMove
+
 // LeaseRequest is ops.LeaseRequest: the body of a holder's POST
 // /tasks/{ref}/release (with the session header).
 type LeaseRequest = ops.LeaseRequest

@@ -64,6 +64,11 @@ var sources = map[string]string{
 	"../internal/ops":  "github.com/snagdev/snag/internal/ops",
 }
 
+// mechanism are the files of package ops that declare how operations
+// are run (Op, Service, Error, the path and query codec), not what the
+// API carries.
+var mechanism = map[string]bool{"op.go": true, "values.go": true, "catalog.go": true}
+
 // pkgDocs reads the documentation of every package of sources from its
 // source, the api package first.
 func pkgDocs(t *testing.T) []*doc.Package {
@@ -74,7 +79,7 @@ func pkgDocs(t *testing.T) []*doc.Package {
 		var files []*ast.File
 		names, _ := filepath.Glob(filepath.Join(dir, "*.go"))
 		for _, n := range names {
-			if strings.HasSuffix(n, "_test.go") {
+			if strings.HasSuffix(n, "_test.go") || dir == "../internal/ops" && mechanism[filepath.Base(n)] {
 				continue
 			}
 			f, err := parser.ParseFile(fset, n, nil, parser.ParseComments)
@@ -172,7 +177,7 @@ func generate(t *testing.T) string {
 	w("- **Errors.** Every 4xx and 5xx answer is an [Error](#error): a code to branch on and a sentence that names the fix.\n\n")
 
 	w("## Routes\n\n")
-	w("| Method | Path | Who | Query | Body | Answer |\n|---|---|---|---|---|---|\n")
+	w("| Method | Path | Who | Operation | Query | Body | Answer |\n|---|---|---|---|---|---|---|\n")
 	cell := func(v any) string {
 		if v == nil {
 			return "—"
@@ -186,7 +191,11 @@ func generate(t *testing.T) string {
 		} else if r.Status != 0 {
 			ans = strconv.Itoa(r.Status) + " stream"
 		}
-		w("| %s | `%s` | %s | %s | %s | %s |\n", r.Method, r.Path, r.Who, cell(r.Query), cell(r.Request), ans)
+		op := "—"
+		if r.Op != "" {
+			op = "`" + r.Op + "`"
+		}
+		w("| %s | `%s` | %s | %s | %s | %s | %s |\n", r.Method, r.Path, r.Who, op, cell(r.Query), cell(r.Request), ans)
 	}
 	w("\nWho: *anyone* needs no token; *token* is a person or an agent; *agent* sends the session header; *person* sends none; *extension* is the browser extension, from its `chrome-extension://` origin, with its capture credential and never the token.\n\n")
 	patterns := map[string]int{}
@@ -264,7 +273,12 @@ func generate(t *testing.T) string {
 				continue
 			}
 			js := "—"
-			if tag := f.Tag.Get("json"); tag != "" && tag != "-" {
+			if p, ok := f.Tag.Lookup("path"); ok {
+				js = "path `{" + p + "}`"
+			} else if q, ok := f.Tag.Lookup("query"); ok {
+				q, _, _ = strings.Cut(q, ",")
+				js = "query `" + q + "`"
+			} else if tag := f.Tag.Get("json"); tag != "" && tag != "-" {
 				name, opts, _ := strings.Cut(tag, ",")
 				js = "`" + name + "`"
 				if strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero") {
@@ -412,6 +426,7 @@ func findType(name string) reflect.Type {
 
 // allTypes holds a value of every struct type of the api package.
 var allTypes = []any{
+	api.TaskRef{}, api.TaskMove{}, api.PlanRef{}, api.NoteRef{}, api.BranchQuery{},
 	api.Health{}, api.Counts{}, api.Progress{}, api.Task{}, api.TaskList{}, api.TaskDetail{}, api.Hit{}, api.SearchResult{},
 	api.AddRequest{}, api.Added{}, api.MoveRequest{}, api.Moved{}, api.EditRequest{}, api.Edited{}, api.ClaimRequest{}, api.Claim{},
 	api.LeaseRequest{}, api.Released{}, api.VerifyRequest{}, api.VerifyPlan{}, api.Resolved{}, api.VerifyState{},
@@ -508,9 +523,10 @@ func TestRoutesAreServed(t *testing.T) {
 
 // TestErrorCodesAreDeclared checks that every error code the daemon
 // answers with is one of api.Codes: a literal code in an apiError, a
-// failed query parameter (bad_ plus its name), or an api.Code constant.
+// query parameter that does not read (bad_ plus its name), or an api.Code
+// constant.
 func TestErrorCodesAreDeclared(t *testing.T) {
-	lit := regexp.MustCompile(`apiError\{http\.Status\w+, "(\w+)"`)
+	lit := regexp.MustCompile(`apiError\{Status: http\.Status\w+, Code: "(\w+)"`)
 	failed := regexp.MustCompile(`\.fail\("(\w+)",`)
 	param := regexp.MustCompile(`q\.(?:int|flag)\("(\w+)"`)
 	found := 0
@@ -528,6 +544,22 @@ func TestErrorCodesAreDeclared(t *testing.T) {
 			found++
 			if !slices.Contains(api.Codes, c) {
 				t.Errorf("%s answers error code %q, which api.Codes (and so docs/api.md) lacks", name, c)
+			}
+		}
+	}
+	for _, r := range api.Routes {
+		if r.Query == nil {
+			continue
+		}
+		for _, f := range reflect.VisibleFields(reflect.TypeOf(r.Query)) {
+			name, ok := f.Tag.Lookup("query")
+			if k := f.Type.Kind(); !ok || k != reflect.Int && k != reflect.Int64 && k != reflect.Bool {
+				continue
+			}
+			name, _, _ = strings.Cut(name, ",")
+			found++
+			if c := "bad_" + name; !slices.Contains(api.Codes, c) {
+				t.Errorf("%s %s refuses a bad %s with %q, which api.Codes (and so docs/api.md) lacks", r.Method, r.Path, name, c)
 			}
 		}
 	}

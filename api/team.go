@@ -118,6 +118,15 @@ type NoteRequest = ops.NoteRequest
 // note to another, added to the file of the note it starts from.
 type LinkRequest = ops.LinkRequest
 
+// PlanRef is ops.PlanRef: one plan, in a route's path.
+type PlanRef = ops.PlanRef
+
+// NoteRef is ops.NoteRef: one note, in a route's path.
+type NoteRef = ops.NoteRef
+
+// BranchQuery is ops.BranchQuery: the query of GET /branches.
+type BranchQuery = ops.BranchQuery
+
 // NoteQuery is ops.NoteQuery: the query of GET /notes and GET /graph.
 type NoteQuery = ops.NoteQuery
 

@@ -3,10 +3,9 @@ package client
 import (
 	"context"
 	"errors"
-	"net/url"
-	"strconv"
 
 	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/internal/ops"
 )
 
 // Caller makes the API's calls (package api) for one caller: a person
@@ -44,164 +43,115 @@ func SessionEnded(err error) bool {
 	return errors.As(err, &e) && e.Status == statusGone
 }
 
-// task is the path of a task route: /tasks/{ref} and what follows.
-func task(ref string, rest ...string) string {
-	p := "/tasks/" + url.PathEscape(ref)
-	for _, r := range rest {
-		p += "/" + r
-	}
-	return p
-}
-
 // List lists tasks (GET /tasks).
 func (k Caller) List(ctx context.Context, q api.ListQuery) (api.TaskList, error) {
-	var out api.TaskList
-	path := "/tasks"
-	if s := q.Encode(); s != "" {
-		path += "?" + s
-	}
-	err := k.do(ctx, "GET", path, nil, &out)
-	return out, err
+	return call(ctx, k, ops.ListTasks, q)
 }
 
 // Get reads one task by id or alias (GET /tasks/{ref}).
 func (k Caller) Get(ctx context.Context, ref string) (api.TaskDetail, error) {
-	var out api.TaskDetail
-	err := k.do(ctx, "GET", task(ref), nil, &out)
-	return out, err
+	return call(ctx, k, ops.GetTask, api.TaskRef{Ref: ref})
 }
 
 // Search runs a full-text query (GET /search).
 func (k Caller) Search(ctx context.Context, q api.SearchQuery) (api.SearchResult, error) {
-	var out api.SearchResult
-	err := k.do(ctx, "GET", "/search?"+q.Encode(), nil, &out)
-	return out, err
+	return call(ctx, k, ops.Search, q)
 }
 
 // Add files a task (POST /tasks): a person's is open, an agent's goes to
 // the inbox.
 func (k Caller) Add(ctx context.Context, req api.AddRequest) (api.Added, error) {
-	var out api.Added
-	err := k.do(ctx, "POST", "/tasks", req, &out)
-	return out, err
+	return call(ctx, k, ops.AddTask, req)
 }
 
 // Claim leases a task for the session (POST /tasks/{ref}/claim), or the
 // next ready one when ref is "" (POST /claim).
 func (k Caller) Claim(ctx context.Context, ref string, req api.ClaimRequest) (api.Claim, error) {
-	path := "/claim"
-	if ref != "" {
-		path = task(ref, "claim")
-	}
-	var out api.Claim
-	err := k.do(ctx, "POST", path, req, &out)
-	return out, err
+	req.Ref = ref
+	return call(ctx, k, ops.ClaimTask, req)
 }
 
 // Release gives a task the session holds back to the queue, fenced by its
 // epoch (POST /tasks/{ref}/release with the session).
 func (k Caller) Release(ctx context.Context, ref string, req api.LeaseRequest) (api.Released, error) {
-	var out api.Released
-	err := k.do(ctx, "POST", task(ref, "release"), req, &out)
-	return out, err
+	req.Ref = ref
+	return call(ctx, k, ops.Release, req)
 }
 
 // TakeBack is a person's release: the task goes back to the queue from
 // whoever holds it (POST /tasks/{ref}/release without a session).
 func (k Caller) TakeBack(ctx context.Context, ref string, req api.MoveRequest) (api.Released, error) {
-	var out api.Released
-	err := k.do(ctx, "POST", task(ref, "release"), req, &out)
-	return out, err
+	return call(ctx, k, ops.TakeBack, api.TaskMove{Ref: ref, MoveRequest: req})
 }
 
 // Resolve hands a task the session holds to verify (POST
 // /tasks/{ref}/resolve), fenced by req.Epoch.
 func (k Caller) Resolve(ctx context.Context, ref string, req api.VerifyRequest) (api.Resolved, error) {
-	req.DryRun = false
-	var out api.Resolved
-	err := k.do(ctx, "POST", task(ref, "resolve"), req, &out)
-	return out, err
+	req.Ref, req.DryRun = ref, false
+	return call(ctx, k, ops.Resolve, req)
 }
 
 // Move makes a person's move: action is promote, reject, cancel, reopen or
 // accept (POST /tasks/{ref}/{action}).
 func (k Caller) Move(ctx context.Context, ref, action string, req api.MoveRequest) (api.Moved, error) {
-	var out api.Moved
-	err := k.do(ctx, "POST", task(ref, url.PathEscape(action)), req, &out)
-	return out, err
+	m := api.TaskMove{Ref: ref, Action: action, MoveRequest: req}
+	if action == "accept" {
+		return call(ctx, k, ops.Accept, m)
+	}
+	return call(ctx, k, ops.Move, m)
 }
 
 // Edit changes a task's fields for a person (POST /tasks/{ref}/edit):
 // only the values that change are rewritten in its file.
 func (k Caller) Edit(ctx context.Context, ref string, req api.EditRequest) (api.Edited, error) {
-	var out api.Edited
-	err := k.do(ctx, "POST", task(ref, "edit"), req, &out)
-	return out, err
+	req.Ref = ref
+	return call(ctx, k, ops.Edit, req)
 }
 
 // VerifyPlan says what would check a task, changing nothing (POST
 // /verify/{ref} with dry_run). A check that needs a missing browser comes
 // back as *Error with code verify_unavailable.
 func (k Caller) VerifyPlan(ctx context.Context, ref string, req api.VerifyRequest) (api.VerifyPlan, error) {
-	req.DryRun = true
-	var out api.VerifyPlan
-	err := k.do(ctx, "POST", "/verify/"+url.PathEscape(ref), req, &out)
-	return out, err
+	req.Ref, req.DryRun = ref, true
+	return call(ctx, k, ops.PlanVerify, req)
 }
 
 // Verify checks a task now (POST /verify/{ref}).
 func (k Caller) Verify(ctx context.Context, ref string, req api.VerifyRequest) (api.Resolved, error) {
-	req.DryRun = false
-	var out api.Resolved
-	err := k.do(ctx, "POST", "/verify/"+url.PathEscape(ref), req, &out)
-	return out, err
+	req.Ref, req.DryRun = ref, false
+	return call(ctx, k, ops.Verify, req)
 }
 
 // VerifyState says where verify of a task stands (GET /verify/{ref}).
 func (k Caller) VerifyState(ctx context.Context, ref string) (api.VerifyState, error) {
-	var out api.VerifyState
-	err := k.do(ctx, "GET", "/verify/"+url.PathEscape(ref), nil, &out)
-	return out, err
+	return call(ctx, k, ops.VerifyStatus, api.TaskRef{Ref: ref})
 }
 
 // Sessions lists the live sessions and leases (GET /sessions).
 func (k Caller) Sessions(ctx context.Context) (api.Sessions, error) {
-	var out api.Sessions
-	err := k.do(ctx, "GET", "/sessions", nil, &out)
-	return out, err
+	return call(ctx, k, ops.ListSessions, ops.None{})
 }
 
 // EndSession ends an agent's session for a person (POST
 // /sessions/{id}/end).
 func (k Caller) EndSession(ctx context.Context, id int64, req api.EndRequest) (api.Ended, error) {
-	var out api.Ended
-	err := k.do(ctx, "POST", "/sessions/"+strconv.FormatInt(id, 10)+"/end", req, &out)
-	return out, err
+	req.ID = id
+	return call(ctx, k, ops.EndSession, req)
 }
 
 // Audit reads the audit log (GET /audit).
 func (k Caller) Audit(ctx context.Context, q api.AuditQuery) (api.AuditLog, error) {
-	var out api.AuditLog
-	path := "/audit"
-	if s := q.Encode(); s != "" {
-		path += "?" + s
-	}
-	err := k.do(ctx, "GET", path, nil, &out)
-	return out, err
+	return call(ctx, k, ops.Audit, q)
 }
 
 // Reindex rebuilds the index from the task files (POST /reindex).
 func (k Caller) Reindex(ctx context.Context, req api.MoveRequest) (api.Reindexed, error) {
-	var out api.Reindexed
-	err := k.do(ctx, "POST", "/reindex", req, &out)
-	return out, err
+	return call(ctx, k, ops.Reindex, req)
 }
 
 // Rescan reads every task file again now (POST /rescan).
 func (k Caller) Rescan(ctx context.Context) (api.Rescanned, error) {
-	var out api.Rescanned
-	err := k.do(ctx, "POST", "/rescan", struct{}{}, &out)
-	return out, err
+	return call(ctx, k, ops.Rescan, ops.None{})
 }
 
 // LoginCode mints a one-time link to the board (POST /login-codes).

@@ -4,11 +4,10 @@ import (
 	"context"
 
 	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/internal/ops"
 )
 
 // Capture makes a capture an inbox task (POST /captures).
 func (k Caller) Capture(ctx context.Context, req api.CaptureRequest) (api.Captured, error) {
-	var out api.Captured
-	err := k.do(ctx, "POST", "/captures", req, &out)
-	return out, err
+	return call(ctx, k, ops.Capture, req)
 }

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/internal/ops"
 	"github.com/snagdev/snag/internal/token"
 )
 
@@ -296,19 +297,10 @@ func (c *Client) Recheck(ctx context.Context) error {
 	return nil
 }
 
-// Error is an error answer from snagd: its HTTP status, and its body's
-// code (the api.Code* constants) and message.
-type Error struct {
-	Status  int
-	Code    string
-	Message string
-}
-
-func (e *Error) Error() string { return e.Message }
-
-// ErrorCode is snagd's code for the error (not_found, transition, blocked,
-// ...), for a surface that words errors its own way.
-func (e *Error) ErrorCode() string { return e.Code }
+// Error is snagd's answer to a request that failed: the HTTP status, its
+// code (not_found, transition, blocked ...) and a message that names the
+// fix. It is the operations' error (ops.Error), whatever surface asks.
+type Error = ops.Error
 
 // retryLater reports whether an answer asks to be sent again in a moment:
 // a 503 with Retry-After.

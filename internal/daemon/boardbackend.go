@@ -43,7 +43,7 @@ func (d *Daemon) mountBoard(mux *http.ServeMux) http.HandlerFunc {
 			srv.NotFound(w, r)
 			return
 		}
-		writeError(w, &apiError{http.StatusNotFound, "not_found", "no such endpoint: " + r.Method + " " + r.URL.Path})
+		writeError(w, &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "no such endpoint: " + r.Method + " " + r.URL.Path})
 	}
 }
 
@@ -56,7 +56,7 @@ func (d *Daemon) loginCode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Header.Get(SessionHeader) != "" {
-		writeError(w, &apiError{http.StatusForbidden, "person_only", "the board is for people: an agent has the MCP tools"})
+		writeError(w, &apiError{Status: http.StatusForbidden, Code: "person_only", Message: "the board is for people: an agent has the MCP tools"})
 		return
 	}
 	by := req.By

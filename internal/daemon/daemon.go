@@ -122,6 +122,8 @@ const DefaultCoordGrace = coord.DefaultGrace
 // and the routes over it. The host holds the listener and the lock; the
 // views of one repository share its engine.Repository.
 type Daemon struct {
+	// svc is the operations in process: HTTP, /mcp and the board call it.
+	svc       *service
 	opts      Options
 	log       *slog.Logger
 	e         *engine.Engine // set before opened: read only after it is
@@ -495,10 +497,10 @@ func (d *Daemon) opening(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !d.opened.Load() && r.URL.Path != "/health" {
 			if err := d.failure(); err != nil {
-				writeError(w, &apiError{http.StatusInternalServerError, api.CodeWorktreeFailed, err.Error()})
+				writeError(w, &apiError{Status: http.StatusInternalServerError, Code: api.CodeWorktreeFailed, Message: err.Error()})
 				return
 			}
-			writeError(w, &apiError{http.StatusServiceUnavailable, "starting", "snagd is opening its index: try again in a moment"})
+			writeError(w, &apiError{Status: http.StatusServiceUnavailable, Code: "starting", Message: "snagd is opening its index: try again in a moment"})
 			return
 		}
 		h.ServeHTTP(w, r)

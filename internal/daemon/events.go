@@ -17,7 +17,7 @@ func (d *Daemon) serveEvents(ctx context.Context, w http.ResponseWriter, r *http
 	h := d.e.Events()
 	fl, ok := w.(http.Flusher)
 	if !ok {
-		writeError(w, &apiError{http.StatusInternalServerError, "no_stream", "streaming is not supported here"})
+		writeError(w, &apiError{Status: http.StatusInternalServerError, Code: "no_stream", Message: "streaming is not supported here"})
 		return
 	}
 	q := readQuery(r, "since")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/board"
+	"github.com/snagdev/snag/internal/ops"
 	"github.com/snagdev/snag/internal/token"
 )
 
@@ -41,17 +42,8 @@ func tooLarge(limit int64) string {
 
 // apiError is an error answer: its HTTP status, and the api.Error every
 // error answer carries (a code a program can branch on, and a sentence that
-// says what went wrong and what fixes it).
-type apiError struct {
-	Status  int
-	Code    string
-	Message string
-}
-
-func (e *apiError) Error() string { return e.Message }
-
-// ErrorCode is the answer's code (not_found, transition, blocked ...).
-func (e *apiError) ErrorCode() string { return e.Code }
+// says what went wrong and what fixes it). It is the operations' error.
+type apiError = ops.Error
 
 func writeError(w http.ResponseWriter, e *apiError) {
 	if e.Status == http.StatusServiceUnavailable {
@@ -127,8 +119,7 @@ func (g *guard) wrap(public func(*http.Request) bool, next http.Handler) http.Ha
 // or answers the refusal.
 func (g *guard) pass(w http.ResponseWriter, r *http.Request, public func(*http.Request) bool, next http.Handler) {
 	if !g.loopbackHost(r.Host) {
-		writeError(w, &apiError{http.StatusForbidden, "bad_host",
-			"snagd answers only to 127.0.0.1, localhost or [::1] with its own port, not " + strconv.Quote(r.Host)})
+		writeError(w, &apiError{Status: http.StatusForbidden, Code: "bad_host", Message: "snagd answers only to 127.0.0.1, localhost or [::1] with its own port, not " + strconv.Quote(r.Host)})
 		return
 	}
 	// Host names are case-insensitive: what passed is passed on in
@@ -142,8 +133,7 @@ func (g *guard) pass(w http.ResponseWriter, r *http.Request, public func(*http.R
 	origin := r.Header.Get("Origin")
 	ext := extensionOrigin(origin) && extensionRoute(r)
 	if origin != "" && !g.sameOrigin(origin) && !ext {
-		writeError(w, &apiError{http.StatusForbidden, "bad_origin",
-			"requests from other origins are refused: call snagd from the snag CLI, the MCP bridge, or its own board"})
+		writeError(w, &apiError{Status: http.StatusForbidden, Code: "bad_origin", Message: "requests from other origins are refused: call snagd from the snag CLI, the MCP bridge, or its own board"})
 		return
 	}
 	if ext && allowExtension(w, r, origin) {
@@ -226,12 +216,11 @@ func checkBody(r *http.Request, browser bool) *apiError {
 		// cross-origin without a preflight, which snagd never grants.
 		ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if err != nil || ct != "application/json" {
-			return &apiError{http.StatusUnsupportedMediaType, "bad_content_type",
-				"writes must send Content-Type: application/json"}
+			return &apiError{Status: http.StatusUnsupportedMediaType, Code: "bad_content_type", Message: "writes must send Content-Type: application/json"}
 		}
 	}
 	if limit := bodyLimit(r); r.ContentLength > limit {
-		return &apiError{http.StatusRequestEntityTooLarge, "too_large", tooLarge(limit)}
+		return &apiError{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Message: tooLarge(limit)}
 	}
 	return nil
 }
@@ -253,7 +242,7 @@ func (g *guard) unauthorized(w http.ResponseWriter, r *http.Request, alt string)
 	}
 	challenge += `, error_description="` + quotable(msg) + `"`
 	w.Header().Set("WWW-Authenticate", challenge)
-	writeError(w, &apiError{http.StatusUnauthorized, "unauthorized", msg})
+	writeError(w, &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: msg})
 }
 
 // quotable makes s fit a quoted-string of an auth-param: printable ASCII
@@ -302,12 +291,12 @@ func decode(r *http.Request, v any) *apiError {
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return &apiError{http.StatusRequestEntityTooLarge, "too_large", tooLarge(mbe.Limit)}
+			return &apiError{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Message: tooLarge(mbe.Limit)}
 		}
 		if errors.Is(err, io.EOF) {
 			return nil // an empty body means no arguments
 		}
-		return &apiError{http.StatusBadRequest, "bad_json", "request body: " + err.Error()}
+		return &apiError{Status: http.StatusBadRequest, Code: "bad_json", Message: "request body: " + err.Error()}
 	}
 	return nil
 }

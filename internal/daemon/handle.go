@@ -67,14 +67,14 @@ func handle[T any](d *Daemon, rt route, h func(ctx context.Context, c *call[T]) 
 		sent := r.Header.Get(SessionHeader) != ""
 		switch {
 		case rt.caller == person && sent:
-			writeError(w, &apiError{http.StatusForbidden, "person_only", rt.refusal})
+			writeError(w, &apiError{Status: http.StatusForbidden, Code: "person_only", Message: rt.refusal})
 			return
 		case rt.caller == agent && !sent:
 			msg := rt.refusal
 			if msg == "" {
 				msg = "send " + SessionHeader + " with the id POST /sessions gave you"
 			}
-			writeError(w, &apiError{http.StatusBadRequest, "no_session", msg})
+			writeError(w, &apiError{Status: http.StatusBadRequest, Code: "no_session", Message: msg})
 			return
 		case sent:
 			s, e := d.sessionOf(r)
@@ -93,7 +93,7 @@ func handle[T any](d *Daemon, rt route, h func(ctx context.Context, c *call[T]) 
 		if rt.ref {
 			ref, err := queue.ParseRef(r.PathValue("ref"))
 			if err != nil {
-				writeError(w, &apiError{http.StatusBadRequest, "bad_ref", err.Error()})
+				writeError(w, &apiError{Status: http.StatusBadRequest, Code: "bad_ref", Message: err.Error()})
 				return
 			}
 			c.ref = ref
@@ -132,12 +132,11 @@ func handle[T any](d *Daemon, rt route, h func(ctx context.Context, c *call[T]) 
 func (d *Daemon) sessionOf(r *http.Request) (index.Session, *apiError) {
 	id, err := strconv.ParseInt(r.Header.Get(SessionHeader), 10, 64)
 	if err != nil {
-		return index.Session{}, &apiError{http.StatusBadRequest, "no_session",
-			"send " + SessionHeader + " with the id POST /sessions gave you"}
+		return index.Session{}, &apiError{Status: http.StatusBadRequest, Code: "no_session", Message: "send " + SessionHeader + " with the id POST /sessions gave you"}
 	}
 	s, err := d.e.Session(r.Context(), id)
 	if err != nil {
-		return index.Session{}, &apiError{http.StatusGone, "session_ended", err.Error()}
+		return index.Session{}, &apiError{Status: http.StatusGone, Code: "session_ended", Message: err.Error()}
 	}
 	return s, nil
 }
@@ -193,31 +192,31 @@ func answerOf(err error) *apiError {
 	if errors.As(err, &refusal) {
 		for _, k := range statusOfKind {
 			if errors.Is(refusal.Kind, k.kind) {
-				return &apiError{k.status, refusal.Code, refusal.Message}
+				return &apiError{Status: k.status, Code: refusal.Code, Message: refusal.Message}
 			}
 		}
 	}
 	switch {
 	case errors.Is(err, index.ErrNotFound):
-		return &apiError{http.StatusNotFound, "not_found", err.Error()}
+		return &apiError{Status: http.StatusNotFound, Code: "not_found", Message: err.Error()}
 	case errors.Is(err, index.ErrAmbiguous), errors.Is(err, engine.ErrNotClean):
-		return &apiError{http.StatusConflict, "not_clean", err.Error()}
+		return &apiError{Status: http.StatusConflict, Code: "not_clean", Message: err.Error()}
 	case errors.Is(err, index.ErrHeld):
-		return &apiError{http.StatusConflict, "held", err.Error()}
+		return &apiError{Status: http.StatusConflict, Code: "held", Message: err.Error()}
 	case errors.Is(err, index.ErrStale), errors.Is(err, index.ErrNoLease):
-		return &apiError{http.StatusConflict, "stale", err.Error() + ": claim the task again before you write to it"}
+		return &apiError{Status: http.StatusConflict, Code: "stale", Message: err.Error() + ": claim the task again before you write to it"}
 	case errors.Is(err, queue.ErrTransition):
-		return &apiError{http.StatusConflict, "transition", err.Error()}
+		return &apiError{Status: http.StatusConflict, Code: "transition", Message: err.Error()}
 	case errors.Is(err, queue.ErrChanged):
 		// A person's editor kept saving the file while snag wrote it:
 		// nothing was changed; asking again in a moment works.
-		return &apiError{http.StatusServiceUnavailable, "changing", err.Error()}
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "changing", Message: err.Error()}
 	case retryable(err):
-		return &apiError{http.StatusServiceUnavailable, "busy", busyMessage}
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "busy", Message: busyMessage}
 	case diskFull(err):
-		return &apiError{http.StatusInsufficientStorage, "disk_full", diskFullMessage}
+		return &apiError{Status: http.StatusInsufficientStorage, Code: "disk_full", Message: diskFullMessage}
 	}
-	return &apiError{http.StatusInternalServerError, "internal", err.Error()}
+	return &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: err.Error()}
 }
 
 // auditTool records an agent's tool call in the audit log: the session it

@@ -109,12 +109,11 @@ func (h *host) viewFor(r *http.Request) (v *Daemon, asked string, err *apiError)
 	}
 	path, uerr := url.PathUnescape(raw)
 	if uerr != nil || !filepath.IsAbs(path) {
-		return nil, "", &apiError{http.StatusBadRequest, api.CodeBadWorktree,
-			api.WorktreeHeader + " must be an absolute path, percent-encoded: " + strconv.Quote(raw)}
+		return nil, "", &apiError{Status: http.StatusBadRequest, Code: api.CodeBadWorktree, Message: api.WorktreeHeader + " must be an absolute path, percent-encoded: " + strconv.Quote(raw)}
 	}
 	v, verr := h.view(filepath.Clean(path))
 	if verr != nil {
-		return nil, path, &apiError{http.StatusBadRequest, api.CodeBadWorktree, verr.Error()}
+		return nil, path, &apiError{Status: http.StatusBadRequest, Code: api.CodeBadWorktree, Message: verr.Error()}
 	}
 	return v, path, nil
 }

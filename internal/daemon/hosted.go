@@ -251,26 +251,23 @@ func (h *hostedMCP) sameOrigin(origin string) bool {
 func (h *hostedMCP) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !h.allowed(r.Host) {
-			writeError(w, &apiError{http.StatusForbidden, "bad_host",
-				"this snagd's hosted /mcp answers only to Host " + h.allowedNames() + " (a name without a port also with :" + h.port + "), not " +
-					strconv.Quote(r.Host) + ": reach it by one of those names, or have its owner add one with --allowed-host NAME"})
+			writeError(w, &apiError{Status: http.StatusForbidden, Code: "bad_host", Message: "this snagd's hosted /mcp answers only to Host " + h.allowedNames() + " (a name without a port also with :" + h.port + "), not " +
+				strconv.Quote(r.Host) + ": reach it by one of those names, or have its owner add one with --allowed-host NAME"})
 			return
 		}
 		if o := r.Header.Get("Origin"); o != "" && !h.sameOrigin(o) {
-			writeError(w, &apiError{http.StatusForbidden, "bad_origin",
-				"requests from other origins are refused: call /mcp from an MCP client, not a web page"})
+			writeError(w, &apiError{Status: http.StatusForbidden, Code: "bad_origin", Message: "requests from other origins are refused: call /mcp from an MCP client, not a web page"})
 			return
 		}
 		if r.URL.Path != MCPPath {
-			writeError(w, &apiError{http.StatusNotFound, "not_found",
-				"this listener serves only " + MCPPath + " (MCP over Streamable HTTP, with a bearer token; no OAuth): point the MCP client at " + MCPPath})
+			writeError(w, &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "this listener serves only " + MCPPath + " (MCP over Streamable HTTP, with a bearer token; no OAuth): point the MCP client at " + MCPPath})
 			return
 		}
 		switch r.Method {
 		case http.MethodPost, http.MethodGet, http.MethodDelete:
 		default:
 			w.Header().Set("Allow", "GET, POST, DELETE")
-			writeError(w, &apiError{http.StatusMethodNotAllowed, "bad_method", MCPPath + " takes POST, GET and DELETE only"})
+			writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Code: "bad_method", Message: MCPPath + " takes POST, GET and DELETE only"})
 			return
 		}
 		if msg, sent := h.secret.check(r); msg != "" {
@@ -280,12 +277,12 @@ func (h *hostedMCP) wrap(next http.Handler) http.Handler {
 		if r.Method == http.MethodPost {
 			ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 			if err != nil || ct != "application/json" {
-				writeError(w, &apiError{http.StatusUnsupportedMediaType, "bad_content_type", "POST " + MCPPath + " must send Content-Type: application/json"})
+				writeError(w, &apiError{Status: http.StatusUnsupportedMediaType, Code: "bad_content_type", Message: "POST " + MCPPath + " must send Content-Type: application/json"})
 				return
 			}
 		}
 		if r.ContentLength > MaxBody {
-			writeError(w, &apiError{http.StatusRequestEntityTooLarge, "too_large", "request body over 1 MiB"})
+			writeError(w, &apiError{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Message: "request body over 1 MiB"})
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
@@ -304,7 +301,7 @@ func (h *hostedMCP) unauthorized(w http.ResponseWriter, msg string, sent bool) {
 	}
 	challenge += `, error_description="` + quotable(msg) + `"`
 	w.Header().Set("WWW-Authenticate", challenge)
-	writeError(w, &apiError{http.StatusUnauthorized, "unauthorized", msg})
+	writeError(w, &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: msg})
 }
 
 // listenOn binds the hosted address, and learns the port it got.

@@ -29,12 +29,12 @@ func (d *Daemon) register(ctx context.Context, c *call[registerRequest]) (answer
 func (d *Daemon) stream(ctx context.Context, w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
-		writeError(w, &apiError{http.StatusBadRequest, "bad_session", "session id: want a number"})
+		writeError(w, &apiError{Status: http.StatusBadRequest, Code: "bad_session", Message: "session id: want a number"})
 		return
 	}
 	s, err := d.e.Session(r.Context(), id)
 	if err != nil {
-		writeError(w, &apiError{http.StatusGone, "session_ended", "session has ended: register again"})
+		writeError(w, &apiError{Status: http.StatusGone, Code: "session_ended", Message: "session has ended: register again"})
 		return
 	}
 	fl, _ := w.(http.Flusher)

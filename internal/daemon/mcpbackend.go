@@ -97,7 +97,7 @@ func (b *engineBackend) sessionNow(ctx context.Context) (index.Session, error) {
 		b.leases.Clear()
 	}
 	if b.closed {
-		return index.Session{}, &apiError{http.StatusGone, "session_ended", "this MCP session has ended: start a new one"}
+		return index.Session{}, &apiError{Status: http.StatusGone, Code: "session_ended", Message: "this MCP session has ended: start a new one"}
 	}
 	client := b.client
 	if client == "" {

@@ -167,14 +167,14 @@ func (h *mcpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		handler = h.hosted
 	}
 	if _, err := toolsetsOf(r); err != nil {
-		writeError(w, &apiError{http.StatusBadRequest, "bad_toolsets", err.Error()})
+		writeError(w, &apiError{Status: http.StatusBadRequest, Code: "bad_toolsets", Message: err.Error()})
 		return
 	}
 	if ws := strings.TrimSpace(r.Header.Get(api.WorkspaceHeader)); ws != "" {
 		if own := h.d.workspace(); own != "" && ws != own {
 			// A guard against misrouting (a client configured for another
 			// project), not access control: the token is that.
-			writeError(w, &apiError{http.StatusMisdirectedRequest, "wrong_workspace", fmt.Sprintf(
+			writeError(w, &apiError{Status: http.StatusMisdirectedRequest, Code: "wrong_workspace", Message: fmt.Sprintf(
 				"this snagd serves workspace %q, not %q: point the client at the snagd of %q (or fix its %s header); nothing was done",
 				own, ws, ws, api.WorkspaceHeader)})
 			return

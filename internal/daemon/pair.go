@@ -118,16 +118,11 @@ func fromExtension(r *http.Request) string {
 
 // The guard's answers to the extension.
 var (
-	errCaptureOnly = &apiError{http.StatusForbidden, "capture_only",
-		"a capture credential only captures: snagd takes it on POST /captures from the browser extension that paired, and nowhere else; use the snag CLI (which reads the token) or the board (snag open)"}
-	errNotPaired = &apiError{http.StatusUnauthorized, "not_paired",
-		"the browser extension is not paired with this snagd: run snag pair in the project and type the line it prints into the extension's popup"}
-	errUnknownCredential = &apiError{http.StatusUnauthorized, "not_paired",
-		"this capture credential is not one this snagd takes: it was revoked (snag pair --revoke) or paired with another project's snagd; run snag pair in the project and type the line it prints into the extension's popup"}
-	errPairElsewhere = &apiError{http.StatusForbidden, "bad_origin",
-		"pairing is for the snag browser extension: its popup sends the code from its chrome-extension:// origin"}
-	errTokenFromExtension = &apiError{http.StatusUnauthorized, "not_paired",
-		"from a browser extension snagd takes only the capture credential pairing gave it, never the token: run snag pair and type the line it prints into the extension's popup"}
+	errCaptureOnly        = &apiError{Status: http.StatusForbidden, Code: "capture_only", Message: "a capture credential only captures: snagd takes it on POST /captures from the browser extension that paired, and nowhere else; use the snag CLI (which reads the token) or the board (snag open)"}
+	errNotPaired          = &apiError{Status: http.StatusUnauthorized, Code: "not_paired", Message: "the browser extension is not paired with this snagd: run snag pair in the project and type the line it prints into the extension's popup"}
+	errUnknownCredential  = &apiError{Status: http.StatusUnauthorized, Code: "not_paired", Message: "this capture credential is not one this snagd takes: it was revoked (snag pair --revoke) or paired with another project's snagd; run snag pair in the project and type the line it prints into the extension's popup"}
+	errPairElsewhere      = &apiError{Status: http.StatusForbidden, Code: "bad_origin", Message: "pairing is for the snag browser extension: its popup sends the code from its chrome-extension:// origin"}
+	errTokenFromExtension = &apiError{Status: http.StatusUnauthorized, Code: "not_paired", Message: "from a browser extension snagd takes only the capture credential pairing gave it, never the token: run snag pair and type the line it prints into the extension's popup"}
 )
 
 // pairing holds the open pairing codes and the capture credentials. It is
@@ -235,8 +230,7 @@ func (p *pairing) take(typed string) (wait time.Duration, err *apiError) {
 	p.filled = now
 	if p.tries < 1 {
 		secs := int(math.Ceil((1 - p.tries) * tryEvery.Seconds()))
-		return time.Duration(secs) * time.Second, &apiError{http.StatusTooManyRequests, "too_many_tries",
-			fmt.Sprintf("pairing codes are coming too fast: try again in %d s", secs)}
+		return time.Duration(secs) * time.Second, &apiError{Status: http.StatusTooManyRequests, Code: "too_many_tries", Message: fmt.Sprintf("pairing codes are coming too fast: try again in %d s", secs)}
 	}
 	p.tries--
 	p.dropExpired(now)
@@ -252,8 +246,7 @@ func (p *pairing) take(typed string) (wait time.Duration, err *apiError) {
 		if p.wrong >= maxWrong {
 			p.codes, p.wrong = nil, 0
 		}
-		return 0, &apiError{http.StatusForbidden, "bad_pairing_code",
-			"that pairing code is not open here: a code works once, for 5 minutes, on the snagd that printed it; run snag pair for a new one and type the whole line it prints"}
+		return 0, &apiError{Status: http.StatusForbidden, Code: "bad_pairing_code", Message: "that pairing code is not open here: a code works once, for 5 minutes, on the snagd that printed it; run snag pair for a new one and type the whole line it prints"}
 	}
 	p.codes = append(p.codes[:found], p.codes[found+1:]...)
 	return 0, nil
@@ -277,12 +270,12 @@ func (p *pairing) pair(code, origin string) (api.Paired, time.Duration, *apiErro
 	}
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
-		return api.Paired{}, 0, &apiError{http.StatusInternalServerError, "internal", "capture credential: " + err.Error()}
+		return api.Paired{}, 0, &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: "capture credential: " + err.Error()}
 	}
 	secret := api.CaptureCredentialPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
 	c := credential{SHA256: hashSecret(secret), Origin: origin, Project: p.root, Paired: p.now().UTC().Truncate(time.Second)}
 	if err := p.creds.add(c); err != nil {
-		return api.Paired{}, 0, &apiError{http.StatusInternalServerError, "internal", err.Error()}
+		return api.Paired{}, 0, &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: err.Error()}
 	}
 	p.log.Info("browser extension paired", "origin", origin)
 	return api.Paired{Credential: secret, Origin: origin, Project: p.root}, 0, nil
@@ -298,12 +291,11 @@ func (p *pairing) admit(secret, origin string) *apiError {
 	switch {
 	case err != nil:
 		p.log.Error("capture credentials unreadable", "err", err)
-		return &apiError{http.StatusInternalServerError, "internal", err.Error()}
+		return &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: err.Error()}
 	case c == nil || c.Project != p.root:
 		return errUnknownCredential
 	case c.Origin != origin:
-		return &apiError{http.StatusForbidden, "bad_origin",
-			"this capture credential was paired from " + c.Origin + " and is taken only from there: pair this extension with snag pair"}
+		return &apiError{Status: http.StatusForbidden, Code: "bad_origin", Message: "this capture credential was paired from " + c.Origin + " and is taken only from there: pair this extension with snag pair"}
 	}
 	return nil
 }

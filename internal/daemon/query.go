@@ -39,7 +39,7 @@ func readQuery(r *http.Request, known ...string) *query {
 
 func (q *query) fail(code, format string, args ...any) {
 	if q.err == nil {
-		q.err = &apiError{http.StatusBadRequest, code, fmt.Sprintf(format, args...)}
+		q.err = &apiError{Status: http.StatusBadRequest, Code: code, Message: fmt.Sprintf(format, args...)}
 	}
 }
 

@@ -18,7 +18,6 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
-	"github.com/snagdev/snag/internal/snag"
 )
 
 func (d *Daemon) routes(ctx context.Context) http.Handler {
@@ -31,8 +30,8 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 		w.Header().Set("Cache-Control", "max-age=86400")
 		w.WriteHeader(http.StatusNoContent)
 	})
-	mux.HandleFunc("GET /tasks", handle(d, route{}, d.listTasks))
-	mux.HandleFunc("GET /tasks/{ref}", handle(d, route{ref: true}, d.getTask))
+	d.svc = newService(d)
+	d.serveOps(mux, d.svc)
 	mux.HandleFunc("POST /tasks", handle(d, route{}, d.addTask))
 	mux.HandleFunc("POST /captures", handle(d, route{}, d.addCapture))
 	mux.HandleFunc("POST /pairing-codes", handle(d, route{caller: person, refusal: "a person pairs the browser extension: snag pair"}, d.pairingCode))
@@ -90,7 +89,7 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 	d.mcp = d.mcpHandler(ctx)
 	mux.Handle(MCPPath, d.mcp) // MCP over Streamable HTTP: POST, GET (its SSE stream), DELETE
 	noOAuth := func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &apiError{http.StatusNotFound, "not_found", "snagd has no OAuth: send Authorization: Bearer with the token in " + d.guard.tokenFile})
+		writeError(w, &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "snagd has no OAuth: send Authorization: Bearer with the token in " + d.guard.tokenFile})
 	}
 	mux.HandleFunc("/.well-known/", noOAuth)
 	mux.HandleFunc(MCPPath+"/.well-known/", noOAuth)
@@ -100,7 +99,7 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 		// A browser names no worktree: the board is the main worktree's
 		// view's, and the other views keep no board (about a megabyte each).
 		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-			writeError(w, &apiError{http.StatusNotFound, "not_found", "no such endpoint: " + r.Method + " " + r.URL.Path +
+			writeError(w, &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "no such endpoint: " + r.Method + " " + r.URL.Path +
 				" (the board is the main worktree's: snag open)"})
 		})
 	}
@@ -128,7 +127,7 @@ func (d *Daemon) servesBoard() bool {
 func (d *Daemon) ready503(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !d.e.Ready() {
-			writeError(w, &apiError{http.StatusServiceUnavailable, "starting", "snagd is reading the task files: try again in a moment"})
+			writeError(w, &apiError{Status: http.StatusServiceUnavailable, Code: "starting", Message: "snagd is reading the task files: try again in a moment"})
 			return
 		}
 		h(w, r)
@@ -165,48 +164,6 @@ func (d *Daemon) health(w http.ResponseWriter, r *http.Request) {
 // maxList is the most tasks one GET /tasks answers; the next page follows
 // from its cursor.
 const maxList = 10000
-
-func (d *Daemon) listTasks(ctx context.Context, c *call[struct{}]) (answer, error) {
-	q := readQuery(c.r, "status", "wave", "kind", "plan", "all", "limit", "cursor")
-	f := index.Filter{Plan: q.str("plan"), All: q.flag("all"), Cursor: q.str("cursor"),
-		Wave: q.int("wave", 0, 1<<30, 0), Limit: q.int("limit", 1, maxList, 0)}
-	if s := q.str("status"); s != "" {
-		for _, st := range strings.Split(s, ",") {
-			if !queue.Status(st).Valid() {
-				q.fail("bad_status", "unknown status %q (want one of %s)", st, joinStrings(queue.Statuses))
-				break
-			}
-			f.Statuses = append(f.Statuses, queue.Status(st))
-		}
-	}
-	if k := q.str("kind"); k != "" {
-		if !slices.Contains(queue.Kinds, queue.Kind(k)) {
-			q.fail("bad_kind", "unknown kind %q (want one of %s)", k, joinStrings(queue.Kinds))
-		}
-		f.Kind = queue.Kind(k)
-	}
-	if q.err != nil {
-		return answer{}, q.err
-	}
-	page, err := d.e.List(ctx, f)
-	if err != nil {
-		return answer{}, err
-	}
-	return ok(taskList(page)), nil
-}
-
-func (d *Daemon) getTask(ctx context.Context, c *call[struct{}]) (answer, error) {
-	st, it, err := d.e.Verification(ctx, c.ref) // it: the row as the runs agree with
-	if err != nil {
-		return answer{}, err
-	}
-	var v *snag.VerifyState
-	if st.Running || st.Outcome != "" {
-		st.History = nil // GET /verify/{ref} has it
-		v = &st
-	}
-	return ok(taskDetail(ctx, d.e, it, v)), nil
-}
 
 // newTask reads an add's request: its kind, severity and files are checked.
 func newTask(req api.AddRequest) (engine.NewTask, error) {
@@ -261,8 +218,7 @@ func (d *Daemon) addCapture(ctx context.Context, c *call[api.CaptureRequest]) (a
 	req := c.body
 	ext := fromExtension(c.r)
 	if ext != "" && req.AllowHost {
-		return answer{}, &apiError{http.StatusForbidden, "capture_only",
-			"the browser extension cannot widen browser.allowed_hosts: add the page's host to browser.allowed_hosts in .snag/config.json, or capture it with snag capture --allow-host"}
+		return answer{}, &apiError{Status: http.StatusForbidden, Code: "capture_only", Message: "the browser extension cannot widen browser.allowed_hosts: add the page's host to browser.allowed_hosts in .snag/config.json, or capture it with snag capture --allow-host"}
 	}
 	nt, err := newTask(api.AddRequest{Title: "capture", Kind: req.Kind, Severity: req.Severity, Files: req.Files})
 	if err != nil {
@@ -379,7 +335,7 @@ func (d *Daemon) search(ctx context.Context, c *call[struct{}]) (answer, error) 
 	}
 	hits, err := d.e.Search(ctx, q, limit)
 	if err != nil {
-		return answer{}, &apiError{http.StatusBadRequest, "bad_query", err.Error()}
+		return answer{}, &apiError{Status: http.StatusBadRequest, Code: "bad_query", Message: err.Error()}
 	}
 	out := searchResult(hits)
 	notes, err := d.e.SearchNotes(ctx, q, max(limit, 5))

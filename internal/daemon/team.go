@@ -62,7 +62,7 @@ func (d *Daemon) releaseFiles(ctx context.Context, c *call[api.FilesRequest]) (a
 
 func (d *Daemon) checkFiles(ctx context.Context, c *call[api.FilesRequest]) (answer, error) {
 	if len(c.body.Paths) == 0 {
-		return answer{}, &apiError{http.StatusBadRequest, "no_paths", "check: name the paths to check"}
+		return answer{}, &apiError{Status: http.StatusBadRequest, Code: "no_paths", Message: "check: name the paths to check"}
 	}
 	out, err := d.e.CheckFiles(ctx, c.session, c.body.Paths)
 	if err != nil {

@@ -38,6 +38,8 @@ type Sessions struct {
 // EndRequest is the body of POST /sessions/{id}/end: a person ends an
 // agent's session.
 type EndRequest struct {
+	// ID is the session's id.
+	ID int64 `json:"-" path:"id" code:"bad_session"`
 	// By is the person, for the audit log.
 	By string `json:"by,omitempty"`
 	// Reason says why.

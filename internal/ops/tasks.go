@@ -78,6 +78,24 @@ type MoveRequest struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// TaskRef names one task, by id or alias: GET /tasks/{ref} and GET
+// /verify/{ref}.
+type TaskRef struct {
+	// Ref is the task's id or alias.
+	Ref string `json:"-" path:"ref"`
+}
+
+// TaskMove is a person's move of one task: POST /tasks/{ref}/{action},
+// /tasks/{ref}/accept and a person's /tasks/{ref}/release.
+type TaskMove struct {
+	// Ref is the task's id or alias.
+	Ref string `json:"-" path:"ref"`
+	// Action is promote, reject, cancel or reopen (POST
+	// /tasks/{ref}/{action}).
+	Action string `json:"-" path:"action"`
+	MoveRequest
+}
+
 // Moved is the answer of a person's move (promote, reject, cancel, reopen,
 // accept).
 type Moved struct {
@@ -94,6 +112,8 @@ type Moved struct {
 // left out keeps what the file says; only the values that change are
 // rewritten in the file.
 type EditRequest struct {
+	// Ref is the task, by id or alias.
+	Ref string `json:"-" path:"ref"`
 	// Title is the new title.
 	Title *string `json:"title,omitempty"`
 	// Severity is critical, high, medium or low.
@@ -130,6 +150,8 @@ type Edited struct {
 // ClaimRequest is the body of POST /tasks/{ref}/claim and POST /claim
 // (the next ready task). It needs the session header.
 type ClaimRequest struct {
+	// Ref is the task to claim, by id or alias; none: the next ready one.
+	Ref string `json:"-" path:"ref"`
 	// Force claims a task whose dependencies are not all resolved.
 	Force bool `json:"force,omitempty"`
 	// Worktree makes a git worktree for the task, on a branch snag/<key>
@@ -164,6 +186,8 @@ type Claim struct {
 // LeaseRequest is the body of a holder's POST /tasks/{ref}/release (with
 // the session header).
 type LeaseRequest struct {
+	// Ref is the task, by id or alias.
+	Ref string `json:"-" path:"ref"`
 	// Epoch is the lease's epoch, from the claim.
 	Epoch int64 `json:"epoch"`
 	// Reason says why the task goes back; a release needs one.

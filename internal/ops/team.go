@@ -1,8 +1,6 @@
 package ops
 
 import (
-	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/snagdev/snag/internal/queue"
@@ -263,6 +261,8 @@ type PlanDetail struct {
 // request (with the session header) writes an unvetted draft and may not
 // make a plan active or done.
 type PlanRequest struct {
+	// Slug names the plan an update changes.
+	Slug string `json:"-" path:"slug"`
 	// Title is the plan's title.
 	Title *string `json:"title,omitempty"`
 	// Body is the plan's markdown.
@@ -271,6 +271,18 @@ type PlanRequest struct {
 	Status string `json:"status,omitempty"`
 	// By is the person, for a person's request.
 	By string `json:"by,omitempty"`
+}
+
+// PlanRef names one plan: GET /plans/{slug}.
+type PlanRef struct {
+	// Slug is the plan's slug.
+	Slug string `json:"-" path:"slug"`
+}
+
+// NoteRef names one note, by key (N-7) or id: GET /notes/{ref}.
+type NoteRef struct {
+	// Ref is the note's key or id.
+	Ref string `json:"-" path:"ref"`
 }
 
 // NoteList is the answer of GET /notes, newest first.
@@ -347,36 +359,30 @@ type LinkRequest struct {
 type NoteQuery struct {
 	// Query keeps the notes a full-text search matches (q=words), best
 	// first (GET /notes).
-	Query string
+	Query string `query:"q"`
 	// Type keeps one type (type=decision; kind= is read too).
-	Type string
+	Type string `query:"type" alias:"kind"`
 	// Branch keeps the notes written on one branch.
-	Branch string
+	Branch string `query:"branch"`
 	// Task keeps the notes about one task (its key).
-	Task string
+	Task string `query:"task"`
 	// Limit is the most notes (limit=N), at most 200; 0: 20 (GET /graph: all).
-	Limit int
+	Limit int `query:"limit"`
+	// Format draws GET /graph instead of answering JSON: dot, mermaid or
+	// svg (format=svg).
+	Format string `query:"format"`
 }
 
 // Encode is the query string for q, without the "?".
 func (q NoteQuery) Encode() string {
-	v := url.Values{}
-	if q.Query != "" {
-		v.Set("q", q.Query)
-	}
-	if q.Type != "" {
-		v.Set("type", q.Type)
-	}
-	if q.Branch != "" {
-		v.Set("branch", q.Branch)
-	}
-	if q.Task != "" {
-		v.Set("task", q.Task)
-	}
-	if q.Limit != 0 {
-		v.Set("limit", strconv.Itoa(q.Limit))
-	}
-	return v.Encode()
+	return EncodeQuery(q)
+}
+
+// BranchQuery is the query of GET /branches.
+type BranchQuery struct {
+	// Branches is how many of the latest branches the activity covers
+	// (branches=N), from 1 to 200; 0: 20.
+	Branches int `query:"branches" min:"1" max:"200"`
 }
 
 // Graph is the answer of GET /graph: notes and the edges among them.

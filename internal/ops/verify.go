@@ -8,6 +8,8 @@ import (
 // VerifyRequest is the body of POST /verify/{ref}, and of a holder's POST
 // /tasks/{ref}/resolve (which sends epoch, note and commit).
 type VerifyRequest struct {
+	// Ref is the task, by id or alias.
+	Ref string `json:"-" path:"ref"`
 	// DryRun says what would check the task and changes nothing: the
 	// answer is a VerifyPlan.
 	DryRun bool `json:"dry_run,omitempty"`
@@ -83,4 +85,25 @@ type Resolved struct {
 	Verified *bool `json:"verified,omitempty"`
 	// Verify is the check that was started or is running.
 	Verify *snag.VerifyState `json:"verify,omitempty"`
+}
+
+// AnswerStatus is 503, with the error verify_unavailable, when the check
+// needs a browser and none is here; else def.
+func (p VerifyPlan) AnswerStatus(def int) (int, *Error) {
+	if p.Code == VerifyUnavailable {
+		return 503, &Error{Status: 503, Code: p.Code, Message: p.Message}
+	}
+	return def, nil
+}
+
+// AnswerStatus is 202 while a check runs, 503 (verify_unavailable) when
+// it needs a browser and none is here, else 200.
+func (r Resolved) AnswerStatus(int) (int, *Error) {
+	switch {
+	case r.Code == VerifyUnavailable:
+		return 503, &Error{Status: 503, Code: r.Code, Message: r.Message}
+	case r.Verify != nil:
+		return 202, nil
+	}
+	return 200, nil
 }
