@@ -512,8 +512,8 @@ func TestRoutesAreServed(t *testing.T) {
 		}
 	}
 	for _, r := range api.Routes {
-		if r.Path == "/login-codes" || r.Path == "/mcp" {
-			continue
+		if r.Path == "/login-codes" || r.Path == "/mcp" || r.Op != "" {
+			continue // an operation's route is served from the table (daemon.TestEveryOperationIsServed)
 		}
 		if !served[r.Method+" "+r.Path] {
 			t.Errorf("api.Routes has %s %s, which snagd does not serve", r.Method, r.Path)

@@ -43,6 +43,9 @@ func newService(d *Daemon) *service {
 		}
 	}
 	d.taskOps(s.hs)
+	d.sessionOps(s.hs)
+	d.teamOps(s.hs)
+	d.graphOps(s.hs)
 	return s
 }
 
