@@ -17,6 +17,7 @@ import (
 	"github.com/snagdev/snag/internal/approval"
 	"github.com/snagdev/snag/internal/layout"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 	"github.com/snagdev/snag/internal/verify"
 )
 
@@ -227,7 +228,7 @@ func approvalScope(root string) (string, error) {
 
 // readTask reads the task ref names from .snag/tasks/, parsing the files.
 func readTask(root string, ref queue.Ref) (*queue.Task, string, error) {
-	d, err := queue.OpenDir(filepath.Join(root, layout.Folder, "tasks"))
+	d, err := taskfs.OpenDir(filepath.Join(root, layout.Folder, "tasks"))
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: run snag init to create it", err)
 	}

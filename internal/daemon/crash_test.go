@@ -22,6 +22,7 @@ import (
 
 	daemonpkg "github.com/snagdev/snag/internal/daemon"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 var p5Crashes = flag.Int("p5-crashes", 0, "crashes TestP5_FailpointCrashes makes (default 20, 5 with -short); 1000 for the full run")
@@ -74,14 +75,14 @@ func crFiles(t *testing.T, root string) map[string]crFile {
 			if ents, err = os.ReadDir(dir); err != nil {
 				t.Fatal(err)
 			}
-			temps := slices.ContainsFunc(ents, func(e os.DirEntry) bool { return strings.HasSuffix(e.Name(), queue.TempSuffix) })
+			temps := slices.ContainsFunc(ents, func(e os.DirEntry) bool { return strings.HasSuffix(e.Name(), taskfs.TempSuffix) })
 			if !temps || time.Now().After(deadline) {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 		for _, e := range ents {
-			if strings.HasSuffix(e.Name(), queue.TempSuffix) {
+			if strings.HasSuffix(e.Name(), taskfs.TempSuffix) {
 				t.Errorf("temp file left in %s: %s", dir, e.Name())
 			}
 			if filepath.Base(dir) != "tasks" || !strings.HasSuffix(e.Name(), ".md") {

@@ -12,6 +12,7 @@ import (
 
 	daemonpkg "github.com/snagdev/snag/internal/daemon"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // TestS7_InPlaceAppendsSurviveClaims: a program appends a unique line to a
@@ -119,7 +120,7 @@ func TestS7_InPlaceAppendsSurviveClaims(t *testing.T) {
 				missing = append(missing, l)
 			}
 		}
-		temps, _ := filepath.Glob(filepath.Join(filepath.Dir(p), ".*"+queue.TempSuffix))
+		temps, _ := filepath.Glob(filepath.Join(filepath.Dir(p), ".*"+taskfs.TempSuffix))
 		if len(missing) == 0 && len(temps) == 0 || time.Now().After(deadlineLines) {
 			break
 		}
@@ -159,7 +160,7 @@ func TestS7_ASaveInTheDisplacedFileSurvivesACrash(t *testing.T) {
 	}
 	crKilled(t, d, "claim:renamed")
 
-	temps, _ := filepath.Glob(filepath.Join(root, ".snag", "tasks", ".*"+queue.TempSuffix))
+	temps, _ := filepath.Glob(filepath.Join(root, ".snag", "tasks", ".*"+taskfs.TempSuffix))
 	if len(temps) != 1 {
 		t.Fatalf("temp files after the kill: %q; want the one the swap displaced", temps)
 	}

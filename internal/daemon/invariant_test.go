@@ -20,6 +20,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // invariants checks what must hold after every scenario (TESTPLAN, Harness):
@@ -297,7 +298,7 @@ func (iv *invariants) checkFiles() {
 	dir := filepath.Join(iv.d.root, ".snag", "tasks")
 	des, _ := os.ReadDir(dir)
 	for _, de := range des {
-		if !strings.HasSuffix(de.Name(), queue.TempSuffix) {
+		if !strings.HasSuffix(de.Name(), taskfs.TempSuffix) {
 			continue
 		}
 		if fi, err := de.Info(); err == nil && time.Since(fi.ModTime()) > time.Minute {
@@ -357,7 +358,7 @@ func (iv *invariants) final() {
 		iv.t.Fatal(err)
 	}
 	defer db.Close()
-	dir, err := queue.OpenDir(filepath.Join(d.root, ".snag", "tasks"))
+	dir, err := taskfs.OpenDir(filepath.Join(d.root, ".snag", "tasks"))
 	if err != nil {
 		iv.t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
+	"github.com/snagdev/snag/internal/taskfs"
 	"github.com/snagdev/snag/internal/watch"
 )
 
@@ -116,7 +117,7 @@ func (e *Engine) withoutOwnWrites(ctx context.Context, b watch.Batch) watch.Batc
 // Only a rescan someone asked for (snag doctor, POST /rescan) reads and
 // hashes every file. The start, an overflow, a replaced folder, a storm,
 // the timer and polling read only the files whose stamp (size, times,
-// inode: queue.Stamp) is not the one indexed, so a start on 100,000
+// inode: taskfs.Stamp) is not the one indexed, so a start on 100,000
 // unchanged files reads none of them.
 func (e *Engine) rescan(ctx context.Context, b watch.Batch) (changed, ok bool) {
 	hash := slices.Contains(b.Reasons, "requested")
@@ -308,7 +309,7 @@ func (e *Engine) stampIs(name string, in index.Indexed) bool {
 	if err != nil || !fi.Mode().IsRegular() {
 		return false
 	}
-	s := queue.StampOf(fi)
+	s := taskfs.StampOf(fi)
 	return s.Size == in.Size && s.ModTime == in.MTime && (in.Inode == 0 || s.Inode == in.Inode)
 }
 

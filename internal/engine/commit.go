@@ -10,6 +10,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // Group commit. A claim, a holder's release and a resolve that verify does
@@ -184,7 +185,7 @@ func (e *Engine) transact(ctx context.Context, ws []*write, again bool) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	return e.p.DB.Update(ctx, func(tx *index.Tx) error {
-		var placed []*queue.Prepared
+		var placed []*taskfs.Prepared
 		for _, w := range ws {
 			if w.err = w.ctx.Err(); w.err != nil && !(again && w.swapped()) {
 				continue // its caller is gone; nothing of it was done
@@ -224,10 +225,10 @@ func (w *write) swapped() bool {
 type move struct {
 	item    *index.Item
 	name    string
-	prep    *queue.Prepared
-	moved   *queue.Task     // the task as the new bytes hold it
-	swapped bool            // the swap was made, with the outcome wrote and swapErr
-	wrote   queue.Rewritten // what the swap put in place
+	prep    *taskfs.Prepared
+	moved   *queue.Task      // the task as the new bytes hold it
+	swapped bool             // the swap was made, with the outcome wrote and swapErr
+	wrote   taskfs.Rewritten // what the swap put in place
 	swapErr error
 	placed  bool // the new bytes are in place
 }
@@ -315,7 +316,7 @@ func (e *Engine) prepareBytes(item *index.Item, what, ref string, change func(cu
 	return m, nil
 }
 
-// swap puts the move's bytes in place (queue.Prepared.Put), once: when
+// swap puts the move's bytes in place (taskfs.Prepared.Put), once: when
 // it is called again (a batch made again one write at a time) it returns
 // what the first call did. The folder is synced by whoever commits the
 // transaction, before it does (commit, or moveSteps).
@@ -330,7 +331,7 @@ func (m *move) swap() error {
 
 // written indexes the bytes swap put in place, inside tx, without reading
 // them back, and returns the task they hold.
-func (m *move) written(tx *index.Tx, tasks *queue.Dir) (*queue.Task, error) {
+func (m *move) written(tx *index.Tx, tasks *taskfs.Dir) (*queue.Task, error) {
 	if m.wrote.Info == nil { // nothing written: the row is brought in step as it is
 		return m.moved, tx.SyncFile(tasks, m.name)
 	}
@@ -338,7 +339,7 @@ func (m *move) written(tx *index.Tx, tasks *queue.Dir) (*queue.Task, error) {
 }
 
 // put is swap, then written.
-func (m *move) put(tx *index.Tx, tasks *queue.Dir) (*queue.Task, error) {
+func (m *move) put(tx *index.Tx, tasks *taskfs.Dir) (*queue.Task, error) {
 	if err := m.swap(); err != nil {
 		return nil, err
 	}

@@ -13,12 +13,13 @@ import (
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // A program that opened a task file just before snagd swapped its new
 // bytes in (an editor saving in place, a script appending a line) writes
 // into the file the swap displaced, which no name reaches any more. So
-// queue.Dir.Update hands each displaced file to snagd instead of removing
+// taskfs.Dir.Update hands each displaced file to snagd instead of removing
 // it, and snagd looks at it again once nothing can write into it: on Linux
 // when no process has it open for writing (a read lease is granted),
 // elsewhere once it has not changed for displacedQuiet. When it still
@@ -33,7 +34,7 @@ import (
 // kept and the displaced bytes are saved in .snag/recovered/, and the
 // audit log names that file: no one's bytes are dropped. A displaced file
 // snagd had not looked at when it died is found by the next start's sweep
-// of temp files (queue.Leftover), and kept the same way (keepLeftover).
+// of temp files (taskfs.Leftover), and kept the same way (keepLeftover).
 const (
 	displacedFirst = 20 * time.Millisecond  // the first look
 	displacedEvery = 200 * time.Millisecond // the longest wait between looks
@@ -47,7 +48,7 @@ const (
 
 // displaced takes a file Update swapped out of place. It is called with the
 // write lock held, so it only starts the look.
-func (e *Engine) displaced(x *queue.Displaced) {
+func (e *Engine) displaced(x *taskfs.Displaced) {
 	if e.displacedOff.Load() {
 		e.p.Tasks.Discard(x)
 		return
@@ -82,20 +83,20 @@ type keep struct {
 }
 
 // holdRestored keeps in the file the lines of a save that Update swapped
-// straight back into place (queue.Displaced.Restored). For an instant the
+// straight back into place (taskfs.Displaced.Restored). For an instant the
 // file held snag's bytes instead, and a program that read it then (a
 // script's read, change and write) saves without the restored save's
 // lines. So the restored save is held in the file as a merged displaced
 // save is (keepMerged): whenever the file lacks a line it added, it is
 // merged in again, on the bytes it was made on.
-func (e *Engine) holdRestored(x *queue.Displaced) {
+func (e *Engine) holdRestored(x *taskfs.Displaced) {
 	e.keepMerged(keep{name: x.Name, base: x.Seen, theirs: x.Restored, from: "memory (it was swapped back into place)", held: true, done: func() {},
 		merged: "a save made from snag's bytes while a save that slipped in before a rewrite was being swapped back lacked that save's lines: they were merged back in"})
 }
 
 // settleDisplaced waits until nothing can write into the displaced file,
 // then removes it or brings its bytes back.
-func (e *Engine) settleDisplaced(x *queue.Displaced) {
+func (e *Engine) settleDisplaced(x *taskfs.Displaced) {
 	dir := e.p.Tasks
 	start := time.Now()
 	wait := displacedFirst
@@ -224,7 +225,7 @@ func (e *Engine) bringBack(ctx context.Context, k keep, readd, last bool) mergeO
 			if _, err := queue.Parse(cur); err != nil {
 				// Caught mid-save (an editor writing in place truncates
 				// first), or left broken for now: merged into later.
-				return nil, fmt.Errorf("%w: %w", queue.ErrChanged, err)
+				return nil, fmt.Errorf("%w: %w", taskfs.ErrChanged, err)
 			}
 			merge := queue.Merge
 			if readd {
@@ -256,7 +257,7 @@ func (e *Engine) bringBack(ctx context.Context, k keep, readd, last bool) mergeO
 		k.done()
 		return merged
 	}
-	if errors.Is(err, queue.ErrChanged) && !last {
+	if errors.Is(err, taskfs.ErrChanged) && !last {
 		return mergeAgain
 	}
 	why := err.Error()
@@ -282,10 +283,10 @@ func (e *Engine) bringBack(ctx context.Context, k keep, readd, last bool) mergeO
 
 // keepLeftover keeps in .snag/recovered/ a person's save that a crash of
 // snagd left in a hidden temp file (a save in place that landed in the file
-// a rewrite displaced, before it was merged back: queue.Leftover), and says
+// a rewrite displaced, before it was merged back: taskfs.Leftover), and says
 // so in the log and the audit log. Without the bytes the rewrite was made
 // on there is nothing to merge with: a person compares the two.
-func (e *Engine) keepLeftover(l queue.Leftover) error {
+func (e *Engine) keepLeftover(l taskfs.Leftover) error {
 	saved, err := e.p.KeepAside(l.Name, l.Data)
 	if err != nil {
 		e.log.Error("a save in place that a crash left in a hidden file could not be kept aside: it stays there", "file", l.Temp, "err", err)

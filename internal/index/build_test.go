@@ -15,6 +15,7 @@ import (
 
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 	"github.com/snagdev/snag/internal/taskgen"
 )
 
@@ -247,7 +248,7 @@ func TestEditsAfterALoadLeaveItsFullTextIndexAlone(t *testing.T) {
 			}
 			entries, err := dir.List()
 			must(t, err)
-			slices.SortFunc(entries, func(a, b queue.Entry) int { return strings.Compare(a.Name, b.Name) })
+			slices.SortFunc(entries, func(a, b taskfs.Entry) int { return strings.Compare(a.Name, b.Name) })
 			conn := rawConn(t, path)
 			for i := range 30 {
 				// The log is emptied before each edit, so what it holds

@@ -15,6 +15,7 @@ import (
 
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // env is a tasks folder on disk and an index of it, both in t.TempDir().
@@ -24,7 +25,7 @@ type env struct {
 	db     *index.DB
 	dbPath string
 	folder string // the tasks folder
-	dir    *queue.Dir
+	dir    *taskfs.Dir
 }
 
 func newEnv(t *testing.T) *env {
@@ -240,7 +241,7 @@ func dumpIndex(t testing.TB, path string) indexDump {
 	d.Words = query(t, conn, `SELECT t.path, w.term, w.col, w.offset FROM temp.dump_words w JOIN tasks t ON t.n = w.doc ORDER BY 1, 2, 3, 4`)
 	for _, r := range d.Tasks {
 		// ctime is 0 for a stamp not to be trusted, which depends on how
-		// long before its read the file changed (queue.Stamp.Trusted).
+		// long before its read the file changed (taskfs.Stamp.Trusted).
 		delete(r, "n")
 		delete(r, "ctime")
 	}

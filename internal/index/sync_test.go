@@ -14,6 +14,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
+	"github.com/snagdev/snag/internal/taskfs"
 	"github.com/snagdev/snag/internal/taskgen"
 )
 
@@ -497,7 +498,7 @@ func TestSymlinkedTaskFileIsNeverFollowed(t *testing.T) {
 			rows := query(t, e.conn(), `SELECT path, id, sha256, size, state, error FROM tasks`)
 			want := []record{{
 				"path": "tasks/" + name, "id": "", "sha256": "x''", "size": int64(0), "state": snag.StateInvalid,
-				"error": "parse tasks/" + name + ": " + queue.ErrSymlink.Error(),
+				"error": "parse tasks/" + name + ": " + taskfs.ErrSymlink.Error(),
 			}}
 			if diff := cmp.Diff(want, rows); diff != "" {
 				t.Errorf("symlink row (-want +got):\n%s", diff)

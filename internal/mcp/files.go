@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // Files is the backend without a daemon: it reads .snag/tasks with the
@@ -29,7 +30,7 @@ type fileTask struct {
 }
 
 func (f *Files) read() ([]fileTask, error) {
-	dir, err := queue.OpenDir(filepath.Join(f.Root, ".snag", "tasks"))
+	dir, err := taskfs.OpenDir(filepath.Join(f.Root, ".snag", "tasks"))
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // Finding is one thing snag doctor found wrong.
@@ -70,7 +71,7 @@ func (p *Project) Doctor(ctx context.Context) ([]Finding, error) {
 	out = append(out, notes...)
 	side := p.SideFolders()
 	defer closeAll(side)
-	for _, d := range append([]*queue.Dir{p.Tasks, p.Snag}, side...) {
+	for _, d := range append([]*taskfs.Dir{p.Tasks, p.Snag}, side...) {
 		entries, _ := staleTemps(d)
 		in, _ := filepath.Rel(filepath.Join(p.Root, Folder), d.Path())
 		for _, name := range entries {
@@ -85,7 +86,7 @@ func (p *Project) Doctor(ctx context.Context) ([]Finding, error) {
 // newline, a tab, an escape): snag reads them, but every listing of the
 // folder (ls, git status, a terminal) shows them wrong, and a name can pose
 // as more than one line of output.
-func badNames(dir *queue.Dir, tasks []queue.Located) []Finding {
+func badNames(dir *taskfs.Dir, tasks []queue.Located) []Finding {
 	names, err := dir.Names()
 	if err != nil {
 		return nil
@@ -217,9 +218,9 @@ func (p *Project) nextKey(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-func staleTemps(d *queue.Dir) ([]string, error) { return d.Temps(tempAge) }
+func staleTemps(d *taskfs.Dir) ([]string, error) { return d.Temps(tempAge) }
 
-func closeAll(ds []*queue.Dir) {
+func closeAll(ds []*taskfs.Dir) {
 	for _, d := range ds {
 		d.Close()
 	}
@@ -327,7 +328,7 @@ func (p *Project) fixSharedKeys(ctx context.Context, probs []*index.Row, done []
 // side folders, keeping aside any that holds a person's save, appending a
 // line to done for each save kept and each folder swept.
 func (p *Project) sweepTemps(done []string) ([]string, error) {
-	keep := func(l queue.Leftover) error {
+	keep := func(l taskfs.Leftover) error {
 		saved, err := p.KeepAside(l.Name, l.Data)
 		if err == nil {
 			done = append(done, fmt.Sprintf("kept a save of %s that a crash left in a hidden temp file: it is in %s; compare it with the task file and merge by hand",
@@ -337,7 +338,7 @@ func (p *Project) sweepTemps(done []string) ([]string, error) {
 	}
 	side := p.SideFolders()
 	defer closeAll(side)
-	for _, d := range append([]*queue.Dir{p.Tasks, p.Snag}, side...) {
+	for _, d := range append([]*taskfs.Dir{p.Tasks, p.Snag}, side...) {
 		n, err := d.SweepTemps(tempAge, keep)
 		if err != nil {
 			return done, err

@@ -8,10 +8,12 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // hostileFile is a file the codec must refuse, and how.
@@ -190,17 +192,47 @@ func TestX9_EditRefusesWhatParseRefusesToRead(t *testing.T) {
 	mustParse(t, got)
 }
 
+// TestX9_BoundedMemory: refusing a hostile file costs memory in proportion to
+// the limits, not to the file or to what its YAML would expand to. (Memory,
+// not time: tests never assert a duration.)
+func TestX9_BoundedMemory(t *testing.T) {
+	const budget = 4 << 20 // bytes allocated by one Parse of a hostile file
+	for _, h := range hostileFiles() {
+		raw := []byte(h.raw)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := queue.Parse(raw)
+		runtime.ReadMemStats(&after)
+		if err == nil {
+			t.Fatalf("%s: parsed", h.name)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > budget {
+			t.Errorf("%s: Parse of %d bytes allocated %d bytes, over %d", h.name, len(raw), n, budget)
+		}
+	}
+}
+
 // TestX9_HostileFilesInAProject: hostile files sit among good ones in a real
 // tasks folder. Each good file still reads and parses, each hostile one is
 // refused with its own error, and an attempt to edit it leaves it untouched.
 func TestX9_HostileFilesInAProject(t *testing.T) {
-	d, _ := project(t)
-	dir := d.Path()
+	dir := filepath.Join(t.TempDir(), ".snag", "tasks")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, err := taskfs.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
 	good := map[string][]byte{}
 	for i := 1; i <= 3; i++ {
 		name := fmt.Sprintf("SNAG-%d - Good.md", i)
-		good[name] = newTask(i, "Good")
-		write(t, filepath.Join(dir, name), good[name])
+		good[name] = queue.Format(&queue.Task{ID: queue.NewID(time.Now()), Key: queue.Alias(i), Title: "Good",
+			Status: queue.StatusInbox, Trust: queue.TrustUnvetted, Severity: queue.SeverityLow, Kind: queue.KindBug,
+			Wave: 1, Body: []byte("body\n")})
+		writeFile(t, filepath.Join(dir, name), good[name])
 	}
 	bad := map[string]hostileFile{}
 	for i, h := range hostileFiles() {
@@ -209,7 +241,7 @@ func TestX9_HostileFilesInAProject(t *testing.T) {
 		}
 		name := fmt.Sprintf("SNAG-%d - Hostile.md", 100+i)
 		bad[name] = h
-		write(t, filepath.Join(dir, name), []byte(h.raw))
+		writeFile(t, filepath.Join(dir, name), []byte(h.raw))
 	}
 	entries, err := d.List()
 	if err != nil {
@@ -259,26 +291,18 @@ func TestX9_HostileFilesInAProject(t *testing.T) {
 	if parsed != len(good) {
 		t.Errorf("%d good files parsed, want %d", parsed, len(good))
 	}
-	noTemps(t, dir)
+	des, _ := os.ReadDir(dir)
+	for _, de := range des {
+		if strings.HasSuffix(de.Name(), taskfs.TempSuffix) {
+			t.Errorf("temp file left behind: %s", de.Name())
+		}
+	}
 }
 
-// TestX9_BoundedMemory: refusing a hostile file costs memory in proportion to
-// the limits, not to the file or to what its YAML would expand to. (Memory,
-// not time: tests never assert a duration.)
-func TestX9_BoundedMemory(t *testing.T) {
-	const budget = 4 << 20 // bytes allocated by one Parse of a hostile file
-	for _, h := range hostileFiles() {
-		raw := []byte(h.raw)
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		_, err := queue.Parse(raw)
-		runtime.ReadMemStats(&after)
-		if err == nil {
-			t.Fatalf("%s: parsed", h.name)
-		}
-		if n := after.TotalAlloc - before.TotalAlloc; n > budget {
-			t.Errorf("%s: Parse of %d bytes allocated %d bytes, over %d", h.name, len(raw), n, budget)
-		}
+// writeFile puts a file at path, failing the test when it cannot.
+func writeFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

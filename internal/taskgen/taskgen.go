@@ -357,3 +357,37 @@ func create(path string, data []byte) error {
 	_, werr := f.Write(data)
 	return errors.Join(werr, f.Close())
 }
+
+// HostileTitles are TESTPLAN X7's titles, for tests: traversal, reserved device names, NUL,
+// length, bidi overrides, emoji, decomposed text and control characters.
+var HostileTitles = []struct {
+	Name, Title string
+}{
+	{"dot-dot slash", "../../../etc/passwd"},
+	{"dot-dot backslash", `..\..\Windows\System32\config`},
+	{"absolute", "/etc/passwd"},
+	{"only dots", ".."},
+	{"leading dots", "...hidden"},
+	{"CON", "CON"},
+	{"nul", "nul"},
+	{"COM1.txt", "COM1.txt"},
+	{"NUL byte", "a\x00b\x00../c"},
+	{"10,000 characters", strings.Repeat("é", 10000)},
+	{"10,000 bytes of x", strings.Repeat("x", 10000)},
+	{"RTL override", "invoice \u202egnp.exe"},
+	{"bidi isolates and marks", "\u2066a\u2069\u200e\u200f\u061c"},
+	{"emoji", "🛒🔥 checkout 👩‍💻🇩🇪"},
+	{"emoji cut at the limit", strings.Repeat("a", 78) + "👩‍💻"},
+	{"NFD", "Cafe\u0301 re\u0301sume\u0301"},
+	{"control characters", "a\tb\nc\rd\x1be\x7ff\u0085g\u009b"},
+	{"reserved characters", `a/b\c:d*e?f"g<h>i|j`},
+	{"percent-encoded traversal", "%2e%2e%2f%2e%2e%2fetc%2fpasswd"},
+	{"trailing dots and spaces", "title. . .  "},
+	{"unicode spaces", "a\u00a0\u2028\u2029\u3000b"},
+	{"empty", ""},
+	{"only spaces", "   "},
+	{"only reserved", `/\:*?"<>|`},
+	{"invalid UTF-8", "caf\xe9 \xff\xfe"},
+	{"dot md", ".md"},
+	{"replacement character", "a\uFFFDb"},
+}

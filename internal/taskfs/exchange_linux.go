@@ -1,6 +1,6 @@
 //go:build linux
 
-package queue
+package taskfs
 
 import (
 	"os"

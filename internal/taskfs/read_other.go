@@ -1,6 +1,6 @@
 //go:build !linux
 
-package queue
+package taskfs
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+
+	"github.com/snagdev/snag/internal/queue"
 )
 
 func (d *Dir) readOnce(root *os.Root, name string) ([]byte, fs.FileInfo, error) {
@@ -36,7 +38,7 @@ func (d *Dir) readOnce(root *os.Root, name string) ([]byte, fs.FileInfo, error) 
 	if !os.SameFile(lfi, fi) {
 		return nil, nil, errReplaced
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	data, err := io.ReadAll(io.LimitReader(f, queue.MaxFileSize+1))
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s: %w", name, err)
 	}

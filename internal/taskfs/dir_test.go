@@ -1,4 +1,4 @@
-package queue_test
+package taskfs_test
 
 import (
 	"bytes"
@@ -15,18 +15,20 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
+	"github.com/snagdev/snag/internal/taskgen"
 )
 
 // project makes a .snag/tasks folder in a temp dir and opens it. It returns
 // the Dir and the temp dir (the parent of .snag).
-func project(t *testing.T) (*queue.Dir, string) {
+func project(t *testing.T) (*taskfs.Dir, string) {
 	t.Helper()
 	root := t.TempDir()
 	tasks := filepath.Join(root, ".snag", "tasks")
 	if err := os.MkdirAll(tasks, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	d, err := queue.OpenDir(tasks)
+	d, err := taskfs.OpenDir(tasks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +72,7 @@ func noTemps(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	for _, de := range des {
-		if strings.HasSuffix(de.Name(), queue.TempSuffix) {
+		if strings.HasSuffix(de.Name(), taskfs.TempSuffix) {
 			t.Errorf("temp file left behind: %s", de.Name())
 		}
 	}
@@ -88,31 +90,31 @@ func newTask(n int, title string) []byte {
 func TestX7_HostileCreate(t *testing.T) {
 	d, root := project(t)
 	var want []string
-	for i, tt := range hostileTitles {
+	for i, tt := range taskgen.HostileTitles {
 		n := i + 1
-		name := queue.FileName(queue.Alias(n), tt.title)
-		title := tt.title
+		name := queue.FileName(queue.Alias(n), tt.Title)
+		title := tt.Title
 		if strings.TrimSpace(title) == "" || !validTitle(title) {
 			title = "t" // the file's name comes from the title; its content need not
 		}
 		data := newTask(n, title)
 		if err := d.Create(name, data); err != nil {
-			t.Errorf("%s: Create(%q): %v", tt.name, name, err)
+			t.Errorf("%s: Create(%q): %v", tt.Name, name, err)
 			continue
 		}
 		want = append(want, ".snag/tasks/"+name)
 		got, _, err := d.Read(name)
 		if err != nil || !bytes.Equal(got, data) {
-			t.Errorf("%s: Read(%q) = %q, %v", tt.name, name, got, err)
+			t.Errorf("%s: Read(%q) = %q, %v", tt.Name, name, got, err)
 		}
 
 		other := []byte("---\nsomething else\n---\n")
 		err = d.Create(name, other)
 		if !errors.Is(err, fs.ErrExist) {
-			t.Errorf("%s: second Create(%q) = %v, want an error wrapping fs.ErrExist", tt.name, name, err)
+			t.Errorf("%s: second Create(%q) = %v, want an error wrapping fs.ErrExist", tt.Name, name, err)
 		}
 		if got, _, _ := d.Read(name); !bytes.Equal(got, data) {
-			t.Errorf("%s: second Create changed the file to %q", tt.name, got)
+			t.Errorf("%s: second Create changed the file to %q", tt.Name, got)
 		}
 	}
 	// Raw names, not made by FileName, must not reach outside either.
@@ -176,21 +178,21 @@ func TestX8_Symlinks(t *testing.T) {
 		if err := os.Symlink(real, link); err != nil {
 			t.Fatal(err)
 		}
-		d, err := queue.OpenDir(link)
+		d, err := taskfs.OpenDir(link)
 		if err == nil {
 			d.Close()
 			t.Fatal("OpenDir followed a symlinked folder")
 		}
-		if !errors.Is(err, queue.ErrSymlink) {
+		if !errors.Is(err, taskfs.ErrSymlink) {
 			t.Errorf("OpenDir = %v, want ErrSymlink", err)
 		}
 	})
 
 	t.Run("not a folder", func(t *testing.T) {
-		if _, err := queue.OpenDir(secretPath); err == nil || !strings.Contains(err.Error(), "not a folder") {
+		if _, err := taskfs.OpenDir(secretPath); err == nil || !strings.Contains(err.Error(), "not a folder") {
 			t.Errorf("OpenDir(file) = %v", err)
 		}
-		if _, err := queue.OpenDir(filepath.Join(root, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		if _, err := taskfs.OpenDir(filepath.Join(root, "missing")); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("OpenDir(missing) = %v, want fs.ErrNotExist", err)
 		}
 	})
@@ -228,7 +230,7 @@ func TestX8_Symlinks(t *testing.T) {
 			if e.Size != int64(len(real)) || e.ModTime.IsZero() {
 				t.Errorf("%s: size %d, mtime %v", e.Name, e.Size, e.ModTime)
 			}
-		case errors.Is(e.Problem, queue.ErrSymlink):
+		case errors.Is(e.Problem, taskfs.ErrSymlink):
 			got[e.Name] = "symlink"
 		default:
 			got[e.Name] = e.Problem.Error()
@@ -249,7 +251,7 @@ func TestX8_Symlinks(t *testing.T) {
 
 	for name := range links {
 		data, fi, err := d.Read(name)
-		if !errors.Is(err, queue.ErrSymlink) {
+		if !errors.Is(err, taskfs.ErrSymlink) {
 			t.Errorf("Read(%q) = %v, want ErrSymlink", name, err)
 		}
 		if data != nil || fi != nil {
@@ -262,7 +264,7 @@ func TestX8_Symlinks(t *testing.T) {
 			t.Errorf("Update(%q) called edit with %q", name, cur)
 			return cur, nil
 		})
-		if !errors.Is(err, queue.ErrSymlink) {
+		if !errors.Is(err, taskfs.ErrSymlink) {
 			t.Errorf("Update(%q) = %v, want ErrSymlink", name, err)
 		}
 	}
@@ -316,7 +318,7 @@ func TestDir_UpdateReappliesEdit(t *testing.T) {
 			person = append(bytes.Clone(cur), personLine...)
 			write(t, path, person) // the person saves meanwhile
 		}
-		return queue.Edit(cur, queue.Set("status", queue.StatusClaimed), queue.Set("assignee", holder))
+		return queue.Edit(cur, queue.Set("status", queue.StatusClaimed), queue.Set("assignee", "VESPER"))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -347,7 +349,7 @@ func TestDir_UpdateGivesUpOnAFileThatKeepsChanging(t *testing.T) {
 		write(t, path, last)
 		return queue.Edit(cur, queue.Set("status", queue.StatusClaimed))
 	})
-	if !errors.Is(err, queue.ErrChanged) {
+	if !errors.Is(err, taskfs.ErrChanged) {
 		t.Fatalf("Update = %v, want ErrChanged", err)
 	}
 	if got := readFile(t, path); !bytes.Equal(got, last) {
@@ -417,7 +419,7 @@ func TestDir_Update(t *testing.T) {
 
 func TestDir_WriteAndNoTemps(t *testing.T) {
 	d, root := project(t)
-	snag, err := queue.OpenDir(filepath.Join(root, ".snag"))
+	snag, err := taskfs.OpenDir(filepath.Join(root, ".snag"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,11 +459,11 @@ func TestDir_SweepTemps(t *testing.T) {
 	dir := d.Path()
 	old := time.Now().Add(-2 * time.Hour)
 	files := map[string]bool{ // name: old
-		".SNAG-1 - a.md.0a1b2c3d4e5f" + queue.TempSuffix: true,  // swept
-		".SNAG-2 - b.md.0a1b2c3d4e5f" + queue.TempSuffix: false, // too young
-		"SNAG-3 - c.md":                    true,
-		"notes" + queue.TempSuffix + ".md": true,
-		".SNAG-4 - d.md.swp":               true,
+		".SNAG-1 - a.md.0a1b2c3d4e5f" + taskfs.TempSuffix: true,  // swept
+		".SNAG-2 - b.md.0a1b2c3d4e5f" + taskfs.TempSuffix: false, // too young
+		"SNAG-3 - c.md":                     true,
+		"notes" + taskfs.TempSuffix + ".md": true,
+		".SNAG-4 - d.md.swp":                true,
 	}
 	for name, isOld := range files {
 		p := filepath.Join(dir, name)
@@ -472,19 +474,19 @@ func TestDir_SweepTemps(t *testing.T) {
 			}
 		}
 	}
-	folder := filepath.Join(dir, ".folder"+queue.TempSuffix)
+	folder := filepath.Join(dir, ".folder"+taskfs.TempSuffix)
 	if err := os.Mkdir(folder, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chtimes(folder, old, old); err != nil {
 		t.Fatal(err)
 	}
-	outside := filepath.Join(filepath.Dir(dir), ".outside.md.0a1b2c3d4e5f"+queue.TempSuffix)
+	outside := filepath.Join(filepath.Dir(dir), ".outside.md.0a1b2c3d4e5f"+taskfs.TempSuffix)
 	write(t, outside, []byte("x"))
 	if err := os.Chtimes(outside, old, old); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(outside, filepath.Join(dir, ".link"+queue.TempSuffix)); err != nil {
+	if err := os.Symlink(outside, filepath.Join(dir, ".link"+taskfs.TempSuffix)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -498,12 +500,12 @@ func TestDir_SweepTemps(t *testing.T) {
 		got = append(got, de.Name())
 	}
 	want := []string{
-		".SNAG-2 - b.md.0a1b2c3d4e5f" + queue.TempSuffix,
+		".SNAG-2 - b.md.0a1b2c3d4e5f" + taskfs.TempSuffix,
 		".SNAG-4 - d.md.swp",
-		".folder" + queue.TempSuffix,
-		".link" + queue.TempSuffix,
+		".folder" + taskfs.TempSuffix,
+		".link" + taskfs.TempSuffix,
 		"SNAG-3 - c.md",
-		"notes" + queue.TempSuffix + ".md",
+		"notes" + taskfs.TempSuffix + ".md",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("left after SweepTemps (-want +got):\n%s", diff)
@@ -522,7 +524,7 @@ func TestDirFollowsAReplacedFolder(t *testing.T) {
 			path := filepath.Join(parent, "tasks")
 			os.Mkdir(path, 0o755)
 			os.WriteFile(filepath.Join(path, "SNAG-1 - a.md"), []byte("one\n"), 0o644)
-			d, err := queue.OpenDir(path)
+			d, err := taskfs.OpenDir(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -530,11 +532,11 @@ func TestDirFollowsAReplacedFolder(t *testing.T) {
 			switch how {
 			case "remove":
 				os.RemoveAll(path)
-				if _, err := d.List(); !errors.Is(err, queue.ErrFolderGone) {
-					t.Errorf("List with the folder gone: %v; want queue.ErrFolderGone", err)
+				if _, err := d.List(); !errors.Is(err, taskfs.ErrFolderGone) {
+					t.Errorf("List with the folder gone: %v; want taskfs.ErrFolderGone", err)
 				}
-				if err := d.Create("SNAG-2 - b.md", []byte("two\n")); !errors.Is(err, queue.ErrFolderGone) {
-					t.Errorf("Create with the folder gone: %v; want queue.ErrFolderGone", err)
+				if err := d.Create("SNAG-2 - b.md", []byte("two\n")); !errors.Is(err, taskfs.ErrFolderGone) {
+					t.Errorf("Create with the folder gone: %v; want taskfs.ErrFolderGone", err)
 				}
 				os.Mkdir(path, 0o755)
 				os.WriteFile(filepath.Join(path, "SNAG-1 - a.md"), []byte("one again\n"), 0o644)
@@ -574,7 +576,7 @@ func TestDirFollowsAReplacedFolder(t *testing.T) {
 // keep when a person's save landed in it; it is removed (and not counted)
 // only once keep has taken it.
 func TestS7_TheSweepKeepsASaveInADisplacedFile(t *testing.T) {
-	queue.NeedExchange(t)
+	taskfs.NeedExchange(t)
 	d, _ := project(t)
 	const name = "SNAG-1 - a.md"
 	path := filepath.Join(d.Path(), name)
@@ -584,7 +586,7 @@ func TestS7_TheSweepKeepsASaveInADisplacedFile(t *testing.T) {
 	displace := func(next string) string {
 		t.Helper()
 		d.OnStep(func(step string) error {
-			if step == queue.StepRenamed {
+			if step == taskfs.StepRenamed {
 				return crash
 			}
 			return nil
@@ -593,15 +595,15 @@ func TestS7_TheSweepKeepsASaveInADisplacedFile(t *testing.T) {
 		if _, _, err := d.Update(name, func([]byte) ([]byte, error) { return []byte(next), nil }); !errors.Is(err, crash) {
 			t.Fatalf("Update: %v; want the step's error", err)
 		}
-		temps, _ := filepath.Glob(filepath.Join(d.Path(), ".*"+queue.TempSuffix))
+		temps, _ := filepath.Glob(filepath.Join(d.Path(), ".*"+taskfs.TempSuffix))
 		if len(temps) != 1 {
 			t.Fatalf("temp files after the swap: %q; want the displaced one", temps)
 		}
 		return temps[0]
 	}
-	var kept []queue.Leftover
-	keep := func(l queue.Leftover) error { kept = append(kept, l); return nil }
-	sweep := func(keep func(queue.Leftover) error, want int) {
+	var kept []taskfs.Leftover
+	keep := func(l taskfs.Leftover) error { kept = append(kept, l); return nil }
+	sweep := func(keep func(taskfs.Leftover) error, want int) {
 		t.Helper()
 		if n, err := d.SweepTemps(0, keep); err != nil || n != want {
 			t.Errorf("SweepTemps = %d, %v; want %d removed", n, err, want)
@@ -630,7 +632,7 @@ func TestS7_TheSweepKeepsASaveInADisplacedFile(t *testing.T) {
 	}
 	f.WriteString("a person's line\n") // a save in place into the file they had open
 	f.Close()
-	sweep(func(queue.Leftover) error { return crash }, 0)
+	sweep(func(taskfs.Leftover) error { return crash }, 0)
 	if _, err := os.Stat(tmp); err != nil {
 		t.Fatalf("the save was removed though keep failed: %v", err)
 	}
@@ -638,11 +640,37 @@ func TestS7_TheSweepKeepsASaveInADisplacedFile(t *testing.T) {
 	if _, err := os.Stat(tmp); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the save is still in the temp file after keep took it: %v", err)
 	}
-	want := []queue.Leftover{{Name: name, Temp: filepath.Base(tmp), Data: []byte("v4\na person's line\n")}}
+	want := []taskfs.Leftover{{Name: name, Temp: filepath.Base(tmp), Data: []byte("v4\na person's line\n")}}
 	if diff := cmp.Diff(want, kept); diff != "" {
 		t.Errorf("kept (-want +got):\n%s", diff)
 	}
 	if b, _ := os.ReadFile(path); string(b) != "v5\n" {
 		t.Errorf("the task file holds %q; want the rewrite's v5", b)
 	}
+}
+
+// readFile reads the file at path, failing the test when it cannot.
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+const testID = "tsk_01M6DRJYC6CBVR9SGWXEAVTH3Y"
+
+// minimal is the four required keys of a task file, as its lines 2 to 5.
+const minimal = "id: " + testID + "\nkey: SNAG-1\ntitle: A task\nstatus: open\n"
+
+// asParseError is err as the codec's *queue.ParseError, failing the test
+// when it is not one.
+func asParseError(t testing.TB, err error) *queue.ParseError {
+	t.Helper()
+	var pe *queue.ParseError
+	if !errors.As(err, &pe) {
+		t.Fatalf("error %v (%T) is not a *queue.ParseError", err, err)
+	}
+	return pe
 }

@@ -1,6 +1,6 @@
 //go:build darwin || freebsd || netbsd
 
-package queue
+package taskfs
 
 import "syscall"
 

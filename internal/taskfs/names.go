@@ -1,6 +1,10 @@
-package queue
+package taskfs
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/snagdev/snag/internal/queue"
+)
 
 // Names returns the names of the entries [IsTaskFileName] accepts, without
 // looking at the files: cheaper than [Dir.List] when only names matter.
@@ -16,7 +20,7 @@ func (d *Dir) Names() ([]string, error) {
 	}
 	out := all[:0]
 	for _, n := range all {
-		if IsTaskFileName(n) {
+		if queue.IsTaskFileName(n) {
 			out = append(out, n)
 		}
 	}

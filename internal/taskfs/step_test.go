@@ -1,4 +1,4 @@
-package queue_test
+package taskfs_test
 
 import (
 	"errors"
@@ -9,14 +9,14 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // TestDirStepsInOrder: the hook sees every step of a rewrite and of a new
 // file, in the order they happen.
 func TestDirStepsInOrder(t *testing.T) {
 	folder := t.TempDir()
-	d, err := queue.OpenDir(folder)
+	d, err := taskfs.OpenDir(folder)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestDirStepsInOrder(t *testing.T) {
 	if err := d.Create("a.md", []byte("one\n")); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{queue.StepTempCreated, queue.StepTempWritten, queue.StepTempSynced, queue.StepLinked, queue.StepTempRemoved, queue.StepDirSynced}
+	want := []string{taskfs.StepTempCreated, taskfs.StepTempWritten, taskfs.StepTempSynced, taskfs.StepLinked, taskfs.StepTempRemoved, taskfs.StepDirSynced}
 	if !slices.Equal(got, want) {
 		t.Errorf("create steps: %v; want %v", got, want)
 	}
@@ -34,7 +34,7 @@ func TestDirStepsInOrder(t *testing.T) {
 	if _, _, err := d.Update("a.md", func(b []byte) ([]byte, error) { return []byte("two\n"), nil }); err != nil {
 		t.Fatal(err)
 	}
-	want = []string{queue.StepTempCreated, queue.StepTempWritten, queue.StepTempSynced, queue.StepChecked, queue.StepRenamed, queue.StepDirSynced}
+	want = []string{taskfs.StepTempCreated, taskfs.StepTempWritten, taskfs.StepTempSynced, taskfs.StepChecked, taskfs.StepRenamed, taskfs.StepDirSynced}
 	if !slices.Equal(got, want) {
 		t.Errorf("update steps: %v; want %v", got, want)
 	}
@@ -45,10 +45,10 @@ func TestDirStepsInOrder(t *testing.T) {
 // the write with an error that names the fix, leaves the file's bytes as
 // they were and no temp file behind.
 func TestDirStepErrorLeavesTheFile(t *testing.T) {
-	for _, at := range []string{queue.StepTempCreated, queue.StepTempWritten, queue.StepTempSynced} {
+	for _, at := range []string{taskfs.StepTempCreated, taskfs.StepTempWritten, taskfs.StepTempSynced} {
 		t.Run(at, func(t *testing.T) {
 			folder := t.TempDir()
-			d, err := queue.OpenDir(folder)
+			d, err := taskfs.OpenDir(folder)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +77,7 @@ func TestDirStepErrorLeavesTheFile(t *testing.T) {
 			}
 			ents, _ := os.ReadDir(folder)
 			for _, e := range ents {
-				if strings.HasSuffix(e.Name(), queue.TempSuffix) {
+				if strings.HasSuffix(e.Name(), taskfs.TempSuffix) {
 					t.Errorf("temp file left: %s", e.Name())
 				}
 			}

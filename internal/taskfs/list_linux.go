@@ -1,10 +1,11 @@
-package queue
+package taskfs
 
 import (
 	"errors"
 	"os"
 	"time"
 
+	"github.com/snagdev/snag/internal/queue"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,7 +22,7 @@ func listStat(f *os.File) ([]Entry, error) {
 	out := make([]Entry, 0, len(names))
 	var st unix.Stat_t
 	for _, name := range names {
-		if !IsTaskFileName(name) {
+		if !queue.IsTaskFileName(name) {
 			continue
 		}
 		e := Entry{Name: name}

@@ -1,4 +1,4 @@
-package queue
+package taskfs
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/snagdev/snag/internal/queue"
 )
 
 // TempSuffix ends the name of every temp file snag writes. A temp file is
@@ -232,7 +234,7 @@ func listInfo(f *os.File) ([]Entry, error) {
 	out := make([]Entry, 0, len(des))
 	for _, de := range des {
 		name := de.Name()
-		if !IsTaskFileName(name) {
+		if !queue.IsTaskFileName(name) {
 			continue
 		}
 		e := Entry{Name: name}
@@ -274,7 +276,7 @@ func (d *Dir) openForList() (*os.File, error) {
 }
 
 // Read returns a file's bytes and its info. It refuses symbolic links and
-// folders, and reads at most MaxFileSize+1 bytes, so an oversized file costs
+// folders, and reads at most queue.MaxFileSize+1 bytes, so an oversized file costs
 // little and still fails [Parse]'s size rule.
 func (d *Dir) Read(name string) ([]byte, fs.FileInfo, error) {
 	data, fi, err := d.read(d.root.Load(), name)
@@ -651,7 +653,7 @@ func (d *Dir) syncDir(root *os.Root) error {
 // checkFlat refuses a name that is not a plain name in this folder.
 func checkFlat(name string) error {
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") {
-		return fmt.Errorf("%q is not a file name in this folder", truncate(name, 80))
+		return fmt.Errorf("%q is not a file name in this folder", shorten(name, 80))
 	}
 	return nil
 }
@@ -681,4 +683,15 @@ func (d *Dir) Temps(age time.Duration) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// shorten cuts s to at most n bytes, on a rune's boundary, marking the cut.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
 }

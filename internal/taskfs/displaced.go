@@ -1,4 +1,4 @@
-package queue
+package taskfs
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/snagdev/snag/internal/queue"
 )
 
 // Displaced is a file that [Dir.Update] swapped out of place, kept under a
@@ -66,7 +68,7 @@ func (d *Dir) ReadDisplaced(x *Displaced) ([]byte, fs.FileInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	b, err := io.ReadAll(io.LimitReader(f, queue.MaxFileSize+1))
 	return b, fi, err
 }
 
@@ -136,7 +138,7 @@ func readTemp(root *os.Root, name string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	return io.ReadAll(io.LimitReader(f, queue.MaxFileSize+1))
 }
 
 // tempStem is the part of a task file's name its temp files start with.

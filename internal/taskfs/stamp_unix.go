@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd || netbsd
 
-package queue
+package taskfs
 
 import (
 	"io/fs"

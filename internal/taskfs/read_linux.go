@@ -1,4 +1,4 @@
-package queue
+package taskfs
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/snagdev/snag/internal/queue"
 	"golang.org/x/sys/unix"
 )
 
@@ -69,16 +70,16 @@ func (d *Dir) readOnce(root *os.Root, name string) ([]byte, fs.FileInfo, error) 
 	if st.Dev != lst.Dev || st.Ino != lst.Ino || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		return nil, nil, errReplaced
 	}
-	// Read to the end, at most MaxFileSize+1 bytes: a file that grew since
+	// Read to the end, at most queue.MaxFileSize+1 bytes: a file that grew since
 	// the fstat is read whole all the same.
-	data := make([]byte, 0, min(st.Size, MaxFileSize)+1)
-	for len(data) <= MaxFileSize {
+	data := make([]byte, 0, min(st.Size, queue.MaxFileSize)+1)
+	for len(data) <= queue.MaxFileSize {
 		if len(data) == cap(data) {
 			data = append(data, 0)[:len(data)]
 		}
 		var n int
 		err := retryEINTR(func() (err error) {
-			n, err = unix.Read(fd, data[len(data):min(cap(data), MaxFileSize+1)])
+			n, err = unix.Read(fd, data[len(data):min(cap(data), queue.MaxFileSize+1)])
 			return err
 		})
 		if err != nil {
