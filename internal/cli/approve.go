@@ -15,6 +15,7 @@ import (
 	"unicode"
 
 	"github.com/snagdev/snag/internal/approval"
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/layout"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/taskfs"
@@ -246,10 +247,10 @@ func readTask(root string, ref queue.Ref) (*queue.Task, string, error) {
 		if err != nil {
 			continue
 		}
-		t, err := queue.Parse(raw)
+		t, err := codec.Parse(raw)
 		if err != nil {
 			if ref.Num > 0 && strings.HasPrefix(strings.ToUpper(e.Name), strings.ToUpper(ref.String())+" ") {
-				bad = queue.WithPath(err, layout.Rel(filepath.Join("tasks", e.Name)))
+				bad = codec.WithPath(err, layout.Rel(filepath.Join("tasks", e.Name)))
 			}
 			continue
 		}

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	daemonpkg "github.com/snagdev/snag/internal/daemon"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/taskfs"
@@ -92,7 +93,7 @@ func crFiles(t *testing.T, root string) map[string]crFile {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tk, err := queue.Parse(raw)
+			tk, err := codec.Parse(raw)
 			if err != nil {
 				t.Errorf("%s is not whole (%d bytes): %v", e.Name(), len(raw), err)
 				continue
@@ -381,7 +382,7 @@ func TestP5_FailpointCrashes(t *testing.T) {
 	for i := 1; i <= ntasks; i++ {
 		tk := &queue.Task{ID: queue.NewID(time.Now()), Key: queue.Alias(i), Title: fmt.Sprintf("Task %d", i),
 			Status: queue.StatusOpen, Trust: queue.TrustVetted, Severity: queue.SeverityMedium, Kind: queue.KindBug, Wave: 1}
-		os.WriteFile(filepath.Join(tasks, queue.FileName(tk.Key, tk.Title)), queue.Format(tk), 0o644)
+		os.WriteFile(filepath.Join(tasks, queue.FileName(tk.Key, tk.Title)), codec.Format(tk), 0o644)
 	}
 	home := filepath.Join(t.TempDir(), "home")
 	slowVerify(t, root, home)

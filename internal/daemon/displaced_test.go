@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	daemonpkg "github.com/snagdev/snag/internal/daemon"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/taskfs"
@@ -129,7 +130,7 @@ func TestS7_InPlaceAppendsSurviveClaims(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("%d of %d appended lines are not in the file, first %q", len(missing), len(res.lines), missing[0])
 	}
-	tk, err := queue.Parse(final)
+	tk, err := codec.Parse(final)
 	if err != nil {
 		t.Fatalf("the file does not parse at the end: %v\n%s", err, final)
 	}
@@ -168,7 +169,7 @@ func TestS7_ASaveInTheDisplacedFileSurvivesACrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tk, err := queue.Parse(displaced); err != nil || tk.Status != queue.StatusOpen {
+	if tk, err := codec.Parse(displaced); err != nil || tk.Status != queue.StatusOpen {
 		t.Fatalf("the displaced file is not the open task the claim swapped out (%v):\n%s", err, displaced)
 	}
 	const line = "A line the person saved into the file they had open.\n"

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
@@ -117,7 +118,7 @@ func readTaskFiles(t *testing.T, root string) []diskTask {
 			t.Fatal(err)
 		}
 		ft := diskTask{path: path.Join("tasks", de.Name())}
-		ft.task, ft.err = queue.Parse(raw)
+		ft.task, ft.err = codec.Parse(raw)
 		out = append(out, ft)
 	}
 	return out

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
@@ -349,7 +350,7 @@ func (e *Engine) looksWorse(ctx context.Context, name, p string) bool {
 	if err != nil {
 		return true // gone, or unreadable for now
 	}
-	_, perr := queue.Parse(raw)
+	_, perr := codec.Parse(raw)
 	return perr != nil
 }
 
@@ -415,7 +416,7 @@ func (e *Engine) renames(ctx context.Context, names []string) map[string]string 
 		if err != nil {
 			continue
 		}
-		t, err := queue.Parse(raw)
+		t, err := codec.Parse(raw)
 		if err != nil {
 			continue
 		}

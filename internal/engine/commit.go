@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
@@ -263,7 +264,7 @@ func (e *Engine) prepareMoveOf(item *index.Item, l *index.Lease, who string, ste
 	return e.prepareBytes(item, string(action), ref, func(cur []byte, t *queue.Task) ([]byte, *queue.Task, error) {
 		if l != nil && len(steps) == 1 && action == queue.ActRelease {
 			if b := restore(*l, cur); b != nil {
-				if moved, err := queue.Parse(b); err == nil && moved.ID == t.ID && moved.Status == queue.StatusOpen {
+				if moved, err := codec.Parse(b); err == nil && moved.ID == t.ID && moved.Status == queue.StatusOpen {
 					return b, moved, nil
 				}
 			}
@@ -271,7 +272,7 @@ func (e *Engine) prepareMoveOf(item *index.Item, l *index.Lease, who string, ste
 				return cur, t, nil
 			}
 		}
-		var fields []queue.Field
+		var fields []codec.Field
 		at := t.Status
 		for _, st := range steps {
 			to, err := queue.Transition(at, st.Action, st.Actor)
@@ -281,11 +282,11 @@ func (e *Engine) prepareMoveOf(item *index.Item, l *index.Lease, who string, ste
 			fields = append(fields, changes(t, st.Action, to, who)...)
 			at = to
 		}
-		out, err := queue.Edit(cur, lastOfEach(fields)...)
+		out, err := codec.Edit(cur, lastOfEach(fields)...)
 		if err != nil {
 			return nil, nil, err
 		}
-		moved, err := queue.Parse(out)
+		moved, err := codec.Parse(out)
 		return out, moved, err
 	})
 }
@@ -298,9 +299,9 @@ func (e *Engine) prepareBytes(item *index.Item, what, ref string, change func(cu
 	m := &move{item: item, name: project.Name(item)}
 	var err error
 	m.prep, err = e.tasks.Prepare(m.name, func(cur []byte) ([]byte, error) {
-		t, err := queue.Parse(cur)
+		t, err := codec.Parse(cur)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrNotClean, queue.WithPath(err, item.Path))
+			return nil, fmt.Errorf("%w: %w", ErrNotClean, codec.WithPath(err, item.Path))
 		}
 		if t.ID != item.Task.ID {
 			return nil, fmt.Errorf("%s %s: %s now holds %s: run snag reindex and try again", what, ref, item.Path, t.ID)

@@ -9,6 +9,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
@@ -25,7 +26,7 @@ import (
 // elsewhere once it has not changed for displacedQuiet. When it still
 // holds the bytes snag edited, it is removed. When a save landed in it,
 // snag's edit is made again on the person's bytes: a three-way merge
-// (queue.Merge) of the bytes snag edited, the file at the path now and the
+// (codec.Merge) of the bytes snag edited, the file at the path now and the
 // displaced file, written through the one writer like any move, and in
 // the audit log; while the file keeps changing under that write (a person
 // still saving), it is tried again every displacedEvery for up to
@@ -71,7 +72,7 @@ func (e *Engine) displaced(x *taskfs.Displaced) {
 // the file holds. done is called once its bytes are in the file or kept
 // aside; held says the file holds them already. Once it has been in the
 // file, a save that takes its lines out again gets back only those lines
-// (queue.Readd), not what it held of snag's own scalars: a move of the
+// (codec.Readd), not what it held of snag's own scalars: a move of the
 // task since then changed those, and rightly.
 type keep struct {
 	name         string
@@ -160,7 +161,7 @@ func (e *Engine) keepMerged(k keep) {
 	for since := time.Now(); ; {
 		stopping := e.runCtx.Err() != nil
 		wait := mergeLook
-		if cur, _, err := e.p.Tasks.Read(k.name); err == nil && !held.IsZero() && !queue.Lacks(cur, k.base, k.theirs) {
+		if cur, _, err := e.p.Tasks.Read(k.name); err == nil && !held.IsZero() && !codec.Lacks(cur, k.base, k.theirs) {
 			if stopping || time.Since(held) >= mergeHold {
 				return
 			}
@@ -208,13 +209,13 @@ func (e *Engine) mergeBack(k keep, readd, last bool) mergeOutcome {
 // holds the write lock. When the file keeps changing under the merge it
 // does nothing and reports mergeAgain, unless this is the last try: the
 // caller tries again in a moment. With readd, only the lines of theirs the
-// file lacks go back in (queue.Readd).
+// file lacks go back in (codec.Readd).
 func (e *Engine) bringBack(ctx context.Context, k keep, readd, last bool) mergeOutcome {
 	p := path.Join(index.TasksFolder, k.name)
 	theirs := k.theirs
 	id := ""
 	for _, b := range [][]byte{theirs, k.base} {
-		if t, err := queue.Parse(b); err == nil {
+		if t, err := codec.Parse(b); err == nil {
 			id = t.ID
 			break
 		}
@@ -222,18 +223,18 @@ func (e *Engine) bringBack(ctx context.Context, k keep, readd, last bool) mergeO
 	var mergeErr error
 	err := e.p.DB.Update(ctx, func(tx *index.Tx) error {
 		_, err := e.p.Tasks.RewriteWithin(k.name, func(cur []byte) ([]byte, error) {
-			if _, err := queue.Parse(cur); err != nil {
+			if _, err := codec.Parse(cur); err != nil {
 				// Caught mid-save (an editor writing in place truncates
 				// first), or left broken for now: merged into later.
 				return nil, fmt.Errorf("%w: %w", taskfs.ErrChanged, err)
 			}
-			merge := queue.Merge
+			merge := codec.Merge
 			if readd {
-				merge = func(base, cur, theirs []byte) ([]byte, error) { return queue.Readd(cur, base, theirs) }
+				merge = func(base, cur, theirs []byte) ([]byte, error) { return codec.Readd(cur, base, theirs) }
 			}
 			merged, err := merge(k.base, cur, theirs)
 			if err == nil {
-				_, err = queue.Parse(merged)
+				_, err = codec.Parse(merged)
 			}
 			if err != nil {
 				mergeErr = err
@@ -293,7 +294,7 @@ func (e *Engine) keepLeftover(l taskfs.Leftover) error {
 		return err
 	}
 	var id string
-	if t, err := queue.Parse(l.Data); err == nil {
+	if t, err := codec.Parse(l.Data); err == nil {
 		id = t.ID
 	}
 	e.log.Warn("a save in place that snagd had not merged back before it stopped was kept aside", "task file", l.Name, "kept", saved)

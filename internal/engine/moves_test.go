@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
@@ -102,7 +103,7 @@ func TestAddByPersonAndByAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := queue.Parse(raw)
+	back, err := codec.Parse(raw)
 	if err != nil {
 		t.Fatal(err)
 	}

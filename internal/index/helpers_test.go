@@ -13,6 +13,7 @@ import (
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/taskfs"
@@ -67,7 +68,7 @@ func (e *env) write(name string, data string) {
 func (e *env) put(task *queue.Task) string {
 	e.t.Helper()
 	name := queue.FileName(task.Key, task.Title)
-	e.write(name, string(queue.Format(task)))
+	e.write(name, string(codec.Format(task)))
 	return name
 }
 

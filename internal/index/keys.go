@@ -10,6 +10,7 @@ import (
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/taskfs"
 )
@@ -90,8 +91,8 @@ func (db *DB) DiskKeys(ctx context.Context, dir *taskfs.Dir) (map[int][]string, 
 // none.
 func frontmatterKey(raw []byte) int {
 	raw = bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf"))
-	if len(raw) > queue.MaxFrontmatterSize {
-		raw = raw[:queue.MaxFrontmatterSize]
+	if len(raw) > codec.MaxFrontmatterSize {
+		raw = raw[:codec.MaxFrontmatterSize]
 	}
 	first := true
 	for len(raw) > 0 {

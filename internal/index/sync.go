@@ -18,6 +18,7 @@ import (
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/taskfs"
 )
@@ -463,7 +464,7 @@ func readFile(dir *taskfs.Dir, e taskfs.Entry, old rowInfo, had bool) *fileResul
 	r := &fileResult{name: e.Name, stamp: e.Stamp}
 	r.stamp.Change = 0
 	if e.Problem != nil {
-		r.err = &queue.ParseError{Msg: e.Problem.Error()}
+		r.err = &codec.ParseError{Msg: e.Problem.Error()}
 		r.sum = []byte{}
 		return r
 	}
@@ -474,7 +475,7 @@ func readFile(dir *taskfs.Dir, e taskfs.Entry, old rowInfo, had bool) *fileResul
 			r.err = err
 			return r
 		}
-		r.err = &queue.ParseError{Msg: err.Error()}
+		r.err = &codec.ParseError{Msg: err.Error()}
 		r.sum = []byte{}
 		return r
 	}
@@ -487,14 +488,14 @@ func readFile(dir *taskfs.Dir, e taskfs.Entry, old rowInfo, had bool) *fileResul
 		r.touched = true
 		return r
 	}
-	t, err := queue.Parse(raw)
+	t, err := codec.Parse(raw)
 	if err != nil {
 		r.err = err
 		return r
 	}
 	r.task = t
 	if r.row, err = newTaskRow(t); err != nil {
-		r.task, r.err = nil, &queue.ParseError{Msg: err.Error()}
+		r.task, r.err = nil, &codec.ParseError{Msg: err.Error()}
 	}
 	return r
 }

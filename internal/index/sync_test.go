@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
@@ -180,7 +181,7 @@ func TestRebuildEqualsIncremental(t *testing.T) {
 			e.put(t6)
 		}},
 		{name: "fix the never-valid file", do: func(e *env) {
-			e.write("SNAG-7 - broken.md", string(queue.Format(task(7, "broken"))))
+			e.write("SNAG-7 - broken.md", string(codec.Format(task(7, "broken"))))
 		}},
 		{name: "add a symlink", do: func(e *env) {
 			if err := os.Symlink(filepath.Join(e.folder, n6), filepath.Join(e.folder, "SNAG-10 - link.md")); err != nil {
@@ -480,7 +481,7 @@ func TestSymlinkedTaskFileIsNeverFollowed(t *testing.T) {
 	outside := t.TempDir()
 	target := filepath.Join(outside, "secret.md")
 	valid := task(9, "Outside the folder")
-	if err := os.WriteFile(target, queue.Format(valid), 0o644); err != nil {
+	if err := os.WriteFile(target, codec.Format(valid), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, via := range []string{"SyncFile", "Scan"} {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
 	"github.com/snagdev/snag/internal/taskfs"
@@ -139,7 +140,7 @@ func (tx *Tx) Written(name string, data []byte, fi fs.FileInfo, t *queue.Task) e
 	stamp.Change = 0
 	r := &fileResult{name: name, stamp: stamp, sum: sum[:], task: t}
 	if r.row, err = newTaskRow(t); err != nil {
-		r.task, r.err = nil, &queue.ParseError{Msg: err.Error()}
+		r.task, r.err = nil, &codec.ParseError{Msg: err.Error()}
 	}
 	return tx.syncResult(p, r, old, had)
 }

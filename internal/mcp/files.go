@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/taskfs"
 )
@@ -48,7 +49,7 @@ func (f *Files) read() ([]fileTask, error) {
 		if err != nil {
 			continue
 		}
-		t, err := queue.Parse(raw)
+		t, err := codec.Parse(raw)
 		if err != nil {
 			continue
 		}

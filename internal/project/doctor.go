@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
@@ -281,14 +282,14 @@ func (p *Project) fixIdentities(ctx context.Context, probs []*index.Row, done []
 // and the next key where it has none, and that key; the bytes as they
 // are when neither is what the file lacks (it changed meanwhile).
 func (p *Project) giveIdentity(ctx context.Context, cur []byte) (out []byte, key string, err error) {
-	_, perr := queue.Parse(cur)
-	var pe *queue.ParseError
+	_, perr := codec.Parse(cur)
+	var pe *codec.ParseError
 	if !errors.As(perr, &pe) || (pe.Field != "id" && pe.Field != "key") {
 		return cur, "", nil
 	}
-	var fields []queue.Field
+	var fields []codec.Field
 	if !strings.Contains(string(cur), "\nid:") {
-		fields = append(fields, queue.Set("id", queue.NewID(time.Now())))
+		fields = append(fields, codec.Set("id", queue.NewID(time.Now())))
 	}
 	if !strings.Contains(string(cur), "\nkey:") {
 		n, err := p.nextKey(ctx)
@@ -296,9 +297,9 @@ func (p *Project) giveIdentity(ctx context.Context, cur []byte) (out []byte, key
 			return nil, "", err
 		}
 		key = queue.Alias(n)
-		fields = append(fields, queue.Set("key", key))
+		fields = append(fields, codec.Set("key", key))
 	}
-	out, err = queue.Edit(cur, fields...)
+	out, err = codec.Edit(cur, fields...)
 	return out, key, err
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snagdtest"
 	"github.com/snagdev/snag/internal/taskfs"
@@ -145,7 +146,7 @@ func TestDoctorFindsAndFixes(t *testing.T) {
 		t.Fatalf("Fix: %q, %v; want one file fixed", done, err)
 	}
 	raw, _ := os.ReadFile(filepath.Join(tasks, "handwritten.md"))
-	tk, err := queue.Parse(raw)
+	tk, err := codec.Parse(raw)
 	if err != nil {
 		t.Fatalf("after fix: %v\n%s", err, raw)
 	}

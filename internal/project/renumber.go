@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
@@ -101,12 +102,12 @@ func Renumber(tasks *taskfs.Dir, r Renumbering, newKey string) (newName string, 
 	var title string
 	_, _, err = tasks.Update(name, func(cur []byte) ([]byte, error) {
 		title = ""
-		t, err := queue.Parse(cur)
+		t, err := codec.Parse(cur)
 		if err != nil || t.ID != r.ID || t.Key != r.Key {
 			return cur, nil
 		}
 		title = t.Title
-		return queue.Edit(cur, queue.Set("key", newKey))
+		return codec.Edit(cur, codec.Set("key", newKey))
 	})
 	if err != nil {
 		return "", fmt.Errorf("renumber %s: %w", r.Path, err)

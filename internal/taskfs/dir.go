@@ -653,7 +653,7 @@ func (d *Dir) syncDir(root *os.Root) error {
 // checkFlat refuses a name that is not a plain name in this folder.
 func checkFlat(name string) error {
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") {
-		return fmt.Errorf("%q is not a file name in this folder", shorten(name, 80))
+		return fmt.Errorf("%q is not a file name in this folder", queue.Truncate(name, 80))
 	}
 	return nil
 }
@@ -683,15 +683,4 @@ func (d *Dir) Temps(age time.Duration) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// shorten cuts s to at most n bytes, on a rune's boundary, marking the cut.
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/taskfs"
 	"github.com/snagdev/snag/internal/taskgen"
@@ -80,7 +81,7 @@ func noTemps(t *testing.T, dir string) {
 
 // newTask is a task file for key n with the given title.
 func newTask(n int, title string) []byte {
-	return queue.Format(&queue.Task{ID: queue.NewID(time.Now()), Key: queue.Alias(n), Title: title,
+	return codec.Format(&queue.Task{ID: queue.NewID(time.Now()), Key: queue.Alias(n), Title: title,
 		Status: queue.StatusInbox, Trust: queue.TrustUnvetted, Severity: queue.SeverityLow, Kind: queue.KindBug,
 		Wave: 1, Body: []byte("body\n")})
 }
@@ -138,7 +139,7 @@ func TestX7_HostileCreate(t *testing.T) {
 
 // validTitle reports whether Parse would take s as a title.
 func validTitle(s string) bool {
-	_, err := queue.Parse(queue.Format(&queue.Task{ID: testID, Key: "SNAG-1", Title: s, Status: queue.StatusOpen,
+	_, err := codec.Parse(codec.Format(&queue.Task{ID: testID, Key: "SNAG-1", Title: s, Status: queue.StatusOpen,
 		Trust: queue.TrustVetted, Severity: queue.SeverityLow, Kind: queue.KindBug}))
 	return err == nil
 }
@@ -293,7 +294,7 @@ func TestDir_ReadLimit(t *testing.T) {
 	if len(data) != queue.MaxFileSize+1 || fi.Size() != int64(len(huge)) {
 		t.Errorf("Read returned %d bytes (size %d), want %d", len(data), fi.Size(), queue.MaxFileSize+1)
 	}
-	_, err = queue.Parse(data)
+	_, err = codec.Parse(data)
 	if pe := asParseError(t, err); !strings.Contains(pe.Msg, "1 MiB limit") {
 		t.Errorf("Parse of a huge file: %v", err)
 	}
@@ -318,7 +319,7 @@ func TestDir_UpdateReappliesEdit(t *testing.T) {
 			person = append(bytes.Clone(cur), personLine...)
 			write(t, path, person) // the person saves meanwhile
 		}
-		return queue.Edit(cur, queue.Set("status", queue.StatusClaimed), queue.Set("assignee", "VESPER"))
+		return codec.Edit(cur, codec.Set("status", queue.StatusClaimed), codec.Set("assignee", "VESPER"))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -347,7 +348,7 @@ func TestDir_UpdateGivesUpOnAFileThatKeepsChanging(t *testing.T) {
 		calls++
 		last = append(bytes.Clone(cur), fmt.Sprintf("save %d\n", calls)...)
 		write(t, path, last)
-		return queue.Edit(cur, queue.Set("status", queue.StatusClaimed))
+		return codec.Edit(cur, codec.Set("status", queue.StatusClaimed))
 	})
 	if !errors.Is(err, taskfs.ErrChanged) {
 		t.Fatalf("Update = %v, want ErrChanged", err)
@@ -371,7 +372,7 @@ func TestDir_Update(t *testing.T) {
 	t.Run("no change writes nothing", func(t *testing.T) {
 		before, _ := os.Stat(path)
 		old, got, err := d.Update(name, func(cur []byte) ([]byte, error) {
-			return queue.Edit(cur, queue.Set("status", queue.StatusOpen))
+			return codec.Edit(cur, codec.Set("status", queue.StatusOpen))
 		})
 		if err != nil || !bytes.Equal(old, orig) || !bytes.Equal(got, orig) {
 			t.Errorf("Update = %q, %q, %v", old, got, err)
@@ -395,7 +396,7 @@ func TestDir_Update(t *testing.T) {
 
 	t.Run("change keeps the mode", func(t *testing.T) {
 		_, got, err := d.Update(name, func(cur []byte) ([]byte, error) {
-			return queue.Edit(cur, queue.Set("status", queue.StatusClaimed))
+			return codec.Edit(cur, codec.Set("status", queue.StatusClaimed))
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -439,7 +440,7 @@ func TestDir_WriteAndNoTemps(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, _, err := d.Update("SNAG-1 - x.md", func(cur []byte) ([]byte, error) {
-		return queue.Edit(cur, queue.Set("status", queue.StatusOpen))
+		return codec.Edit(cur, codec.Set("status", queue.StatusOpen))
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -664,13 +665,13 @@ const testID = "tsk_01M6DRJYC6CBVR9SGWXEAVTH3Y"
 // minimal is the four required keys of a task file, as its lines 2 to 5.
 const minimal = "id: " + testID + "\nkey: SNAG-1\ntitle: A task\nstatus: open\n"
 
-// asParseError is err as the codec's *queue.ParseError, failing the test
+// asParseError is err as the codec's *codec.ParseError, failing the test
 // when it is not one.
-func asParseError(t testing.TB, err error) *queue.ParseError {
+func asParseError(t testing.TB, err error) *codec.ParseError {
 	t.Helper()
-	var pe *queue.ParseError
+	var pe *codec.ParseError
 	if !errors.As(err, &pe) {
-		t.Fatalf("error %v (%T) is not a *queue.ParseError", err, err)
+		t.Fatalf("error %v (%T) is not a *codec.ParseError", err, err)
 	}
 	return pe
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/codec"
 )
 
 // swapTask is the task file the swap tests race saves on, and swapOrig
@@ -157,7 +157,7 @@ func TestS7_SavesEitherSideOfTheSwapAreBothKept(t *testing.T) {
 	if !bytes.Equal(kept.Base, orig) {
 		t.Errorf("the first save is handed over with base\n%s\nwant the bytes it was made on\n%s", kept.Base, orig)
 	}
-	merged, err := queue.Merge(kept.Base, disk, first)
+	merged, err := codec.Merge(kept.Base, disk, first)
 	if err != nil {
 		t.Fatalf("merging the first save back: %v", err)
 	}

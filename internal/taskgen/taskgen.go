@@ -3,7 +3,7 @@
 // suspect files, captures and bodies look like the ones people and agents
 // write, the same every time for the same seed.
 //
-// Files are rendered by [queue.Format] and named by [queue.FileName], so
+// Files are rendered by [codec.Format] and named by [queue.FileName], so
 // every generated file parses. taskgen imports queue; nothing of snag's
 // production code imports taskgen.
 package taskgen
@@ -24,6 +24,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 )
 
@@ -336,7 +337,7 @@ func Write(dir string, n int, seed int64) error {
 		})
 	}
 	for t := range Tasks(n, seed) {
-		files <- file{queue.FileName(t.Key, t.Title), queue.Format(t)}
+		files <- file{queue.FileName(t.Key, t.Title), codec.Format(t)}
 	}
 	close(files)
 	wg.Wait()

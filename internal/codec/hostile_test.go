@@ -1,4 +1,4 @@
-package queue_test
+package codec_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/taskfs"
 )
@@ -139,7 +140,7 @@ func TestX9_HostileYAML(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			raw := []byte(tt.raw)
 			orig := bytes.Clone(raw)
-			tk, err := queue.Parse(raw)
+			tk, err := codec.Parse(raw)
 			if err == nil {
 				t.Fatalf("Parse accepted it: %+v", tk)
 			}
@@ -162,7 +163,7 @@ func TestX9_HostileYAML(t *testing.T) {
 			if !bytes.Equal(raw, orig) {
 				t.Error("Parse modified its input")
 			}
-			out, eerr := queue.Edit(raw, queue.Set("assignee", "VESPER"))
+			out, eerr := codec.Edit(raw, codec.Set("assignee", "VESPER"))
 			if tt.value {
 				if eerr != nil {
 					t.Errorf("Edit refused a file whose frontmatter reads safely: %v", eerr)
@@ -184,7 +185,7 @@ func TestX9_HostileYAML(t *testing.T) {
 // judge field values, so snag doctor --fix can give a file its missing id.
 func TestX9_EditRefusesWhatParseRefusesToRead(t *testing.T) {
 	raw := []byte("---\nkey: SNAG-1\ntitle: t\nstatus: open\n---\nbody\n")
-	got := mustEdit(t, raw, queue.Set("id", testID))
+	got := mustEdit(t, raw, codec.Set("id", testID))
 	want := "---\nkey: SNAG-1\ntitle: t\nstatus: open\nid: " + testID + "\n---\nbody\n"
 	if diff := cmp.Diff(want, string(got)); diff != "" {
 		t.Errorf("Edit (-want +got):\n%s", diff)
@@ -202,7 +203,7 @@ func TestX9_BoundedMemory(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		_, err := queue.Parse(raw)
+		_, err := codec.Parse(raw)
 		runtime.ReadMemStats(&after)
 		if err == nil {
 			t.Fatalf("%s: parsed", h.name)
@@ -229,7 +230,7 @@ func TestX9_HostileFilesInAProject(t *testing.T) {
 	good := map[string][]byte{}
 	for i := 1; i <= 3; i++ {
 		name := fmt.Sprintf("SNAG-%d - Good.md", i)
-		good[name] = queue.Format(&queue.Task{ID: queue.NewID(time.Now()), Key: queue.Alias(i), Title: "Good",
+		good[name] = codec.Format(&queue.Task{ID: queue.NewID(time.Now()), Key: queue.Alias(i), Title: "Good",
 			Status: queue.StatusInbox, Trust: queue.TrustUnvetted, Severity: queue.SeverityLow, Kind: queue.KindBug,
 			Wave: 1, Body: []byte("body\n")})
 		writeFile(t, filepath.Join(dir, name), good[name])
@@ -260,7 +261,7 @@ func TestX9_HostileFilesInAProject(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Read(%q): %v", e.Name, err)
 		}
-		_, perr := queue.Parse(data)
+		_, perr := codec.Parse(data)
 		if want, ok := good[e.Name]; ok {
 			if perr != nil || !bytes.Equal(data, want) {
 				t.Errorf("%s: a good file next to hostile ones: %v", e.Name, perr)
@@ -273,12 +274,12 @@ func TestX9_HostileFilesInAProject(t *testing.T) {
 			t.Errorf("%s (%s): parsed", e.Name, h.name)
 			continue
 		}
-		if msg := queue.WithPath(perr, "tasks/"+e.Name).Error(); !strings.HasPrefix(msg, "parse tasks/"+e.Name+": ") {
+		if msg := codec.WithPath(perr, "tasks/"+e.Name).Error(); !strings.HasPrefix(msg, "parse tasks/"+e.Name+": ") {
 			t.Errorf("%s: error %q does not name the file", e.Name, msg)
 		}
 		before, _ := os.Stat(filepath.Join(dir, e.Name))
 		_, _, uerr := d.Update(e.Name, func(cur []byte) ([]byte, error) {
-			return queue.Edit(cur, queue.Set("status", queue.StatusClaimed))
+			return codec.Edit(cur, codec.Set("status", queue.StatusClaimed))
 		})
 		if uerr == nil {
 			t.Errorf("%s (%s): Update edited it", e.Name, h.name)

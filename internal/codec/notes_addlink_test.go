@@ -1,4 +1,4 @@
-package queue_test
+package codec_test
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 )
 
@@ -67,7 +68,7 @@ func noteCases(t testing.TB) []noteCase {
 // mustParseNote parses a note, failing the test when it does not parse.
 func mustParseNote(t testing.TB, raw []byte) *queue.Note {
 	t.Helper()
-	n, err := queue.ParseNote(raw)
+	n, err := codec.ParseNote(raw)
 	if err != nil {
 		t.Fatalf("ParseNote: %v\n%q", err, raw)
 	}
@@ -85,7 +86,7 @@ func TestS5_NoteAddLinkCorpus(t *testing.T) {
 	for _, tc := range noteCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := bytes.Clone(tc.raw)
-			out, err := queue.AddLink(in, corpusLink)
+			out, err := codec.AddLink(in, corpusLink)
 			if err != nil {
 				t.Fatalf("AddLink refused a note ParseNote reads: %v", err)
 			}
@@ -95,7 +96,7 @@ func TestS5_NoteAddLinkCorpus(t *testing.T) {
 			if err := addLinkProblem(tc.raw, out, corpusLink); err != nil {
 				t.Fatalf("%v\ninput:\n%s\noutput:\n%s", err, tc.raw, out)
 			}
-			if ins, ok := insertion(tc.raw, out, queue.FormatLink(corpusLink)); !ok {
+			if ins, ok := insertion(tc.raw, out, codec.FormatLink(corpusLink)); !ok {
 				t.Fatalf("AddLink did more than insert one span holding the link (-in +out):\n%s", cmp.Diff(string(tc.raw), string(out)))
 			} else if n := strings.Count(ins, "\n"); n > 2 || (n == 2 && !strings.Contains(ins, "links:")) {
 				t.Errorf("AddLink inserted %d lines for one link: %q", n, ins)
@@ -111,11 +112,11 @@ func TestS5_NoteAddLinkCorpus(t *testing.T) {
 // note in parsed to, with l after its links and the same body. It returns
 // nil, or what is wrong.
 func addLinkProblem(in, out []byte, l queue.Link) error {
-	before, err := queue.ParseNote(in)
+	before, err := codec.ParseNote(in)
 	if err != nil {
 		return fmt.Errorf("the input does not parse: %v", err)
 	}
-	after, err := queue.ParseNote(out)
+	after, err := codec.ParseNote(out)
 	if err != nil {
 		return fmt.Errorf("the output does not parse: %v", err)
 	}
@@ -252,8 +253,8 @@ func TestS5_NoteAddLinkRefuses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			raw := []byte(tc.raw)
-			_, perr := queue.ParseNote(raw)
-			var pe *queue.ParseError
+			_, perr := codec.ParseNote(raw)
+			var pe *codec.ParseError
 			if !errors.As(perr, &pe) {
 				t.Fatalf("ParseNote: %v (%T), want a *ParseError", perr, perr)
 			}
@@ -269,8 +270,8 @@ func TestS5_NoteAddLinkRefuses(t *testing.T) {
 
 	t.Run("conflict markers", func(t *testing.T) {
 		raw := []byte(noteHead + "<<<<<<< HEAD\nlinks: [{to: N-2, kind: chose}]\n=======\nlinks: [{to: N-3, kind: chose}]\n>>>>>>> other\n---\n")
-		_, perr := queue.ParseNote(raw)
-		var pe *queue.ParseError
+		_, perr := codec.ParseNote(raw)
+		var pe *codec.ParseError
 		if !errors.As(perr, &pe) || !pe.Conflict || pe.Line != 5 || !strings.Contains(pe.Msg, "conflict markers") {
 			t.Fatalf("ParseNote: %#v, want a conflict on line 5", perr)
 		}
@@ -279,12 +280,12 @@ func TestS5_NoteAddLinkRefuses(t *testing.T) {
 
 	t.Run("flow mapping frontmatter", func(t *testing.T) {
 		raw := []byte("---\n{key: N-1, type: decision, title: T, links: [{to: N-2, kind: chose}]}\n---\nbody\n")
-		n, err := queue.ParseNote(raw)
+		n, err := codec.ParseNote(raw)
 		if err != nil || len(n.Links) != 1 {
 			t.Fatalf("ParseNote: %+v, %v; want the note, as Parse reads a task's {flow mapping}", n, err)
 		}
-		out, err := queue.AddLink(raw, corpusLink)
-		var pe *queue.ParseError
+		out, err := codec.AddLink(raw, corpusLink)
+		var pe *codec.ParseError
 		if !errors.As(err, &pe) || pe.Line != 2 || !strings.Contains(pe.Msg, "flow mapping") || !strings.Contains(pe.Msg, "one key per line") {
 			t.Fatalf("AddLink: %q, %v; want a *ParseError on line 2 that asks for one key per line", out, err)
 		}
@@ -292,8 +293,8 @@ func TestS5_NoteAddLinkRefuses(t *testing.T) {
 
 	t.Run("no frontmatter", func(t *testing.T) {
 		raw := []byte("key: N-1\ntitle: T\n")
-		_, perr := queue.ParseNote(raw)
-		var pe *queue.ParseError
+		_, perr := codec.ParseNote(raw)
+		var pe *codec.ParseError
 		if !errors.As(perr, &pe) || pe.Line != 1 || !strings.Contains(pe.Msg, "no frontmatter") {
 			t.Fatalf("ParseNote: %v", perr)
 		}
@@ -306,8 +307,8 @@ func TestS5_NoteAddLinkRefuses(t *testing.T) {
 func checkRefused(t *testing.T, raw []byte, perr error) {
 	t.Helper()
 	orig := bytes.Clone(raw)
-	out, err := queue.AddLink(raw, corpusLink)
-	var pe *queue.ParseError
+	out, err := codec.AddLink(raw, corpusLink)
+	var pe *codec.ParseError
 	if out != nil || !errors.As(err, &pe) {
 		t.Fatalf("AddLink: %q, %v (%T); want a *ParseError", out, err, err)
 	}
@@ -340,7 +341,7 @@ func TestS5_NoteAddLinkShapes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			raw := []byte(noteHead + tc.links + "author: ADA\n---\nbody\n")
-			out, err := queue.AddLink(raw, l)
+			out, err := codec.AddLink(raw, l)
 			if err != nil {
 				t.Fatalf("AddLink: %v", err)
 			}
@@ -371,7 +372,7 @@ func TestS5_NoteAddLinkRefusesWhatItCannotKeep(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			raw := []byte(tc.raw)
 			mustParseNote(t, raw)
-			out, err := queue.AddLink(raw, tc.l)
+			out, err := codec.AddLink(raw, tc.l)
 			if err != nil {
 				return // refused: the file stays as it is
 			}

@@ -1,4 +1,4 @@
-package queue
+package codec
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snagdev/snag/internal/queue"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -20,41 +21,41 @@ var missingHint = map[string]string{
 
 // field decodes one top-level key into t. Unknown keys are left alone: they
 // stay in the file and mean nothing to snag.
-func (d *document) field(t *Task, key string, v *yaml.Node) error {
+func (d *document) field(t *queue.Task, key string, v *yaml.Node) error {
 	var err error
 	switch key {
 	case "id":
 		var s string
 		if s, err = d.str(key, v); err == nil {
-			if !IsID(s) {
-				return d.errf(v, key, "%q is not an id (want tsk_ and a 26-character ULID; snag doctor --fix can write a fresh one)", truncate(s, 40))
+			if !queue.IsID(s) {
+				return d.errf(v, key, "%q is not an id (want tsk_ and a 26-character ULID; snag doctor --fix can write a fresh one)", queue.Truncate(s, 40))
 			}
-			t.ID = IDPrefix + strings.ToUpper(s[len(IDPrefix):])
+			t.ID = queue.IDPrefix + strings.ToUpper(s[len(queue.IDPrefix):])
 		}
 	case "key":
 		var s string
 		if s, err = d.str(key, v); err == nil {
-			n, aerr := AliasNumber(s)
+			n, aerr := queue.AliasNumber(s)
 			if aerr != nil {
-				return d.errf(v, key, "%q is not an alias (want SNAG-<n>, like SNAG-12)", truncate(s, 40))
+				return d.errf(v, key, "%q is not an alias (want SNAG-<n>, like SNAG-12)", queue.Truncate(s, 40))
 			}
-			t.Key = Alias(n)
+			t.Key = queue.Alias(n)
 		}
 	case "title":
 		if t.Title, err = d.str(key, v); err == nil && strings.TrimSpace(t.Title) == "" {
 			return d.errf(v, key, "empty: give the task a title")
 		}
-		if strings.ContainsFunc(t.Title, isControl) {
+		if strings.ContainsFunc(t.Title, queue.IsControl) {
 			return d.errf(v, key, "has a control character: keep the title on one line")
 		}
 	case "status":
-		t.Status, err = enum(d, v, key, Statuses)
+		t.Status, err = enum(d, v, key, queue.Statuses)
 	case "trust":
-		t.Trust, err = enum(d, v, key, Trusts)
+		t.Trust, err = enum(d, v, key, queue.Trusts)
 	case "severity":
-		t.Severity, err = enum(d, v, key, Severities)
+		t.Severity, err = enum(d, v, key, queue.Severities)
 	case "kind":
-		t.Kind, err = enum(d, v, key, Kinds)
+		t.Kind, err = enum(d, v, key, queue.Kinds)
 	case "wave":
 		t.Wave, err = d.int(key, v)
 	case "plan":
@@ -64,8 +65,8 @@ func (d *document) field(t *Task, key string, v *yaml.Node) error {
 	case "depends_on":
 		t.DependsOn, err = d.strs(key, v)
 		for _, dep := range t.DependsOn {
-			if _, rerr := ParseRef(dep); rerr != nil {
-				return d.errf(v, key, "%q is not a task id or alias (want SNAG-<n> or tsk_<ULID>)", truncate(dep, 40))
+			if _, rerr := queue.ParseRef(dep); rerr != nil {
+				return d.errf(v, key, "%q is not a task id or alias (want SNAG-<n> or tsk_<ULID>)", queue.Truncate(dep, 40))
 			}
 		}
 	case "suspect_files":
@@ -73,7 +74,7 @@ func (d *document) field(t *Task, key string, v *yaml.Node) error {
 	case "source":
 		t.Source, err = d.str(key, v)
 		if err == nil && !validSource(t.Source) {
-			return d.errf(v, key, "%q is not a source (want lower-case letters, like capture)", truncate(t.Source, 40))
+			return d.errf(v, key, "%q is not a source (want lower-case letters, like capture)", queue.Truncate(t.Source, 40))
 		}
 	case "capture":
 		t.Capture, err = d.capture(key, v)
@@ -88,8 +89,6 @@ func (d *document) field(t *Task, key string, v *yaml.Node) error {
 	}
 	return err
 }
-
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
 
 func (d *document) errf(n *yaml.Node, field, format string, args ...any) error {
 	return &ParseError{Line: n.Line + d.lineOff, Field: field, Msg: fmt.Sprintf(format, args...)}
@@ -114,7 +113,7 @@ func (d *document) int(field string, n *yaml.Node) (int, error) {
 			return i, nil
 		}
 	}
-	return 0, d.errf(n, field, "want a whole number from 0, not %q", truncate(n.Value, 40))
+	return 0, d.errf(n, field, "want a whole number from 0, not %q", queue.Truncate(n.Value, 40))
 }
 
 func (d *document) bool(field string, n *yaml.Node) (bool, error) {
@@ -128,7 +127,7 @@ func (d *document) bool(field string, n *yaml.Node) (bool, error) {
 			return false, nil
 		}
 	}
-	return false, d.errf(n, field, "want true or false, not %q", truncate(n.Value, 40))
+	return false, d.errf(n, field, "want true or false, not %q", queue.Truncate(n.Value, 40))
 }
 
 var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05Z07:00", "2006-01-02 15:04:05", "2006-01-02"}
@@ -143,7 +142,7 @@ func (d *document) time(field string, n *yaml.Node) (time.Time, error) {
 			return t.UTC(), nil
 		}
 	}
-	return time.Time{}, d.errf(n, field, "%q is not a time (want RFC 3339, like 2026-11-29T10:00:00Z)", truncate(s, 40))
+	return time.Time{}, d.errf(n, field, "%q is not a time (want RFC 3339, like 2026-11-29T10:00:00Z)", queue.Truncate(s, 40))
 }
 
 // strs reads a list of scalars, or a single scalar as a list of one.
@@ -169,19 +168,19 @@ func (d *document) strs(field string, n *yaml.Node) ([]string, error) {
 
 // fileRefs reads suspect_files: a list whose items are {path, lines} mappings
 // or strings of the form path, path:12 or path:12-40.
-func (d *document) fileRefs(field string, n *yaml.Node) ([]FileRef, error) {
+func (d *document) fileRefs(field string, n *yaml.Node) ([]queue.FileRef, error) {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return nil, nil
 	}
 	if n.Kind != yaml.SequenceNode {
 		return nil, d.errf(n, field, "want a list of {path: ..., lines: [a, b]}")
 	}
-	out := make([]FileRef, 0, len(n.Content))
+	out := make([]queue.FileRef, 0, len(n.Content))
 	for _, c := range n.Content {
-		var ref FileRef
+		var ref queue.FileRef
 		switch c.Kind {
 		case yaml.ScalarNode:
-			r, err := ParseFileRef(c.Value)
+			r, err := queue.ParseFileRef(c.Value)
 			if err != nil {
 				return nil, d.errf(c, field, "%v", err)
 			}
@@ -207,7 +206,7 @@ func (d *document) fileRefs(field string, n *yaml.Node) ([]FileRef, error) {
 		default:
 			return nil, d.errf(c, field, "want {path: ..., lines: [a, b]}")
 		}
-		if err := ref.check(); err != nil {
+		if err := ref.Check(); err != nil {
 			return nil, d.errf(c, field, "%v", err)
 		}
 		if err := checkRelPath(ref.Path); err != nil {
@@ -248,7 +247,7 @@ func (d *document) lines(field string, n *yaml.Node) ([2]int, error) {
 func checkRelPath(p string) error {
 	q := strings.ReplaceAll(p, `\`, "/")
 	if strings.HasPrefix(q, "/") || (len(q) > 1 && q[1] == ':') {
-		return fmt.Errorf("path %q is absolute: write it relative to the repository root", truncate(p, 60))
+		return fmt.Errorf("path %q is absolute: write it relative to the repository root", queue.Truncate(p, 60))
 	}
 	depth := 0
 	for _, part := range strings.Split(q, "/") {
@@ -256,7 +255,7 @@ func checkRelPath(p string) error {
 		case "", ".":
 		case "..":
 			if depth--; depth < 0 {
-				return fmt.Errorf("path %q leaves the repository: write it relative to the repository root", truncate(p, 60))
+				return fmt.Errorf("path %q leaves the repository: write it relative to the repository root", queue.Truncate(p, 60))
 			}
 		default:
 			depth++
@@ -265,17 +264,17 @@ func checkRelPath(p string) error {
 	return nil
 }
 
-func (d *document) capture(field string, n *yaml.Node) (*Capture, error) {
+func (d *document) capture(field string, n *yaml.Node) (*queue.Capture, error) {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return nil, nil
 	}
 	if n.Kind != yaml.MappingNode {
 		return nil, d.errf(n, field, "want a mapping with url, anchor, console_errors, screenshots")
 	}
-	c := &Capture{}
+	c := &queue.Capture{}
 	inSnag := func(v *yaml.Node, key, s string) error {
 		if perr := checkRelPath(s); perr != nil || s == "" {
-			return d.errf(v, field+"."+key, "%q must be a path inside .snag/, like shots/SNAG-12-0.png", truncate(s, 60))
+			return d.errf(v, field+"."+key, "%q must be a path inside .snag/, like shots/SNAG-12-0.png", queue.Truncate(s, 60))
 		}
 		return nil
 	}
@@ -326,7 +325,7 @@ func (d *document) capture(field string, n *yaml.Node) (*Capture, error) {
 // viewport reads {width: W, height: H, scale: S}: whole numbers of CSS
 // pixels from 1 to 100,000 and a scale above 0 and at most 10 (1 when
 // left out).
-func (d *document) viewport(field string, n *yaml.Node) (*Viewport, error) {
+func (d *document) viewport(field string, n *yaml.Node) (*queue.Viewport, error) {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return nil, nil
 	}
@@ -334,7 +333,7 @@ func (d *document) viewport(field string, n *yaml.Node) (*Viewport, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &Viewport{Width: int(nums["width"]), Height: int(nums["height"]), Scale: nums["scale"]}
+	v := &queue.Viewport{Width: int(nums["width"]), Height: int(nums["height"]), Scale: nums["scale"]}
 	if _, ok := nums["scale"]; !ok {
 		v.Scale = 1
 	}
@@ -347,7 +346,7 @@ func (d *document) viewport(field string, n *yaml.Node) (*Viewport, error) {
 
 // box reads {x: X, y: Y, width: W, height: H} in CSS pixels: sizes from 0,
 // every number under a million in size.
-func (d *document) box(field string, n *yaml.Node) (*Box, error) {
+func (d *document) box(field string, n *yaml.Node) (*queue.Box, error) {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return nil, nil
 	}
@@ -355,7 +354,7 @@ func (d *document) box(field string, n *yaml.Node) (*Box, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Box{X: nums["x"], Y: nums["y"], Width: nums["width"], Height: nums["height"]}
+	b := &queue.Box{X: nums["x"], Y: nums["y"], Width: nums["width"], Height: nums["height"]}
 	if b.Width < 0 || b.Height < 0 || math.Abs(b.X) >= 1e6 || math.Abs(b.Y) >= 1e6 || b.Width >= 1e6 || b.Height >= 1e6 {
 		return nil, d.errf(n, field, "want {x: 10, y: 20, width: 120, height: 40}: sizes from 0, under a million pixels")
 	}
@@ -363,7 +362,7 @@ func (d *document) box(field string, n *yaml.Node) (*Box, error) {
 }
 
 // point reads {x: X, y: Y} in CSS pixels, each under a million in size.
-func (d *document) point(field string, n *yaml.Node) (*Point, error) {
+func (d *document) point(field string, n *yaml.Node) (*queue.Point, error) {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return nil, nil
 	}
@@ -371,7 +370,7 @@ func (d *document) point(field string, n *yaml.Node) (*Point, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Point{X: nums["x"], Y: nums["y"]}
+	p := &queue.Point{X: nums["x"], Y: nums["y"]}
 	if math.Abs(p.X) >= 1e6 || math.Abs(p.Y) >= 1e6 {
 		return nil, d.errf(n, field, "want {x: 0, y: 300}: under a million pixels")
 	}
@@ -388,11 +387,11 @@ func (d *document) numbers(field string, n *yaml.Node, keys ...string) (map[stri
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i].Value, n.Content[i+1]
 		if !slices.Contains(keys, k) {
-			return nil, d.errf(n.Content[i], field, "unknown key %q (want %s)", truncate(k, 40), strings.Join(keys, ", "))
+			return nil, d.errf(n.Content[i], field, "unknown key %q (want %s)", queue.Truncate(k, 40), strings.Join(keys, ", "))
 		}
 		f, err := strconv.ParseFloat(v.Value, 64)
 		if v.Kind != yaml.ScalarNode || v.Tag != "!!int" && v.Tag != "!!float" || err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, d.errf(v, field+"."+k, "want a number, not %q", truncate(v.Value, 40))
+			return nil, d.errf(v, field+"."+k, "want a number, not %q", queue.Truncate(v.Value, 40))
 		}
 		out[k] = f
 	}
@@ -413,15 +412,15 @@ func validSource(s string) bool {
 	return true
 }
 
-func (d *document) verify(field string, n *yaml.Node) (*VerifySpec, error) {
+func (d *document) verify(field string, n *yaml.Node) (*queue.VerifySpec, error) {
 	switch n.Kind {
 	case yaml.ScalarNode:
 		if n.Tag == "!!null" {
 			return nil, nil
 		}
-		return &VerifySpec{Command: n.Value}, nil
+		return &queue.VerifySpec{Command: n.Value}, nil
 	case yaml.MappingNode:
-		v := &VerifySpec{}
+		v := &queue.VerifySpec{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			if n.Content[i].Value == "command" {
 				s, err := d.str(field+".command", n.Content[i+1])

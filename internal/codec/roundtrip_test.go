@@ -1,4 +1,4 @@
-package queue_test
+package codec_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 )
 
@@ -91,13 +92,13 @@ func TestS5_RoundTripCorpus(t *testing.T) {
 			}
 
 			claim := func(b []byte) []byte {
-				return mustEdit(t, b, queue.Set("status", queue.StatusClaimed), queue.Set("assignee", holder))
+				return mustEdit(t, b, codec.Set("status", queue.StatusClaimed), codec.Set("assignee", holder))
 			}
 			release := func(b []byte) []byte {
-				return mustEdit(t, b, queue.Set("status", orig.Status), queue.Unset("assignee"))
+				return mustEdit(t, b, codec.Set("status", orig.Status), codec.Unset("assignee"))
 			}
 			resolve := func(b []byte) []byte {
-				return mustEdit(t, b, queue.Set("status", queue.StatusVerifying), queue.Set("updated", resolvedAt))
+				return mustEdit(t, b, codec.Set("status", queue.StatusVerifying), codec.Set("updated", resolvedAt))
 			}
 
 			claimed := claim(raw)
@@ -106,7 +107,7 @@ func TestS5_RoundTripCorpus(t *testing.T) {
 			checkEdited(t, "claim", claimed, &want, bodySum)
 
 			released := release(claimed)
-			if hadAssigneeKey := !bytes.Equal(mustEdit(t, raw, queue.Unset("assignee")), raw); !hadAssigneeKey {
+			if hadAssigneeKey := !bytes.Equal(mustEdit(t, raw, codec.Unset("assignee")), raw); !hadAssigneeKey {
 				if diff := cmp.Diff(string(raw), string(released)); diff != "" {
 					t.Fatalf("claim then release did not restore the file (-want +got):\n%s", diff)
 				}
@@ -130,7 +131,7 @@ func TestS5_RoundTripCorpus(t *testing.T) {
 // still the one with the given sum.
 func checkEdited(t *testing.T, step string, b []byte, want *queue.Task, bodySum [32]byte) {
 	t.Helper()
-	got, err := queue.Parse(b)
+	got, err := codec.Parse(b)
 	if err != nil {
 		t.Fatalf("after %s the file does not parse: %v\n%s", step, err, b)
 	}

@@ -1,4 +1,4 @@
-package queue_test
+package codec_test
 
 import (
 	"os"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 )
 
@@ -22,7 +23,7 @@ func TestNotesRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n, err := queue.ParseNote(raw)
+		n, err := codec.ParseNote(raw)
 		if err != nil {
 			t.Errorf("%s: %v", f, err)
 			continue
@@ -34,7 +35,7 @@ func TestNotesRoundTrip(t *testing.T) {
 	want := &queue.Note{ID: "note_01", Key: "N-4", Title: `Cents, "always"`, Type: "decision", Trust: queue.TrustUnvetted,
 		Author: "ORCA", Created: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC), Tasks: []string{"SNAG-3"},
 		Files: []string{"web/cart.ts", "src/a b.go"}, Body: []byte("Because.\n")}
-	got, err := queue.ParseNote(queue.FormatNote(want))
+	got, err := codec.ParseNote(codec.FormatNote(want))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,13 +55,13 @@ func TestPlansRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := queue.ParsePlan("checkout-revamp", raw)
+	p, err := codec.ParsePlan("checkout-revamp", raw)
 	if err != nil || p.Status != queue.PlanActive || p.Trust != queue.TrustVetted || p.Title != "Checkout revamp" {
 		t.Fatalf("sample plan: %+v, %v", p, err)
 	}
 	want := &queue.PlanFile{Title: "Faster: search!", Status: queue.PlanDraft, Trust: queue.TrustUnvetted, Author: "ADA",
 		Created: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC), Body: []byte("Goals.\n")}
-	got, err := queue.ParsePlan("x", queue.FormatPlan(want))
+	got, err := codec.ParsePlan("x", codec.FormatPlan(want))
 	if err != nil || got.Title != want.Title || got.Status != want.Status || got.Trust != want.Trust || got.Author != "ADA" {
 		t.Errorf("round trip: %+v, %v", got, err)
 	}
@@ -69,7 +70,7 @@ func TestPlansRoundTrip(t *testing.T) {
 			t.Errorf("Slug(%q) = %q, want %q", title, s, slug)
 		}
 	}
-	if _, err := queue.ParsePlan("x", []byte("---\ntitle: x\nstatus: opne\n---\n")); err == nil {
+	if _, err := codec.ParsePlan("x", []byte("---\ntitle: x\nstatus: opne\n---\n")); err == nil {
 		t.Error("a plan with an unknown status parsed")
 	}
 }

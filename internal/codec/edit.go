@@ -1,4 +1,4 @@
-package queue
+package codec
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/snagdev/snag/internal/queue"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -362,7 +363,7 @@ func render(v any, style yaml.Style) string {
 		return s
 	case []string:
 		return flowList(x)
-	case []FileRef:
+	case []queue.FileRef:
 		return flowFiles(x)
 	case fmt.Stringer:
 		return render(x.String(), style)
@@ -381,7 +382,7 @@ type rawYAML string
 func quote(s string, style yaml.Style) string {
 	// Single quotes cannot escape: a control character or a line separator
 	// goes in double quotes, as an escape.
-	if style&yaml.SingleQuotedStyle != 0 && !strings.ContainsFunc(s, isControl) && !strings.ContainsAny(s, "\u2028\u2029") {
+	if style&yaml.SingleQuotedStyle != 0 && !strings.ContainsFunc(s, queue.IsControl) && !strings.ContainsAny(s, "\u2028\u2029") {
 		return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 	}
 	return strconv.Quote(s)

@@ -1,4 +1,4 @@
-package queue
+package codec
 
 import (
 	"bytes"
@@ -6,12 +6,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/snagdev/snag/internal/queue"
 )
 
 // Format renders a new task file: the frontmatter in snag's key order, then
 // the body. Empty optional fields are left out. The result parses back to
 // the same task (a fuzz test holds Format and Parse to that).
-func Format(t *Task) []byte {
+func Format(t *queue.Task) []byte {
 	var b bytes.Buffer
 	b.WriteString("---\n")
 	kv := func(k string, v any) { fmt.Fprintf(&b, "%s: %s\n", k, render(v, 0)) }
@@ -120,7 +122,7 @@ func flowList(items []string) string {
 
 // flowFiles renders suspect files as one [flow, list] of {path, lines}
 // mappings: what Edit writes when a person replaces the list.
-func flowFiles(files []FileRef) string {
+func flowFiles(files []queue.FileRef) string {
 	parts := make([]string, len(files))
 	for i, f := range files {
 		if f.Lines[0] > 0 {

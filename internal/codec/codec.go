@@ -1,4 +1,4 @@
-package queue
+package codec
 
 import (
 	"bytes"
@@ -12,15 +12,16 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/snagdev/snag/internal/queue"
 	"go.yaml.in/yaml/v3"
 )
 
 // Limits on what the codec will read. They are checked on raw bytes before
 // any YAML is decoded, so a hostile file costs little.
 const (
-	MaxFileSize        = 1 << 20  // a whole task file
-	MaxFrontmatterSize = 64 << 10 // the YAML between the delimiters
-	MaxDepth           = 20       // nesting of mappings and sequences
+	MaxFileSize        = queue.MaxFileSize // a whole task file
+	MaxFrontmatterSize = 64 << 10          // the YAML between the delimiters
+	MaxDepth           = 20                // nesting of mappings and sequences
 )
 
 // ParseError says why a task file could not be read: where, which field,
@@ -336,13 +337,13 @@ func (d *document) check(n *yaml.Node, depth int) error {
 // Parse decodes a task file. The error, when there is one, is a *ParseError
 // (without a Path: see [WithPath]). Parse never modifies raw; the returned
 // task's Raw is raw and its Body a sub-slice of it.
-func Parse(raw []byte) (*Task, error) {
+func Parse(raw []byte) (*queue.Task, error) {
 	doc, err := decode(raw)
 	if err != nil {
 		return nil, err
 	}
-	t := &Task{Raw: raw, Body: raw[doc.fm.bodyStart:], Trust: TrustVetted,
-		Severity: DefaultSeverity, Kind: DefaultKind, Wave: DefaultWave}
+	t := &queue.Task{Raw: raw, Body: raw[doc.fm.bodyStart:], Trust: queue.TrustVetted,
+		Severity: queue.DefaultSeverity, Kind: queue.DefaultKind, Wave: queue.DefaultWave}
 	var have map[string]bool
 	if doc.root != nil {
 		have = make(map[string]bool)
@@ -375,5 +376,5 @@ func enum[T ~string](d *document, n *yaml.Node, field string, allowed []T) (T, e
 	for i, a := range allowed {
 		names[i] = string(a)
 	}
-	return "", d.errf(n, field, "unknown value %q (want one of %s)", truncate(s, 40), strings.Join(names, ", "))
+	return "", d.errf(n, field, "unknown value %q (want one of %s)", queue.Truncate(s, 40), strings.Join(names, ", "))
 }

@@ -1,4 +1,4 @@
-package queue_test
+package codec_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 )
 
@@ -48,12 +49,12 @@ func FuzzParse(f *testing.F) {
 	seedFiles(f, func(raw []byte) { f.Add(raw) })
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		orig := bytes.Clone(raw)
-		tk, err := queue.Parse(raw)
+		tk, err := codec.Parse(raw)
 		if !bytes.Equal(raw, orig) {
 			t.Fatal("Parse modified its input")
 		}
 		if err != nil {
-			var pe *queue.ParseError
+			var pe *codec.ParseError
 			if !errors.As(err, &pe) {
 				t.Fatalf("error %v (%T) is not a *ParseError", err, err)
 			}
@@ -80,27 +81,27 @@ func FuzzEdit(f *testing.F) {
 	seedFiles(f, func(raw []byte) { f.Add(raw, uint8(0)) })
 	f.Fuzz(func(t *testing.T, raw []byte, pick uint8) {
 		orig := bytes.Clone(raw)
-		tk, perr := queue.Parse(raw)
+		tk, perr := codec.Parse(raw)
 		other := queue.Statuses[int(pick)%len(queue.Statuses)]
-		out, err := queue.Edit(raw, queue.Set("status", other))
+		out, err := codec.Edit(raw, codec.Set("status", other))
 		if !bytes.Equal(raw, orig) {
 			t.Fatal("Edit modified its input")
 		}
 		if perr != nil {
-			var pe *queue.ParseError
+			var pe *codec.ParseError
 			if err == nil && errors.As(perr, &pe) && (pe.Field == "" || pe.Conflict) {
 				t.Fatalf("Edit rewrote a file whose frontmatter Parse cannot read (%v)", perr)
 			}
 			return
 		}
 		if err != nil {
-			var pe *queue.ParseError
+			var pe *codec.ParseError
 			if errors.As(err, &pe) && strings.Contains(pe.Msg, "flow mapping") {
 				return // Parse reads {...} frontmatter; Edit edits key: value lines only
 			}
 			t.Fatalf("Edit refused a file Parse accepts: %v", err)
 		}
-		got, err := queue.Parse(out)
+		got, err := codec.Parse(out)
 		if err != nil {
 			t.Fatalf("after Set status %s the file does not parse: %v\n%q", other, err, out)
 		}
@@ -113,24 +114,24 @@ func FuzzEdit(f *testing.F) {
 			t.Fatal("Set status changed the body")
 		}
 
-		back, err := queue.Edit(out, queue.Set("status", tk.Status))
+		back, err := codec.Edit(out, codec.Set("status", tk.Status))
 		if err != nil {
 			t.Fatalf("setting the status back: %v", err)
 		}
-		if bytes.Equal(mustEdit(t, raw, queue.Set("status", tk.Status)), raw) && !bytes.Equal(back, raw) {
+		if bytes.Equal(mustEdit(t, raw, codec.Set("status", tk.Status)), raw) && !bytes.Equal(back, raw) {
 			t.Fatalf("Set status %s then %s did not restore the file:\n%s", other, tk.Status, cmp.Diff(string(raw), string(back)))
 		}
-		if again := mustEdit(t, mustEdit(t, back, queue.Set("status", other)), queue.Set("status", tk.Status)); !bytes.Equal(again, back) {
+		if again := mustEdit(t, mustEdit(t, back, codec.Set("status", other)), codec.Set("status", tk.Status)); !bytes.Equal(again, back) {
 			t.Fatalf("a second change and change back is not stable:\n%s", cmp.Diff(string(back), string(again)))
 		}
 
-		if bytes.Equal(mustEdit(t, raw, queue.Unset("assignee")), raw) {
-			claimed := mustEdit(t, raw, queue.Set("status", queue.StatusClaimed), queue.Set("assignee", holder))
-			if c, err := queue.Parse(claimed); err != nil || c.Assignee != holder || c.Status != queue.StatusClaimed {
+		if bytes.Equal(mustEdit(t, raw, codec.Unset("assignee")), raw) {
+			claimed := mustEdit(t, raw, codec.Set("status", queue.StatusClaimed), codec.Set("assignee", holder))
+			if c, err := codec.Parse(claimed); err != nil || c.Assignee != holder || c.Status != queue.StatusClaimed {
 				t.Fatalf("claim: %v", err)
 			}
-			released := mustEdit(t, claimed, queue.Set("status", tk.Status), queue.Unset("assignee"))
-			if bytes.Equal(mustEdit(t, raw, queue.Set("status", tk.Status)), raw) && !bytes.Equal(released, raw) {
+			released := mustEdit(t, claimed, codec.Set("status", tk.Status), codec.Unset("assignee"))
+			if bytes.Equal(mustEdit(t, raw, codec.Set("status", tk.Status)), raw) && !bytes.Equal(released, raw) {
 				t.Fatalf("claim then release did not restore the file:\n%s", cmp.Diff(string(raw), string(released)))
 			}
 		}
@@ -148,19 +149,19 @@ func FuzzEditValue(f *testing.F) {
 	f.Add([]byte("---\r\n"+strings.ReplaceAll(minimal, "\n", "\r\n")+"assignee: \"x\"\r\n---\r\n"), "\x00\t\u0085 yes")
 	f.Fuzz(func(t *testing.T, raw []byte, value string) {
 		value = strings.ToValidUTF8(value, "")
-		if _, err := queue.Parse(raw); err != nil {
+		if _, err := codec.Parse(raw); err != nil {
 			return
 		}
 		for _, key := range []string{"assignee", "plan"} {
-			out, err := queue.Edit(raw, queue.Set(key, value))
+			out, err := codec.Edit(raw, codec.Set(key, value))
 			if err != nil {
-				var pe *queue.ParseError
+				var pe *codec.ParseError
 				if errors.As(err, &pe) && strings.Contains(pe.Msg, "flow mapping") {
 					return
 				}
 				t.Fatalf("Set %s %q: %v", key, value, err)
 			}
-			got, err := queue.Parse(out)
+			got, err := codec.Parse(out)
 			if err != nil {
 				t.Fatalf("Set %s %q: the file does not parse: %v\n%q", key, value, err, out)
 			}
@@ -225,8 +226,8 @@ func FuzzFormat(f *testing.F) {
 			in.Created = time.Unix(sec, 0).UTC()
 			in.Updated = in.Created.Add(time.Hour)
 		}
-		raw := queue.Format(in)
-		got, err := queue.Parse(raw)
+		raw := codec.Format(in)
+		got, err := codec.Parse(raw)
 		if err != nil {
 			t.Fatalf("Parse(Format(t)): %v\n%s", err, raw)
 		}

@@ -1,4 +1,4 @@
-package queue_test
+package codec_test
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 )
 
@@ -86,20 +87,20 @@ func FuzzNoteLinks(f *testing.F) {
 		f.Add(s, `"\ # ] } , é`+"\n", uint8(3))
 	}
 	f.Add(" [{to: N-2, kind: chose, why: it's}, {to: N-7, kind: took_from}]\nauthor: 'T ]]'\n", "", uint8(0))
-	canonical := queue.FormatNote(&queue.Note{Key: "N-1", Type: "decision", Title: "T", Trust: queue.TrustVetted,
+	canonical := codec.FormatNote(&queue.Note{Key: "N-1", Type: "decision", Title: "T", Trust: queue.TrustVetted,
 		Created: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC), Links: []queue.Link{{To: "N-2", Kind: "chose", Why: "first"}}})
 
 	f.Fuzz(func(t *testing.T, links, why string, pick uint8) {
 		raw := fuzzNote(links, pick)
 		l := fuzzLink(why, pick)
 		orig := bytes.Clone(raw)
-		before, perr := queue.ParseNote(raw)
-		out, err := queue.AddLink(raw, l)
+		before, perr := codec.ParseNote(raw)
+		out, err := codec.AddLink(raw, l)
 		if !bytes.Equal(raw, orig) {
 			t.Fatal("ParseNote or AddLink modified its input")
 		}
 		if perr != nil {
-			var pe *queue.ParseError
+			var pe *codec.ParseError
 			if !errors.As(perr, &pe) {
 				t.Fatalf("ParseNote: %v (%T), want a *ParseError", perr, perr)
 			}
@@ -115,7 +116,7 @@ func FuzzNoteLinks(f *testing.F) {
 			if problem := addLinkProblem(raw, out, l); problem != nil {
 				t.Fatalf("AddLink(%q, %+v): %v\noutput %q", raw, l, problem, out)
 			}
-			item := queue.FormatLink(l)
+			item := codec.FormatLink(l)
 			if _, ok := insertion(raw, out, item); !ok && !(len(before.Links) == 0 && replacedNull(raw, out, item)) {
 				t.Fatalf("AddLink changed more than it inserted:\ninput  %q\noutput %q", raw, out)
 			}
@@ -124,7 +125,7 @@ func FuzzNoteLinks(f *testing.F) {
 		if !utf8.ValidString(why) {
 			return
 		}
-		out, err = queue.AddLink(canonical, l)
+		out, err = codec.AddLink(canonical, l)
 		if err != nil {
 			t.Fatalf("AddLink refused %+v on a note FormatNote wrote: %v", l, err)
 		}

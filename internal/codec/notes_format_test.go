@@ -1,4 +1,4 @@
-package queue_test
+package codec_test
 
 import (
 	"strings"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 )
 
@@ -85,8 +86,8 @@ func TestS5_NoteFormatRoundTrip(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			raw := queue.FormatNote(&c.n)
-			got, err := queue.ParseNote(raw)
+			raw := codec.FormatNote(&c.n)
+			got, err := codec.ParseNote(raw)
 			if err != nil {
 				t.Fatalf("ParseNote(FormatNote(n)): %v\n%s", err, raw)
 			}
@@ -97,15 +98,15 @@ func TestS5_NoteFormatRoundTrip(t *testing.T) {
 			// The link snag adds to a note it wrote goes in as one line of
 			// its block list, or as its first list.
 			l := queue.Link{To: "N-99", Kind: "relates", Why: "added " + c.name}
-			out, err := queue.AddLink(raw, l)
+			out, err := codec.AddLink(raw, l)
 			if err != nil {
 				t.Fatalf("AddLink to a note FormatNote wrote: %v\n%s", err, raw)
 			}
 			if err := addLinkProblem(raw, out, l); err != nil {
 				t.Fatal(err)
 			}
-			ins, ok := insertion(raw, out, queue.FormatLink(l))
-			want := "  - " + queue.FormatLink(l) + "\n"
+			ins, ok := insertion(raw, out, codec.FormatLink(l))
+			want := "  - " + codec.FormatLink(l) + "\n"
 			if len(c.n.Links) == 0 {
 				want = "links:\n" + want
 			}
@@ -122,7 +123,7 @@ func TestS5_NoteFormatRoundTrip(t *testing.T) {
 func TestS5_NoteFormatDefaults(t *testing.T) {
 	n := queue.Note{Key: "N-1", Type: "goal", Title: "T", Trust: queue.TrustVetted,
 		Created: time.Date(2026, 12, 3, 11, 0, 0, 999, time.FixedZone("CET", 3600)), Body: []byte("no newline")}
-	raw := string(queue.FormatNote(&n))
+	raw := string(codec.FormatNote(&n))
 	if !strings.Contains(raw, "\ncreated: 2026-12-03T10:00:00Z\n") || !strings.HasSuffix(raw, "---\nno newline\n") {
 		t.Errorf("FormatNote:\n%s", raw)
 	}

@@ -1,4 +1,4 @@
-package queue
+package codec
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snagdev/snag/internal/queue"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -38,7 +39,7 @@ func sameNode(path string, a, b *yaml.Node) string {
 }
 
 // parseBothWays parses raw with fastFrontmatter and without it.
-func parseBothWays(raw []byte) (fast, slow *Task, fastErr, slowErr error) {
+func parseBothWays(raw []byte) (fast, slow *queue.Task, fastErr, slowErr error) {
 	fast, fastErr = Parse(raw)
 	noFastFrontmatter = true
 	defer func() { noFastFrontmatter = false }()
@@ -86,30 +87,30 @@ func fastSeeds(tb testing.TB) [][]byte {
 }
 
 // formattedTasks are tasks with every field set in turn, for Format.
-func formattedTasks() []*Task {
+func formattedTasks() []*queue.Task {
 	created := time.Date(2026, 2, 22, 23, 44, 34, 0, time.UTC)
-	base := func() *Task {
-		return &Task{ID: "tsk_01KJ3VV4PG8Q87DGHHMFN2HB3X", Key: "SNAG-10000", Title: "Move timeout request into its own the",
-			Status: StatusResolved, Trust: TrustVetted, Severity: SeverityHigh, Kind: KindLayout, Wave: 2,
-			SuspectFiles: []FileRef{{Path: "Makefile"}}, Created: created, Updated: created.Add(time.Hour),
+	base := func() *queue.Task {
+		return &queue.Task{ID: "tsk_01KJ3VV4PG8Q87DGHHMFN2HB3X", Key: "SNAG-10000", Title: "Move timeout request into its own the",
+			Status: queue.StatusResolved, Trust: queue.TrustVetted, Severity: queue.SeverityHigh, Kind: queue.KindLayout, Wave: 2,
+			SuspectFiles: []queue.FileRef{{Path: "Makefile"}}, Created: created, Updated: created.Add(time.Hour),
 			Body: []byte("Worker when page.\n")}
 	}
 	all := base()
 	all.Title = `Checkout: the "Buy" button # does nothing — 价格`
 	all.Plan, all.Assignee = "checkout-revamp", "VESPER"
 	all.DependsOn = []string{"SNAG-2", "tsk_01KJ3VV4PG8Q87DGHHMFN2HB3Y"}
-	all.SuspectFiles = []FileRef{{Path: "web/checkout.ts", Lines: [2]int{120, 148}}, {Path: "web/a b.ts"}}
-	all.Source = SourceCapture
-	all.Capture = &Capture{URL: "http://localhost:3000/checkout", Title: "Checkout — Shop", Viewport: &Viewport{Width: 390, Height: 844, Scale: 2.625},
+	all.SuspectFiles = []queue.FileRef{{Path: "web/checkout.ts", Lines: [2]int{120, 148}}, {Path: "web/a b.ts"}}
+	all.Source = queue.SourceCapture
+	all.Capture = &queue.Capture{URL: "http://localhost:3000/checkout", Title: "Checkout — Shop", Viewport: &queue.Viewport{Width: 390, Height: 844, Scale: 2.625},
 		UserAgent: "Mozilla/5.0 (X11; Linux x86_64) Chrome/156.0.0.0 Safari/537.36",
-		Anchor:    "#checkout-form button[type=submit]", AnchorText: "Pay now", AnchorBox: &Box{X: 12.5, Y: 640, Width: 366, Height: 48.25}, Scroll: &Point{X: 0, Y: 300.5},
+		Anchor:    "#checkout-form button[type=submit]", AnchorText: "Pay now", AnchorBox: &queue.Box{X: 12.5, Y: 640, Width: 366, Height: 48.25}, Scroll: &queue.Point{X: 0, Y: 300.5},
 		ConsoleErrors: []string{"TypeError: cart is undefined", "second\tline"}, NetworkErrors: []string{"500 GET http://localhost:3000/api/cart", "failed GET http://localhost:9/x: net::ERR_CONNECTION_REFUSED"},
 		Screenshots: []string{"shots/SNAG-1-0.png"}, Crop: "shots/SNAG-1-anchor.png"}
-	all.Verify = &VerifySpec{Command: `go test ./checkout/... -run 'Test\d'`}
+	all.Verify = &queue.VerifySpec{Command: `go test ./checkout/... -run 'Test\d'`}
 	all.Verified = true
 	odd := base()
 	odd.Title, odd.Plan, odd.Assignee = "yes", "null", "a, b"
-	return []*Task{base(), all, odd}
+	return []*queue.Task{base(), all, odd}
 }
 
 // TestFastFrontmatterReadsWhatFormatWrites: the tasks snag writes take the

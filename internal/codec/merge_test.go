@@ -1,4 +1,4 @@
-package queue_test
+package codec_test
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/codec"
 )
 
 func TestMerge(t *testing.T) {
@@ -42,14 +42,14 @@ func TestMerge(t *testing.T) {
 		{"the same body line changed both ways",
 			"---\nid: x\nstatus: open\ntitle: T\n---\nBody one.\n",
 			"---\nid: x\nstatus: open\ntitle: T\n---\nBody two.\n",
-			"", queue.ErrMerge},
+			"", codec.ErrMerge},
 		{"no final newline",
 			base + "tail",
 			base + "tail",
 			base + "tail", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := queue.Merge([]byte(base), []byte(tc.ours), []byte(tc.theirs))
+			got, err := codec.Merge([]byte(base), []byte(tc.ours), []byte(tc.theirs))
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("err %v; want %v", err, tc.err)
 			}
@@ -82,7 +82,7 @@ func TestMergeLargeInsertions(t *testing.T) {
 	for j := range 20 {
 		fmt.Fprintf(&theirs, "theirs %d\n", j)
 	}
-	got, err := queue.Merge([]byte(base.String()), []byte(ours.String()), []byte(theirs.String()))
+	got, err := codec.Merge([]byte(base.String()), []byte(ours.String()), []byte(theirs.String()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestMergeKeepsLinesAStaleSaveLacks(t *testing.T) {
 	base := "---\nid: x\nstatus: open\ntitle: T\n---\none\ntwo\n"
 	ours := "---\nid: x\nstatus: claimed\ntitle: T\n---\none\ntwo\n"
 	theirs := "---\nid: x\nstatus: open\ntitle: New\n---\none\nthree\n"
-	got, err := queue.Merge([]byte(base), []byte(ours), []byte(theirs))
+	got, err := codec.Merge([]byte(base), []byte(ours), []byte(theirs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestLacks(t *testing.T) {
 			case "lacks only snag's scalars theirs held":
 				th = []byte("---\nid: x\nstatus: open\n---\nBody.\nline 1\nBody.\n")
 			}
-			if got := queue.Lacks([]byte(tc.cur), b, th); got != tc.want {
+			if got := codec.Lacks([]byte(tc.cur), b, th); got != tc.want {
 				t.Errorf("Lacks = %v; want %v", got, tc.want)
 			}
 		})
@@ -152,14 +152,14 @@ func TestReadd(t *testing.T) {
 			"---\nid: x\nstatus: claimed\n---\none\nperson\ntwo\nperson\nmore\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := queue.Readd([]byte(tc.cur), []byte(base), []byte(theirs))
+			got, err := codec.Readd([]byte(tc.cur), []byte(base), []byte(theirs))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if string(got) != tc.want {
 				t.Errorf("Readd gave\n%s\nwant\n%s", got, tc.want)
 			}
-			if queue.Lacks(got, []byte(base), []byte(theirs)) {
+			if codec.Lacks(got, []byte(base), []byte(theirs)) {
 				t.Error("the result still lacks a line theirs added")
 			}
 		})

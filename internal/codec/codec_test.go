@@ -1,4 +1,4 @@
-package queue_test
+package codec_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 )
 
@@ -60,7 +61,7 @@ func corpusFiles(t testing.TB) []string {
 // mustParse parses raw, failing the test when it does not parse.
 func mustParse(t testing.TB, raw []byte) *queue.Task {
 	t.Helper()
-	tk, err := queue.Parse(raw)
+	tk, err := codec.Parse(raw)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
@@ -68,9 +69,9 @@ func mustParse(t testing.TB, raw []byte) *queue.Task {
 }
 
 // mustEdit edits raw, failing the test when the edit is refused.
-func mustEdit(t testing.TB, raw []byte, fields ...queue.Field) []byte {
+func mustEdit(t testing.TB, raw []byte, fields ...codec.Field) []byte {
 	t.Helper()
-	out, err := queue.Edit(raw, fields...)
+	out, err := codec.Edit(raw, fields...)
 	if err != nil {
 		t.Fatalf("Edit(%v): %v", fields, err)
 	}
@@ -115,11 +116,11 @@ var taskFields = cmp.Options{
 
 // asParseError unwraps err into a *ParseError, failing the test when it is
 // something else.
-func asParseError(t testing.TB, err error) *queue.ParseError {
+func asParseError(t testing.TB, err error) *codec.ParseError {
 	t.Helper()
-	var pe *queue.ParseError
+	var pe *codec.ParseError
 	if !errors.As(err, &pe) {
-		t.Fatalf("error %v (%T) is not a *queue.ParseError", err, err)
+		t.Fatalf("error %v (%T) is not a *codec.ParseError", err, err)
 	}
 	return pe
 }
@@ -241,8 +242,8 @@ func TestParse_ExampleTasks(t *testing.T) {
 }
 
 func TestParseError_Error(t *testing.T) {
-	_, err := queue.Parse([]byte("---\n" + strings.Replace(minimal, "status: open", "status: opne", 1) + "---\n"))
-	got := queue.WithPath(err, "tasks/SNAG-1 - A task.md").Error()
+	_, err := codec.Parse([]byte("---\n" + strings.Replace(minimal, "status: open", "status: opne", 1) + "---\n"))
+	got := codec.WithPath(err, "tasks/SNAG-1 - A task.md").Error()
 	want := `parse tasks/SNAG-1 - A task.md: line 5: status: unknown value "opne" (want one of inbox, open, claimed, verifying, needs_review, resolved, cancelled)`
 	if got != want {
 		t.Errorf("error =\n%s\nwant\n%s", got, want)
@@ -250,7 +251,7 @@ func TestParseError_Error(t *testing.T) {
 	if pe := asParseError(t, err); pe.Path != "" {
 		t.Errorf("WithPath changed the original error: Path = %q", pe.Path)
 	}
-	if other := errors.New("x"); queue.WithPath(other, "p") != other {
+	if other := errors.New("x"); codec.WithPath(other, "p") != other {
 		t.Error("WithPath changed an error that is not a *ParseError")
 	}
 }
