@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -45,11 +46,26 @@ type column struct {
 	readonly bool         // kept by the index (db:",readonly"): a parsed task does not set it
 }
 
-// rowFields are the columns of snag.Task's db fields, in the order of the
-// fields. The fields are read and written through their offsets, so that
-// a row's scan costs what a scan written out by hand does: reflection
-// runs once, here, and checks the types that make the offsets safe to use.
+// rowFields are the columns of snag.Task's db fields: the strings, then
+// the ints, then the bools, each in the order of the fields. The fields
+// are read and written through their offsets, so that a row's scan costs
+// what a scan written out by hand does (scanRow reads each kind in a loop
+// of its own): reflection runs once, here, and checks the types that make
+// the offsets safe to use.
 var rowFields = taskFields()
+
+// The first rowTexts of rowFields are strings, the next rowInts ints.
+var rowTexts, rowInts = kindCount(reflect.String), kindCount(reflect.Int)
+
+func kindCount(k reflect.Kind) int {
+	n := 0
+	for _, c := range rowFields {
+		if c.kind == k {
+			n++
+		}
+	}
+	return n
+}
 
 func taskFields() []column {
 	ty := reflect.TypeFor[snag.Task]()
@@ -67,23 +83,13 @@ func taskFields() []column {
 		}
 		cols = append(cols, column{name: name, offset: f.Offset, kind: k, readonly: opt == "readonly"})
 	}
+	rank := map[reflect.Kind]int{reflect.String: 0, reflect.Int: 1, reflect.Bool: 2}
+	slices.SortStableFunc(cols, func(a, b column) int { return rank[a.kind] - rank[b.kind] })
 	return cols
 }
 
 // field is where c's field is in t.
 func (c *column) field(t *snag.Task) unsafe.Pointer { return unsafe.Add(unsafe.Pointer(t), c.offset) }
-
-// scan sets c's field of t from column i of s.
-func (c *column) scan(t *snag.Task, s *sqlite.Stmt, i int) {
-	switch p := c.field(t); c.kind {
-	case reflect.String:
-		*(*string)(p) = s.ColumnText(i)
-	case reflect.Int:
-		*(*int)(p) = s.ColumnInt(i)
-	default:
-		*(*bool)(p) = s.ColumnBool(i)
-	}
-}
 
 // arg is c's field of t as exec binds it.
 func (c *column) arg(t *snag.Task) any {
@@ -114,8 +120,15 @@ var rowWidth = len(rowFields) + 4
 
 func scanRow(s *sqlite.Stmt) *Row {
 	r := &Row{}
-	for i := range rowFields {
-		rowFields[i].scan(&r.Task, s, i)
+	i := 0
+	for ; i < rowTexts; i++ {
+		*(*string)(rowFields[i].field(&r.Task)) = s.ColumnText(i)
+	}
+	for ; i < rowTexts+rowInts; i++ {
+		*(*int)(rowFields[i].field(&r.Task)) = s.ColumnInt(i)
+	}
+	for ; i < len(rowFields); i++ {
+		*(*bool)(rowFields[i].field(&r.Task)) = s.ColumnBool(i)
 	}
 	k := len(rowFields)
 	r.n, r.created, r.sevRank, r.hasDeps = s.ColumnInt64(k), s.ColumnInt64(k+1), s.ColumnInt64(k+2), s.ColumnBool(k+3)
