@@ -12,6 +12,7 @@ import (
 
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // TestTaskColumnsAreInTheSchema checks that every column the index reads
@@ -68,7 +69,7 @@ func TestRowReadsWhatATaskWrites(t *testing.T) {
 	defer db.Close()
 	var got *Row
 	err = db.write(ctx, func(conn *sqlite.Conn) error {
-		args := append([]any{"tasks/x.md", []byte{}}, stampArgs(queue.Stamp{})...)
+		args := append([]any{"tasks/x.md", []byte{}}, stampArgs(taskfs.Stamp{})...)
 		if err := exec(conn, insertTaskSQL, append(args, row.args...)...); err != nil {
 			return err
 		}
