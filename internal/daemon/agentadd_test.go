@@ -82,8 +82,8 @@ func TestAgentAddIsUnvettedAndToolCallsAreAudited(t *testing.T) {
 		}
 	}
 	got := strings.Join(tools, "\n")
-	if !strings.Contains(got, "snag_add POST /tasks -> ok") || !strings.Contains(got, "snag_get GET /tasks/SNAG-999 -> error 404") ||
-		!strings.Contains(got, "snag_resolve POST /verify/SNAG-1 -> dry-run") {
+	if !strings.Contains(got, "snag_add add -> ok") || !strings.Contains(got, "snag_get get SNAG-999 -> error 404") ||
+		!strings.Contains(got, "snag_resolve verify_plan SNAG-1 -> dry-run") {
 		t.Errorf("tool calls in the audit log:\n%s", got)
 	}
 }
