@@ -62,6 +62,15 @@ func TestAgentAddIsUnvettedAndToolCallsAreAudited(t *testing.T) {
 	if code, out := send(http.MethodPost, "/verify/SNAG-1", map[string]any{"dry_run": true}, "snag_resolve"); code != http.StatusOK {
 		t.Errorf("dry run: %d %v", code, out)
 	}
+	// The holder's resolve takes dry_run too: the same plan, nothing changes.
+	if code, out := send(http.MethodPost, "/tasks/SNAG-1/resolve", map[string]any{"dry_run": true}, ""); code != http.StatusOK || out["code"] == nil {
+		t.Errorf("dry run of a resolve: %d %v", code, out)
+	}
+	// A person's move is a person's: an agent's is refused, saying so.
+	if code, out := send(http.MethodPost, "/tasks/"+out["key"].(string)+"/promote", map[string]any{}, ""); code != http.StatusForbidden ||
+		out["error"] != "person_only" || out["message"] == "" {
+		t.Errorf("an agent's promote: %d %v", code, out)
+	}
 	var audit struct {
 		Entries []struct {
 			SessionID int64  `json:"session_id"`
