@@ -50,7 +50,7 @@ func (d *Daemon) mountBoard(mux *http.ServeMux) http.HandlerFunc {
 // loginCode mints a one-time login link for a holder of the token: snag
 // open asks for one.
 func (d *Daemon) loginCode(w http.ResponseWriter, r *http.Request) {
-	var req moveRequest
+	var req api.MoveRequest
 	if e := decode(r, &req); e != nil {
 		writeError(w, e)
 		return

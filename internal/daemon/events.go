@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/snagdev/snag/internal/ops"
 )
 
 // serveEvents streams server-sent events until the client goes or ctx
@@ -20,17 +22,18 @@ func (d *Daemon) serveEvents(ctx context.Context, w http.ResponseWriter, r *http
 		writeError(w, &apiError{Status: http.StatusInternalServerError, Code: "no_stream", Message: "streaming is not supported here"})
 		return
 	}
-	q := readQuery(r, "since")
-	since := q.int("since", 0, 1<<62, -1)
-	if q.err != nil {
-		writeError(w, q.err)
+	var q struct {
+		Since *int64 `query:"since" max:"4611686018427387904"`
+	}
+	if err := ops.DecodeQuery(r.URL.Query(), &q); err != nil {
+		writeError(w, err.(*apiError))
 		return
 	}
 	from := h.Last()
 	if s := r.Header.Get("Last-Event-ID"); s != "" {
 		from, _ = strconv.ParseInt(s, 10, 64)
-	} else if since >= 0 {
-		from = int64(since)
+	} else if q.Since != nil {
+		from = *q.Since
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")

@@ -18,128 +18,31 @@ import (
 // SessionHeader names the session a request acts for.
 const SessionHeader = api.SessionHeader
 
-// call is what a handler of the API is given: its request, the JSON body
-// decoded into T, the task its path names (for routes with {ref}) and the
-// session it acts for (nil: a person's request).
-type call[T any] struct {
-	r       *http.Request
-	body    T
-	ref     queue.Ref
-	session *index.Session
-	// dryRun, set by the handler, says its answer changed nothing: the
-	// audit entry of a tool call that made it says so.
-	dryRun bool
-}
-
-// caller says whose requests a route takes.
-type caller int
-
-const (
-	anyone caller = iota // a person's or an agent's: the session, when sent, is read
-	agent                // an agent's: the session is required
-	person               // a person's: a request with a session is refused
-)
-
-// route is how an API route reads its request before its handler runs.
-type route struct {
-	ref    bool   // the path has {ref}
-	caller caller // whose requests it takes
-	// refusal is what a request from the wrong caller is told.
-	refusal string
-}
-
-// answer is a handler's result: an HTTP status and a JSON body.
-type answer struct {
-	status int
-	body   any
-}
-
-func ok(body any) answer { return answer{http.StatusOK, body} }
-
-// handle is the one adapter between HTTP and the engine: it answers 503
-// until the engine is ready, reads the session, the body and the path's
-// ref as rt says (answering the errors of each), calls h, and writes its
-// answer, or its error through fail. A request the stdio bridge made for
-// an agent's tool call (ToolHeader, with the session) is audited as that
-// call, with how it ended.
-func handle[T any](d *Daemon, rt route, h func(ctx context.Context, c *call[T]) (answer, error)) http.HandlerFunc {
+// personRoute serves one of snagd's own routes that only a person calls
+// and that is no operation (the extension's pairing codes and
+// credentials): it answers 503 until the engine is ready, refuses an
+// agent's session with refusal, decodes a POST's body into T, and writes
+// h's answer with its status, or its error.
+func personRoute[T any](d *Daemon, refusal string, h func(ctx context.Context, body T) (int, any, error)) http.HandlerFunc {
 	return d.ready503(func(w http.ResponseWriter, r *http.Request) {
-		c := &call[T]{r: r}
-		sent := r.Header.Get(SessionHeader) != ""
-		switch {
-		case rt.caller == person && sent:
-			writeError(w, &apiError{Status: http.StatusForbidden, Code: "person_only", Message: rt.refusal})
+		if r.Header.Get(SessionHeader) != "" {
+			writeError(w, &apiError{Status: http.StatusForbidden, Code: "person_only", Message: refusal})
 			return
-		case rt.caller == agent && !sent:
-			msg := rt.refusal
-			if msg == "" {
-				msg = "send " + SessionHeader + " with the id POST /sessions gave you"
-			}
-			writeError(w, &apiError{Status: http.StatusBadRequest, Code: "no_session", Message: msg})
-			return
-		case sent:
-			s, e := d.sessionOf(r)
-			if e != nil {
-				writeError(w, e)
-				return
-			}
-			c.session = &s
 		}
+		var body T
 		if r.Method == http.MethodPost {
-			if e := decode(r, &c.body); e != nil {
+			if e := decode(r, &body); e != nil {
 				writeError(w, e)
 				return
 			}
 		}
-		if rt.ref {
-			ref, err := queue.ParseRef(r.PathValue("ref"))
-			if err != nil {
-				writeError(w, &apiError{Status: http.StatusBadRequest, Code: "bad_ref", Message: err.Error()})
-				return
-			}
-			c.ref = ref
-		}
-		a, err := h(r.Context(), c)
-		// While the coordination store is out of reach, every answer to an
-		// agent says so (engine.CoordNotice), and so does any answer that
-		// failed for it: a client then says so at once instead of sending
-		// the request again until it gives up.
-		notice := ""
-		if c.session != nil {
-			notice = d.e.CoordNotice(r.Context(), c.session.ID)
-		}
-		if notice == "" && errors.Is(err, engine.ErrUnreachable) {
-			notice = err.Error()
-		}
-		if notice != "" {
-			w.Header().Set(api.CoordHeader, notice)
-		}
-		if tool := r.Header.Get(ToolHeader); tool != "" && c.session != nil {
-			status := a.status
-			if err != nil {
-				status = answerOf(err).Status
-			}
-			d.auditTool(*c.session, tool, r.Method+" "+r.URL.Path, status, c.dryRun)
-		}
+		status, out, err := h(r.Context(), body)
 		if err != nil {
-			d.fail(w, err)
+			writeError(w, d.answer(err))
 			return
 		}
-		writeJSON(w, a.status, a.body)
+		writeJSON(w, status, out)
 	})
-}
-
-// sessionOf reads the session a request acts for.
-func (d *Daemon) sessionOf(r *http.Request) (index.Session, *apiError) {
-	id, err := strconv.ParseInt(r.Header.Get(SessionHeader), 10, 64)
-	if err != nil {
-		return index.Session{}, &apiError{Status: http.StatusBadRequest, Code: "no_session", Message: "send " + SessionHeader + " with the id POST /sessions gave you"}
-	}
-	s, err := d.e.Session(r.Context(), id)
-	if err != nil {
-		return index.Session{}, &apiError{Status: http.StatusGone, Code: "session_ended", Message: err.Error()}
-	}
-	return s, nil
 }
 
 // statusOfKind is the HTTP status of each kind of the engine's refusals.
@@ -163,21 +66,6 @@ var statusOfKind = []struct {
 	{engine.ErrUnreachable, http.StatusServiceUnavailable},
 	{engine.ErrStarting, http.StatusServiceUnavailable},
 	{engine.ErrTooLarge, http.StatusRequestEntityTooLarge},
-}
-
-// fail writes the HTTP answer of an error (see answerOf).
-func (d *Daemon) fail(w http.ResponseWriter, err error) {
-	a := answerOf(err)
-	switch {
-	case a.Code == "busy":
-		// SQLite's own words (SQLITE_BUSY, database is locked) stay in the log.
-		d.log.Warn("request gave up waiting for snag.db", "err", err)
-	case a.Code == "disk_full":
-		d.log.Error("disk full", "err", err)
-	case a.Status == http.StatusInternalServerError:
-		d.log.Error("request failed", "err", err)
-	}
-	writeError(w, a)
 }
 
 // answerOf is the API's answer to an error: an engine refusal by its kind

@@ -450,13 +450,13 @@ func (d *Daemon) home() string {
 }
 
 // pairingCode mints a pairing code for a person (snag pair).
-func (d *Daemon) pairingCode(ctx context.Context, c *call[moveRequest]) (answer, error) {
+func (d *Daemon) pairingCode(ctx context.Context, req api.MoveRequest) (int, any, error) {
 	pc, err := d.guard.pair.mint()
 	if err != nil {
-		return answer{}, err
+		return 0, nil, err
 	}
-	d.log.Info("pairing code minted", "by", c.body.By, "expires", pc.Expires)
-	return answer{http.StatusCreated, pc}, nil
+	d.log.Info("pairing code minted", "by", req.By, "expires", pc.Expires)
+	return http.StatusCreated, pc, nil
 }
 
 // pair is POST /pair: the extension's popup exchanges a code for a
@@ -479,26 +479,26 @@ func (d *Daemon) pair(w http.ResponseWriter, r *http.Request) {
 }
 
 // listCredentials lists the paired extensions (snag pair --list).
-func (d *Daemon) listCredentials(ctx context.Context, c *call[struct{}]) (answer, error) {
+func (d *Daemon) listCredentials(ctx context.Context, _ struct{}) (int, any, error) {
 	list, err := d.guard.pair.creds.current()
 	if err != nil {
-		return answer{}, err
+		return 0, nil, err
 	}
 	out := api.CaptureCredentials{Credentials: []api.CaptureCredential{}}
 	for _, c := range list {
 		out.Credentials = append(out.Credentials, api.CaptureCredential{Origin: c.Origin, Project: c.Project, Paired: c.Paired})
 	}
-	return ok(out), nil
+	return http.StatusOK, out, nil
 }
 
 // revokeCredentials revokes every capture credential and voids the open
 // codes (snag pair --revoke).
-func (d *Daemon) revokeCredentials(ctx context.Context, c *call[struct{}]) (answer, error) {
+func (d *Daemon) revokeCredentials(ctx context.Context, _ struct{}) (int, any, error) {
 	n, err := d.guard.pair.creds.revoke()
 	if err != nil {
-		return answer{}, err
+		return 0, nil, err
 	}
 	codes := d.guard.pair.void()
 	d.log.Info("capture credentials revoked", "credentials", n, "codes", codes)
-	return ok(api.Revoked{Revoked: n, Codes: codes}), nil
+	return http.StatusOK, api.Revoked{Revoked: n, Codes: codes}, nil
 }

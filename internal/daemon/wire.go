@@ -19,18 +19,6 @@ import (
 // Health is what GET /health answers, without auth.
 type Health = api.Health
 
-// The request bodies, as the API declares them.
-type (
-	addRequest      = api.AddRequest
-	moveRequest     = api.MoveRequest
-	editRequest     = api.EditRequest
-	claimRequest    = api.ClaimRequest
-	leaseRequest    = api.LeaseRequest
-	verifyRequest   = api.VerifyRequest
-	registerRequest = api.Registration
-	endRequest      = api.EndRequest
-)
-
 func taskList(page index.Page) api.TaskList {
 	return api.TaskList{Tasks: index.WireRows(page.Rows), Next: page.Next}
 }

@@ -45,6 +45,7 @@ func queryTag(f reflect.StructField) (name string, always, ok bool) {
 }
 
 func formatValue(v reflect.Value) string {
+	v = reflect.Indirect(v)
 	switch v.Kind() {
 	case reflect.Slice:
 		s := make([]string, v.Len())
@@ -104,6 +105,14 @@ func DecodeQuery(vals url.Values, v any) error {
 }
 
 func setValue(fv reflect.Value, f reflect.StructField, name, s string) error {
+	if fv.Kind() == reflect.Pointer { // absent stays nil: a value given, even 0, is set
+		v := reflect.New(fv.Type().Elem())
+		if err := setValue(v.Elem(), f, name, s); err != nil {
+			return err
+		}
+		fv.Set(v)
+		return nil
+	}
 	switch fv.Kind() {
 	case reflect.Bool:
 		switch strings.ToLower(s) {
