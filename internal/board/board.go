@@ -4,9 +4,12 @@
 // browser in. The pages are html/template files, a stylesheet and a small
 // script, all embedded in the binary.
 //
-// A [Server] serves the pages and forms over a [Backend], the interface
-// this package declares for what the pages read and change; snagd meets it
-// and mounts the server on its port. A [Gate] is the board's way in: one-time
+// A [Server] serves the pages and forms over snagd's operations (an
+// [ops.Service], called as a person, as the CLI and the MCP tools call
+// them) and a [Backend], the interface this package declares for the few
+// things the pages read that are not operations of the API (the counts,
+// the problems, the team, the shots folder); snagd gives both and mounts
+// the server on its port. A [Gate] is the board's way in: one-time
 // login codes traded for a session cookie, and the CSRF token every form
 // carries. snagd's guard (the Host and Origin checks, the bearer token)
 // runs before the gate.

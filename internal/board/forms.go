@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/internal/ops"
 	"github.com/snagdev/snag/internal/queue"
 )
 
@@ -41,12 +42,12 @@ func (s *Server) endAgent(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, r, http.StatusBadRequest, "Refused", "no such session: the agents page lists the live ones", "")
 		return
 	}
-	name, released, err := s.b.EndSession(r.Context(), id, ss.By, r.PostForm.Get("reason"))
+	end, err := call(r.Context(), s, ops.EndSession, ops.EndRequest{ID: id, By: ss.By, Reason: r.PostForm.Get("reason")})
 	if err != nil {
 		s.answer(w, r, statusOf(err), "Refused", err.Error(), "")
 		return
 	}
-	s.done(w, r, fmt.Sprintf("ended %s's session: %d task(s) back in the queue", name, released))
+	s.done(w, r, fmt.Sprintf("ended %s's session: %d task(s) back in the queue", end.Name, end.Released))
 }
 
 // back is where a plain form post returns to: a path on this board.
@@ -99,7 +100,7 @@ func (s *Server) addTask(w http.ResponseWriter, r *http.Request) {
 		}
 		req.Wave = n
 	}
-	added, err := s.b.Add(r.Context(), req)
+	added, err := call(r.Context(), s, ops.AddTask, req)
 	if err != nil {
 		s.answer(w, r, statusOf(err), "Refused", err.Error(), "")
 		return
@@ -118,12 +119,12 @@ func (s *Server) addTask(w http.ResponseWriter, r *http.Request) {
 
 // edit changes a task's fields from the task page's form: every field the
 // form sends, and depends_on as the difference from what the task has.
-func (s *Server) edit(ctx context.Context, ref queue.Ref, f url.Values, by string) (string, int) {
-	cur, err := s.b.Task(ctx, ref)
+func (s *Server) edit(ctx context.Context, ref string, f url.Values, by string) (string, int) {
+	cur, err := s.task(ctx, ref)
 	if err != nil {
 		return err.Error(), statusOf(err)
 	}
-	req := api.EditRequest{By: by}
+	req := api.EditRequest{Ref: ref, By: by}
 	text := func(name string) *string {
 		if _, ok := f[name]; !ok {
 			return nil
@@ -162,7 +163,7 @@ func (s *Server) edit(ctx context.Context, ref queue.Ref, f url.Values, by strin
 			}
 		}
 	}
-	out, err := s.b.Edit(ctx, ref, req)
+	out, err := call(ctx, s, ops.Edit, req)
 	if err != nil {
 		return err.Error(), statusOf(err)
 	}
@@ -230,53 +231,65 @@ func (s *Server) bulk(w http.ResponseWriter, r *http.Request) {
 	s.done(w, r, msg)
 }
 
-// moves are the person's moves a form names, but promote and accept.
-var moves = map[string]queue.Action{"reject": queue.ActReject, "cancel": queue.ActCancel, "reopen": queue.ActReopen}
+// moves are the person's moves a form names that the move operation
+// makes, but promote.
+var moves = map[string]bool{string(queue.ActReject): true, string(queue.ActCancel): true, string(queue.ActReopen): true}
 
 // move makes one move for a person. It returns a sentence for the person
 // and 200, or why not and an HTTP status.
 func (s *Server) move(ctx context.Context, ref, action string, form url.Values, by string) (string, int) {
-	r, err := queue.ParseRef(ref)
-	if err != nil {
+	if _, err := queue.ParseRef(ref); err != nil {
 		return err.Error(), http.StatusBadRequest
 	}
-	var t *queue.Task
+	req := ops.TaskMove{Ref: ref, Action: action, MoveRequest: ops.MoveRequest{By: by}}
+	op := ops.Move
 	switch action {
 	case "promote":
-		var sev queue.Severity
-		if v := form.Get("severity"); v != "" {
-			if !slices.Contains(queue.Severities, queue.Severity(v)) {
-				return "unknown severity " + strconv.Quote(v), http.StatusBadRequest
-			}
-			sev = queue.Severity(v)
-		}
-		wave := 0
-		if v := strings.TrimSpace(form.Get("wave")); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 9999 {
-				return "wave: want a whole number from 1 to 9999", http.StatusBadRequest
-			}
-			wave = n
-		}
-		if t, err = s.b.Promote(ctx, r, sev, wave, by); err != nil {
-			return err.Error(), statusOf(err)
-		}
-		return fmt.Sprintf("%s promoted to open (%s, wave %d)", t.Key, t.Severity, t.Wave), http.StatusOK
+		return s.promote(ctx, req, form)
 	case "accept":
-		t, err = s.b.Accept(ctx, r, by)
+		op, req.Action = ops.Accept, ""
 	case "edit":
-		return s.edit(ctx, r, form, by)
+		return s.edit(ctx, ref, form, by)
 	default:
-		act, ok := moves[action]
-		if !ok {
+		if !moves[action] {
 			return "no such move: " + action, http.StatusNotFound
 		}
-		t, err = s.b.Move(ctx, r, act, by)
 	}
+	m, err := call(ctx, s, op, req)
 	if err != nil {
 		return err.Error(), statusOf(err)
 	}
-	return fmt.Sprintf("%s is %s now", t.Key, strings.ReplaceAll(string(t.Status), "_", " ")), http.StatusOK
+	return fmt.Sprintf("%s is %s now", m.Key, strings.ReplaceAll(string(m.Status), "_", " ")), http.StatusOK
+}
+
+// promote moves a task from the inbox to the queue and, in the same
+// write, sets the severity and wave the form chose (none chosen: the
+// file's stay).
+func (s *Server) promote(ctx context.Context, req ops.TaskMove, form url.Values) (string, int) {
+	if v := form.Get("severity"); v != "" {
+		if !slices.Contains(queue.Severities, queue.Severity(v)) {
+			return "unknown severity " + strconv.Quote(v), http.StatusBadRequest
+		}
+		req.Severity = v
+	}
+	if v := strings.TrimSpace(form.Get("wave")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 9999 {
+			return "wave: want a whole number from 1 to 9999", http.StatusBadRequest
+		}
+		req.Wave = n
+	}
+	m, err := call(ctx, s, ops.Move, req)
+	if err != nil {
+		return err.Error(), statusOf(err)
+	}
+	// The move's answer names the task and its status; the sentence says
+	// the severity and wave it has now.
+	it, err := s.task(ctx, m.ID)
+	if err != nil || it.Task == nil {
+		return m.Key + " promoted to open", http.StatusOK
+	}
+	return fmt.Sprintf("%s promoted to open (%s, wave %d)", m.Key, it.Task.Severity, it.Task.Wave), http.StatusOK
 }
 
 // planAct is a person's change of a plan's status from its page.
@@ -296,7 +309,7 @@ func (s *Server) planAct(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, r, http.StatusBadRequest, "Refused", "no such move on a plan: activate, done, archive or draft", "")
 		return
 	}
-	if err := s.b.SetPlanStatus(r.Context(), slug, to, ss.By); err != nil {
+	if _, err := call(r.Context(), s, ops.UpdatePlan, ops.PlanRequest{Slug: slug, Status: string(to), By: ss.By}); err != nil {
 		s.answer(w, r, statusOf(err), "Refused", err.Error(), "")
 		return
 	}

@@ -19,9 +19,9 @@ import (
 // gated is a board server on loopback behind its gate, the way snagd's
 // guard puts it in front: a request without the token that the gate
 // covers goes through Admit, anything else is refused 401 as the guard
-// would. Its pages are not drawn (no Backend): these tests are of the
-// login, the cookie and the checks on writes, which need none. They run
-// with real HTTP on 127.0.0.1 and a real cookie jar.
+// would. Its pages are not drawn (no service, no Backend): these tests
+// are of the login, the cookie and the checks on writes, which need none.
+// They run with real HTTP on 127.0.0.1 and a real cookie jar.
 type gated struct {
 	srv    *board.Server
 	ts     *httptest.Server
@@ -36,7 +36,7 @@ func startGated(t *testing.T) *gated {
 	}
 	g := &gated{}
 	port := ln.Addr().(*net.TCPAddr).Port
-	g.srv, err = board.NewServer(nil, board.Options{Port: port, Unauthorized: func(w http.ResponseWriter, r *http.Request, alt string) {
+	g.srv, err = board.NewServer(nil, nil, board.Options{Port: port, Unauthorized: func(w http.ResponseWriter, r *http.Request, alt string) {
 		g.events.Add(1)
 		http.Error(w, "no token, "+alt, http.StatusUnauthorized)
 	}})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/graphdraw"
+	"github.com/snagdev/snag/internal/ops"
 	"github.com/snagdev/snag/internal/queue"
 )
 
@@ -29,19 +30,19 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := GraphFilter{Branch: strings.TrimSpace(q.Get("branch")), Type: strings.TrimSpace(q.Get("type")),
 		Plan: strings.TrimSpace(q.Get("plan")), Task: strings.ToUpper(strings.TrimSpace(q.Get("task")))}
-	all, err := s.b.Graph(ctx, api.NoteQuery{})
+	all, err := call(ctx, s, ops.GetGraph, ops.NoteQuery{})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	g := all
 	if f.Branch != "" || f.Type != "" || f.Task != "" {
-		if g, err = s.b.Graph(ctx, api.NoteQuery{Branch: f.Branch, Type: f.Type, Task: f.Task}); err != nil {
+		if g, err = call(ctx, s, ops.GetGraph, ops.NoteQuery{Branch: f.Branch, Type: f.Type, Task: f.Task}); err != nil {
 			s.fail(w, r, err)
 			return
 		}
 	}
-	plans, err := s.b.Plans(ctx)
+	plans, err := call(ctx, s, ops.ListPlans, ops.None{})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -75,7 +76,7 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request) {
 	out.Branches = sortedKeys(branches)
 	out.Tasks = sortedKeys(tasks)
 	slices.SortStableFunc(out.Tasks, func(a, b string) int { return cmp.Compare(taskNum(a), taskNum(b)) })
-	for _, p := range plans {
+	for _, p := range plans.Plans {
 		out.Plans = append(out.Plans, p.Slug)
 	}
 	if f.Plan != "" && !slices.Contains(out.Plans, f.Plan) {
@@ -124,7 +125,7 @@ func naturalWidth(svg []byte) float64 {
 // ofPlan keeps the notes of g that name a task of the plan slug, and the
 // links among them.
 func (s *Server) ofPlan(ctx context.Context, g api.Graph, slug string) (api.Graph, error) {
-	rows, err := s.b.Tasks(ctx)
+	rows, err := s.tasks(ctx)
 	if err != nil {
 		return api.Graph{}, err
 	}
@@ -208,18 +209,18 @@ func taskNum(key string) int {
 
 func (s *Server) notePage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	n, err := s.b.Note(ctx, r.PathValue("ref"))
+	n, err := call(ctx, s, ops.GetNote, ops.NoteRef{Ref: r.PathValue("ref")})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	out := &NotePage{Page: s.page(r, n.Key+" "+n.Title, PageNotes), Note: n,
+	out := &NotePage{Page: s.page(r, n.Key+" "+n.Title, PageNotes), Note: &n,
 		Body: Markdown([]byte(n.Body), n.Trust != queue.TrustUnvetted)}
 	// The notes at the other ends, for their titles: a missing one is
 	// listed by its key alone.
 	var all api.Graph
 	if len(n.Links)+len(n.In) > 0 {
-		all, _ = s.b.Graph(ctx, api.NoteQuery{})
+		all, _ = call(ctx, s, ops.GetGraph, ops.NoteQuery{})
 	}
 	titles, keys := titlesOf(all.Nodes), keysOf(all.Nodes)
 	for _, l := range n.Links {

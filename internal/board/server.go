@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"mime"
@@ -19,13 +18,15 @@ import (
 	"time"
 
 	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/internal/ops"
 	"github.com/snagdev/snag/internal/queue"
 )
 
-// Server serves the board's pages and forms over a Backend, behind its
-// [Gate]. Make one with [NewServer] and add its routes to snagd's mux with
-// [Server.Mount]. It is safe for concurrent use.
+// Server serves the board's pages and forms over snagd's operations and a
+// Backend, behind its [Gate]. Make one with [NewServer] and add its routes
+// to snagd's mux with [Server.Mount]. It is safe for concurrent use.
 type Server struct {
+	svc   ops.Service
 	b     Backend
 	views *Views
 	gate  *Gate
@@ -46,8 +47,9 @@ type Options struct {
 	Unauthorized func(w http.ResponseWriter, r *http.Request, alt string)
 }
 
-// NewServer makes the board's server over b.
-func NewServer(b Backend, opts Options) (*Server, error) {
+// NewServer makes the board's server over snagd's operations svc (called
+// as a person, ops.Caller's Via "board") and b.
+func NewServer(svc ops.Service, b Backend, opts Options) (*Server, error) {
 	views, err := New()
 	if err != nil {
 		return nil, err
@@ -55,7 +57,7 @@ func NewServer(b Backend, opts Options) (*Server, error) {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{b: b, views: views, gate: newGate(opts.Port), log: opts.Log}
+	s := &Server{svc: svc, b: b, views: views, gate: newGate(opts.Port), log: opts.Log}
 	s.gate.unauthorized = opts.Unauthorized
 	s.gate.open = func(r *http.Request) bool {
 		return r.Method == http.MethodGet && (r.URL.Path == "/login" || strings.HasPrefix(r.URL.Path, "/board/static/"))
@@ -227,26 +229,13 @@ func (s *Server) page(r *http.Request, title, nav string) Page {
 		p.CSRF = ss.CSRF
 	}
 	ctx := r.Context()
-	if inbox, err := s.b.Tasks(ctx, queue.StatusInbox); err == nil {
+	if inbox, err := s.tasks(ctx, queue.StatusInbox); err == nil {
 		p.Inbox = len(inbox)
 	}
 	if c, err := s.b.Counts(ctx); err == nil {
 		p.Problems = c.Problems + c.Dangling // what the Problems page lists
 	}
 	return p
-}
-
-// statusOf is the HTTP status of a failure a Backend reported.
-func statusOf(err error) int {
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return http.StatusNotFound
-	case errors.Is(err, ErrRefused):
-		return http.StatusConflict
-	case errors.Is(err, ErrBusy):
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
 }
 
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
@@ -278,7 +267,7 @@ func (s *Server) boardPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := Filter{Kind: q.Get("kind"), Plan: q.Get("plan")}
 	f.Wave, _ = strconv.Atoi(q.Get("wave"))
-	rows, err := s.b.Tasks(ctx)
+	rows, err := s.tasks(ctx)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -347,7 +336,7 @@ func (s *Server) recent(ctx context.Context, rows []api.Task) ([]Card, string) {
 	var ds []dated
 	for _, row := range rows[:min(len(rows), resolvedLooked)] {
 		d := dated{row: row}
-		if it, err := s.b.Task(ctx, queue.Ref{ID: row.ID}); err == nil && it.Task != nil {
+		if it, err := s.task(ctx, row.ID); err == nil && it.Task != nil {
 			d.at = it.Task.Updated
 		}
 		ds = append(ds, d)
@@ -366,7 +355,7 @@ func (s *Server) recent(ctx context.Context, rows []api.Task) ([]Card, string) {
 
 func (s *Server) inboxPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	rows, err := s.b.Tasks(ctx, queue.StatusInbox)
+	rows, err := s.tasks(ctx, queue.StatusInbox)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -376,7 +365,7 @@ func (s *Server) inboxPage(w http.ResponseWriter, r *http.Request) {
 	defer pics.Close()
 	for _, row := range rows {
 		item := InboxItem{Card: CardOf(row)}
-		if it, err := s.b.Task(ctx, queue.Ref{ID: row.ID}); err == nil && it.Task != nil {
+		if it, err := s.task(ctx, row.ID); err == nil && it.Task != nil {
 			item.Body = strings.TrimSpace(string(it.Task.Body))
 			item.Capture = it.Task.Capture
 			item.Files = it.Task.SuspectFiles
@@ -388,18 +377,14 @@ func (s *Server) inboxPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, http.StatusOK, PageInbox, out)
 }
 
-// auditScan is how many of the latest audit entries the activity and task
-// pages read.
-const auditScan = 2000
-
 func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	ref, err := queue.ParseRef(r.PathValue("ref"))
-	if err != nil {
+	ref := r.PathValue("ref")
+	if _, err := queue.ParseRef(ref); err != nil {
 		s.answer(w, r, http.StatusNotFound, "No such task", err.Error(), "")
 		return
 	}
-	it, err := s.b.Task(ctx, ref)
+	it, err := s.task(ctx, ref)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -431,11 +416,11 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	if st, err := s.b.Verify(ctx, ref); err == nil && st != nil {
+	if st, err := call(ctx, s, ops.VerifyStatus, ops.TaskRef{Ref: ref}); err == nil {
 		out.Verify = Verify{Running: st.Running, Outcome: st.Outcome, Reason: st.Reason, LastAt: st.LastAt, History: st.History}
-		out.Visual = pics.visualView(st, capture, it.Row.Status)
+		out.Visual = pics.visualView(&st, capture, it.Row.Status)
 	}
-	if es, err := s.b.Audit(ctx, auditScan); err == nil {
+	if es, err := s.audit(ctx); err == nil {
 		for _, e := range slices.Backward(es) {
 			if e.TaskID == it.Row.ID && it.Row.ID != "" {
 				out.Audit = append(out.Audit, Entry{AuditEntry: e, Task: it.Row.Key})
@@ -447,8 +432,8 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
 		out.Card.Team = s.team(ctx).Holds()[it.Row.ID]
 	}
 	if it.Row.Key != "" {
-		if ns, err := s.b.Notes(ctx, api.NoteQuery{Task: it.Row.Key, Limit: 200}); err == nil {
-			out.Notes = ns
+		if ns, err := call(ctx, s, ops.ListNotes, ops.NoteQuery{Task: it.Row.Key, Limit: 200}); err == nil {
+			out.Notes = ns.Notes
 		}
 	}
 	s.render(w, http.StatusOK, PageTask, out)
@@ -456,7 +441,7 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) activityPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	es, err := s.b.Audit(ctx, auditScan)
+	es, err := s.audit(ctx)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -495,7 +480,7 @@ func sortedKeys(m map[string]bool) []string {
 // keys maps task ids to aliases.
 func (s *Server) keys(ctx context.Context) map[string]string {
 	m := map[string]string{}
-	if rows, err := s.b.Tasks(ctx); err == nil {
+	if rows, err := s.tasks(ctx); err == nil {
 		for _, row := range rows {
 			if row.Key != "" {
 				m[row.ID] = row.Key
@@ -507,7 +492,7 @@ func (s *Server) keys(ctx context.Context) map[string]string {
 
 func (s *Server) agentsPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	live, err := s.b.Sessions(ctx)
+	live, err := call(ctx, s, ops.ListSessions, ops.None{})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -516,7 +501,7 @@ func (s *Server) agentsPage(w http.ResponseWriter, r *http.Request) {
 	bySession := map[int64][]Held{}
 	for _, l := range live.Leases {
 		h := Held{Key: l.TaskID, Epoch: l.Epoch, Acquired: l.Acquired, Detached: l.Detached, Holder: l.Holder}
-		if it, err := s.b.Task(ctx, queue.Ref{ID: l.TaskID}); err == nil {
+		if it, err := s.task(ctx, l.TaskID); err == nil {
 			h.Key, h.Title = it.Row.Key, it.Row.Title
 			if it.Task != nil {
 				h.Files = it.Task.SuspectFiles
@@ -528,19 +513,20 @@ func (s *Server) agentsPage(w http.ResponseWriter, r *http.Request) {
 		}
 		bySession[l.SessionID] = append(bySession[l.SessionID], h)
 	}
-	files, err := s.b.Files(ctx)
+	files, err := call(ctx, s, ops.ListFiles, ops.None{})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	reports, err := s.b.Reports(ctx, 100)
+	msgs, err := call(ctx, s, ops.Reports, ops.MessageQuery{Limit: 100})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	reports := msgs.Messages
 	for _, ls := range live.Sessions {
 		a := Agent{Session: ls.Session, Held: bySession[ls.ID], Activity: ls.Activity}
-		for _, f := range files {
+		for _, f := range files.Claims {
 			if f.SessionID == ls.ID {
 				a.Files = append(a.Files, f)
 			}
@@ -633,12 +619,12 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) plansPage(w http.ResponseWriter, r *http.Request) {
-	plans, err := s.b.Plans(r.Context())
+	plans, err := call(r.Context(), s, ops.ListPlans, ops.None{})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	s.render(w, http.StatusOK, PagePlans, &PlansPage{Page: s.page(r, "Plans", PagePlans), Plans: plans})
+	s.render(w, http.StatusOK, PagePlans, &PlansPage{Page: s.page(r, "Plans", PagePlans), Plans: plans.Plans})
 }
 
 // planActions are the moves a person makes on a plan, by the status it
@@ -651,12 +637,12 @@ var planActions = []PlanAction{
 }
 
 func (s *Server) planPage(w http.ResponseWriter, r *http.Request) {
-	p, err := s.b.Plan(r.Context(), r.PathValue("slug"))
+	p, err := call(r.Context(), s, ops.GetPlan, ops.PlanRef{Slug: r.PathValue("slug")})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	out := &PlanPage{Page: s.page(r, p.Title, PagePlans), Plan: p,
+	out := &PlanPage{Page: s.page(r, p.Title, PagePlans), Plan: &p,
 		Body: Markdown([]byte(p.Body), p.Trust != queue.TrustUnvetted)}
 	if out.Head == "" {
 		out.Head = p.Slug
@@ -670,10 +656,10 @@ func (s *Server) planPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) notesPage(w http.ResponseWriter, r *http.Request) {
-	notes, err := s.b.Notes(r.Context(), api.NoteQuery{Limit: 200})
+	notes, err := call(r.Context(), s, ops.ListNotes, ops.NoteQuery{Limit: 200})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	s.render(w, http.StatusOK, PageNotes, &NotesPage{Page: s.page(r, "Notes", PageNotes), Notes: notes})
+	s.render(w, http.StatusOK, PageNotes, &NotesPage{Page: s.page(r, "Notes", PageNotes), Notes: notes.Notes})
 }

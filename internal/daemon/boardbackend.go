@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -10,17 +9,15 @@ import (
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/board"
-	"github.com/snagdev/snag/internal/engine"
-	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
 )
 
-// This file mounts the web board (package board) on snagd's port and meets
-// its Backend: each method is a mapping onto the daemon's reads and writes,
-// the same code paths the JSON API's handlers take, with the index's values
-// turned into the API's (index/wire.go) and errors into the board's kinds.
+// This file mounts the web board (package board) on snagd's port. The
+// board calls snagd's operations in process (d.svc, as a person) and
+// reads through boardBackend what is not an operation of the API: whether
+// snagd is ready, the counts, the problems, the team and the shots folder.
 
 // LoginCodesPath is where a holder of the token (snag open) asks for a
 // one-time login link to the board.
@@ -31,7 +28,7 @@ const LoginCodesPath = "/login-codes"
 // returns the handler for a path nothing else serves: a page for a
 // browser, JSON for everyone else.
 func (d *Daemon) mountBoard(mux *http.ServeMux) http.HandlerFunc {
-	srv, err := board.NewServer(boardBackend{d}, board.Options{Port: d.port, Log: d.log, Unauthorized: d.guard.unauthorized})
+	srv, err := board.NewServer(d.svc, boardBackend{d}, board.Options{Port: d.port, Log: d.log, Unauthorized: d.guard.unauthorized})
 	if err != nil {
 		panic(err) // the templates are embedded: a test parses them
 	}
@@ -83,31 +80,6 @@ type boardBackend struct{ d *Daemon }
 
 func (b boardBackend) Ready() bool { return b.d.e.Ready() }
 
-func (b boardBackend) Tasks(ctx context.Context, statuses ...queue.Status) ([]api.Task, error) {
-	pg, err := b.d.e.List(ctx, index.Filter{Statuses: statuses, All: len(statuses) == 0, Limit: maxList})
-	if err != nil {
-		return nil, boardErr(err)
-	}
-	return index.WireRows(pg.Rows), nil
-}
-
-func (b boardBackend) Task(ctx context.Context, ref queue.Ref) (*api.TaskDetail, error) {
-	it, err := b.d.e.Get(ctx, ref)
-	if err != nil {
-		return nil, boardErr(err)
-	}
-	out := taskDetail(ctx, b.d.e, it, nil)
-	return &out, nil
-}
-
-func (b boardBackend) Verify(ctx context.Context, ref queue.Ref) (*api.VerifyState, error) {
-	st, _, err := b.d.e.Verification(ctx, ref)
-	if err != nil {
-		return nil, boardErr(err)
-	}
-	return &st, nil
-}
-
 func (b boardBackend) Counts(ctx context.Context) (api.Counts, error) {
 	c, err := b.d.e.Counts(ctx)
 	return c, boardErr(err)
@@ -155,31 +127,6 @@ func (b boardBackend) Problems(ctx context.Context) ([]board.Problem, error) {
 	return out, nil
 }
 
-func (b boardBackend) Audit(ctx context.Context, n int) ([]api.AuditEntry, error) {
-	es, err := b.d.e.AuditTail(ctx, n)
-	if err != nil {
-		return nil, boardErr(err)
-	}
-	return orEmpty(es), nil
-}
-
-func (b boardBackend) Sessions(ctx context.Context) (api.Sessions, error) {
-	ss, err := b.d.e.Sessions(ctx)
-	if err != nil {
-		return api.Sessions{}, boardErr(err)
-	}
-	leases, err := b.d.e.Leases(ctx)
-	if err != nil {
-		return api.Sessions{}, boardErr(err)
-	}
-	acts := b.d.activities(ss)
-	views := make([]sessionView, len(ss))
-	for i, s := range ss {
-		views[i] = sessionView{Session: s, Activity: acts[s.ID]}
-	}
-	return sessionsAnswer(views, leases), nil
-}
-
 func (b boardBackend) Team(ctx context.Context) (board.Team, error) {
 	tb := b.d.e.TeamBoard(ctx)
 	out := board.Team{On: tb.On, Unreachable: tb.Unreachable}
@@ -204,122 +151,11 @@ func (b boardBackend) Team(ctx context.Context) (board.Team, error) {
 
 func (b boardBackend) Shots() string { return filepath.Join(b.d.root, project.Folder, "shots") }
 
-func (b boardBackend) Promote(ctx context.Context, ref queue.Ref, sev queue.Severity, wave int, by string) (*queue.Task, error) {
-	t, err := b.d.e.Promote(ctx, ref, sev, wave, by)
-	return t, boardErr(err)
-}
-
-func (b boardBackend) Move(ctx context.Context, ref queue.Ref, act queue.Action, by string) (*queue.Task, error) {
-	t, err := b.d.e.PersonMove(ctx, ref, act, by)
-	return t, boardErr(err)
-}
-
-func (b boardBackend) Accept(ctx context.Context, ref queue.Ref, by string) (*queue.Task, error) {
-	t, err := b.d.e.Accept(ctx, ref, by)
-	return t, boardErr(err)
-}
-
-func (b boardBackend) Add(ctx context.Context, req api.AddRequest) (api.Added, error) {
-	nt, err := newTask(req)
-	if err != nil {
-		return api.Added{}, boardErr(err)
-	}
-	t, path, err := b.d.e.Add(ctx, nt, queue.Person, req.By)
-	if err != nil {
-		return api.Added{}, boardErr(err)
-	}
-	out := added(t, project.Rel(path))
-	out.Warnings = b.d.e.AddWarnings(ctx, t)
-	return out, nil
-}
-
-func (b boardBackend) Edit(ctx context.Context, ref queue.Ref, req api.EditRequest) (api.Edited, error) {
-	ed, err := taskEdit(req)
-	if err != nil {
-		return api.Edited{}, boardErr(err)
-	}
-	out, err := b.d.e.Edit(ctx, ref, ed, req.By)
-	if err != nil {
-		return api.Edited{}, boardErr(err)
-	}
-	return edited(ctx, b.d.e, out), nil
-}
-
-func (b boardBackend) EndSession(ctx context.Context, id int64, by, reason string) (string, int, error) {
-	name, released, err := b.d.endForPerson(ctx, id, by, reason)
-	return name, released, boardErr(err)
-}
-
-// boardErr marks an error of the engine with the board's kind of failure,
-// by the status the API answers it with; a busy or changing store says so
-// in a sentence.
+// boardErr is err as the board reads a failure: an *ops.Error, worded as
+// the API answers it (answerOf).
 func boardErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	a := answerOf(err)
-	switch {
-	case a.Status == http.StatusNotFound:
-		return board.Because(board.ErrNotFound, err)
-	case a.Status == http.StatusServiceUnavailable:
-		return board.Because(board.ErrBusy, errors.New(a.Message))
-	case a.Status < http.StatusInternalServerError:
-		return board.Because(board.ErrRefused, err)
-	}
-	return err
-}
-
-func (b boardBackend) Files(ctx context.Context) ([]api.FileClaim, error) {
-	cs, err := b.d.e.FileClaims(ctx)
-	return orEmpty(cs), boardErr(err)
-}
-
-func (b boardBackend) Reports(ctx context.Context, n int) ([]api.Message, error) {
-	ms, err := b.d.e.Messages(ctx, index.MessageReport, "", n)
-	return index.WireMessages(ms), boardErr(err)
-}
-
-func (b boardBackend) Plans(ctx context.Context) ([]api.Plan, error) {
-	vs, err := b.d.e.Plans(ctx)
-	out := make([]api.Plan, len(vs))
-	for i, v := range vs {
-		out[i] = planWire(v)
-	}
-	return out, boardErr(err)
-}
-
-func (b boardBackend) Plan(ctx context.Context, slug string) (*api.PlanDetail, error) {
-	v, err := b.d.e.Plan(ctx, slug)
-	if err != nil {
-		return nil, boardErr(err)
-	}
-	d := planDetail(v)
-	return &d, nil
-}
-
-func (b boardBackend) SetPlanStatus(ctx context.Context, slug string, status queue.PlanStatus, by string) error {
-	_, err := b.d.e.UpdatePlan(ctx, queue.Person, by, slug, engine.PlanEdit{Status: status})
-	return boardErr(err)
-}
-
-func (b boardBackend) Notes(ctx context.Context, q api.NoteQuery) ([]api.Note, error) {
-	ns, err := b.d.e.Notes(ctx, engine.NoteFilter{Type: q.Type, Branch: q.Branch, Task: q.Task, Limit: q.Limit})
-	return notesWire(ns), boardErr(err)
-}
-
-func (b boardBackend) Graph(ctx context.Context, q api.NoteQuery) (api.Graph, error) {
-	ns, ls, err := b.d.e.Graph(ctx, engine.NoteFilter{Type: q.Type, Branch: q.Branch, Task: q.Task, Limit: q.Limit})
-	if err != nil {
-		return api.Graph{}, boardErr(err)
-	}
-	return graphWire(ns, ls), nil
-}
-
-func (b boardBackend) Note(ctx context.Context, ref string) (*api.NoteDetail, error) {
-	n, err := b.d.e.Note(ctx, ref)
-	if err != nil {
-		return nil, boardErr(err)
-	}
-	d := nodeWire(n)
-	return &d, nil
+	return answerOf(err)
 }

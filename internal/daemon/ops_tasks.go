@@ -323,7 +323,34 @@ func (d *Daemon) moveTask(ctx context.Context, req ops.TaskMove) (ops.Moved, err
 	if !found {
 		return ops.Moved{}, &engine.Error{Kind: engine.ErrNotFound, Code: "not_found", Message: "no such move: " + req.Action}
 	}
+	if req.Severity != "" || req.Wave != 0 {
+		return d.promote(ctx, ref, action, req)
+	}
 	t, err := d.e.PersonMove(ctx, ref, action, req.By)
+	if err != nil {
+		return ops.Moved{}, err
+	}
+	return moved(t), nil
+}
+
+// promote is a person's promote that sets the severity and wave they
+// chose in the same write (the board's inbox does): the move and the
+// file's fields under one turn of the writer's lock (engine.Promote).
+// Another move refuses them.
+func (d *Daemon) promote(ctx context.Context, ref queue.Ref, action queue.Action, req ops.TaskMove) (ops.Moved, error) {
+	if action != queue.ActPromote {
+		return ops.Moved{}, &apiError{Status: http.StatusBadRequest, Code: "bad_json",
+			Message: "severity and wave: only a promote sets them (snag edit changes a task's fields)"}
+	}
+	sev := queue.Severity(req.Severity)
+	if sev != "" && !slices.Contains(queue.Severities, sev) {
+		return ops.Moved{}, &apiError{Status: http.StatusBadRequest, Code: "bad_severity",
+			Message: "unknown severity " + strconv.Quote(req.Severity) + " (want one of " + joinStrings(queue.Severities) + ")"}
+	}
+	if req.Wave < 0 || req.Wave > 9999 {
+		return ops.Moved{}, &apiError{Status: http.StatusBadRequest, Code: "bad_wave", Message: "wave: want a whole number from 1 to 9999"}
+	}
+	t, err := d.e.Promote(ctx, ref, sev, req.Wave, req.By)
 	if err != nil {
 		return ops.Moved{}, err
 	}

@@ -94,6 +94,13 @@ type TaskMove struct {
 	// /tasks/{ref}/{action}).
 	Action string `json:"-" path:"action"`
 	MoveRequest
+	// Severity is the severity a promote sets in the same write as the
+	// move: critical, high, medium or low; "" keeps the file's. A promote's
+	// alone: another move does not take it.
+	Severity string `json:"severity,omitempty"`
+	// Wave is the wave a promote sets in the same write as the move, from 1
+	// to 9999; 0 keeps the file's. A promote's alone, as Severity.
+	Wave int `json:"wave,omitempty"`
 }
 
 // Moved is the answer of a person's move (promote, reject, cancel, reopen,
