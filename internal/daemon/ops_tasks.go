@@ -185,6 +185,9 @@ func (d *Daemon) release(ctx context.Context, req ops.LeaseRequest) (ops.Release
 
 // takeBack is a person's release of a task from whoever holds it.
 func (d *Daemon) takeBack(ctx context.Context, req ops.TaskMove) (ops.Released, error) {
+	if req.Severity != "" || req.Wave != 0 {
+		return ops.Released{}, errPromoteOnly
+	}
 	ref, err := taskRef(req.Ref)
 	if err != nil {
 		return ops.Released{}, err
@@ -333,14 +336,17 @@ func (d *Daemon) moveTask(ctx context.Context, req ops.TaskMove) (ops.Moved, err
 	return moved(t), nil
 }
 
+// errPromoteOnly refuses a promote's severity or wave on another move.
+var errPromoteOnly = &apiError{Status: http.StatusBadRequest, Code: "bad_json",
+	Message: "severity and wave: only a promote sets them (snag edit changes a task's fields)"}
+
 // promote is a person's promote that sets the severity and wave they
 // chose in the same write (the board's inbox does): the move and the
 // file's fields under one turn of the writer's lock (engine.Promote).
 // Another move refuses them.
 func (d *Daemon) promote(ctx context.Context, ref queue.Ref, action queue.Action, req ops.TaskMove) (ops.Moved, error) {
 	if action != queue.ActPromote {
-		return ops.Moved{}, &apiError{Status: http.StatusBadRequest, Code: "bad_json",
-			Message: "severity and wave: only a promote sets them (snag edit changes a task's fields)"}
+		return ops.Moved{}, errPromoteOnly
 	}
 	sev := queue.Severity(req.Severity)
 	if sev != "" && !slices.Contains(queue.Severities, sev) {

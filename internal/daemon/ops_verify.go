@@ -87,6 +87,9 @@ func (d *Daemon) verifyState(ctx context.Context, req ops.TaskRef) (snag.VerifyS
 // verify it), verifying or needs_review. The lease ends and a run in
 // flight is stopped; verified stays false.
 func (d *Daemon) accept(ctx context.Context, req ops.TaskMove) (ops.Moved, error) {
+	if req.Severity != "" || req.Wave != 0 {
+		return ops.Moved{}, errPromoteOnly
+	}
 	ref, err := taskRef(req.Ref)
 	if err != nil {
 		return ops.Moved{}, err

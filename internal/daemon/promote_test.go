@@ -25,6 +25,8 @@ func TestPromoteSetsSeverityAndWave(t *testing.T) {
 		{"an unknown severity", "/tasks/SNAG-16/promote", map[string]any{"by": "dana", "severity": "urgent"}, http.StatusBadRequest, "bad_severity"},
 		{"a wave out of range", "/tasks/SNAG-16/promote", map[string]any{"by": "dana", "wave": 10000}, http.StatusBadRequest, "bad_wave"},
 		{"a severity on a reject", "/tasks/SNAG-16/reject", map[string]any{"by": "dana", "severity": "low"}, http.StatusBadRequest, "bad_json"},
+		{"a wave on an accept", "/tasks/SNAG-16/accept", map[string]any{"by": "dana", "wave": 2}, http.StatusBadRequest, "bad_json"},
+		{"a severity on a take-back", "/tasks/SNAG-16/release", map[string]any{"by": "dana", "severity": "low"}, http.StatusBadRequest, "bad_json"},
 	} {
 		var out answer
 		if code := d.do(http.MethodPost, c.path, c.body, &out); code != c.code || out.Error != c.error || out.Message == "" {
