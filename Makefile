@@ -68,9 +68,9 @@ bench-short:
 
 FUZZTIME ?= 60s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/queue/
-	$(GO) test -run '^$$' -fuzz '^FuzzEdit$$' -fuzztime $(FUZZTIME) ./internal/queue/
-	$(GO) test -run '^$$' -fuzz '^FuzzFastFrontmatter$$' -fuzztime $(FUZZTIME) ./internal/queue/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/codec/
+	$(GO) test -run '^$$' -fuzz '^FuzzEdit$$' -fuzztime $(FUZZTIME) ./internal/codec/
+	$(GO) test -run '^$$' -fuzz '^FuzzFastFrontmatter$$' -fuzztime $(FUZZTIME) ./internal/codec/
 
 demo: build
 	@scripts/demo "$(BIN)/snag"

@@ -48,6 +48,7 @@ func listPackages(t *testing.T) []pkg {
 // closure must not contain.
 var forbidden = map[string][]string{
 	"internal/queue": {module + "/", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/", "github.com/modelcontextprotocol/", "net/http"},
+	"internal/codec": {module + "/", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/", "github.com/modelcontextprotocol/", "net/http"},
 	// The index returns the domain's values (internal/snag), never the
 	// wire's: api is snagd's face, not the store's.
 	"internal/index": {module + "/api", module + "/internal/project", module + "/internal/cli", module + "/internal/watch", module + "/internal/mcp", "github.com/fsnotify/", "github.com/modelcontextprotocol/", "net/http"},
@@ -135,7 +136,11 @@ var allowed = map[string][]string{
 	// The board: the domain and the wire contract, for their types (the
 	// wire's aliases bring in the packages they name).
 	"internal/board":  {module + "/internal/queue", module + "/api", module + "/internal/snag", module + "/internal/ops", module + "/internal/graphdraw"},
-	"internal/layout": {module + "/internal/queue"},
+	"internal/layout": {module + "/internal/queue", module + "/internal/taskfs"},
+	// The file store: the domain's names, nothing of the index or snagd.
+	"internal/taskfs": {module + "/internal/queue"},
+	// The codec: bytes over the domain's types, and no I/O.
+	"internal/codec": {module + "/internal/queue"},
 }
 
 func TestDependenciesPointInward(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/snagdev/snag/internal/atomicfile"
-	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 func TestWriteFileCreatesAndReplaces(t *testing.T) {
@@ -128,8 +128,8 @@ func TestWriteFileMissingFolder(t *testing.T) {
 // TestTempNamesAreSnags checks the temp files are ones the task folder's
 // reader and the project's .gitignore already pass over.
 func TestTempNamesAreSnags(t *testing.T) {
-	if atomicfile.TempSuffix != queue.TempSuffix {
-		t.Errorf("atomicfile.TempSuffix %q, queue.TempSuffix %q: one .gitignore line must cover both", atomicfile.TempSuffix, queue.TempSuffix)
+	if atomicfile.TempSuffix != taskfs.TempSuffix {
+		t.Errorf("atomicfile.TempSuffix %q, taskfs.TempSuffix %q: one .gitignore line must cover both", atomicfile.TempSuffix, taskfs.TempSuffix)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 )
 
@@ -45,7 +46,7 @@ func writeNote(t *testing.T, dir string, n *queue.Note) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, queue.NoteFileName(n.Key, n.Title)), queue.FormatNote(n), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, queue.NoteFileName(n.Key, n.Title)), codec.FormatNote(n), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -98,7 +99,7 @@ func addWorktreeNote(t *testing.T, root string) elsewhere {
 	ents, _ := os.ReadDir(own)
 	for _, f := range ents {
 		raw, _ := os.ReadFile(filepath.Join(own, f.Name()))
-		if o, err := queue.ParseNote(raw); err == nil && !o.Created.IsZero() && (oldest == nil || o.Created.Before(oldest.Created)) {
+		if o, err := codec.ParseNote(raw); err == nil && !o.Created.IsZero() && (oldest == nil || o.Created.Before(oldest.Created)) {
 			oldest = o
 		}
 	}

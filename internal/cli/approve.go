@@ -15,8 +15,10 @@ import (
 	"unicode"
 
 	"github.com/snagdev/snag/internal/approval"
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/layout"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 	"github.com/snagdev/snag/internal/verify"
 )
 
@@ -227,7 +229,7 @@ func approvalScope(root string) (string, error) {
 
 // readTask reads the task ref names from .snag/tasks/, parsing the files.
 func readTask(root string, ref queue.Ref) (*queue.Task, string, error) {
-	d, err := queue.OpenDir(filepath.Join(root, layout.Folder, "tasks"))
+	d, err := taskfs.OpenDir(filepath.Join(root, layout.Folder, "tasks"))
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: run snag init to create it", err)
 	}
@@ -245,10 +247,10 @@ func readTask(root string, ref queue.Ref) (*queue.Task, string, error) {
 		if err != nil {
 			continue
 		}
-		t, err := queue.Parse(raw)
+		t, err := codec.Parse(raw)
 		if err != nil {
 			if ref.Num > 0 && strings.HasPrefix(strings.ToUpper(e.Name), strings.ToUpper(ref.String())+" ") {
-				bad = queue.WithPath(err, layout.Rel(filepath.Join("tasks", e.Name)))
+				bad = codec.WithPath(err, layout.Rel(filepath.Join("tasks", e.Name)))
 			}
 			continue
 		}

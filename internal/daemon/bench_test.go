@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/internal/codec"
 	snagd "github.com/snagdev/snag/internal/daemon"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snagdtest"
@@ -411,7 +412,7 @@ func BenchmarkEditVisible(b *testing.B) {
 				b.Fatal(err)
 			}
 			title := fmt.Sprintf("%s (edit %d)", tg.title, edit)
-			next, err := queue.Edit(cur, queue.Set("title", title))
+			next, err := codec.Edit(cur, codec.Set("title", title))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -709,7 +710,7 @@ func newCheckoutRepo(b *testing.B, common, diff int) *checkoutRepo {
 		}
 	}
 	write := func(name string, t *queue.Task) {
-		if err := os.WriteFile(filepath.Join(tasks, name), queue.Format(t), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(tasks, name), codec.Format(t), 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 )
 
@@ -80,7 +81,7 @@ func TestCaptureMakesAnInboxTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tk, err := queue.Parse(raw)
+	tk, err := codec.Parse(raw)
 	if err != nil {
 		t.Fatal(err)
 	}

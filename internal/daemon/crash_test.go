@@ -20,8 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	daemonpkg "github.com/snagdev/snag/internal/daemon"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 var p5Crashes = flag.Int("p5-crashes", 0, "crashes TestP5_FailpointCrashes makes (default 20, 5 with -short); 1000 for the full run")
@@ -74,14 +76,14 @@ func crFiles(t *testing.T, root string) map[string]crFile {
 			if ents, err = os.ReadDir(dir); err != nil {
 				t.Fatal(err)
 			}
-			temps := slices.ContainsFunc(ents, func(e os.DirEntry) bool { return strings.HasSuffix(e.Name(), queue.TempSuffix) })
+			temps := slices.ContainsFunc(ents, func(e os.DirEntry) bool { return strings.HasSuffix(e.Name(), taskfs.TempSuffix) })
 			if !temps || time.Now().After(deadline) {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 		for _, e := range ents {
-			if strings.HasSuffix(e.Name(), queue.TempSuffix) {
+			if strings.HasSuffix(e.Name(), taskfs.TempSuffix) {
 				t.Errorf("temp file left in %s: %s", dir, e.Name())
 			}
 			if filepath.Base(dir) != "tasks" || !strings.HasSuffix(e.Name(), ".md") {
@@ -91,7 +93,7 @@ func crFiles(t *testing.T, root string) map[string]crFile {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tk, err := queue.Parse(raw)
+			tk, err := codec.Parse(raw)
 			if err != nil {
 				t.Errorf("%s is not whole (%d bytes): %v", e.Name(), len(raw), err)
 				continue
@@ -380,7 +382,7 @@ func TestP5_FailpointCrashes(t *testing.T) {
 	for i := 1; i <= ntasks; i++ {
 		tk := &queue.Task{ID: queue.NewID(time.Now()), Key: queue.Alias(i), Title: fmt.Sprintf("Task %d", i),
 			Status: queue.StatusOpen, Trust: queue.TrustVetted, Severity: queue.SeverityMedium, Kind: queue.KindBug, Wave: 1}
-		os.WriteFile(filepath.Join(tasks, queue.FileName(tk.Key, tk.Title)), queue.Format(tk), 0o644)
+		os.WriteFile(filepath.Join(tasks, queue.FileName(tk.Key, tk.Title)), codec.Format(tk), 0o644)
 	}
 	home := filepath.Join(t.TempDir(), "home")
 	slowVerify(t, root, home)

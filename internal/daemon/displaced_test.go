@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	daemonpkg "github.com/snagdev/snag/internal/daemon"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // TestS7_InPlaceAppendsSurviveClaims: a program appends a unique line to a
@@ -119,7 +121,7 @@ func TestS7_InPlaceAppendsSurviveClaims(t *testing.T) {
 				missing = append(missing, l)
 			}
 		}
-		temps, _ := filepath.Glob(filepath.Join(filepath.Dir(p), ".*"+queue.TempSuffix))
+		temps, _ := filepath.Glob(filepath.Join(filepath.Dir(p), ".*"+taskfs.TempSuffix))
 		if len(missing) == 0 && len(temps) == 0 || time.Now().After(deadlineLines) {
 			break
 		}
@@ -128,7 +130,7 @@ func TestS7_InPlaceAppendsSurviveClaims(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("%d of %d appended lines are not in the file, first %q", len(missing), len(res.lines), missing[0])
 	}
-	tk, err := queue.Parse(final)
+	tk, err := codec.Parse(final)
 	if err != nil {
 		t.Fatalf("the file does not parse at the end: %v\n%s", err, final)
 	}
@@ -159,7 +161,7 @@ func TestS7_ASaveInTheDisplacedFileSurvivesACrash(t *testing.T) {
 	}
 	crKilled(t, d, "claim:renamed")
 
-	temps, _ := filepath.Glob(filepath.Join(root, ".snag", "tasks", ".*"+queue.TempSuffix))
+	temps, _ := filepath.Glob(filepath.Join(root, ".snag", "tasks", ".*"+taskfs.TempSuffix))
 	if len(temps) != 1 {
 		t.Fatalf("temp files after the kill: %q; want the one the swap displaced", temps)
 	}
@@ -167,7 +169,7 @@ func TestS7_ASaveInTheDisplacedFileSurvivesACrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tk, err := queue.Parse(displaced); err != nil || tk.Status != queue.StatusOpen {
+	if tk, err := codec.Parse(displaced); err != nil || tk.Status != queue.StatusOpen {
 		t.Fatalf("the displaced file is not the open task the claim swapped out (%v):\n%s", err, displaced)
 	}
 	const line = "A line the person saved into the file they had open.\n"

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // An editor saves new bytes over a file the way a real editor does: the
@@ -152,7 +153,7 @@ func isDropping(name string) bool {
 	case strings.HasSuffix(name, ".swp"), strings.HasSuffix(name, "~"), name == "4913",
 		strings.HasPrefix(name, ".#"), strings.HasPrefix(name, "#") && strings.HasSuffix(name, "#"),
 		strings.Contains(name, "___jb_") && strings.HasSuffix(name, "___"),
-		strings.HasSuffix(name, ".tmp"), strings.HasSuffix(name, queue.TempSuffix):
+		strings.HasSuffix(name, ".tmp"), strings.HasSuffix(name, taskfs.TempSuffix):
 		return true
 	}
 	return false
@@ -166,7 +167,7 @@ func TestEditorDroppingsAreNotTaskFiles(t *testing.T) {
 	const name = "SNAG-11 - Login form clears the email.md"
 	for _, drop := range []string{
 		"." + name + ".swp", "." + name + ".swx", "4913", name + "~", ".#" + name, "#" + name + "#",
-		name + "___jb_tmp___", name + "___jb_old___", name + ".tmp", "." + name + ".1f2e3d" + queue.TempSuffix,
+		name + "___jb_tmp___", name + "___jb_old___", name + ".tmp", "." + name + ".1f2e3d" + taskfs.TempSuffix,
 	} {
 		if queue.IsTaskFileName(drop) {
 			t.Errorf("IsTaskFileName(%q) = true; an editor's dropping must never be read as a task", drop)

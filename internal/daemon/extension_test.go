@@ -30,6 +30,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snagdtest"
 )
@@ -686,7 +687,7 @@ func readTask(t *testing.T, root, key string) *queue.Task {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tk, err := queue.Parse(raw)
+	tk, err := codec.Parse(raw)
 	if err != nil {
 		t.Fatalf("%s: %v", m[0], err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	snagd "github.com/snagdev/snag/internal/daemon"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/watch"
@@ -65,7 +66,7 @@ func newProject(t *testing.T) (root string, w taskWriter) {
 
 func (w taskWriter) write(tk *queue.Task) {
 	w.t.Helper()
-	if err := os.WriteFile(filepath.Join(w.tasks, queue.FileName(tk.Key, tk.Title)), queue.Format(tk), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(w.tasks, queue.FileName(tk.Key, tk.Title)), codec.Format(tk), 0o644); err != nil {
 		w.t.Fatal(err)
 	}
 }

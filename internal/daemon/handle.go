@@ -12,6 +12,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // SessionHeader names the session a request acts for.
@@ -207,7 +208,7 @@ func answerOf(err error) *apiError {
 		return &apiError{Status: http.StatusConflict, Code: "stale", Message: err.Error() + ": claim the task again before you write to it"}
 	case errors.Is(err, queue.ErrTransition):
 		return &apiError{Status: http.StatusConflict, Code: "transition", Message: err.Error()}
-	case errors.Is(err, queue.ErrChanged):
+	case errors.Is(err, taskfs.ErrChanged):
 		// A person's editor kept saving the file while snag wrote it:
 		// nothing was changed; asking again in a moment works.
 		return &apiError{Status: http.StatusServiceUnavailable, Code: "changing", Message: err.Error()}

@@ -17,9 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // invariants checks what must hold after every scenario (TESTPLAN, Harness):
@@ -116,7 +118,7 @@ func readTaskFiles(t *testing.T, root string) []diskTask {
 			t.Fatal(err)
 		}
 		ft := diskTask{path: path.Join("tasks", de.Name())}
-		ft.task, ft.err = queue.Parse(raw)
+		ft.task, ft.err = codec.Parse(raw)
 		out = append(out, ft)
 	}
 	return out
@@ -297,7 +299,7 @@ func (iv *invariants) checkFiles() {
 	dir := filepath.Join(iv.d.root, ".snag", "tasks")
 	des, _ := os.ReadDir(dir)
 	for _, de := range des {
-		if !strings.HasSuffix(de.Name(), queue.TempSuffix) {
+		if !strings.HasSuffix(de.Name(), taskfs.TempSuffix) {
 			continue
 		}
 		if fi, err := de.Info(); err == nil && time.Since(fi.ModTime()) > time.Minute {
@@ -357,7 +359,7 @@ func (iv *invariants) final() {
 		iv.t.Fatal(err)
 	}
 	defer db.Close()
-	dir, err := queue.OpenDir(filepath.Join(d.root, ".snag", "tasks"))
+	dir, err := taskfs.OpenDir(filepath.Join(d.root, ".snag", "tasks"))
 	if err != nil {
 		iv.t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	snagd "github.com/snagdev/snag/internal/daemon"
 	"github.com/snagdev/snag/internal/queue"
 )
@@ -257,7 +258,7 @@ func TestClaimsAreExactlyOnce(t *testing.T) {
 	for i := 1; i <= n; i++ {
 		tk := &queue.Task{ID: queue.NewID(time.Now()), Key: queue.Alias(i), Title: fmt.Sprintf("Task %d", i),
 			Status: queue.StatusOpen, Trust: queue.TrustVetted, Severity: queue.SeverityMedium, Kind: queue.KindBug, Wave: 1}
-		os.WriteFile(filepath.Join(tasks, queue.FileName(tk.Key, tk.Title)), queue.Format(tk), 0o644)
+		os.WriteFile(filepath.Join(tasks, queue.FileName(tk.Key, tk.Title)), codec.Format(tk), 0o644)
 	}
 	d := startDaemon(t, manyClaims(t, root), "")
 	var mu sync.Mutex

@@ -25,6 +25,7 @@ import (
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 
+	"github.com/snagdev/snag/internal/codec"
 	snagd "github.com/snagdev/snag/internal/daemon"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/taskgen"
@@ -689,9 +690,9 @@ func TestL11_NoClaimBeforeTheFirstRescan(t *testing.T) {
 		var next []byte
 		switch i {
 		case 0:
-			next, err = queue.Edit(raw, queue.Set("status", "cancelled"))
+			next, err = codec.Edit(raw, codec.Set("status", "cancelled"))
 		case 1:
-			next, err = queue.Edit(raw, queue.Set("status", "claimed"), queue.Set("assignee", "DANA"))
+			next, err = codec.Edit(raw, codec.Set("status", "claimed"), codec.Set("assignee", "DANA"))
 		default:
 			continue
 		}
@@ -738,7 +739,7 @@ func tasksOnDisk(t *testing.T, root string) map[string]taskFacts {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tk, err := queue.Parse(raw)
+		tk, err := codec.Parse(raw)
 		if err != nil {
 			t.Fatalf("%s: %v", e.Name(), err)
 		}
@@ -804,12 +805,12 @@ func TestS4_ChangesWhileDownAreSeenBeforeTheFirstClaim(t *testing.T) {
 		}
 		return m[0]
 	}
-	retitle := func(pattern, title string, more ...queue.Field) {
+	retitle := func(pattern, title string, more ...codec.Field) {
 		t.Helper()
 		p := one(pattern)
 		raw, err := os.ReadFile(p)
 		must(err)
-		next, err := queue.Edit(raw, append([]queue.Field{queue.Set("title", title)}, more...)...)
+		next, err := codec.Edit(raw, append([]codec.Field{codec.Set("title", title)}, more...)...)
 		must(err)
 		must(os.WriteFile(p, next, 0o644))
 	}
@@ -817,13 +818,13 @@ func TestS4_ChangesWhileDownAreSeenBeforeTheFirstClaim(t *testing.T) {
 		t.Helper()
 		tk := &queue.Task{ID: queue.NewID(time.Now()), Key: queue.Alias(n), Title: title, Status: queue.StatusOpen,
 			Trust: queue.TrustVetted, Severity: queue.SeverityMedium, Kind: queue.KindBug, Wave: 1}
-		must(os.WriteFile(filepath.Join(tasks, queue.FileName(tk.Key, tk.Title)), queue.Format(tk), 0o644))
+		must(os.WriteFile(filepath.Join(tasks, queue.FileName(tk.Key, tk.Title)), codec.Format(tk), 0o644))
 	}
 	// The feature branch: SNAG-14 deleted, SNAG-21 added, SNAG-12 retitled
 	// and cancelled.
 	must(os.Remove(one("SNAG-14 - *.md")))
 	add(21, "Added on the feature branch")
-	retitle("SNAG-12 - *.md", "Gallery retitled on the feature branch", queue.Set("status", "cancelled"))
+	retitle("SNAG-12 - *.md", "Gallery retitled on the feature branch", codec.Set("status", "cancelled"))
 	git(t, root, "add", "-A", ".")
 	git(t, root, "commit", "-q", "-m", "feature")
 	git(t, root, "checkout", "-q", "main")
@@ -1061,7 +1062,7 @@ func TestS7_PersonsLinesSurviveStatusFlips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := queue.Parse(final); err != nil {
+	if _, err := codec.Parse(final); err != nil {
 		t.Errorf("the file does not parse at the end: %v\n%s", err, final)
 	}
 	lost := 0

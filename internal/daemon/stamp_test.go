@@ -9,12 +9,12 @@ import (
 	"time"
 
 	snagd "github.com/snagdev/snag/internal/daemon"
-	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 	"github.com/snagdev/snag/internal/watch"
 )
 
 // waitStampsTrusted waits until every task file of root last changed more
-// than queue.StampMargin ago, so that the stamps snagd records when it
+// than taskfs.StampMargin ago, so that the stamps snagd records when it
 // reads them are trusted (a file changed just before its read is read
 // again at the next scan whatever its stamp).
 func waitStampsTrusted(t *testing.T, root string) {
@@ -26,7 +26,7 @@ func waitStampsTrusted(t *testing.T, root string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s := queue.StampOf(fi); s.Change > latest {
+		if s := taskfs.StampOf(fi); s.Change > latest {
 			latest = s.Change
 		} else if s.Change == 0 {
 			if os.Getenv("CI") != "" {
@@ -35,7 +35,7 @@ func waitStampsTrusted(t *testing.T, root string) {
 			t.Skip("no change times here: every scan reads every file")
 		}
 	}
-	time.Sleep(time.Until(time.Unix(0, latest).Add(queue.StampMargin + 100*time.Millisecond)))
+	time.Sleep(time.Until(time.Unix(0, latest).Add(taskfs.StampMargin + 100*time.Millisecond)))
 }
 
 // sameSizeSave replaces old with new (as long) in a task file the way how

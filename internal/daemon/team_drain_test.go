@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/coord"
 	daemonpkg "github.com/snagdev/snag/internal/daemon"
 	"github.com/snagdev/snag/internal/pgtest"
@@ -1029,7 +1030,7 @@ func benchRepo(tb testing.TB, n int) string {
 		tk := &queue.Task{ID: fmt.Sprintf("tsk_01JTEAM%019d", i), Key: queue.Alias(i), Title: fmt.Sprintf("Team task %d", i),
 			Status: queue.StatusOpen, Kind: queue.KindBug, Severity: queue.SeverityMedium, Wave: 1, Trust: queue.TrustVetted,
 			Created: created.Add(time.Duration(i) * time.Second), Body: []byte("Fix it.\n")}
-		if err := os.WriteFile(filepath.Join(tasks, queue.FileName(tk.Key, tk.Title)), queue.Format(tk), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(tasks, queue.FileName(tk.Key, tk.Title)), codec.Format(tk), 0o644); err != nil {
 			tb.Fatal(err)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/snagdev/snag/api"
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/pgtest"
 	"github.com/snagdev/snag/internal/queue"
@@ -53,7 +54,7 @@ func teamRepo(t *testing.T, n int, config string) string {
 			Status: queue.StatusOpen, Kind: queue.KindBug, Severity: queue.SeverityMedium, Wave: 1, Trust: queue.TrustVetted,
 			Created: created.Add(time.Duration(i) * time.Second), Body: []byte("Fix it.\n")}
 		name := queue.FileName(tk.Key, tk.Title)
-		if err := os.WriteFile(filepath.Join(seed, ".snag", "tasks", name), queue.Format(tk), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(seed, ".snag", "tasks", name), codec.Format(tk), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

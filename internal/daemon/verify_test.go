@@ -15,6 +15,7 @@ import (
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/approval"
 	verifier "github.com/snagdev/snag/internal/browser"
+	"github.com/snagdev/snag/internal/codec"
 	snagd "github.com/snagdev/snag/internal/daemon"
 	"github.com/snagdev/snag/internal/queue"
 )
@@ -185,7 +186,7 @@ func TestVerifyCommand(t *testing.T) {
 				}
 			}
 			raw, _ := os.ReadFile(filepath.Join(root, ".snag", "tasks", queue.FileName("SNAG-1", "Checkout breaks")))
-			file, err := queue.Parse(raw)
+			file, err := codec.Parse(raw)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -669,7 +670,7 @@ func BenchmarkVerifyBrowser(b *testing.B) {
 		tk := genTask(i, fmt.Sprintf("Checkout %d", i))
 		tk.Status, tk.Assignee = queue.StatusClaimed, "VESPER"
 		tk.Capture = &queue.Capture{URL: srv.URL + "/checkout", Anchor: "#pay", ConsoleErrors: []string{"TypeError: cart is undefined"}}
-		if err := os.WriteFile(filepath.Join(tasks, queue.FileName(tk.Key, tk.Title)), queue.Format(tk), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(tasks, queue.FileName(tk.Key, tk.Title)), codec.Format(tk), 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -746,7 +747,7 @@ func BenchmarkVerifyVisual(b *testing.B) {
 		tk.Status, tk.Assignee, tk.Kind = queue.StatusClaimed, "VESPER", queue.KindLayout
 		tk.Capture = &queue.Capture{URL: srv.URL + "/checkout", Anchor: "#pay", Viewport: &queue.Viewport{Width: 1280, Height: 800, Scale: 1},
 			Crop: "shots/pay.png"}
-		if err := os.WriteFile(filepath.Join(tasks, queue.FileName(tk.Key, tk.Title)), queue.Format(tk), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(tasks, queue.FileName(tk.Key, tk.Title)), codec.Format(tk), 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -13,9 +13,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
+	"github.com/snagdev/snag/internal/taskfs"
 	"github.com/snagdev/snag/internal/watch"
 )
 
@@ -116,7 +118,7 @@ func (e *Engine) withoutOwnWrites(ctx context.Context, b watch.Batch) watch.Batc
 // Only a rescan someone asked for (snag doctor, POST /rescan) reads and
 // hashes every file. The start, an overflow, a replaced folder, a storm,
 // the timer and polling read only the files whose stamp (size, times,
-// inode: queue.Stamp) is not the one indexed, so a start on 100,000
+// inode: taskfs.Stamp) is not the one indexed, so a start on 100,000
 // unchanged files reads none of them.
 func (e *Engine) rescan(ctx context.Context, b watch.Batch) (changed, ok bool) {
 	hash := slices.Contains(b.Reasons, "requested")
@@ -308,7 +310,7 @@ func (e *Engine) stampIs(name string, in index.Indexed) bool {
 	if err != nil || !fi.Mode().IsRegular() {
 		return false
 	}
-	s := queue.StampOf(fi)
+	s := taskfs.StampOf(fi)
 	return s.Size == in.Size && s.ModTime == in.MTime && (in.Inode == 0 || s.Inode == in.Inode)
 }
 
@@ -348,7 +350,7 @@ func (e *Engine) looksWorse(ctx context.Context, name, p string) bool {
 	if err != nil {
 		return true // gone, or unreadable for now
 	}
-	_, perr := queue.Parse(raw)
+	_, perr := codec.Parse(raw)
 	return perr != nil
 }
 
@@ -414,7 +416,7 @@ func (e *Engine) renames(ctx context.Context, names []string) map[string]string 
 		if err != nil {
 			continue
 		}
-		t, err := queue.Parse(raw)
+		t, err := codec.Parse(raw)
 		if err != nil {
 			continue
 		}

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // Group commit. A claim, a holder's release and a resolve that verify does
@@ -184,7 +186,7 @@ func (e *Engine) transact(ctx context.Context, ws []*write, again bool) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	return e.p.DB.Update(ctx, func(tx *index.Tx) error {
-		var placed []*queue.Prepared
+		var placed []*taskfs.Prepared
 		for _, w := range ws {
 			if w.err = w.ctx.Err(); w.err != nil && !(again && w.swapped()) {
 				continue // its caller is gone; nothing of it was done
@@ -224,10 +226,10 @@ func (w *write) swapped() bool {
 type move struct {
 	item    *index.Item
 	name    string
-	prep    *queue.Prepared
-	moved   *queue.Task     // the task as the new bytes hold it
-	swapped bool            // the swap was made, with the outcome wrote and swapErr
-	wrote   queue.Rewritten // what the swap put in place
+	prep    *taskfs.Prepared
+	moved   *queue.Task      // the task as the new bytes hold it
+	swapped bool             // the swap was made, with the outcome wrote and swapErr
+	wrote   taskfs.Rewritten // what the swap put in place
 	swapErr error
 	placed  bool // the new bytes are in place
 }
@@ -262,7 +264,7 @@ func (e *Engine) prepareMoveOf(item *index.Item, l *index.Lease, who string, ste
 	return e.prepareBytes(item, string(action), ref, func(cur []byte, t *queue.Task) ([]byte, *queue.Task, error) {
 		if l != nil && len(steps) == 1 && action == queue.ActRelease {
 			if b := restore(*l, cur); b != nil {
-				if moved, err := queue.Parse(b); err == nil && moved.ID == t.ID && moved.Status == queue.StatusOpen {
+				if moved, err := codec.Parse(b); err == nil && moved.ID == t.ID && moved.Status == queue.StatusOpen {
 					return b, moved, nil
 				}
 			}
@@ -270,7 +272,7 @@ func (e *Engine) prepareMoveOf(item *index.Item, l *index.Lease, who string, ste
 				return cur, t, nil
 			}
 		}
-		var fields []queue.Field
+		var fields []codec.Field
 		at := t.Status
 		for _, st := range steps {
 			to, err := queue.Transition(at, st.Action, st.Actor)
@@ -280,11 +282,11 @@ func (e *Engine) prepareMoveOf(item *index.Item, l *index.Lease, who string, ste
 			fields = append(fields, changes(t, st.Action, to, who)...)
 			at = to
 		}
-		out, err := queue.Edit(cur, lastOfEach(fields)...)
+		out, err := codec.Edit(cur, lastOfEach(fields)...)
 		if err != nil {
 			return nil, nil, err
 		}
-		moved, err := queue.Parse(out)
+		moved, err := codec.Parse(out)
 		return out, moved, err
 	})
 }
@@ -297,9 +299,9 @@ func (e *Engine) prepareBytes(item *index.Item, what, ref string, change func(cu
 	m := &move{item: item, name: project.Name(item)}
 	var err error
 	m.prep, err = e.tasks.Prepare(m.name, func(cur []byte) ([]byte, error) {
-		t, err := queue.Parse(cur)
+		t, err := codec.Parse(cur)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrNotClean, queue.WithPath(err, item.Path))
+			return nil, fmt.Errorf("%w: %w", ErrNotClean, codec.WithPath(err, item.Path))
 		}
 		if t.ID != item.Task.ID {
 			return nil, fmt.Errorf("%s %s: %s now holds %s: run snag reindex and try again", what, ref, item.Path, t.ID)
@@ -315,7 +317,7 @@ func (e *Engine) prepareBytes(item *index.Item, what, ref string, change func(cu
 	return m, nil
 }
 
-// swap puts the move's bytes in place (queue.Prepared.Put), once: when
+// swap puts the move's bytes in place (taskfs.Prepared.Put), once: when
 // it is called again (a batch made again one write at a time) it returns
 // what the first call did. The folder is synced by whoever commits the
 // transaction, before it does (commit, or moveSteps).
@@ -330,7 +332,7 @@ func (m *move) swap() error {
 
 // written indexes the bytes swap put in place, inside tx, without reading
 // them back, and returns the task they hold.
-func (m *move) written(tx *index.Tx, tasks *queue.Dir) (*queue.Task, error) {
+func (m *move) written(tx *index.Tx, tasks *taskfs.Dir) (*queue.Task, error) {
 	if m.wrote.Info == nil { // nothing written: the row is brought in step as it is
 		return m.moved, tx.SyncFile(tasks, m.name)
 	}
@@ -338,7 +340,7 @@ func (m *move) written(tx *index.Tx, tasks *queue.Dir) (*queue.Task, error) {
 }
 
 // put is swap, then written.
-func (m *move) put(tx *index.Tx, tasks *queue.Dir) (*queue.Task, error) {
+func (m *move) put(tx *index.Tx, tasks *taskfs.Dir) (*queue.Task, error) {
 	if err := m.swap(); err != nil {
 		return nil, err
 	}

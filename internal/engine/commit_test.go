@@ -12,6 +12,7 @@ import (
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
@@ -103,7 +104,7 @@ func TestS9_AWriteThatFailsInABatchUndoesNoOther(t *testing.T) {
 			t.Errorf("%s's task row: %+v, %v; want claimed by it", s.Name, it, err)
 		}
 		raw := readTask(t, e, queue.Ref{ID: got[i].Task.ID})
-		if f, err := queue.Parse(raw); err != nil || f.Status != queue.StatusClaimed || f.Assignee != s.Name {
+		if f, err := codec.Parse(raw); err != nil || f.Status != queue.StatusClaimed || f.Assignee != s.Name {
 			t.Errorf("%s's task file:\n%s\nwant it claimed by %s", s.Name, raw, s.Name)
 		}
 	}

@@ -9,22 +9,24 @@ import (
 	"path"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // A program that opened a task file just before snagd swapped its new
 // bytes in (an editor saving in place, a script appending a line) writes
 // into the file the swap displaced, which no name reaches any more. So
-// queue.Dir.Update hands each displaced file to snagd instead of removing
+// taskfs.Dir.Update hands each displaced file to snagd instead of removing
 // it, and snagd looks at it again once nothing can write into it: on Linux
 // when no process has it open for writing (a read lease is granted),
 // elsewhere once it has not changed for displacedQuiet. When it still
 // holds the bytes snag edited, it is removed. When a save landed in it,
 // snag's edit is made again on the person's bytes: a three-way merge
-// (queue.Merge) of the bytes snag edited, the file at the path now and the
+// (codec.Merge) of the bytes snag edited, the file at the path now and the
 // displaced file, written through the one writer like any move, and in
 // the audit log; while the file keeps changing under that write (a person
 // still saving), it is tried again every displacedEvery for up to
@@ -33,7 +35,7 @@ import (
 // kept and the displaced bytes are saved in .snag/recovered/, and the
 // audit log names that file: no one's bytes are dropped. A displaced file
 // snagd had not looked at when it died is found by the next start's sweep
-// of temp files (queue.Leftover), and kept the same way (keepLeftover).
+// of temp files (taskfs.Leftover), and kept the same way (keepLeftover).
 const (
 	displacedFirst = 20 * time.Millisecond  // the first look
 	displacedEvery = 200 * time.Millisecond // the longest wait between looks
@@ -47,7 +49,7 @@ const (
 
 // displaced takes a file Update swapped out of place. It is called with the
 // write lock held, so it only starts the look.
-func (e *Engine) displaced(x *queue.Displaced) {
+func (e *Engine) displaced(x *taskfs.Displaced) {
 	if e.displacedOff.Load() {
 		e.p.Tasks.Discard(x)
 		return
@@ -70,7 +72,7 @@ func (e *Engine) displaced(x *queue.Displaced) {
 // the file holds. done is called once its bytes are in the file or kept
 // aside; held says the file holds them already. Once it has been in the
 // file, a save that takes its lines out again gets back only those lines
-// (queue.Readd), not what it held of snag's own scalars: a move of the
+// (codec.Readd), not what it held of snag's own scalars: a move of the
 // task since then changed those, and rightly.
 type keep struct {
 	name         string
@@ -82,20 +84,20 @@ type keep struct {
 }
 
 // holdRestored keeps in the file the lines of a save that Update swapped
-// straight back into place (queue.Displaced.Restored). For an instant the
+// straight back into place (taskfs.Displaced.Restored). For an instant the
 // file held snag's bytes instead, and a program that read it then (a
 // script's read, change and write) saves without the restored save's
 // lines. So the restored save is held in the file as a merged displaced
 // save is (keepMerged): whenever the file lacks a line it added, it is
 // merged in again, on the bytes it was made on.
-func (e *Engine) holdRestored(x *queue.Displaced) {
+func (e *Engine) holdRestored(x *taskfs.Displaced) {
 	e.keepMerged(keep{name: x.Name, base: x.Seen, theirs: x.Restored, from: "memory (it was swapped back into place)", held: true, done: func() {},
 		merged: "a save made from snag's bytes while a save that slipped in before a rewrite was being swapped back lacked that save's lines: they were merged back in"})
 }
 
 // settleDisplaced waits until nothing can write into the displaced file,
 // then removes it or brings its bytes back.
-func (e *Engine) settleDisplaced(x *queue.Displaced) {
+func (e *Engine) settleDisplaced(x *taskfs.Displaced) {
 	dir := e.p.Tasks
 	start := time.Now()
 	wait := displacedFirst
@@ -159,7 +161,7 @@ func (e *Engine) keepMerged(k keep) {
 	for since := time.Now(); ; {
 		stopping := e.runCtx.Err() != nil
 		wait := mergeLook
-		if cur, _, err := e.p.Tasks.Read(k.name); err == nil && !held.IsZero() && !queue.Lacks(cur, k.base, k.theirs) {
+		if cur, _, err := e.p.Tasks.Read(k.name); err == nil && !held.IsZero() && !codec.Lacks(cur, k.base, k.theirs) {
 			if stopping || time.Since(held) >= mergeHold {
 				return
 			}
@@ -207,13 +209,13 @@ func (e *Engine) mergeBack(k keep, readd, last bool) mergeOutcome {
 // holds the write lock. When the file keeps changing under the merge it
 // does nothing and reports mergeAgain, unless this is the last try: the
 // caller tries again in a moment. With readd, only the lines of theirs the
-// file lacks go back in (queue.Readd).
+// file lacks go back in (codec.Readd).
 func (e *Engine) bringBack(ctx context.Context, k keep, readd, last bool) mergeOutcome {
 	p := path.Join(index.TasksFolder, k.name)
 	theirs := k.theirs
 	id := ""
 	for _, b := range [][]byte{theirs, k.base} {
-		if t, err := queue.Parse(b); err == nil {
+		if t, err := codec.Parse(b); err == nil {
 			id = t.ID
 			break
 		}
@@ -221,18 +223,18 @@ func (e *Engine) bringBack(ctx context.Context, k keep, readd, last bool) mergeO
 	var mergeErr error
 	err := e.p.DB.Update(ctx, func(tx *index.Tx) error {
 		_, err := e.p.Tasks.RewriteWithin(k.name, func(cur []byte) ([]byte, error) {
-			if _, err := queue.Parse(cur); err != nil {
+			if _, err := codec.Parse(cur); err != nil {
 				// Caught mid-save (an editor writing in place truncates
 				// first), or left broken for now: merged into later.
-				return nil, fmt.Errorf("%w: %w", queue.ErrChanged, err)
+				return nil, fmt.Errorf("%w: %w", taskfs.ErrChanged, err)
 			}
-			merge := queue.Merge
+			merge := codec.Merge
 			if readd {
-				merge = func(base, cur, theirs []byte) ([]byte, error) { return queue.Readd(cur, base, theirs) }
+				merge = func(base, cur, theirs []byte) ([]byte, error) { return codec.Readd(cur, base, theirs) }
 			}
 			merged, err := merge(k.base, cur, theirs)
 			if err == nil {
-				_, err = queue.Parse(merged)
+				_, err = codec.Parse(merged)
 			}
 			if err != nil {
 				mergeErr = err
@@ -256,7 +258,7 @@ func (e *Engine) bringBack(ctx context.Context, k keep, readd, last bool) mergeO
 		k.done()
 		return merged
 	}
-	if errors.Is(err, queue.ErrChanged) && !last {
+	if errors.Is(err, taskfs.ErrChanged) && !last {
 		return mergeAgain
 	}
 	why := err.Error()
@@ -282,17 +284,17 @@ func (e *Engine) bringBack(ctx context.Context, k keep, readd, last bool) mergeO
 
 // keepLeftover keeps in .snag/recovered/ a person's save that a crash of
 // snagd left in a hidden temp file (a save in place that landed in the file
-// a rewrite displaced, before it was merged back: queue.Leftover), and says
+// a rewrite displaced, before it was merged back: taskfs.Leftover), and says
 // so in the log and the audit log. Without the bytes the rewrite was made
 // on there is nothing to merge with: a person compares the two.
-func (e *Engine) keepLeftover(l queue.Leftover) error {
+func (e *Engine) keepLeftover(l taskfs.Leftover) error {
 	saved, err := e.p.KeepAside(l.Name, l.Data)
 	if err != nil {
 		e.log.Error("a save in place that a crash left in a hidden file could not be kept aside: it stays there", "file", l.Temp, "err", err)
 		return err
 	}
 	var id string
-	if t, err := queue.Parse(l.Data); err == nil {
+	if t, err := codec.Parse(l.Data); err == nil {
 		id = t.ID
 	}
 	e.log.Warn("a save in place that snagd had not merged back before it stopped was kept aside", "task file", l.Name, "kept", saved)

@@ -13,6 +13,7 @@ import (
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // claimable opens an engine on the sample project and gives SNAG-11, an
@@ -49,7 +50,7 @@ func TestS7_ASaveThatCannotBeMergedIsKeptAside(t *testing.T) {
 	var ours []byte
 	written := false
 	e.p.Tasks.OnStep(func(step string) error {
-		if step != queue.StepRenamed || written {
+		if step != taskfs.StepRenamed || written {
 			return nil
 		}
 		written = true
@@ -133,12 +134,12 @@ func TestS7_ASaveMadeFromSnagsBytesBeforeTheSwapBackKeepsTheSwappedBackLine(t *t
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
-		case step == queue.StepChecked:
+		case step == taskfs.StepChecked:
 			checks++
 			if checks == 1 {
 				return save(append(bytes.Clone(orig), personsLine...))
 			}
-		case step == queue.StepRenamed && seen == nil:
+		case step == taskfs.StepRenamed && seen == nil:
 			var err error
 			seen, err = os.ReadFile(p)
 			return err

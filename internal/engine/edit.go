@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
@@ -90,13 +91,13 @@ func (e *Engine) edit(ctx context.Context, it *index.Item, ed TaskEdit, by strin
 			return cur, t, err
 		}
 		out.Changed, dkeys = changed, keys
-		fields = append(fields, queue.Set("updated", time.Now().UTC().Truncate(time.Second)))
-		b, err := queue.Edit(cur, fields...)
+		fields = append(fields, codec.Set("updated", time.Now().UTC().Truncate(time.Second)))
+		b, err := codec.Edit(cur, fields...)
 		if err != nil {
 			return nil, nil, err
 		}
 		b = withDepKeys(b, dkeys)
-		t2, err := queue.Parse(b)
+		t2, err := codec.Parse(b)
 		if err != nil {
 			return nil, nil, badValue("edit", err)
 		}
@@ -199,10 +200,10 @@ func (e *Engine) depTargets(ctx context.Context, it *index.Item, refs []string) 
 
 // editFields are the changes ed makes to t (the task the file holds now),
 // what each changed, and the keys of depends_on's id entries.
-func (e *Engine) editFields(ctx context.Context, t *queue.Task, ed TaskEdit, add []*index.Item) (fields []queue.Field, changed, keys []string, err error) {
+func (e *Engine) editFields(ctx context.Context, t *queue.Task, ed TaskEdit, add []*index.Item) (fields []codec.Field, changed, keys []string, err error) {
 	set := func(key, from, to string, v any) {
 		if from != to {
-			fields = append(fields, queue.Set(key, v))
+			fields = append(fields, codec.Set(key, v))
 			changed = append(changed, key+" "+shown(from)+" -> "+shown(to))
 		}
 	}
@@ -220,7 +221,7 @@ func (e *Engine) editFields(ctx context.Context, t *queue.Task, ed TaskEdit, add
 	}
 	if ed.Plan != nil && *ed.Plan != t.Plan {
 		if *ed.Plan == "" {
-			fields = append(fields, queue.Unset("plan"))
+			fields = append(fields, codec.Unset("plan"))
 			changed = append(changed, "plan "+t.Plan+" -> none")
 		} else {
 			set("plan", t.Plan, *ed.Plan, *ed.Plan)
@@ -230,9 +231,9 @@ func (e *Engine) editFields(ctx context.Context, t *queue.Task, ed TaskEdit, add
 		from, to := fileList(t.SuspectFiles), fileList(*ed.Files)
 		if from != to {
 			if len(*ed.Files) == 0 {
-				fields = append(fields, queue.Unset("suspect_files"))
+				fields = append(fields, codec.Unset("suspect_files"))
 			} else {
-				fields = append(fields, queue.Set("suspect_files", *ed.Files))
+				fields = append(fields, codec.Set("suspect_files", *ed.Files))
 			}
 			changed = append(changed, "suspect_files "+shown(from)+" -> "+shown(to))
 		}
@@ -244,9 +245,9 @@ func (e *Engine) editFields(ctx context.Context, t *queue.Task, ed TaskEdit, add
 		}
 		if len(notes) > 0 {
 			if len(deps) == 0 {
-				fields = append(fields, queue.Unset("depends_on"))
+				fields = append(fields, codec.Unset("depends_on"))
 			} else {
-				fields = append(fields, queue.Set("depends_on", deps))
+				fields = append(fields, codec.Set("depends_on", deps))
 			}
 			changed = append(changed, notes...)
 			_, keys = e.depIDs(ctx, deps)

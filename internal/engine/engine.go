@@ -31,6 +31,7 @@ import (
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
+	"github.com/snagdev/snag/internal/taskfs"
 	"github.com/snagdev/snag/internal/watch"
 )
 
@@ -106,7 +107,7 @@ type Engine struct {
 	team      *team      // the live state's side (Options.Coord)
 	// tasks is p.Tasks, for the writes that prepare their files with no
 	// lock held (commit.go): it stays set when Close lets p go.
-	tasks *queue.Dir
+	tasks *taskfs.Dir
 
 	// mu serialises every write.
 	mu sync.Mutex
@@ -227,7 +228,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	// The engine is the project's one writer: a temp file there now was
 	// left by a crash, whatever its age.
 	side := e.p.SideFolders()
-	for _, dir := range append([]*queue.Dir{e.p.Tasks, e.p.Snag}, side...) {
+	for _, dir := range append([]*taskfs.Dir{e.p.Tasks, e.p.Snag}, side...) {
 		if n, err := dir.SweepTemps(0, e.keepLeftover); err == nil && n > 0 {
 			e.log.Info("swept temp files left by a crash", "folder", dir.Path(), "count", n)
 		}

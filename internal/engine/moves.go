@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
@@ -184,7 +185,7 @@ func withDepKeys(data []byte, keys []string) []byte {
 // named by the field as the caller gave it, not by a line of a file it
 // never saw.
 func badValue(op string, err error) error {
-	var pe *queue.ParseError
+	var pe *codec.ParseError
 	if !errors.As(err, &pe) || pe.Field == "" {
 		return fmt.Errorf("%s: %w", op, err)
 	}
@@ -227,8 +228,8 @@ func (e *Engine) createKeyed(ctx context.Context, t *queue.Task) (string, error)
 			return "", refuse(ErrInvalid, "cycle", "add: depends_on would make a cycle: %s: depend on none of those, or change the task that depends on %s",
 				strings.Join(cycle, " -> "), t.Key)
 		}
-		data := withDepKeys(queue.Format(t), keys)
-		if _, err := queue.Parse(data); err != nil {
+		data := withDepKeys(codec.Format(t), keys)
+		if _, err := codec.Parse(data); err != nil {
 			e.giveBackKey(ctx, n)
 			return "", badValue("add", err)
 		}
@@ -309,8 +310,8 @@ func (e *Engine) moveStepsOf(tx *index.Tx, item *index.Item, l *index.Lease, who
 
 // lastOfEach keeps one change per key, the last given, where the key was
 // first named: a chain of moves sets status (and updated) once.
-func lastOfEach(fields []queue.Field) []queue.Field {
-	last := map[string]queue.Field{}
+func lastOfEach(fields []codec.Field) []codec.Field {
+	last := map[string]codec.Field{}
 	var order []string
 	for _, f := range fields {
 		if _, ok := last[f.Key]; !ok {
@@ -318,7 +319,7 @@ func lastOfEach(fields []queue.Field) []queue.Field {
 		}
 		last[f.Key] = f
 	}
-	out := make([]queue.Field, len(order))
+	out := make([]codec.Field, len(order))
 	for i, k := range order {
 		out[i] = last[k]
 	}
@@ -329,27 +330,27 @@ func lastOfEach(fields []queue.Field) []queue.Field {
 // lease operations whose times live in the lease table: they leave updated
 // alone, so a claim and a release give back the file's original bytes and
 // agents picking work up and putting it down make no churn in git.
-func changes(t *queue.Task, action queue.Action, to queue.Status, who string) []queue.Field {
+func changes(t *queue.Task, action queue.Action, to queue.Status, who string) []codec.Field {
 	now := time.Now().UTC().Truncate(time.Second)
-	f := []queue.Field{queue.Set("status", string(to))}
+	f := []codec.Field{codec.Set("status", string(to))}
 	switch action {
 	case queue.ActClaim:
-		return append(f, queue.Set("assignee", who))
+		return append(f, codec.Set("assignee", who))
 	case queue.ActRelease:
-		return append(f, queue.Unset("assignee"))
+		return append(f, codec.Unset("assignee"))
 	case queue.ActPromote:
-		f = append(f, queue.Set("trust", string(queue.TrustVetted)))
+		f = append(f, codec.Set("trust", string(queue.TrustVetted)))
 	case queue.ActPass:
-		f = append(f, queue.Set("verified", true))
+		f = append(f, codec.Set("verified", true))
 	case queue.ActReopen:
-		f = append(f, queue.Unset("assignee"))
+		f = append(f, codec.Unset("assignee"))
 		if t.Verified {
-			f = append(f, queue.Set("verified", false))
+			f = append(f, codec.Set("verified", false))
 		}
 	case queue.ActCancel, queue.ActReject:
-		f = append(f, queue.Unset("assignee"))
+		f = append(f, codec.Unset("assignee"))
 	}
-	return append(f, queue.Set("updated", now))
+	return append(f, codec.Set("updated", now))
 }
 
 func clean(it *index.Item) error {

@@ -12,11 +12,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
 	"github.com/snagdev/snag/internal/snagdtest"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // sample copies .snag-example into a fresh project root, without plan.json.
@@ -101,7 +103,7 @@ func TestAddByPersonAndByAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := queue.Parse(raw)
+	back, err := codec.Parse(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +163,7 @@ func TestX7_HostileTitlesStayInTasks(t *testing.T) {
 		rel, _ := filepath.Rel(root, path)
 		// plan.json is written in the background: its temp file may be
 		// caught on the way in.
-		planTemp := strings.HasPrefix(rel, ".snag/.plan.json.") && strings.HasSuffix(rel, queue.TempSuffix)
+		planTemp := strings.HasPrefix(rel, ".snag/.plan.json.") && strings.HasSuffix(rel, taskfs.TempSuffix)
 		if !strings.HasPrefix(rel, ".snag/tasks/") && !strings.HasPrefix(rel, ".snag/snag.db") && !planTemp &&
 			rel != ".snag/config.json" && rel != ".snag/.gitignore" && rel != ".snag/plan.json" {
 			outside = append(outside, rel)

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/snagdev/snag/internal/atomicfile"
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/failpoint"
 	"github.com/snagdev/snag/internal/gitdir"
@@ -198,8 +199,8 @@ func (e *Engine) nextNoteKey(ctx context.Context) (int, error) {
 func writeNote(dir string, n *queue.Note, next int) (string, error) {
 	for i := range noteTries {
 		n.Key = queue.NoteAlias(next + i)
-		data := queue.FormatNote(n)
-		if _, err := queue.ParseNote(data); err != nil {
+		data := codec.FormatNote(n)
+		if _, err := codec.ParseNote(data); err != nil {
 			return "", fmt.Errorf("note: %w", err)
 		}
 		path := filepath.Join(dir, queue.NoteFileName(n.Key, n.Title))
@@ -358,7 +359,7 @@ func (e *Engine) Link(ctx context.Context, actor queue.Actor, who string, in Lin
 		if err != nil {
 			return err
 		}
-		out, err := queue.AddLink(raw, l)
+		out, err := codec.AddLink(raw, l)
 		if err != nil {
 			return err
 		}
@@ -371,7 +372,7 @@ func (e *Engine) Link(ctx context.Context, actor queue.Actor, who string, in Lin
 	}()
 	e.mu.Unlock()
 	if err != nil {
-		var pe *queue.ParseError
+		var pe *codec.ParseError
 		if errors.As(err, &pe) {
 			return refused(refuse(ErrInvalid, "bad_note", "%s does not read cleanly (%v): snag doctor says how to mend it", from.Key, err))
 		}

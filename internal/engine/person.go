@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
@@ -66,14 +67,14 @@ func (e *Engine) Promote(ctx context.Context, ref queue.Ref, sev queue.Severity,
 	if err != nil {
 		return nil, err
 	}
-	var fields []queue.Field
+	var fields []codec.Field
 	var changed []string
 	if sev != "" && sev != t.Severity {
-		fields = append(fields, queue.Set("severity", string(sev)))
+		fields = append(fields, codec.Set("severity", string(sev)))
 		changed = append(changed, "severity "+string(t.Severity)+" -> "+string(sev))
 	}
 	if wave != 0 && wave != t.Wave {
-		fields = append(fields, queue.Set("wave", wave))
+		fields = append(fields, codec.Set("wave", wave))
 		changed = append(changed, fmt.Sprintf("wave %d -> %d", t.Wave, wave))
 	}
 	if len(fields) > 0 {
@@ -81,9 +82,9 @@ func (e *Engine) Promote(ctx context.Context, ref queue.Ref, sev queue.Severity,
 		if err != nil {
 			return nil, err
 		}
-		fields = append(fields, queue.Set("updated", time.Now().UTC().Truncate(time.Second)))
+		fields = append(fields, codec.Set("updated", time.Now().UTC().Truncate(time.Second)))
 		_, _, err = e.p.Tasks.Update(project.Name(it), func(cur []byte) ([]byte, error) {
-			return queue.Edit(cur, fields...)
+			return codec.Edit(cur, fields...)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("promoted %s, but setting %s failed: %w (edit the file)", t.Key, strings.Join(changed, ", "), err)

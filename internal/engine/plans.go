@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/snagdev/snag/internal/atomicfile"
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
@@ -72,10 +73,10 @@ func (e *Engine) planView(ctx context.Context, slug string) PlanView {
 	v := PlanView{Slug: slug}
 	raw, err := os.ReadFile(filepath.Join(e.plansDir(), slug+".md"))
 	if err == nil {
-		v.Plan, err = queue.ParsePlan(slug, raw)
+		v.Plan, err = codec.ParsePlan(slug, raw)
 	}
 	if err != nil {
-		v.Problem = queue.WithPath(err, queue.PlansFolder+"/"+slug+".md").Error()
+		v.Problem = codec.WithPath(err, queue.PlansFolder+"/"+slug+".md").Error()
 		return v
 	}
 	page, err := e.p.DB.List(ctx, index.Filter{Plan: slug, All: true, Limit: 1000})
@@ -119,8 +120,8 @@ func (e *Engine) CreatePlan(ctx context.Context, actor queue.Actor, who, title, 
 	if actor != queue.Person {
 		p.Trust, p.Author = queue.TrustUnvetted, who
 	}
-	data := queue.FormatPlan(p)
-	if _, err := queue.ParsePlan("x", data); err != nil {
+	data := codec.FormatPlan(p)
+	if _, err := codec.ParsePlan("x", data); err != nil {
 		return nil, refuse(ErrInvalid, "bad_title", "plan: %v", err)
 	}
 	if err := os.MkdirAll(e.plansDir(), 0o755); err != nil {
@@ -179,34 +180,34 @@ func (e *Engine) UpdatePlan(ctx context.Context, actor queue.Actor, who, slug st
 			return refused(refuse(ErrInvalid, "person_only", "only a person makes a plan %s (snag plans %s %s): tell the person it is ready", ed.Status, verbOf(ed.Status), slug))
 		}
 	}
-	var fields []queue.Field
+	var fields []codec.Field
 	var detail []string
 	if ed.Title != nil {
 		t := strings.TrimSpace(*ed.Title)
 		if t == "" || len(t) > 200 {
 			return refused(refuse(ErrInvalid, "bad_title", "plan: a title of 1 to 200 bytes"))
 		}
-		fields = append(fields, queue.Set("title", t))
+		fields = append(fields, codec.Set("title", t))
 		detail = append(detail, "title")
 	}
 	if ed.Status != "" && ed.Status != p.Status {
-		fields = append(fields, queue.Set("status", string(ed.Status)))
+		fields = append(fields, codec.Set("status", string(ed.Status)))
 		detail = append(detail, string(p.Status)+" -> "+string(ed.Status))
 		if actor == queue.Person && ed.Status == queue.PlanActive && p.Trust != queue.TrustVetted {
-			fields = append(fields, queue.Set("trust", string(queue.TrustVetted)))
+			fields = append(fields, codec.Set("trust", string(queue.TrustVetted)))
 			detail = append(detail, "vetted")
 		}
 	}
 	if len(fields) == 0 && ed.Body == nil {
 		return p, nil
 	}
-	fields = append(fields, queue.Set("updated", time.Now().UTC().Truncate(time.Second)))
-	out, err := queue.Edit(p.Raw, fields...)
+	fields = append(fields, codec.Set("updated", time.Now().UTC().Truncate(time.Second)))
+	out, err := codec.Edit(p.Raw, fields...)
 	if err == nil && ed.Body != nil {
 		if len(*ed.Body) > 64<<10 {
 			return refused(refuse(ErrInvalid, "long_body", "plan: the body is over 64 KiB"))
 		}
-		out, err = queue.WithBody(out, []byte(*ed.Body))
+		out, err = codec.WithBody(out, []byte(*ed.Body))
 		detail = append(detail, "body")
 	}
 	if err != nil {
@@ -220,7 +221,7 @@ func (e *Engine) UpdatePlan(ctx context.Context, actor queue.Actor, who, slug st
 	} else if err != nil {
 		return nil, fmt.Errorf("plan %s: %w", slug, err)
 	}
-	np, err := queue.ParsePlan(slug, out)
+	np, err := codec.ParsePlan(slug, out)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/gitdir"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
@@ -339,7 +340,7 @@ func (r *Repository) fileTask(p string, ent os.DirEntry) *queue.Task {
 	}
 	var t *queue.Task
 	if b, err := os.ReadFile(p); err == nil {
-		if pt, err := queue.Parse(b); err == nil && pt.ID != "" {
+		if pt, err := codec.Parse(b); err == nil && pt.ID != "" {
 			t = &queue.Task{ID: pt.ID, Key: pt.Key, Created: pt.Created}
 		}
 	}

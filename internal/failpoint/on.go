@@ -175,7 +175,7 @@ func TxStep(ctx context.Context, step string) error {
 	return s.hit(op, step)
 }
 
-// FileStep is the task folder's step hook (queue.Dir.OnStep). A write
+// FileStep is the task folder's step hook (taskfs.Dir.OnStep). A write
 // outside a transaction (a person's add or move, or the temp file of a
 // claim, release or resolve, written before its batch's transaction) belongs
 // to the operation of that kind being served; one inside a transaction that

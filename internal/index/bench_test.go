@@ -11,6 +11,7 @@ import (
 
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 	"github.com/snagdev/snag/internal/taskgen"
 )
 
@@ -100,9 +101,9 @@ func indexed(b *testing.B, n int) *index.DB {
 	return db
 }
 
-func openDir(tb testing.TB, path string) *queue.Dir {
+func openDir(tb testing.TB, path string) *taskfs.Dir {
 	tb.Helper()
-	dir, err := queue.OpenDir(path)
+	dir, err := taskfs.OpenDir(path)
 	if err != nil {
 		tb.Fatal(err)
 	}

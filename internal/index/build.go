@@ -12,11 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snagdev/snag/internal/taskfs"
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitemigration"
 	"zombiezen.com/go/sqlite/sqlitex"
-
-	"github.com/snagdev/snag/internal/queue"
 )
 
 // BuildSuffix names the temporary file beside a database that [Build]
@@ -61,7 +60,7 @@ type BuildOptions struct {
 // leaves path as it was (missing), and the next build removes what it
 // left. The caller must be the database's one user: nothing may open path
 // until Build returns.
-func Build(ctx context.Context, path string, dir *queue.Dir, opts BuildOptions) (ScanStats, error) {
+func Build(ctx context.Context, path string, dir *taskfs.Dir, opts BuildOptions) (ScanStats, error) {
 	st, err := build(ctx, path, dir, opts)
 	if err != nil {
 		removeBuild(path)
@@ -80,7 +79,7 @@ func removeBuild(path string) {
 	}
 }
 
-func build(ctx context.Context, dbPath string, dir *queue.Dir, opts BuildOptions) (ScanStats, error) {
+func build(ctx context.Context, dbPath string, dir *taskfs.Dir, opts BuildOptions) (ScanStats, error) {
 	start := time.Now()
 	var st ScanStats
 	switch fi, err := os.Stat(dbPath); {
@@ -100,7 +99,7 @@ func build(ctx context.Context, dbPath string, dir *queue.Dir, opts BuildOptions
 		return st, err
 	}
 	// In the order of their paths, as a bulk load writes them (see scan).
-	slices.SortFunc(entries, func(a, b queue.Entry) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(entries, func(a, b taskfs.Entry) int { return strings.Compare(a.Name, b.Name) })
 
 	removeBuild(dbPath)
 	tmp, side := dbPath+BuildSuffix, dbPath+BuildSuffix+"-fts"
@@ -220,7 +219,7 @@ func openBuildConn(ctx context.Context, path string) (*sqlite.Conn, error) {
 // row's text to the full-text writer through rows, which it closes after
 // the last row, so the full-text index is finished while it makes the
 // secondary indexes and triggers, marks duplicates and, when asked, fences.
-func buildRows(ctx context.Context, conn *sqlite.Conn, rd *reader, entries []queue.Entry, rows chan<- ftsRow,
+func buildRows(ctx context.Context, conn *sqlite.Conn, rd *reader, entries []taskfs.Entry, rows chan<- ftsRow,
 	st *ScanStats, opts BuildOptions, step func(string) error) (err error) {
 	closed := false
 	defer func() {

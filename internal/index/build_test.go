@@ -13,8 +13,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 	"github.com/snagdev/snag/internal/taskgen"
 )
 
@@ -247,7 +249,7 @@ func TestEditsAfterALoadLeaveItsFullTextIndexAlone(t *testing.T) {
 			}
 			entries, err := dir.List()
 			must(t, err)
-			slices.SortFunc(entries, func(a, b queue.Entry) int { return strings.Compare(a.Name, b.Name) })
+			slices.SortFunc(entries, func(a, b taskfs.Entry) int { return strings.Compare(a.Name, b.Name) })
 			conn := rawConn(t, path)
 			for i := range 30 {
 				// The log is emptied before each edit, so what it holds
@@ -260,7 +262,7 @@ func TestEditsAfterALoadLeaveItsFullTextIndexAlone(t *testing.T) {
 				file := filepath.Join(folder, name)
 				raw, err := os.ReadFile(file)
 				must(t, err)
-				edited, err := queue.Edit(raw, queue.Set("title", fmt.Sprintf("Edited %d in %s", i, load)))
+				edited, err := codec.Edit(raw, codec.Set("title", fmt.Sprintf("Edited %d in %s", i, load)))
 				must(t, err)
 				must(t, os.WriteFile(file, edited, 0o644))
 				t.Cleanup(func() { os.WriteFile(file, raw, 0o644) })

@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // ClosedSuffix names the file beside a database, snag.db-closed, in which
@@ -28,7 +28,7 @@ func closedRecord(path string) ([]byte, error) {
 		case err != nil:
 			return nil, err
 		}
-		s := queue.StampOf(fi)
+		s := taskfs.StampOf(fi)
 		if s.Inode == 0 || s.Change == 0 {
 			return nil, errors.New("no inode or change time: cannot tell a later write")
 		}

@@ -50,7 +50,7 @@ func SetRankLimit(n int) (restore func()) {
 const MaxPrefixTerms = maxPrefixTerms
 
 // SetStampMargin changes how long after a file's last change its stamp is
-// trusted (queue.StampMargin), and returns a function that puts it back.
+// trusted (taskfs.StampMargin), and returns a function that puts it back.
 func SetStampMargin(d time.Duration) (restore func()) {
 	old := stampMargin
 	stampMargin = d

@@ -13,8 +13,10 @@ import (
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // env is a tasks folder on disk and an index of it, both in t.TempDir().
@@ -24,7 +26,7 @@ type env struct {
 	db     *index.DB
 	dbPath string
 	folder string // the tasks folder
-	dir    *queue.Dir
+	dir    *taskfs.Dir
 }
 
 func newEnv(t *testing.T) *env {
@@ -66,7 +68,7 @@ func (e *env) write(name string, data string) {
 func (e *env) put(task *queue.Task) string {
 	e.t.Helper()
 	name := queue.FileName(task.Key, task.Title)
-	e.write(name, string(queue.Format(task)))
+	e.write(name, string(codec.Format(task)))
 	return name
 }
 
@@ -240,7 +242,7 @@ func dumpIndex(t testing.TB, path string) indexDump {
 	d.Words = query(t, conn, `SELECT t.path, w.term, w.col, w.offset FROM temp.dump_words w JOIN tasks t ON t.n = w.doc ORDER BY 1, 2, 3, 4`)
 	for _, r := range d.Tasks {
 		// ctime is 0 for a stamp not to be trusted, which depends on how
-		// long before its read the file changed (queue.Stamp.Trusted).
+		// long before its read the file changed (taskfs.Stamp.Trusted).
 		delete(r, "n")
 		delete(r, "ctime")
 	}

@@ -10,7 +10,9 @@ import (
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // maxUnseenReads bounds how many files [DB.DiskKeys] opens to read their
@@ -27,7 +29,7 @@ const maxUnseenReads = 2000
 // it. Numbers up to the index's highest are left out: a new key is always
 // above them. It costs one listing of the folder's names, and a read only
 // of the few files the index has not seen.
-func (db *DB) DiskKeys(ctx context.Context, dir *queue.Dir) (map[int][]string, error) {
+func (db *DB) DiskKeys(ctx context.Context, dir *taskfs.Dir) (map[int][]string, error) {
 	names, err := dir.Names()
 	if err != nil {
 		return nil, err
@@ -89,8 +91,8 @@ func (db *DB) DiskKeys(ctx context.Context, dir *queue.Dir) (map[int][]string, e
 // none.
 func frontmatterKey(raw []byte) int {
 	raw = bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf"))
-	if len(raw) > queue.MaxFrontmatterSize {
-		raw = raw[:queue.MaxFrontmatterSize]
+	if len(raw) > codec.MaxFrontmatterSize {
+		raw = raw[:codec.MaxFrontmatterSize]
 	}
 	first := true
 	for len(raw) > 0 {
@@ -131,7 +133,7 @@ func frontmatterKey(raw []byte) int {
 // that a file in dir uses by its name or, when the index has not seen it
 // yet, its frontmatter ([DB.DiskKeys]). Reservations are durable, so two
 // writers never get the same number.
-func (db *DB) NextFreeKey(ctx context.Context, dir *queue.Dir) (int, error) {
+func (db *DB) NextFreeKey(ctx context.Context, dir *taskfs.Dir) (int, error) {
 	used, err := db.DiskKeys(ctx, dir)
 	if err != nil {
 		return 0, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
@@ -32,14 +33,14 @@ func TestTxSyncFileMatchesARebuild(t *testing.T) {
 			t.Fatalf("SyncFile(%q): %v", name, err)
 		}
 	}
-	edit := func(name string, fields ...queue.Field) {
+	edit := func(name string, fields ...codec.Field) {
 		t.Helper()
 		p := filepath.Join(e.folder, name)
 		raw, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := queue.Edit(raw, fields...)
+		out, err := codec.Edit(raw, fields...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,14 +74,14 @@ func TestTxSyncFileMatchesARebuild(t *testing.T) {
 	}
 
 	before := ftsRows()
-	edit(a, queue.Set("status", "claimed"), queue.Set("assignee", "VESPER"))
+	edit(a, codec.Set("status", "claimed"), codec.Set("assignee", "VESPER"))
 	if after := ftsRows(); after != before {
 		t.Errorf("a claim's rewrite wrote %d full-text rows; want none", after-before)
 	}
 	same("claim")
-	edit(b, queue.Set("status", "claimed"), queue.Set("assignee", "ORCA"), queue.Set("severity", "high"))
+	edit(b, codec.Set("status", "claimed"), codec.Set("assignee", "ORCA"), codec.Set("severity", "high"))
 	same("claim and severity")
-	edit(a, queue.Set("title", "Login button does nothing on Safari"))
+	edit(a, codec.Set("title", "Login button does nothing on Safari"))
 	same("new title")
 	if hits, err := e.db.Search(e.ctx, "safari", 10); err != nil || len(hits) != 1 {
 		t.Errorf("search for the new title: %v %v", hits, err)
@@ -90,9 +91,9 @@ func TestTxSyncFileMatchesARebuild(t *testing.T) {
 	}
 	syncTx(b)
 	same("new dependency")
-	edit(c, queue.Set("id", e.mustGet("SNAG-1").ID))
+	edit(c, codec.Set("id", e.mustGet("SNAG-1").ID))
 	same("a second file with the same id")
-	edit(c, queue.Set("status", "claimed"))
+	edit(c, codec.Set("status", "claimed"))
 	same("claim of a duplicated task")
 }
 
@@ -177,7 +178,7 @@ func TestNextReadyAgreesWithNext(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := queue.Edit(raw, queue.Set("status", "claimed"))
+		out, err := codec.Edit(raw, codec.Set("status", "claimed"))
 		if err != nil {
 			t.Fatal(err)
 		}

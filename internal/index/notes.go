@@ -13,6 +13,7 @@ import (
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 )
 
@@ -161,7 +162,7 @@ func putNote(conn *sqlite.Conn, tree, path string, size, mtime int64, raw []byte
 	args := map[string]any{":t": tree, ":p": path, ":size": size, ":mtime": mtime, ":id": "", ":key": "", ":num": int64(0),
 		":type": "", ":title": "", ":branch": "", ":commit": "", ":trust": "", ":author": "", ":created": int64(0),
 		":tasks": "", ":files": "", ":body": string(raw), ":error": ""}
-	n, err := queue.ParseNote(raw)
+	n, err := codec.ParseNote(raw)
 	if err != nil {
 		args[":error"] = err.Error()
 		args[":title"] = strings.TrimSuffix(filepath.Base(path), ".md")

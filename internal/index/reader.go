@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // scanWindow is how far file reading may run ahead of the writer in a bulk
@@ -24,7 +24,7 @@ type reader struct {
 	done    chan struct{}   // closed when every goroutine has returned
 }
 
-func newReader(ctx context.Context, dir *queue.Dir, todo []queue.Entry, known map[string]rowInfo, bounded bool) *reader {
+func newReader(ctx context.Context, dir *taskfs.Dir, todo []taskfs.Entry, known map[string]rowInfo, bounded bool) *reader {
 	ctx, cancel := context.WithCancel(ctx)
 	r := &reader{
 		ctx:     ctx,

@@ -8,24 +8,24 @@ import (
 	"time"
 
 	"github.com/snagdev/snag/internal/index"
-	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // stat returns a file's stamp.
-func (e *env) stamp(name string) queue.Stamp {
+func (e *env) stamp(name string) taskfs.Stamp {
 	e.t.Helper()
 	fi, err := os.Lstat(filepath.Join(e.folder, name))
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return queue.StampOf(fi)
+	return taskfs.StampOf(fi)
 }
 
 // sameSize rewrites a file's text with old replaced by new, which must be
 // as long, the way the editor named by how saves it, and sets the file's
 // modification time back to what it was: size and time alone cannot tell
 // the file changed. It returns the file's stamps before and after.
-func (e *env) sameSize(name, old, new, how string) (before, after queue.Stamp) {
+func (e *env) sameSize(name, old, new, how string) (before, after taskfs.Stamp) {
 	e.t.Helper()
 	if len(old) != len(new) {
 		e.t.Fatalf("%q and %q differ in length", old, new)

@@ -18,7 +18,9 @@ import (
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // TasksFolder is where task files live, relative to .snag/.
@@ -50,7 +52,7 @@ func (s ScanStats) Changed() bool { return s.Added+s.Updated+s.Removed > 0 }
 // ScanOptions tune a scan.
 type ScanOptions struct {
 	// Hash reads and hashes every file. Without it, a file whose stamp
-	// (size, modification time, inode and change time: queue.Stamp) is the
+	// (size, modification time, inode and change time: taskfs.Stamp) is the
 	// one its row recorded, and was trusted then, is taken as unchanged
 	// without being read.
 	Hash bool
@@ -60,7 +62,7 @@ type ScanOptions struct {
 // the reading goroutines, so that the writer only writes.
 type fileResult struct {
 	name    string
-	stamp   queue.Stamp // Change is 0 when the stamp is not to be trusted
+	stamp   taskfs.Stamp // Change is 0 when the stamp is not to be trusted
 	sum     []byte
 	task    *queue.Task
 	row     *taskRow // the task's column values, when it parsed
@@ -71,7 +73,7 @@ type fileResult struct {
 type rowInfo struct {
 	n     int64
 	sum   []byte
-	stamp queue.Stamp
+	stamp taskfs.Stamp
 }
 
 // rowInfoColumns are the columns scanRowInfo reads, in its order.
@@ -79,8 +81,8 @@ const rowInfoColumns = `n, sha256, size, mtime, ino, ctime`
 
 // unchanged reports whether a listed file is the one its row was made
 // from, by its stamp alone: the row's stamp was trusted when it was taken
-// (queue.Stamp.Trusted) and the file's is the same.
-func (old rowInfo) unchanged(e queue.Entry) bool {
+// (taskfs.Stamp.Trusted) and the file's is the same.
+func (old rowInfo) unchanged(e taskfs.Entry) bool {
 	return e.Problem == nil && old.stamp.Change != 0 && old.stamp == e.Stamp
 }
 
@@ -89,7 +91,7 @@ func (old rowInfo) unchanged(e queue.Entry) bool {
 // applies every difference in one transaction. A row whose file is gone is
 // removed; a file that no longer parses keeps its last good data, marked
 // stale, beside its error.
-func (db *DB) Scan(ctx context.Context, dir *queue.Dir, opts ScanOptions) (ScanStats, error) {
+func (db *DB) Scan(ctx context.Context, dir *taskfs.Dir, opts ScanOptions) (ScanStats, error) {
 	st, err := db.scan(ctx, dir, opts, false)
 	if err != nil {
 		return st, fmt.Errorf("scan: %w", err)
@@ -100,7 +102,7 @@ func (db *DB) Scan(ctx context.Context, dir *queue.Dir, opts ScanOptions) (ScanS
 // Rebuild empties the index tables and fills them afresh from every file,
 // in one transaction: readers see the old index until the new one is
 // whole. Live state is left alone.
-func (db *DB) Rebuild(ctx context.Context, dir *queue.Dir) (ScanStats, error) {
+func (db *DB) Rebuild(ctx context.Context, dir *taskfs.Dir) (ScanStats, error) {
 	st, err := db.scan(ctx, dir, ScanOptions{Hash: true}, true)
 	if err != nil {
 		return st, fmt.Errorf("rebuild: %w", err)
@@ -116,8 +118,8 @@ func (db *DB) Rebuild(ctx context.Context, dir *queue.Dir) (ScanStats, error) {
 // every statement: a cold index of 10,000 tasks took seconds.
 var bulkMin = 256 // a variable so tests can lower it
 
-// stampMargin is queue.StampMargin, a variable so tests can shorten it.
-var stampMargin = queue.StampMargin
+// stampMargin is taskfs.StampMargin, a variable so tests can shorten it.
+var stampMargin = taskfs.StampMargin
 
 // ftsHashSizeSQL sets FTS5's buffer of terms for a bulk load (hashsize, in
 // bytes), which it then keeps in tasks_fts_config.
@@ -176,10 +178,10 @@ func insertLoadFTS(conn *sqlite.Conn, r ftsRow, split *bool) error {
 // not there (a branch without it is checked out) is no error: the files say
 // there are no tasks, st says the folder is gone, and it is looked at again
 // next time.
-func list(dir *queue.Dir, st *ScanStats) ([]queue.Entry, error) {
+func list(dir *taskfs.Dir, st *ScanStats) ([]taskfs.Entry, error) {
 	entries, err := dir.List()
 	switch {
-	case errors.Is(err, queue.ErrFolderGone):
+	case errors.Is(err, taskfs.ErrFolderGone):
 		st.FolderGone = true
 	case err != nil:
 		return nil, err
@@ -191,7 +193,7 @@ func list(dir *queue.Dir, st *ScanStats) ([]queue.Entry, error) {
 // scan is Scan, and with rebuild Rebuild: it lists the files, plans what
 // to read against the rows there are (none for a rebuild), reads, and
 // writes the plan in one transaction.
-func (db *DB) scan(ctx context.Context, dir *queue.Dir, opts ScanOptions, rebuild bool) (ScanStats, error) {
+func (db *DB) scan(ctx context.Context, dir *taskfs.Dir, opts ScanOptions, rebuild bool) (ScanStats, error) {
 	start := time.Now()
 	var st ScanStats
 	entries, err := list(dir, &st)
@@ -242,7 +244,7 @@ func (db *DB) knownRows(ctx context.Context) (map[string]rowInfo, error) {
 // scanPlan is what a scan is to write, worked out from the listing and
 // the rows before it writes.
 type scanPlan struct {
-	todo    []queue.Entry      // the entries to read: new, possibly changed, or unreadable
+	todo    []taskfs.Entry     // the entries to read: new, possibly changed, or unreadable
 	known   map[string]rowInfo // the rows, by path
 	seen    map[string]bool    // the paths listed, but those gone since
 	bulk    bool               // a bulk load (see bulkMin)
@@ -252,7 +254,7 @@ type scanPlan struct {
 // planScan works out a scan's plan: the entries to read (with hash, every
 // one), and whether the changes are many enough, or the tables empty
 // enough, for a bulk load.
-func planScan(entries []queue.Entry, known map[string]rowInfo, hash, rebuild bool) *scanPlan {
+func planScan(entries []taskfs.Entry, known map[string]rowInfo, hash, rebuild bool) *scanPlan {
 	plan := &scanPlan{known: known, seen: make(map[string]bool, len(entries)), rebuild: rebuild}
 	for _, e := range entries {
 		p := path.Join(TasksFolder, e.Name)
@@ -274,7 +276,7 @@ func planScan(entries []queue.Entry, known map[string]rowInfo, hash, rebuild boo
 		// of paths at its end, where a full page is left as it is, instead
 		// of splitting pages all over it (the listing is in the folder's
 		// hash order); the page cache then only needs the right edge.
-		slices.SortFunc(plan.todo, func(a, b queue.Entry) int { return strings.Compare(a.Name, b.Name) })
+		slices.SortFunc(plan.todo, func(a, b taskfs.Entry) int { return strings.Compare(a.Name, b.Name) })
 	}
 	return plan
 }
@@ -351,7 +353,7 @@ func (plan *scanPlan) writeGone(w *writer, st *ScanStats) error {
 func scanRowInfo(s *sqlite.Stmt, col int) rowInfo {
 	sum := make([]byte, s.ColumnLen(col+1))
 	s.ColumnBytes(col+1, sum)
-	return rowInfo{n: s.ColumnInt64(col), sum: sum, stamp: queue.Stamp{Size: s.ColumnInt64(col + 2),
+	return rowInfo{n: s.ColumnInt64(col), sum: sum, stamp: taskfs.Stamp{Size: s.ColumnInt64(col + 2),
 		ModTime: s.ColumnInt64(col + 3), Inode: uint64(s.ColumnInt64(col + 4)), Change: s.ColumnInt64(col + 5)}}
 }
 
@@ -367,7 +369,7 @@ type FileChange struct {
 // SyncFile brings one task file's row in step with the file: added,
 // updated, marked failing, or removed when the file is gone. The watcher
 // calls it for each file that settled.
-func (db *DB) SyncFile(ctx context.Context, dir *queue.Dir, name string) (FileChange, error) {
+func (db *DB) SyncFile(ctx context.Context, dir *taskfs.Dir, name string) (FileChange, error) {
 	p := path.Join(TasksFolder, name)
 	fc := FileChange{Path: p}
 	var old rowInfo
@@ -429,18 +431,18 @@ func (db *DB) SyncFile(ctx context.Context, dir *queue.Dir, name string) (FileCh
 	return fc, nil
 }
 
-// dirEntry stats one name the way [queue.Dir.List] would, or returns nil
+// dirEntry stats one name the way [taskfs.Dir.List] would, or returns nil
 // when it does not exist. A plain file is answered by one lstat (of a name
 // [queue.IsTaskFileName] accepted, so without separators; the read itself
 // goes through the Dir); anything else (a link, a folder, an error) by
 // listing the folder, so that its problem reads exactly as a scan's would.
-func dirEntry(dir *queue.Dir, name string) (*queue.Entry, error) {
+func dirEntry(dir *taskfs.Dir, name string) (*taskfs.Entry, error) {
 	fi, err := os.Lstat(filepath.Join(dir.Path(), name))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
 	case err == nil && fi.Mode().IsRegular():
-		return &queue.Entry{Name: name, Size: fi.Size(), ModTime: fi.ModTime(), Stamp: queue.StampOf(fi)}, nil
+		return &taskfs.Entry{Name: name, Size: fi.Size(), ModTime: fi.ModTime(), Stamp: taskfs.StampOf(fi)}, nil
 	}
 	entries, err := dir.List()
 	if err != nil {
@@ -458,11 +460,11 @@ func dirEntry(dir *queue.Dir, name string) (*queue.Entry, error) {
 // and works out the values of its row. The stamp it records is the open
 // file's, taken before its bytes are read, and is marked not to be trusted
 // (Change 0) when the file changed too shortly before the read to tell.
-func readFile(dir *queue.Dir, e queue.Entry, old rowInfo, had bool) *fileResult {
+func readFile(dir *taskfs.Dir, e taskfs.Entry, old rowInfo, had bool) *fileResult {
 	r := &fileResult{name: e.Name, stamp: e.Stamp}
 	r.stamp.Change = 0
 	if e.Problem != nil {
-		r.err = &queue.ParseError{Msg: e.Problem.Error()}
+		r.err = &codec.ParseError{Msg: e.Problem.Error()}
 		r.sum = []byte{}
 		return r
 	}
@@ -473,11 +475,11 @@ func readFile(dir *queue.Dir, e queue.Entry, old rowInfo, had bool) *fileResult 
 			r.err = err
 			return r
 		}
-		r.err = &queue.ParseError{Msg: err.Error()}
+		r.err = &codec.ParseError{Msg: err.Error()}
 		r.sum = []byte{}
 		return r
 	}
-	if r.stamp = queue.StampOf(fi); !r.stamp.Trusted(readAt.Add(-stampMargin)) {
+	if r.stamp = taskfs.StampOf(fi); !r.stamp.Trusted(readAt.Add(-stampMargin)) {
 		r.stamp.Change = 0
 	}
 	sum := sha256.Sum256(raw)
@@ -486,14 +488,14 @@ func readFile(dir *queue.Dir, e queue.Entry, old rowInfo, had bool) *fileResult 
 		r.touched = true
 		return r
 	}
-	t, err := queue.Parse(raw)
+	t, err := codec.Parse(raw)
 	if err != nil {
 		r.err = err
 		return r
 	}
 	r.task = t
 	if r.row, err = newTaskRow(t); err != nil {
-		r.task, r.err = nil, &queue.ParseError{Msg: err.Error()}
+		r.task, r.err = nil, &codec.ParseError{Msg: err.Error()}
 	}
 	return r
 }
@@ -593,7 +595,7 @@ func exec(conn *sqlite.Conn, query string, args ...any) error {
 }
 
 // stampArgs are a stamp's columns size, mtime, ino and ctime, for exec.
-func stampArgs(s queue.Stamp) []any {
+func stampArgs(s taskfs.Stamp) []any {
 	return []any{s.Size, s.ModTime, int64(s.Inode), s.Change}
 }
 

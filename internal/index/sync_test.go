@@ -11,9 +11,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
+	"github.com/snagdev/snag/internal/taskfs"
 	"github.com/snagdev/snag/internal/taskgen"
 )
 
@@ -179,7 +181,7 @@ func TestRebuildEqualsIncremental(t *testing.T) {
 			e.put(t6)
 		}},
 		{name: "fix the never-valid file", do: func(e *env) {
-			e.write("SNAG-7 - broken.md", string(queue.Format(task(7, "broken"))))
+			e.write("SNAG-7 - broken.md", string(codec.Format(task(7, "broken"))))
 		}},
 		{name: "add a symlink", do: func(e *env) {
 			if err := os.Symlink(filepath.Join(e.folder, n6), filepath.Join(e.folder, "SNAG-10 - link.md")); err != nil {
@@ -479,7 +481,7 @@ func TestSymlinkedTaskFileIsNeverFollowed(t *testing.T) {
 	outside := t.TempDir()
 	target := filepath.Join(outside, "secret.md")
 	valid := task(9, "Outside the folder")
-	if err := os.WriteFile(target, queue.Format(valid), 0o644); err != nil {
+	if err := os.WriteFile(target, codec.Format(valid), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, via := range []string{"SyncFile", "Scan"} {
@@ -497,7 +499,7 @@ func TestSymlinkedTaskFileIsNeverFollowed(t *testing.T) {
 			rows := query(t, e.conn(), `SELECT path, id, sha256, size, state, error FROM tasks`)
 			want := []record{{
 				"path": "tasks/" + name, "id": "", "sha256": "x''", "size": int64(0), "state": snag.StateInvalid,
-				"error": "parse tasks/" + name + ": " + queue.ErrSymlink.Error(),
+				"error": "parse tasks/" + name + ": " + taskfs.ErrSymlink.Error(),
 			}}
 			if diff := cmp.Diff(want, rows); diff != "" {
 				t.Errorf("symlink row (-want +got):\n%s", diff)

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
+	"github.com/snagdev/snag/internal/taskfs"
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 )
@@ -103,7 +105,7 @@ func (tx *Tx) Audit(e snag.AuditEntry) error {
 // SyncFile brings one task file's row in step with the file inside the
 // transaction, as [DB.SyncFile] does outside one: after a write that left
 // the file in an unknown state, or to index a file that is gone.
-func (tx *Tx) SyncFile(dir *queue.Dir, name string) error {
+func (tx *Tx) SyncFile(dir *taskfs.Dir, name string) error {
 	p := path.Join(TasksFolder, name)
 	old, had, err := tx.rowInfo(p)
 	if err != nil {
@@ -122,7 +124,7 @@ func (tx *Tx) SyncFile(dir *queue.Dir, name string) error {
 
 // Written indexes the bytes snag itself has just written to a task file,
 // inside the transaction of the write: t is those bytes parsed and fi the
-// written file's info (queue.Rewritten). Nothing is read back, and the
+// written file's info (taskfs.Rewritten). Nothing is read back, and the
 // watcher then finds the row already holding the file's size, time and
 // hash, and does nothing.
 func (tx *Tx) Written(name string, data []byte, fi fs.FileInfo, t *queue.Task) error {
@@ -134,11 +136,11 @@ func (tx *Tx) Written(name string, data []byte, fi fs.FileInfo, t *queue.Task) e
 	sum := sha256.Sum256(data)
 	// The stamp is not trusted: the file was written a moment ago (and the
 	// swap that put it in place changed its change time since).
-	stamp := queue.StampOf(fi)
+	stamp := taskfs.StampOf(fi)
 	stamp.Change = 0
 	r := &fileResult{name: name, stamp: stamp, sum: sum[:], task: t}
 	if r.row, err = newTaskRow(t); err != nil {
-		r.task, r.err = nil, &queue.ParseError{Msg: err.Error()}
+		r.task, r.err = nil, &codec.ParseError{Msg: err.Error()}
 	}
 	return tx.syncResult(p, r, old, had)
 }

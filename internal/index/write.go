@@ -6,6 +6,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
 	"zombiezen.com/go/sqlite"
@@ -229,13 +230,13 @@ func (w *writer) apply(p string, r *fileResult, old rowInfo, had bool) (rowChang
 func (w *writer) applyFailure(p string, r *fileResult, old rowInfo, had bool) (rowChange, error) {
 	ch := rowChange{added: !had, updated: had}
 	state, msg, line := snag.StateInvalid, r.err.Error(), 0
-	var pe *queue.ParseError
+	var pe *codec.ParseError
 	if errors.As(r.err, &pe) {
 		line = pe.Line
 		if pe.Conflict {
 			state = snag.StateConflict
 		}
-		msg = queue.WithPath(pe, p).Error()
+		msg = codec.WithPath(pe, p).Error()
 	}
 	if had { // the text the full-text index holds does not change
 		err := sqlitex.Execute(w.conn, `UPDATE tasks SET sha256 = :sha256, size = :size, mtime = :mtime,

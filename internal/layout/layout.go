@@ -4,7 +4,7 @@
 // index: the snag command line, which must start in milliseconds, uses it,
 // and package project, which opens the index, re-exports it.
 //
-// layout imports queue alone of snag's packages.
+// layout imports queue and taskfs alone of snag's packages.
 package layout
 
 import (
@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // Folder is the name of a project's snag folder.
@@ -122,7 +123,7 @@ func Init(root string) (InitResult, error) {
 		p := filepath.Join(root, rel)
 		if fi, err := os.Lstat(p); err == nil {
 			if fi.Mode()&fs.ModeSymlink != 0 {
-				return fmt.Errorf("init: %s %w", rel, queue.ErrSymlink)
+				return fmt.Errorf("init: %s %w", rel, taskfs.ErrSymlink)
 			}
 			return nil
 		}
@@ -140,7 +141,7 @@ func Init(root string) (InitResult, error) {
 			return res, err
 		}
 	}
-	dir, err := queue.OpenDir(snag)
+	dir, err := taskfs.OpenDir(snag)
 	if err != nil {
 		return res, fmt.Errorf("init: %w", err)
 	}

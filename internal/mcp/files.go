@@ -9,7 +9,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // Files is the backend without a daemon: it reads .snag/tasks with the
@@ -29,7 +31,7 @@ type fileTask struct {
 }
 
 func (f *Files) read() ([]fileTask, error) {
-	dir, err := queue.OpenDir(filepath.Join(f.Root, ".snag", "tasks"))
+	dir, err := taskfs.OpenDir(filepath.Join(f.Root, ".snag", "tasks"))
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +49,7 @@ func (f *Files) read() ([]fileTask, error) {
 		if err != nil {
 			continue
 		}
-		t, err := queue.Parse(raw)
+		t, err := codec.Parse(raw)
 		if err != nil {
 			continue
 		}

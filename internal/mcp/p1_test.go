@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/taskgen"
 )
@@ -36,7 +37,7 @@ func p1Write(tasks string, n int) error {
 	}
 	for t := range taskgen.Tasks(n, 7) {
 		t.Status, t.Trust, t.Assignee, t.DependsOn, t.Verified = queue.StatusOpen, queue.TrustVetted, "", nil, false
-		if err := os.WriteFile(filepath.Join(tasks, queue.FileName(t.Key, t.Title)), queue.Format(t), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(tasks, queue.FileName(t.Key, t.Title)), codec.Format(t), 0o644); err != nil {
 			return err
 		}
 	}
@@ -252,7 +253,7 @@ func (r *p1Race) check(tb testing.TB, n int) p1Outcome {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		t, err := queue.Parse(raw)
+		t, err := codec.Parse(raw)
 		if err != nil {
 			tb.Errorf("%s: %v", e.Name(), err)
 			continue

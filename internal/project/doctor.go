@@ -10,9 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // Finding is one thing snag doctor found wrong.
@@ -70,7 +72,7 @@ func (p *Project) Doctor(ctx context.Context) ([]Finding, error) {
 	out = append(out, notes...)
 	side := p.SideFolders()
 	defer closeAll(side)
-	for _, d := range append([]*queue.Dir{p.Tasks, p.Snag}, side...) {
+	for _, d := range append([]*taskfs.Dir{p.Tasks, p.Snag}, side...) {
 		entries, _ := staleTemps(d)
 		in, _ := filepath.Rel(filepath.Join(p.Root, Folder), d.Path())
 		for _, name := range entries {
@@ -85,7 +87,7 @@ func (p *Project) Doctor(ctx context.Context) ([]Finding, error) {
 // newline, a tab, an escape): snag reads them, but every listing of the
 // folder (ls, git status, a terminal) shows them wrong, and a name can pose
 // as more than one line of output.
-func badNames(dir *queue.Dir, tasks []queue.Located) []Finding {
+func badNames(dir *taskfs.Dir, tasks []queue.Located) []Finding {
 	names, err := dir.Names()
 	if err != nil {
 		return nil
@@ -217,9 +219,9 @@ func (p *Project) nextKey(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-func staleTemps(d *queue.Dir) ([]string, error) { return d.Temps(tempAge) }
+func staleTemps(d *taskfs.Dir) ([]string, error) { return d.Temps(tempAge) }
 
-func closeAll(ds []*queue.Dir) {
+func closeAll(ds []*taskfs.Dir) {
 	for _, d := range ds {
 		d.Close()
 	}
@@ -280,14 +282,14 @@ func (p *Project) fixIdentities(ctx context.Context, probs []*index.Row, done []
 // and the next key where it has none, and that key; the bytes as they
 // are when neither is what the file lacks (it changed meanwhile).
 func (p *Project) giveIdentity(ctx context.Context, cur []byte) (out []byte, key string, err error) {
-	_, perr := queue.Parse(cur)
-	var pe *queue.ParseError
+	_, perr := codec.Parse(cur)
+	var pe *codec.ParseError
 	if !errors.As(perr, &pe) || (pe.Field != "id" && pe.Field != "key") {
 		return cur, "", nil
 	}
-	var fields []queue.Field
+	var fields []codec.Field
 	if !strings.Contains(string(cur), "\nid:") {
-		fields = append(fields, queue.Set("id", queue.NewID(time.Now())))
+		fields = append(fields, codec.Set("id", queue.NewID(time.Now())))
 	}
 	if !strings.Contains(string(cur), "\nkey:") {
 		n, err := p.nextKey(ctx)
@@ -295,9 +297,9 @@ func (p *Project) giveIdentity(ctx context.Context, cur []byte) (out []byte, key
 			return nil, "", err
 		}
 		key = queue.Alias(n)
-		fields = append(fields, queue.Set("key", key))
+		fields = append(fields, codec.Set("key", key))
 	}
-	out, err = queue.Edit(cur, fields...)
+	out, err = codec.Edit(cur, fields...)
 	return out, key, err
 }
 
@@ -327,7 +329,7 @@ func (p *Project) fixSharedKeys(ctx context.Context, probs []*index.Row, done []
 // side folders, keeping aside any that holds a person's save, appending a
 // line to done for each save kept and each folder swept.
 func (p *Project) sweepTemps(done []string) ([]string, error) {
-	keep := func(l queue.Leftover) error {
+	keep := func(l taskfs.Leftover) error {
 		saved, err := p.KeepAside(l.Name, l.Data)
 		if err == nil {
 			done = append(done, fmt.Sprintf("kept a save of %s that a crash left in a hidden temp file: it is in %s; compare it with the task file and merge by hand",
@@ -337,7 +339,7 @@ func (p *Project) sweepTemps(done []string) ([]string, error) {
 	}
 	side := p.SideFolders()
 	defer closeAll(side)
-	for _, d := range append([]*queue.Dir{p.Tasks, p.Snag}, side...) {
+	for _, d := range append([]*taskfs.Dir{p.Tasks, p.Snag}, side...) {
 		n, err := d.SweepTemps(tempAge, keep)
 		if err != nil {
 			return done, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // Sync brings the index in step with the files (hashing only what changed
@@ -45,7 +46,7 @@ func Build(ctx context.Context, root string, opts index.BuildOptions) (index.Sca
 // build makes the index at dbPath from the task files of the project at
 // root.
 func build(ctx context.Context, root, dbPath string, opts index.BuildOptions) (index.ScanStats, error) {
-	tasks, err := queue.OpenDir(filepath.Join(root, Folder, index.TasksFolder))
+	tasks, err := taskfs.OpenDir(filepath.Join(root, Folder, index.TasksFolder))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return index.ScanStats{}, fmt.Errorf("%w: run snag init to create it", err)

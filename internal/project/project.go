@@ -18,6 +18,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/layout"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // Folder is the name of a project's snag folder.
@@ -54,9 +55,9 @@ func Init(root string) (InitResult, error) { return layout.Init(root) }
 
 // Project is an open project: its folders, config and index.
 type Project struct {
-	Root   string     // the folder that holds .snag/
-	Snag   *queue.Dir // .snag/
-	Tasks  *queue.Dir // .snag/tasks/
+	Root   string      // the folder that holds .snag/
+	Snag   *taskfs.Dir // .snag/
+	Tasks  *taskfs.Dir // .snag/tasks/
 	DB     *index.DB
 	Config queue.Config
 	// Keys, when set, takes the next task key number, never below floor,
@@ -96,10 +97,10 @@ func (p *Project) Close() error {
 // SideFolders opens the folders of .snag/ that snag writes whole files in
 // besides tasks/ and .snag/ itself (plans/ and notes/, those there), for
 // the sweep of the temp files a crash leaves; the caller closes them.
-func (p *Project) SideFolders() []*queue.Dir {
-	var out []*queue.Dir
+func (p *Project) SideFolders() []*taskfs.Dir {
+	var out []*taskfs.Dir
 	for _, name := range []string{queue.PlansFolder, queue.NotesFolder} {
-		if d, err := queue.OpenDir(filepath.Join(p.Root, Folder, name)); err == nil {
+		if d, err := taskfs.OpenDir(filepath.Join(p.Root, Folder, name)); err == nil {
 			out = append(out, d)
 		}
 	}

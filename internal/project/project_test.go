@@ -16,8 +16,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snagdtest"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -144,7 +146,7 @@ func TestDoctorFindsAndFixes(t *testing.T) {
 		t.Fatalf("Fix: %q, %v; want one file fixed", done, err)
 	}
 	raw, _ := os.ReadFile(filepath.Join(tasks, "handwritten.md"))
-	tk, err := queue.Parse(raw)
+	tk, err := codec.Parse(raw)
 	if err != nil {
 		t.Fatalf("after fix: %v\n%s", err, raw)
 	}
@@ -169,7 +171,7 @@ func TestFixKeepsASaveLeftInATempFile(t *testing.T) {
 	const name = "SNAG-11 - Login form clears the email after a wrong password.md"
 	crash := errors.New("crash")
 	p.Tasks.OnStep(func(step string) error {
-		if step == queue.StepRenamed {
+		if step == taskfs.StepRenamed {
 			return crash // as a SIGKILL right after the swap
 		}
 		return nil
@@ -178,7 +180,7 @@ func TestFixKeepsASaveLeftInATempFile(t *testing.T) {
 		t.Fatalf("Update: %v; want the step's error", err)
 	}
 	p.Tasks.OnStep(nil)
-	temps, _ := filepath.Glob(filepath.Join(root, Folder, "tasks", ".*"+queue.TempSuffix))
+	temps, _ := filepath.Glob(filepath.Join(root, Folder, "tasks", ".*"+taskfs.TempSuffix))
 	if len(temps) != 1 {
 		t.Fatalf("temp files: %q; want the displaced one", temps)
 	}
@@ -317,7 +319,7 @@ func TestDoctorSweepsEveryFolderSnagWrites(t *testing.T) {
 	old := time.Now().Add(-time.Hour)
 	var want []string
 	for _, folder := range []string{"tasks", "plans", "notes"} {
-		name := ".left by a crash.md.123456" + queue.TempSuffix
+		name := ".left by a crash.md.123456" + taskfs.TempSuffix
 		path := filepath.Join(root, Folder, folder, name)
 		if err := os.WriteFile(path, []byte("half a file"), 0o644); err != nil {
 			t.Fatal(err)

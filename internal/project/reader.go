@@ -14,6 +14,7 @@ import (
 
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // CacheEnv, when set, is the folder that holds the private indexes of
@@ -148,10 +149,10 @@ func openAt(ctx context.Context, root, dbPath string, conns int) (*Project, erro
 		return nil, fmt.Errorf("%w (fix it in .snag/%s; docs/format.md lists the keys)", err, ConfigFile)
 	}
 	p.Config = cfg
-	if p.Snag, err = queue.OpenDir(snagPath); err != nil {
+	if p.Snag, err = taskfs.OpenDir(snagPath); err != nil {
 		return nil, err
 	}
-	if p.Tasks, err = queue.OpenDir(filepath.Join(snagPath, "tasks")); err != nil {
+	if p.Tasks, err = taskfs.OpenDir(filepath.Join(snagPath, "tasks")); err != nil {
 		p.Snag.Close()
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: run snag init to create it", err)

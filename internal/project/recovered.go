@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // RecoveredFolder, in .snag/, keeps bytes of a person's save that snag
@@ -22,7 +22,7 @@ func (p *Project) KeepAside(name string, data []byte) (string, error) {
 	if err := os.MkdirAll(folder, 0o755); err != nil {
 		return "", err
 	}
-	dir, err := queue.OpenDir(folder)
+	dir, err := taskfs.OpenDir(folder)
 	if err != nil {
 		return "", err
 	}

@@ -8,9 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
+	"github.com/snagdev/snag/internal/taskfs"
 )
 
 // Renumbering settles a key that two tasks (two ids) share, as a merge, a
@@ -95,17 +97,17 @@ func SharedKeys(ctx context.Context, rows []*index.Row, get func(queue.Ref) (*in
 // meanwhile and was left alone (the next look decides again). A rename that
 // fails leaves the file under its old name with its new key, which is only
 // a name: the key is what the file says.
-func Renumber(tasks *queue.Dir, r Renumbering, newKey string) (newName string, err error) {
+func Renumber(tasks *taskfs.Dir, r Renumbering, newKey string) (newName string, err error) {
 	name := path.Base(r.Path)
 	var title string
 	_, _, err = tasks.Update(name, func(cur []byte) ([]byte, error) {
 		title = ""
-		t, err := queue.Parse(cur)
+		t, err := codec.Parse(cur)
 		if err != nil || t.ID != r.ID || t.Key != r.Key {
 			return cur, nil
 		}
 		title = t.Title
-		return queue.Edit(cur, queue.Set("key", newKey))
+		return codec.Edit(cur, codec.Set("key", newKey))
 	})
 	if err != nil {
 		return "", fmt.Errorf("renumber %s: %w", r.Path, err)

@@ -176,3 +176,6 @@ func TestConfig_MarshalIndentRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// exampleDir is the sample project every test may read (never write).
+const exampleDir = "../../.snag-example"

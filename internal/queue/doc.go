@@ -1,21 +1,7 @@
 // Package queue is snag's domain: tasks, their statuses and the moves between
-// them, ids and aliases, the markdown codec that reads and edits task files,
-// the project's config.json, and the generated plan.json.
-//
-// A task file is markdown with YAML frontmatter. The file is the source of
-// truth, and snag edits it the way a careful person would: it rewrites only
-// the scalar tokens it changes (status, assignee, updated, ...), appends a
-// missing key before the closing delimiter, and leaves unknown keys, comments,
-// key order, quoting, line endings and the body byte for byte as they were.
-//
-// Parsing is defensive. Size limits are checked before any YAML is decoded;
-// anchors, aliases, merge keys, custom tags and duplicate keys are refused;
-// a file that breaks a rule yields a *ParseError naming the line, the field
-// and the fix, and is never rewritten.
-//
-// Files are reached through [Dir], which confines every path to one folder
-// with [os.Root], refuses symlinks, creates files without ever overwriting
-// one, and writes atomically and durably.
+// them, ids and aliases, file names, notes and plans as values, the
+// project's config.json, and the generated plan.json. The bytes of the
+// files are package codec's, and the files themselves package taskfs's.
 //
 // queue is the innermost package: it imports no other package of snag's, and
 // none of SQLite, fsnotify or the MCP SDK. A test keeps it so.

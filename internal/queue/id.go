@@ -109,7 +109,7 @@ func ParseRef(s string) (Ref, error) {
 			return Ref{Num: n}, nil
 		}
 	}
-	return Ref{}, fmt.Errorf("%q is not a task id: use an alias like SNAG-12 or an id like tsk_01JD6Z3Q8R6V2X4N0H5K7M9P1C (snag list shows them)", truncate(s, 60))
+	return Ref{}, fmt.Errorf("%q is not a task id: use an alias like SNAG-12 or an id like tsk_01JD6Z3Q8R6V2X4N0H5K7M9P1C (snag list shows them)", Truncate(s, 60))
 }
 
 // String gives the canonical form of the reference.
@@ -128,7 +128,9 @@ func (r Ref) Matches(t *Task) bool {
 	return t.Num() == r.Num
 }
 
-func truncate(s string, n int) string {
+// Truncate cuts s to at most n bytes, on a rune's boundary, marking the
+// cut with an ellipsis: how an error quotes what it was given.
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -200,3 +200,8 @@ func TestFileRef(t *testing.T) {
 		}
 	}
 }
+
+const (
+	testID  = "tsk_01M6DRJYC6CBVR9SGWXEAVTH3Y"
+	testID2 = "tsk_01M8QEDC00F9NK8T1KQ75MM944"
+)

@@ -25,7 +25,7 @@ func SafeTitle(title string) string {
 	var b strings.Builder
 	space := false
 	for _, r := range title {
-		if r == utf8.RuneError || isControl(r) || strings.ContainsRune(`/\:*?"<>|`, r) || unicode.IsSpace(r) ||
+		if r == utf8.RuneError || IsControl(r) || strings.ContainsRune(`/\:*?"<>|`, r) || unicode.IsSpace(r) ||
 			unicode.Is(unicode.Bidi_Control, r) {
 			space = b.Len() > 0
 			continue
@@ -58,11 +58,11 @@ func CheckName(name string) error {
 	case name == "" || name == "." || name == "..":
 		return fmt.Errorf("task file name %q is empty", name)
 	case strings.ContainsAny(name, "/\\\x00"):
-		return fmt.Errorf("task file name %q has a path separator: task files live flat in .snag/tasks/", truncate(name, 80))
+		return fmt.Errorf("task file name %q has a path separator: task files live flat in .snag/tasks/", Truncate(name, 80))
 	case strings.HasPrefix(name, "."):
-		return fmt.Errorf("task file name %q is hidden", truncate(name, 80))
+		return fmt.Errorf("task file name %q is hidden", Truncate(name, 80))
 	case !strings.HasSuffix(name, ".md"):
-		return fmt.Errorf("task file name %q does not end in .md", truncate(name, 80))
+		return fmt.Errorf("task file name %q does not end in .md", Truncate(name, 80))
 	}
 	return nil
 }
@@ -74,3 +74,10 @@ func CheckName(name string) error {
 func IsTaskFileName(name string) bool {
 	return CheckName(name) == nil && !strings.HasPrefix(name, "#") && !strings.Contains(name, "___jb_")
 }
+
+// IsControl reports whether r is a control character: C0, DEL or C1.
+func IsControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
+
+// MaxFileSize is the most bytes a task, note or plan file may hold: the
+// file store reads no more, and the codec refuses a larger one.
+const MaxFileSize = 1 << 20

@@ -7,50 +7,17 @@ import (
 	"unicode/utf8"
 
 	"github.com/snagdev/snag/internal/queue"
+	"github.com/snagdev/snag/internal/taskgen"
 )
-
-// hostileTitles are the X7 titles: traversal, reserved device names, NUL,
-// length, bidi overrides, emoji, decomposed text and control characters.
-var hostileTitles = []struct {
-	name, title string
-}{
-	{"dot-dot slash", "../../../etc/passwd"},
-	{"dot-dot backslash", `..\..\Windows\System32\config`},
-	{"absolute", "/etc/passwd"},
-	{"only dots", ".."},
-	{"leading dots", "...hidden"},
-	{"CON", "CON"},
-	{"nul", "nul"},
-	{"COM1.txt", "COM1.txt"},
-	{"NUL byte", "a\x00b\x00../c"},
-	{"10,000 characters", strings.Repeat("é", 10000)},
-	{"10,000 bytes of x", strings.Repeat("x", 10000)},
-	{"RTL override", "invoice \u202egnp.exe"},
-	{"bidi isolates and marks", "\u2066a\u2069\u200e\u200f\u061c"},
-	{"emoji", "🛒🔥 checkout 👩‍💻🇩🇪"},
-	{"emoji cut at the limit", strings.Repeat("a", 78) + "👩‍💻"},
-	{"NFD", "Cafe\u0301 re\u0301sume\u0301"},
-	{"control characters", "a\tb\nc\rd\x1be\x7ff\u0085g\u009b"},
-	{"reserved characters", `a/b\c:d*e?f"g<h>i|j`},
-	{"percent-encoded traversal", "%2e%2e%2f%2e%2e%2fetc%2fpasswd"},
-	{"trailing dots and spaces", "title. . .  "},
-	{"unicode spaces", "a\u00a0\u2028\u2029\u3000b"},
-	{"empty", ""},
-	{"only spaces", "   "},
-	{"only reserved", `/\:*?"<>|`},
-	{"invalid UTF-8", "caf\xe9 \xff\xfe"},
-	{"dot md", ".md"},
-	{"replacement character", "a\uFFFDb"},
-}
 
 // TestX7_HostileTitles: whatever the title, FileName gives one plain name in
 // the flat tasks/ folder, ending in .md, with no separator or control
 // character, and a title part of at most MaxTitleBytes.
 func TestX7_HostileTitles(t *testing.T) {
-	for _, tt := range hostileTitles {
-		t.Run(tt.name, func(t *testing.T) {
-			safe := queue.SafeTitle(tt.title)
-			name := queue.FileName("SNAG-12", tt.title)
+	for _, tt := range taskgen.HostileTitles {
+		t.Run(tt.Name, func(t *testing.T) {
+			safe := queue.SafeTitle(tt.Title)
+			name := queue.FileName("SNAG-12", tt.Title)
 			if name != "SNAG-12 - "+safe+".md" {
 				t.Errorf("FileName = %q, want SNAG-12 - %s.md", name, safe)
 			}

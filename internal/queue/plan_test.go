@@ -3,6 +3,7 @@ package queue_test
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 )
 
@@ -203,4 +205,34 @@ func TestCompare(t *testing.T) {
 			t.Errorf("%s: Compare reversed = %d, want %d", tt.name, got, -tt.want)
 		}
 	}
+}
+
+// exampleTaskFiles lists the sample project's task files.
+func exampleTaskFiles(t testing.TB) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(exampleDir, "tasks", "*.md"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no task files in %s: %v", exampleDir, err)
+	}
+	return files
+}
+
+// mustParse parses raw, failing the test when it does not parse.
+func mustParse(t testing.TB, raw []byte) *queue.Task {
+	t.Helper()
+	tk, err := codec.Parse(raw)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	return tk
+}
+
+// readFile reads a file the test needs, failing the test when it cannot.
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

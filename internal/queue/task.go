@@ -127,13 +127,14 @@ func ParseFileRef(s string) (FileRef, error) {
 			ref = FileRef{Path: s[:i], Lines: [2]int{a, a}}
 		}
 	}
-	if err := ref.check(); err != nil {
+	if err := ref.Check(); err != nil {
 		return FileRef{}, err
 	}
 	return ref, nil
 }
 
-func (f FileRef) check() error {
+// Check says what is wrong with a suspect file reference, or nil.
+func (f FileRef) Check() error {
 	switch {
 	case f.Path == "":
 		return fmt.Errorf("empty path (want path, path:12 or path:12-40)")

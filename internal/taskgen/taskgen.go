@@ -3,7 +3,7 @@
 // suspect files, captures and bodies look like the ones people and agents
 // write, the same every time for the same seed.
 //
-// Files are rendered by [queue.Format] and named by [queue.FileName], so
+// Files are rendered by [codec.Format] and named by [queue.FileName], so
 // every generated file parses. taskgen imports queue; nothing of snag's
 // production code imports taskgen.
 package taskgen
@@ -24,6 +24,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 )
 
@@ -336,7 +337,7 @@ func Write(dir string, n int, seed int64) error {
 		})
 	}
 	for t := range Tasks(n, seed) {
-		files <- file{queue.FileName(t.Key, t.Title), queue.Format(t)}
+		files <- file{queue.FileName(t.Key, t.Title), codec.Format(t)}
 	}
 	close(files)
 	wg.Wait()
@@ -356,4 +357,38 @@ func create(path string, data []byte) error {
 	}
 	_, werr := f.Write(data)
 	return errors.Join(werr, f.Close())
+}
+
+// HostileTitles are TESTPLAN X7's titles, for tests: traversal, reserved device names, NUL,
+// length, bidi overrides, emoji, decomposed text and control characters.
+var HostileTitles = []struct {
+	Name, Title string
+}{
+	{"dot-dot slash", "../../../etc/passwd"},
+	{"dot-dot backslash", `..\..\Windows\System32\config`},
+	{"absolute", "/etc/passwd"},
+	{"only dots", ".."},
+	{"leading dots", "...hidden"},
+	{"CON", "CON"},
+	{"nul", "nul"},
+	{"COM1.txt", "COM1.txt"},
+	{"NUL byte", "a\x00b\x00../c"},
+	{"10,000 characters", strings.Repeat("é", 10000)},
+	{"10,000 bytes of x", strings.Repeat("x", 10000)},
+	{"RTL override", "invoice \u202egnp.exe"},
+	{"bidi isolates and marks", "\u2066a\u2069\u200e\u200f\u061c"},
+	{"emoji", "🛒🔥 checkout 👩‍💻🇩🇪"},
+	{"emoji cut at the limit", strings.Repeat("a", 78) + "👩‍💻"},
+	{"NFD", "Cafe\u0301 re\u0301sume\u0301"},
+	{"control characters", "a\tb\nc\rd\x1be\x7ff\u0085g\u009b"},
+	{"reserved characters", `a/b\c:d*e?f"g<h>i|j`},
+	{"percent-encoded traversal", "%2e%2e%2f%2e%2e%2fetc%2fpasswd"},
+	{"trailing dots and spaces", "title. . .  "},
+	{"unicode spaces", "a\u00a0\u2028\u2029\u3000b"},
+	{"empty", ""},
+	{"only spaces", "   "},
+	{"only reserved", `/\:*?"<>|`},
+	{"invalid UTF-8", "caf\xe9 \xff\xfe"},
+	{"dot md", ".md"},
+	{"replacement character", "a\uFFFDb"},
 }

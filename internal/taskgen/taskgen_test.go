@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/taskgen"
 )
@@ -42,11 +43,11 @@ func TestWriteFilesParseBackToTheGeneratedTasks(t *testing.T) {
 		if err != nil {
 			t.Fatalf("task %d: %v", i, err)
 		}
-		got, err := queue.Parse(raw)
+		got, err := codec.Parse(raw)
 		if err != nil {
 			t.Fatalf("%s does not parse: %v", name, err)
 		}
-		if !bytes.Equal(queue.Format(got), raw) { // cheap; the diff says what differs
+		if !bytes.Equal(codec.Format(got), raw) { // cheap; the diff says what differs
 			diff := cmp.Diff(want, got, cmpopts.IgnoreFields(queue.Task{}, "Raw"), cmpopts.EquateEmpty())
 			t.Fatalf("%s parses to another task (-generated +parsed):\n%s", name, diff)
 		}

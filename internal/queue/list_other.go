@@ -1,7 +1,0 @@
-//go:build !linux
-
-package queue
-
-import "os"
-
-func listStat(f *os.File) ([]Entry, error) { return listInfo(f) }

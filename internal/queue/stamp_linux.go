@@ -1,5 +1,0 @@
-package queue
-
-import "syscall"
-
-func changeTime(st *syscall.Stat_t) int64 { return st.Ctim.Nano() }
