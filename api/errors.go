@@ -245,6 +245,9 @@ const (
 	CodeWrongWorkspace = "wrong_workspace"
 	// CodeBadBranches (400): ?branches= out of 1 to 200.
 	CodeBadBranches = "bad_branches"
+	// CodeBadFormat (400): ?format= of GET /graph is not dot, mermaid or
+	// svg.
+	CodeBadFormat = "bad_format"
 	// CodeNotLive (409): a task handed to an agent with no live session;
 	// nothing moved.
 	CodeNotLive = "not_live"
@@ -272,7 +275,7 @@ var Codes = []string{
 	CodeNotClaimed, CodeNameKept, CodeBadName, CodeNoMessage, CodeLongMessage, CodeLongDetail, CodeNoAddressee,
 	CodeNoTitle, CodeLongTitle, CodeLongBody, CodeToSelf, CodeNotLive, CodeCycle,
 	CodeBadType, CodeBadLink, CodeNoSource, CodeNoNote, CodeNotHere, CodeBadTree, CodeMissingBranch, CodeBadBranch,
-	CodeBranchHeld, CodeBadNote, CodeWrongWorkspace, CodeBadBranches, CodeBadMethod, CodeCoordUnreachable, CodeResolvedElsewhere,
+	CodeBranchHeld, CodeBadNote, CodeWrongWorkspace, CodeBadBranches, CodeBadFormat, CodeBadMethod, CodeCoordUnreachable, CodeResolvedElsewhere,
 	CodeBadURL, CodeHostNotAllowed, CodeBadAnchor, CodeBadViewport, CodeBadCapture, CodeNoScreenshot, CodeNotPNG, CodeBadPNG,
 	CodeBadWorktree, CodeWorktreeFailed, CodeBadTitle, CodeBadPlan, CodeNotADependency,
 }

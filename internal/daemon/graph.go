@@ -1,8 +1,6 @@
 package daemon
 
 import (
-	"context"
-	"net/http"
 	"path/filepath"
 	"time"
 
@@ -72,62 +70,6 @@ func linkInput(s *index.Session, r api.LinkRequest) engine.LinkInput {
 	return in
 }
 
-// noteFilter reads the query of GET /notes and GET /graph.
-func noteFilter(r *http.Request, limit int) (engine.NoteFilter, error) {
-	q := readQuery(r, "q", "type", "kind", "branch", "task", "limit", "format")
-	f := engine.NoteFilter{Query: q.str("q"), Type: q.str("type"), Branch: q.str("branch"), Task: q.str("task"),
-		Limit: min(q.int("limit", 0, 1<<30, limit), max(limit, 200))}
-	if f.Type == "" {
-		f.Type = q.str("kind")
-	}
-	if q.err != nil {
-		return f, q.err
-	}
-	return f, nil
-}
-
-func (d *Daemon) listNotes(ctx context.Context, c *call[struct{}]) (answer, error) {
-	f, err := noteFilter(c.r, 20)
-	if err != nil {
-		return answer{}, err
-	}
-	ns, err := d.e.Notes(ctx, f)
-	if err != nil {
-		return answer{}, err
-	}
-	return ok(api.NoteList{Notes: notesWire(ns)}), nil
-}
-
-func (d *Daemon) getNote(ctx context.Context, c *call[struct{}]) (answer, error) {
-	n, err := d.e.Note(ctx, c.r.PathValue("ref"))
-	if err != nil {
-		return answer{}, err
-	}
-	return ok(nodeWire(n)), nil
-}
-
-func (d *Daemon) addNote(ctx context.Context, c *call[api.NoteRequest]) (answer, error) {
-	actor, who := actorOf(c.session, c.body.By)
-	n, err := d.e.AddNote(ctx, actor, who, noteInput(c.session, c.body))
-	if err != nil {
-		return answer{}, err
-	}
-	return answer{http.StatusCreated, api.NoteDetail{Note: noteWire(n), Body: n.Body}}, nil
-}
-
-func (d *Daemon) addLink(ctx context.Context, c *call[api.LinkRequest]) (answer, error) {
-	actor, who := actorOf(c.session, c.body.By)
-	n, err := d.e.Link(ctx, actor, who, linkInput(c.session, c.body))
-	if err != nil {
-		return answer{}, err
-	}
-	node, err := d.e.Note(ctx, n.Key)
-	if err != nil {
-		return answer{}, err
-	}
-	return ok(nodeWire(node)), nil
-}
-
 // graphWire is the graph of the notes f picks: the nodes, and the edges
 // whose both ends are among them.
 func graphWire(ns []index.NoteRow, ls []index.LinkRow) api.Graph {
@@ -148,18 +90,6 @@ func graphWire(ns []index.NoteRow, ls []index.LinkRow) api.Graph {
 	return out
 }
 
-func (d *Daemon) getGraph(ctx context.Context, c *call[struct{}]) (answer, error) {
-	f, err := noteFilter(c.r, 0)
-	if err != nil {
-		return answer{}, err
-	}
-	ns, ls, err := d.e.Graph(ctx, f)
-	if err != nil {
-		return answer{}, err
-	}
-	return ok(graphWire(ns, ls)), nil
-}
-
 // activityWire is the activity as the API answers it.
 func activityWire(a engine.Activity) api.ActivityFeed {
 	out := api.ActivityFeed{Workspace: a.Workspace, Tasks: orEmpty(a.Tasks), Files: orEmpty(a.Files),
@@ -169,17 +99,4 @@ func activityWire(a engine.Activity) api.ActivityFeed {
 			SecondsLeft: int(max(b.Expires.Sub(a.Now).Round(time.Second), time.Second) / time.Second)})
 	}
 	return out
-}
-
-func (d *Daemon) getActivity(ctx context.Context, c *call[struct{}]) (answer, error) {
-	q := readQuery(c.r, "branches")
-	n := q.int("branches", 1, engine.MaxActivityBranches, 20)
-	if q.err != nil {
-		return answer{}, q.err
-	}
-	a, err := d.e.Activity(ctx, n)
-	if err != nil {
-		return answer{}, err
-	}
-	return ok(activityWire(a)), nil
 }

@@ -239,8 +239,19 @@ func (d *Daemon) serveOp(svc *service, routes []api.Route) http.HandlerFunc {
 		if st, ok := ans.(ops.Statused); ok {
 			status, _ = st.AnswerStatus(status)
 		}
+		if render := renderers[rt.Op]; render != nil && render(w, status, req.Elem().Interface(), ans) {
+			return
+		}
 		writeJSON(w, status, ans)
 	}
+}
+
+// renderers write an operation's answer over HTTP as something other
+// than JSON when its request asks for it (GET /graph?format=svg): how
+// HTTP presents an answer, not what the operation answers. A renderer
+// that returns false has written nothing, and the answer goes as JSON.
+var renderers = map[string]func(w http.ResponseWriter, status int, req, ans any) bool{
+	ops.GetGraph.Name: renderGraph,
 }
 
 // pickRoute is the route of routes (one method and path) that serves a

@@ -223,26 +223,6 @@ func planDetail(v engine.PlanView) api.PlanDetail {
 	return out
 }
 
-func (d *Daemon) listPlans(ctx context.Context, c *call[struct{}]) (answer, error) {
-	vs, err := d.e.Plans(ctx)
-	if err != nil {
-		return answer{}, err
-	}
-	out := api.PlanList{Plans: make([]api.Plan, len(vs))}
-	for i, v := range vs {
-		out.Plans[i] = planWire(v)
-	}
-	return ok(out), nil
-}
-
-func (d *Daemon) getPlan(ctx context.Context, c *call[struct{}]) (answer, error) {
-	v, err := d.e.Plan(ctx, c.r.PathValue("slug"))
-	if err != nil {
-		return answer{}, err
-	}
-	return ok(planDetail(v)), nil
-}
-
 // actorOf is who makes a request: the agent of its session, or the person
 // by names (or "person").
 func actorOf(s *index.Session, by string) (queue.Actor, string) {
@@ -253,25 +233,6 @@ func actorOf(s *index.Session, by string) (queue.Actor, string) {
 		by = "person"
 	}
 	return queue.Person, by
-}
-
-func (d *Daemon) createPlan(ctx context.Context, c *call[api.PlanRequest]) (answer, error) {
-	actor, who := actorOf(c.session, c.body.By)
-	v, err := d.e.CreatePlanView(ctx, actor, who, deref(c.body.Title), deref(c.body.Body))
-	if err != nil {
-		return answer{}, err
-	}
-	return answer{http.StatusCreated, planDetail(v)}, nil
-}
-
-func (d *Daemon) updatePlan(ctx context.Context, c *call[api.PlanRequest]) (answer, error) {
-	actor, who := actorOf(c.session, c.body.By)
-	v, err := d.e.UpdatePlanView(ctx, actor, who, c.r.PathValue("slug"),
-		engine.PlanEdit{Title: c.body.Title, Body: c.body.Body, Status: queue.PlanStatus(c.body.Status)})
-	if err != nil {
-		return answer{}, err
-	}
-	return ok(planDetail(v)), nil
 }
 
 func deref(s *string) string {
@@ -287,27 +248,4 @@ func worktreesWire(vs []engine.WorktreeView) []api.Worktree {
 		out[i] = api.Worktree{Path: v.Path, Branch: v.Branch, Key: v.Key, Status: v.Status, Merged: v.Merged, Clean: v.Clean}
 	}
 	return out
-}
-
-func (d *Daemon) listWorktrees(ctx context.Context, c *call[struct{}]) (answer, error) {
-	vs, err := d.e.Worktrees(ctx)
-	if err != nil {
-		return answer{}, err
-	}
-	return ok(api.Worktrees{Worktrees: worktreesWire(vs)}), nil
-}
-
-func (d *Daemon) pruneWorktrees(ctx context.Context, c *call[moveRequest]) (answer, error) {
-	by := c.body.By
-	if by == "" {
-		by = "person"
-	}
-	removed, kept, why, err := d.e.PruneWorktrees(ctx, by)
-	if err != nil {
-		return answer{}, err
-	}
-	if why == nil {
-		why = []string{}
-	}
-	return ok(api.Pruned{Removed: worktreesWire(removed), Kept: worktreesWire(kept), Why: why}), nil
 }

@@ -93,6 +93,9 @@ func DecodeQuery(vals url.Values, v any) error {
 		case len(vals[k]) > 1:
 			return badQuery("bad_query", "query parameter %q is given %d times: give it once", k, len(vals[k]))
 		}
+		if vals.Get(k) == "" {
+			continue // empty reads as absent: an alias's empty twin does not undo it
+		}
 		if err := setValue(rv.FieldByIndex(f.Index), f, k, vals.Get(k)); err != nil {
 			return err
 		}
