@@ -8,19 +8,8 @@ import (
 	"time"
 
 	"github.com/snagdev/snag/api"
-	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 )
-
-func (d *Daemon) register(ctx context.Context, c *call[registerRequest]) (answer, error) {
-	req := c.body
-	s, err := d.e.Register(ctx, index.Session{Name: req.Name, Client: req.Client, ClientVersion: req.ClientVersion,
-		PID: req.PID, Host: req.Host, Transport: req.Transport, Root: req.Root})
-	if err != nil {
-		return answer{}, err
-	}
-	return answer{http.StatusCreated, s.Wire()}, nil
-}
 
 // stream holds a session alive: the session's client keeps this request
 // open for its whole life. When it closes and no other stream of the

@@ -9,7 +9,7 @@ import (
 // TestTasksQueryParameters: GET /tasks reads all=1, yes and true alike (it
 // used to take ?all=1 as not-all), and refuses a value it cannot read or a
 // parameter it does not know with a 400 that names it, as /search,
-// /audit and /events do.
+// /audit, /reports, /handoffs, /sessions and /events do.
 func TestTasksQueryParameters(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, sampleProject(t), "")
@@ -47,6 +47,11 @@ func TestTasksQueryParameters(t *testing.T) {
 		{"/search?q=checkout&limit=lots", `limit="lots"`},
 		{"/search?query=checkout", `unknown query parameter "query"`},
 		{"/audit?after=-1", `after="-1"`},
+		{"/audit?tail=lots", `tail="lots": want a whole number from 0`},
+		{"/reports?limit=-1", `limit="-1": want a whole number from 0`},
+		{"/handoffs?to=ADA&to=LYNX", `"to" is given 2 times`},
+		{"/handoffs?from=ADA", `unknown query parameter "from" (this endpoint takes to, limit)`},
+		{"/sessions?all=1", `unknown query parameter "all" (this endpoint takes none)`},
 		{"/events?since=yesterday", `since="yesterday"`},
 		{"/events?from=3", `unknown query parameter "from"`},
 	} {
@@ -54,6 +59,13 @@ func TestTasksQueryParameters(t *testing.T) {
 		code := d.get(c.query, &got)
 		if code != http.StatusBadRequest || !strings.Contains(got.Message, c.says) {
 			t.Errorf("GET %s: HTTP %d %q; want 400 saying %q", c.query, code, got.Message, c.says)
+		}
+	}
+	// A limit or tail above the most one answer holds is read as that most.
+	for _, q := range []string{"/audit?limit=5000", "/audit?tail=5000&after=3", "/reports?limit=5000", "/handoffs?limit=201&to=ADA"} {
+		var got page
+		if code := d.get(q, &got); code != http.StatusOK {
+			t.Errorf("GET %s: HTTP %d %q; want 200", q, code, got.Message)
 		}
 	}
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/engine"
-	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
 )
@@ -49,11 +48,7 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 		refusal: "a person edits a task's fields (snag edit): an agent adds what it found to the inbox"}, d.editTask))
 	mux.HandleFunc("POST /verify/{ref}", handle(d, route{ref: true}, d.verify))
 	mux.HandleFunc("GET /verify/{ref}", handle(d, route{ref: true}, d.getVerify))
-	mux.HandleFunc("POST /sessions", handle(d, route{}, d.register))
-	mux.HandleFunc("GET /sessions", handle(d, route{}, d.listSessions))
-	mux.HandleFunc("POST /sessions/{id}/end", handle(d, route{caller: person, refusal: endRefusal}, d.endByPerson))
 	mux.HandleFunc("GET /sessions/{id}/stream", d.ready503(func(w http.ResponseWriter, r *http.Request) { d.stream(ctx, w, r) }))
-	mux.HandleFunc("GET /audit", handle(d, route{}, d.auditLog))
 	mux.HandleFunc("POST /reindex", handle(d, route{}, d.reindex))
 	mux.HandleFunc("POST /rescan", handle(d, route{}, func(ctx context.Context, c *call[struct{}]) (answer, error) {
 		// A full rescan now, as the watcher's timer would run it: for a
@@ -61,18 +56,6 @@ func (d *Daemon) routes(ctx context.Context) http.Handler {
 		d.e.Rescan(ctx)
 		return ok(api.Rescanned{Done: true}), nil
 	}))
-	mux.HandleFunc("POST /context", handle(d, route{caller: agent}, d.teamContext))
-	mux.HandleFunc("GET /files", handle(d, route{}, d.listFiles))
-	mux.HandleFunc("POST /files/claim", handle(d, route{caller: agent}, d.claimFiles))
-	mux.HandleFunc("POST /files/release", handle(d, route{caller: agent}, d.releaseFiles))
-	mux.HandleFunc("POST /files/check", handle(d, route{}, d.checkFiles))
-	mux.HandleFunc("POST /files/force-release", handle(d, route{caller: person,
-		refusal: "an agent frees only its own claims: snag_files {\"action\": \"release\"}"}, d.forceReleaseFile))
-	mux.HandleFunc("POST /guard", handle(d, route{}, d.commitGuard))
-	mux.HandleFunc("POST /reports", handle(d, route{caller: agent}, d.report))
-	mux.HandleFunc("GET /reports", handle(d, route{}, d.messages(index.MessageReport)))
-	mux.HandleFunc("POST /handoffs", handle(d, route{}, d.handoff))
-	mux.HandleFunc("GET /handoffs", handle(d, route{}, d.messages(index.MessageHandoff)))
 	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) { d.serveEvents(ctx, w, r) })
 	d.mcp = d.mcpHandler(ctx)
 	mux.Handle(MCPPath, d.mcp) // MCP over Streamable HTTP: POST, GET (its SSE stream), DELETE

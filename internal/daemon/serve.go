@@ -96,9 +96,25 @@ func (s *service) Do(ctx context.Context, op string, req any) (any, error) {
 	return ans, nil
 }
 
-// admit checks that the caller may run op, by its routes' Who, and reads
-// the caller's session.
+// admit checks that the caller may run op (who) and reads the caller's
+// session.
 func (s *service) admit(ctx context.Context, op string, c ops.Caller) (*index.Session, error) {
+	if err := s.who(op, c); err != nil {
+		return nil, err
+	}
+	if c.Session == 0 {
+		return nil, nil
+	}
+	sess, err := s.d.e.Session(ctx, c.Session)
+	if err != nil {
+		return nil, &apiError{Status: http.StatusGone, Code: "session_ended", Message: err.Error()}
+	}
+	return &sess, nil
+}
+
+// who checks that the caller may run op, by its routes' Who: a person's
+// operation refuses an agent's session, an agent's needs one.
+func (s *service) who(op string, c ops.Caller) error {
 	var agentOnly, personOnly bool
 	admitted := false
 	for _, r := range s.routes[op] {
@@ -116,24 +132,18 @@ func (s *service) admit(ctx context.Context, op string, c ops.Caller) (*index.Se
 		}
 	}
 	switch {
-	case !admitted && personOnly && c.Session != 0:
-		return nil, &apiError{Status: http.StatusForbidden, Code: "person_only", Message: refusals[op]}
-	case !admitted && agentOnly:
+	case admitted:
+		return nil
+	case personOnly && c.Session != 0:
+		return &apiError{Status: http.StatusForbidden, Code: "person_only", Message: refusals[op]}
+	case agentOnly:
 		msg := refusals[op]
 		if msg == "" {
 			msg = "send " + SessionHeader + " with the id POST /sessions gave you"
 		}
-		return nil, &apiError{Status: http.StatusBadRequest, Code: "no_session", Message: msg}
-	case !admitted:
-		return nil, errCaptureOnly // the extension's credential, off its one route
-	case c.Session == 0:
-		return nil, nil
+		return &apiError{Status: http.StatusBadRequest, Code: "no_session", Message: msg}
 	}
-	sess, err := s.d.e.Session(ctx, c.Session)
-	if err != nil {
-		return nil, &apiError{Status: http.StatusGone, Code: "session_ended", Message: err.Error()}
-	}
-	return &sess, nil
+	return errCaptureOnly // the extension's credential, off its one route
 }
 
 // codeUnreachable is the code of the engine's refusals while the
@@ -193,6 +203,12 @@ func (d *Daemon) serveOp(svc *service, routes []api.Route) http.HandlerFunc {
 				return
 			}
 			c.Session, c.Tool = id, r.Header.Get(ToolHeader)
+		}
+		// Whose request this is comes first: a person's route refuses an
+		// agent before its body is read.
+		if err := svc.who(pickRoute(routes, c, nil).Op, c); err != nil {
+			writeError(w, err.(*apiError))
+			return
 		}
 		var raw []byte
 		if r.Method == http.MethodPost {

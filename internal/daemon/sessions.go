@@ -3,11 +3,8 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
-	"github.com/snagdev/snag/api"
-	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/snag"
 )
@@ -81,21 +78,6 @@ func until(now, t time.Time) time.Duration { return max(t.Sub(now), 0).Round(tim
 
 const endRefusal = "a person ends an agent's session; an agent ends its own by disconnecting"
 
-// endByPerson ends a live session for a person (an agent that is gone
-// without saying so, or one to stop): its tasks go back to the queue, its
-// MCP session over HTTP, if any, is closed, and the audit log says who.
-func (d *Daemon) endByPerson(ctx context.Context, c *call[endRequest]) (answer, error) {
-	id, err := strconv.ParseInt(c.r.PathValue("id"), 10, 64)
-	if err != nil {
-		return answer{}, &engine.Error{Kind: engine.ErrInvalid, Code: "bad_session", Message: "session id: want a number (snag agents lists them)"}
-	}
-	name, released, err := d.endForPerson(ctx, id, c.body.By, c.body.Reason)
-	if err != nil {
-		return answer{}, err
-	}
-	return ok(api.Ended{ID: id, Name: name, Ended: true, Released: released}), nil
-}
-
 // endForPerson ends live session id for a person, by, with a reason, and
 // closes its MCP session over HTTP, if it has one: the client's next
 // request gets 404.
@@ -104,40 +86,4 @@ func (d *Daemon) endForPerson(ctx context.Context, id int64, by, reason string) 
 		defer d.mcp.closeSession(id)
 	}
 	return d.e.EndForPerson(ctx, id, by, reason)
-}
-
-func (d *Daemon) listSessions(ctx context.Context, c *call[struct{}]) (answer, error) {
-	ss, err := d.e.Sessions(ctx)
-	if err != nil {
-		return answer{}, err
-	}
-	leases, err := d.e.Leases(ctx)
-	if err != nil {
-		return answer{}, err
-	}
-	acts := d.activities(ss)
-	views := make([]sessionView, 0, len(ss))
-	for _, s := range ss {
-		views = append(views, sessionView{Session: s, Activity: acts[s.ID]})
-	}
-	return ok(sessionsAnswer(views, leases)), nil
-}
-
-func (d *Daemon) auditLog(ctx context.Context, c *call[struct{}]) (answer, error) {
-	q := readQuery(c.r, "after", "limit", "tail")
-	after, limit, tail := q.int("after", 0, 1<<62, 0), min(q.int("limit", 0, 1<<30, 0), 1000), min(q.int("tail", 0, 1<<30, 0), 1000)
-	if q.err != nil {
-		return answer{}, q.err
-	}
-	var es []snag.AuditEntry
-	var err error
-	if tail > 0 {
-		es, err = d.e.AuditTail(ctx, tail)
-	} else {
-		es, err = d.e.AuditLog(ctx, int64(after), limit)
-	}
-	if err != nil {
-		return answer{}, err
-	}
-	return ok(auditLog(es)), nil
 }

@@ -3,8 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"net/http"
-	"time"
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/engine"
@@ -40,107 +38,6 @@ func filesClaimed(got engine.FilesClaimed, err error) (api.FilesClaimed, error) 
 		msg = "renewed"
 	}
 	return api.FilesClaimed{Granted: true, Claims: orEmpty(got.Claims), Renewed: got.Renewed, Message: msg}, nil
-}
-
-func (d *Daemon) claimFiles(ctx context.Context, c *call[api.FilesRequest]) (answer, error) {
-	got, err := d.e.ClaimFiles(ctx, *c.session, engine.FilesRequest{Paths: c.body.Paths, Task: c.body.Task,
-		TTL: time.Duration(c.body.TTLSec) * time.Second, Shared: c.body.Shared})
-	out, err := filesClaimed(got, err)
-	if err != nil {
-		return answer{}, err
-	}
-	return ok(out), nil
-}
-
-func (d *Daemon) releaseFiles(ctx context.Context, c *call[api.FilesRequest]) (answer, error) {
-	out, err := d.e.ReleaseFiles(ctx, *c.session, c.body.Paths)
-	if err != nil {
-		return answer{}, err
-	}
-	return ok(api.FilesReleased{Released: orEmpty(out)}), nil
-}
-
-func (d *Daemon) checkFiles(ctx context.Context, c *call[api.FilesRequest]) (answer, error) {
-	if len(c.body.Paths) == 0 {
-		return answer{}, &apiError{Status: http.StatusBadRequest, Code: "no_paths", Message: "check: name the paths to check"}
-	}
-	out, err := d.e.CheckFiles(ctx, c.session, c.body.Paths)
-	if err != nil {
-		return answer{}, err
-	}
-	return ok(api.FilesChecked{Checks: wireChecks(out)}), nil
-}
-
-func (d *Daemon) listFiles(ctx context.Context, c *call[struct{}]) (answer, error) {
-	out, err := d.e.FileClaims(ctx)
-	if err != nil {
-		return answer{}, err
-	}
-	return ok(api.FileClaims{Claims: orEmpty(out)}), nil
-}
-
-func (d *Daemon) forceReleaseFile(ctx context.Context, c *call[api.ForceReleaseRequest]) (answer, error) {
-	by := c.body.By
-	if by == "" {
-		by = "person"
-	}
-	out, err := d.e.PersonReleaseFile(ctx, c.body.Path, by, c.body.Reason)
-	if err != nil {
-		return answer{}, err
-	}
-	return ok(api.FilesReleased{Released: orEmpty(out)}), nil
-}
-
-func (d *Daemon) commitGuard(ctx context.Context, c *call[api.GuardRequest]) (answer, error) {
-	out, err := d.e.Guard(ctx, c.body.Committer, c.body.Paths)
-	if err != nil {
-		return answer{}, err
-	}
-	return ok(api.Guarded{Blocked: wireChecks(out)}), nil
-}
-
-func (d *Daemon) report(ctx context.Context, c *call[api.ReportRequest]) (answer, error) {
-	m, err := d.e.Report(ctx, *c.session, c.body.Message, c.body.Task, c.body.Detail)
-	if err != nil {
-		return answer{}, err
-	}
-	return answer{http.StatusCreated, m.Wire()}, nil
-}
-
-func (d *Daemon) messages(kind string) func(ctx context.Context, c *call[struct{}]) (answer, error) {
-	return func(ctx context.Context, c *call[struct{}]) (answer, error) {
-		q := readQuery(c.r, "to", "limit")
-		to, limit := q.str("to"), min(q.int("limit", 0, 1<<30, 20), 200)
-		if q.err != nil {
-			return answer{}, q.err
-		}
-		ms, err := d.e.Messages(ctx, kind, to, limit)
-		if err != nil {
-			return answer{}, err
-		}
-		return ok(api.Messages{Messages: index.WireMessages(ms)}), nil
-	}
-}
-
-func (d *Daemon) handoff(ctx context.Context, c *call[api.HandoffRequest]) (answer, error) {
-	by := c.body.By
-	if by == "" {
-		by = "person"
-	}
-	got, err := d.e.Handoff(ctx, c.session, by, c.body)
-	if err != nil {
-		return answer{}, err
-	}
-	return answer{http.StatusCreated, api.HandedOff{Message: got.Message.Wire(), Moved: got.Moved, Key: got.Key,
-		Epoch: got.Epoch, Live: got.Live, Host: got.Host}}, nil
-}
-
-func (d *Daemon) teamContext(ctx context.Context, c *call[api.ContextRequest]) (answer, error) {
-	out, _, err := d.contextOf(ctx, *c.session, c.body.Name)
-	if err != nil {
-		return answer{}, err
-	}
-	return ok(out), nil
 }
 
 // contextOf is session s's context, after it adopts name (when given and
