@@ -204,7 +204,10 @@ func generate(t *testing.T) string {
 	}
 	for _, r := range api.Routes {
 		head := r.Method + " " + r.Path
-		if patterns[head] > 1 {
+		switch {
+		case patterns[head] > 1 && r.When != "":
+			head += " (" + r.Who + ", with " + r.When + ")"
+		case patterns[head] > 1:
 			head += " (" + r.Who + ")"
 		}
 		w("### %s\n\n%s\n\n", head, r.Doc)

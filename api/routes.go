@@ -82,6 +82,8 @@ var Routes = []Route{
 		Doc: "Checks the task now (a person's, for a task claimed, verifying or needs_review; an agent's is its resolve): 202 with a started check, or 200 when no check runs."},
 	{Op: "verify_plan", When: "dry_run", Method: "POST", Path: "/verify/{ref}", Who: Token, Request: VerifyRequest{}, Answer: VerifyPlan{}, Status: 200,
 		Doc: "With dry_run: what would check the task, and nothing changes; 503 verify_unavailable, with the same body, when the check needs a browser and none is here."},
+	{Op: "verify_plan", When: "dry_run", Method: "POST", Path: "/tasks/{ref}/resolve", Who: Agent, Request: VerifyRequest{}, Answer: VerifyPlan{}, Status: 200,
+		Doc: "With dry_run: the holder's dry run of its resolve, as POST /verify/{ref} with dry_run, in the session's worktree; nothing changes."},
 	{Op: "verify_state", Method: "GET", Path: "/verify/{ref}", Who: Token, Answer: VerifyState{}, Status: 200,
 		Doc: "Where verify of the task stands, with its recent runs."},
 	{Op: "register", Method: "POST", Path: "/sessions", Who: Token, Request: Registration{}, Answer: Session{}, Status: 201,

@@ -18,10 +18,12 @@ package client
 
 import (
 	"encoding/json"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/snagdev/snag/api"
 )
@@ -97,9 +99,41 @@ func readSearchResult(b []byte) (res api.SearchResult, ok bool) {
 	return res, ok
 }
 
-// taskKeys are api.Task's JSON names, then a Hit's snippet.
-var taskKeys = []string{"id", "key", "title", "status", "trust", "severity", "kind", "wave", "plan",
-	"assignee", "file", "blocked_by", "path", "state", "error", "stale", "duplicate", "held_in", "held_on", "snippet"}
+// taskFields are api.Task's JSON fields, as its tags name them, each
+// with where it lies in the struct and how to read it: a new field of the
+// task row is read with no edit here. A field of a type the reader does not
+// read (none yet) leaves the answer to encoding/json.
+var taskFields, taskKeys = func() ([]taskField, []string) {
+	var fields []taskField
+	var keys []string
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[api.Task]()) {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || f.Anonymous || name == "" || name == "-" {
+			continue
+		}
+		tf := taskField{off: f.Offset}
+		switch {
+		case f.Type.Kind() == reflect.String:
+			tf.kind = 's'
+		case f.Type.Kind() == reflect.Int:
+			tf.kind = 'i'
+		case f.Type.Kind() == reflect.Bool:
+			tf.kind = 'b'
+		case f.Type == reflect.TypeFor[[]string]():
+			tf.kind = 'l'
+		}
+		fields = append(fields, tf)
+		keys = append(keys, name)
+	}
+	return fields, append(keys, "snippet") // then a Hit's snippet
+}()
+
+// taskField is one field of api.Task: its offset and its kind (s string,
+// i int, b bool, l list of strings, 0 none the reader reads).
+type taskField struct {
+	off  uintptr
+	kind byte
+}
 
 // task reads one task's object into t, and a hit's snippet into snippet
 // when it is not nil.
@@ -107,7 +141,7 @@ func (r *pageReader) task(t *api.Task, snippet *string) bool {
 	if r.null() {
 		return true // null leaves a struct as it is
 	}
-	var seen uint32
+	var seen uint64
 	keys := taskKeys
 	if snippet == nil {
 		keys = keys[:len(keys)-1]
@@ -117,61 +151,38 @@ func (r *pageReader) task(t *api.Task, snippet *string) bool {
 		if i < 0 {
 			return r.unknown(key, keys...)
 		}
-		if seen&(1<<i) != 0 {
+		if i >= 64 || seen&(1<<i) != 0 {
 			return false // a key twice
 		}
 		seen |= 1 << i
-		switch key {
-		case "id":
-			return r.str(&t.ID)
-		case "key":
-			return r.str(&t.Key)
-		case "title":
-			return r.str(&t.Title)
-		case "status":
-			return r.str((*string)(&t.Status))
-		case "trust":
-			return r.str((*string)(&t.Trust))
-		case "severity":
-			return r.str((*string)(&t.Severity))
-		case "kind":
-			return r.str((*string)(&t.Kind))
-		case "wave":
-			return r.int(&t.Wave)
-		case "plan":
-			return r.str(&t.Plan)
-		case "assignee":
-			return r.str(&t.Assignee)
-		case "file":
-			return r.str(&t.File)
-		case "blocked_by":
-			if r.null() {
-				t.BlockedBy = nil
-				return true
-			}
-			return r.array(func() bool {
-				t.BlockedBy = append(t.BlockedBy, "")
-				return r.str(&t.BlockedBy[len(t.BlockedBy)-1])
-			}, func() { t.BlockedBy = []string{} })
-		case "path":
-			return r.str(&t.Path)
-		case "state":
-			return r.str(&t.State)
-		case "error":
-			return r.str(&t.Error)
-		case "stale":
-			return r.bool(&t.Stale)
-		case "duplicate":
-			return r.bool(&t.Duplicate)
-		case "held_in":
-			return r.str(&t.HeldIn)
-		case "held_on":
-			return r.str(&t.HeldOn)
-		case "snippet":
+		if i == len(taskFields) {
 			return r.str(snippet)
 		}
-		return false
+		return r.field(unsafe.Add(unsafe.Pointer(t), taskFields[i].off), taskFields[i].kind)
 	})
+}
+
+// field reads a value of kind into the field at p.
+func (r *pageReader) field(p unsafe.Pointer, kind byte) bool {
+	switch kind {
+	case 's':
+		return r.str((*string)(p))
+	case 'i':
+		return r.int((*int)(p))
+	case 'b':
+		return r.bool((*bool)(p))
+	case 'l':
+		list := (*[]string)(p)
+		if r.null() {
+			*list = nil
+			return true
+		}
+		return r.array(func() bool {
+			*list = append(*list, "")
+			return r.str(&(*list)[len(*list)-1])
+		}, func() { *list = []string{} })
+	}
+	return false // left to encoding/json
 }
 
 func index(keys []string, key string) int {

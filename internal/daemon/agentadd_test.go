@@ -62,6 +62,15 @@ func TestAgentAddIsUnvettedAndToolCallsAreAudited(t *testing.T) {
 	if code, out := send(http.MethodPost, "/verify/SNAG-1", map[string]any{"dry_run": true}, "snag_resolve"); code != http.StatusOK {
 		t.Errorf("dry run: %d %v", code, out)
 	}
+	// The holder's resolve takes dry_run too: the same plan, nothing changes.
+	if code, out := send(http.MethodPost, "/tasks/SNAG-1/resolve", map[string]any{"dry_run": true}, ""); code != http.StatusOK || out["code"] == nil {
+		t.Errorf("dry run of a resolve: %d %v", code, out)
+	}
+	// A person's move is a person's: an agent's is refused, saying so.
+	if code, out := send(http.MethodPost, "/tasks/"+out["key"].(string)+"/promote", map[string]any{}, ""); code != http.StatusForbidden ||
+		out["error"] != "person_only" || out["message"] == "" {
+		t.Errorf("an agent's promote: %d %v", code, out)
+	}
 	var audit struct {
 		Entries []struct {
 			SessionID int64  `json:"session_id"`
@@ -82,8 +91,8 @@ func TestAgentAddIsUnvettedAndToolCallsAreAudited(t *testing.T) {
 		}
 	}
 	got := strings.Join(tools, "\n")
-	if !strings.Contains(got, "snag_add POST /tasks -> ok") || !strings.Contains(got, "snag_get GET /tasks/SNAG-999 -> error 404") ||
-		!strings.Contains(got, "snag_resolve POST /verify/SNAG-1 -> dry-run") {
+	if !strings.Contains(got, "snag_add add -> ok") || !strings.Contains(got, "snag_get get SNAG-999 -> error 404") ||
+		!strings.Contains(got, "snag_resolve verify_plan SNAG-1 -> dry-run") {
 		t.Errorf("tool calls in the audit log:\n%s", got)
 	}
 }

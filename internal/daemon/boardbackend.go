@@ -126,11 +126,11 @@ func (b boardBackend) Problems(ctx context.Context) ([]board.Problem, error) {
 			kind = "conflict"
 		case row.State == snag.StateMissing:
 			kind = "missing"
-		case row.State == snag.StateOK && row.Dup:
+		case row.State == snag.StateOK && row.Duplicate:
 			kind = "duplicate"
 		}
 		msg := row.Error
-		if msg == "" && row.Dup {
+		if msg == "" && row.Duplicate {
 			msg = "another file has the same id or alias " + row.Key + ": a key two tasks share is settled by snagd (the task made first keeps it, the other gets a new key); a file copied with its id is for a person: snag doctor says which"
 		}
 		out = append(out, board.Problem{Path: project.Rel(row.Path), Kind: kind, Message: msg})

@@ -30,6 +30,7 @@ var refusals = map[string]string{
 	ops.Resolve.Name:           resolveRefusal,
 	ops.Accept.Name:            acceptRefusal,
 	ops.Edit.Name:              "a person edits a task's fields (snag edit): an agent adds what it found to the inbox",
+	ops.Move.Name:              "a person promotes, rejects, cancels or reopens a task (snag promote, reject, cancel, reopen): an agent adds what it found to the inbox",
 	ops.EndSession.Name:        endRefusal,
 	ops.ForceReleaseFiles.Name: "an agent frees only its own claims: snag_files {\"action\": \"release\"}",
 	ops.PruneWorktrees.Name:    "a person prunes worktrees: snag worktrees prune",
@@ -81,6 +82,9 @@ func (s *service) Do(ctx context.Context, op string, req any) (any, error) {
 	}
 	if c.Tool != "" && sess != nil {
 		status := http.StatusOK
+		if st, ok := ans.(ops.Statused); ok && a == nil {
+			status, _ = st.AnswerStatus(status) // a dry run that finds no browser is a 503
+		}
 		if a != nil {
 			status = a.Status
 		}

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/engine"
@@ -105,18 +104,6 @@ func resolved(res engine.Resolution) api.Resolved {
 		out.Verify = res.Verify
 	}
 	return out
-}
-
-// resolvedStatus is the HTTP status of a resolve's answer: 202 while a
-// check runs, 503 when it needs a browser and none is here, else 200.
-func resolvedStatus(res engine.Resolution) int {
-	switch {
-	case res.Code == ops.VerifyUnavailable:
-		return http.StatusServiceUnavailable
-	case res.Verify != nil:
-		return http.StatusAccepted
-	}
-	return http.StatusOK
 }
 
 // edited is the answer of a person's edit: the task's row as the index

@@ -359,7 +359,7 @@ func clean(it *index.Item) error {
 		return fmt.Errorf("%w: %s has git conflict markers: %s", ErrNotClean, it.Path, it.Error)
 	case it.State != snag.StateOK:
 		return fmt.Errorf("%w: %s", ErrNotClean, it.Error)
-	case it.Dup:
+	case it.Duplicate:
 		return fmt.Errorf("%w: another file has the same id or key as %s: snag doctor names both", ErrNotClean, it.Path)
 	case it.Task == nil:
 		return fmt.Errorf("%w: %s has no task data", ErrNotClean, it.Path)

@@ -229,6 +229,24 @@ func BenchmarkList20Of100k(b *testing.B) {
 	}
 }
 
+// BenchmarkList1000 lists all of 1,000 tasks in one page, as snag list
+// --all does on a queue of that size: mostly the scan of each row.
+func BenchmarkList1000(b *testing.B) {
+	db := indexed(b, 1000)
+	ctx := context.Background()
+	cpu := cpuTime()
+	for b.Loop() {
+		p, err := db.List(ctx, index.Filter{Limit: 1000, All: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(p.Rows) != 1000 {
+			b.Fatalf("%d rows, want 1000", len(p.Rows))
+		}
+	}
+	reportMS(b, cpu)
+}
+
 // BenchmarkSearch100k searches 100,000 tasks for a word in every one, a
 // word in a few percent, a word in a handful, two words, the start of a
 // word (chec: checkbox and checkout), and three words found together in a

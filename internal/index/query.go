@@ -26,70 +26,13 @@ var ErrNotFound = errors.New("no such task")
 // ErrAmbiguous is returned when two files claim the same id or alias.
 var ErrAmbiguous = errors.New("two files have this id")
 
-// Row is one task as lists show it: the columns a compact table needs.
-type Row struct {
-	ID        string         `json:"id"`
-	Key       string         `json:"key"`
-	Title     string         `json:"title"`
-	Status    queue.Status   `json:"status"`
-	Trust     queue.Trust    `json:"trust"`
-	Severity  queue.Severity `json:"severity"`
-	Kind      queue.Kind     `json:"kind"`
-	Wave      int            `json:"wave"`
-	Plan      string         `json:"plan,omitempty"`
-	Assignee  string         `json:"assignee,omitempty"`
-	File      string         `json:"file,omitempty"` // first suspect file, path:a-b
-	BlockedBy []string       `json:"blocked_by,omitempty"`
-	Path      string         `json:"path"` // the task file, relative to .snag/
-	// State is ok, invalid, conflict or missing; Error says why when it is
-	// not ok.
-	State string `json:"state"`
-	Error string `json:"error,omitempty"`
-	// Stale is set when the row holds the last good data of a file that no
-	// longer parses; Dup when another file has the same id or alias.
-	Stale bool `json:"stale,omitempty"`
-	Dup   bool `json:"duplicate,omitempty"`
-	// HeldIn is the project root of another worktree of the repository
-	// whose agent holds the task that this worktree's file says is open
-	// (set by the engine's reads, never stored).
-	HeldIn string `json:"held_in,omitempty"`
-	// HeldOn is the machine of another clone whose agent holds the task
-	// that this clone's file says is open (team mode; set by the engine's
-	// reads, never stored).
-	HeldOn string `json:"held_on,omitempty"`
-
-	n        int64
-	created  int64
-	sevRank  int64
-	hasDeps  bool
-	hasValid bool // the row has task data (parsed now or before)
-}
-
 // Blocked reports whether a dependency of the task is unresolved.
 func (r *Row) Blocked() bool { return len(r.BlockedBy) > 0 }
 
 // Claimable reports whether the row's task could be handed out: open, read
 // cleanly, unique. It does not look at dependencies (see Blocked).
 func (r *Row) Claimable() bool {
-	return r.Status == queue.StatusOpen && r.State == snag.StateOK && !r.Dup
-}
-
-const rowColumns = `tasks.n, tasks.id, tasks.key, tasks.title, tasks.status, tasks.trust, tasks.severity,
-	tasks.kind, tasks.wave, tasks.plan, tasks.assignee, tasks.first_file, tasks.path, tasks.state, tasks.error,
-	tasks.stale, tasks.dup, tasks.created, tasks.sev_rank, EXISTS (SELECT 1 FROM deps d WHERE d.task_n = tasks.n)`
-
-func scanRow(s *sqlite.Stmt) *Row {
-	r := &Row{
-		n: s.ColumnInt64(0), ID: s.ColumnText(1), Key: s.ColumnText(2), Title: s.ColumnText(3),
-		Status: queue.Status(s.ColumnText(4)), Trust: queue.Trust(s.ColumnText(5)),
-		Severity: queue.Severity(s.ColumnText(6)), Kind: queue.Kind(s.ColumnText(7)),
-		Wave: s.ColumnInt(8), Plan: s.ColumnText(9), Assignee: s.ColumnText(10), File: s.ColumnText(11),
-		Path: s.ColumnText(12), State: s.ColumnText(13), Error: s.ColumnText(14),
-		Stale: s.ColumnBool(15), Dup: s.ColumnBool(16), created: s.ColumnInt64(17), sevRank: s.ColumnInt64(18),
-		hasDeps: s.ColumnBool(19),
-	}
-	r.hasValid = r.ID != ""
-	return r
+	return r.Status == queue.StatusOpen && r.State == snag.StateOK && !r.Duplicate
 }
 
 // depResolved is true for a dependency d that some resolved task answers
@@ -364,18 +307,23 @@ func (db *DB) Get(ctx context.Context, ref queue.Ref) (*Item, error) {
 // Get is [DB.Get] inside the transaction.
 func (tx *Tx) Get(ref queue.Ref) (*Item, error) { return get(tx.conn, ref) }
 
+// The queries of get, by id and by alias: a row, then its data, body and
+// hash (at rowWidth).
+var (
+	getByIDSQL  = `SELECT ` + rowColumns + `, data, body, sha256 FROM tasks WHERE id = :ref`
+	getByKeySQL = `SELECT ` + rowColumns + `, data, body, sha256 FROM tasks
+		WHERE key = :ref OR (key = '' AND key_num = :num)`
+)
+
 func get(conn *sqlite.Conn, ref queue.Ref) (*Item, error) {
 	var items []*Item
 	err := func() error {
 		// The rows are put in order here, not by SQLite: an ORDER BY copies
 		// each row, body and all, into a sorter's record, whose memory
 		// modernc's allocator maps and unmaps for every claim's lookup.
-		q := `SELECT ` + rowColumns + `, data, body, sha256 FROM tasks WHERE id = :ref`
-		args := map[string]any{":ref": ref.ID}
+		q, args := getByIDSQL, map[string]any{":ref": ref.ID}
 		if ref.ID == "" {
-			q = `SELECT ` + rowColumns + `, data, body, sha256 FROM tasks
-				WHERE key = :ref OR (key = '' AND key_num = :num)`
-			args = map[string]any{":ref": ref.String(), ":num": int64(ref.Num)}
+			q, args = getByKeySQL, map[string]any{":ref": ref.String(), ":num": int64(ref.Num)}
 		}
 		err := sqlitex.Execute(conn, q, &sqlitex.ExecOptions{
 			Named: args,
@@ -383,14 +331,14 @@ func get(conn *sqlite.Conn, ref queue.Ref) (*Item, error) {
 				it := &Item{Row: *scanRow(s)}
 				if it.hasValid {
 					var t queue.Task
-					if err := json.Unmarshal([]byte(s.ColumnText(20)), &t); err != nil {
+					if err := json.Unmarshal([]byte(s.ColumnText(rowWidth)), &t); err != nil {
 						return fmt.Errorf("decode %s: %w", it.Path, err)
 					}
-					t.Body = []byte(s.ColumnText(21))
+					t.Body = []byte(s.ColumnText(rowWidth + 1))
 					it.Task = &t
 				}
-				it.SHA256 = make([]byte, s.ColumnLen(22))
-				s.ColumnBytes(22, it.SHA256)
+				it.SHA256 = make([]byte, s.ColumnLen(rowWidth+2))
+				s.ColumnBytes(rowWidth+2, it.SHA256)
 				items = append(items, it)
 				return nil
 			},
@@ -476,9 +424,12 @@ func (tx *Tx) Next() (*Row, Readiness, error) {
 	return row, rd, nil
 }
 
+// nextSQL selects the next ready task.
+var nextSQL = `SELECT ` + rowColumns + ` FROM tasks WHERE ` + readyWhere + `
+		ORDER BY wave, sev_rank, created, id LIMIT 1`
+
 func next(conn *sqlite.Conn) (row *Row, rd Readiness, err error) {
-	err = sqlitex.Execute(conn, `SELECT `+rowColumns+` FROM tasks WHERE `+readyWhere+`
-		ORDER BY wave, sev_rank, created, id LIMIT 1`, &sqlitex.ExecOptions{
+	err = sqlitex.Execute(conn, nextSQL, &sqlitex.ExecOptions{
 		ResultFunc: func(s *sqlite.Stmt) error { row = scanRow(s); return nil },
 	})
 	if err != nil || row != nil {

@@ -36,7 +36,7 @@ func (db *DB) Search(ctx context.Context, query string, limit int) ([]Hit, error
 			return err
 		}
 		collect := func(s *sqlite.Stmt) error {
-			hits = append(hits, Hit{Row: *scanRow(s), Snippet: s.ColumnText(20)})
+			hits = append(hits, Hit{Row: *scanRow(s), Snippet: s.ColumnText(rowWidth)})
 			return nil
 		}
 		// Ranking scores every match (about 7 µs each), so it is kept for

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -500,66 +499,7 @@ func readFile(dir *taskfs.Dir, e taskfs.Entry, old rowInfo, had bool) *fileResul
 	return r
 }
 
-// taskRow is what a parsed task puts in its row beside the file's facts.
-type taskRow struct {
-	args []any // in the order of taskColumns
-	deps []string
-}
-
-// taskColumns are the columns a parsed task sets, in the order of
-// taskRow.args.
-var taskColumns = []string{"id", "key", "key_num", "title", "status", "trust", "severity", "sev_rank",
-	"kind", "wave", "plan", "assignee", "created", "updated", "terminal", "first_file", "console", "files",
-	"data", "body"}
-
-// Positions in taskRow.args of the columns the full-text index holds.
-const (
-	colTitle   = 3
-	colConsole = 16
-	colFiles   = 17
-	colBody    = 19
-)
-
-func newTaskRow(t *queue.Task) (*taskRow, error) {
-	data, err := json.Marshal(t)
-	if err != nil {
-		return nil, err
-	}
-	var files, console []string
-	for _, f := range t.SuspectFiles {
-		files = append(files, f.Path)
-	}
-	first := ""
-	if len(t.SuspectFiles) > 0 {
-		first = t.SuspectFiles[0].String()
-	}
-	if t.Capture != nil {
-		console = t.Capture.ConsoleErrors
-	}
-	row := &taskRow{args: []any{
-		t.ID, t.Key, int64(t.Num()), t.Title,
-		string(t.Status), string(t.Trust), string(t.Severity), int64(t.Severity.Rank()),
-		string(t.Kind), int64(t.Wave), t.Plan, t.Assignee, unixNano(t.Created), unixNano(t.Updated),
-		boolInt(t.Status.Terminal()), first, strings.Join(console, "\n"), strings.Join(files, "\n"),
-		string(data), string(t.Body),
-	}}
-	for _, d := range t.DependsOn {
-		ref, err := queue.ParseRef(d)
-		if err != nil {
-			continue // Parse already refused these; keep going if it ever lets one by
-		}
-		row.deps = append(row.deps, ref.String())
-	}
-	return row, nil
-}
-
-var (
-	insertTaskSQL = `INSERT INTO tasks (path, sha256, size, mtime, ino, ctime, ` + strings.Join(taskColumns, ", ") +
-		`) VALUES (?, ?, ?, ?, ?, ?` + strings.Repeat(", ?", len(taskColumns)) + `)`
-	insertFTSSQL  = `INSERT INTO tasks_fts (rowid, title, body, console, files) VALUES (?, ?, ?, ?, ?)`
-	updateTaskSQL = `UPDATE tasks SET path = ?, sha256 = ?, size = ?, mtime = ?, ino = ?, ctime = ?, ` +
-		strings.Join(taskColumns, " = ?, ") + ` = ?, state = 'ok', error = '', error_line = 0, stale = 0 WHERE n = ?`
-)
+const insertFTSSQL = `INSERT INTO tasks_fts (rowid, title, body, console, files) VALUES (?, ?, ?, ?, ?)`
 
 // exec runs a cached statement with positional arguments, bound without
 // reflection: the bulk load runs a few statements per file.

@@ -63,12 +63,12 @@ func TestScanIndexesTheSampleProject(t *testing.T) {
 	}
 
 	it := e.mustGet("SNAG-1")
-	want := index.Row{
+	want := index.Row{Task: snag.Task{
 		ID: "tsk_01M6DRJYC6CBVR9SGWXEAVTH3Y", Key: "SNAG-1", Title: "Checkout button does nothing on Safari",
 		Status: queue.StatusClaimed, Trust: queue.TrustVetted, Severity: queue.SeverityHigh, Kind: queue.KindBug,
 		Wave: 1, Plan: "checkout-revamp", Assignee: "VESPER", File: "web/checkout.ts:120-148",
 		Path: "tasks/SNAG-1 - Checkout button does nothing on Safari.md", State: snag.StateOK,
-	}
+	}}
 	if diff := cmp.Diff(want, it.Row, cmpopts.IgnoreUnexported(index.Row{})); diff != "" {
 		t.Errorf("Get(SNAG-1) (-want +got):\n%s", diff)
 	}
@@ -400,17 +400,17 @@ func TestDuplicateIDs(t *testing.T) {
 			syncAll(na, nb, queue.FileName(c.Key, c.Title))
 
 			probs := e.problems()
-			if got := keys(probs); !cmp.Equal(got, []string{"SNAG-5", "SNAG-6"}) || !probs[0].Dup || !probs[1].Dup {
+			if got := keys(probs); !cmp.Equal(got, []string{"SNAG-5", "SNAG-6"}) || !probs[0].Duplicate || !probs[1].Duplicate {
 				t.Errorf("Problems = %v, want SNAG-5 and SNAG-6 flagged duplicate", got)
 			}
 			_, err := e.get(a.ID)
 			if !errors.Is(err, index.ErrAmbiguous) || !strings.Contains(err.Error(), "tasks/"+na) || !strings.Contains(err.Error(), "tasks/"+nb) {
 				t.Errorf("Get(id) = %v, want ErrAmbiguous naming both files", err)
 			}
-			if it := e.mustGet("SNAG-6"); !it.Dup || it.Claimable() {
-				t.Errorf("Get(SNAG-6) dup = %v claimable = %v, want duplicate and not claimable", it.Dup, it.Claimable())
+			if it := e.mustGet("SNAG-6"); !it.Duplicate || it.Claimable() {
+				t.Errorf("Get(SNAG-6) dup = %v claimable = %v, want duplicate and not claimable", it.Duplicate, it.Claimable())
 			}
-			if it := e.mustGet("SNAG-7"); it.Dup {
+			if it := e.mustGet("SNAG-7"); it.Duplicate {
 				t.Error("an unrelated task is flagged duplicate")
 			}
 			if row, _, _ := e.db.Next(e.ctx); row == nil || row.Key != "SNAG-7" {
@@ -423,8 +423,8 @@ func TestDuplicateIDs(t *testing.T) {
 			if probs := e.problems(); len(probs) != 0 {
 				t.Errorf("Problems after the fix = %v, want none", keys(probs))
 			}
-			if it := e.mustGet(a.ID); it.Key != "SNAG-5" || it.Dup {
-				t.Errorf("Get(id) after the fix = %s dup %v, want SNAG-5, not duplicate", it.Key, it.Dup)
+			if it := e.mustGet(a.ID); it.Key != "SNAG-5" || it.Duplicate {
+				t.Errorf("Get(id) after the fix = %s dup %v, want SNAG-5, not duplicate", it.Key, it.Duplicate)
 			}
 		})
 	}
@@ -441,8 +441,8 @@ func TestDuplicateKeys(t *testing.T) {
 	}
 	e.remove(b)
 	e.sync(b)
-	if it := e.mustGet("SNAG-5"); it.Dup || it.Title != "One" {
-		t.Errorf("after removing one: %s dup %v, want One, not duplicate", it.Title, it.Dup)
+	if it := e.mustGet("SNAG-5"); it.Duplicate || it.Title != "One" {
+		t.Errorf("after removing one: %s dup %v, want One, not duplicate", it.Title, it.Duplicate)
 	}
 }
 
@@ -618,7 +618,7 @@ func TestBulkScanMatchesRowByRow(t *testing.T) {
 	}
 	syncAll(touched)
 	compare("second round")
-	if it := bulk.mustGet(gen[10].ID); it.Dup {
+	if it := bulk.mustGet(gen[10].ID); it.Duplicate {
 		t.Error("the duplicate flag stayed after its twin went")
 	}
 	// The bulk loads put back every index and trigger they took away.

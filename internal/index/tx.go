@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"path"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/snagdev/snag/internal/codec"
@@ -181,52 +180,17 @@ func (tx *Tx) syncResult(p string, r *fileResult, old rowInfo, had bool) error {
 	return w.markDups()
 }
 
-// A rewrite by snag itself (a claim, a release, a resolve) changes a few
-// frontmatter scalars and never the text the full-text index holds, the
-// id, the alias or the dependencies. Its row is then updated in place
-// through updateFactsSQL, which leaves the text columns out of its SET: the
-// full-text update trigger does not fire, so the transaction does not
-// tokenise the body again and write a new full-text segment, and the
-// duplicate flags, which depend on ids and aliases alone, stay right.
-var updateFactsSQL = func() string {
-	cols := []string{"path", "sha256", "size", "mtime", "ino", "ctime"}
-	for i, c := range taskColumns {
-		if !textColumn(i) {
-			cols = append(cols, c)
-		}
-	}
-	return `UPDATE tasks SET ` + strings.Join(cols, " = ?, ") +
-		` = ?, state = 'ok', error = '', error_line = 0, stale = 0 WHERE n = ?`
-}()
-
-// textColumn reports whether column i of taskColumns is one the full-text
-// index holds.
-func textColumn(i int) bool { return i == colTitle || i == colBody || i == colConsole || i == colFiles }
-
-// factsOf returns a task row's values less its text columns, in the order
-// updateFactsSQL wants them.
-func factsOf(args []any) []any {
-	out := make([]any, 0, len(args))
-	for i, a := range args {
-		if !textColumn(i) {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
 // sameText reports whether row n is clean and holds r's id, alias, text
 // columns and dependencies, so that r can be written over it in place.
 func (tx *Tx) sameText(n int64, r *fileResult) (bool, error) {
-	a := r.row.args
 	same := false
 	err := sqlitex.Execute(tx.conn, `SELECT id, key, title, body, console, files FROM tasks
 		WHERE n = :n AND state = 'ok' AND stale = 0`, &sqlitex.ExecOptions{
 		Named: map[string]any{":n": n},
 		ResultFunc: func(s *sqlite.Stmt) error {
-			same = a[0] == any(s.ColumnText(0)) && a[1] == any(s.ColumnText(1)) &&
-				a[colTitle] == any(s.ColumnText(2)) && a[colBody] == any(s.ColumnText(3)) &&
-				a[colConsole] == any(s.ColumnText(4)) && a[colFiles] == any(s.ColumnText(5))
+			t := &r.row.task
+			same = t.ID == s.ColumnText(0) && t.Key == s.ColumnText(1) && t.Title == s.ColumnText(2) &&
+				r.row.body == s.ColumnText(3) && r.row.console == s.ColumnText(4) && r.row.files == s.ColumnText(5)
 			return nil
 		},
 	})

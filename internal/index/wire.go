@@ -11,12 +11,8 @@ import (
 // without a daemon both go through it, so the wire contract changes only
 // when a field is added here on purpose.
 
-// Wire is the row as the API gives it.
-func (r *Row) Wire() snag.Task {
-	return snag.Task{ID: r.ID, Key: r.Key, Title: r.Title, Status: r.Status, Trust: r.Trust, Severity: r.Severity,
-		Kind: r.Kind, Wave: r.Wave, Plan: r.Plan, Assignee: r.Assignee, File: r.File, BlockedBy: r.BlockedBy,
-		Path: r.Path, State: r.State, Error: r.Error, Stale: r.Stale, Duplicate: r.Dup, HeldIn: r.HeldIn, HeldOn: r.HeldOn}
-}
+// Wire is the row as the API gives it: the task it holds, as it is.
+func (r *Row) Wire() snag.Task { return r.Task }
 
 // WireRows is rows as the API gives them; [] for none.
 func WireRows(rows []*Row) []snag.Task {

@@ -204,8 +204,7 @@ func (w *writer) apply(p string, r *fileResult, old rowInfo, had bool) (rowChang
 	if err != nil {
 		return ch, fmt.Errorf("index %s: %w", p, err)
 	}
-	a := r.row.args
-	if err := w.ftsInsert(n, a[colTitle].(string), a[colBody].(string), a[colConsole].(string), a[colFiles].(string)); err != nil {
+	if err := w.ftsInsert(n, r.row.task.Title, r.row.body, r.row.console, r.row.files); err != nil {
 		return ch, err
 	}
 	if had { // the row may have had dependencies

@@ -38,7 +38,7 @@ func SharedKeys(ctx context.Context, rows []*index.Row, get func(queue.Ref) (*in
 	byKey := map[string][]*index.Row{}
 	seen := map[string]int{}
 	for _, r := range rows {
-		if r.Dup && r.State == snag.StateOK && r.ID != "" && r.Key != "" {
+		if r.Duplicate && r.State == snag.StateOK && r.ID != "" && r.Key != "" {
 			byKey[r.Key] = append(byKey[r.Key], r)
 			seen[r.ID]++
 		}

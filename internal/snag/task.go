@@ -23,44 +23,44 @@ type Counts struct {
 // GET /search, GET /tasks/{ref} and a claim answer it.
 type Task struct {
 	// ID is the task's ULID, its name that never changes.
-	ID string `json:"id"`
+	ID string `json:"id" db:"id"`
 	// Key is its alias, SNAG-12, as people type it.
-	Key string `json:"key"`
+	Key string `json:"key" db:"key"`
 	// Title is the task's title.
-	Title string `json:"title"`
+	Title string `json:"title" db:"title"`
 	// Status is where the task is: inbox, open, claimed, verifying,
 	// needs_review, resolved, rejected or cancelled.
-	Status queue.Status `json:"status"`
+	Status queue.Status `json:"status" db:"status"`
 	// Trust is vetted (a person filed or promoted it) or unvetted (an
 	// agent filed it; it waits in the inbox).
-	Trust queue.Trust `json:"trust"`
+	Trust queue.Trust `json:"trust" db:"trust"`
 	// Severity is critical, high, medium or low.
-	Severity queue.Severity `json:"severity"`
+	Severity queue.Severity `json:"severity" db:"severity"`
 	// Kind is bug, feature, chore or question.
-	Kind queue.Kind `json:"kind"`
+	Kind queue.Kind `json:"kind" db:"kind"`
 	// Wave orders the queue: lower waves are handed out first.
-	Wave int `json:"wave"`
+	Wave int `json:"wave" db:"wave"`
 	// Plan is the plan the task belongs to, if any.
-	Plan string `json:"plan,omitempty"`
+	Plan string `json:"plan,omitempty" db:"plan"`
 	// Assignee is the agent or person who holds or last held it.
-	Assignee string `json:"assignee,omitempty"`
+	Assignee string `json:"assignee,omitempty" db:"assignee"`
 	// File is the first suspect file, as path or path:line-line.
-	File string `json:"file,omitempty"`
+	File string `json:"file,omitempty" db:"first_file"`
 	// BlockedBy names the unresolved tasks it depends on.
 	BlockedBy []string `json:"blocked_by,omitempty"`
 	// Path is the task file, relative to .snag/.
-	Path string `json:"path"`
+	Path string `json:"path" db:"path,readonly"`
 	// State is ok, invalid, conflict or missing: whether the file reads
 	// cleanly; Error says why when it does not.
-	State string `json:"state"`
+	State string `json:"state" db:"state,readonly"`
 	// Error says what is wrong with the file, and the fix, when State is
 	// not ok.
-	Error string `json:"error,omitempty"`
+	Error string `json:"error,omitempty" db:"error,readonly"`
 	// Stale is set when the row holds the last good data of a file that no
 	// longer parses.
-	Stale bool `json:"stale,omitempty"`
+	Stale bool `json:"stale,omitempty" db:"stale,readonly"`
 	// Duplicate is set when another file has the same id or alias.
-	Duplicate bool `json:"duplicate,omitempty"`
+	Duplicate bool `json:"duplicate,omitempty" db:"dup,readonly"`
 	// HeldIn is the project root in another worktree of the repository
 	// where Assignee holds the task, when this worktree's file says it is
 	// open: the task is claimed there, and a claim of it here is refused.
