@@ -58,9 +58,8 @@ var forbidden = map[string][]string{
 	// which is one of its backends' transports.
 	"internal/mcp": {module + "/api", module + "/internal/index", module + "/internal/project", module + "/internal/cli", module + "/internal/watch", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/"},
 	"client":       {module + "/internal/index", module + "/internal/project", module + "/internal/daemon", module + "/internal/cli", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/", "net/http", "crypto/tls"},
-	// The bridge reads snagd's answers through the client (so in the
-	// API's types, which are snag's and ops's), never the index's; it
-	// names api only for its error codes.
+	// The bridge's link runs snagd's operations through the client (so
+	// in the operations' types), never the index.
 	"internal/mcp/remote": {module + "/internal/index", module + "/internal/project", module + "/internal/daemon", module + "/internal/cli", module + "/internal/watch", "zombiezen.com/", "modernc.org/", "github.com/fsnotify/"},
 	// atomicfile is the leaf under every small file snag replaces;
 	// version the one every command and snagd ask which build runs.

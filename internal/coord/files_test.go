@@ -144,7 +144,7 @@ func TestAuditBatchAndNames(t *testing.T) {
 	ctx := context.Background()
 	a, b := openClone(t, dsn, "ws", 1, 0), openClone(t, dsn, "ws", 2, 0)
 	if err := a.AuditBatch(ctx, []Entry{{Actor: "agent", Agent: "ADA", Action: "claim", TaskID: "T1", Outcome: "ok"},
-		{Actor: "agent", Agent: "ADA", Action: "tool", Outcome: "ok", Detail: "snag_list GET /tasks"}}); err != nil {
+		{Actor: "agent", Agent: "ADA", Action: "tool", Outcome: "ok", Detail: "snag_list list"}}); err != nil {
 		t.Fatal(err)
 	}
 	log, err := b.AuditLog(ctx, 0, 10)

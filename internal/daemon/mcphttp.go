@@ -33,8 +33,8 @@ const DefaultMCPStreamGrace = 30 * time.Second
 
 // mcpHTTP serves snag's MCP server (the same tools, resources, labels and
 // audit as snag mcp) over Streamable HTTP, behind the guard. Each MCP
-// session gets its own server whose backend calls the engine in process
-// (engineBackend): it registers a snag session named for the MCP client and
+// session gets its own server whose backend runs snagd's operations in
+// process (mcp.Daemon over an engineLink): it registers a snag session named for the MCP client and
 // holds it open, as the stdio bridge holds its session stream. When the MCP
 // session ends (DELETE, idle past opts.MCPIdle, its GET stream gone past
 // opts.MCPStreamGrace, a person ending it, or snagd stopping) the backend
@@ -65,8 +65,9 @@ type mcpHTTP struct {
 // mcpSession is one MCP session over HTTP and its backend.
 type mcpSession struct {
 	srv    *sdk.Server
-	hosted bool // started over the hosted listener
-	live   *engineBackend
+	hosted bool        // started over the hosted listener
+	link   *engineLink // the snag session's side of live
+	live   *mcp.Daemon // the tools' backend
 	ss     *sdk.ServerSession
 	active int         // requests of the session in flight, GET streams included
 	gets   int         // GET streams open
@@ -122,7 +123,8 @@ func (h *mcpHTTP) server(r *http.Request) *sdk.Server {
 	if closed {
 		return nil // snagd is stopping: the SDK answers 400
 	}
-	s := &mcpSession{live: newEngineBackend(h.d), hosted: isHosted(r)}
+	link := newEngineLink(h.d)
+	s := &mcpSession{link: link, live: mcp.NewDaemon(link), hosted: isHosted(r)}
 	ts, _ := toolsetsOf(r)
 	opts := mcp.Options{Root: h.d.root, Version: h.d.opts.Version, Log: h.d.log, Daemon: s.live, Toolsets: ts,
 		Workspace: h.d.workspace}
@@ -338,7 +340,7 @@ func (h *mcpHTTP) states() map[int64]mcpState {
 	defer h.mu.Unlock()
 	out := map[int64]mcpState{}
 	for _, s := range h.byID {
-		if id := s.live.SessionID(); id != 0 {
+		if id := s.link.SessionID(); id != 0 {
 			out[id] = mcpState{Working: s.active > s.gets, Stream: s.gets > 0, Held: s.held, Last: s.last, Ends: s.ends}
 		}
 	}
@@ -352,7 +354,7 @@ func (h *mcpHTTP) closeSession(id int64) {
 	h.mu.Lock()
 	var ss *sdk.ServerSession
 	for _, s := range h.byID {
-		if s.live.SessionID() == id {
+		if s.link.SessionID() == id {
 			ss = s.ss
 		}
 	}

@@ -193,8 +193,8 @@ type Added struct {
 }
 
 // Backend is what the tools need of a queue. [Daemon] and [Files] meet it.
-// Release and Resolve take only the task: the backend keeps the epoch of
-// every lease it holds.
+// Release and Resolve take only the task: the live backend keeps the
+// epoch of every lease its session holds.
 type Backend interface {
 	Source() string
 	List(ctx context.Context, q ListQuery) (Page, error)

@@ -4,11 +4,13 @@
 // structuredContent that matches the tool's output schema.
 //
 // The tools work against [Backend], a small interface that two readers
-// meet: [Daemon], which talks to snagd through the client package and holds
-// the bridge's session and leases, and [Files], which reads .snag/ with the
-// queue package when no daemon answers (reads only, labelled source
-// "files"). Every task carries its trust tier; text an agent or a tool
-// wrote is fenced and labelled as data.
+// meet: [Daemon], which makes every call one of snagd's operations
+// (package ops) over a [Link] and keeps the epochs of the session's
+// leases, and [Files], which reads .snag/ with the queue package when no
+// daemon answers (reads only, labelled source "files"). A Link is snagd
+// over HTTP for the stdio bridge (package remote) or in process for
+// snagd's own /mcp. Every task carries its trust tier; text an agent or a
+// tool wrote is fenced and labelled as data.
 //
 // mcp must not import index, project, cli, watch, SQLite or fsnotify: it
 // never opens snag.db and never writes a task file.

@@ -130,8 +130,8 @@ func TestHTTPTools(t *testing.T) {
 	// snag log reads snag.db itself, and a tool call's own line is written
 	// after its answer has gone (within index.AuditDelay): look again until
 	// every line is there, or for 10 s.
-	wants := []string{"snag_list GET /tasks", "snag_claim POST /claim", "snag_release POST /tasks/" + key + "/release",
-		"testing release over http", "snag_add POST /tasks", "go-http-test"}
+	wants := []string{"snag_list list", "snag_claim claim", "snag_release release " + key,
+		"testing release over http", "snag_add add", "go-http-test"}
 	var lacking []string
 	var out []byte
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {

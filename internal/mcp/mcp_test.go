@@ -565,7 +565,7 @@ func TestToolCallsAreAudited(t *testing.T) {
 	// A tool call's audit line is written after its answer has gone
 	// (engine.AuditCall): the log is read again until it is there.
 	var out []byte
-	wants := []string{"snag_list GET /tasks", "snag_get GET /tasks/SNAG-999", "error 404", "go-test"}
+	wants := []string{"snag_list list", "snag_get get SNAG-999", "error 404", "go-test"}
 	waitFor(t, 10*time.Second, func() bool {
 		cmd := exec.Command(snagBin, "log", "--json", "--limit", "100")
 		cmd.Dir, cmd.Env = e.root, e.environ()

@@ -73,17 +73,13 @@ func (Full) MCP(ctx context.Context, o cli.MCPOptions) error {
 			if err != nil {
 				return nil, dialErr(err)
 			}
-			b := mcpremote.NewDaemon(cl, log)
-			b.SetRoot(root)
-			return b, nil
+			return mcpremote.New(cl, root, log), nil
 		}}
 	if cl, err := client.Dial(ctx, root, opts); err != nil {
 		log.Warn("no snagd: reads come from the files; writes fail until one runs", "err", err)
 		mo.DialErr = dialErr(err)
 	} else {
-		b := mcpremote.NewDaemon(cl, log)
-		b.SetRoot(root)
-		mo.Daemon = b
+		mo.Daemon = mcpremote.New(cl, root, log)
 	}
 	return mcp.Run(ctx, mo)
 }
