@@ -593,13 +593,23 @@ func (db *DB) transact(ctx context.Context, conn *sqlite.Conn, f func(conn *sqli
 }
 
 // beginImmediate begins an immediate transaction on conn, failing with
-// ErrBusy when another process holds the lock too long.
+// ErrBusy when another process holds the lock for BusyTimeout by the
+// clock. SQLite's own busy timeout counts the sleeps it asks for, not the
+// time they take: on a loaded machine a wait of "5 s" took over 8, so the
+// wait for the lock is the connection's blocking handler, interrupted at
+// the deadline, and the connection's busy timeout is set back after.
 func beginImmediate(ctx context.Context, conn *sqlite.Conn) (end func(*error), err error) {
+	bctx, cancel := context.WithTimeout(ctx, BusyTimeout)
+	defer cancel()
+	old := conn.SetInterrupt(bctx.Done())
+	conn.SetBlockOnBusy()
 	end, err = sqlitex.ImmediateTransaction(conn)
+	conn.SetBusyTimeout(BusyTimeout)
+	conn.SetInterrupt(old)
 	switch {
 	case err == nil:
 		return end, nil
-	case Busy(err) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case Busy(err) || errors.Is(bctx.Err(), context.DeadlineExceeded):
 		return nil, fmt.Errorf("index: begin: %w (%w)", ErrBusy, err)
 	}
 	return nil, fmt.Errorf("index: begin: %w", err)
