@@ -310,23 +310,19 @@ func (e *Engine) teamBeat(ctx context.Context) {
 		t.gaveUp.Store(false)
 		t.lastBeat.Store(time.Now().UnixNano())
 		t.pubDirty.Store(true)
-		// Its changes of the old clone's leases, claims and sessions are
+		// Its changes of the old clone's sessions, claims and adoptions are
 		// moot: the sweep ended them. A person's move of a task, what was
-		// posted for the team and the end of a lease whose task is finished
-		// here still go (MarkDone), as its audit entries do.
-		t.mu.Lock()
-		queued := slices.Clone(t.outbox)
-		t.mu.Unlock()
-		finished := map[string]bool{}
-		for _, op := range queued {
-			if op.ended != nil {
-				finished[op.ended.TaskID] = e.endState(ctx, op.ended.TaskID) == coord.Done
-			}
-		}
+		// posted for the team, and every end of a lease still go, as its
+		// audit entries do: the end of a lease whose task is finished here
+		// marks it done (MarkDone), and one freed here, or a finish not
+		// committed here, takes back a finish the store heard whose answer
+		// was lost in the cut (Unend at that epoch). The sweep freed the
+		// leases held, not those a lost finish had left done: dropped, such
+		// an end left the task done for every clone with no file saying so.
 		t.mu.Lock()
 		before := len(t.outbox)
 		t.outbox = slices.DeleteFunc(t.outbox, func(op teamOp) bool {
-			return op.post == nil && op.set == nil && (op.ended == nil || !finished[op.ended.TaskID])
+			return op.post == nil && op.set == nil && op.ended == nil && op.unend == nil
 		})
 		dropped := before - len(t.outbox)
 		t.mu.Unlock()

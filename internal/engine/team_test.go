@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/index"
@@ -288,5 +290,68 @@ func TestAResolveBeforeTheReconcileKeepsTheLease(t *testing.T) {
 	e.teamReconcile(ctx)
 	if _, err := e.Resolve(ctx, VerifyRequest{Ref: ref, Session: &s, Epoch: got.Epoch}); err != nil {
 		t.Fatalf("the resolve after the reconcile: %v", err)
+	}
+}
+
+// A finish the store heard whose answer was lost in a cut is taken back
+// even when the clone was swept before the cut healed: the end of the
+// lease given up here still goes once the clone has joined again, so the
+// task is not left done for every clone while no file says so (TESTPLAN
+// T5 lost a task this way under load: the rejoin dropped the end from the
+// outbox as moot, and the store kept the lost finish).
+func TestALostFinishIsTakenBackAfterTheCloneWasSwept(t *testing.T) {
+	ctx := context.Background()
+	root := sample(t)
+	path := filepath.Join(t.TempDir(), coord.EmbeddedFile)
+	live, err := coord.OpenEmbedded(ctx, path, coord.Options{Host: "test", Root: root, Grace: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(live.Close)
+	e, err := Open(ctx, Options{Root: root, Home: t.TempDir(), Coord: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	e.Rescan(ctx)
+	e.teamReconcile(ctx)
+	_, got := sessionClaiming(t, e, "ADA")
+	if got.Task == nil {
+		t.Fatal("nothing to claim")
+	}
+	id := got.Task.ID
+	// The store records the finish; its answer is lost in the cut.
+	if err := e.team.s.End(ctx, id, got.Epoch, coord.Done, "resolved"); err != nil {
+		t.Fatal(err)
+	}
+	// Cut off past the grace: the leases are given up here, and the other
+	// clone sweeps this one.
+	e.teamGiveUp(ctx, "cut off")
+	other, err := coord.OpenEmbedded(ctx, path, coord.Options{Host: "other", Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	for {
+		sw, err := other.Sweep(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sw.Clones) == 1 {
+			break // silent past its grace of a millisecond
+		}
+	}
+	// Healed: the outbox meets the ended clone, the heartbeat joins again,
+	// and the reconcile runs.
+	if err := e.teamSend(ctx); !errors.Is(err, coord.ErrCloneEnded) {
+		t.Fatalf("the outbox's send to the ended clone: %v; want it kept until the clone joins again", err)
+	}
+	e.teamBeat(ctx)
+	if err := e.teamSend(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.teamReconcile(ctx)
+	if l, err := e.team.s.LeaseOf(ctx, id); err != nil || l.State != coord.Free {
+		t.Fatalf("the store's lease after the clone joined again: %+v %v; want free", l, err)
 	}
 }
