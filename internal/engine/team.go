@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -236,8 +237,13 @@ func (e *Engine) teamSend(ctx context.Context) error {
 			e.Audit(ctx, snag.AuditEntry{Actor: queue.System, Action: "coord", Outcome: "refused",
 				Detail: op.String() + ": " + err.Error()})
 		}
+		// Taken out by itself, not as the first: a rejoin meanwhile may
+		// have dropped it (teamBeat), and the first is then another change,
+		// which must not be lost unsent.
 		t.mu.Lock()
-		t.outbox = t.outbox[1:]
+		if i := slices.Index(t.outbox, op); i >= 0 {
+			t.outbox = slices.Delete(t.outbox, i, i+1)
+		}
 		t.mu.Unlock()
 	}
 }

@@ -342,16 +342,96 @@ func TestALostFinishIsTakenBackAfterTheCloneWasSwept(t *testing.T) {
 		}
 	}
 	// Healed: the outbox meets the ended clone, the heartbeat joins again,
-	// and the reconcile runs.
+	// and the reconcile runs: once this clone is reconciled, the store has
+	// heard the take-back (its agents' claims, and the others', go on
+	// from there).
 	if err := e.teamSend(ctx); !errors.Is(err, coord.ErrCloneEnded) {
 		t.Fatalf("the outbox's send to the ended clone: %v; want it kept until the clone joins again", err)
 	}
 	e.teamBeat(ctx)
-	if err := e.teamSend(ctx); err != nil {
+	e.teamReconcile(ctx)
+	if !e.team.reconciled.Load() {
+		t.Fatal("the reconcile after the rejoin did not finish")
+	}
+	if l, err := e.team.s.LeaseOf(ctx, id); err != nil || l.State != coord.Free {
+		t.Fatalf("the store's lease once the clone joined again and reconciled: %+v %v; want free", l, err)
+	}
+}
+
+// stalledRegister is a live state whose next Register, once armed, waits
+// until release is closed: a send of the outbox stalled on the store.
+type stalledRegister struct {
+	coord.Live
+	entered, release chan struct{}
+}
+
+func (s *stalledRegister) Register(ctx context.Context, ses coord.Session) error {
+	if s.entered != nil {
+		close(s.entered)
+		s.entered = nil
+		<-s.release
+	}
+	return s.Live.Register(ctx, ses)
+}
+
+// A rejoin while the outbox is being sent (the clone was swept in a cut,
+// and the heartbeat joins it again while the sender waits on the store)
+// loses no change: the sender takes out of the outbox the change it sent,
+// which the rejoin may have dropped, never the first one there, which is
+// then another (here the end that takes back a lost finish).
+func TestARejoinDuringASendLosesNoChange(t *testing.T) {
+	ctx := context.Background()
+	root := sample(t)
+	path := filepath.Join(t.TempDir(), coord.EmbeddedFile)
+	embedded, err := coord.OpenEmbedded(ctx, path, coord.Options{Host: "test", Root: root, Grace: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(embedded.Close)
+	live := &stalledRegister{Live: embedded}
+	e, err := Open(ctx, Options{Root: root, Home: t.TempDir(), Coord: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	e.Rescan(ctx)
+	e.teamReconcile(ctx)
+	s, got := sessionClaiming(t, e, "ADA")
+	if got.Task == nil {
+		t.Fatal("nothing to claim")
+	}
+	id := got.Task.ID
+	if err := e.team.s.End(ctx, id, got.Epoch, coord.Done, "resolved"); err != nil {
+		t.Fatal(err) // the finish whose answer the cut lost
+	}
+	e.team.queue(teamOp{register: &s}) // a registration waiting in the outbox, first
+	e.teamGiveUp(ctx, "cut off")
+	other, err := coord.OpenEmbedded(ctx, path, coord.Options{Host: "other", Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	for {
+		sw, err := other.Sweep(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sw.Clones) == 1 {
+			break
+		}
+	}
+	live.entered, live.release = make(chan struct{}), make(chan struct{})
+	entered := live.entered
+	sent := make(chan error)
+	go func() { sent <- e.teamSend(ctx) }()
+	<-entered
+	e.teamBeat(ctx) // joins again, dropping the stalled registration
+	close(live.release)
+	if err := <-sent; err != nil {
 		t.Fatal(err)
 	}
 	e.teamReconcile(ctx)
 	if l, err := e.team.s.LeaseOf(ctx, id); err != nil || l.State != coord.Free {
-		t.Fatalf("the store's lease after the clone joined again: %+v %v; want free", l, err)
+		t.Fatalf("the store's lease after the rejoin: %+v %v; want free", l, err)
 	}
 }
