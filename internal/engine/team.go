@@ -59,6 +59,9 @@ type team struct {
 	// the index's report of that end is not told again.
 	endedFirst map[string]int64
 	kick       chan struct{}
+	// sweep asks the sweep loop for a sweep of the clones gone silent,
+	// after each heartbeat the store took.
+	sweep chan struct{}
 	// recon asks the reconcile loop for a reconcile (at the start, after
 	// a rejoin, and after one that could not finish).
 	recon  chan struct{}
@@ -123,7 +126,7 @@ func newTeam(s coord.Live, beat time.Duration) *team {
 		// beat must not make it.
 		beat = min(DefaultHeartbeat, s.Grace()/5)
 	}
-	t := &team{s: s, beat: beat, kick: make(chan struct{}, 1), recon: make(chan struct{}, 1)}
+	t := &team{s: s, beat: beat, kick: make(chan struct{}, 1), recon: make(chan struct{}, 1), sweep: make(chan struct{}, 1)}
 	t.lastBeat.Store(time.Now().UnixNano())
 	t.pubDirty.Store(true)
 	return t

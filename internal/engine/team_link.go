@@ -148,6 +148,16 @@ func (e *Engine) teamRun(ctx context.Context) error {
 			}
 		}
 	})
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.sweep:
+				e.teamSweep(ctx)
+			}
+		}
+	})
 	t.askReconcile()
 	wg.Go(func() {
 		for {
@@ -269,9 +279,9 @@ func (e *Engine) teamRegisterLive(ctx context.Context) {
 	}
 }
 
-// teamBeat heartbeats and sweeps. A clone the others ended gives its
-// leases up and joins again; one cut off past the grace gives its leases
-// up, since the others' sweep has freed them.
+// teamBeat heartbeats, and has the sweep loop sweep (teamSweep). A clone
+// the others ended gives its leases up and joins again; one cut off past
+// the grace gives its leases up, since the others' sweep has freed them.
 func (e *Engine) teamBeat(ctx context.Context) {
 	t := e.team
 	branch, _, _ := gitdir.Head(e.root)
@@ -287,16 +297,9 @@ func (e *Engine) teamBeat(ctx context.Context) {
 		if !t.reconciled.Load() {
 			t.askReconcile()
 		}
-		if sw, err := t.s.Sweep(ctx); err != nil {
-			e.log.Warn("sweep the clones gone silent: will try again at the next heartbeat", "err", err)
-		} else {
-			for _, c := range sw.Clones {
-				e.log.Warn("a clone went silent past the grace: its sessions ended and its tasks were freed",
-					"host", c.Host, "root", c.Root, "freed", len(sw.Leases))
-			}
-			for _, l := range sw.Leases {
-				e.hub.Publish(snag.LeaseEvent{Task: l.Key, Ended: true, Reason: "holder's clone gone silent", Source: "team"})
-			}
+		select {
+		case t.sweep <- struct{}{}: // swept in a loop of its own (teamSweep)
+		default:
 		}
 	case errors.Is(err, coord.ErrCloneEnded):
 		// The others ended this clone and freed its leases: it joins again
@@ -335,6 +338,28 @@ func (e *Engine) teamBeat(ctx context.Context) {
 		d := time.Since(time.Unix(0, t.lastBeat.Load()))
 		e.log.Warn("coordination store unreachable", "for", d.Round(time.Second), "err", err,
 			"leases_given_up_at", t.giveUpAfter().Round(100*time.Millisecond))
+	}
+}
+
+// teamSweep ends the clones gone silent past their grace, after a
+// heartbeat the store took. It runs in a loop of its own: a sweep waits
+// on the lock of a silent clone's row while that clone has a transaction
+// open (one cut off in the middle of it holds the lock until the
+// database ends the transaction, lock_timeout at each try), and waiting
+// in the heartbeat's loop it kept this clone from heartbeating past its
+// own grace: a clone never cut off gave its leases up, and was swept.
+func (e *Engine) teamSweep(ctx context.Context) {
+	sw, err := e.team.s.Sweep(ctx)
+	if err != nil {
+		e.log.Warn("sweep the clones gone silent: will try again at the next heartbeat", "err", err)
+		return
+	}
+	for _, c := range sw.Clones {
+		e.log.Warn("a clone went silent past the grace: its sessions ended and its tasks were freed",
+			"host", c.Host, "root", c.Root, "freed", len(sw.Leases))
+	}
+	for _, l := range sw.Leases {
+		e.hub.Publish(snag.LeaseEvent{Task: l.Key, Ended: true, Reason: "holder's clone gone silent", Source: "team"})
 	}
 }
 

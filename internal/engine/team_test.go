@@ -435,3 +435,38 @@ func TestARejoinDuringASendLosesNoChange(t *testing.T) {
 		t.Fatalf("the store's lease after the rejoin: %+v %v; want free", l, err)
 	}
 }
+
+// stalledSweep is a live state whose sweeps wait until the test ends: a
+// sweep waiting on the lock of a silent clone's row.
+type stalledSweep struct {
+	coord.Live
+	done chan struct{}
+}
+
+func (s *stalledSweep) Sweep(ctx context.Context) (coord.Swept, error) {
+	<-s.done
+	return coord.Swept{}, nil
+}
+
+// A heartbeat never waits on a sweep: a sweep that waits on a lock (a
+// cut-off clone's transaction left open) kept the clone that swept from
+// heartbeating past its grace, and a clone never cut off gave its leases
+// up (TESTPLAN T5, under load: the sweep timed out on the lock again and
+// again). The sweep runs in a loop of its own.
+func TestAHeartbeatDoesNotWaitOnASweep(t *testing.T) {
+	ctx := context.Background()
+	root := sample(t)
+	live := &stalledSweep{Live: joinLive(t, root), done: make(chan struct{})}
+	t.Cleanup(func() { close(live.done) })
+	e, err := Open(ctx, Options{Root: root, Home: t.TempDir(), Coord: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	before := e.team.lastBeat.Load()
+	e.teamBeat(ctx) // returns: the sweep it asks for waits in the sweep loop
+	e.teamBeat(ctx)
+	if e.team.lastBeat.Load() == before {
+		t.Error("the heartbeats were not taken")
+	}
+}
