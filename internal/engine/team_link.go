@@ -119,45 +119,12 @@ func (e *Engine) teamRun(ctx context.Context) error {
 	// reconcile, nor a publication, nor a send that waits on a store out
 	// of reach, may delay it past the grace (a restarted clone whose first
 	// beat waited for its reconcile was swept by the others as silent).
-	wg.Go(func() {
-		beat := time.NewTicker(t.beat)
-		defer beat.Stop()
-		for {
-			e.teamBeat(ctx)
-			select {
-			case <-ctx.Done():
-				return
-			case <-beat.C:
-			}
-		}
-	})
+	wg.Go(func() { e.teamBeatLoop(ctx) })
 	// The give-up has a loop of its own too: a heartbeat that waits on a
 	// store out of reach (up to its timeout) must not delay it past the
 	// moment the others may sweep this clone.
-	wg.Go(func() {
-		tick := time.NewTicker(min(t.beat/4, 250*time.Millisecond))
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			if d := time.Since(time.Unix(0, t.lastBeat.Load())); d >= t.giveUpAfter() && !t.gaveUp.Load() {
-				e.teamGiveUp(ctx, fmt.Sprintf("coordination unreachable for %.1f s", d.Seconds()))
-			}
-		}
-	})
-	wg.Go(func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.sweep:
-				e.teamSweep(ctx)
-			}
-		}
-	})
+	wg.Go(func() { e.teamGiveUpLoop(ctx) })
+	wg.Go(func() { e.teamSweepLoop(ctx) })
 	t.askReconcile()
 	wg.Go(func() {
 		for {
@@ -196,6 +163,50 @@ func (e *Engine) teamRun(ctx context.Context) error {
 			if t.cutOff() == 0 {
 				e.teamPublish(ctx)
 			}
+		}
+	}
+}
+
+// teamBeatLoop heartbeats every beat, at once first, until ctx ends.
+func (e *Engine) teamBeatLoop(ctx context.Context) {
+	beat := time.NewTicker(e.team.beat)
+	defer beat.Stop()
+	for {
+		e.teamBeat(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-beat.C:
+		}
+	}
+}
+
+// teamGiveUpLoop gives this clone's leases up once it has been cut off
+// from the store for giveUpAfter, until ctx ends.
+func (e *Engine) teamGiveUpLoop(ctx context.Context) {
+	t := e.team
+	tick := time.NewTicker(min(t.beat/4, 250*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if d := time.Since(time.Unix(0, t.lastBeat.Load())); d >= t.giveUpAfter() && !t.gaveUp.Load() {
+			e.teamGiveUp(ctx, fmt.Sprintf("coordination unreachable for %.1f s", d.Seconds()))
+		}
+	}
+}
+
+// teamSweepLoop sweeps when a heartbeat asks it to, until ctx ends.
+func (e *Engine) teamSweepLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.team.sweep:
+			e.teamSweep(ctx)
 		}
 	}
 }
