@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +59,9 @@ type team struct {
 	// the index's report of that end is not told again.
 	endedFirst map[string]int64
 	kick       chan struct{}
+	// sweep asks the sweep loop for a sweep of the clones gone silent,
+	// after each heartbeat the store took.
+	sweep chan struct{}
 	// recon asks the reconcile loop for a reconcile (at the start, after
 	// a rejoin, and after one that could not finish).
 	recon  chan struct{}
@@ -122,7 +126,7 @@ func newTeam(s coord.Live, beat time.Duration) *team {
 		// beat must not make it.
 		beat = min(DefaultHeartbeat, s.Grace()/5)
 	}
-	t := &team{s: s, beat: beat, kick: make(chan struct{}, 1), recon: make(chan struct{}, 1)}
+	t := &team{s: s, beat: beat, kick: make(chan struct{}, 1), recon: make(chan struct{}, 1), sweep: make(chan struct{}, 1)}
 	t.lastBeat.Store(time.Now().UnixNano())
 	t.pubDirty.Store(true)
 	return t
@@ -236,8 +240,13 @@ func (e *Engine) teamSend(ctx context.Context) error {
 			e.Audit(ctx, snag.AuditEntry{Actor: queue.System, Action: "coord", Outcome: "refused",
 				Detail: op.String() + ": " + err.Error()})
 		}
+		// Taken out by itself, not as the first: a rejoin meanwhile may
+		// have dropped it (teamBeat), and the first is then another change,
+		// which must not be lost unsent.
 		t.mu.Lock()
-		t.outbox = t.outbox[1:]
+		if i := slices.Index(t.outbox, op); i >= 0 {
+			t.outbox = slices.Delete(t.outbox, i, i+1)
+		}
 		t.mu.Unlock()
 	}
 }

@@ -119,35 +119,12 @@ func (e *Engine) teamRun(ctx context.Context) error {
 	// reconcile, nor a publication, nor a send that waits on a store out
 	// of reach, may delay it past the grace (a restarted clone whose first
 	// beat waited for its reconcile was swept by the others as silent).
-	wg.Go(func() {
-		beat := time.NewTicker(t.beat)
-		defer beat.Stop()
-		for {
-			e.teamBeat(ctx)
-			select {
-			case <-ctx.Done():
-				return
-			case <-beat.C:
-			}
-		}
-	})
+	wg.Go(func() { e.teamBeatLoop(ctx) })
 	// The give-up has a loop of its own too: a heartbeat that waits on a
 	// store out of reach (up to its timeout) must not delay it past the
 	// moment the others may sweep this clone.
-	wg.Go(func() {
-		tick := time.NewTicker(min(t.beat/4, 250*time.Millisecond))
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			if d := time.Since(time.Unix(0, t.lastBeat.Load())); d >= t.giveUpAfter() && !t.gaveUp.Load() {
-				e.teamGiveUp(ctx, fmt.Sprintf("coordination unreachable for %.1f s", d.Seconds()))
-			}
-		}
-	})
+	wg.Go(func() { e.teamGiveUpLoop(ctx) })
+	wg.Go(func() { e.teamSweepLoop(ctx) })
 	t.askReconcile()
 	wg.Go(func() {
 		for {
@@ -186,6 +163,50 @@ func (e *Engine) teamRun(ctx context.Context) error {
 			if t.cutOff() == 0 {
 				e.teamPublish(ctx)
 			}
+		}
+	}
+}
+
+// teamBeatLoop heartbeats every beat, at once first, until ctx ends.
+func (e *Engine) teamBeatLoop(ctx context.Context) {
+	beat := time.NewTicker(e.team.beat)
+	defer beat.Stop()
+	for {
+		e.teamBeat(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-beat.C:
+		}
+	}
+}
+
+// teamGiveUpLoop gives this clone's leases up once it has been cut off
+// from the store for giveUpAfter, until ctx ends.
+func (e *Engine) teamGiveUpLoop(ctx context.Context) {
+	t := e.team
+	tick := time.NewTicker(min(t.beat/4, 250*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if d := time.Since(time.Unix(0, t.lastBeat.Load())); d >= t.giveUpAfter() && !t.gaveUp.Load() {
+			e.teamGiveUp(ctx, fmt.Sprintf("coordination unreachable for %.1f s", d.Seconds()))
+		}
+	}
+}
+
+// teamSweepLoop sweeps when a heartbeat asks it to, until ctx ends.
+func (e *Engine) teamSweepLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.team.sweep:
+			e.teamSweep(ctx)
 		}
 	}
 }
@@ -269,9 +290,9 @@ func (e *Engine) teamRegisterLive(ctx context.Context) {
 	}
 }
 
-// teamBeat heartbeats and sweeps. A clone the others ended gives its
-// leases up and joins again; one cut off past the grace gives its leases
-// up, since the others' sweep has freed them.
+// teamBeat heartbeats, and has the sweep loop sweep (teamSweep). A clone
+// the others ended gives its leases up and joins again; one cut off past
+// the grace gives its leases up, since the others' sweep has freed them.
 func (e *Engine) teamBeat(ctx context.Context) {
 	t := e.team
 	branch, _, _ := gitdir.Head(e.root)
@@ -287,16 +308,9 @@ func (e *Engine) teamBeat(ctx context.Context) {
 		if !t.reconciled.Load() {
 			t.askReconcile()
 		}
-		if sw, err := t.s.Sweep(ctx); err != nil {
-			e.log.Warn("sweep the clones gone silent: will try again at the next heartbeat", "err", err)
-		} else {
-			for _, c := range sw.Clones {
-				e.log.Warn("a clone went silent past the grace: its sessions ended and its tasks were freed",
-					"host", c.Host, "root", c.Root, "freed", len(sw.Leases))
-			}
-			for _, l := range sw.Leases {
-				e.hub.Publish(snag.LeaseEvent{Task: l.Key, Ended: true, Reason: "holder's clone gone silent", Source: "team"})
-			}
+		select {
+		case t.sweep <- struct{}{}: // swept in a loop of its own (teamSweep)
+		default:
 		}
 	case errors.Is(err, coord.ErrCloneEnded):
 		// The others ended this clone and freed its leases: it joins again
@@ -310,23 +324,19 @@ func (e *Engine) teamBeat(ctx context.Context) {
 		t.gaveUp.Store(false)
 		t.lastBeat.Store(time.Now().UnixNano())
 		t.pubDirty.Store(true)
-		// Its changes of the old clone's leases, claims and sessions are
+		// Its changes of the old clone's sessions, claims and adoptions are
 		// moot: the sweep ended them. A person's move of a task, what was
-		// posted for the team and the end of a lease whose task is finished
-		// here still go (MarkDone), as its audit entries do.
-		t.mu.Lock()
-		queued := slices.Clone(t.outbox)
-		t.mu.Unlock()
-		finished := map[string]bool{}
-		for _, op := range queued {
-			if op.ended != nil {
-				finished[op.ended.TaskID] = e.endState(ctx, op.ended.TaskID) == coord.Done
-			}
-		}
+		// posted for the team, and every end of a lease still go, as its
+		// audit entries do: the end of a lease whose task is finished here
+		// marks it done (MarkDone), and one freed here, or a finish not
+		// committed here, takes back a finish the store heard whose answer
+		// was lost in the cut (Unend at that epoch). The sweep freed the
+		// leases held, not those a lost finish had left done: dropped, such
+		// an end left the task done for every clone with no file saying so.
 		t.mu.Lock()
 		before := len(t.outbox)
 		t.outbox = slices.DeleteFunc(t.outbox, func(op teamOp) bool {
-			return op.post == nil && op.set == nil && (op.ended == nil || !finished[op.ended.TaskID])
+			return op.post == nil && op.set == nil && op.ended == nil && op.unend == nil
 		})
 		dropped := before - len(t.outbox)
 		t.mu.Unlock()
@@ -339,6 +349,28 @@ func (e *Engine) teamBeat(ctx context.Context) {
 		d := time.Since(time.Unix(0, t.lastBeat.Load()))
 		e.log.Warn("coordination store unreachable", "for", d.Round(time.Second), "err", err,
 			"leases_given_up_at", t.giveUpAfter().Round(100*time.Millisecond))
+	}
+}
+
+// teamSweep ends the clones gone silent past their grace, after a
+// heartbeat the store took. It runs in a loop of its own: a sweep waits
+// on the lock of a silent clone's row while that clone has a transaction
+// open (one cut off in the middle of it holds the lock until the
+// database ends the transaction, lock_timeout at each try), and waiting
+// in the heartbeat's loop it kept this clone from heartbeating past its
+// own grace: a clone never cut off gave its leases up, and was swept.
+func (e *Engine) teamSweep(ctx context.Context) {
+	sw, err := e.team.s.Sweep(ctx)
+	if err != nil {
+		e.log.Warn("sweep the clones gone silent: will try again at the next heartbeat", "err", err)
+		return
+	}
+	for _, c := range sw.Clones {
+		e.log.Warn("a clone went silent past the grace: its sessions ended and its tasks were freed",
+			"host", c.Host, "root", c.Root, "freed", len(sw.Leases))
+	}
+	for _, l := range sw.Leases {
+		e.hub.Publish(snag.LeaseEvent{Task: l.Key, Ended: true, Reason: "holder's clone gone silent", Source: "team"})
 	}
 }
 

@@ -59,13 +59,23 @@ func (e *Engine) teamReconcileSessions(ctx context.Context) (map[int64]bool, boo
 // (the agent's epoch stays good); otherwise another clone holds it or
 // resolved it, and it is released here. A lease the store has for this
 // clone that snag.db does not hold (snagd stopped between the grant and
-// the file's rewrite) is ended in the store. The audit says which.
+// the file's rewrite) is ended in the store. The audit says which. The
+// changes waiting in the outbox are sent first.
 //
 // When the store or snag.db does not answer, the reconcile stops where it
 // is and is tried again.
 func (e *Engine) teamReconcile(ctx context.Context) {
 	t := e.team
 	clone := t.s.Clone()
+	// The outbox goes first: after a rejoin it holds the ends of the
+	// leases given up in the cut, which take back a finish the store
+	// heard whose answer was lost (teamApply). Until the store has them,
+	// it has such a task done while no file says so, and this clone does
+	// not count as reconciled.
+	if err := e.teamSend(ctx); err != nil {
+		e.log.Warn("send the changes waiting for the coordination store before the reconcile: will try again", "err", err)
+		return
+	}
 	live, ok := e.teamReconcileSessions(ctx)
 	if !ok {
 		return

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/index"
@@ -288,5 +290,183 @@ func TestAResolveBeforeTheReconcileKeepsTheLease(t *testing.T) {
 	e.teamReconcile(ctx)
 	if _, err := e.Resolve(ctx, VerifyRequest{Ref: ref, Session: &s, Epoch: got.Epoch}); err != nil {
 		t.Fatalf("the resolve after the reconcile: %v", err)
+	}
+}
+
+// A finish the store heard whose answer was lost in a cut is taken back
+// even when the clone was swept before the cut healed: the end of the
+// lease given up here still goes once the clone has joined again, so the
+// task is not left done for every clone while no file says so (TESTPLAN
+// T5 lost a task this way under load: the rejoin dropped the end from the
+// outbox as moot, and the store kept the lost finish).
+func TestALostFinishIsTakenBackAfterTheCloneWasSwept(t *testing.T) {
+	ctx := context.Background()
+	root := sample(t)
+	path := filepath.Join(t.TempDir(), coord.EmbeddedFile)
+	live, err := coord.OpenEmbedded(ctx, path, coord.Options{Host: "test", Root: root, Grace: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(live.Close)
+	e, err := Open(ctx, Options{Root: root, Home: t.TempDir(), Coord: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	e.Rescan(ctx)
+	e.teamReconcile(ctx)
+	_, got := sessionClaiming(t, e, "ADA")
+	if got.Task == nil {
+		t.Fatal("nothing to claim")
+	}
+	id := got.Task.ID
+	// The store records the finish; its answer is lost in the cut.
+	if err := e.team.s.End(ctx, id, got.Epoch, coord.Done, "resolved"); err != nil {
+		t.Fatal(err)
+	}
+	// Cut off past the grace: the leases are given up here, and the other
+	// clone sweeps this one.
+	e.teamGiveUp(ctx, "cut off")
+	other, err := coord.OpenEmbedded(ctx, path, coord.Options{Host: "other", Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	for {
+		sw, err := other.Sweep(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sw.Clones) == 1 {
+			break // silent past its grace of a millisecond
+		}
+	}
+	// Healed: the outbox meets the ended clone, the heartbeat joins again,
+	// and the reconcile runs: once this clone is reconciled, the store has
+	// heard the take-back (its agents' claims, and the others', go on
+	// from there).
+	if err := e.teamSend(ctx); !errors.Is(err, coord.ErrCloneEnded) {
+		t.Fatalf("the outbox's send to the ended clone: %v; want it kept until the clone joins again", err)
+	}
+	e.teamBeat(ctx)
+	e.teamReconcile(ctx)
+	if !e.team.reconciled.Load() {
+		t.Fatal("the reconcile after the rejoin did not finish")
+	}
+	if l, err := e.team.s.LeaseOf(ctx, id); err != nil || l.State != coord.Free {
+		t.Fatalf("the store's lease once the clone joined again and reconciled: %+v %v; want free", l, err)
+	}
+}
+
+// stalledRegister is a live state whose next Register, once armed, waits
+// until release is closed: a send of the outbox stalled on the store.
+type stalledRegister struct {
+	coord.Live
+	entered, release chan struct{}
+}
+
+func (s *stalledRegister) Register(ctx context.Context, ses coord.Session) error {
+	if s.entered != nil {
+		close(s.entered)
+		s.entered = nil
+		<-s.release
+	}
+	return s.Live.Register(ctx, ses)
+}
+
+// A rejoin while the outbox is being sent (the clone was swept in a cut,
+// and the heartbeat joins it again while the sender waits on the store)
+// loses no change: the sender takes out of the outbox the change it sent,
+// which the rejoin may have dropped, never the first one there, which is
+// then another (here the end that takes back a lost finish).
+func TestARejoinDuringASendLosesNoChange(t *testing.T) {
+	ctx := context.Background()
+	root := sample(t)
+	path := filepath.Join(t.TempDir(), coord.EmbeddedFile)
+	embedded, err := coord.OpenEmbedded(ctx, path, coord.Options{Host: "test", Root: root, Grace: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(embedded.Close)
+	live := &stalledRegister{Live: embedded}
+	e, err := Open(ctx, Options{Root: root, Home: t.TempDir(), Coord: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	e.Rescan(ctx)
+	e.teamReconcile(ctx)
+	s, got := sessionClaiming(t, e, "ADA")
+	if got.Task == nil {
+		t.Fatal("nothing to claim")
+	}
+	id := got.Task.ID
+	if err := e.team.s.End(ctx, id, got.Epoch, coord.Done, "resolved"); err != nil {
+		t.Fatal(err) // the finish whose answer the cut lost
+	}
+	e.team.queue(teamOp{register: &s}) // a registration waiting in the outbox, first
+	e.teamGiveUp(ctx, "cut off")
+	other, err := coord.OpenEmbedded(ctx, path, coord.Options{Host: "other", Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	for {
+		sw, err := other.Sweep(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sw.Clones) == 1 {
+			break
+		}
+	}
+	live.entered, live.release = make(chan struct{}), make(chan struct{})
+	entered := live.entered
+	sent := make(chan error)
+	go func() { sent <- e.teamSend(ctx) }()
+	<-entered
+	e.teamBeat(ctx) // joins again, dropping the stalled registration
+	close(live.release)
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	e.teamReconcile(ctx)
+	if l, err := e.team.s.LeaseOf(ctx, id); err != nil || l.State != coord.Free {
+		t.Fatalf("the store's lease after the rejoin: %+v %v; want free", l, err)
+	}
+}
+
+// stalledSweep is a live state whose sweeps wait until the test ends: a
+// sweep waiting on the lock of a silent clone's row.
+type stalledSweep struct {
+	coord.Live
+	done chan struct{}
+}
+
+func (s *stalledSweep) Sweep(ctx context.Context) (coord.Swept, error) {
+	<-s.done
+	return coord.Swept{}, nil
+}
+
+// A heartbeat never waits on a sweep: a sweep that waits on a lock (a
+// cut-off clone's transaction left open) kept the clone that swept from
+// heartbeating past its grace, and a clone never cut off gave its leases
+// up (TESTPLAN T5, under load: the sweep timed out on the lock again and
+// again). The sweep runs in a loop of its own.
+func TestAHeartbeatDoesNotWaitOnASweep(t *testing.T) {
+	ctx := context.Background()
+	root := sample(t)
+	live := &stalledSweep{Live: joinLive(t, root), done: make(chan struct{})}
+	t.Cleanup(func() { close(live.done) })
+	e, err := Open(ctx, Options{Root: root, Home: t.TempDir(), Coord: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	before := e.team.lastBeat.Load()
+	e.teamBeat(ctx) // returns: the sweep it asks for waits in the sweep loop
+	e.teamBeat(ctx)
+	if e.team.lastBeat.Load() == before {
+		t.Error("the heartbeats were not taken")
 	}
 }
