@@ -205,15 +205,27 @@ func (r *repo) readyFromFiles(t testing.TB) []string {
 
 // stopDaemons ends every snagd of the repository and waits until they are gone.
 func (r *repo) stopDaemons(t testing.TB) {
-	for _, pid := range r.daemons() {
-		syscall.Kill(pid, syscall.SIGTERM)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for len(r.daemons()) > 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	for _, pid := range r.daemons() {
-		syscall.Kill(pid, syscall.SIGKILL)
+	// A bridge that saw its snagd go may be starting another (autostart):
+	// stop until none has been seen for a moment, so the cleanup of the
+	// folders meets no snagd writing into them.
+	for quiet := 0; quiet < 3; {
+		pids := r.daemons()
+		if len(pids) == 0 {
+			quiet++
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		quiet = 0
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGTERM)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for len(r.daemons()) > 0 && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		for _, pid := range r.daemons() {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
 	}
 }
 
