@@ -140,6 +140,7 @@ func editorSaveOfALeasedTask(t *testing.T, ed editor) {
 	p := filepath.Join(d.root, ".snag", "tasks", sampleName)
 	rel := path.Join("tasks", sampleName)
 	// leasedSample waited for the claim's own write to pass, unseen.
+	events.through(t, d.lastEventID())
 	if evs := events.all(about(rel)); len(evs) > 0 {
 		t.Errorf("snagd reindexed its own claim write: %+v", evs)
 	}
@@ -164,6 +165,7 @@ func editorSaveOfALeasedTask(t *testing.T, ed editor) {
 	d.waitSettled()
 	t.Logf("no second look pending %s after the save's last step", time.Since(saved).Round(time.Millisecond))
 	pl.end(t, "a "+ed.name+" save")
+	events.through(t, d.lastEventID()) // what the save published has arrived
 
 	evs := events.all(nil)
 	var mine []event
@@ -199,6 +201,7 @@ func editorSaveOfALeasedTask(t *testing.T, ed editor) {
 		b, _ := d.body("SNAG-11")
 		return strings.Contains(b, line2)
 	})
+	events.through(t, d.lastEventID())
 	iv.final()
 	if n := len(events.all(about(rel))); n != 1 {
 		t.Errorf("the next save made %d events; want 1", n)
@@ -321,6 +324,7 @@ func TestW7_DeleteAndRecreate(t *testing.T) {
 	}
 	d.waitSettled() // past a second look at a file seen gone
 	pl.end(t, "deletes and recreations")
+	events.through(t, d.lastEventID())
 	for _, e := range events.all(nil) {
 		if e.Data["removed"] == true || e.Data["added"] == true || e.Type == "lease" || e.Type == "problem" {
 			t.Errorf("a delete and recreate showed as %s %v; want a modification", e.Type, e.Data)
@@ -402,6 +406,7 @@ func TestW12_OneWritePerClaim(t *testing.T) {
 		if creates != 1 || writes != 0 || temps != 1 {
 			t.Errorf("%s: %d renames into place, %d writes in place or removals, %d temp files; want 1, 0, 1", step, creates, writes, temps)
 		}
+		events.through(t, d.lastEventID())
 		if evs := events.all(about(rel)); len(evs) > 0 {
 			t.Errorf("%s: snagd reindexed its own write: %+v", step, evs)
 		}

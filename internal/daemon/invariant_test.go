@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -386,6 +387,51 @@ type event struct {
 type eventLog struct {
 	mu     sync.Mutex
 	events []event
+	// last is the id of the latest event read from the stream, and seen
+	// is closed and replaced at each one.
+	last int64
+	seen chan struct{}
+}
+
+// lastEventID is the id of snagd's latest event, as a new /events stream
+// names it in its first line.
+func (d *daemon) lastEventID() int64 {
+	d.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, d.url("/events"), nil)
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+	n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimPrefix(line, ": snagd events from ")), 10, 64)
+	if err != nil {
+		d.t.Fatalf("the first line of /events: %q", line)
+	}
+	return n
+}
+
+// through waits until the stream has delivered every event up to id: an
+// event published before a check is then in the log the check reads.
+func (el *eventLog) through(t *testing.T, id int64) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		el.mu.Lock()
+		last, seen := el.last, el.seen
+		el.mu.Unlock()
+		if last >= id {
+			return
+		}
+		select {
+		case <-seen:
+		case <-deadline:
+			t.Fatalf("the event stream is at %d, not %d, after 10 s", last, id)
+		}
+	}
 }
 
 // record subscribes to /events until the test ends.
@@ -399,21 +445,32 @@ func (d *daemon) record() *eventLog {
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	el := &eventLog{}
+	el := &eventLog{seen: make(chan struct{})}
 	go func() {
 		defer resp.Body.Close()
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(nil, 1<<20)
 		var typ string
+		var id int64
 		for sc.Scan() {
 			line := sc.Text()
-			if v, ok := strings.CutPrefix(line, "event: "); ok {
+			if v, ok := strings.CutPrefix(line, ": snagd events from "); ok {
+				from, _ := strconv.ParseInt(v, 10, 64)
+				el.mu.Lock()
+				el.last = max(el.last, from)
+				el.mu.Unlock()
+			} else if v, ok := strings.CutPrefix(line, "id: "); ok {
+				id, _ = strconv.ParseInt(v, 10, 64)
+			} else if v, ok := strings.CutPrefix(line, "event: "); ok {
 				typ = v
 			} else if v, ok := strings.CutPrefix(line, "data: "); ok {
 				e := event{Type: typ, At: time.Now()}
 				json.Unmarshal([]byte(v), &e.Data)
 				el.mu.Lock()
 				el.events = append(el.events, e)
+				el.last = max(el.last, id)
+				close(el.seen)
+				el.seen = make(chan struct{})
 				el.mu.Unlock()
 			}
 		}
