@@ -85,6 +85,9 @@ type DB struct {
 	// there instead of reading them again. See [DB.Update].
 	writer *sqlite.Conn
 	wturn  chan struct{}
+	// busyUntil is when the write holding the turn stops waiting for
+	// another process's lock (set under the turn).
+	busyUntil time.Time
 	// writes counts the write transactions committed on writer (see
 	// [Tx.Writes]).
 	writes atomic.Uint64
@@ -532,6 +535,7 @@ func (db *DB) withConn(ctx context.Context, f func(conn *sqlite.Conn) error) err
 // by then fails with ErrBusy, as a lock held too long by another process
 // does.
 func (db *DB) writeConn(ctx context.Context, f func(conn *sqlite.Conn) error) error {
+	deadline := time.Now().Add(BusyTimeout)
 	wait := time.NewTimer(BusyTimeout)
 	defer wait.Stop()
 	select {
@@ -542,6 +546,9 @@ func (db *DB) writeConn(ctx context.Context, f func(conn *sqlite.Conn) error) er
 		return fmt.Errorf("index: begin: %w (another write of this process held snag.db for %v)", ErrBusy, BusyTimeout)
 	}
 	defer func() { <-db.wturn }()
+	// The turn and the lock share one wait: a write that waited its turn
+	// behind another that waited on an outside lock has only the rest.
+	db.busyUntil = deadline
 	conn := db.writer
 	if conn == nil {
 		return fmt.Errorf("index %s: closed (snagd is stopping; run the command again once it has)", db.path)
@@ -564,7 +571,7 @@ func (db *DB) write(ctx context.Context, f func(conn *sqlite.Conn) error) error 
 // it has committed, what it ended, audited and sent goes to the
 // listeners.
 func (db *DB) transact(ctx context.Context, conn *sqlite.Conn, f func(conn *sqlite.Conn) error) (err error) {
-	end, err := beginImmediate(ctx, conn)
+	end, err := beginImmediate(ctx, conn, time.Until(db.busyUntil))
 	if err != nil {
 		return err
 	}
@@ -593,13 +600,13 @@ func (db *DB) transact(ctx context.Context, conn *sqlite.Conn, f func(conn *sqli
 }
 
 // beginImmediate begins an immediate transaction on conn, failing with
-// ErrBusy when another process holds the lock for BusyTimeout by the
-// clock. SQLite's own busy timeout counts the sleeps it asks for, not the
+// ErrBusy when another process holds the lock past the write's budget
+// (what is left of its BusyTimeout, by the clock, after its turn). SQLite's own busy timeout counts the sleeps it asks for, not the
 // time they take: on a loaded machine a wait of "5 s" took over 8, so the
 // wait for the lock is the connection's blocking handler, interrupted at
 // the deadline, and the connection's busy timeout is set back after.
-func beginImmediate(ctx context.Context, conn *sqlite.Conn) (end func(*error), err error) {
-	bctx, cancel := context.WithTimeout(ctx, BusyTimeout)
+func beginImmediate(ctx context.Context, conn *sqlite.Conn, budget time.Duration) (end func(*error), err error) {
+	bctx, cancel := context.WithTimeout(ctx, max(budget, 0))
 	defer cancel()
 	old := conn.SetInterrupt(bctx.Done())
 	conn.SetBlockOnBusy()
