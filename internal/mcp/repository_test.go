@@ -208,7 +208,8 @@ func (r *repo) stopDaemons(t testing.TB) {
 	// A bridge that saw its snagd go may be starting another (autostart):
 	// stop until none has been seen for a moment, so the cleanup of the
 	// folders meets no snagd writing into them.
-	for quiet := 0; quiet < 3; {
+	give := time.Now().Add(60 * time.Second)
+	for quiet := 0; quiet < 3 && time.Now().Before(give); {
 		pids := r.daemons()
 		if len(pids) == 0 {
 			quiet++
