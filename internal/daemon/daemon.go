@@ -43,6 +43,7 @@ import (
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/token"
 	"github.com/snagdev/snag/internal/watch"
+	"github.com/snagdev/snag/internal/workspace"
 )
 
 // The ports snagd tries, in order, when none is given.
@@ -126,7 +127,8 @@ type Daemon struct {
 	svc       *service
 	opts      Options
 	log       *slog.Logger
-	e         *engine.Engine // set before opened: read only after it is
+	w         *workspace.Workspace // set before opened: read only after it is
+	e         *engine.Engine       // w.Engine
 	tok       token.Token
 	port      int
 	guard     *guard

@@ -26,6 +26,7 @@ import (
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/token"
+	"github.com/snagdev/snag/internal/workspace"
 )
 
 // host is one snagd: it holds its repository's lock, its listener and the
@@ -340,7 +341,7 @@ func (h *host) run(ctx context.Context, d *Daemon) (err error) {
 		}
 		live = emb
 	}
-	e, err := engine.Open(ctx, engine.Options{Root: d.root, Home: h.home, Log: d.log, Watch: h.opts.Watch,
+	w, err := workspace.Open(ctx, engine.Options{Root: d.root, Home: h.home, Log: d.log, Watch: h.opts.Watch,
 		Settle: h.opts.Settle, Grace: h.opts.Grace, Sweep: h.opts.Sweep, PlanDelay: h.opts.PlanDelay,
 		Coord: live, CoordBeat: h.opts.CoordBeat, Repository: h.repo, Conns: conns})
 	if err != nil {
@@ -349,15 +350,16 @@ func (h *host) run(ctx context.Context, d *Daemon) (err error) {
 		h.forget(d, 5*time.Second)
 		return err
 	}
-	defer e.Close()
-	d.e = e
+	defer w.Close()
+	d.w, d.e = w, w.Engine
+	e := w.Engine
 	if d == h.primary {
 		installFailpoints(e.Project())
 	}
 	d.opened.Store(true)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		if err := e.Run(gctx); err != nil {
+		if err := w.Run(gctx); err != nil {
 			return fmt.Errorf("snagd: %w", err)
 		}
 		return nil

@@ -146,6 +146,7 @@ func (e *Engine) rescan(ctx context.Context, b watch.Batch) (changed, ok bool) {
 		e.reconcile(ctx, nil)
 		e.adoptSessions(ctx)
 		e.ready.Store(true)
+		close(e.readyCh)
 		e.fixKeysLater()
 	} else if st.Changed() {
 		e.reconcile(ctx, nil)

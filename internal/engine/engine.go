@@ -125,8 +125,10 @@ type Engine struct {
 	// (under claimMu): its claim-next passes over them while another task
 	// is ready, so an agent that gives a task up does not loop on it.
 	gaveBack map[int64]map[string]bool
-	// ready is set once the first full rescan is done.
-	ready atomic.Bool
+	// ready is set once the first full rescan is done, and readyCh closed
+	// then (WaitReady).
+	ready   atomic.Bool
+	readyCh chan struct{}
 	// polling is set while the watcher polls, having no filesystem watches.
 	polling atomic.Bool
 
@@ -201,7 +203,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("root %s: %w", opts.Root, err)
 	}
 	e := &Engine{opts: opts, log: opts.Log, root: root, hub: newHub(4096), streams: newStreams(),
-		settling: map[string]*time.Timer{}, claiming: map[string]int{}}
+		settling: map[string]*time.Timer{}, claiming: map[string]int{}, readyCh: make(chan struct{})}
 	e.gitCommon = gitdir.Common(root)
 	e.runCtx, e.stop = context.WithCancel(context.Background())
 	if err := e.openProject(ctx); err != nil {
@@ -274,6 +276,18 @@ func (e *Engine) Ready() bool {
 	return e.ready.Load() && (e.across() || e.team.started.Load())
 }
 
+// WaitReady waits until the first full rescan is done (the index matches
+// the files) or ctx ends: the services that run beside the engine start
+// their work there.
+func (e *Engine) WaitReady(ctx context.Context) error {
+	select {
+	case <-e.readyCh:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Config is the project's configuration as snag last read it.
 func (e *Engine) Config() queue.Config { return *e.cfg.Load() }
 
@@ -293,12 +307,8 @@ func (e *Engine) Run(ctx context.Context) error {
 		})
 	})
 	g.Go(func() error {
-		for !e.ready.Load() {
-			select {
-			case <-gctx.Done():
-				return nil
-			case <-time.After(5 * time.Millisecond):
-			}
+		if e.WaitReady(gctx) != nil {
+			return nil
 		}
 		e.resumeVerify(gctx)
 		g.Go(func() error { return e.teamRun(gctx) })
