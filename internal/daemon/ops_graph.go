@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/graphdraw"
@@ -130,7 +129,7 @@ func (d *Daemon) addLink(ctx context.Context, req ops.LinkRequest) (ops.NoteDeta
 // up to maxNotes). Its Format is HTTP's to draw (renderGraph); here it is
 // only checked, so that every surface refuses a format there is none of.
 func (d *Daemon) getGraph(ctx context.Context, q ops.NoteQuery) (ops.Graph, error) {
-	if _, ok := graphFormats[q.Format]; !ok && q.Format != "" {
+	if _, ok := graphdraw.Formats[q.Format]; !ok && q.Format != "" {
 		return ops.Graph{}, &apiError{Status: http.StatusBadRequest, Code: "bad_format",
 			Message: "format=" + strconv.Quote(q.Format) + ": want dot, mermaid or svg (or leave it out for JSON)"}
 	}
@@ -143,54 +142,24 @@ func (d *Daemon) getGraph(ctx context.Context, q ops.NoteQuery) (ops.Graph, erro
 
 // graphFormats are the drawings GET /graph?format= answers instead of
 // JSON, with their content types.
-var graphFormats = map[string]struct {
-	draw        func(graphdraw.Graph) []byte
-	contentType string
-}{
-	"dot":     {graphdraw.DOT, "text/vnd.graphviz; charset=utf-8"},
-	"mermaid": {graphdraw.Mermaid, "text/plain; charset=utf-8"},
-	"svg":     {graphdraw.SVG, "image/svg+xml"},
-}
-
 // renderGraph writes the graph GET /graph answered as the drawing its
 // query asks for (format=dot, mermaid or svg), titled as snag graph titles
 // it; it leaves a query with no format to JSON.
 func renderGraph(w http.ResponseWriter, status int, req, ans any) bool {
 	q, _ := req.(ops.NoteQuery)
 	g, ok := ans.(ops.Graph)
-	f, drawn := graphFormats[q.Format]
+	f, drawn := graphdraw.Formats[q.Format]
 	if !ok || !drawn {
 		return false
 	}
-	dg := graphdraw.Graph{Title: "Decision graph"}
-	var by []string
-	if q.Type != "" {
-		by = append(by, q.Type+" notes")
-	}
-	if q.Branch != "" {
-		by = append(by, "branch "+q.Branch)
-	}
-	if q.Task != "" {
-		by = append(by, q.Task)
-	}
-	if len(by) > 0 {
-		dg.Title += ": " + strings.Join(by, ", ")
-	}
-	for _, n := range g.Nodes {
-		dg.Nodes = append(dg.Nodes, graphdraw.Node{Key: n.Key, Title: n.Title, Type: n.Type, Branch: n.Branch,
-			Trust: string(n.Trust), Created: n.Created})
-	}
-	for _, l := range g.Links {
-		dg.Edges = append(dg.Edges, graphdraw.Edge{From: l.From, To: l.To, Kind: l.Kind, Why: l.Why})
-	}
-	w.Header().Set("Content-Type", f.contentType)
+	w.Header().Set("Content-Type", f.ContentType)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	// The picture needs nothing but its own inline styles: a browser that
 	// opens it runs nothing it might carry.
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
 	w.WriteHeader(status)
-	w.Write(f.draw(dg))
+	w.Write(f.Draw(graphdraw.Of(graphdraw.Title(q.Type, q.Branch, q.Task), g.Nodes, g.Links)))
 	return true
 }
 
