@@ -56,7 +56,8 @@ type Options struct {
 	// DefaultSettle).
 	Settle time.Duration
 	// Grace is how long a session whose stream closed (or that has not
-	// reconnected after a restart) keeps its leases (3 s).
+	// reconnected after a restart) keeps its leases (3 s). The sessions
+	// service (internal/engine/sessions) keeps it, as Sweep.
 	Grace time.Duration
 	// Sweep is how often the processes of sessions are checked (2 s).
 	Sweep time.Duration
