@@ -56,7 +56,8 @@ type Options struct {
 	// DefaultSettle).
 	Settle time.Duration
 	// Grace is how long a session whose stream closed (or that has not
-	// reconnected after a restart) keeps its leases (3 s).
+	// reconnected after a restart) keeps its leases (3 s). The sessions
+	// service (internal/engine/sessions) keeps it, as Sweep.
 	Grace time.Duration
 	// Sweep is how often the processes of sessions are checked (2 s).
 	Sweep time.Duration
@@ -97,7 +98,7 @@ type Engine struct {
 	root      string // absolute, symlinks resolved
 	gitCommon string
 	hub       *Hub
-	streams   *streams
+	adopt     func(id int64) // OnAdopt: the sessions service gives a session from before the start its grace
 	live      liveSessions
 	repos     repoRoots  // each worktree's repository, for file claims
 	wtMu      sync.Mutex // task worktrees are made one at a time
@@ -202,7 +203,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("root %s: %w", opts.Root, err)
 	}
-	e := &Engine{opts: opts, log: opts.Log, root: root, hub: newHub(4096), streams: newStreams(),
+	e := &Engine{opts: opts, log: opts.Log, root: root, hub: newHub(4096),
 		settling: map[string]*time.Timer{}, claiming: map[string]int{}, readyCh: make(chan struct{})}
 	e.gitCommon = gitdir.Common(root)
 	e.runCtx, e.stop = context.WithCancel(context.Background())
@@ -291,8 +292,7 @@ func (e *Engine) WaitReady(ctx context.Context) error {
 // Config is the project's configuration as snag last read it.
 func (e *Engine) Config() queue.Config { return *e.cfg.Load() }
 
-// Run watches the task files and applies what changes, and sweeps the
-// sessions whose processes are gone, until ctx ends.
+// Run watches the task files and applies what changes, until ctx ends.
 func (e *Engine) Run(ctx context.Context) error {
 	w, err := watch.New(e.root, e.opts.Watch)
 	if err != nil {
@@ -312,7 +312,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		e.resumeVerify(gctx)
 		g.Go(func() error { return e.teamRun(gctx) })
-		return e.sweep(gctx)
+		return nil
 	})
 	return g.Wait()
 }
@@ -339,7 +339,6 @@ func (e *Engine) Close() error {
 		p := e.p
 		e.stopPlan()
 		e.stopSettling() // and e.p is nil from here: a settle timer that fires finds nothing to do
-		e.streams.stop()
 		err = p.Close()
 	})
 	return err

@@ -16,12 +16,18 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/engine/sessions"
 )
+
+var _ sessions.Engine = (*engine.Engine)(nil)
 
 // Workspace is one worktree's open project: its engine and its services.
 type Workspace struct {
 	// Engine is the one writer.
 	Engine *engine.Engine
+	// Sessions keeps the sessions' streams, ends a session at the end of
+	// its grace, and sweeps those whose processes are gone.
+	Sessions *sessions.Service
 }
 
 // runner is a service with background work.
@@ -36,12 +42,28 @@ func Open(ctx context.Context, opts engine.Options) (*Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Workspace{Engine: e}, nil
+	w := &Workspace{Engine: e}
+	w.Sessions = sessions.New(e, sessionsOptions(opts))
+	e.OnAdopt(w.Sessions.Adopt)
+	return w, nil
+}
+
+// sessionsOptions are the sessions service's options, the engine's
+// defaults where opts has none.
+func sessionsOptions(opts engine.Options) sessions.Options {
+	o := sessions.Options{Grace: opts.Grace, Sweep: opts.Sweep}
+	if o.Grace <= 0 {
+		o.Grace = engine.DefaultGrace
+	}
+	if o.Sweep <= 0 {
+		o.Sweep = engine.DefaultSweep
+	}
+	return o
 }
 
 // runners are the services with background work, in the order they start.
 func (w *Workspace) runners() []runner {
-	return []runner{w.Engine}
+	return []runner{w.Engine, w.Sessions}
 }
 
 // Run runs the engine and every service until ctx ends, or until one of
@@ -57,5 +79,6 @@ func (w *Workspace) Run(ctx context.Context) error {
 // Close stops the services, then the engine: no service touches the
 // project once its index is closed.
 func (w *Workspace) Close() error {
+	w.Sessions.Close()
 	return w.Engine.Close()
 }
