@@ -81,6 +81,7 @@ var forbidden = map[string][]string{
 	"internal/token":    {module + "/"},
 	"internal/gitdir":   {module + "/"},
 	"internal/repopath": {module + "/"},
+	"internal/proc":     {module + "/"},
 	// The verifiers and the approvals are leaves: snagd and the CLI use
 	// them, they use nothing of snag's.
 	"internal/approval": {module + "/"},
