@@ -16,13 +16,25 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/engine/capture"
+	"github.com/snagdev/snag/internal/engine/worktrees"
 )
 
 // Workspace is one worktree's open project: its engine and its services.
 type Workspace struct {
 	// Engine is the one writer.
 	Engine *engine.Engine
+	// Capture makes a person's captures tasks.
+	Capture *capture.Service
+	// Worktrees makes, lists and prunes the task worktrees.
+	Worktrees *worktrees.Service
 }
+
+// The engine is the capture service's seam.
+var _ capture.Engine = (*engine.Engine)(nil)
+
+// The engine is the worktrees service's seam.
+var _ worktrees.Engine = (*engine.Engine)(nil)
 
 // runner is a service with background work.
 type runner interface {
@@ -36,7 +48,10 @@ func Open(ctx context.Context, opts engine.Options) (*Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Workspace{Engine: e}, nil
+	w := &Workspace{Engine: e}
+	w.Capture = capture.New(e, e.Project().Abs("shots"))
+	w.Worktrees = worktrees.New(e)
+	return w, nil
 }
 
 // runners are the services with background work, in the order they start.
