@@ -7,13 +7,13 @@ import (
 )
 
 // What the engine keeps of captures, now that the capture service
-// (internal/engine/capture) makes them tasks through Add: the bound both
-// it and the visual check read a capture's pictures with, and the clip of
-// an anchor's text the visual check names it by.
+// (internal/engine/capture) makes them tasks through Add: what the visual
+// check (visual.go) still reads here, since it must not import the
+// capture service. Once the visual check moves into a service of its own,
+// with its own copies, nothing here is used and this file goes.
 
 // MaxShotDecoded bounds each image of a capture's decoded size in bytes
-// (its pixels times their depth), read from its header before it is
-// decoded: a small PNG of many 16-bit pixels is refused.
+// (its pixels times their depth), as capture.MaxShotDecoded does.
 const MaxShotDecoded = pixdiff.DefaultMaxBytes
 
 // clipText cuts s to at most n bytes on a character's boundary, marking

@@ -33,19 +33,22 @@ import (
 	"github.com/snagdev/snag/internal/queue"
 )
 
-// Bounds of a capture ([Service.Add]). Each image's decoded size is
-// bounded by engine.MaxShotDecoded.
+// Bounds of a capture ([Service.Add]).
 const (
 	// MaxShotBytes bounds each image of a capture, as PNG bytes.
-	MaxShotBytes  = 8 << 20
-	maxCaptureURL = 4096
-	maxSelector   = 1024
-	maxAnchorText = 200
-	maxPageTitle  = 300
-	maxUserAgent  = 500
-	maxNote       = 64 << 10
-	maxCaptured   = 20  // console and network errors, each
-	maxErrorText  = 500 // bytes of each
+	MaxShotBytes = 8 << 20
+	// MaxShotDecoded bounds each image's decoded size in bytes (its
+	// pixels times their depth), read from its header before it is
+	// decoded: a small PNG of many 16-bit pixels is refused.
+	MaxShotDecoded = pixdiff.DefaultMaxBytes
+	maxCaptureURL  = 4096
+	maxSelector    = 1024
+	maxAnchorText  = 200
+	maxPageTitle   = 300
+	maxUserAgent   = 500
+	maxNote        = 64 << 10
+	maxCaptured    = 20  // console and network errors, each
+	maxErrorText   = 500 // bytes of each
 )
 
 // Capture is what a capture brings: the page as a person saw it, the
@@ -223,9 +226,9 @@ func (s *Service) check(c *Capture) error {
 }
 
 // decodeShot reads a capture's PNG, refusing anything else, and an image
-// over engine.MaxShotDecoded before it is decoded.
+// over MaxShotDecoded before it is decoded.
 func decodeShot(what string, data []byte) (image.Image, error) {
-	img, err := pixdiff.DecodePNG(bytes.NewReader(data), engine.MaxShotDecoded)
+	img, err := pixdiff.DecodePNG(bytes.NewReader(data), MaxShotDecoded)
 	switch {
 	case errors.Is(err, pixdiff.ErrNotPNG):
 		return nil, refuse(engine.ErrInvalid, "not_png", "capture: the %s is not a PNG image: send what the browser's screenshot gave, as PNG", what)
