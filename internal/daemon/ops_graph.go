@@ -176,7 +176,7 @@ func (d *Daemon) getActivity(ctx context.Context, q ops.BranchQuery) (ops.Activi
 }
 
 func (d *Daemon) listWorktrees(ctx context.Context, _ ops.None) (ops.Worktrees, error) {
-	vs, err := d.e.Worktrees(ctx)
+	vs, err := d.w.Worktrees.List(ctx)
 	if err != nil {
 		return ops.Worktrees{}, err
 	}
@@ -189,7 +189,7 @@ func (d *Daemon) pruneWorktrees(ctx context.Context, req ops.MoveRequest) (ops.P
 	if by == "" {
 		by = "person"
 	}
-	removed, kept, why, err := d.e.PruneWorktrees(ctx, by)
+	removed, kept, why, err := d.w.Worktrees.Prune(ctx, by)
 	if err != nil {
 		return ops.Pruned{}, err
 	}

@@ -100,12 +100,10 @@ type Engine struct {
 	hub       *Hub
 	adopt     func(id int64) // OnAdopt: the sessions service gives a session from before the start its grace
 	live      liveSessions
-	repos     repoRoots  // each worktree's repository, for file claims
-	wtMu      sync.Mutex // task worktrees are made one at a time
-	capMu     sync.Mutex // captures' images are decoded one capture at a time (up to 160 MB each)
-	notes     notesSync  // when the notes index last read its folder
-	keyFix    keyFix     // the settling of keys two tasks share (keys.go)
-	team      *team      // the live state's side (Options.Coord)
+	repos     repoRoots // each worktree's repository, for file claims
+	notes     notesSync // when the notes index last read its folder
+	keyFix    keyFix    // the settling of keys two tasks share (keys.go)
+	team      *team     // the live state's side (Options.Coord)
 	// tasks is p.Tasks, for the writes that prepare their files with no
 	// lock held (commit.go): it stays set when Close lets p go.
 	tasks *taskfs.Dir

@@ -16,10 +16,10 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/engine/capture"
 	"github.com/snagdev/snag/internal/engine/sessions"
+	"github.com/snagdev/snag/internal/engine/worktrees"
 )
-
-var _ sessions.Engine = (*engine.Engine)(nil)
 
 // Workspace is one worktree's open project: its engine and its services.
 type Workspace struct {
@@ -28,7 +28,18 @@ type Workspace struct {
 	// Sessions keeps the sessions' streams, ends a session at the end of
 	// its grace, and sweeps those whose processes are gone.
 	Sessions *sessions.Service
+	// Capture makes a person's captures tasks.
+	Capture *capture.Service
+	// Worktrees makes, lists and prunes the task worktrees.
+	Worktrees *worktrees.Service
 }
+
+// The engine is each service's seam.
+var (
+	_ sessions.Engine  = (*engine.Engine)(nil)
+	_ capture.Engine   = (*engine.Engine)(nil)
+	_ worktrees.Engine = (*engine.Engine)(nil)
+)
 
 // runner is a service with background work.
 type runner interface {
@@ -45,6 +56,8 @@ func Open(ctx context.Context, opts engine.Options) (*Workspace, error) {
 	w := &Workspace{Engine: e}
 	w.Sessions = sessions.New(e, sessionsOptions(opts))
 	e.OnAdopt(w.Sessions.Adopt)
+	w.Capture = capture.New(e, e.Project().Abs("shots"))
+	w.Worktrees = worktrees.New(e)
 	return w, nil
 }
 
