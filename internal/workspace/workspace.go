@@ -16,13 +16,19 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/engine/filesync"
 )
 
 // Workspace is one worktree's open project: its engine and its services.
 type Workspace struct {
 	// Engine is the one writer.
 	Engine *engine.Engine
+	// FileSync watches the task files, settles the files an editor is
+	// rewriting and merges back the saves snag's writes displaced.
+	FileSync *filesync.Service
 }
+
+var _ filesync.Engine = (*engine.Engine)(nil)
 
 // runner is a service with background work.
 type runner interface {
@@ -36,12 +42,16 @@ func Open(ctx context.Context, opts engine.Options) (*Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Workspace{Engine: e}, nil
+	w := &Workspace{Engine: e}
+	w.FileSync = filesync.New(e, opts)
+	e.OnSettle(w.FileSync)
+	e.OnDisplaced(w.FileSync.Displaced)
+	return w, nil
 }
 
 // runners are the services with background work, in the order they start.
 func (w *Workspace) runners() []runner {
-	return []runner{w.Engine}
+	return []runner{w.Engine, w.FileSync}
 }
 
 // Run runs the engine and every service until ctx ends, or until one of
@@ -57,5 +67,6 @@ func (w *Workspace) Run(ctx context.Context) error {
 // Close stops the services, then the engine: no service touches the
 // project once its index is closed.
 func (w *Workspace) Close() error {
+	w.FileSync.Close() // its displaced files are merged back through the engine
 	return w.Engine.Close()
 }
