@@ -3,7 +3,6 @@ package filesync_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,70 +10,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
-	"github.com/snagdev/snag/internal/snagdtest"
 	"github.com/snagdev/snag/internal/taskfs"
-	"github.com/snagdev/snag/internal/workspace"
 )
 
-// serve opens a workspace on root as snagd alone does, a member of the
-// repository's embedded live state, and runs it (the watcher, the file
-// sync's looks and the engine's loops) until the test ends, once it is
-// ready: every file read and the leases reconciled.
-func serve(t *testing.T, root string) *engine.Engine {
-	t.Helper()
-	live, err := coord.OpenEmbedded(context.Background(), filepath.Join(t.TempDir(), coord.EmbeddedFile),
-		coord.Options{Host: "test", Root: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(live.Close)
-	w, err := workspace.Open(context.Background(), engine.Options{Root: root, Home: t.TempDir(), Coord: live})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-ran; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("run: %v", err)
-		}
-		w.Close()
-	})
-	e := w.Engine
-	wait, stop := context.WithTimeout(ctx, 20*time.Second)
-	defer stop()
-	if err := e.WaitReady(wait); err != nil {
-		t.Fatalf("not ready: %v", err)
-	}
-	// The first reconcile of the leases with the live state follows the
-	// first rescan; it sets nothing a test can wait on but Ready.
-	for !e.Ready() {
-		select {
-		case <-wait.Done():
-			t.Fatal("the workspace did not become ready after 20 s")
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	return e
-}
-
-// claimable serves the sample project (without plan.json) and gives
+// claimable serves the sample project and gives
 // SNAG-11, an open task an agent may claim: its ref, the path of its file
 // and its bytes.
 func claimable(t *testing.T) (root string, e *engine.Engine, ref queue.Ref, path string, orig []byte) {
 	t.Helper()
-	root = t.TempDir()
-	snagdtest.CopySample(t, root)
-	os.Remove(filepath.Join(root, project.Folder, project.PlanFile))
-	e = serve(t, root)
+	root = sample(t)
+	e, _ = serve(t, engine.Options{Root: root})
 	ref, _ = queue.ParseRef("SNAG-11")
 	it, err := e.Get(context.Background(), ref)
 	if err != nil {
