@@ -131,17 +131,21 @@ type Engine struct {
 	// polling is set while the watcher polls, having no filesystem watches.
 	polling atomic.Bool
 
-	// displacedWG counts the displaced files being looked at again (see
-	// displaced.go); displacedOff, set under mu when the engine stops, has
-	// new ones removed at once.
+	// displacedWG counts the background fixes of keys (keys.go), which
+	// Close waits for; displacedOff, set under mu when the engine stops,
+	// starts no new ones. (The displaced files are the file sync
+	// service's now.)
 	displacedWG  sync.WaitGroup
 	displacedOff atomic.Bool
 
 	// tasksGone is set while the last rescan found no tasks/ folder (under mu).
 	tasksGone bool
 
-	settleMu sync.Mutex
-	settling map[string]*time.Timer
+	// settler keeps the second looks at files an editor is rewriting, and
+	// onDisplaced takes the files a rewrite swapped out of place: the file
+	// sync service's, installed by the workspace (seam_filesync.go).
+	settler     Settler
+	onDisplaced func(*taskfs.Displaced)
 
 	// verify runs the checks of resolved tasks in the background; runCtx
 	// ends their runs when the engine stops.
@@ -202,7 +206,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("root %s: %w", opts.Root, err)
 	}
 	e := &Engine{opts: opts, log: opts.Log, root: root, hub: newHub(4096),
-		settling: map[string]*time.Timer{}, claiming: map[string]int{}, readyCh: make(chan struct{})}
+		claiming: map[string]int{}, readyCh: make(chan struct{})}
 	e.gitCommon = gitdir.Common(root)
 	e.runCtx, e.stop = context.WithCancel(context.Background())
 	if err := e.openProject(ctx); err != nil {
@@ -290,20 +294,11 @@ func (e *Engine) WaitReady(ctx context.Context) error {
 // Config is the project's configuration as snag last read it.
 func (e *Engine) Config() queue.Config { return *e.cfg.Load() }
 
-// Run watches the task files and applies what changes, until ctx ends.
+// Run resumes the verify runs left verifying and runs the live state's
+// link, once the first full rescan is done, until ctx ends. The services
+// beside the engine (internal/workspace) run the rest.
 func (e *Engine) Run(ctx context.Context) error {
-	w, err := watch.New(e.root, e.opts.Watch)
-	if err != nil {
-		return err
-	}
-	e.polling.Store(w.Polling())
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		return w.Run(gctx, func(b watch.Batch) {
-			e.apply(gctx, b, w.Polling())
-			e.progress.batches.Add(1)
-		})
-	})
 	g.Go(func() error {
 		if e.WaitReady(gctx) != nil {
 			return nil
@@ -316,8 +311,10 @@ func (e *Engine) Run(ctx context.Context) error {
 }
 
 // Close stops the engine: verify runs are cancelled and waited for,
-// displaced files still being looked at are settled, an in-flight write
-// finishes, a pending plan.json is written and the index is closed.
+// fixes of keys under way finish, an in-flight write finishes, a pending
+// plan.json is written, the second looks due are called off and the index
+// is closed. The file sync service is closed before it (its displaced
+// files are settled through the engine).
 func (e *Engine) Close() error {
 	var err error
 	e.closeOnce.Do(func() {

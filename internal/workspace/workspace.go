@@ -17,6 +17,7 @@ import (
 
 	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/engine/capture"
+	"github.com/snagdev/snag/internal/engine/filesync"
 	"github.com/snagdev/snag/internal/engine/sessions"
 	"github.com/snagdev/snag/internal/engine/worktrees"
 )
@@ -25,6 +26,9 @@ import (
 type Workspace struct {
 	// Engine is the one writer.
 	Engine *engine.Engine
+	// FileSync watches the task files, settles the files an editor is
+	// rewriting and merges back the saves snag's writes displaced.
+	FileSync *filesync.Service
 	// Sessions keeps the sessions' streams, ends a session at the end of
 	// its grace, and sweeps those whose processes are gone.
 	Sessions *sessions.Service
@@ -36,6 +40,7 @@ type Workspace struct {
 
 // The engine is each service's seam.
 var (
+	_ filesync.Engine  = (*engine.Engine)(nil)
 	_ sessions.Engine  = (*engine.Engine)(nil)
 	_ capture.Engine   = (*engine.Engine)(nil)
 	_ worktrees.Engine = (*engine.Engine)(nil)
@@ -47,13 +52,17 @@ type runner interface {
 }
 
 // Open opens the project at opts.Root (engine.Open) and the services
-// beside its engine. Run serves it; Close ends it.
+// beside its engine, with the hooks the engine calls them by. Run serves
+// it; Close ends it.
 func Open(ctx context.Context, opts engine.Options) (*Workspace, error) {
 	e, err := engine.Open(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 	w := &Workspace{Engine: e}
+	w.FileSync = filesync.New(e, opts)
+	e.OnSettle(w.FileSync)
+	e.OnDisplaced(w.FileSync.Displaced)
 	w.Sessions = sessions.New(e, sessionsOptions(opts))
 	e.OnAdopt(w.Sessions.Adopt)
 	w.Capture = capture.New(e, e.Project().Abs("shots"))
@@ -76,7 +85,7 @@ func sessionsOptions(opts engine.Options) sessions.Options {
 
 // runners are the services with background work, in the order they start.
 func (w *Workspace) runners() []runner {
-	return []runner{w.Engine, w.Sessions}
+	return []runner{w.Engine, w.FileSync, w.Sessions}
 }
 
 // Run runs the engine and every service until ctx ends, or until one of
@@ -90,8 +99,11 @@ func (w *Workspace) Run(ctx context.Context) error {
 }
 
 // Close stops the services, then the engine: no service touches the
-// project once its index is closed.
+// project once its index is closed. The sessions end their timers first;
+// the file sync merges back the displaced saves it holds, through the
+// engine, before the engine closes.
 func (w *Workspace) Close() error {
 	w.Sessions.Close()
+	w.FileSync.Close()
 	return w.Engine.Close()
 }
