@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/engine/graph"
 	"github.com/snagdev/snag/internal/graphdraw"
 	"github.com/snagdev/snag/internal/ops"
 	"github.com/snagdev/snag/internal/queue"
@@ -30,7 +31,7 @@ func (d *Daemon) graphOps(hs ops.Handlers) {
 }
 
 func (d *Daemon) listPlans(ctx context.Context, _ ops.None) (ops.PlanList, error) {
-	vs, err := d.e.Plans(ctx)
+	vs, err := d.w.Graph.Plans(ctx)
 	if err != nil {
 		return ops.PlanList{}, err
 	}
@@ -42,7 +43,7 @@ func (d *Daemon) listPlans(ctx context.Context, _ ops.None) (ops.PlanList, error
 }
 
 func (d *Daemon) getPlan(ctx context.Context, req ops.PlanRef) (ops.PlanDetail, error) {
-	v, err := d.e.Plan(ctx, req.Slug)
+	v, err := d.w.Graph.Plan(ctx, req.Slug)
 	if err != nil {
 		return ops.PlanDetail{}, err
 	}
@@ -51,7 +52,7 @@ func (d *Daemon) getPlan(ctx context.Context, req ops.PlanRef) (ops.PlanDetail, 
 
 func (d *Daemon) createPlan(ctx context.Context, req ops.PlanRequest) (ops.PlanDetail, error) {
 	actor, who := actorOf(sessionIn(ctx), req.By)
-	v, err := d.e.CreatePlanView(ctx, actor, who, deref(req.Title), deref(req.Body))
+	v, err := d.w.Graph.CreatePlanView(ctx, actor, who, deref(req.Title), deref(req.Body))
 	if err != nil {
 		return ops.PlanDetail{}, err
 	}
@@ -60,8 +61,8 @@ func (d *Daemon) createPlan(ctx context.Context, req ops.PlanRequest) (ops.PlanD
 
 func (d *Daemon) updatePlan(ctx context.Context, req ops.PlanRequest) (ops.PlanDetail, error) {
 	actor, who := actorOf(sessionIn(ctx), req.By)
-	v, err := d.e.UpdatePlanView(ctx, actor, who, req.Slug,
-		engine.PlanEdit{Title: req.Title, Body: req.Body, Status: queue.PlanStatus(req.Status)})
+	v, err := d.w.Graph.UpdatePlanView(ctx, actor, who, req.Slug,
+		graph.PlanEdit{Title: req.Title, Body: req.Body, Status: queue.PlanStatus(req.Status)})
 	if err != nil {
 		return ops.PlanDetail{}, err
 	}
@@ -86,7 +87,7 @@ func (d *Daemon) listNotes(ctx context.Context, q ops.NoteQuery) (ops.NoteList, 
 	if q.Limit == 0 {
 		q.Limit = defaultNotes
 	}
-	ns, err := d.e.Notes(ctx, noteFilter(q))
+	ns, err := d.w.Graph.Notes(ctx, noteFilter(q))
 	if err != nil {
 		return ops.NoteList{}, err
 	}
@@ -94,7 +95,7 @@ func (d *Daemon) listNotes(ctx context.Context, q ops.NoteQuery) (ops.NoteList, 
 }
 
 func (d *Daemon) getNote(ctx context.Context, req ops.NoteRef) (ops.NoteDetail, error) {
-	n, err := d.e.Note(ctx, req.Ref)
+	n, err := d.w.Graph.Note(ctx, req.Ref)
 	if err != nil {
 		return ops.NoteDetail{}, err
 	}
@@ -104,7 +105,7 @@ func (d *Daemon) getNote(ctx context.Context, req ops.NoteRef) (ops.NoteDetail, 
 func (d *Daemon) addNote(ctx context.Context, req ops.NoteRequest) (ops.NoteDetail, error) {
 	s := sessionIn(ctx)
 	actor, who := actorOf(s, req.By)
-	n, err := d.e.AddNote(ctx, actor, who, noteInput(s, req))
+	n, err := d.w.Graph.AddNote(ctx, actor, who, noteInput(s, req))
 	if err != nil {
 		return ops.NoteDetail{}, err
 	}
@@ -114,11 +115,11 @@ func (d *Daemon) addNote(ctx context.Context, req ops.NoteRequest) (ops.NoteDeta
 func (d *Daemon) addLink(ctx context.Context, req ops.LinkRequest) (ops.NoteDetail, error) {
 	s := sessionIn(ctx)
 	actor, who := actorOf(s, req.By)
-	n, err := d.e.Link(ctx, actor, who, linkInput(s, req))
+	n, err := d.w.Graph.Link(ctx, actor, who, linkInput(s, req))
 	if err != nil {
 		return ops.NoteDetail{}, err
 	}
-	node, err := d.e.Note(ctx, n.Key)
+	node, err := d.w.Graph.Note(ctx, n.Key)
 	if err != nil {
 		return ops.NoteDetail{}, err
 	}
@@ -133,7 +134,7 @@ func (d *Daemon) getGraph(ctx context.Context, q ops.NoteQuery) (ops.Graph, erro
 		return ops.Graph{}, &apiError{Status: http.StatusBadRequest, Code: "bad_format",
 			Message: "format=" + strconv.Quote(q.Format) + ": want dot, mermaid or svg (or leave it out for JSON)"}
 	}
-	ns, ls, err := d.e.Graph(ctx, noteFilter(q))
+	ns, ls, err := d.w.Graph.Graph(ctx, noteFilter(q))
 	if err != nil {
 		return ops.Graph{}, err
 	}

@@ -138,7 +138,7 @@ func (d *Daemon) search(ctx context.Context, q ops.SearchQuery) (ops.SearchResul
 		return ops.SearchResult{}, &apiError{Status: http.StatusBadRequest, Code: "bad_query", Message: err.Error()}
 	}
 	out := searchResult(hits)
-	notes, err := d.e.SearchNotes(ctx, q.Q, max(limit, 5))
+	notes, err := d.w.Graph.SearchNotes(ctx, q.Q, max(limit, 5))
 	if err != nil {
 		return ops.SearchResult{}, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/engine/capture"
 	"github.com/snagdev/snag/internal/engine/filesync"
+	"github.com/snagdev/snag/internal/engine/graph"
 	"github.com/snagdev/snag/internal/engine/sessions"
 	"github.com/snagdev/snag/internal/engine/worktrees"
 )
@@ -36,6 +37,8 @@ type Workspace struct {
 	Capture *capture.Service
 	// Worktrees makes, lists and prunes the task worktrees.
 	Worktrees *worktrees.Service
+	// Graph is the decision graph: notes, links, plans and handoffs.
+	Graph *graph.Service
 }
 
 // The engine is each service's seam.
@@ -44,6 +47,7 @@ var (
 	_ sessions.Engine  = (*engine.Engine)(nil)
 	_ capture.Engine   = (*engine.Engine)(nil)
 	_ worktrees.Engine = (*engine.Engine)(nil)
+	_ graph.Engine     = (*engine.Engine)(nil)
 )
 
 // runner is a service with background work.
@@ -67,6 +71,7 @@ func Open(ctx context.Context, opts engine.Options) (*Workspace, error) {
 	e.OnAdopt(w.Sessions.Adopt)
 	w.Capture = capture.New(e, e.Project().Abs("shots"))
 	w.Worktrees = worktrees.New(e)
+	w.Graph = graph.New(e)
 	return w, nil
 }
 
