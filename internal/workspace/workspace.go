@@ -71,7 +71,7 @@ func Open(ctx context.Context, opts engine.Options) (*Workspace, error) {
 	e.OnAdopt(w.Sessions.Adopt)
 	w.Capture = capture.New(e, e.Project().Abs("shots"))
 	w.Worktrees = worktrees.New(e)
-	w.Graph = graph.New(e)
+	w.Graph = graph.New(e, e.Project().DB)
 	return w, nil
 }
 

@@ -23,7 +23,6 @@ import (
 	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/index"
-	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/snag"
 )
 
@@ -32,9 +31,6 @@ import (
 type Engine interface {
 	// Root is the project root of the worktree snagd serves.
 	Root() string
-	// Project is the open project: the index the service reads, and the
-	// notes folders of every worktree.
-	Project() *project.Project
 	// Events is the hub the service publishes its events on.
 	Events() *engine.Hub
 	// Audit records an entry in the audit log.
@@ -69,17 +65,32 @@ type Engine interface {
 	HandOver(ctx context.Context, h engine.Handover) (index.Message, index.Lease, error)
 }
 
+// Index is what the service reads of the project's index (*index.DB
+// satisfies it). Its one write there is the message of a handoff that
+// moves no task: a message alone is no move of the engine's.
+type Index interface {
+	Note(ctx context.Context, ref string) (index.NoteRow, error)
+	Notes(ctx context.Context, f index.NoteFilter) ([]index.NoteRow, error)
+	NoteCopies(ctx context.Context, ref string) ([]index.NoteRow, error)
+	Links(ctx context.Context) ([]index.LinkRow, error)
+	LinksTo(ctx context.Context, key, id string) ([]index.LinkRow, error)
+	SearchNotes(ctx context.Context, query string, limit int) ([]index.NoteRow, error)
+	LiveSessions(ctx context.Context) ([]index.Session, error)
+	AddMessage(ctx context.Context, m index.Message) (index.Message, error)
+}
+
 // Service is the decision graph of one workspace. It is safe for
 // concurrent use.
 type Service struct {
-	e Engine
+	e  Engine
+	db Index
 	// rewrite is held while a note's file is read, changed and written
 	// back (a link added), so two links to the same note both land.
 	rewrite sync.Mutex
 }
 
-// New is the graph service over e.
-func New(e Engine) *Service { return &Service{e: e} }
+// New is the graph service over e and its project's index db.
+func New(e Engine, db Index) *Service { return &Service{e: e, db: db} }
 
 // refuse makes a refusal of kind with code and a formatted message.
 func refuse(kind error, code, format string, args ...any) *engine.Error {
@@ -96,10 +107,6 @@ func orNone(s string) string {
 
 // root is the worktree snagd serves.
 func (s *Service) root() string { return s.e.Root() }
-
-// db is the index the service reads (and writes the messages of
-// handoffs without a task to).
-func (s *Service) db() *index.DB { return s.e.Project().DB }
 
 // publish announces ev on the engine's hub.
 func (s *Service) publish(ev snag.Event) { s.e.Events().Publish(ev) }

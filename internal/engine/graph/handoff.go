@@ -123,7 +123,7 @@ func (s *Service) refuseHandoff(ctx context.Context, ho *handingOff, err error) 
 
 // sendHandoff leaves a handoff without a task: the message alone.
 func (s *Service) sendHandoff(ctx context.Context, ho *handingOff, live bool) (HandedOff, error) {
-	got, err := s.db().AddMessage(ctx, ho.m)
+	got, err := s.db.AddMessage(ctx, ho.m)
 	if err != nil {
 		return HandedOff{}, err
 	}
@@ -176,7 +176,7 @@ func (s *Service) readHandoffTask(ctx context.Context, ho *handingOff, live bool
 
 // liveNamed is the live session named name, if one is.
 func (s *Service) liveNamed(ctx context.Context, name string) (index.Session, bool) {
-	ss, err := s.db().LiveSessions(ctx)
+	ss, err := s.db.LiveSessions(ctx)
 	if err != nil {
 		return index.Session{}, false
 	}

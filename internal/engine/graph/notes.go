@@ -143,7 +143,7 @@ func (s *Service) AddNote(ctx context.Context, actor queue.Actor, who string, in
 	s.e.Audit(ctx, entry)
 	s.publish(snag.NoteEvent{Note: n.Key, Type: n.Type, Branch: new(n.Branch), By: who})
 	s.e.TeamPost(coord.Message{Kind: coord.Note, From: who, Key: n.Key, Type: n.Type, Title: n.Title, Body: string(n.Body), Branch: n.Branch})
-	return s.db().Note(ctx, n.ID)
+	return s.db.Note(ctx, n.ID)
 }
 
 // badNote refuses a note's title and fields that no note may have: the
@@ -214,9 +214,9 @@ func (s *Service) checkLinks(ctx context.Context, from string, in []queue.Link) 
 		case l.To == "":
 			return nil, refuse(engine.ErrInvalid, "bad_link", "a %s link needs to: the note's key (N-3) or full id", l.Kind)
 		}
-		target, err := s.db().Note(ctx, l.To)
+		target, err := s.db.Note(ctx, l.To)
 		if errors.Is(err, index.ErrNotFound) && strings.HasPrefix(strings.ToUpper(l.To), "N-") {
-			target, err = s.db().Note(ctx, strings.ToUpper(l.To))
+			target, err = s.db.Note(ctx, strings.ToUpper(l.To))
 		}
 		if errors.Is(err, index.ErrNotFound) {
 			return nil, refuse(engine.ErrNotFound, "no_source", "no note %s on any branch: give a note's full key (N-3) or id; snag_nodes (snag notes) finds them", l.To)
@@ -245,7 +245,7 @@ func (s *Service) checkLinks(ctx context.Context, from string, in []queue.Link) 
 // pathOf is a path of kind links from note a to note b (the keys after
 // a), or nil.
 func (s *Service) pathOf(ctx context.Context, a, b, kind string) []string {
-	links, err := s.db().Links(ctx)
+	links, err := s.db.Links(ctx)
 	if err != nil {
 		return nil
 	}
@@ -298,9 +298,9 @@ func (s *Service) Link(ctx context.Context, actor queue.Actor, who string, in Li
 	if err := s.e.SyncNotes(ctx, true); err != nil {
 		return index.NoteRow{}, err
 	}
-	from, err := s.db().Note(ctx, strings.TrimSpace(in.From))
+	from, err := s.db.Note(ctx, strings.TrimSpace(in.From))
 	if errors.Is(err, index.ErrNotFound) {
-		from, err = s.db().Note(ctx, strings.ToUpper(strings.TrimSpace(in.From)))
+		from, err = s.db.Note(ctx, strings.ToUpper(strings.TrimSpace(in.From)))
 	}
 	if errors.Is(err, index.ErrNotFound) {
 		return refused(refuse(engine.ErrNotFound, "no_note", "no note %s: snag_nodes (snag notes) lists them", in.From))
@@ -316,7 +316,7 @@ func (s *Service) Link(ctx context.Context, actor queue.Actor, who string, in Li
 	if slices.ContainsFunc(from.Links, func(o index.LinkRow) bool { return o.To == l.To && o.Kind == l.Kind }) {
 		return from, nil
 	}
-	copies, err := s.db().NoteCopies(ctx, from.ID)
+	copies, err := s.db.NoteCopies(ctx, from.ID)
 	if err != nil {
 		return index.NoteRow{}, err
 	}
@@ -363,7 +363,7 @@ func (s *Service) Link(ctx context.Context, actor queue.Actor, who string, in Li
 	entry.Outcome, entry.Detail = "ok", fmt.Sprintf("%s %s %s (%s)", from.Key, l.Kind, l.To, orTrust(l.Trust, from.Trust))
 	s.e.Audit(ctx, entry)
 	s.publish(snag.NoteEvent{Note: from.Key, Link: l.To, LinkKind: l.Kind, By: who})
-	return s.db().Note(ctx, from.ID)
+	return s.db.Note(ctx, from.ID)
 }
 
 // LinkInput is an edge to add.

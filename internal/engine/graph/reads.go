@@ -7,7 +7,6 @@ import (
 
 	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/index"
-	"github.com/snagdev/snag/internal/project"
 )
 
 // Notes lists notes newest first, as f picks them (the engine's Notes,
@@ -27,9 +26,9 @@ func (s *Service) Note(ctx context.Context, ref string) (Node, error) {
 	if err := s.e.SyncNotes(ctx, false); err != nil {
 		return Node{}, err
 	}
-	n, err := s.db().Note(ctx, strings.ToUpper(ref))
+	n, err := s.db.Note(ctx, strings.ToUpper(ref))
 	if errors.Is(err, index.ErrNotFound) {
-		n, err = s.db().Note(ctx, ref)
+		n, err = s.db.Note(ctx, ref)
 	}
 	if errors.Is(err, index.ErrNotFound) {
 		return Node{}, refuse(engine.ErrNotFound, "no_note", "no note %s: snag_nodes (snag notes) lists them", ref)
@@ -37,7 +36,7 @@ func (s *Service) Note(ctx context.Context, ref string) (Node, error) {
 	if err != nil {
 		return Node{}, err
 	}
-	in, err := s.db().LinksTo(ctx, n.Key, n.ID)
+	in, err := s.db.LinksTo(ctx, n.Key, n.ID)
 	return Node{NoteRow: n, In: in}, err
 }
 
@@ -50,11 +49,11 @@ func (s *Service) Graph(ctx context.Context, f engine.NoteFilter) ([]index.NoteR
 	if f.Limit == 0 {
 		f.Limit = 1 << 30
 	}
-	ns, err := s.db().Notes(ctx, f)
+	ns, err := s.db.Notes(ctx, f)
 	if err != nil {
 		return nil, nil, err
 	}
-	ls, err := s.db().Links(ctx)
+	ls, err := s.db.Links(ctx)
 	return ns, ls, err
 }
 
@@ -63,14 +62,5 @@ func (s *Service) SearchNotes(ctx context.Context, query string, limit int) ([]i
 	if err := s.e.SyncNotes(ctx, false); err != nil {
 		return nil, err
 	}
-	return s.db().SearchNotes(ctx, query, limit)
-}
-
-// NoteProblems are the notes' problems in every worktree, for snag doctor
-// (project.Project.NoteProblems), read after the folders are.
-func (s *Service) NoteProblems(ctx context.Context) ([]project.Finding, error) {
-	if err := s.e.SyncNotes(ctx, true); err != nil {
-		return nil, err
-	}
-	return s.e.Project().NoteProblems(ctx)
+	return s.db.SearchNotes(ctx, query, limit)
 }
