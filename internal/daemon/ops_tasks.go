@@ -71,7 +71,7 @@ func (d *Daemon) getTask(ctx context.Context, req ops.TaskRef) (snag.TaskDetail,
 	if err != nil {
 		return snag.TaskDetail{}, err
 	}
-	st, it, err := d.e.Verification(ctx, ref) // it: the row as the runs agree with
+	st, it, err := d.w.Verifier.Verification(ctx, ref) // it: the row as the runs agree with
 	if err != nil {
 		return snag.TaskDetail{}, err
 	}

@@ -63,7 +63,7 @@ func (d *Daemon) verifyPlan(ctx context.Context, req ops.VerifyRequest) (ops.Ver
 	if s := sessionIn(ctx); s != nil {
 		dir = s.Root
 	}
-	p, err := d.e.VerifyPlan(ctx, ref, dir)
+	p, err := d.w.Verifier.VerifyPlan(ctx, ref, dir)
 	if err != nil {
 		return ops.VerifyPlan{}, err
 	}
@@ -76,7 +76,7 @@ func (d *Daemon) verifyState(ctx context.Context, req ops.TaskRef) (snag.VerifyS
 	if err != nil {
 		return snag.VerifyState{}, err
 	}
-	st, _, err := d.e.Verification(ctx, ref)
+	st, _, err := d.w.Verifier.Verification(ctx, ref)
 	if err != nil {
 		return snag.VerifyState{}, err
 	}

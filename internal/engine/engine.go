@@ -147,8 +147,8 @@ type Engine struct {
 	settler     Settler
 	onDisplaced func(*taskfs.Displaced)
 
-	// verify runs the checks of resolved tasks in the background; runCtx
-	// ends their runs when the engine stops.
+	// verify is the verify service that runs the checks of resolved tasks
+	// (UseVerifier); runCtx ends the background work when the engine stops.
 	verify *verifier
 	runCtx context.Context
 	stop   context.CancelFunc
@@ -229,7 +229,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	cfg := e.p.Config
 	e.cfg.Store(&cfg)
-	e.verify = newVerifier(cfg.Verify.MaxConcurrent)
+	e.verify = &verifier{}
 	// The engine is the project's one writer: a temp file there now was
 	// left by a crash, whatever its age.
 	side := e.p.SideFolders()
@@ -294,27 +294,27 @@ func (e *Engine) WaitReady(ctx context.Context) error {
 // Config is the project's configuration as snag last read it.
 func (e *Engine) Config() queue.Config { return *e.cfg.Load() }
 
-// Run resumes the verify runs left verifying and runs the live state's
-// link, once the first full rescan is done, until ctx ends. The services
-// beside the engine (internal/workspace) run the rest.
+// Run runs the live state's link, once the first full rescan is done and
+// the verify service has queued again the runs a restart cut off, until
+// ctx ends. The services beside the engine (internal/workspace) run the
+// rest.
 func (e *Engine) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		if e.WaitReady(gctx) != nil {
 			return nil
 		}
-		e.resumeVerify(gctx)
 		g.Go(func() error { return e.teamRun(gctx) })
 		return nil
 	})
 	return g.Wait()
 }
 
-// Close stops the engine: verify runs are cancelled and waited for,
-// fixes of keys under way finish, an in-flight write finishes, a pending
-// plan.json is written, the second looks due are called off and the index
-// is closed. The file sync service is closed before it (its displaced
-// files are settled through the engine).
+// Close stops the engine: fixes of keys under way finish, an in-flight
+// write finishes, a pending plan.json is written, the second looks due
+// are called off and the index is closed. The verify service is closed
+// before it (its runs cancelled and waited for), and the file sync service
+// (its displaced files are settled through the engine).
 func (e *Engine) Close() error {
 	var err error
 	e.closeOnce.Do(func() {
@@ -322,9 +322,6 @@ func (e *Engine) Close() error {
 			e.opts.Repository.leave(e) // before its index closes: the others read it
 		}
 		e.stop()
-		if e.verify != nil {
-			e.verify.wg.Wait() // their context has ended: commands are killed, browsers closed
-		}
 		e.mu.Lock()
 		e.displacedOff.Store(true)
 		e.mu.Unlock()

@@ -119,7 +119,7 @@ func (e *Engine) readResolving(ctx context.Context, r *resolving) error {
 	if r.lease.Worktree != "" {
 		r.dir = r.lease.Worktree // the task's own worktree: its work is there
 	}
-	r.p = e.plan(r.it, r.dir)
+	r.p = e.verify.plan(r.it, r.dir)
 	return nil
 }
 
@@ -181,7 +181,7 @@ func (e *Engine) refuseResolve(ctx context.Context, r *resolving, err *Error) (R
 // alreadyVerifying answers a resolve of a task whose check runs now: the
 // running check is the answer.
 func (e *Engine) alreadyVerifying(ctx context.Context, it *index.Item) (Resolution, error) {
-	st, _, err := e.verifyState(ctx, it)
+	st, _, err := e.verify.state(ctx, it)
 	if err != nil {
 		return Resolution{}, err
 	}
@@ -269,8 +269,8 @@ func (e *Engine) startVerify(ctx context.Context, r *resolving) (Resolution, err
 	if p.Code == ops.VerifyUnavailable {
 		return Resolution{Key: it.Key, Status: queue.StatusVerifying, Code: ops.VerifyUnavailable, Message: p.Message}, nil
 	}
-	e.launch(it, run)
-	eta := e.eta(ctx, it.ID, run)
+	e.verify.start(it, run)
+	eta := e.verify.eta(ctx, it.ID, run)
 	return Resolution{Key: it.Key, Status: queue.StatusVerifying, Code: ops.VerifyOK, Started: true, ETA: eta,
 		Verify:  &snag.VerifyState{Key: it.Key, Status: queue.StatusVerifying, Running: true, Verifier: p.Verifier, History: []snag.VerifyRun{run}},
 		Message: fmt.Sprintf("verify is running (%s): poll GET /verify/%s in about %d s", p.Verifier, it.Key, eta)}, nil

@@ -20,6 +20,7 @@ import (
 	"github.com/snagdev/snag/internal/engine/filesync"
 	"github.com/snagdev/snag/internal/engine/graph"
 	"github.com/snagdev/snag/internal/engine/sessions"
+	"github.com/snagdev/snag/internal/engine/verifier"
 	"github.com/snagdev/snag/internal/engine/worktrees"
 )
 
@@ -39,6 +40,8 @@ type Workspace struct {
 	Worktrees *worktrees.Service
 	// Graph is the decision graph: notes, links, plans and handoffs.
 	Graph *graph.Service
+	// Verifier runs the checks of resolved tasks.
+	Verifier *verifier.Verifier
 }
 
 // The engine is each service's seam.
@@ -48,6 +51,9 @@ var (
 	_ capture.Engine   = (*engine.Engine)(nil)
 	_ worktrees.Engine = (*engine.Engine)(nil)
 	_ graph.Engine     = (*engine.Engine)(nil)
+	_ verifier.Engine  = (*engine.Engine)(nil)
+	// The verify service is the hook the engine starts its runs by.
+	_ engine.Verifier = (*verifier.Verifier)(nil)
 )
 
 // runner is a service with background work.
@@ -72,6 +78,8 @@ func Open(ctx context.Context, opts engine.Options) (*Workspace, error) {
 	w.Capture = capture.New(e, e.Project().Abs("shots"))
 	w.Worktrees = worktrees.New(e)
 	w.Graph = graph.New(e, e.Project().DB)
+	w.Verifier = verifier.New(e, verifier.Options{Home: opts.Home, Log: opts.Log})
+	e.UseVerifier(w.Verifier)
 	return w, nil
 }
 
@@ -90,7 +98,7 @@ func sessionsOptions(opts engine.Options) sessions.Options {
 
 // runners are the services with background work, in the order they start.
 func (w *Workspace) runners() []runner {
-	return []runner{w.Engine, w.FileSync, w.Sessions}
+	return []runner{w.Engine, w.FileSync, w.Sessions, w.Verifier}
 }
 
 // Run runs the engine and every service until ctx ends, or until one of
@@ -104,10 +112,12 @@ func (w *Workspace) Run(ctx context.Context) error {
 }
 
 // Close stops the services, then the engine: no service touches the
-// project once its index is closed. The sessions end their timers first;
-// the file sync merges back the displaced saves it holds, through the
+// project once its index is closed. The verifier cancels its runs and
+// waits for them first; the sessions end their timers; the file sync
+// merges back the displaced saves it holds, through the
 // engine, before the engine closes.
 func (w *Workspace) Close() error {
+	w.Verifier.Close() // its runs end before anything they write through is closed
 	w.Sessions.Close()
 	w.FileSync.Close()
 	return w.Engine.Close()

@@ -1,13 +1,15 @@
-package engine
+package verifier
 
 import (
 	"bytes"
 	"fmt"
 	"image"
 	"os"
+	"unicode/utf8"
 
 	"github.com/snagdev/snag/internal/atomicfile"
 	"github.com/snagdev/snag/internal/browser"
+	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/pixdiff"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
@@ -56,7 +58,7 @@ func visualOf(abs func(string) string, t *queue.Task, run int64) visual {
 //   - any other kind: needs_review, with the figure;
 //   - an anchor that no longer resolves: said in the reason; without
 //     console errors to decide, a person looks at the page's screenshot.
-func (v visual) judge(abs func(string) string, t *queue.Task, res browser.Result, r result) result {
+func (v visual) judge(abs func(string) string, t *queue.Task, res browser.Result, r index.RunEnd) index.RunEnd {
 	c := t.Capture
 	decided := len(c.ConsoleErrors) > 0 // the errors decide
 	if !res.Cropped {
@@ -65,39 +67,39 @@ func (v visual) judge(abs func(string) string, t *queue.Task, res browser.Result
 			what = fmt.Sprintf("the element captured (%s) is on the page but its crop could not be taken", anchorName(c))
 		}
 		if decided {
-			r.reason += "; " + what + ": no visual comparison"
+			r.Reason += "; " + what + ": no visual comparison"
 		} else {
-			r.outcome, r.reason = snag.OutcomeInconclusive, what+": a person looks at the page's screenshot"
+			r.Outcome, r.Reason = snag.OutcomeInconclusive, what+": a person looks at the page's screenshot"
 		}
 		return r
 	}
 	cmp, err := compareCrops(abs(v.before), abs(v.after))
 	if err != nil {
-		r.reason += "; no visual comparison: " + err.Error()
+		r.Reason += "; no visual comparison: " + err.Error()
 		if !decided {
-			r.outcome = snag.OutcomeInconclusive
+			r.Outcome = snag.OutcomeInconclusive
 		}
 		return r
 	}
 	var diff bytes.Buffer
 	if err := pixdiff.EncodePNG(&diff, cmp.Diff); err == nil && atomicfile.WriteFile(abs(v.diff), diff.Bytes(), 0o644) == nil {
-		r.visual = &snag.Visual{Diff: v.diff}
+		r.Visual = &snag.Visual{Diff: v.diff}
 	} else {
-		r.visual = &snag.Visual{}
+		r.Visual = &snag.Visual{}
 	}
-	r.visual.Before, r.visual.After, r.visual.Changed, r.visual.Identical = v.before, v.after, cmp.ChangedFraction, cmp.Identical()
+	r.Visual.Before, r.Visual.After, r.Visual.Changed, r.Visual.Identical = v.before, v.after, cmp.ChangedFraction, cmp.Identical()
 	figure := fmt.Sprintf("%s of the element's pixels changed since the capture", percent(cmp.ChangedFraction))
 	switch {
 	case decided:
-		r.reason += "; " + figure
+		r.Reason += "; " + figure
 	case cmp.Identical() && (t.Kind == queue.KindUX || t.Kind == queue.KindLayout):
-		r.outcome, r.reason = snag.OutcomeFail, "the element looks exactly as it did when captured ("+figure+"): the change did not reach what the person saw"
+		r.Outcome, r.Reason = snag.OutcomeFail, "the element looks exactly as it did when captured ("+figure+"): the change did not reach what the person saw"
 	case cmp.Identical() && t.Kind == queue.KindA11y:
-		r.outcome, r.reason = snag.OutcomeInconclusive, "the element looks exactly as it did when captured ("+figure+"); an accessibility fix may change no pixel: a person decides"
+		r.Outcome, r.Reason = snag.OutcomeInconclusive, "the element looks exactly as it did when captured ("+figure+"); an accessibility fix may change no pixel: a person decides"
 	case cmp.Identical():
-		r.outcome, r.reason = snag.OutcomeInconclusive, "the element looks exactly as it did when captured ("+figure+"): a person decides"
+		r.Outcome, r.Reason = snag.OutcomeInconclusive, "the element looks exactly as it did when captured ("+figure+"): a person decides"
 	default:
-		r.outcome, r.reason = snag.OutcomeInconclusive, figure+": a person compares before, after and diff"
+		r.Outcome, r.Reason = snag.OutcomeInconclusive, figure+": a person compares before, after and diff"
 	}
 	return r
 }
@@ -110,7 +112,7 @@ func compareCrops(before, after string) (pixdiff.Result, error) {
 		if err != nil {
 			return pixdiff.Result{}, fmt.Errorf("read %s: %w", p, err)
 		}
-		img, err := pixdiff.DecodePNG(f, MaxShotDecoded)
+		img, err := pixdiff.DecodePNG(f, pixdiff.DefaultMaxBytes) // as a capture's images are
 		f.Close()
 		if err != nil {
 			return pixdiff.Result{}, fmt.Errorf("read %s: %w", p, err)
@@ -143,4 +145,17 @@ func percent(f float64) string {
 	default:
 		return fmt.Sprintf("%.0f%%", p)
 	}
+}
+
+// clipText cuts s to at most n bytes on a character's boundary, marking
+// the cut.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
