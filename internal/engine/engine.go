@@ -229,7 +229,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	cfg := e.p.Config
 	e.cfg.Store(&cfg)
-	e.verify = &verifier{}
+	e.verify = newVerifier()
 	// The engine is the project's one writer: a temp file there now was
 	// left by a crash, whatever its age.
 	side := e.p.SideFolders()
@@ -301,7 +301,7 @@ func (e *Engine) Config() queue.Config { return *e.cfg.Load() }
 func (e *Engine) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		if e.WaitReady(gctx) != nil {
+		if e.WaitReady(gctx) != nil || e.WaitResumed(gctx) != nil {
 			return nil
 		}
 		g.Go(func() error { return e.teamRun(gctx) })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/snagdev/snag/internal/failpoint"
@@ -45,13 +46,42 @@ type Verifier interface {
 }
 
 // UseVerifier installs the verify service that runs the checks a resolve
-// starts. Set it before Run and before any request: an engine without one
-// answers a resolve that would start a check as if no verifier were
-// available here.
+// starts. Set it before Run and before any request, and run its Run
+// beside the engine's: the engine's live-state loop waits for its resume
+// of the runs a restart cut off (WaitResumed). An engine without one answers a
+// resolve that would start a check as if no verifier were available here.
 func (e *Engine) UseVerifier(v Verifier) { e.verify.s = v }
 
 // verifier is the engine's handle on its verify service (UseVerifier).
-type verifier struct{ s Verifier }
+type verifier struct {
+	s Verifier
+	// resumed is closed once the runs a restart cut off are queued again
+	// (ResumeVerify, which the service calls once the engine is ready).
+	resumed    chan struct{}
+	resumeOnce sync.Once
+}
+
+func newVerifier() *verifier { return &verifier{resumed: make(chan struct{})} }
+
+// WaitResumed waits until the verify service has queued again the runs a
+// restart cut off (ResumeVerify, once the engine is ready), or ctx ends;
+// at once when there is no verify service. The engine's live-state loop
+// and the sessions' sweep start after it, as they did when the engine
+// resumed the runs itself: a holder found gone at the start then leaves
+// its task's check to decide where the task goes, instead of the task
+// being released before its run is queued again.
+func (e *Engine) WaitResumed(ctx context.Context) error {
+	v := e.verify
+	if v.s == nil {
+		return nil
+	}
+	select {
+	case <-v.resumed:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // errNoVerifier answers a read of where a check stands on an engine
 // opened without its verify service.
@@ -194,8 +224,9 @@ func (e *Engine) FinishVerify(stopping context.Context, key string, run snag.Ver
 // ResumeVerify queues again the runs a daemon's exit cut off, for tasks
 // that are still verifying, and starts them on the verifier; the others
 // end as interrupted. The verify service calls it once the engine is
-// ready (WaitReady).
+// ready (WaitReady); WaitResumed returns once it has.
 func (e *Engine) ResumeVerify(ctx context.Context) {
+	defer e.verify.resumeOnce.Do(func() { close(e.verify.resumed) })
 	runs, err := e.p.DB.OpenVerifyRuns(ctx)
 	if err != nil || len(runs) == 0 {
 		if err != nil {

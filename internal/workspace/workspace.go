@@ -73,7 +73,7 @@ func Open(ctx context.Context, opts engine.Options) (*Workspace, error) {
 	w.FileSync = filesync.New(e, opts)
 	e.OnSettle(w.FileSync)
 	e.OnDisplaced(w.FileSync.Displaced)
-	w.Sessions = sessions.New(e, sessionsOptions(opts))
+	w.Sessions = sessions.New(afterResume{e}, sessionsOptions(opts))
 	e.OnAdopt(w.Sessions.Adopt)
 	w.Capture = capture.New(e, e.Project().Abs("shots"))
 	w.Worktrees = worktrees.New(e)
@@ -81,6 +81,23 @@ func Open(ctx context.Context, opts engine.Options) (*Workspace, error) {
 	w.Verifier = verifier.New(e, verifier.Options{Home: opts.Home, Log: opts.Log})
 	e.UseVerifier(w.Verifier)
 	return w, nil
+}
+
+// afterResume is the engine as the sessions service waits for it: ready
+// once the first rescan is done and the verify service has queued again
+// the runs a restart cut off (engine.WaitResumed). The first sweep then
+// finds a gone holder's task with its check in flight, and leaves the
+// check to decide where the task goes, as when the engine resumed the
+// runs before its own sweep.
+type afterResume struct{ *engine.Engine }
+
+// WaitReady waits for the engine's first rescan, then for the verify
+// service's resume.
+func (e afterResume) WaitReady(ctx context.Context) error {
+	if err := e.Engine.WaitReady(ctx); err != nil {
+		return err
+	}
+	return e.Engine.WaitResumed(ctx)
 }
 
 // sessionsOptions are the sessions service's options, the engine's
