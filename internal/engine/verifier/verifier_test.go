@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -62,24 +63,31 @@ func serve(t *testing.T, root, home, live string) (w *workspace.Workspace, stop 
 	return w, stop
 }
 
-// verifyEvent waits for the first verify event of engine e that is.
-func verifyEvent(t *testing.T, e *engine.Engine, is func(snag.VerifyEvent) bool) snag.VerifyEvent {
+// waitEvent waits for the first event of engine e that is.
+func waitEvent(t *testing.T, e *engine.Engine, is func(snag.Event) bool) snag.Event {
 	t.Helper()
 	deadline := time.After(time.Minute)
 	for after := int64(0); ; {
 		evs, wait, _ := e.Events().Since(after)
 		for _, ev := range evs {
 			after = ev.ID
-			if v, ok := ev.Data.(snag.VerifyEvent); ok && is(v) {
-				return v
+			if is(ev.Data) {
+				return ev.Data
 			}
 		}
 		select {
 		case <-wait:
 		case <-deadline:
-			t.Fatal("the verify event never came")
+			t.Fatal("the event never came")
 		}
 	}
+}
+
+// verifyEvent waits for the first verify event of engine e that is.
+func verifyEvent(t *testing.T, e *engine.Engine, is func(snag.VerifyEvent) bool) snag.VerifyEvent {
+	t.Helper()
+	ev := waitEvent(t, e, func(ev snag.Event) bool { v, ok := ev.(snag.VerifyEvent); return ok && is(v) })
+	return ev.(snag.VerifyEvent)
 }
 
 // project is the sample project with verify.command set to command in
@@ -169,5 +177,58 @@ func TestAStopLeavesTheRunForTheNextStart(t *testing.T) {
 	if !st.Running || it.Status != queue.StatusVerifying || len(st.History) != 2 ||
 		st.History[1].Outcome != snag.OutcomeInterrupted || !strings.Contains(st.History[1].Reason, "queued again") {
 		t.Fatalf("after the restart: %+v (task %s); want the cut-off run interrupted and a new one running", st, it.Status)
+	}
+}
+
+// A holder whose process is gone when snagd starts again leaves its
+// task's check to decide where the task goes: the cut-off run is queued
+// again before the sweep ends the holder's session, which ends the lease
+// and leaves the task verifying.
+func TestAHolderGoneAtARestartLeavesTheCheckToDecide(t *testing.T) {
+	t.Parallel()
+	root, home := project(t, "sleep 600")
+	live := filepath.Join(t.TempDir(), coord.EmbeddedFile)
+	agent := exec.Command("sleep", "600") // the holder's process
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Process.Kill()
+	w, stop := serve(t, root, home, live)
+	ctx := context.Background()
+	ref := queue.Ref{Num: 11} // SNAG-11
+	s, err := w.Engine.Register(ctx, index.Session{Name: "ADA", Client: "test", PID: agent.Process.Pid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := w.Engine.Claim(ctx, s, &ref, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.Engine.Resolve(ctx, engine.VerifyRequest{Ref: ref, Session: &s, Epoch: got.Epoch})
+	if err != nil || !res.Started {
+		t.Fatalf("the resolve: %+v %v; want a check started", res, err)
+	}
+	verifyEvent(t, w.Engine, func(v snag.VerifyEvent) bool { return v.Task == res.Key && v.Started })
+	stop()
+	agent.Process.Kill()
+	agent.Wait()
+
+	w, _ = serve(t, root, home, live)
+	waitEvent(t, w.Engine, func(ev snag.Event) bool { e, ok := ev.(snag.SessionEvent); return ok && e.ID == s.ID && e.Ended })
+	st, it, err := w.Verifier.Verification(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it.Status != queue.StatusVerifying || !st.Running || len(st.History) != 2 {
+		t.Fatalf("after the holder was found gone: %+v (task %s); want the task verifying, its run queued again and running", st, it.Status)
+	}
+	leases, err := w.Engine.Leases(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range leases {
+		if l.TaskID == it.ID {
+			t.Fatalf("the gone holder's lease is still live: %+v", l)
+		}
 	}
 }
