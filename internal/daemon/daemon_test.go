@@ -23,7 +23,7 @@ const samplePath = ".snag/tasks/SNAG-11 - Login form clears the email after a wr
 func TestHealthAndProof(t *testing.T) {
 	t.Parallel()
 	root := sampleProject(t)
-	d := startDaemon(t, root, "")
+	d := startInProcess(t, root, "", snagd.Options{})
 	var h struct {
 		Service string `json:"service"`
 		Root    string `json:"root"`
@@ -38,7 +38,7 @@ func TestHealthAndProof(t *testing.T) {
 	defer resp.Body.Close()
 	decodeJSON(t, resp, &h)
 	real, _ := filepath.EvalSymlinks(root)
-	if h.Service != "snagd" || h.Root != real || h.PID != d.cmd.Process.Pid || h.Counts.Tasks != 20 || h.Proof == "" {
+	if h.Service != "snagd" || h.Root != real || h.PID != d.pid() || h.Counts.Tasks != 20 || h.Proof == "" {
 		t.Errorf("health = %+v", h)
 	}
 }
@@ -70,7 +70,7 @@ func TestX1_LoopbackOnly(t *testing.T) {
 			ln.Close()
 		}
 	}()
-	second := spawn(t, sampleProject(t), "", "--port", "0")
+	second := spawnInProcessOn(t, sampleProject(t), "", 0, snagd.Options{})
 	second.waitReady()
 	if second.port >= 7654 && second.port <= 7664 {
 		t.Errorf("snagd took %d, a port held by another", second.port)
@@ -319,7 +319,7 @@ func TestCleanShutdownRemovesThePortFile(t *testing.T) {
 func TestHandEditIsSeen(t *testing.T) {
 	t.Parallel()
 	root := sampleProject(t)
-	d := startDaemon(t, root, "")
+	d := startInProcess(t, root, "", snagd.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	events := d.sse(ctx)

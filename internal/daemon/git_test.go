@@ -124,7 +124,10 @@ func gitCheckoutScenario(t *testing.T, differing, rounds int) {
 	}
 	git(t, root, "checkout", "-q", "a")
 
-	d := startInProcess(t, root, "", snagd.Options{})
+	// The first rescan of 5,000 files under -race on a busy machine can
+	// take longer than waitReady's 20 s.
+	d := spawnInProcess(t, root, "", snagd.Options{})
+	d.waitReadyLong()
 	iv := newInvariants(t, d)
 	a := startAgent(t, d, "")
 	held := map[string]int64{}

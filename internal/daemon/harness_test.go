@@ -63,6 +63,7 @@ type daemon struct {
 
 	cancel context.CancelFunc // ends an in-process Run
 	ready  chan struct{}      // closed when an in-process Run is ready
+	addr   string             // where an in-process Run serves, once ready is closed
 	team   bool               // in team mode (inTeamMode): ready once its leases are reconciled
 }
 

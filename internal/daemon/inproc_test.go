@@ -3,8 +3,10 @@ package daemon_test
 import (
 	"context"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +48,14 @@ func startInProcess(t *testing.T, root, home string, opts snagd.Options) *daemon
 // has started.
 func spawnInProcess(t *testing.T, root, home string, opts snagd.Options) *daemon {
 	t.Helper()
+	return spawnInProcessOn(t, root, home, freePort(t), opts)
+}
+
+// spawnInProcessOn is spawnInProcess on port: 0 lets Run choose as snagd
+// does with no --port (the first free port of its range, else any free
+// one). The port it took is d.port once d is ready.
+func spawnInProcessOn(t *testing.T, root, home string, port int, opts snagd.Options) *daemon {
+	t.Helper()
 	dsn := teamDSN(t)
 	if dsn != "" && opts.Coord == "" {
 		opts.Coord = dsn
@@ -56,10 +66,11 @@ func spawnInProcess(t *testing.T, root, home string, opts snagd.Options) *daemon
 	log := &snagdtest.Buffer{}
 	ready := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
-	opts.Root, opts.Home, opts.Port = root, home, freePort(t)
+	opts.Root, opts.Home, opts.Port = root, home, port
 	opts.Log = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	opts.Ready = func(string) { close(ready) }
-	d := &daemon{t: t, root: root, home: home, port: opts.Port, log: log, done: make(chan struct{}), cancel: cancel, ready: ready, team: dsn != ""}
+	d := &daemon{t: t, root: root, home: home, port: port, log: log, done: make(chan struct{}), cancel: cancel, ready: ready, team: dsn != ""}
+	// Ready is called once, before ready closes: d.addr is read after.
+	opts.Ready = func(addr string) { d.addr = addr; close(ready) }
 	go func() {
 		err := snagd.Run(ctx, opts)
 		if err != nil {
@@ -82,7 +93,8 @@ func spawnInProcess(t *testing.T, root, home string, opts snagd.Options) *daemon
 }
 
 // waitInProcess waits until the in-process daemon says it is ready (its
-// Ready option), then reads its token.
+// Ready option), then reads its port from the address it serves and its
+// token from its home.
 func (d *daemon) waitInProcess(within time.Duration) {
 	d.t.Helper()
 	select {
@@ -91,6 +103,13 @@ func (d *daemon) waitInProcess(within time.Duration) {
 		d.t.Fatalf("snagd (in process) ended: %v\n%s", d.err, d.log.String())
 	case <-time.After(within):
 		d.t.Fatalf("snagd (in process) not ready in %s\n%s", within, d.log.String())
+	}
+	_, port, err := net.SplitHostPort(d.addr)
+	if err == nil {
+		d.port, err = strconv.Atoi(port)
+	}
+	if err != nil {
+		d.t.Fatalf("snagd (in process) serves at %q: %v", d.addr, err)
 	}
 	tok, err := os.ReadFile(filepath.Join(d.home, "token"))
 	if err != nil {

@@ -62,7 +62,7 @@ func (d *daemon) auditHas(action, detail string) bool {
 func TestClaimReleaseResolve(t *testing.T) {
 	t.Parallel()
 	root := sampleProject(t)
-	d := startDaemon(t, root, "")
+	d := startInProcess(t, root, "", snagd.Options{})
 	a := startAgent(t, d, "")
 	before, _ := os.ReadFile(filepath.Join(root, samplePath))
 
@@ -107,7 +107,7 @@ func TestClaimReleaseResolve(t *testing.T) {
 
 func TestClaimNextSkipsBlockedAndSaysWhyWhenNothingIsReady(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, manyClaims(t, sampleProject(t)), "")
+	d := startInProcess(t, manyClaims(t, sampleProject(t)), "", snagd.Options{})
 	a := startAgent(t, d, "")
 	if ans := a.do("claim SNAG-9"); !strings.Contains(ans, "blocked by SNAG-7") {
 		t.Errorf("claim of a blocked task without force: %s", ans)
@@ -189,7 +189,7 @@ func TestL4_StoppedAgentKeepsItsLease(t *testing.T) {
 func TestHandEditOfALeasedTaskEndsTheLease(t *testing.T) {
 	t.Parallel()
 	root := sampleProject(t)
-	d := startDaemon(t, root, "")
+	d := startInProcess(t, root, "", snagd.Options{})
 	a := startAgent(t, d, "")
 	_, epoch := a.claim("SNAG-11")
 	p := filepath.Join(root, samplePath)
@@ -260,7 +260,7 @@ func TestClaimsAreExactlyOnce(t *testing.T) {
 			Status: queue.StatusOpen, Trust: queue.TrustVetted, Severity: queue.SeverityMedium, Kind: queue.KindBug, Wave: 1}
 		os.WriteFile(filepath.Join(tasks, queue.FileName(tk.Key, tk.Title)), codec.Format(tk), 0o644)
 	}
-	d := startDaemon(t, manyClaims(t, root), "")
+	d := startInProcess(t, manyClaims(t, root), "", snagd.Options{})
 	var mu sync.Mutex
 	got := map[string]int{}
 	var wg sync.WaitGroup
@@ -304,7 +304,7 @@ func TestClaimsAreExactlyOnce(t *testing.T) {
 func TestANewcomerDoesNotInheritAPulledClaim(t *testing.T) {
 	t.Parallel()
 	root, home := sampleProject(t), filepath.Join(t.TempDir(), "home")
-	d := startDaemon(t, root, home)
+	d := startInProcess(t, root, home, snagd.Options{})
 	a := startAgent(t, d, "")
 	pulled := fmt.Sprintf(`---
 id: tsk_01M9ZZZZZZZZZZZZZZZZZZZZ30
@@ -348,6 +348,14 @@ updated: 2026-11-30T10:00:00Z
 // meanwhile or restarted too. The old session's process is gone, so it is
 // ended then (its task goes back to the queue, as when the sweep finds
 // it), not a sweep later.
+//
+// It stays on a snagd process until the engine's race below is fixed: in
+// process (startInProcess) the agent started again was named anew (VESPER)
+// in most runs, on a process in none of 5. The engine ends the gone
+// session at once (endGoneNamed), but tells the live state so through its
+// outbox, later; while the end waits there the live state has the name
+// live, its Register (teamRegister) answers ErrNameTaken, and the new
+// session is renamed.
 func TestARestartedAgentGetsItsNameAtOnce(t *testing.T) {
 	t.Parallel()
 	root, home := sampleProject(t), filepath.Join(t.TempDir(), "home")
