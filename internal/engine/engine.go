@@ -311,7 +311,6 @@ func (e *Engine) Run(ctx context.Context) error {
 			return nil
 		}
 		e.resumeVerify(gctx)
-		g.Go(func() error { return e.teamRun(gctx) })
 		return e.sweep(gctx)
 	})
 	return g.Wait()

@@ -16,13 +16,18 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/engine/team"
 )
 
 // Workspace is one worktree's open project: its engine and its services.
 type Workspace struct {
 	// Engine is the one writer.
 	Engine *engine.Engine
+	// Team links the engine to the live state's other clones.
+	Team *team.Service
 }
+
+var _ team.Engine = (*engine.Engine)(nil)
 
 // runner is a service with background work.
 type runner interface {
@@ -36,12 +41,14 @@ func Open(ctx context.Context, opts engine.Options) (*Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Workspace{Engine: e}, nil
+	w := &Workspace{Engine: e}
+	w.Team = team.New(e, opts.Log)
+	return w, nil
 }
 
 // runners are the services with background work, in the order they start.
 func (w *Workspace) runners() []runner {
-	return []runner{w.Engine}
+	return []runner{w.Engine, w.Team}
 }
 
 // Run runs the engine and every service until ctx ends, or until one of
