@@ -163,6 +163,16 @@ func (e *Engine) TeamRelease(ctx context.Context, l index.Lease, why string) err
 // task's status here (coord.Free or coord.Done).
 func (e *Engine) TeamEndState(ctx context.Context, id string) string { return e.endState(ctx, id) }
 
+// TeamTask is task id's key and status as snag.db has them (no lease of
+// another worktree or clone shown over them, as Get does).
+func (e *Engine) TeamTask(ctx context.Context, id string) (key string, status queue.Status, err error) {
+	it, err := e.p.DB.Get(ctx, queue.Ref{ID: id})
+	if err != nil {
+		return "", "", err
+	}
+	return it.Key, it.Status, nil
+}
+
 // TeamEndedSince are the leases that ended here after since.
 func (e *Engine) TeamEndedSince(ctx context.Context, since time.Time) ([]index.Lease, error) {
 	return e.p.DB.EndedLeases(ctx, since)

@@ -38,6 +38,12 @@ var ErrUnreachable = errors.New("coordination unreachable")
 // on, so the store never refuses a task as held by an end it has not
 // heard yet. A change the store refuses is logged and audited, never
 // dropped without a word.
+//
+// The link's background work (the heartbeat, the give-up, the sweep of
+// silent clones, the sender and publication loops, the other clones'
+// events, the reconcile) is the team service's, internal/engine/team,
+// over the engine's seam (seam_team.go): the engine keeps this state,
+// which every grant reads, the outbox and its delivery.
 type team struct {
 	s    coord.Live
 	beat time.Duration

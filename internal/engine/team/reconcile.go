@@ -195,8 +195,8 @@ func (s *Service) attach(ctx context.Context, l index.Lease, m coord.Lease, n *t
 // answer (or ended this clone) is an error.
 func (s *Service) takeBack(ctx context.Context, l index.Lease, n *tally) error {
 	key := l.TaskID
-	if it, err := s.e.Get(ctx, queue.Ref{ID: l.TaskID}); err == nil {
-		key = it.Key
+	if k, _, err := s.e.TeamTask(ctx, l.TaskID); err == nil {
+		key = k
 	}
 	_, err := s.e.Coord().GrantAt(ctx, l.TaskID, key, coord.Session{ID: l.SessionID, Name: l.Holder}, l.Epoch)
 	switch {
@@ -276,8 +276,8 @@ const recentEnds = 24 * time.Hour
 
 // statusOf is task id's status here, or "gone".
 func (s *Service) statusOf(ctx context.Context, id string) string {
-	if it, err := s.e.Get(ctx, queue.Ref{ID: id}); err == nil {
-		return string(it.Status)
+	if _, status, err := s.e.TeamTask(ctx, id); err == nil {
+		return string(status)
 	}
 	return "gone"
 }

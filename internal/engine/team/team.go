@@ -46,8 +46,6 @@ type Engine interface {
 	WaitReady(ctx context.Context) error
 	// Audit writes an entry to the audit log.
 	Audit(ctx context.Context, a snag.AuditEntry)
-	// Get is one task.
-	Get(ctx context.Context, ref queue.Ref) (*index.Item, error)
 	// Sessions are the live sessions here.
 	Sessions(ctx context.Context) ([]index.Session, error)
 	// Leases are the live leases here.
@@ -91,6 +89,8 @@ type Engine interface {
 	TeamRelease(ctx context.Context, l index.Lease, why string) error
 	// TeamEndState is the shared state a lease of task id ends in.
 	TeamEndState(ctx context.Context, id string) string
+	// TeamTask is task id's key and status as snag.db has them.
+	TeamTask(ctx context.Context, id string) (key string, status queue.Status, err error)
 	// TeamEndedSince are the leases that ended here after since.
 	TeamEndedSince(ctx context.Context, since time.Time) ([]index.Lease, error)
 	// CoordRefusal words an error of the store as the engine's refusals.
