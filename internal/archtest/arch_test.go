@@ -81,6 +81,7 @@ var forbidden = map[string][]string{
 	"internal/token":    {module + "/"},
 	"internal/gitdir":   {module + "/"},
 	"internal/repopath": {module + "/"},
+	"internal/proc":     {module + "/"},
 	// The verifiers and the approvals are leaves: snagd and the CLI use
 	// them, they use nothing of snag's.
 	"internal/approval": {module + "/"},
@@ -177,12 +178,16 @@ func banned(dep, ban string) bool {
 	return dep == ban || strings.HasPrefix(dep, ban+"/")
 }
 
-// TestOnlyTestsImportSnagdtest keeps the tests' harness out of every
-// binary: only _test.go files may import it.
+// TestOnlyTestsImportSnagdtest keeps the tests' harnesses (snagd's, the
+// PostgreSQL cluster's, team mode's) out of every binary: only _test.go
+// files, and the harnesses themselves, may import them.
 func TestOnlyTestsImportSnagdtest(t *testing.T) {
+	harnesses := []string{module + "/internal/snagdtest", module + "/internal/pgtest", module + "/internal/pgtest/teamstore"}
 	for _, p := range listPackages(t) {
-		if slices.Contains(p.Imports, module+"/internal/snagdtest") {
-			t.Errorf("%s imports internal/snagdtest outside its tests: only _test.go files may", p.ImportPath)
+		for _, h := range harnesses {
+			if slices.Contains(p.Imports, h) && !slices.Contains(harnesses, p.ImportPath) {
+				t.Errorf("%s imports %s outside its tests: only _test.go files may", p.ImportPath, strings.TrimPrefix(h, module+"/"))
+			}
 		}
 	}
 }

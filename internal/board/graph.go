@@ -164,13 +164,9 @@ func drawing(g api.Graph, f GraphFilter) graphdraw.Graph {
 	if len(by) > 0 {
 		title += ": " + strings.Join(by, ", ")
 	}
-	out := graphdraw.Graph{Title: title}
-	for _, n := range g.Nodes {
-		out.Nodes = append(out.Nodes, graphdraw.Node{Key: n.Key, Title: n.Title, Type: n.Type, Branch: n.Branch,
-			Trust: string(n.Trust), Created: n.Created, Href: notePath(n.Key)})
-	}
-	for _, l := range g.Links {
-		out.Edges = append(out.Edges, graphdraw.Edge{From: l.From, To: l.To, Kind: l.Kind, Why: l.Why})
+	out := graphdraw.Of(title, g.Nodes, g.Links)
+	for i := range out.Nodes {
+		out.Nodes[i].Href = notePath(out.Nodes[i].Key)
 	}
 	return out
 }

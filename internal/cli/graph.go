@@ -95,8 +95,6 @@ func runLink(ctx context.Context, c *call) error {
 
 // graphFormats are what snag graph prints, and the file names that say
 // which when --format is not given.
-var graphFormats = map[string]func(graphdraw.Graph) []byte{"dot": graphdraw.DOT, "svg": graphdraw.SVG, "mermaid": graphdraw.Mermaid}
-
 var graphExts = map[string]string{".dot": "dot", ".gv": "dot", ".svg": "svg", ".mmd": "mermaid", ".mermaid": "mermaid"}
 
 func runGraph(ctx context.Context, c *call) error {
@@ -107,7 +105,7 @@ func runGraph(ctx context.Context, c *call) error {
 	if format == "" {
 		format = graphExts[strings.ToLower(filepath.Ext(out))]
 	}
-	if _, ok := graphFormats[format]; !ok && format != "" && format != "text" {
+	if _, ok := graphdraw.Formats[format]; !ok && format != "" && format != "text" {
 		return usagef("--format: unknown value %q (want one of text, dot, svg, mermaid)", format)
 	}
 	if c.opt.json && format != "" && format != "text" {
@@ -133,11 +131,11 @@ func runGraph(ctx context.Context, c *call) error {
 		g.Links = []api.Link{}
 	}
 	var b bytes.Buffer
-	switch draw := graphFormats[format]; {
+	switch f, draw := graphdraw.Formats[format]; {
 	case c.opt.json:
 		writeJSON(&b, g)
-	case draw != nil:
-		b.Write(draw(drawable(g, q)))
+	case draw:
+		b.Write(f.Draw(graphdraw.Of(graphdraw.Title(q.Type, q.Branch, q.Task), g.Nodes, g.Links)))
 	default:
 		writeGraphText(&b, g, q)
 	}
@@ -162,32 +160,6 @@ func count(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
-}
-
-// drawable is the graph as graphdraw draws it, titled by what q picks.
-func drawable(g api.Graph, q api.NoteQuery) graphdraw.Graph {
-	d := graphdraw.Graph{Title: "Decision graph"}
-	var by []string
-	if q.Type != "" {
-		by = append(by, q.Type+" notes")
-	}
-	if q.Branch != "" {
-		by = append(by, "branch "+q.Branch)
-	}
-	if q.Task != "" {
-		by = append(by, q.Task)
-	}
-	if len(by) > 0 {
-		d.Title += ": " + strings.Join(by, ", ")
-	}
-	for _, n := range g.Nodes {
-		d.Nodes = append(d.Nodes, graphdraw.Node{Key: n.Key, Title: n.Title, Type: n.Type, Branch: n.Branch,
-			Trust: string(n.Trust), Created: n.Created})
-	}
-	for _, l := range g.Links {
-		d.Edges = append(d.Edges, graphdraw.Edge{From: l.From, To: l.To, Kind: l.Kind, Why: l.Why})
-	}
-	return d
 }
 
 // writeGraphText lists the notes, newest first, each with its links to

@@ -6,6 +6,7 @@ import (
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/engine/graph"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 )
@@ -37,14 +38,14 @@ func linksWire(ls []index.LinkRow) []api.Link {
 }
 
 // nodeWire is a note with its body and its edges both ways.
-func nodeWire(n engine.Node) api.NoteDetail {
+func nodeWire(n graph.Node) api.NoteDetail {
 	return api.NoteDetail{Note: noteWire(n.NoteRow), Body: n.Body, In: linksWire(n.In)}
 }
 
 // noteInput is the engine's reading of a note request from session s (nil
 // for a person).
-func noteInput(s *index.Session, r api.NoteRequest) engine.NoteInput {
-	in := engine.NoteInput{Title: r.Title, Body: r.Body, Type: r.Type, Task: r.Task, Files: r.Files,
+func noteInput(s *index.Session, r api.NoteRequest) graph.NoteInput {
+	in := graph.NoteInput{Title: r.Title, Body: r.Body, Type: r.Type, Task: r.Task, Files: r.Files,
 		Branch: r.Branch, Commit: r.Commit, Tree: r.Worktree}
 	if in.Type == "" {
 		in.Type = r.Kind
@@ -62,8 +63,8 @@ func noteInput(s *index.Session, r api.NoteRequest) engine.NoteInput {
 }
 
 // linkInput is the engine's reading of a link request.
-func linkInput(s *index.Session, r api.LinkRequest) engine.LinkInput {
-	in := engine.LinkInput{From: r.From, To: r.To, Kind: r.Kind, Why: r.Why, Branch: r.Branch, Tree: r.Worktree}
+func linkInput(s *index.Session, r api.LinkRequest) graph.LinkInput {
+	in := graph.LinkInput{From: r.From, To: r.To, Kind: r.Kind, Why: r.Why, Branch: r.Branch, Tree: r.Worktree}
 	if s != nil {
 		in.Session = s.ID
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/engine/graph"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
@@ -62,7 +63,7 @@ var statusOfKind = []struct {
 	{engine.ErrNotHeld, http.StatusConflict},
 	{engine.ErrCannotVerify, http.StatusConflict},
 	{engine.ErrFilesHeld, http.StatusConflict},
-	{engine.ErrNotLive, http.StatusConflict},
+	{graph.ErrNotLive, http.StatusConflict},
 	{engine.ErrUnreachable, http.StatusServiceUnavailable},
 	{engine.ErrStarting, http.StatusServiceUnavailable},
 	{engine.ErrTooLarge, http.StatusRequestEntityTooLarge},

@@ -450,7 +450,7 @@ func (h *host) idle(d time.Duration) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, v := range h.views {
-		if !v.opened.Load() || v.e == nil || !v.e.Ready() || v.e.Streams() > 0 || time.Since(time.Unix(0, v.lastUse.Load())) <= d {
+		if !v.opened.Load() || v.e == nil || !v.e.Ready() || v.w.Sessions.Streams() > 0 || time.Since(time.Unix(0, v.lastUse.Load())) <= d {
 			return false
 		}
 	}

@@ -24,8 +24,8 @@ func (d *Daemon) stream(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		return
 	}
 	fl, _ := w.(http.Flusher)
-	d.e.StreamOpened(id)
-	defer d.e.StreamClosed(id)
+	d.w.Sessions.StreamOpened(id)
+	defer d.w.Sessions.StreamClosed(id)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprintf(w, ": session %d (%s)\n\n", s.ID, s.Name)

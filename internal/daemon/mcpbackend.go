@@ -98,7 +98,7 @@ func (l *engineLink) register(ctx context.Context) (int64, error) {
 			return 0, l.d.answer(err)
 		}
 		l.session, l.open, l.touched = s.ID, true, time.Now()
-		l.d.e.StreamOpened(s.ID)
+		l.d.w.Sessions.StreamOpened(s.ID)
 	}
 	return l.session, nil
 }
@@ -123,7 +123,7 @@ func (l *engineLink) Ended(id int64) {
 		return
 	}
 	if l.open {
-		l.d.e.StreamClosed(id)
+		l.d.w.Sessions.StreamClosed(id)
 		l.open = false
 	}
 	l.session = 0
@@ -137,7 +137,7 @@ func (l *engineLink) Close() error {
 	l.closed = true
 	l.endLife()
 	if l.open {
-		l.d.e.StreamClosed(l.session)
+		l.d.w.Sessions.StreamClosed(l.session)
 		l.open = false
 	}
 	return nil

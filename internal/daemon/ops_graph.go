@@ -4,9 +4,9 @@ import (
 	"context"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/engine/graph"
 	"github.com/snagdev/snag/internal/graphdraw"
 	"github.com/snagdev/snag/internal/ops"
 	"github.com/snagdev/snag/internal/queue"
@@ -31,7 +31,7 @@ func (d *Daemon) graphOps(hs ops.Handlers) {
 }
 
 func (d *Daemon) listPlans(ctx context.Context, _ ops.None) (ops.PlanList, error) {
-	vs, err := d.e.Plans(ctx)
+	vs, err := d.w.Graph.Plans(ctx)
 	if err != nil {
 		return ops.PlanList{}, err
 	}
@@ -43,7 +43,7 @@ func (d *Daemon) listPlans(ctx context.Context, _ ops.None) (ops.PlanList, error
 }
 
 func (d *Daemon) getPlan(ctx context.Context, req ops.PlanRef) (ops.PlanDetail, error) {
-	v, err := d.e.Plan(ctx, req.Slug)
+	v, err := d.w.Graph.Plan(ctx, req.Slug)
 	if err != nil {
 		return ops.PlanDetail{}, err
 	}
@@ -52,7 +52,7 @@ func (d *Daemon) getPlan(ctx context.Context, req ops.PlanRef) (ops.PlanDetail, 
 
 func (d *Daemon) createPlan(ctx context.Context, req ops.PlanRequest) (ops.PlanDetail, error) {
 	actor, who := actorOf(sessionIn(ctx), req.By)
-	v, err := d.e.CreatePlanView(ctx, actor, who, deref(req.Title), deref(req.Body))
+	v, err := d.w.Graph.CreatePlanView(ctx, actor, who, deref(req.Title), deref(req.Body))
 	if err != nil {
 		return ops.PlanDetail{}, err
 	}
@@ -61,8 +61,8 @@ func (d *Daemon) createPlan(ctx context.Context, req ops.PlanRequest) (ops.PlanD
 
 func (d *Daemon) updatePlan(ctx context.Context, req ops.PlanRequest) (ops.PlanDetail, error) {
 	actor, who := actorOf(sessionIn(ctx), req.By)
-	v, err := d.e.UpdatePlanView(ctx, actor, who, req.Slug,
-		engine.PlanEdit{Title: req.Title, Body: req.Body, Status: queue.PlanStatus(req.Status)})
+	v, err := d.w.Graph.UpdatePlanView(ctx, actor, who, req.Slug,
+		graph.PlanEdit{Title: req.Title, Body: req.Body, Status: queue.PlanStatus(req.Status)})
 	if err != nil {
 		return ops.PlanDetail{}, err
 	}
@@ -87,7 +87,7 @@ func (d *Daemon) listNotes(ctx context.Context, q ops.NoteQuery) (ops.NoteList, 
 	if q.Limit == 0 {
 		q.Limit = defaultNotes
 	}
-	ns, err := d.e.Notes(ctx, noteFilter(q))
+	ns, err := d.w.Graph.Notes(ctx, noteFilter(q))
 	if err != nil {
 		return ops.NoteList{}, err
 	}
@@ -95,7 +95,7 @@ func (d *Daemon) listNotes(ctx context.Context, q ops.NoteQuery) (ops.NoteList, 
 }
 
 func (d *Daemon) getNote(ctx context.Context, req ops.NoteRef) (ops.NoteDetail, error) {
-	n, err := d.e.Note(ctx, req.Ref)
+	n, err := d.w.Graph.Note(ctx, req.Ref)
 	if err != nil {
 		return ops.NoteDetail{}, err
 	}
@@ -105,7 +105,7 @@ func (d *Daemon) getNote(ctx context.Context, req ops.NoteRef) (ops.NoteDetail, 
 func (d *Daemon) addNote(ctx context.Context, req ops.NoteRequest) (ops.NoteDetail, error) {
 	s := sessionIn(ctx)
 	actor, who := actorOf(s, req.By)
-	n, err := d.e.AddNote(ctx, actor, who, noteInput(s, req))
+	n, err := d.w.Graph.AddNote(ctx, actor, who, noteInput(s, req))
 	if err != nil {
 		return ops.NoteDetail{}, err
 	}
@@ -115,11 +115,11 @@ func (d *Daemon) addNote(ctx context.Context, req ops.NoteRequest) (ops.NoteDeta
 func (d *Daemon) addLink(ctx context.Context, req ops.LinkRequest) (ops.NoteDetail, error) {
 	s := sessionIn(ctx)
 	actor, who := actorOf(s, req.By)
-	n, err := d.e.Link(ctx, actor, who, linkInput(s, req))
+	n, err := d.w.Graph.Link(ctx, actor, who, linkInput(s, req))
 	if err != nil {
 		return ops.NoteDetail{}, err
 	}
-	node, err := d.e.Note(ctx, n.Key)
+	node, err := d.w.Graph.Note(ctx, n.Key)
 	if err != nil {
 		return ops.NoteDetail{}, err
 	}
@@ -130,11 +130,11 @@ func (d *Daemon) addLink(ctx context.Context, req ops.LinkRequest) (ops.NoteDeta
 // up to maxNotes). Its Format is HTTP's to draw (renderGraph); here it is
 // only checked, so that every surface refuses a format there is none of.
 func (d *Daemon) getGraph(ctx context.Context, q ops.NoteQuery) (ops.Graph, error) {
-	if _, ok := graphFormats[q.Format]; !ok && q.Format != "" {
+	if _, ok := graphdraw.Formats[q.Format]; !ok && q.Format != "" {
 		return ops.Graph{}, &apiError{Status: http.StatusBadRequest, Code: "bad_format",
 			Message: "format=" + strconv.Quote(q.Format) + ": want dot, mermaid or svg (or leave it out for JSON)"}
 	}
-	ns, ls, err := d.e.Graph(ctx, noteFilter(q))
+	ns, ls, err := d.w.Graph.Graph(ctx, noteFilter(q))
 	if err != nil {
 		return ops.Graph{}, err
 	}
@@ -143,54 +143,24 @@ func (d *Daemon) getGraph(ctx context.Context, q ops.NoteQuery) (ops.Graph, erro
 
 // graphFormats are the drawings GET /graph?format= answers instead of
 // JSON, with their content types.
-var graphFormats = map[string]struct {
-	draw        func(graphdraw.Graph) []byte
-	contentType string
-}{
-	"dot":     {graphdraw.DOT, "text/vnd.graphviz; charset=utf-8"},
-	"mermaid": {graphdraw.Mermaid, "text/plain; charset=utf-8"},
-	"svg":     {graphdraw.SVG, "image/svg+xml"},
-}
-
 // renderGraph writes the graph GET /graph answered as the drawing its
 // query asks for (format=dot, mermaid or svg), titled as snag graph titles
 // it; it leaves a query with no format to JSON.
 func renderGraph(w http.ResponseWriter, status int, req, ans any) bool {
 	q, _ := req.(ops.NoteQuery)
 	g, ok := ans.(ops.Graph)
-	f, drawn := graphFormats[q.Format]
+	f, drawn := graphdraw.Formats[q.Format]
 	if !ok || !drawn {
 		return false
 	}
-	dg := graphdraw.Graph{Title: "Decision graph"}
-	var by []string
-	if q.Type != "" {
-		by = append(by, q.Type+" notes")
-	}
-	if q.Branch != "" {
-		by = append(by, "branch "+q.Branch)
-	}
-	if q.Task != "" {
-		by = append(by, q.Task)
-	}
-	if len(by) > 0 {
-		dg.Title += ": " + strings.Join(by, ", ")
-	}
-	for _, n := range g.Nodes {
-		dg.Nodes = append(dg.Nodes, graphdraw.Node{Key: n.Key, Title: n.Title, Type: n.Type, Branch: n.Branch,
-			Trust: string(n.Trust), Created: n.Created})
-	}
-	for _, l := range g.Links {
-		dg.Edges = append(dg.Edges, graphdraw.Edge{From: l.From, To: l.To, Kind: l.Kind, Why: l.Why})
-	}
-	w.Header().Set("Content-Type", f.contentType)
+	w.Header().Set("Content-Type", f.ContentType)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	// The picture needs nothing but its own inline styles: a browser that
 	// opens it runs nothing it might carry.
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
 	w.WriteHeader(status)
-	w.Write(f.draw(dg))
+	w.Write(f.Draw(graphdraw.Of(graphdraw.Title(q.Type, q.Branch, q.Task), g.Nodes, g.Links)))
 	return true
 }
 
@@ -207,7 +177,7 @@ func (d *Daemon) getActivity(ctx context.Context, q ops.BranchQuery) (ops.Activi
 }
 
 func (d *Daemon) listWorktrees(ctx context.Context, _ ops.None) (ops.Worktrees, error) {
-	vs, err := d.e.Worktrees(ctx)
+	vs, err := d.w.Worktrees.List(ctx)
 	if err != nil {
 		return ops.Worktrees{}, err
 	}
@@ -220,7 +190,7 @@ func (d *Daemon) pruneWorktrees(ctx context.Context, req ops.MoveRequest) (ops.P
 	if by == "" {
 		by = "person"
 	}
-	removed, kept, why, err := d.e.PruneWorktrees(ctx, by)
+	removed, kept, why, err := d.w.Worktrees.Prune(ctx, by)
 	if err != nil {
 		return ops.Pruned{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/engine/capture"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/ops"
 	"github.com/snagdev/snag/internal/project"
@@ -137,7 +138,7 @@ func (d *Daemon) search(ctx context.Context, q ops.SearchQuery) (ops.SearchResul
 		return ops.SearchResult{}, &apiError{Status: http.StatusBadRequest, Code: "bad_query", Message: err.Error()}
 	}
 	out := searchResult(hits)
-	notes, err := d.e.SearchNotes(ctx, q.Q, max(limit, 5))
+	notes, err := d.w.Graph.SearchNotes(ctx, q.Q, max(limit, 5))
 	if err != nil {
 		return ops.SearchResult{}, err
 	}
@@ -158,7 +159,7 @@ func (d *Daemon) claim(ctx context.Context, req ops.ClaimRequest) (ops.Claim, er
 		}
 		ref = &r
 	}
-	got, err := d.e.ClaimWorktree(ctx, *sessionIn(ctx), ref, req.Force, req.Worktree, req.Base)
+	got, err := d.w.Worktrees.Claim(ctx, *sessionIn(ctx), ref, req.Force, req.Worktree, req.Base)
 	if err != nil {
 		return ops.Claim{}, err
 	}
@@ -242,7 +243,7 @@ func taskEdit(req ops.EditRequest) (engine.TaskEdit, error) {
 	return ed, nil
 }
 
-// capture makes a capture an inbox task (engine.AddCapture): a person's
+// capture makes a capture an inbox task (the capture service's Add): a person's
 // (snag capture), an agent's, or the paired browser extension's.
 func (d *Daemon) capture(ctx context.Context, req ops.CaptureRequest) (ops.Captured, error) {
 	ext := ops.CallerOf(ctx).Extension
@@ -260,7 +261,7 @@ func (d *Daemon) capture(ctx context.Context, req ops.CaptureRequest) (ops.Captu
 	case ext != "":
 		who = "browser extension"
 	}
-	t, path, err := d.e.AddCapture(ctx, in, who)
+	t, path, err := d.w.Capture.Add(ctx, in, who)
 	if err != nil {
 		return ops.Captured{}, err
 	}
@@ -273,12 +274,12 @@ func (d *Daemon) capture(ctx context.Context, req ops.CaptureRequest) (ops.Captu
 
 // captureOf reads a capture's request: its kind, severity and files are
 // checked and its pictures decoded.
-func captureOf(req ops.CaptureRequest) (engine.Capture, error) {
+func captureOf(req ops.CaptureRequest) (capture.Capture, error) {
 	nt, err := newTask(ops.AddRequest{Title: "capture", Kind: req.Kind, Severity: req.Severity, Files: req.Files})
 	if err != nil {
-		return engine.Capture{}, err
+		return capture.Capture{}, err
 	}
-	in := engine.Capture{URL: req.URL, Title: req.Title, Viewport: req.Viewport, UserAgent: req.UserAgent,
+	in := capture.Capture{URL: req.URL, Title: req.Title, Viewport: req.Viewport, UserAgent: req.UserAgent,
 		ConsoleErrors: req.ConsoleErrors, Note: req.Note, Summary: req.Summary,
 		Kind: nt.Kind, Severity: nt.Severity, Files: nt.Files, AllowWiderHost: req.AllowHost}
 	if a := req.Anchor; a != nil {
@@ -290,12 +291,12 @@ func captureOf(req ops.CaptureRequest) (engine.Capture, error) {
 	for _, ne := range req.NetworkErrors {
 		in.NetworkErrors = append(in.NetworkErrors, networkError(ne))
 	}
-	if in.Screenshot, err = engine.DecodeImageData(req.Screenshot); err != nil {
-		return engine.Capture{}, err
+	if in.Screenshot, err = capture.DecodeImageData(req.Screenshot); err != nil {
+		return capture.Capture{}, err
 	}
 	if req.Crop != "" {
-		if in.Crop, err = engine.DecodeImageData(req.Crop); err != nil {
-			return engine.Capture{}, err
+		if in.Crop, err = capture.DecodeImageData(req.Crop); err != nil {
+			return capture.Capture{}, err
 		}
 	}
 	return in, nil

@@ -127,7 +127,7 @@ func (d *Daemon) handoff(ctx context.Context, req ops.HandoffRequest) (ops.Hande
 	if by == "" {
 		by = "person"
 	}
-	got, err := d.e.Handoff(ctx, sessionIn(ctx), by, req)
+	got, err := d.w.Graph.Handoff(ctx, sessionIn(ctx), by, req)
 	if err != nil {
 		return ops.HandedOff{}, err
 	}

@@ -43,7 +43,7 @@ func (d *Daemon) activities(ss []index.Session) map[int64]snag.Activity {
 		case !isWeb:
 			a.Idle = since >= IdleAfter
 			a.Note = "connected (holds its stream)"
-			if !d.e.StreamOpen(s.ID) {
+			if !d.w.Sessions.StreamOpen(s.ID) {
 				a.Note = "holds no stream: it ends only when its process is gone or a person ends it"
 			}
 		case st.Stream:

@@ -6,6 +6,7 @@ import (
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/engine/worktrees"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 )
@@ -139,7 +140,7 @@ func deref(s *string) string {
 	return *s
 }
 
-func worktreesWire(vs []engine.WorktreeView) []api.Worktree {
+func worktreesWire(vs []worktrees.View) []api.Worktree {
 	out := make([]api.Worktree, len(vs))
 	for i, v := range vs {
 		out[i] = api.Worktree{Path: v.Path, Branch: v.Branch, Key: v.Key, Status: v.Status, Merged: v.Merged, Clean: v.Clean}

@@ -3,65 +3,23 @@ package daemon_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/pgtest"
+	"github.com/snagdev/snag/internal/pgtest/teamstore"
 )
 
-// teamMode maps a test's name to the DSN of the coordination store its
-// snagd run with (inTeamMode): spawnEnv runs every snagd of that test and
-// of its subtests in team mode. It is keyed by name, not a flag, because
-// tests run in parallel.
-var teamMode sync.Map // test name -> DSN
-
 // inTeamMode makes every snagd t (and its subtests) starts run in team
-// mode, on a fresh database of the shared PostgreSQL cluster with the
-// coordination schema, until t ends. When t ends it checks that a snagd
-// did join the store: a run that never reached it proves nothing.
-func inTeamMode(t *testing.T) {
-	t.Helper()
-	dsn := pgtest.NewDB(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := coord.Init(ctx, dsn); err != nil {
-		t.Fatal(err)
-	}
-	name := t.Name()
-	teamMode.Store(name, dsn)
-	// Cleanups run last first: this one after the test's snagd stopped.
-	t.Cleanup(func() {
-		teamMode.Delete(name)
-		if t.Failed() || t.Skipped() {
-			return
-		}
-		if n := clonesJoined(t, dsn); n == 0 {
-			t.Errorf("%s ran in team mode, but no snagd joined the coordination store: spawnEnv did not give it $%s", name, coord.Env)
-		}
-	})
-}
+// mode, on a coordination store of its own (teamstore.Enter).
+func inTeamMode(t *testing.T) { t.Helper(); teamstore.Enter(t) }
 
-// clonesJoined counts the clones that ever joined the store at dsn.
-func clonesJoined(t *testing.T, dsn string) int {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("connect to the test's coordination store: %s", strings.ReplaceAll(err.Error(), pgtest.Shared(t).Password, "[redacted]"))
-	}
-	defer conn.Close(ctx)
-	var n int
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM clones`).Scan(&n); err != nil {
-		t.Fatalf("count the clones: %v", err)
-	}
-	return n
-}
+// teamDSN is the DSN t's snagd runs with in team mode, or "" (spawnEnv gives
+// it to snagd as $SNAG_COORD).
+func teamDSN(t *testing.T) string { return teamstore.DSN(t) }
 
 // agreesWithStore checks, at the end of a team-mode test whose snagd d
 // still runs, that the leases d's agents hold (GET /sessions) are the ones
@@ -132,21 +90,6 @@ func (d *daemon) agreesWithStore(dsn string) {
 		return
 	}
 	t.Logf("snagd and the coordination store agree on %d held leases", len(shared))
-}
-
-// teamDSN is the DSN t's snagd runs with in team mode: the one registered
-// for t or for the nearest test it is a subtest of; "" when it runs alone.
-func teamDSN(t *testing.T) string {
-	for name := t.Name(); ; {
-		if dsn, ok := teamMode.Load(name); ok {
-			return dsn.(string)
-		}
-		i := strings.LastIndexByte(name, '/')
-		if i < 0 {
-			return ""
-		}
-		name = name[:i]
-	}
 }
 
 // TestLTestsInTeamMode runs the lease tests of TESTPLAN (L1-L6, L10, L11)

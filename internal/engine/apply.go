@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/snagdev/snag/internal/codec"
 	"github.com/snagdev/snag/internal/index"
@@ -21,8 +19,9 @@ import (
 	"github.com/snagdev/snag/internal/watch"
 )
 
-// apply brings the index in step with one batch from the watcher. It holds
-// the write lock, so a batch never interleaves with a claim.
+// apply brings the index in step with one batch from the watcher (the file
+// sync service's, through ApplyBatch). It holds the write lock, so a batch
+// never interleaves with a claim.
 func (e *Engine) apply(ctx context.Context, b watch.Batch, polling bool) {
 	e.polling.Store(polling)
 	e.mu.Lock()
@@ -255,7 +254,8 @@ const stormFiles = 64
 
 // syncOne re-reads one task file. One read never proves a file deleted or
 // broken: when a file that was good reads as missing or unparsable, it is
-// looked at again once it has had time to settle (settled is then true).
+// looked at again once it has had time to settle (the Settler, the file
+// sync service, has LookAgain call it with settled true).
 func (e *Engine) syncOne(ctx context.Context, name string, settled bool) bool {
 	p := path.Join(index.TasksFolder, name)
 	if !settled && e.unchanged(ctx, name, p) {
@@ -267,8 +267,7 @@ func (e *Engine) syncOne(ctx context.Context, name string, settled bool) bool {
 		// due indexes it, once, whole.
 		return false
 	}
-	if !settled && e.looksWorse(ctx, name, p) {
-		e.settleLater(name)
+	if !settled && e.looksWorse(ctx, name, p) && e.settleLater(name) {
 		return false
 	}
 	e.cancelSettle(name)
@@ -355,50 +354,11 @@ func (e *Engine) looksWorse(ctx context.Context, name, p string) bool {
 	return perr != nil
 }
 
-func (e *Engine) settleLater(name string) {
-	e.settleMu.Lock()
-	defer e.settleMu.Unlock()
-	if t, ok := e.settling[name]; ok {
-		if !t.Reset(e.opts.Settle) {
-			e.progress.settlesDue.Add(1) // it had fired: it looks again
-		}
-		return
-	}
-	e.progress.settlesDue.Add(1)
-	e.settling[name] = time.AfterFunc(e.opts.Settle, func() {
-		defer e.progress.settles.Add(1)
-		e.settleMu.Lock()
-		delete(e.settling, name)
-		e.settleMu.Unlock()
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		if e.p == nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if e.syncOne(ctx, name, true) {
-			e.writePlan(ctx)
-		}
-	})
-}
-
-// isSettling reports whether name waits for a second look: it was seen
-// missing or broken less than the settle time ago.
-func (e *Engine) isSettling(name string) bool {
-	e.settleMu.Lock()
-	defer e.settleMu.Unlock()
-	_, ok := e.settling[name]
-	return ok
-}
-
 // renames finds the task files renamed within tasks/: a name of the batch,
 // or one left to settle, that is gone while the id its row had is in a
 // file of the batch that exists. It maps the old names to the new.
 func (e *Engine) renames(ctx context.Context, names []string) map[string]string {
-	e.settleMu.Lock()
-	candidates := slices.Concat(names, slices.Collect(maps.Keys(e.settling)))
-	e.settleMu.Unlock()
+	candidates := slices.Concat(names, e.settlingNames())
 	gone := map[string]string{} // id -> old name
 	for _, name := range candidates {
 		if _, err := os.Lstat(filepath.Join(e.p.Tasks.Path(), name)); !errors.Is(err, fs.ErrNotExist) {
@@ -453,91 +413,6 @@ func (e *Engine) rename(ctx context.Context, from, to string) bool {
 	e.hub.Publish(snag.TaskEvent{Path: path.Join(index.TasksFolder, from), Added: new(false), Removed: new(true), Renamed: p})
 	e.hub.Publish(snag.TaskEvent{Path: p, Added: new(true), Removed: new(false)})
 	return true
-}
-
-func (e *Engine) cancelSettle(name string) {
-	e.settleMu.Lock()
-	defer e.settleMu.Unlock()
-	if t, ok := e.settling[name]; ok {
-		if t.Stop() {
-			e.progress.settles.Add(1) // called off
-		}
-		delete(e.settling, name)
-	}
-}
-
-func (e *Engine) stopSettling() {
-	e.settleMu.Lock()
-	defer e.settleMu.Unlock()
-	for name, t := range e.settling {
-		if t.Stop() {
-			e.progress.settles.Add(1) // called off
-		}
-		delete(e.settling, name)
-	}
-	e.p = nil
-}
-
-// writePlan asks for plan.json to be regenerated. Requests are debounced:
-// one write follows a burst of changes, PlanDelay after the first. It never
-// waits for a write under way (which can take a second on a loaded machine
-// at 10,000 tasks, while the caller holds mu): a request made meanwhile
-// arms the next write.
-func (e *Engine) writePlan(ctx context.Context) {
-	e.planMu.Lock()
-	defer e.planMu.Unlock()
-	if e.planTimer == nil && !e.planStopped {
-		// Wait at least ten times as long as the last write took, so a
-		// burst of claims on a large queue is not spent rewriting it.
-		e.planTimer = time.AfterFunc(max(e.opts.PlanDelay, 10*e.planTook), e.flushPlan)
-	}
-}
-
-// flushPlan writes plan.json from the index as it is now. It reads one
-// consistent snapshot and needs no write lock; planWrite keeps two flushes
-// from racing to the rename.
-func (e *Engine) flushPlan() {
-	e.planWrite.Lock()
-	defer e.planWrite.Unlock()
-	e.planMu.Lock()
-	e.planTimer = nil // a change from here on arms the next write
-	stopped := e.planStopped
-	e.planMu.Unlock()
-	if stopped {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	start := time.Now()
-	if err := e.p.WritePlan(ctx); err != nil {
-		e.log.Warn("plan.json not written", "err", err)
-	}
-	e.planMu.Lock()
-	e.planTook = time.Since(start)
-	e.planMu.Unlock()
-}
-
-// stopPlan writes a pending plan.json now, waits for a write under way,
-// and stops further writes. The caller holds mu, so no change asks for
-// another meanwhile.
-func (e *Engine) stopPlan() {
-	e.planMu.Lock()
-	// Armed, and its write not begun (a write clears the timer first):
-	// the timer may have fired already, its write waiting for planWrite.
-	pending := e.planTimer != nil
-	if pending {
-		e.planTimer.Stop()
-	}
-	e.planTimer = nil
-	e.planMu.Unlock()
-	if pending {
-		e.flushPlan()
-	}
-	e.planWrite.Lock()
-	defer e.planWrite.Unlock()
-	e.planMu.Lock()
-	e.planStopped = true
-	e.planMu.Unlock()
 }
 
 // Rescan reads every task file now, as the watcher's timer would: for a

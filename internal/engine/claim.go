@@ -23,7 +23,7 @@ type Claimed struct {
 	// it back, and nothing else was ready.
 	Note string
 	// Worktree and Branch are the git worktree made for the lease, when
-	// the claim asked for one (ClaimWorktree).
+	// the claim asked for one (the worktrees service's Claim).
 	Worktree string
 	Branch   string
 }

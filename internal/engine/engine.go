@@ -56,7 +56,8 @@ type Options struct {
 	// DefaultSettle).
 	Settle time.Duration
 	// Grace is how long a session whose stream closed (or that has not
-	// reconnected after a restart) keeps its leases (3 s).
+	// reconnected after a restart) keeps its leases (3 s). The sessions
+	// service (internal/engine/sessions) keeps it, as Sweep.
 	Grace time.Duration
 	// Sweep is how often the processes of sessions are checked (2 s).
 	Sweep time.Duration
@@ -97,14 +98,12 @@ type Engine struct {
 	root      string // absolute, symlinks resolved
 	gitCommon string
 	hub       *Hub
-	streams   *streams
+	adopt     func(id int64) // OnAdopt: the sessions service gives a session from before the start its grace
 	live      liveSessions
-	repos     repoRoots  // each worktree's repository, for file claims
-	wtMu      sync.Mutex // task worktrees are made one at a time
-	capMu     sync.Mutex // captures' images are decoded one capture at a time (up to 160 MB each)
-	notes     notesSync  // when the notes index last read its folder
-	keyFix    keyFix     // the settling of keys two tasks share (keys.go)
-	team      *team      // the live state's side (Options.Coord)
+	repos     repoRoots // each worktree's repository, for file claims
+	notes     notesSync // when the notes index last read its folder
+	keyFix    keyFix    // the settling of keys two tasks share (keys.go)
+	team      *team     // the live state's side (Options.Coord)
 	// tasks is p.Tasks, for the writes that prepare their files with no
 	// lock held (commit.go): it stays set when Close lets p go.
 	tasks *taskfs.Dir
@@ -132,17 +131,21 @@ type Engine struct {
 	// polling is set while the watcher polls, having no filesystem watches.
 	polling atomic.Bool
 
-	// displacedWG counts the displaced files being looked at again (see
-	// displaced.go); displacedOff, set under mu when the engine stops, has
-	// new ones removed at once.
+	// displacedWG counts the background fixes of keys (keys.go), which
+	// Close waits for; displacedOff, set under mu when the engine stops,
+	// starts no new ones. (The displaced files are the file sync
+	// service's now.)
 	displacedWG  sync.WaitGroup
 	displacedOff atomic.Bool
 
 	// tasksGone is set while the last rescan found no tasks/ folder (under mu).
 	tasksGone bool
 
-	settleMu sync.Mutex
-	settling map[string]*time.Timer
+	// settler keeps the second looks at files an editor is rewriting, and
+	// onDisplaced takes the files a rewrite swapped out of place: the file
+	// sync service's, installed by the workspace (seam_filesync.go).
+	settler     Settler
+	onDisplaced func(*taskfs.Displaced)
 
 	// verify runs the checks of resolved tasks in the background; runCtx
 	// ends their runs when the engine stops.
@@ -202,8 +205,8 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("root %s: %w", opts.Root, err)
 	}
-	e := &Engine{opts: opts, log: opts.Log, root: root, hub: newHub(4096), streams: newStreams(),
-		settling: map[string]*time.Timer{}, claiming: map[string]int{}, readyCh: make(chan struct{})}
+	e := &Engine{opts: opts, log: opts.Log, root: root, hub: newHub(4096),
+		claiming: map[string]int{}, readyCh: make(chan struct{})}
 	e.gitCommon = gitdir.Common(root)
 	e.runCtx, e.stop = context.WithCancel(context.Background())
 	if err := e.openProject(ctx); err != nil {
@@ -291,34 +294,26 @@ func (e *Engine) WaitReady(ctx context.Context) error {
 // Config is the project's configuration as snag last read it.
 func (e *Engine) Config() queue.Config { return *e.cfg.Load() }
 
-// Run watches the task files and applies what changes, and sweeps the
-// sessions whose processes are gone, until ctx ends.
+// Run resumes the verify runs left verifying, once the first full rescan
+// is done, until ctx ends. The services beside the engine
+// (internal/workspace) run the rest.
 func (e *Engine) Run(ctx context.Context) error {
-	w, err := watch.New(e.root, e.opts.Watch)
-	if err != nil {
-		return err
-	}
-	e.polling.Store(w.Polling())
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		return w.Run(gctx, func(b watch.Batch) {
-			e.apply(gctx, b, w.Polling())
-			e.progress.batches.Add(1)
-		})
-	})
 	g.Go(func() error {
 		if e.WaitReady(gctx) != nil {
 			return nil
 		}
 		e.resumeVerify(gctx)
-		return e.sweep(gctx)
+		return nil
 	})
 	return g.Wait()
 }
 
 // Close stops the engine: verify runs are cancelled and waited for,
-// displaced files still being looked at are settled, an in-flight write
-// finishes, a pending plan.json is written and the index is closed.
+// fixes of keys under way finish, an in-flight write finishes, a pending
+// plan.json is written, the second looks due are called off and the index
+// is closed. The file sync service is closed before it (its displaced
+// files are settled through the engine).
 func (e *Engine) Close() error {
 	var err error
 	e.closeOnce.Do(func() {
@@ -338,7 +333,6 @@ func (e *Engine) Close() error {
 		p := e.p
 		e.stopPlan()
 		e.stopSettling() // and e.p is nil from here: a settle timer that fires finds nothing to do
-		e.streams.stop()
 		err = p.Close()
 	})
 	return err

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,111 +12,10 @@ import (
 	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/gitdir"
 	"github.com/snagdev/snag/internal/index"
+	"github.com/snagdev/snag/internal/proc"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
 )
-
-// streams counts the open streams of each session and, when a session's
-// last stream closes, ends the session after a grace unless one comes back:
-// a daemon restart or a blip must not cost an agent its leases.
-type streams struct {
-	mu     sync.Mutex
-	open   map[int64]int
-	timers map[int64]*time.Timer
-}
-
-func newStreams() *streams {
-	return &streams{open: map[int64]int{}, timers: map[int64]*time.Timer{}}
-}
-
-func (s *streams) opened(id int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.open[id]++
-	if t, ok := s.timers[id]; ok {
-		t.Stop()
-		delete(s.timers, id)
-	}
-}
-
-// closed records that a stream ended; after grace with no stream back,
-// gone is called.
-func (s *streams) closed(id int64, grace time.Duration, gone func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.open[id]--; s.open[id] > 0 {
-		return
-	}
-	delete(s.open, id)
-	s.arm(id, grace, gone)
-}
-
-// arm starts the grace for a session with no stream (as after a restart).
-func (s *streams) arm(id int64, grace time.Duration, gone func()) {
-	if _, ok := s.timers[id]; ok || s.open[id] > 0 {
-		return
-	}
-	s.timers[id] = time.AfterFunc(grace, func() {
-		s.mu.Lock()
-		_, still := s.timers[id]
-		delete(s.timers, id)
-		back := s.open[id] > 0
-		s.mu.Unlock()
-		if still && !back {
-			gone()
-		}
-	})
-}
-
-func (s *streams) armLocked(id int64, grace time.Duration, gone func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.arm(id, grace, gone)
-}
-
-// isOpen reports whether a session has a stream open.
-func (s *streams) isOpen(id int64) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.open[id] > 0
-}
-
-func (s *streams) stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id, t := range s.timers {
-		t.Stop()
-		delete(s.timers, id)
-	}
-}
-
-// sweep ends sessions whose process is gone, at start and every few
-// seconds: the pid with the start time it registered with, so a reused pid
-// is not taken for the agent. A session of another host or boot is never
-// swept, only shown.
-func (e *Engine) sweep(ctx context.Context) error {
-	t := time.NewTicker(e.opts.Sweep)
-	defer t.Stop()
-	for {
-		e.restoreIndex(ctx)
-		ss, err := e.p.DB.LiveSessions(ctx)
-		if err == nil {
-			for _, s := range ss {
-				if !alive(s) {
-					e.EndSession(s.ID, "process gone")
-				} else if b := e.sessionBranch(s); b != s.Branch {
-					e.p.DB.SetSessionBranch(ctx, s.ID, b)
-				}
-			}
-		}
-		e.progress.sweeps.Add(1)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
-}
 
 // sessionBranch is the branch checked out where a local session works
 // (its worktree, or snagd's own), for the activity by branch; a session
@@ -135,16 +33,18 @@ func (e *Engine) sessionBranch(s index.Session) string {
 }
 
 // adoptSessions gives every session live in the database (from before a
-// restart) the grace to reconnect.
+// restart) the grace to reconnect: the sessions service keeps it (OnAdopt).
 func (e *Engine) adoptSessions(ctx context.Context) {
+	if e.adopt == nil {
+		return
+	}
 	ss, err := e.p.DB.LiveSessions(ctx)
 	if err != nil {
 		e.log.Error("live sessions", "err", err)
 		return
 	}
 	for _, s := range ss {
-		id := s.ID
-		e.streams.armLocked(id, e.opts.Grace, func() { e.EndSession(id, "did not reconnect after a restart") })
+		e.adopt(s.ID)
 	}
 }
 
@@ -169,13 +69,6 @@ func (e *Engine) EndForPerson(ctx context.Context, id int64, by, reason string) 
 		Outcome: "ok", Detail: fmt.Sprintf("%s (holding %d): %s", s.Name, len(held), why)})
 	e.EndSession(id, why)
 	return s.Name, len(held), nil
-}
-
-// count is how many sessions have a stream open.
-func (s *streams) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.open)
 }
 
 // Adopt gives session s the name it asks for (index.DB.Adopt): the
@@ -247,8 +140,8 @@ func (e *Engine) Register(ctx context.Context, s index.Session) (index.Session, 
 		s.Host, _ = os.Hostname()
 	}
 	if local, _ := os.Hostname(); s.PID > 0 && s.Host == local {
-		s.PIDStart = procStart(s.PID)
-		s.BootID = bootID()
+		s.PIDStart = proc.Start(s.PID)
+		s.BootID = proc.BootID()
 	}
 	e.endGoneNamed(ctx, s.Name)
 	if e.team.cutOff() == 0 {
@@ -297,7 +190,7 @@ func (e *Engine) endGoneNamed(ctx context.Context, name string) {
 		return
 	}
 	for _, s := range ss {
-		if s.Name == name && !alive(s) {
+		if s.Name == name && !proc.Alive(s.PID, s.PIDStart, s.BootID) {
 			e.EndSession(s.ID, "process gone")
 		}
 	}
@@ -362,23 +255,6 @@ func (l *liveSessions) ended(id int64) {
 	l.ends++
 }
 
-// StreamOpened records that a client holds a stream of session id open:
-// the session lives while one does.
-func (e *Engine) StreamOpened(id int64) { e.streams.opened(id) }
-
-// StreamClosed records that a stream of session id has closed. When no
-// stream of it comes back within the grace, the session ends and its
-// tasks go back to the queue.
-func (e *Engine) StreamClosed(id int64) {
-	e.streams.closed(id, e.opts.Grace, func() { e.EndSession(id, "stream closed") })
-}
-
-// StreamOpen reports whether session id has a stream open.
-func (e *Engine) StreamOpen(id int64) bool { return e.streams.isOpen(id) }
-
-// Streams is how many sessions have a stream open.
-func (e *Engine) Streams() int { return e.streams.count() }
-
 // Touch records that session id is alive now.
 func (e *Engine) Touch(ctx context.Context, id int64) { e.p.DB.Touch(ctx, id) }
 
@@ -422,42 +298,4 @@ func (e *Engine) EndSession(id int64, why string) {
 	}
 	e.hub.Publish(snag.SessionEvent{ID: id, Ended: true, Reason: why, Released: new(len(held))})
 	e.writePlan(ctx)
-}
-
-// procStart reads a process's start time (clock ticks since boot) from
-// /proc, or 0 where there is none.
-func procStart(pid int) int64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	// The command name (field 2) may hold spaces and parentheses: fields
-	// are counted after its closing parenthesis.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	fields := strings.Fields(s[i+1:])
-	if len(fields) < 20 {
-		return 0
-	}
-	n, _ := strconv.ParseInt(fields[19], 10, 64) // field 22 overall
-	return n
-}
-
-func bootID() string {
-	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	return strings.TrimSpace(string(b))
-}
-
-// alive reports whether a session's process is still the one that
-// registered: the same pid with the same start time, on this boot. A
-// session of another host or boot is never judged: it counts as alive.
-func alive(s index.Session) bool {
-	if s.PID <= 0 || s.BootID == "" || s.BootID != bootID() {
-		return true
-	}
-	start := procStart(s.PID)
-	return start != 0 && start == s.PIDStart
 }

@@ -20,8 +20,8 @@
 // needs no script and no stylesheet of the page it is in. Every string
 // of the graph may be hostile; it is escaped for XML, DOT and Mermaid.
 //
-// graphdraw imports nothing of snag's, only the standard library: the
-// caller turns its notes into a [Graph].
+// graphdraw imports nothing of snag's but the domain's values (a note, a
+// link): [Of] makes a [Graph] of them, and a caller may build one itself.
 package graphdraw
 
 import (

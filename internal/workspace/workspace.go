@@ -16,18 +16,43 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/engine/capture"
+	"github.com/snagdev/snag/internal/engine/filesync"
+	"github.com/snagdev/snag/internal/engine/graph"
+	"github.com/snagdev/snag/internal/engine/sessions"
 	"github.com/snagdev/snag/internal/engine/team"
+	"github.com/snagdev/snag/internal/engine/worktrees"
 )
 
 // Workspace is one worktree's open project: its engine and its services.
 type Workspace struct {
 	// Engine is the one writer.
 	Engine *engine.Engine
+	// FileSync watches the task files, settles the files an editor is
+	// rewriting and merges back the saves snag's writes displaced.
+	FileSync *filesync.Service
+	// Sessions keeps the sessions' streams, ends a session at the end of
+	// its grace, and sweeps those whose processes are gone.
+	Sessions *sessions.Service
+	// Capture makes a person's captures tasks.
+	Capture *capture.Service
+	// Worktrees makes, lists and prunes the task worktrees.
+	Worktrees *worktrees.Service
+	// Graph is the decision graph: notes, links, plans and handoffs.
+	Graph *graph.Service
 	// Team links the engine to the live state's other clones.
 	Team *team.Service
 }
 
-var _ team.Engine = (*engine.Engine)(nil)
+// The engine is each service's seam.
+var (
+	_ filesync.Engine  = (*engine.Engine)(nil)
+	_ sessions.Engine  = (*engine.Engine)(nil)
+	_ capture.Engine   = (*engine.Engine)(nil)
+	_ worktrees.Engine = (*engine.Engine)(nil)
+	_ graph.Engine     = (*engine.Engine)(nil)
+	_ team.Engine      = (*engine.Engine)(nil)
+)
 
 // runner is a service with background work.
 type runner interface {
@@ -35,20 +60,42 @@ type runner interface {
 }
 
 // Open opens the project at opts.Root (engine.Open) and the services
-// beside its engine. Run serves it; Close ends it.
+// beside its engine, with the hooks the engine calls them by. Run serves
+// it; Close ends it.
 func Open(ctx context.Context, opts engine.Options) (*Workspace, error) {
 	e, err := engine.Open(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 	w := &Workspace{Engine: e}
+	w.FileSync = filesync.New(e, opts)
+	e.OnSettle(w.FileSync)
+	e.OnDisplaced(w.FileSync.Displaced)
+	w.Sessions = sessions.New(e, sessionsOptions(opts))
+	e.OnAdopt(w.Sessions.Adopt)
+	w.Capture = capture.New(e, e.Project().Abs("shots"))
+	w.Worktrees = worktrees.New(e)
+	w.Graph = graph.New(e, e.Project().DB)
 	w.Team = team.New(e, opts.Log)
 	return w, nil
 }
 
+// sessionsOptions are the sessions service's options, the engine's
+// defaults where opts has none.
+func sessionsOptions(opts engine.Options) sessions.Options {
+	o := sessions.Options{Grace: opts.Grace, Sweep: opts.Sweep}
+	if o.Grace <= 0 {
+		o.Grace = engine.DefaultGrace
+	}
+	if o.Sweep <= 0 {
+		o.Sweep = engine.DefaultSweep
+	}
+	return o
+}
+
 // runners are the services with background work, in the order they start.
 func (w *Workspace) runners() []runner {
-	return []runner{w.Engine, w.Team}
+	return []runner{w.Engine, w.FileSync, w.Sessions, w.Team}
 }
 
 // Run runs the engine and every service until ctx ends, or until one of
@@ -62,7 +109,11 @@ func (w *Workspace) Run(ctx context.Context) error {
 }
 
 // Close stops the services, then the engine: no service touches the
-// project once its index is closed.
+// project once its index is closed. The sessions end their timers first;
+// the file sync merges back the displaced saves it holds, through the
+// engine, before the engine closes.
 func (w *Workspace) Close() error {
+	w.Sessions.Close()
+	w.FileSync.Close()
 	return w.Engine.Close()
 }

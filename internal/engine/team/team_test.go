@@ -290,36 +290,3 @@ func TestAHeartbeatDoesNotWaitOnASweep(t *testing.T) {
 		t.Error("the heartbeats were not taken")
 	}
 }
-
-// Run starts the link once the engine's first rescan is done: its first
-// reconcile makes the engine ready, as snagd's start needs, and every loop
-// ends with the context.
-func TestRunReconcilesAtTheStart(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	root := sample(t)
-	e, err := engine.Open(ctx, engine.Options{Root: root, Home: t.TempDir(), Coord: joinLive(t, root)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	svc := New(e, nil)
-	ran := make(chan error, 2)
-	go func() { ran <- e.Run(ctx) }()
-	go func() { ran <- svc.Run(ctx) }()
-	for deadline := time.Now().Add(30 * time.Second); !e.Ready(); {
-		if time.Now().After(deadline) {
-			t.Fatal("the engine was not ready 30 s after the start: the team's first reconcile did not run")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if got := e.Progress().Reconciles; got != 1 {
-		t.Errorf("reconciles after the start: %d; want 1", got)
-	}
-	cancel()
-	for range 2 {
-		if err := <-ran; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("run: %v", err)
-		}
-	}
-}

@@ -1,4 +1,4 @@
-package engine
+package filesync_test
 
 import (
 	"bytes"
@@ -10,24 +10,44 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
 	"github.com/snagdev/snag/internal/taskfs"
 )
 
-// claimable opens an engine on the sample project and gives SNAG-11, an
-// open task an agent may claim: its ref, the path of its file and its bytes.
-func claimable(t *testing.T) (root string, e *Engine, ref queue.Ref, path string, orig []byte) {
+// claimable serves the sample project and gives
+// SNAG-11, an open task an agent may claim: its ref, the path of its file
+// and its bytes.
+func claimable(t *testing.T) (root string, e *engine.Engine, ref queue.Ref, path string, orig []byte) {
 	t.Helper()
 	root = sample(t)
-	e = open(t, root)
+	e, _ = serve(t, engine.Options{Root: root})
 	ref, _ = queue.ParseRef("SNAG-11")
 	it, err := e.Get(context.Background(), ref)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return root, e, ref, e.p.Abs(it.Path), readTask(t, e, ref)
+	path = e.Project().Abs(it.Path)
+	orig, err = os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, e, ref, path, orig
+}
+
+// claim has the agent KESTREL (a name no task of the sample holds) claim
+// the task ref.
+func claim(t *testing.T, e *engine.Engine, ref queue.Ref) (engine.Claimed, error) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := e.Register(ctx, index.Session{Name: "KESTREL", Client: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.Claim(ctx, s, &ref, false)
 }
 
 // S7: two saves race a claim's swap. An editor saving in place writes
@@ -49,7 +69,7 @@ func TestS7_ASaveThatCannotBeMergedIsKeptAside(t *testing.T) {
 	theirs := bytes.Replace(orig, last, []byte("The editor's own ending.\n"), 1)
 	var ours []byte
 	written := false
-	e.p.Tasks.OnStep(func(step string) error {
+	e.TaskFiles().OnStep(func(step string) error {
 		if step != taskfs.StepRenamed || written {
 			return nil
 		}
@@ -72,16 +92,16 @@ func TestS7_ASaveThatCannotBeMergedIsKeptAside(t *testing.T) {
 		return os.Rename(tmp, p)
 	})
 	since := e.Events().Last()
-	if _, err := agentMove(e, ref, queue.ActClaim); err != nil {
+	if _, err := claim(t, e, ref); err != nil {
 		t.Fatal(err)
 	}
-	e.p.Tasks.OnStep(nil)
+	e.TaskFiles().OnStep(nil)
 	if !written {
 		t.Fatal("the claim did not swap the file")
 	}
 
 	// The engine says so once the save is kept aside and audited.
-	waitEvent(t, e, since, "the save kept aside", func(ev Event) bool {
+	waitEvent(t, e, since, "the save kept aside", func(ev engine.Event) bool {
 		te, ok := ev.Data.(snag.TaskEvent)
 		return ok && te.Recovered != ""
 	})
@@ -94,7 +114,7 @@ func TestS7_ASaveThatCannotBeMergedIsKeptAside(t *testing.T) {
 		t.Errorf("kept aside:\n%s\nwant the editor's save:\n%s", b, theirs)
 	}
 	now, _ := os.ReadFile(p)
-	if !bytes.Contains(now, []byte("Another ending, saved at the path.\n")) || !bytes.Contains(now, []byte("assignee: VESPER")) {
+	if !bytes.Contains(now, []byte("Another ending, saved at the path.\n")) || !bytes.Contains(now, []byte("assignee: KESTREL")) {
 		t.Errorf("the task file holds:\n%s\nwant the save at the path, claimed:\n%s", now, ours)
 	}
 	entries, err := e.AuditTail(context.Background(), 20)
@@ -130,7 +150,7 @@ func TestS7_ASaveMadeFromSnagsBytesBeforeTheSwapBackKeepsTheSwappedBackLine(t *t
 	var mu sync.Mutex
 	var seen []byte // what the script read
 	checks := 0
-	e.p.Tasks.OnStep(func(step string) error {
+	e.TaskFiles().OnStep(func(step string) error {
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
@@ -146,13 +166,13 @@ func TestS7_ASaveMadeFromSnagsBytesBeforeTheSwapBackKeepsTheSwappedBackLine(t *t
 		}
 		return nil
 	})
-	if _, err := agentMove(e, ref, queue.ActClaim); err != nil {
+	if _, err := claim(t, e, ref); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
 	read := seen
 	mu.Unlock()
-	if !bytes.Contains(read, []byte("assignee: VESPER")) || bytes.Contains(read, personsLine) {
+	if !bytes.Contains(read, []byte("assignee: KESTREL")) || bytes.Contains(read, personsLine) {
 		t.Fatalf("the script read:\n%s\nwant the claim's bytes, which the person's save was swapped back over", read)
 	}
 	since := e.Events().Last()
@@ -163,7 +183,7 @@ func TestS7_ASaveMadeFromSnagsBytesBeforeTheSwapBackKeepsTheSwappedBackLine(t *t
 	// Each merge is announced once it is in the file: wait for the one
 	// that has both lines.
 	var now []byte
-	waitEvent(t, e, since, "a merge with both saves' lines", func(ev Event) bool {
+	waitEvent(t, e, since, "a merge with both saves' lines", func(ev engine.Event) bool {
 		te, ok := ev.Data.(snag.TaskEvent)
 		if !ok || !te.Merged {
 			return false
@@ -171,7 +191,7 @@ func TestS7_ASaveMadeFromSnagsBytesBeforeTheSwapBackKeepsTheSwappedBackLine(t *t
 		now, _ = os.ReadFile(p)
 		return bytes.Contains(now, personsLine) && bytes.Contains(now, scriptsLine)
 	})
-	if !bytes.Contains(now, personsLine) || !bytes.Contains(now, scriptsLine) || !bytes.Contains(now, []byte("assignee: VESPER")) {
+	if !bytes.Contains(now, personsLine) || !bytes.Contains(now, scriptsLine) || !bytes.Contains(now, []byte("assignee: KESTREL")) {
 		t.Errorf("the task file holds:\n%s\nwant both saves' lines, claimed", now)
 	}
 	if kept, _ := filepath.Glob(filepath.Join(root, project.Folder, project.RecoveredFolder, "[^.]*")); len(kept) != 0 {
@@ -181,7 +201,7 @@ func TestS7_ASaveMadeFromSnagsBytesBeforeTheSwapBackKeepsTheSwappedBackLine(t *t
 
 // waitEvent waits until the engine publishes an event after since that
 // match accepts, for at most 20 s.
-func waitEvent(t *testing.T, e *Engine, since int64, what string, match func(Event) bool) Event {
+func waitEvent(t *testing.T, e *engine.Engine, since int64, what string, match func(engine.Event) bool) engine.Event {
 	t.Helper()
 	timeout := time.After(20 * time.Second)
 	for {

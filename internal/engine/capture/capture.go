@@ -1,4 +1,13 @@
-package engine
+// Package capture makes a person's capture (a screenshot of a page and
+// what they say of it, from snag capture or the browser extension) an
+// unvetted task: it checks the capture's bounds, decodes its pictures
+// (one capture at a time), cuts the anchor out of the page, writes the
+// pictures into .snag/shots/ and the task through the engine's Add.
+//
+// It uses the engine over the small seam it declares (Engine), and must
+// not import a transport (net/http, the daemon, mcp, the client, the
+// board, the CLI) nor another service of the engine.
+package capture
 
 import (
 	"bytes"
@@ -13,16 +22,18 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/snagdev/snag/internal/atomicfile"
 	"github.com/snagdev/snag/internal/browser"
+	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/pixdiff"
 	"github.com/snagdev/snag/internal/queue"
 )
 
-// Bounds of a capture ([Engine.AddCapture]).
+// Bounds of a capture ([Service.Add]).
 const (
 	// MaxShotBytes bounds each image of a capture, as PNG bytes.
 	MaxShotBytes = 8 << 20
@@ -69,16 +80,38 @@ type Capture struct {
 	AllowWiderHost bool // the person widened the allowed hosts for this one capture
 }
 
-// AddCapture makes a capture an inbox task: unvetted, source: capture,
-// its pictures in .snag/shots/ named by the task's id. Nothing is written
+// Engine is what the service needs of the engine: its Add, the move
+// that writes a new task, and the project's configuration (the hosts a
+// capture may come from). *engine.Engine satisfies it.
+type Engine interface {
+	Add(ctx context.Context, nt engine.NewTask, actor queue.Actor, who string) (*queue.Task, string, error)
+	Config() queue.Config
+}
+
+// Service makes captures tasks. It is safe for concurrent use: one
+// capture's pictures are decoded at a time.
+type Service struct {
+	e     Engine
+	shots string     // the folder the pictures go in, .snag/shots/
+	mu    sync.Mutex // captures' images are decoded one capture at a time (up to 160 MB each)
+}
+
+// New returns the capture service of the engine e, writing pictures into
+// the folder shots (the project's .snag/shots/).
+func New(e Engine, shots string) *Service {
+	return &Service{e: e, shots: shots}
+}
+
+// Add makes a capture an inbox task: unvetted, source: capture, its
+// pictures in .snag/shots/ named by the task's id. Nothing is written
 // unless all of it is good: each bound it breaks is refused with what to
 // change.
-func (e *Engine) AddCapture(ctx context.Context, c Capture, who string) (*queue.Task, string, error) {
-	if err := e.checkCapture(&c); err != nil {
+func (s *Service) Add(ctx context.Context, c Capture, who string) (*queue.Task, string, error) {
+	if err := s.check(&c); err != nil {
 		return nil, "", err
 	}
-	e.capMu.Lock()
-	defer e.capMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	shot, err := decodeShot("screenshot", c.Screenshot)
 	if err != nil {
 		return nil, "", err
@@ -93,7 +126,7 @@ func (e *Engine) AddCapture(ctx context.Context, c Capture, who string) (*queue.
 		crop = cutAnchor(shot, *c.Box, c.Scroll, scaleOf(c.Viewport))
 	}
 	id := queue.NewID(time.Now())
-	shots := e.p.Abs("shots")
+	shots := s.shots
 	if err := os.MkdirAll(shots, 0o755); err != nil {
 		return nil, "", fmt.Errorf("capture: make .snag/shots: %w", err)
 	}
@@ -127,9 +160,9 @@ func (e *Engine) AddCapture(ctx context.Context, c Capture, who string) (*queue.
 		}
 		qc.Crop = "shots/" + cropName
 	}
-	nt := NewTask{Title: captureTitle(c), Body: []byte(captureBody(c)), Kind: c.Kind, Severity: c.Severity,
+	nt := engine.NewTask{Title: captureTitle(c), Body: []byte(captureBody(c)), Kind: c.Kind, Severity: c.Severity,
 		Files: c.Files, Capture: qc, Source: queue.SourceCapture, ID: id}
-	t, path, err := e.Add(ctx, nt, queue.Tool, who)
+	t, path, err := s.e.Add(ctx, nt, queue.Tool, who)
 	if err != nil {
 		return nil, "", err
 	}
@@ -137,11 +170,11 @@ func (e *Engine) AddCapture(ctx context.Context, c Capture, who string) (*queue.
 	return t, path, nil
 }
 
-// checkCapture refuses a capture that breaks a bound, and clips the lists
-// of errors to what a person reads.
-func (e *Engine) checkCapture(c *Capture) error {
+// check refuses a capture that breaks a bound, and clips the lists of
+// errors to what a person reads.
+func (s *Service) check(c *Capture) error {
 	bad := func(code, format string, args ...any) error {
-		return refuse(ErrInvalid, code, "capture: "+format, args...)
+		return refuse(engine.ErrInvalid, code, "capture: "+format, args...)
 	}
 	c.URL = strings.TrimSpace(c.URL)
 	switch {
@@ -154,7 +187,7 @@ func (e *Engine) checkCapture(c *Capture) error {
 	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 		return bad("bad_url", "%q is not an http or https address: capture a page served over http(s)", clipText(c.URL, 80))
 	}
-	cfg := *e.cfg.Load()
+	cfg := s.e.Config()
 	if err := browser.CheckURL(c.URL, cfg.Browser.AllowedHosts); err != nil && !c.AllowWiderHost {
 		return bad("host_not_allowed", "%v; add the host to browser.allowed_hosts in .snag/config.json (or pass --allow-host to snag capture) if its pages are yours to check", err)
 	}
@@ -170,7 +203,7 @@ func (e *Engine) checkCapture(c *Capture) error {
 	case len(c.Screenshot) == 0:
 		return bad("no_screenshot", "no screenshot: a capture sends the page as a PNG")
 	case len(c.Screenshot) > MaxShotBytes || len(c.Crop) > MaxShotBytes:
-		return &Error{Kind: ErrTooLarge, Code: "too_large", Message: fmt.Sprintf("capture: a screenshot is over %d MiB: capture a smaller window, or the element alone", MaxShotBytes>>20)}
+		return &engine.Error{Kind: engine.ErrTooLarge, Code: "too_large", Message: fmt.Sprintf("capture: a screenshot is over %d MiB: capture a smaller window, or the element alone", MaxShotBytes>>20)}
 	}
 	if v := c.Viewport; v != nil {
 		if v.Scale == 0 {
@@ -198,13 +231,13 @@ func decodeShot(what string, data []byte) (image.Image, error) {
 	img, err := pixdiff.DecodePNG(bytes.NewReader(data), MaxShotDecoded)
 	switch {
 	case errors.Is(err, pixdiff.ErrNotPNG):
-		return nil, refuse(ErrInvalid, "not_png", "capture: the %s is not a PNG image: send what the browser's screenshot gave, as PNG", what)
+		return nil, refuse(engine.ErrInvalid, "not_png", "capture: the %s is not a PNG image: send what the browser's screenshot gave, as PNG", what)
 	case errors.Is(err, pixdiff.ErrTooLarge):
 		// The header's size and depth, and the limit: the fix follows.
 		why := strings.TrimPrefix(err.Error(), "pixdiff: decode png: "+pixdiff.ErrTooLarge.Error()+": ")
-		return nil, &Error{Kind: ErrTooLarge, Code: "too_large", Message: fmt.Sprintf("capture: the %s is too large: %s", what, why)}
+		return nil, &engine.Error{Kind: engine.ErrTooLarge, Code: "too_large", Message: fmt.Sprintf("capture: the %s is too large: %s", what, why)}
 	case err != nil:
-		return nil, refuse(ErrInvalid, "bad_png", "capture: the %s: %v", what, err)
+		return nil, refuse(engine.ErrInvalid, "bad_png", "capture: the %s: %v", what, err)
 	}
 	return img, nil
 }
@@ -215,13 +248,13 @@ func DecodeImageData(s string) ([]byte, error) {
 	if rest, ok := strings.CutPrefix(s, "data:"); ok {
 		head, data, found := strings.Cut(rest, ",")
 		if !found || !strings.HasSuffix(head, ";base64") {
-			return nil, refuse(ErrInvalid, "not_png", "capture: an image's data URL must be base64 (data:image/png;base64,...)")
+			return nil, refuse(engine.ErrInvalid, "not_png", "capture: an image's data URL must be base64 (data:image/png;base64,...)")
 		}
 		s = data
 	}
 	b, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
-		return nil, refuse(ErrInvalid, "not_png", "capture: an image is not base64: send the PNG's bytes in standard base64")
+		return nil, refuse(engine.ErrInvalid, "not_png", "capture: an image is not base64: send the PNG's bytes in standard base64")
 	}
 	return b, nil
 }
@@ -324,6 +357,11 @@ func clipList(in []string) []string {
 		}
 	}
 	return out
+}
+
+// refuse makes a refusal of kind with code and a formatted message.
+func refuse(kind error, code, format string, args ...any) *engine.Error {
+	return &engine.Error{Kind: kind, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
 func finite(fs ...float64) bool {
