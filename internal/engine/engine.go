@@ -22,8 +22,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/failpoint"
 	"github.com/snagdev/snag/internal/gitdir"
@@ -293,22 +291,6 @@ func (e *Engine) WaitReady(ctx context.Context) error {
 
 // Config is the project's configuration as snag last read it.
 func (e *Engine) Config() queue.Config { return *e.cfg.Load() }
-
-// Run runs the live state's link, once the first full rescan is done and
-// the verify service has queued again the runs a restart cut off, until
-// ctx ends. The services beside the engine (internal/workspace) run the
-// rest.
-func (e *Engine) Run(ctx context.Context) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		if e.WaitReady(gctx) != nil || e.WaitResumed(gctx) != nil {
-			return nil
-		}
-		g.Go(func() error { return e.teamRun(gctx) })
-		return nil
-	})
-	return g.Wait()
-}
 
 // Close stops the engine: fixes of keys under way finish, an in-flight
 // write finishes, a pending plan.json is written, the second looks due

@@ -38,6 +38,12 @@ var ErrUnreachable = errors.New("coordination unreachable")
 // on, so the store never refuses a task as held by an end it has not
 // heard yet. A change the store refuses is logged and audited, never
 // dropped without a word.
+//
+// The link's background work (the heartbeat, the give-up, the sweep of
+// silent clones, the sender and publication loops, the other clones'
+// events, the reconcile) is the team service's, internal/engine/team,
+// over the engine's seam (seam_team.go): the engine keeps this state,
+// which every grant reads, the outbox and its delivery.
 type team struct {
 	s    coord.Live
 	beat time.Duration
@@ -58,13 +64,8 @@ type team struct {
 	// before the commit that made it here (teamEndFirst), at their epoch:
 	// the index's report of that end is not told again.
 	endedFirst map[string]int64
-	kick       chan struct{}
-	// sweep asks the sweep loop for a sweep of the clones gone silent,
-	// after each heartbeat the store took.
-	sweep chan struct{}
-	// recon asks the reconcile loop for a reconcile (at the start, after
-	// a rejoin, and after one that could not finish).
-	recon  chan struct{}
+	// kick wakes the team service's sender (TeamWakes).
+	kick   chan struct{}
 	sendMu sync.Mutex // one sender at a time, in order
 
 	// lastBeat is when the store last took a heartbeat, in Unix nanoseconds.
@@ -126,7 +127,7 @@ func newTeam(s coord.Live, beat time.Duration) *team {
 		// beat must not make it.
 		beat = min(DefaultHeartbeat, s.Grace()/5)
 	}
-	t := &team{s: s, beat: beat, kick: make(chan struct{}, 1), recon: make(chan struct{}, 1), sweep: make(chan struct{}, 1)}
+	t := &team{s: s, beat: beat, kick: make(chan struct{}, 1)}
 	t.lastBeat.Store(time.Now().UnixNano())
 	t.pubDirty.Store(true)
 	return t
@@ -147,14 +148,6 @@ func (t *team) queue(op teamOp) {
 	t.outbox = append(t.outbox, op)
 	t.mu.Unlock()
 	t.wake()
-}
-
-// askReconcile has the reconcile loop reconcile this clone's leases.
-func (t *team) askReconcile() {
-	select {
-	case t.recon <- struct{}{}:
-	default:
-	}
 }
 
 // wake has the sender send the outbox and the audit queue.
@@ -241,8 +234,9 @@ func (e *Engine) teamSend(ctx context.Context) error {
 				Detail: op.String() + ": " + err.Error()})
 		}
 		// Taken out by itself, not as the first: a rejoin meanwhile may
-		// have dropped it (teamBeat), and the first is then another change,
-		// which must not be lost unsent.
+		// have dropped it (TeamRejoined, from the team service's
+		// heartbeat), and the first is then another change, which must
+		// not be lost unsent.
 		t.mu.Lock()
 		if i := slices.Index(t.outbox, op); i >= 0 {
 			t.outbox = slices.Delete(t.outbox, i, i+1)

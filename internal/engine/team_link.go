@@ -2,17 +2,14 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/snagdev/snag/internal/coord"
-	"github.com/snagdev/snag/internal/gitdir"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
@@ -39,7 +36,7 @@ func (e *Engine) teamErr(err error) error {
 // the store gives its leases up: a heartbeat (at most a quarter of the
 // grace) before the others may sweep it by its grace, so that it has
 // stopped holding them before any other clone can be granted them. The
-// last heartbeat counts from when it was sent (teamBeat), no later than
+// last heartbeat counts from when it was sent (the team service's beat), no later than
 // the store's own mark of it.
 func (t *team) giveUpAfter() time.Duration {
 	grace := t.s.Grace()
@@ -101,114 +98,6 @@ func seconds(d time.Duration) string {
 		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
 	}
 	return strconv.Itoa(int(d.Seconds())) + " s"
-}
-
-// teamRun heartbeats, sweeps the clones gone silent, sends the outbox,
-// publishes this clone's ready tasks and hears the other clones' events,
-// until ctx ends.
-func (e *Engine) teamRun(ctx context.Context) error {
-	t := e.team
-	// Every loop ends with ctx, and is waited for: none touches the
-	// project once the engine closes.
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	wg.Go(func() { t.s.Listen(ctx, func(ev coord.Event) { e.teamHeard(ev) }) })
-	e.teamRegisterLive(ctx)
-	// The heartbeat has a loop of its own, and beats at once: the join's
-	// own mark of life is already counting, and neither the start's
-	// reconcile, nor a publication, nor a send that waits on a store out
-	// of reach, may delay it past the grace (a restarted clone whose first
-	// beat waited for its reconcile was swept by the others as silent).
-	wg.Go(func() { e.teamBeatLoop(ctx) })
-	// The give-up has a loop of its own too: a heartbeat that waits on a
-	// store out of reach (up to its timeout) must not delay it past the
-	// moment the others may sweep this clone.
-	wg.Go(func() { e.teamGiveUpLoop(ctx) })
-	wg.Go(func() { e.teamSweepLoop(ctx) })
-	t.askReconcile()
-	wg.Go(func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.recon:
-				if !t.reconciled.Load() {
-					e.teamReconcile(ctx)
-				}
-			}
-		}
-	})
-	wg.Go(func() {
-		retry := time.NewTicker(t.beat)
-		defer retry.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.kick:
-			case <-retry.C:
-			}
-			if e.teamSend(ctx) == nil {
-				e.teamSendAudits(ctx)
-			}
-		}
-	})
-	pub := time.NewTicker(publishEvery)
-	defer pub.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-pub.C:
-			if t.cutOff() == 0 {
-				e.teamPublish(ctx)
-			}
-		}
-	}
-}
-
-// teamBeatLoop heartbeats every beat, at once first, until ctx ends.
-func (e *Engine) teamBeatLoop(ctx context.Context) {
-	beat := time.NewTicker(e.team.beat)
-	defer beat.Stop()
-	for {
-		e.teamBeat(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-beat.C:
-		}
-	}
-}
-
-// teamGiveUpLoop gives this clone's leases up once it has been cut off
-// from the store for giveUpAfter, until ctx ends.
-func (e *Engine) teamGiveUpLoop(ctx context.Context) {
-	t := e.team
-	tick := time.NewTicker(min(t.beat/4, 250*time.Millisecond))
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		if d := time.Since(time.Unix(0, t.lastBeat.Load())); d >= t.giveUpAfter() && !t.gaveUp.Load() {
-			e.teamGiveUp(ctx, fmt.Sprintf("coordination unreachable for %.1f s", d.Seconds()))
-		}
-	}
-}
-
-// teamSweepLoop sweeps when a heartbeat asks it to, until ctx ends.
-func (e *Engine) teamSweepLoop(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-e.team.sweep:
-			e.teamSweep(ctx)
-		}
-	}
 }
 
 // teamRegister registers new session s with the store at once, so that
@@ -290,90 +179,6 @@ func (e *Engine) teamRegisterLive(ctx context.Context) {
 	}
 }
 
-// teamBeat heartbeats, and has the sweep loop sweep (teamSweep). A clone
-// the others ended gives its leases up and joins again; one cut off past
-// the grace gives its leases up, since the others' sweep has freed them.
-func (e *Engine) teamBeat(ctx context.Context) {
-	t := e.team
-	branch, _, _ := gitdir.Head(e.root)
-	sent := time.Now() // before the store marks it: the give-up counts from here
-	err := t.s.Heartbeat(ctx, branch)
-	switch {
-	case err == nil:
-		if t.gaveUp.Swap(false) {
-			e.log.Info("coordination store reachable again")
-		}
-		t.lastBeat.Store(sent.UnixNano())
-		t.wake()
-		if !t.reconciled.Load() {
-			t.askReconcile()
-		}
-		select {
-		case t.sweep <- struct{}{}: // swept in a loop of its own (teamSweep)
-		default:
-		}
-	case errors.Is(err, coord.ErrCloneEnded):
-		// The others ended this clone and freed its leases: it joins again
-		// as a new clone, and takes back those no one took meanwhile.
-		t.reconciled.Store(false)
-		if err := t.s.Rejoin(ctx); err != nil {
-			e.log.Warn("join the coordination store again", "err", err)
-			return
-		}
-		e.log.Warn("the other clones had ended this one after it was silent past the grace: joined again as a new clone", "clone", t.s.Clone())
-		t.gaveUp.Store(false)
-		t.lastBeat.Store(time.Now().UnixNano())
-		t.pubDirty.Store(true)
-		// Its changes of the old clone's sessions, claims and adoptions are
-		// moot: the sweep ended them. A person's move of a task, what was
-		// posted for the team, and every end of a lease still go, as its
-		// audit entries do: the end of a lease whose task is finished here
-		// marks it done (MarkDone), and one freed here, or a finish not
-		// committed here, takes back a finish the store heard whose answer
-		// was lost in the cut (Unend at that epoch). The sweep freed the
-		// leases held, not those a lost finish had left done: dropped, such
-		// an end left the task done for every clone with no file saying so.
-		t.mu.Lock()
-		before := len(t.outbox)
-		t.outbox = slices.DeleteFunc(t.outbox, func(op teamOp) bool {
-			return op.post == nil && op.set == nil && op.ended == nil && op.unend == nil
-		})
-		dropped := before - len(t.outbox)
-		t.mu.Unlock()
-		if dropped > 0 {
-			e.log.Warn("changes of the ended clone's sessions and leases were not sent: the sweep had ended them", "changes", dropped)
-		}
-		e.teamRegisterLive(ctx)
-		t.askReconcile()
-	default:
-		d := time.Since(time.Unix(0, t.lastBeat.Load()))
-		e.log.Warn("coordination store unreachable", "for", d.Round(time.Second), "err", err,
-			"leases_given_up_at", t.giveUpAfter().Round(100*time.Millisecond))
-	}
-}
-
-// teamSweep ends the clones gone silent past their grace, after a
-// heartbeat the store took. It runs in a loop of its own: a sweep waits
-// on the lock of a silent clone's row while that clone has a transaction
-// open (one cut off in the middle of it holds the lock until the
-// database ends the transaction, lock_timeout at each try), and waiting
-// in the heartbeat's loop it kept this clone from heartbeating past its
-// own grace: a clone never cut off gave its leases up, and was swept.
-func (e *Engine) teamSweep(ctx context.Context) {
-	sw, err := e.team.s.Sweep(ctx)
-	if err != nil {
-		e.log.Warn("sweep the clones gone silent: will try again at the next heartbeat", "err", err)
-		return
-	}
-	for _, c := range sw.Clones {
-		e.log.Warn("a clone went silent past the grace: its sessions ended and its tasks were freed",
-			"host", c.Host, "root", c.Root, "freed", len(sw.Leases))
-	}
-	for _, l := range sw.Leases {
-		e.hub.Publish(snag.LeaseEvent{Task: l.Key, Ended: true, Reason: "holder's clone gone silent", Source: "team"})
-	}
-}
-
 // teamGiveUp gives back every task this clone's sessions hold, once:
 // the other clones may hold them now.
 func (e *Engine) teamGiveUp(ctx context.Context, why string) {
@@ -402,14 +207,6 @@ func (e *Engine) teamGiveUp(ctx context.Context, why string) {
 	e.writePlan(ctx)
 }
 
-// publishEvery is how often a clone publishes its ready tasks while
-// snag.db changes. Each publication reads every ready row, and under many
-// claims snag.db changes all the time: at 50 ms the three snagd of
-// BenchmarkTeamClaims spent about a third of the claims' throughput on it.
-// A claim-next that finds nothing while a task is ready here publishes
-// at once (teamClaimNext), so a new task waits for no tick.
-const publishEvery = 250 * time.Millisecond
-
 // teamPublish writes this clone's ready tasks to the store when snag.db
 // changed since the last time. One publication runs at a time: one that
 // read the rows earlier never lands after one that read them later.
@@ -436,33 +233,4 @@ func (e *Engine) teamPublish(ctx context.Context) {
 	t.pubs.Add(1) // before the marks that tell a claim nothing is left to publish
 	t.pubDirty.Store(false)
 	t.published.Store(w)
-}
-
-// teamHeard passes another clone's event on to this snagd's subscribers,
-// labelled as the team's.
-func (e *Engine) teamHeard(ev coord.Event) {
-	if ev.Clone == e.team.s.Clone() {
-		return
-	}
-	data := map[string]any{}
-	if ev.Kind == "resync" {
-		e.team.pubDirty.Store(true)
-		e.hub.Publish(snag.TeamEvent{Resync: true, Source: "team"})
-		return
-	}
-	json.Unmarshal(ev.Data, &data)
-	if ev.Kind == "files" && data["force"] == true {
-		// A person on another clone freed a path from whoever held it:
-		// this clone's own claims of it end too.
-		if paths, ok := data["released"].([]any); ok {
-			why, _ := data["reason"].(string)
-			for _, p := range paths {
-				if p, ok := p.(string); ok {
-					e.p.DB.ForceReleaseFile(context.Background(), p, why+" (through "+ev.Host+")")
-				}
-			}
-		}
-	}
-	data["source"], data["host"], data["branch"] = "team", ev.Host, ev.Branch
-	e.hub.Publish(snag.Relayed{Type: ev.Kind, Data: data})
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/snagdev/snag/internal/engine/filesync"
 	"github.com/snagdev/snag/internal/engine/graph"
 	"github.com/snagdev/snag/internal/engine/sessions"
+	"github.com/snagdev/snag/internal/engine/team"
 	"github.com/snagdev/snag/internal/engine/verifier"
 	"github.com/snagdev/snag/internal/engine/worktrees"
 )
@@ -42,6 +43,8 @@ type Workspace struct {
 	Graph *graph.Service
 	// Verifier runs the checks of resolved tasks.
 	Verifier *verifier.Verifier
+	// Team links the engine to the live state's other clones.
+	Team *team.Service
 }
 
 // The engine is each service's seam.
@@ -52,6 +55,7 @@ var (
 	_ worktrees.Engine = (*engine.Engine)(nil)
 	_ graph.Engine     = (*engine.Engine)(nil)
 	_ verifier.Engine  = (*engine.Engine)(nil)
+	_ team.Engine      = (*engine.Engine)(nil)
 	// The verify service is the hook the engine starts its runs by.
 	_ engine.Verifier = (*verifier.Verifier)(nil)
 )
@@ -80,15 +84,16 @@ func Open(ctx context.Context, opts engine.Options) (*Workspace, error) {
 	w.Graph = graph.New(e, e.Project().DB)
 	w.Verifier = verifier.New(e, verifier.Options{Home: opts.Home, Log: opts.Log})
 	e.UseVerifier(w.Verifier)
+	w.Team = team.New(afterResume{e}, opts.Log)
 	return w, nil
 }
 
-// afterResume is the engine as the sessions service waits for it: ready
-// once the first rescan is done and the verify service has queued again
-// the runs a restart cut off (engine.WaitResumed). The first sweep then
-// finds a gone holder's task with its check in flight, and leaves the
-// check to decide where the task goes, as when the engine resumed the
-// runs before its own sweep.
+// afterResume is the engine as the sessions and team services wait for
+// it: ready once the first rescan is done and the verify service has
+// queued again the runs a restart cut off (engine.WaitResumed). The first
+// sweep, and the live state's first reconcile, then find a gone holder's
+// task with its check in flight, and leave the check to decide where the
+// task goes, as when the engine resumed the runs before either started.
 type afterResume struct{ *engine.Engine }
 
 // WaitReady waits for the engine's first rescan, then for the verify
@@ -115,7 +120,7 @@ func sessionsOptions(opts engine.Options) sessions.Options {
 
 // runners are the services with background work, in the order they start.
 func (w *Workspace) runners() []runner {
-	return []runner{w.Engine, w.FileSync, w.Sessions, w.Verifier}
+	return []runner{w.FileSync, w.Sessions, w.Verifier, w.Team}
 }
 
 // Run runs the engine and every service until ctx ends, or until one of
