@@ -78,7 +78,7 @@ func TestL8_FileClaimTTLAndRelease(t *testing.T) {
 	if res := claim(a, sa, "x.go", 2*time.Second); res.Renewed != 1 {
 		t.Fatalf("renewal: %+v", res)
 	}
-	time.Sleep(2200 * time.Millisecond)
+	time.Sleep(2200 * time.Millisecond) // the renewed 2 s claim expires: time itself, no signal to wait on
 	if res := claim(b, sb, "x.go", time.Minute); len(res.Conflicts) != 0 {
 		t.Fatalf("after ADA's claim expired: %+v", res)
 	}
@@ -125,7 +125,7 @@ func TestBranchLeaseAcrossClones(t *testing.T) {
 	if _, ok, _ := a.TakeBranch(ctx, "main", sa, time.Second); !ok {
 		t.Fatal("the holder renews")
 	}
-	time.Sleep(1100 * time.Millisecond)
+	time.Sleep(1100 * time.Millisecond) // the 1 s hold of the branch expires: time itself, no signal to wait on
 	if _, ok, _ := b.TakeBranch(ctx, "main", sb, time.Minute); !ok {
 		t.Fatal("expired: another gets it")
 	}

@@ -220,7 +220,7 @@ func TestHeartbeatIsNotQueuedBehindGrants(t *testing.T) {
 
 	// The clone falls silent with its grant still in flight: b's sweep
 	// ends it only after the grant commits, and frees the lease it made.
-	time.Sleep(grace + 200*time.Millisecond)
+	time.Sleep(grace + 200*time.Millisecond) // silent past its grace: time itself
 	if _, err := a.grant(ctx, tx, "T1", "SNAG-1", sa); err != nil {
 		t.Fatal(err)
 	}

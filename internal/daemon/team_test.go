@@ -531,12 +531,12 @@ func TestTeamDatabaseRestartMidRun(t *testing.T) {
 	outage := make(chan struct{})
 	go func() {
 		defer close(outage)
-		time.Sleep(1500 * time.Millisecond)
+		time.Sleep(1500 * time.Millisecond) // the scenario: the outage comes while the agents drain
 		if err := c.Stop(ctx); err != nil {
 			t.Error(err)
 			return
 		}
-		time.Sleep(10 * time.Second)
+		time.Sleep(10 * time.Second) // the scenario: the outage lasts 10 s
 		if err := c.Start(ctx); err != nil {
 			t.Error(err)
 		}
