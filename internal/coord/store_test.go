@@ -39,6 +39,7 @@ func openClone(t *testing.T, dsn, ws string, n int, grace time.Duration) *Store 
 }
 
 func TestInitOnceAndRefusedBefore(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDB(t)
 	ctx := context.Background()
 	_, err := Open(ctx, dsn, Options{Workspace: "w", Host: "h", Root: "/r"})
@@ -70,6 +71,7 @@ func TestInitOnceAndRefusedBefore(t *testing.T) {
 // TestWorkspacesApart: two workspaces in one database never see each
 // other's leases, ready tasks or aliases.
 func TestWorkspacesApart(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := context.Background()
 	a, b := openClone(t, dsn, "github.com/acme/one", 1, 0), openClone(t, dsn, "github.com/acme/two", 2, 0)
@@ -102,6 +104,7 @@ func TestWorkspacesApart(t *testing.T) {
 // TestEventsReachOtherClones: a grant on one clone is heard on another
 // within a second.
 func TestEventsReachOtherClones(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -164,6 +167,7 @@ func TestEventsReachOtherClones(t *testing.T) {
 // TestUnreachableIsRetryable: with the server stopped, calls fail as
 // ErrUnreachable and hold no password; once it is back they succeed.
 func TestUnreachableIsRetryable(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, err := pgtest.Start(ctx)
 	if err != nil {
@@ -217,6 +221,7 @@ func TestUnreachableIsRetryable(t *testing.T) {
 // the heartbeat waited behind every grant, and under many claims a live
 // clone missed the grace and was swept.)
 func TestHeartbeatIsNotQueuedBehindGrants(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := context.Background()
 	grace := time.Second
@@ -297,6 +302,7 @@ func TestHeartbeatIsNotQueuedBehindGrants(t *testing.T) {
 // back at its place, and a publication that moves a task in the order
 // moves its lease row too.
 func TestGrantNextOrder(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := context.Background()
 	one, two := openClone(t, dsn, "ws", 1, 0), openClone(t, dsn, "ws", 2, 0)
@@ -367,6 +373,7 @@ func TestGrantNextOrder(t *testing.T) {
 // state folder) takes its row back, as does the first clone of a host and
 // folder after an upgrade from a version that kept no identity.
 func TestCloneIdentity(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := context.Background()
 	stateA, stateB := t.TempDir(), t.TempDir()
