@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/codec"
@@ -252,6 +253,7 @@ func TestTeamClaimsExactlyOnceAcrossClones(t *testing.T) {
 	for range 3 {
 		ds = append(ds, startTeam(t, teamClone(t, bare), dsn, 15*time.Second))
 	}
+	pool := drainPool(t, dsn)
 	var mu sync.Mutex
 	claimed := map[string][]string{}
 	var wg sync.WaitGroup
@@ -259,15 +261,21 @@ func TestTeamClaimsExactlyOnceAcrossClones(t *testing.T) {
 		d := ds[i%3]
 		a := newTeamAgent(t, d)
 		wg.Go(func() {
-			empty := 0
-			for empty < 20 {
+			// An agent told nothing is ready asks again until the shared
+			// state says every task is done.
+			for deadline := time.Now().Add(2 * time.Minute); ; {
 				c, code, _ := a.claimNext(t)
 				if code != http.StatusOK || c.Task == nil {
-					empty++
+					if _, undone, err := leftIn(context.Background(), pool, n); err == nil && undone == 0 {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Errorf("%s: tasks are left undone in the shared state 2 minutes on, and none is ready", a.name)
+						return
+					}
 					time.Sleep(50 * time.Millisecond)
 					continue
 				}
-				empty = 0
 				mu.Lock()
 				claimed[c.Task.Key] = append(claimed[c.Task.Key], fmt.Sprintf("%s@%d", a.name, d.port))
 				mu.Unlock()
@@ -432,12 +440,12 @@ func TestTeamPartitionedCloneFencedByEpoch(t *testing.T) {
 	})
 }
 
-// teamDrain has agents claim the next task and resolve it until none is
-// left, retrying answers that say to (503 with Retry-After); it returns
+// teamDrain has agents claim the next task and resolve it until the shared
+// state (pool) says each of the n tasks is done, retrying answers that say to (503 with Retry-After); it returns
 // how many times each task was claimed and how many retryable answers
 // came. A claim acknowledged and then refused at its resolve is a lost
 // claim, and fails the test.
-func teamDrain(t *testing.T, agents []*teamAgent, idle time.Duration) (map[string]int, int) {
+func teamDrain(t *testing.T, agents []*teamAgent, pool *pgxpool.Pool, n int) (map[string]int, int) {
 	var mu sync.Mutex
 	claimed := map[string]int{}
 	retries := 0
@@ -457,8 +465,9 @@ func teamDrain(t *testing.T, agents []*teamAgent, idle time.Duration) (map[strin
 	var wg sync.WaitGroup
 	for _, a := range agents {
 		wg.Go(func() {
-			last := time.Now()
-			for time.Since(last) < idle {
+			// An agent told nothing is ready asks again until the shared
+			// state says every task is done.
+			for deadline := time.Now().Add(3 * time.Minute); ; {
 				code, b, after := a.call(http.MethodPost, "/claim", map[string]any{})
 				if retry(code, after) {
 					continue
@@ -470,10 +479,16 @@ func teamDrain(t *testing.T, agents []*teamAgent, idle time.Duration) (map[strin
 						t.Errorf("%s claim: %d %s", a.name, code, b)
 						return
 					}
+					if _, undone, err := leftIn(context.Background(), pool, n); err == nil && undone == 0 {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Errorf("%s: tasks are left undone in the shared state 3 minutes on, and none is ready", a.name)
+						return
+					}
 					time.Sleep(50 * time.Millisecond)
 					continue
 				}
-				last = time.Now()
 				mu.Lock()
 				claimed[c.Task.Key]++
 				mu.Unlock()
@@ -541,7 +556,7 @@ func TestTeamDatabaseRestartMidRun(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	claimed, retries := teamDrain(t, agents, 20*time.Second)
+	claimed, retries := teamDrain(t, agents, drainPool(t, dsn), n)
 	<-outage
 	if len(claimed) != n {
 		t.Fatalf("%d tasks claimed, want %d", len(claimed), n)
