@@ -199,7 +199,7 @@ func (a *teamAgent) keepAlive(t *testing.T) {
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 			}
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // a moment before it reconnects, as a bridge does
 		}
 	}()
 }
