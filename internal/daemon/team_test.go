@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/codec"
@@ -440,12 +439,13 @@ func TestTeamPartitionedCloneFencedByEpoch(t *testing.T) {
 	})
 }
 
-// teamDrain has agents claim the next task and resolve it until the shared
-// state (pool) says each of the n tasks is done, retrying answers that say to (503 with Retry-After); it returns
-// how many times each task was claimed and how many retryable answers
-// came. A claim acknowledged and then refused at its resolve is a lost
-// claim, and fails the test.
-func teamDrain(t *testing.T, agents []*teamAgent, pool *pgxpool.Pool, n int) (map[string]int, int) {
+// teamDrain has agents claim the next task and resolve it, retrying
+// answers that say to (503 with Retry-After), until they are told nothing
+// is ready and done says they may stop (the shared state says every task
+// is done); it returns how many times each task was claimed and how many
+// retryable answers came. A claim acknowledged and then refused at its
+// resolve is a lost claim, and fails the test.
+func teamDrain(t *testing.T, agents []*teamAgent, done func() bool) (map[string]int, int) {
 	var mu sync.Mutex
 	claimed := map[string]int{}
 	retries := 0
@@ -465,8 +465,7 @@ func teamDrain(t *testing.T, agents []*teamAgent, pool *pgxpool.Pool, n int) (ma
 	var wg sync.WaitGroup
 	for _, a := range agents {
 		wg.Go(func() {
-			// An agent told nothing is ready asks again until the shared
-			// state says every task is done.
+			// An agent told nothing is ready asks again until done.
 			for deadline := time.Now().Add(3 * time.Minute); ; {
 				code, b, after := a.call(http.MethodPost, "/claim", map[string]any{})
 				if retry(code, after) {
@@ -479,11 +478,11 @@ func teamDrain(t *testing.T, agents []*teamAgent, pool *pgxpool.Pool, n int) (ma
 						t.Errorf("%s claim: %d %s", a.name, code, b)
 						return
 					}
-					if _, undone, err := leftIn(context.Background(), pool, n); err == nil && undone == 0 {
+					if done() {
 						return
 					}
 					if time.Now().After(deadline) {
-						t.Errorf("%s: tasks are left undone in the shared state 3 minutes on, and none is ready", a.name)
+						t.Errorf("%s: nothing is ready, and the drain is not done 3 minutes on", a.name)
 						return
 					}
 					time.Sleep(50 * time.Millisecond)
@@ -556,7 +555,18 @@ func TestTeamDatabaseRestartMidRun(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	claimed, retries := teamDrain(t, agents, drainPool(t, dsn), n)
+	// The agents stop once the outage is over and the shared state says
+	// every task is done: they are at work, or asking, all through it.
+	pool := drainPool(t, dsn)
+	claimed, retries := teamDrain(t, agents, func() bool {
+		select {
+		case <-outage:
+		default:
+			return false
+		}
+		_, undone, err := leftIn(ctx, pool, n)
+		return err == nil && undone == 0
+	})
 	<-outage
 	if len(claimed) != n {
 		t.Fatalf("%d tasks claimed, want %d", len(claimed), n)
