@@ -15,6 +15,7 @@ import (
 // TestCallsOverHTTP makes every typed call against a real snagd, as a
 // person and as an agent's session, and reads the API's types back.
 func TestCallsOverHTTP(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "home")
 	root := newProject(t, t.TempDir())
 	serve(t, root, home)

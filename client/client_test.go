@@ -85,6 +85,7 @@ func newProject(t *testing.T, dir string) string {
 }
 
 func TestDialFindsTheProjectsDaemon(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "home")
 	root := newProject(t, t.TempDir())
 	port := serve(t, root, home)
@@ -106,6 +107,7 @@ func TestDialFindsTheProjectsDaemon(t *testing.T) {
 // TestAnotherProjectsDaemonIsNeverUsed: the error names the daemon found
 // and the command that starts the right one.
 func TestAnotherProjectsDaemonIsNeverUsed(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "home")
 	other := newProject(t, t.TempDir())
 	port := serve(t, other, home)
@@ -127,6 +129,7 @@ func TestAnotherProjectsDaemonIsNeverUsed(t *testing.T) {
 // as a loaded machine leaves it unscheduled), is asked again with more
 // patience and named, instead of an error that says nothing runs there.
 func TestAnotherProjectsSlowDaemonIsNamed(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "home")
 	other := newProject(t, t.TempDir())
 	p := snagdtest.Start(t, snagdtest.Options{Bin: failpointSnagd(t), Root: other, Home: home, Port: snagdtest.FreePort(t)})
@@ -150,6 +153,7 @@ func TestAnotherProjectsSlowDaemonIsNamed(t *testing.T) {
 // TestX6_SquatterNeverSeesTheToken: something on the daemon's port that
 // says it is snagd but cannot prove it holds the token is never sent it.
 func TestX6_SquatterNeverSeesTheToken(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "home")
 	root := newProject(t, t.TempDir())
 	newProject(t, t.TempDir())
@@ -299,6 +303,7 @@ func TestDialWaitsForASlowStartAsLongAsItAnswers(t *testing.T) {
 // that will serve: a command waits for it, with the lock's shortcut or
 // without, instead of saying no snagd serves the project.
 func TestDialWaitsForADaemonThatHoldsTheLockBeforeItAnswers(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "home")
 	root := newProject(t, t.TempDir())
 	p := snagdtest.Start(t, snagdtest.Options{Bin: failpointSnagd(t), Root: root, Home: home, Port: snagdtest.FreePort(t),
@@ -339,6 +344,7 @@ func TestDialWaitsForADaemonThatHoldsTheLockBeforeItAnswers(t *testing.T) {
 // that names a squatter's port but is not held is not trusted, and the
 // squatter never sees the token (X6 with the lock's shortcut).
 func TestQuickDialTrustsOnlyAHeldLock(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "home")
 	root := newProject(t, t.TempDir())
 	port := serve(t, root, home)

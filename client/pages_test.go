@@ -62,6 +62,7 @@ var leftToJSON = []string{
 }
 
 func TestPagesReadAsEncodingJSON(t *testing.T) {
+	t.Parallel()
 	for _, in := range snagdWrites {
 		if l, ok := client.ReadTaskList([]byte(in)); ok || len(l.Tasks) > 0 {
 			var want api.TaskList
@@ -132,6 +133,7 @@ func readsAsJSON[T any](t *testing.T, name string, in []byte, read func([]byte) 
 // (blocked tasks, plans, suspect files, a broken file) with the reader
 // itself, as encoding/json reads them.
 func TestPagesOfARealSnagd(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "home")
 	root := snagdtest.Sample(t)
 	port := serve(t, root, home)

@@ -108,6 +108,7 @@ func get(t *testing.T, tr *transport, port int, req *request) (*response, []byte
 // server chunks what it does not buffer whole) come out byte for byte, and the
 // request carries its headers, its body and its length.
 func TestWireBodies(t *testing.T) {
+	t.Parallel()
 	big := bytes.Repeat([]byte("0123456789abcdef"), 64<<10/16+7)
 	port, _ := serveHTTP(t, func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -151,6 +152,7 @@ func TestWireBodies(t *testing.T) {
 // snagd closed while idle is noticed and a new one made; an answer that says
 // Connection: close is not reused.
 func TestWireKeepsConnections(t *testing.T) {
+	t.Parallel()
 	port, conns := serveHTTP(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/close" {
 			w.Header().Set("Connection", "close")
@@ -204,6 +206,7 @@ func TestWireKeepsConnections(t *testing.T) {
 // server closed without answering is sent again on a new one; a POST is
 // not (the server may have acted on it), and its error says what happened.
 func TestWireStaleConnectionIsRetriedOnce(t *testing.T) {
+	t.Parallel()
 	var n atomic.Int32
 	port := serveRaw(t, func(c net.Conn, br *bufio.Reader) {
 		if _, _, err := readRequest(br); err != nil {
@@ -235,6 +238,7 @@ func TestWireStaleConnectionIsRetriedOnce(t *testing.T) {
 // the connection, 1xx answers, and every malformed answer is an error,
 // never a short body taken for a whole one.
 func TestWireRawAnswers(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, answer, want, err string
 	}{
@@ -277,6 +281,7 @@ func TestWireRawAnswers(t *testing.T) {
 // context ends; a request's timeout ends an exchange the server never
 // answers, and the error says so.
 func TestWireContextAndTimeout(t *testing.T) {
+	t.Parallel()
 	port := serveRaw(t, func(c net.Conn, br *bufio.Reader) {
 		head, _, _ := readRequest(br)
 		if strings.HasPrefix(head, "GET /stream ") {
@@ -314,6 +319,7 @@ func TestWireContextAndTimeout(t *testing.T) {
 // TestWireErrorStatus: errorOf words an answer without snagd's JSON error by
 // its status line.
 func TestWireErrorStatus(t *testing.T) {
+	t.Parallel()
 	port := serveRaw(t, func(c net.Conn, br *bufio.Reader) {
 		readRequest(br)
 		io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 4\r\n\r\noops")

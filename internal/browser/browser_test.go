@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -74,7 +75,16 @@ func leftBehind(t *testing.T, tmp string) {
 // site serves the pages of the tests on 127.0.0.1.
 func site(t *testing.T) *httptest.Server {
 	t.Helper()
-	release := make(chan struct{})
+	srv, _ := siteStuck(t)
+	return srv
+}
+
+// siteStuck is site, and a channel closed once a browser has asked for
+// /stuck: it is then waiting for a page that never answers.
+func siteStuck(t *testing.T) (*httptest.Server, <-chan struct{}) {
+	t.Helper()
+	release, asked := make(chan struct{}), make(chan struct{})
+	var once sync.Once
 	mux := http.NewServeMux()
 	page := func(path, body string) {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
@@ -108,6 +118,7 @@ func site(t *testing.T) *httptest.Server {
 		}
 	})
 	mux.HandleFunc("/stuck", func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { close(asked) })
 		select {
 		case <-r.Context().Done():
 		case <-release:
@@ -119,7 +130,7 @@ func site(t *testing.T) *httptest.Server {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(release) })
-	return srv
+	return srv, asked
 }
 
 // counter is a server on another allowed-looking host (localhost) that
@@ -342,22 +353,23 @@ func TestRunLoadFails(t *testing.T) {
 // error and leaves nothing running.
 func TestRunCanceled(t *testing.T) {
 	needChromium(t)
-	srv := site(t)
+	srv, asked := siteStuck(t)
 	tmp := isolate(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() {
 		// Cancel once the browser is up and waiting for the page.
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
-			if m, _ := filepath.Glob(filepath.Join(tmp, "snag-chromium-*", "profile", "*")); len(m) > 0 {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
+		select {
+		case <-asked:
+		case <-ctx.Done():
 		}
-		time.Sleep(300 * time.Millisecond)
 		cancel()
 	}()
 	_, err := Run(ctx, Check{URL: srv.URL + "/stuck", AllowedHosts: local, CapturedErrors: []string{capturedLog}, Timeout: time.Minute})
+	select {
+	case <-asked:
+	default:
+		t.Error("the browser never asked for /stuck: the cancel did not come while it waited for the page")
+	}
 	leftBehind(t, tmp)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Run = %v, want an error wrapping context.Canceled", err)

@@ -555,22 +555,23 @@ func TestCaptureRefusesRedirectOffHost(t *testing.T) {
 
 func TestCaptureCanceled(t *testing.T) {
 	needChromium(t)
-	srv := site(t)
+	srv, asked := siteStuck(t)
 	tmp := isolate(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() {
 		// Cancel once the browser is up and waiting for the page.
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
-			if m, _ := filepath.Glob(filepath.Join(tmp, "snag-chromium-*", "profile", "*")); len(m) > 0 {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
+		select {
+		case <-asked:
+		case <-ctx.Done():
 		}
-		time.Sleep(300 * time.Millisecond)
 		cancel()
 	}()
 	_, err := Capture(ctx, CaptureRequest{URL: srv.URL + "/stuck", AllowedHosts: local, Timeout: time.Minute})
+	select {
+	case <-asked:
+	default:
+		t.Error("the browser never asked for /stuck: the cancel did not come while it waited for the page")
+	}
 	leftBehind(t, tmp)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Capture = %v, want an error wrapping context.Canceled", err)

@@ -14,6 +14,7 @@ import (
 )
 
 func TestRedact(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, want string }{
 		{"postgres://snag:s3cret@db.example.com:5432/snag?sslmode=require", "postgres://snag:xxxxx@db.example.com:5432/snag?sslmode=require"},
 		{"postgresql://snag@db/snag", "postgresql://snag@db/snag"},
@@ -78,6 +79,7 @@ func TestFindDSN(t *testing.T) {
 // TestWrongPasswordNotInError: a failed connection's error names the
 // DSN with its password redacted.
 func TestWrongPasswordNotInError(t *testing.T) {
+	t.Parallel()
 	c := pgtest.Shared(t)
 	dsn := strings.Replace(c.DSN("postgres"), c.Password, "Wr0ngPassw0rdXYZ", 1)
 	_, err := Init(context.Background(), dsn)
@@ -99,6 +101,7 @@ func TestWrongPasswordNotInError(t *testing.T) {
 // answers (within the default connect timeout, not the call's 30 s), and a
 // DSN that does not parse.
 func TestBadDSNsNameTheFix(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDB(t)
 	u, err := url.Parse(dsn)
 	if err != nil {

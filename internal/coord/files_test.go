@@ -22,6 +22,7 @@ func prefixOverlap(a, b string) bool {
 // race for overlapping exclusive claims, round after round: exactly one
 // gets its paths each round, and a refused claim made none of its paths.
 func TestL7_FileClaimsAllOrNothingAcrossClones(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := context.Background()
 	clones := []*Store{openClone(t, dsn, "ws", 1, 0), openClone(t, dsn, "ws", 2, 0), openClone(t, dsn, "ws", 3, 0)}
@@ -60,6 +61,7 @@ func TestL7_FileClaimsAllOrNothingAcrossClones(t *testing.T) {
 // it, another clone's claim gets in once it expired or was released, and
 // a person's release ends it whoever holds it.
 func TestL8_FileClaimTTLAndRelease(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := context.Background()
 	a, b := openClone(t, dsn, "ws", 1, 0), openClone(t, dsn, "ws", 2, 0)
@@ -78,7 +80,7 @@ func TestL8_FileClaimTTLAndRelease(t *testing.T) {
 	if res := claim(a, sa, "x.go", 2*time.Second); res.Renewed != 1 {
 		t.Fatalf("renewal: %+v", res)
 	}
-	time.Sleep(2200 * time.Millisecond)
+	time.Sleep(2200 * time.Millisecond) // the renewed 2 s claim expires: time itself, no signal to wait on
 	if res := claim(b, sb, "x.go", time.Minute); len(res.Conflicts) != 0 {
 		t.Fatalf("after ADA's claim expired: %+v", res)
 	}
@@ -108,6 +110,7 @@ func TestL8_FileClaimTTLAndRelease(t *testing.T) {
 // time, on any clone; the holder renews; another gets in once it expired
 // or its session ended.
 func TestBranchLeaseAcrossClones(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := context.Background()
 	a, b := openClone(t, dsn, "ws", 1, 0), openClone(t, dsn, "ws", 2, 0)
@@ -125,7 +128,7 @@ func TestBranchLeaseAcrossClones(t *testing.T) {
 	if _, ok, _ := a.TakeBranch(ctx, "main", sa, time.Second); !ok {
 		t.Fatal("the holder renews")
 	}
-	time.Sleep(1100 * time.Millisecond)
+	time.Sleep(1100 * time.Millisecond) // the 1 s hold of the branch expires: time itself, no signal to wait on
 	if _, ok, _ := b.TakeBranch(ctx, "main", sb, time.Minute); !ok {
 		t.Fatal("expired: another gets it")
 	}
@@ -140,6 +143,7 @@ func TestBranchLeaseAcrossClones(t *testing.T) {
 // TestAuditBatchAndNames: the shared audit log holds every clone's
 // entries with its machine; a clone sees the live names of the others.
 func TestAuditBatchAndNames(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := context.Background()
 	a, b := openClone(t, dsn, "ws", 1, 0), openClone(t, dsn, "ws", 2, 0)

@@ -71,6 +71,7 @@ func eachStore(t *testing.T, f func(t *testing.T, open opener)) {
 // instant, round after round: exactly one wins each round, the others are
 // told who holds it.
 func TestL1_OneWinner(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
 		ms := []Live{open(t, 1, 0), open(t, 2, 0), open(t, 3, 0)}
@@ -119,6 +120,7 @@ func TestL1_OneWinner(t *testing.T) {
 // epoch on too; a grant to the session that holds the task gives its
 // lease as it is.
 func TestR7_EpochsFence(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
 		a, b := open(t, 1, 0), open(t, 2, 0)
@@ -187,6 +189,7 @@ func TestR7_EpochsFence(t *testing.T) {
 // free, and a lease done at a member's own epoch is taken back at a
 // restart (GrantAt); a person's decision in between wins.
 func TestR7_EndFirstAndUnend(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
 		a, b := open(t, 1, 0), open(t, 2, 0)
@@ -238,6 +241,7 @@ func TestR7_EndFirstAndUnend(t *testing.T) {
 // one else's; its own calls are then refused until it joins again, as a
 // new member, and its old epochs are stale.
 func TestR7_SilentMemberSwept(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
 		grace := 1200 * time.Millisecond
@@ -321,6 +325,7 @@ func TestR7_SilentMemberSwept(t *testing.T) {
 // swept by one whose grace is short while it is within its own, and the
 // short one learns at its join that they differ.
 func TestR7_EachSweptByItsOwnGrace(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
 		long := open(t, 1, 30*time.Second)
@@ -345,6 +350,7 @@ func TestR7_EachSweptByItsOwnGrace(t *testing.T) {
 // TestR7_Names: one live session per name across members; a name is free
 // again once its session ends.
 func TestR7_Names(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
 		a, b := open(t, 1, 0), open(t, 2, 0)
@@ -389,6 +395,7 @@ func TestR7_Names(t *testing.T) {
 // TestR7_Sequences: members take alias numbers at once: every number once,
 // none below the floor each asked for.
 func TestR7_Sequences(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
 		ms := []Live{open(t, 1, 0), open(t, 2, 0), open(t, 3, 0)}
@@ -445,6 +452,7 @@ func TestR7_Sequences(t *testing.T) {
 // members, all or nothing, naming the holder; shared claims coexist; a
 // release, a person's force release and the expiry end them.
 func TestR7_FileClaims(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
 		a, b := open(t, 1, 0), open(t, 2, 0)
@@ -507,6 +515,7 @@ func TestR7_FileClaims(t *testing.T) {
 // TestR7_Audit: entries come back in order, after an id, with their
 // member.
 func TestR7_Audit(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
 		a, b := open(t, 1, 0), open(t, 2, 0)
@@ -561,6 +570,7 @@ func TestR7_Audit(t *testing.T) {
 // tasks and sessions on each take the next one until none is left: every
 // task is granted once, in the queue's order for each member, and done.
 func TestL2_DrainExactlyOnce(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
 		ms := []Live{open(t, 1, 0), open(t, 2, 0), open(t, 3, 0)}
@@ -642,6 +652,7 @@ func TestL2_DrainExactlyOnce(t *testing.T) {
 // other members' agents with what they hold, their activity by branch,
 // and the members themselves.
 func TestR7_MessagesAndAgents(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
 		a, b := open(t, 1, 0), open(t, 2, 0)
@@ -703,6 +714,7 @@ func TestR7_MessagesAndAgents(t *testing.T) {
 // however long they were silent together (a machine that slept); a
 // member another process left behind is.
 func TestEmbeddedMembersOfOneProcess(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), EmbeddedFile)
 	db, err := OpenEmbeddedDB(ctx, path)
@@ -760,6 +772,7 @@ func sweepUntil(t *testing.T, m Live) Swept {
 // line counts for nothing. The sequence needs no member (snag doctor
 // --fix takes keys from it without a snagd).
 func TestEmbeddedGoesOnFromTheKeysFile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	legacy := "note 7\ntask 41\ntask x\nbogus\n"
@@ -797,6 +810,7 @@ func TestEmbeddedGoesOnFromTheKeysFile(t *testing.T) {
 // audit without the local column, is brought up to date when it is
 // opened, its entries kept.
 func TestEmbeddedMigratesAnOlderFile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), EmbeddedFile)
 	conn, err := sqlite.OpenConn(path, sqlite.OpenReadWrite|sqlite.OpenCreate|sqlite.OpenWAL)

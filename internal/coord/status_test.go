@@ -14,6 +14,7 @@ import (
 // lease are seen, each with its agents and what they hold, and reading
 // the status writes no row.
 func TestStatusSeesClonesWithoutJoining(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := context.Background()
 	a, b := openClone(t, dsn, "github.com/acme/shop", 1, 0), openClone(t, dsn, "github.com/acme/shop", 2, 0)
@@ -85,6 +86,7 @@ func rowCounts(t *testing.T, s *Store) [4]int {
 // status that says so, and names the workspaces that are there; a
 // workspace whose clones all ended says none is connected.
 func TestStatusUnknownWorkspace(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := context.Background()
 	st, err := Status(ctx, dsn, "github.com/acme/shop")
@@ -118,6 +120,7 @@ func TestStatusUnknownWorkspace(t *testing.T) {
 // TestStatusRefusals: a database without the schema is refused naming
 // snag team init; a wrong password's error holds neither password.
 func TestStatusRefusals(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	empty := pgtest.NewDB(t)
 	_, err := Status(ctx, empty, "ws")

@@ -97,7 +97,7 @@ func agentMain() int {
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 			}
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // a moment before it reconnects, as a bridge does
 		}
 	}()
 	<-connected

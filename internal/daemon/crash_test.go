@@ -209,6 +209,7 @@ func personPost(d *daemon, path string, in any) int {
 // lease goes back to the agent's session rather than staying detached; one
 // that committed is the agent's own lease.
 func TestS1_ClaimFailpoints(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		step     string
 		claimed  bool
@@ -267,6 +268,7 @@ func slowVerify(t *testing.T, root, home string) {
 // TestS1_ResolveFailpoints: the same for a resolve: claimed before the
 // rename, verifying after it; the lease is the agent's throughout.
 func TestS1_ResolveFailpoints(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		step      string
 		verifying bool
@@ -308,6 +310,7 @@ func TestS1_ResolveFailpoints(t *testing.T) {
 // the new file is linked into place there is no new task; from then on it
 // is whole and indexed. The next add works.
 func TestS1_AddFailpoints(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		point string
 		added bool

@@ -12,6 +12,7 @@ import (
 // for an operation no route names: serveOps registers exactly those
 // routes.
 func TestEveryOperationIsServed(t *testing.T) {
+	t.Parallel()
 	s := newService(&Daemon{})
 	named := map[string]bool{}
 	for _, r := range api.Routes {

@@ -51,7 +51,7 @@ func dbLockMain(path string) int {
 		return 1
 	}
 	fmt.Println("locked")
-	time.Sleep(hold)
+	time.Sleep(hold) // the scenario: another process holds the write lock this long
 	sqlitex.ExecuteTransient(conn, "ROLLBACK", nil)
 	return 0
 }
@@ -280,6 +280,7 @@ func s3Patch(t *testing.T, path string, off int64, b []byte) {
 // agent gets back when it registers again. A deleted WAL loses what it
 // held: the files fill the gap.
 func TestS3_CorruptDB(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		kill   bool // SIGKILL, leaving the WAL; else a clean stop, settled
@@ -385,6 +386,7 @@ func TestS3_CorruptDB(t *testing.T) {
 // before where the old snag.db was damaged (the fence the cut-off start
 // owed), and nothing of the cut-off build is left.
 func TestS3_KilledWhileRebuilding(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, step string
 		damaged    bool

@@ -1529,7 +1529,7 @@ func BenchmarkTeamHeartbeatLoad(b *testing.B) {
 				time.Sleep(12 * time.Second)
 				before := readLoad(b, pool)
 				b.StartTimer()
-				time.Sleep(window)
+				time.Sleep(window) // the benchmark measures the store's load over this window
 				b.StopTimer()
 				after := readLoad(b, pool)
 				b.Logf("%d agents, %v: %s", agents, after.at.Sub(before.at).Round(time.Second), after.since(before))

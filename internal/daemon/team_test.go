@@ -198,7 +198,7 @@ func (a *teamAgent) keepAlive(t *testing.T) {
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 			}
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // a moment before it reconnects, as a bridge does
 		}
 	}()
 }
@@ -252,6 +252,7 @@ func TestTeamClaimsExactlyOnceAcrossClones(t *testing.T) {
 	for range 3 {
 		ds = append(ds, startTeam(t, teamClone(t, bare), dsn, 15*time.Second))
 	}
+	pool := drainPool(t, dsn)
 	var mu sync.Mutex
 	claimed := map[string][]string{}
 	var wg sync.WaitGroup
@@ -259,15 +260,21 @@ func TestTeamClaimsExactlyOnceAcrossClones(t *testing.T) {
 		d := ds[i%3]
 		a := newTeamAgent(t, d)
 		wg.Go(func() {
-			empty := 0
-			for empty < 20 {
+			// An agent told nothing is ready asks again until the shared
+			// state says every task is done.
+			for deadline := time.Now().Add(2 * time.Minute); ; {
 				c, code, _ := a.claimNext(t)
 				if code != http.StatusOK || c.Task == nil {
-					empty++
+					if _, undone, err := leftIn(context.Background(), pool, n); err == nil && undone == 0 {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Errorf("%s: tasks are left undone in the shared state 2 minutes on, and none is ready", a.name)
+						return
+					}
 					time.Sleep(50 * time.Millisecond)
 					continue
 				}
-				empty = 0
 				mu.Lock()
 				claimed[c.Task.Key] = append(claimed[c.Task.Key], fmt.Sprintf("%s@%d", a.name, d.port))
 				mu.Unlock()
@@ -432,12 +439,13 @@ func TestTeamPartitionedCloneFencedByEpoch(t *testing.T) {
 	})
 }
 
-// teamDrain has agents claim the next task and resolve it until none is
-// left, retrying answers that say to (503 with Retry-After); it returns
-// how many times each task was claimed and how many retryable answers
-// came. A claim acknowledged and then refused at its resolve is a lost
-// claim, and fails the test.
-func teamDrain(t *testing.T, agents []*teamAgent, idle time.Duration) (map[string]int, int) {
+// teamDrain has agents claim the next task and resolve it, retrying
+// answers that say to (503 with Retry-After), until they are told nothing
+// is ready and done says they may stop (the shared state says every task
+// is done); it returns how many times each task was claimed and how many
+// retryable answers came. A claim acknowledged and then refused at its
+// resolve is a lost claim, and fails the test.
+func teamDrain(t *testing.T, agents []*teamAgent, done func() bool) (map[string]int, int) {
 	var mu sync.Mutex
 	claimed := map[string]int{}
 	retries := 0
@@ -457,8 +465,8 @@ func teamDrain(t *testing.T, agents []*teamAgent, idle time.Duration) (map[strin
 	var wg sync.WaitGroup
 	for _, a := range agents {
 		wg.Go(func() {
-			last := time.Now()
-			for time.Since(last) < idle {
+			// An agent told nothing is ready asks again until done.
+			for deadline := time.Now().Add(3 * time.Minute); ; {
 				code, b, after := a.call(http.MethodPost, "/claim", map[string]any{})
 				if retry(code, after) {
 					continue
@@ -470,10 +478,16 @@ func teamDrain(t *testing.T, agents []*teamAgent, idle time.Duration) (map[strin
 						t.Errorf("%s claim: %d %s", a.name, code, b)
 						return
 					}
+					if done() {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Errorf("%s: nothing is ready, and the drain is not done 3 minutes on", a.name)
+						return
+					}
 					time.Sleep(50 * time.Millisecond)
 					continue
 				}
-				last = time.Now()
 				mu.Lock()
 				claimed[c.Task.Key]++
 				mu.Unlock()
@@ -531,17 +545,28 @@ func TestTeamDatabaseRestartMidRun(t *testing.T) {
 	outage := make(chan struct{})
 	go func() {
 		defer close(outage)
-		time.Sleep(1500 * time.Millisecond)
+		time.Sleep(1500 * time.Millisecond) // the scenario: the outage comes while the agents drain
 		if err := c.Stop(ctx); err != nil {
 			t.Error(err)
 			return
 		}
-		time.Sleep(10 * time.Second)
+		time.Sleep(10 * time.Second) // the scenario: the outage lasts 10 s
 		if err := c.Start(ctx); err != nil {
 			t.Error(err)
 		}
 	}()
-	claimed, retries := teamDrain(t, agents, 20*time.Second)
+	// The agents stop once the outage is over and the shared state says
+	// every task is done: they are at work, or asking, all through it.
+	pool := drainPool(t, dsn)
+	claimed, retries := teamDrain(t, agents, func() bool {
+		select {
+		case <-outage:
+		default:
+			return false
+		}
+		_, undone, err := leftIn(ctx, pool, n)
+		return err == nil && undone == 0
+	})
 	<-outage
 	if len(claimed) != n {
 		t.Fatalf("%d tasks claimed, want %d", len(claimed), n)

@@ -16,6 +16,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/snagdev/snag/api"
 	daemonpkg "github.com/snagdev/snag/internal/daemon"
 )
 
@@ -38,6 +39,22 @@ func hToken(t *testing.T, e *env) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// hSweeps is snagd's count of its sweeps of the sessions so far (GET
+// /health?progress=1).
+func hSweeps(t *testing.T, e *env) int64 {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/health?progress=1", e.port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h api.Health
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil || h.Progress == nil {
+		t.Fatalf("GET /health?progress=1: %v, progress %v", err, h.Progress)
+	}
+	return h.Progress.Sweeps
 }
 
 func (e *env) hURL() string { return fmt.Sprintf("http://127.0.0.1:%d/mcp", e.port) }
@@ -313,8 +330,14 @@ func TestHTTPIdleSessionEnds(t *testing.T) {
 	}
 	waitOpen(t, held, quietKey, 30*time.Second, "its session was idle past --mcp-idle and the grace")
 	// Were the session with its stream open idle too, its lease would end
-	// the idle time and the grace after its last request, and a sweep.
-	time.Sleep(time.Until(heldClaimed.Add(idle + daemonpkg.DefaultGrace + daemonpkg.DefaultSweep)))
+	// the idle time and the grace after its last request, at the next
+	// sweep: let that time pass (the idle clock and the grace are time
+	// itself), then wait for two more sweeps, the first of which may have
+	// begun before the moment.
+	time.Sleep(time.Until(heldClaimed.Add(idle + daemonpkg.DefaultGrace)))
+	after := hSweeps(t, e) + 2
+	waitFor(t, 30*time.Second, func() bool { return hSweeps(t, e) >= after },
+		func() string { return fmt.Sprintf("snagd counted %d sweeps, want %d", hSweeps(t, e), after) })
 	_, _, sc = call(t, held, "snag_get", map[string]any{"id": heldKey})
 	if st := sc["task"].(map[string]any)["status"]; st != "claimed" {
 		t.Errorf("%s of the session with its stream open: %v, want claimed", heldKey, st)

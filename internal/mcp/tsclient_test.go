@@ -102,22 +102,15 @@ func TestTypeScriptClient(t *testing.T) {
 	}
 
 	// The add went through snagd to a file in the project.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitFor(t, 10*time.Second, func() bool {
 		files, _ := filepath.Glob(filepath.Join(root, ".snag", "tasks", "*.md"))
-		found := false
 		for _, f := range files {
-			b, _ := os.ReadFile(f)
-			found = found || bytes.Contains(b, []byte("Interop test note from the TypeScript client"))
+			if b, _ := os.ReadFile(f); bytes.Contains(b, []byte("Interop test note from the TypeScript client")) {
+				return true
+			}
 		}
-		if found {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("snag_add answered but no task file holds the note")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false
+	}, func() string { return "snag_add answered but no task file holds the note" })
 }
 
 // TestTypeScriptSubscribeAndComplete: resources/subscribe with

@@ -69,17 +69,7 @@ func TestTwoWorktreesShareOneDaemon(t *testing.T) {
 	}
 
 	cmdA.Process.Signal(syscall.SIGKILL)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		_, _, sc := call(t, csB, "snag_get", map[string]any{"id": keyA})
-		if sc["task"].(map[string]any)["status"] == "open" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still held 5 s after its bridge was killed", keyA)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitOpen(t, csB, keyA, 5*time.Second, "its bridge was killed")
 	if _, _, sc := call(t, csB, "snag_get", map[string]any{"id": keyB}); sc["task"].(map[string]any)["status"] != "claimed" {
 		t.Errorf("the living bridge's %s is %v after the other bridge died", keyB, sc["task"].(map[string]any)["status"])
 	}

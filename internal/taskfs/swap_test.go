@@ -232,7 +232,7 @@ func TestS7_UpdateWaitsOutATruncatingSave(t *testing.T) {
 	}
 	written := make(chan error, 1)
 	go func() {
-		time.Sleep(3 * time.Millisecond)
+		time.Sleep(3 * time.Millisecond) // the save writes a moment after it truncated, as an editor's does
 		_, err := f.Write(body)
 		written <- errors.Join(err, f.Close())
 	}()

@@ -20,6 +20,7 @@ import (
 )
 
 func TestSplit(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		line string
 		want []string
@@ -54,6 +55,7 @@ func TestSplit(t *testing.T) {
 }
 
 func TestSplitRefuses(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		line  string
 		shell bool   // the error is ErrNeedsShell
@@ -120,6 +122,7 @@ func run(t *testing.T, c verify.Command) verify.CommandResult {
 }
 
 func TestRunPasses(t *testing.T) {
+	t.Parallel()
 	res := run(t, verify.Command{Line: "true"})
 	if !res.Passed() || res.ExitCode != 0 || res.TimedOut || res.Tail != "" {
 		t.Errorf("true: %+v", res)
@@ -127,6 +130,7 @@ func TestRunPasses(t *testing.T) {
 }
 
 func TestRunFails(t *testing.T) {
+	t.Parallel()
 	for _, c := range []verify.Command{
 		{Line: `sh -c "echo to stdout; echo to stderr >&2; exit 3"`},
 		{Line: `echo to stdout; echo to stderr >&2; exit 3`, Shell: true},
@@ -144,6 +148,7 @@ func TestRunFails(t *testing.T) {
 }
 
 func TestRunStdinIsEmpty(t *testing.T) {
+	t.Parallel()
 	// cat with no file reads stdin: /dev/null ends it at once.
 	res := run(t, verify.Command{Line: "cat"})
 	if !res.Passed() || res.Tail != "" {
@@ -152,6 +157,7 @@ func TestRunStdinIsEmpty(t *testing.T) {
 }
 
 func TestTail(t *testing.T) {
+	t.Parallel()
 	var many strings.Builder
 	for i := 1; i <= 100000; i++ {
 		fmt.Fprintf(&many, "line %d\n", i)
@@ -290,6 +296,7 @@ func stat(pid int) (state byte, pgid int, ok bool) {
 }
 
 func TestTimeoutKillsTheGroup(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	res := run(t, verify.Command{
 		Dir:     dir,
@@ -308,6 +315,7 @@ func TestTimeoutKillsTheGroup(t *testing.T) {
 }
 
 func TestContextEndKillsTheGroup(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -345,6 +353,7 @@ func TestContextEndKillsTheGroup(t *testing.T) {
 }
 
 func TestExitKillsWhatItLeftBehind(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	res := run(t, verify.Command{
 		Dir:   dir,
@@ -359,6 +368,7 @@ func TestExitKillsWhatItLeftBehind(t *testing.T) {
 }
 
 func TestRunCannotStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "check.sh"), []byte("#!/bin/sh\nexit 0\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -385,6 +395,7 @@ func TestRunCannotStart(t *testing.T) {
 }
 
 func TestShellNotFoundIsAResult(t *testing.T) {
+	t.Parallel()
 	// Through a shell, a missing program is the shell's exit code 127.
 	res := run(t, verify.Command{Line: "snag-no-such-program", Shell: true})
 	if res.ExitCode != 127 || !strings.Contains(res.Tail, "snag-no-such-program") {
@@ -393,6 +404,7 @@ func TestShellNotFoundIsAResult(t *testing.T) {
 }
 
 func TestShellPipes(t *testing.T) {
+	t.Parallel()
 	res := run(t, verify.Command{Line: "printf 'a\\nb\\nc\\n' | grep -c . && test $(echo x | wc -c) -eq 2", Shell: true})
 	if !res.Passed() || res.Tail != "3" {
 		t.Errorf("got %+v, want a pass printing 3", res)
@@ -400,6 +412,7 @@ func TestShellPipes(t *testing.T) {
 }
 
 func TestDir(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	want, err := filepath.EvalSymlinks(dir)
 	if err != nil {
@@ -423,6 +436,7 @@ func TestDir(t *testing.T) {
 // TestMarker checks that a command does what it says when it runs, and
 // nothing when it is refused.
 func TestMarker(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "marker")
 	for _, line := range []string{"touch marker; touch other", "touch marker && true", "touch $HOME/marker"} {
@@ -449,6 +463,7 @@ func TestMarker(t *testing.T) {
 // is followed by a long stack trace: Tail holds the trace's end, Failing
 // the lines that say what failed, whatever runner printed them.
 func TestFailingLinesOutliveAStackTrace(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		runner, failing string
 	}{

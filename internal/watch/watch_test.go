@@ -147,6 +147,7 @@ func write(t *testing.T, path, data string) {
 }
 
 func TestWriteMakesABatch(t *testing.T) {
+	t.Parallel()
 	r := start(t, Options{})
 	write(t, r.tasks("SNAG-1 - a.md"), "---\n")
 	b := r.waitFor(t, "SNAG-1", hasFile("SNAG-1 - a.md"))
@@ -156,6 +157,7 @@ func TestWriteMakesABatch(t *testing.T) {
 }
 
 func TestEditorDroppingsNeverMakeABatch(t *testing.T) {
+	t.Parallel()
 	r := start(t, Options{})
 	for _, name := range []string{".SNAG-1 - a.md.swp", "4913", "SNAG-1 - a.md~", "#SNAG-1 - a.md#",
 		"SNAG-1 - a.md___jb_tmp___", "SNAG-1 - a.md___jb_old___", ".SNAG-1 - a.md.0a1b2c.snag-tmp", "notes.txt"} {
@@ -175,6 +177,7 @@ func TestEditorDroppingsNeverMakeABatch(t *testing.T) {
 
 // TestW5_ChmodAndTouchAreIgnored: attribute changes never make a batch.
 func TestW5_ChmodAndTouchAreIgnored(t *testing.T) {
+	t.Parallel()
 	r := start(t, Options{})
 	p := r.tasks("SNAG-1 - a.md")
 	write(t, p, "---\n")
@@ -205,6 +208,7 @@ func TestW5_ChmodAndTouchAreIgnored(t *testing.T) {
 // a loaded machine can end it early); and writes made while the caller is
 // busy with a batch, all taken in before it returns, are the next batch.
 func TestManyEventsCoalesce(t *testing.T) {
+	t.Parallel()
 	writes := func(r *recorder) {
 		for i := range 200 {
 			write(t, r.tasks("SNAG-1 - a.md"), strings.Repeat("x", i))
@@ -253,6 +257,7 @@ func TestManyEventsCoalesce(t *testing.T) {
 // TestW8_TasksFolderReplaced: tasks/ removed and recreated, or swapped by
 // two renames, asks for a rescan, and the next single edit is still seen.
 func TestW8_TasksFolderReplaced(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"remove", "swap"} {
 		t.Run(how, func(t *testing.T) {
 			r := start(t, Options{})
@@ -289,6 +294,7 @@ func TestW8_TasksFolderReplaced(t *testing.T) {
 // one rescan. The burst is made while the caller is busy with a batch, so
 // no pause of a loaded machine can split it across two.
 func TestW10_OverflowAsksForOneRescan(t *testing.T) {
+	t.Parallel()
 	r := start(t, Options{})
 	busy, release := make(chan struct{}), make(chan struct{})
 	t.Cleanup(func() {
@@ -324,6 +330,7 @@ func TestW10_OverflowAsksForOneRescan(t *testing.T) {
 
 // TestW11_PollingWhenNoWatches: in polling mode, batches still come.
 func TestW11_PollingWhenNoWatches(t *testing.T) {
+	t.Parallel()
 	r := start(t, Options{ForcePoll: true, Poll: 50 * time.Millisecond})
 	if !r.w.Polling() {
 		t.Fatal("Polling() = false with ForcePoll")
@@ -332,6 +339,7 @@ func TestW11_PollingWhenNoWatches(t *testing.T) {
 }
 
 func TestConfigChange(t *testing.T) {
+	t.Parallel()
 	r := start(t, Options{})
 	write(t, filepath.Join(r.root, ".snag", "config.json"), `{"version": 1}`)
 	r.waitFor(t, "config", func(b Batch) bool { return b.Config })
@@ -339,6 +347,7 @@ func TestConfigChange(t *testing.T) {
 
 // TestPlanRemoved: a plan.json someone removes is asked for again.
 func TestPlanRemoved(t *testing.T) {
+	t.Parallel()
 	r := start(t, Options{})
 	plan := filepath.Join(r.root, ".snag", "plan.json")
 	write(t, plan+".tmp", `{"version": 1}`)
@@ -352,6 +361,7 @@ func TestPlanRemoved(t *testing.T) {
 }
 
 func TestPeriodicRescan(t *testing.T) {
+	t.Parallel()
 	r := start(t, Options{Rescan: 100 * time.Millisecond})
 	r.waitFor(t, "a timer rescan", func(b Batch) bool { return b.Rescan && slices.Contains(b.Reasons, "timer") })
 }
@@ -366,6 +376,7 @@ func TestRescanPeriodFromTheEnvironment(t *testing.T) {
 
 // TestIndexRemoved: a snag.db someone moves away (or removes) is said.
 func TestIndexRemoved(t *testing.T) {
+	t.Parallel()
 	r := start(t, Options{})
 	db := filepath.Join(r.root, ".snag", "snag.db")
 	write(t, db+".tmp", "a new index")
