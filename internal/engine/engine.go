@@ -1,14 +1,24 @@
 // Package engine is snag's one writer. Every change to a project goes
-// through it: claims and releases under leases, resolves through verify, a
-// person's moves, new tasks, sessions and the sweep that ends them,
-// batches from the watcher and the settling of files an editor is
-// rewriting, the reconcile of leases with what the files say, plan.json,
-// and the events that announce each change.
+// through it, under its write lock and its group commit: claims and
+// releases under leases, a resolve's moves and a verify outcome's, a
+// person's moves and edits, new tasks, the session rows and their ends,
+// applying a watcher's batch to the index, the reconcile of leases with
+// what the files say, plan.json, and the events that announce each change.
+//
+// The work beside the writer is services, each a package under
+// internal/engine/ with its own state and, where it has background work,
+// a Run(ctx): the file sync (the watcher, settling, displaced saves), the
+// sessions' streams and sweep, verify's runs, the decision graph, the
+// team link, captures and task worktrees. Each reaches the engine over a
+// seam it declares (the engine's side is in seam_*.go); where the engine
+// tells a service something, it calls a hook the service installed
+// through internal/workspace, which opens them together. The engine
+// imports none of them.
 //
 // The engine knows nothing of HTTP. Its methods take a context and plain
 // values and return domain values and errors that wrap the sentinels
-// below; snagd's handlers, its /mcp endpoint and the board are thin
-// surfaces over it, in the same process.
+// below; snagd's operations, its /mcp endpoint and the board are thin
+// surfaces over it and its services, in the same process.
 package engine
 
 import (
@@ -129,12 +139,11 @@ type Engine struct {
 	// polling is set while the watcher polls, having no filesystem watches.
 	polling atomic.Bool
 
-	// displacedWG counts the background fixes of keys (keys.go), which
-	// Close waits for; displacedOff, set under mu when the engine stops,
-	// starts no new ones. (The displaced files are the file sync
-	// service's now.)
-	displacedWG  sync.WaitGroup
-	displacedOff atomic.Bool
+	// keyFixes counts the background fixes of keys (keys.go), which
+	// Close waits for; keyFixesOff, set under mu when the engine stops,
+	// starts no new ones.
+	keyFixes    sync.WaitGroup
+	keyFixesOff atomic.Bool
 
 	// tasksGone is set while the last rescan found no tasks/ folder (under mu).
 	tasksGone bool
@@ -305,9 +314,9 @@ func (e *Engine) Close() error {
 		}
 		e.stop()
 		e.mu.Lock()
-		e.displacedOff.Store(true)
+		e.keyFixesOff.Store(true)
 		e.mu.Unlock()
-		e.displacedWG.Wait()
+		e.keyFixes.Wait()
 		e.mu.Lock() // let an in-flight write finish before the index closes
 		defer e.mu.Unlock()
 		p := e.p

@@ -25,16 +25,16 @@ type keyFix struct {
 // lock is free: after every change the watcher brought (a merge, a pull,
 // a hand-written file) and at the start.
 func (e *Engine) fixKeysLater() {
-	if e.displacedOff.Load() {
+	if e.keyFixesOff.Load() {
 		return
 	}
 	if !e.keyFix.running.CompareAndSwap(false, true) {
 		e.keyFix.again.Store(true)
 		return
 	}
-	e.displacedWG.Add(1) // under e.mu, as Close stops them: Close waits for it as for the displaced files
+	e.keyFixes.Add(1) // under e.mu, as Close stops them: Close waits for it
 	go func() {
-		defer e.displacedWG.Done()
+		defer e.keyFixes.Done()
 		for {
 			e.fixKeys(e.runCtx)
 			if e.keyFix.again.Swap(false) {
@@ -59,7 +59,7 @@ func (e *Engine) fixKeysLater() {
 func (e *Engine) fixKeys(ctx context.Context) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.p == nil || !e.ready.Load() || e.displacedOff.Load() || ctx.Err() != nil {
+	if e.p == nil || !e.ready.Load() || e.keyFixesOff.Load() || ctx.Err() != nil {
 		return
 	}
 	rows, err := e.p.DB.Problems(ctx)
