@@ -171,11 +171,16 @@ func (s *Service) Run(ctx context.Context) error {
 // session of another host or boot is never swept, only shown. A session
 // that lives has the branch it works on recorded. The sweep also writes
 // snag.db again if it went away, as a watcher that polls sees no removal.
+// Once ctx ends it ends no more sessions: snagd is stopping, and those
+// whose processes are gone are ended by the next start's sweep.
 func (s *Service) sweep(ctx context.Context) {
 	s.e.RestoreIndex(ctx)
 	ss, err := s.e.LiveSessions(ctx)
 	if err == nil {
 		for _, l := range ss {
+			if ctx.Err() != nil {
+				return // stopping: the next start's sweep ends the rest
+			}
 			if !proc.Alive(l.PID, l.PIDStart, l.BootID) {
 				s.e.EndSession(l.ID, "process gone")
 			} else {
