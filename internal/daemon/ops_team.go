@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/engine/fileclaims"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/ops"
 	"github.com/snagdev/snag/internal/snag"
@@ -35,7 +35,7 @@ func (d *Daemon) teamContext(ctx context.Context, req ops.ContextRequest) (ops.C
 }
 
 func (d *Daemon) listFiles(ctx context.Context, _ ops.None) (ops.FileClaims, error) {
-	out, err := d.e.FileClaims(ctx)
+	out, err := d.w.FileClaims.List(ctx)
 	if err != nil {
 		return ops.FileClaims{}, err
 	}
@@ -43,13 +43,13 @@ func (d *Daemon) listFiles(ctx context.Context, _ ops.None) (ops.FileClaims, err
 }
 
 func (d *Daemon) claimFiles(ctx context.Context, req ops.FilesRequest) (ops.FilesClaimed, error) {
-	got, err := d.e.ClaimFiles(ctx, *sessionIn(ctx), engine.FilesRequest{Paths: req.Paths, Task: req.Task,
+	got, err := d.w.FileClaims.Claim(ctx, *sessionIn(ctx), fileclaims.Request{Paths: req.Paths, Task: req.Task,
 		TTL: time.Duration(req.TTLSec) * time.Second, Shared: req.Shared})
 	return filesClaimed(got, err)
 }
 
 func (d *Daemon) releaseFiles(ctx context.Context, req ops.FilesRequest) (ops.FilesReleased, error) {
-	out, err := d.e.ReleaseFiles(ctx, *sessionIn(ctx), req.Paths)
+	out, err := d.w.FileClaims.Release(ctx, *sessionIn(ctx), req.Paths)
 	if err != nil {
 		return ops.FilesReleased{}, err
 	}
@@ -60,7 +60,7 @@ func (d *Daemon) checkFiles(ctx context.Context, req ops.FilesRequest) (ops.File
 	if len(req.Paths) == 0 {
 		return ops.FilesChecked{}, &apiError{Status: http.StatusBadRequest, Code: "no_paths", Message: "check: name the paths to check"}
 	}
-	out, err := d.e.CheckFiles(ctx, sessionIn(ctx), req.Paths)
+	out, err := d.w.FileClaims.Check(ctx, sessionIn(ctx), req.Paths)
 	if err != nil {
 		return ops.FilesChecked{}, err
 	}
@@ -74,7 +74,7 @@ func (d *Daemon) forceReleaseFiles(ctx context.Context, req ops.ForceReleaseRequ
 	if by == "" {
 		by = "person"
 	}
-	out, err := d.e.PersonReleaseFile(ctx, req.Path, by, req.Reason)
+	out, err := d.w.FileClaims.PersonRelease(ctx, req.Path, by, req.Reason)
 	if err != nil {
 		return ops.FilesReleased{}, err
 	}
@@ -82,7 +82,7 @@ func (d *Daemon) forceReleaseFiles(ctx context.Context, req ops.ForceReleaseRequ
 }
 
 func (d *Daemon) commitGuard(ctx context.Context, req ops.GuardRequest) (ops.Guarded, error) {
-	out, err := d.e.Guard(ctx, req.Committer, req.Paths)
+	out, err := d.w.FileClaims.Guard(ctx, req.Committer, req.Paths)
 	if err != nil {
 		return ops.Guarded{}, err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/engine/fileclaims"
 	"github.com/snagdev/snag/internal/engine/worktrees"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
@@ -15,7 +16,7 @@ import (
 // the commit guard, reports and handoffs. Each handler is a thin reading
 // of its request around one engine call.
 
-func wireChecks(cs []engine.FilesCheck) []api.FilesCheck {
+func wireChecks(cs []fileclaims.Check) []api.FilesCheck {
 	out := make([]api.FilesCheck, len(cs))
 	for i, c := range cs {
 		out[i] = api.FilesCheck{Path: c.Path, Claims: orEmpty(c.Claims)}
@@ -25,7 +26,7 @@ func wireChecks(cs []engine.FilesCheck) []api.FilesCheck {
 
 // filesClaimed is a claim's answer: a refusal for claims in the way, or
 // of a late renewal, is an answer (granted false) that names them.
-func filesClaimed(got engine.FilesClaimed, err error) (api.FilesClaimed, error) {
+func filesClaimed(got fileclaims.Claimed, err error) (api.FilesClaimed, error) {
 	var refusal *engine.Error
 	if err != nil && errors.As(err, &refusal) && (errors.Is(err, engine.ErrFilesHeld) || refusal.Code == "expired") {
 		return api.FilesClaimed{Claims: []api.FileClaim{}, Conflicts: orEmpty(got.Conflicts),

@@ -108,7 +108,6 @@ type Engine struct {
 	hub       *Hub
 	adopt     func(id int64) // OnAdopt: the sessions service gives a session from before the start its grace
 	live      liveSessions
-	repos     repoRoots // each worktree's repository, for file claims
 	notes     notesSync // when the notes index last read its folder
 	keyFix    keyFix    // the settling of keys two tasks share (keys.go)
 	team      *team     // the live state's side (Options.Coord)

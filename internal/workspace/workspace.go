@@ -17,6 +17,7 @@ import (
 
 	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/engine/capture"
+	"github.com/snagdev/snag/internal/engine/fileclaims"
 	"github.com/snagdev/snag/internal/engine/filesync"
 	"github.com/snagdev/snag/internal/engine/graph"
 	"github.com/snagdev/snag/internal/engine/sessions"
@@ -45,6 +46,8 @@ type Workspace struct {
 	Verifier *verifier.Verifier
 	// Team links the engine to the live state's other clones.
 	Team *team.Service
+	// FileClaims claims, checks and releases the files agents edit.
+	FileClaims *fileclaims.Service
 }
 
 // The engine is each service's seam.
@@ -59,6 +62,9 @@ var (
 	// The verify service is the hook the engine starts its runs by.
 	_ engine.Verifier = (*verifier.Verifier)(nil)
 )
+
+// The engine is the file claims service's seam too.
+var _ fileclaims.Engine = (*engine.Engine)(nil)
 
 // runner is a service with background work.
 type runner interface {
@@ -85,6 +91,7 @@ func Open(ctx context.Context, opts engine.Options) (*Workspace, error) {
 	w.Verifier = verifier.New(e, verifier.Options{Home: opts.Home, Log: opts.Log})
 	e.UseVerifier(w.Verifier)
 	w.Team = team.New(afterResume{e}, opts.Log)
+	w.FileClaims = fileclaims.New(e, e.Project().DB)
 	return w, nil
 }
 
