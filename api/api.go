@@ -89,6 +89,10 @@ type Progress struct {
 	// Reconciles counts the completed reconciles of the leases with the
 	// team's coordination store (at the start, and after a rejoin).
 	Reconciles int64 `json:"reconciles"`
+	// IdleChecks counts the checks snagd made, with --exit-idle, of
+	// whether it has been idle that long (one a second); each is counted
+	// as it begins, so a check counted after a moment looked after it.
+	IdleChecks int64 `json:"idle_checks"`
 }
 
 // Counts is snag.Counts: are the number of task rows in the index, and of

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -67,6 +68,10 @@ type host struct {
 
 	trimMu sync.Mutex
 	trim   *time.Timer // trimSoon's
+
+	// idleChecks counts the lifetime loop's checks of idleness
+	// (api.Progress.IdleChecks).
+	idleChecks atomic.Int64
 }
 
 // trimAfter is how long after the last view opened snagd gives the memory

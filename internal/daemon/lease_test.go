@@ -347,19 +347,14 @@ updated: 2026-11-30T10:00:00Z
 // asking for the name: it gets it at its first ask, whether snagd ran on
 // meanwhile or restarted too. The old session's process is gone, so it is
 // ended then (its task goes back to the queue, as when the sweep finds
-// it), not a sweep later.
-//
-// It stays on a snagd process until the engine's race below is fixed: in
-// process (startInProcess) the agent started again was named anew (VESPER)
-// in most runs, on a process in none of 5. The engine ends the gone
-// session at once (endGoneNamed), but tells the live state so through its
-// outbox, later; while the end waits there the live state has the name
-// live, its Register (teamRegister) answers ErrNameTaken, and the new
-// session is renamed.
+// it), not a sweep later, and the live state hears of that end before it
+// is asked whether the name is free (the registration sends the outbox
+// first): in process, where the sender ran later, the agent started again
+// was once named anew in most runs.
 func TestARestartedAgentGetsItsNameAtOnce(t *testing.T) {
 	t.Parallel()
 	root, home := sampleProject(t), filepath.Join(t.TempDir(), "home")
-	d := startDaemon(t, root, home)
+	d := startInProcess(t, root, home, snagd.Options{})
 	for round, restart := range []bool{false, true} {
 		a := startAgent(t, d, "WREN")
 		if a.Name != "WREN" {
@@ -369,9 +364,8 @@ func TestARestartedAgentGetsItsNameAtOnce(t *testing.T) {
 		a.cmd.Process.Kill()
 		<-a.done
 		if restart {
-			d.cmd.Process.Signal(syscall.SIGTERM)
-			<-d.done
-			d = startDaemon(t, root, home)
+			d.terminate()
+			d = startInProcess(t, root, home, snagd.Options{})
 		}
 		b := startAgent(t, d, "WREN")
 		if b.Name != "WREN" {

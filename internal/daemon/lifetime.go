@@ -58,7 +58,13 @@ func (h *host) lifetime(ctx context.Context) error {
 			return errDone
 		case <-tick.C:
 		}
-		if h.opts.ExitIdle > 0 && h.idle(h.opts.ExitIdle) {
+		if h.opts.ExitIdle <= 0 {
+			continue
+		}
+		// Counted before it looks: a test that read the count at a moment
+		// and sees it grow knows a check has looked since.
+		h.idleChecks.Add(1)
+		if h.idle(h.opts.ExitIdle) {
 			h.log.Info("idle: no agent connected and no request: stopping", "idle_for", h.opts.ExitIdle.String())
 			return errDone
 		}

@@ -52,11 +52,28 @@ func TestExitIdle(t *testing.T) {
 		root := sampleProject(t)
 		d := startDaemon(t, root, "", "--exit-idle", "5s")
 		a := startAgent(t, d, "idle") // answers once its stream is open
-		select {
-		case <-d.done:
-			t.Fatalf("snagd stopped while an agent was connected:\n%s", d.log.String())
-		case <-time.After(8 * time.Second):
-		}
+		// The agent's last request came before now: a check that looks
+		// 5 s from now finds nothing used snagd for 5 s but the agent's
+		// open stream. Checks are counted as they begin, and the loop
+		// begins the next only once one found snagd in use: the second
+		// counted after the 5 s mark proves the first looked, and kept it.
+		quiet := time.Now().Add(5 * time.Second)
+		mark := int64(-1)
+		eventually(t, "two idle checks after the 5 s mark", func() bool {
+			select {
+			case <-d.done:
+				t.Fatalf("snagd stopped while an agent was connected:\n%s", d.log.String())
+			default:
+			}
+			n := d.progress().IdleChecks
+			if mark < 0 {
+				if time.Now().After(quiet) {
+					mark = n
+				}
+				return false
+			}
+			return n >= mark+2
+		})
 		a.cmd.Process.Kill()
 		select {
 		case <-d.done:

@@ -94,6 +94,9 @@ func (d *Daemon) health(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("progress") != "" {
 			p := d.e.Progress()
 			h.Progress = &api.Progress{Sweeps: p.Sweeps, Batches: p.Batches, SettlesDue: p.SettlesDue, Settles: p.Settles, Reconciles: p.Reconciles}
+			if d.host != nil {
+				h.Progress.IdleChecks = d.host.idleChecks.Load()
+			}
 		}
 	}
 	if n := r.URL.Query().Get("nonce"); n != "" && len(n) <= 256 {

@@ -180,7 +180,9 @@ func (e *Engine) Register(ctx context.Context, s index.Session) (index.Session, 
 // endGoneNamed ends the live sessions named name whose processes are gone,
 // as the sweep would within seconds: an agent started again that asks for
 // its name gets it at its first ask, not a sweep later. Their tasks go
-// back to the queue, as when the sweep finds them.
+// back to the queue, as when the sweep finds them, and the live state
+// hears of their ends before it returns (teamSendEnds): until it does,
+// it has the name live and refuses it to the agent started again.
 func (e *Engine) endGoneNamed(ctx context.Context, name string) {
 	if name == "" {
 		return
@@ -189,11 +191,14 @@ func (e *Engine) endGoneNamed(ctx context.Context, name string) {
 	if err != nil {
 		return
 	}
+	var ended []int64
 	for _, s := range ss {
 		if s.Name == name && !proc.Alive(s.PID, s.PIDStart, s.BootID) {
 			e.EndSession(s.ID, "process gone")
+			ended = append(ended, s.ID)
 		}
 	}
+	e.teamSendEnds(ctx, ended)
 }
 
 // Session returns live session id, or an ErrSessionEnded refusal. Its

@@ -245,6 +245,23 @@ func (e *Engine) teamSend(ctx context.Context) error {
 	}
 }
 
+// teamSendEnds sends the outbox now, in order, when it holds the end of
+// one of sessions ids, which this clone has just ended to free their
+// name: the registration or adoption that follows asks the store whether
+// the name is free, and the store must have heard the end first, or it
+// answers that the name is taken and the agent is named anew. The
+// sender's loop would send the same changes in the same order, later.
+// With the store out of reach the ends wait in the outbox, as every
+// change does.
+func (e *Engine) teamSendEnds(ctx context.Context, ids []int64) {
+	if len(ids) == 0 || e.team.cutOff() > 0 {
+		return
+	}
+	if e.team.waiting(func(op teamOp) bool { return slices.Contains(ids, op.endID) }) {
+		e.teamSend(ctx)
+	}
+}
+
 // String names the change for the log and the audit.
 func (op teamOp) String() string {
 	switch {
