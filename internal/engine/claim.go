@@ -307,7 +307,7 @@ func claimEntry(s index.Session, id, outcome, detail string) snag.AuditEntry {
 func (e *Engine) claimedMeanwhile(ctx context.Context, s index.Session, id string) (got Claimed, held error, ok bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.p == nil {
+	if e.closed.Load() {
 		return Claimed{}, nil, false
 	}
 	var l index.Lease

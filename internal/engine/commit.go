@@ -135,7 +135,7 @@ func (e *Engine) runBatch(batch []*write) {
 			close(w.done)
 		}
 	}()
-	if e.p == nil {
+	if e.closed.Load() {
 		for _, w := range batch {
 			w.err = errClosed
 		}

@@ -173,6 +173,11 @@ type Engine struct {
 	planWrite   sync.Mutex
 
 	closeOnce sync.Once
+	// closed is set, under mu, once Close has let the project go: a write
+	// or a background step that begins from here does nothing. (e.p itself
+	// stays set, so a read racing the close gets the closed index's error,
+	// not a nil project.)
+	closed atomic.Bool
 
 	// progress counts the background work done, for tests (progress.go).
 	progress progress
@@ -320,7 +325,7 @@ func (e *Engine) Close() error {
 		defer e.mu.Unlock()
 		p := e.p
 		e.stopPlan()
-		e.stopSettling() // and e.p is nil from here: a settle timer that fires finds nothing to do
+		e.stopSettling() // and closed from here: a settle timer that fires finds nothing to do
 		err = p.Close()
 	})
 	return err

@@ -59,7 +59,7 @@ func (e *Engine) fixKeysLater() {
 func (e *Engine) fixKeys(ctx context.Context) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.p == nil || !e.ready.Load() || e.keyFixesOff.Load() || ctx.Err() != nil {
+	if e.closed.Load() || !e.ready.Load() || e.keyFixesOff.Load() || ctx.Err() != nil {
 		return
 	}
 	rows, err := e.p.DB.Problems(ctx)

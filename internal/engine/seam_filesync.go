@@ -61,7 +61,7 @@ func (e *Engine) LookAgain(name string) {
 	defer e.progress.settles.Add(1)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.p == nil {
+	if e.closed.Load() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -104,13 +104,13 @@ func (e *Engine) settlingNames() []string {
 	return e.settler.Names()
 }
 
-// stopSettling calls off the second looks as the engine closes, and lets
-// go of the project: a look that begins from here finds nothing to do.
+// stopSettling calls off the second looks as the engine closes, and marks
+// it closed: a look that begins from here finds nothing to do.
 func (e *Engine) stopSettling() {
 	if e.settler != nil {
 		e.progress.settles.Add(int64(e.settler.Stop())) // called off
 	}
-	e.p = nil
+	e.closed.Store(true)
 }
 
 // OnDisplaced installs f as the taker of the files a rewrite of a task

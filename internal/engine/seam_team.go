@@ -153,7 +153,7 @@ func (e *Engine) TeamAdopt(l index.Lease) { e.team.queue(teamOp{adopt: &l}) }
 func (e *Engine) TeamRelease(ctx context.Context, l index.Lease, why string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.p == nil {
+	if e.closed.Load() {
 		return nil
 	}
 	return e.releaseLocked(ctx, l.TaskID, queue.System, l.Holder, why)

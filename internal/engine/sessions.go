@@ -269,7 +269,7 @@ func (e *Engine) EndSession(id int64, why string) {
 	defer cancel()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.p == nil {
+	if e.closed.Load() {
 		return
 	}
 	held, err := e.p.DB.EndSession(ctx, id, why)

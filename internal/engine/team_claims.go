@@ -74,7 +74,7 @@ func (e *Engine) finishRefused(ctx context.Context, it *index.Item, l index.Leas
 
 // finishRefusedLocked is finishRefused with e.mu held.
 func (e *Engine) finishRefusedLocked(ctx context.Context, it *index.Item, l index.Lease, err error) *Error {
-	if errors.Is(err, ErrStale) && e.p != nil {
+	if errors.Is(err, ErrStale) && !e.closed.Load() {
 		e.releaseLocked(ctx, it.ID, queue.System, l.Holder, "the shared lease ended: "+err.Error())
 	}
 	var r *Error
@@ -321,7 +321,7 @@ func (e *Engine) teamFence(ctx context.Context, ref queue.Ref, s index.Session) 
 	_, err = e.team.s.Check(ctx, it.ID, l.Epoch, s.ID)
 	if errors.Is(err, coord.ErrStale) {
 		e.mu.Lock()
-		if e.p != nil {
+		if !e.closed.Load() {
 			e.releaseLocked(ctx, it.ID, queue.System, l.Holder, "the shared lease ended: "+err.Error())
 		}
 		e.mu.Unlock()

@@ -195,7 +195,7 @@ func (e *Engine) teamGiveUp(ctx context.Context, why string) {
 	e.log.Warn("giving up every lease of this clone", "why", why, "leases", len(ls))
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.p == nil {
+	if e.closed.Load() {
 		return
 	}
 	for _, l := range ls {
