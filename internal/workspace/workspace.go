@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/engine/brief"
 	"github.com/snagdev/snag/internal/engine/capture"
 	"github.com/snagdev/snag/internal/engine/filesync"
 	"github.com/snagdev/snag/internal/engine/graph"
@@ -45,6 +46,9 @@ type Workspace struct {
 	Verifier *verifier.Verifier
 	// Team links the engine to the live state's other clones.
 	Team *team.Service
+	// Brief tells agents and people what the team is doing: an agent's
+	// context, the activity by branch, the board's other clones, reports.
+	Brief *brief.Service
 }
 
 // The engine is each service's seam.
@@ -56,6 +60,7 @@ var (
 	_ graph.Engine     = (*engine.Engine)(nil)
 	_ verifier.Engine  = (*engine.Engine)(nil)
 	_ team.Engine      = (*engine.Engine)(nil)
+	_ brief.Engine     = (*engine.Engine)(nil)
 	// The verify service is the hook the engine starts its runs by.
 	_ engine.Verifier = (*verifier.Verifier)(nil)
 )
@@ -85,6 +90,7 @@ func Open(ctx context.Context, opts engine.Options) (*Workspace, error) {
 	w.Verifier = verifier.New(e, verifier.Options{Home: opts.Home, Log: opts.Log})
 	e.UseVerifier(w.Verifier)
 	w.Team = team.New(afterResume{e}, opts.Log)
+	w.Brief = brief.New(e, e.Project().DB)
 	return w, nil
 }
 
