@@ -128,7 +128,7 @@ func (b boardBackend) Problems(ctx context.Context) ([]board.Problem, error) {
 }
 
 func (b boardBackend) Team(ctx context.Context) (board.Team, error) {
-	tb := b.d.e.TeamBoard(ctx)
+	tb := b.d.w.Brief.TeamBoard(ctx)
 	out := board.Team{On: tb.On, Unreachable: tb.Unreachable}
 	agents := map[int64]int{}
 	for _, a := range tb.Agents {

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/snagdev/snag/api"
-	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/engine/brief"
 	"github.com/snagdev/snag/internal/engine/graph"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
@@ -92,7 +92,7 @@ func graphWire(ns []index.NoteRow, ls []index.LinkRow) api.Graph {
 }
 
 // activityWire is the activity as the API answers it.
-func activityWire(a engine.Activity) api.ActivityFeed {
+func activityWire(a brief.Activity) api.ActivityFeed {
 	out := api.ActivityFeed{Workspace: a.Workspace, Tasks: orEmpty(a.Tasks), Files: orEmpty(a.Files),
 		Branches: []api.BranchLease{}, Recent: orEmpty(a.Recent), BranchesTotal: a.BranchesTotal}
 	for _, b := range a.Branches {

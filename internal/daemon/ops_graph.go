@@ -165,11 +165,11 @@ func renderGraph(w http.ResponseWriter, status int, req, ans any) bool {
 }
 
 func (d *Daemon) getActivity(ctx context.Context, q ops.BranchQuery) (ops.ActivityFeed, error) {
-	n := q.Branches // from 1 to engine.MaxActivityBranches (ops.BranchQuery's max)
+	n := q.Branches // from 1 to brief.MaxActivityBranches (ops.BranchQuery's max)
 	if n == 0 {
 		n = 20
 	}
-	a, err := d.e.Activity(ctx, n)
+	a, err := d.w.Brief.Activity(ctx, n)
 	if err != nil {
 		return ops.ActivityFeed{}, err
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/snagdev/snag/api"
 	snagd "github.com/snagdev/snag/internal/daemon"
-	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/engine/brief"
 	"github.com/snagdev/snag/internal/ops"
 )
 
@@ -42,12 +42,12 @@ func TestGraphFormats(t *testing.T) {
 
 // The queries of GET /notes and GET /branches keep their bounds: a limit
 // over the most is read as the most, branches out of 1 to
-// engine.MaxActivityBranches is refused.
+// brief.MaxActivityBranches is refused.
 func TestNoteAndBranchQueries(t *testing.T) {
 	t.Parallel()
 	f, _ := reflect.TypeFor[ops.BranchQuery]().FieldByName("Branches")
-	if max := f.Tag.Get("max"); max != strconv.Itoa(engine.MaxActivityBranches) {
-		t.Errorf("ops.BranchQuery takes branches up to %s; the engine reads up to %d", max, engine.MaxActivityBranches)
+	if max := f.Tag.Get("max"); max != strconv.Itoa(brief.MaxActivityBranches) {
+		t.Errorf("ops.BranchQuery takes branches up to %s; the briefing service reads up to %d", max, brief.MaxActivityBranches)
 	}
 	d := startInProcess(t, sampleProject(t), "", snagd.Options{})
 	for _, c := range []struct {
@@ -60,9 +60,9 @@ func TestNoteAndBranchQueries(t *testing.T) {
 		{"/notes?limit=-1", 400, "bad_limit"},
 		{"/notes?sort=new", 400, "bad_query"},
 		{"/branches", 200, ""},
-		{"/branches?branches=" + strconv.Itoa(engine.MaxActivityBranches), 200, ""},
+		{"/branches?branches=" + strconv.Itoa(brief.MaxActivityBranches), 200, ""},
 		{"/branches?branches=0", 400, "bad_branches"},
-		{"/branches?branches=" + strconv.Itoa(engine.MaxActivityBranches+1), 400, "bad_branches"},
+		{"/branches?branches=" + strconv.Itoa(brief.MaxActivityBranches+1), 400, "bad_branches"},
 		{"/plans?all=1", 400, "bad_query"},
 	} {
 		var e api.Error

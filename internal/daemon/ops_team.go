@@ -90,7 +90,7 @@ func (d *Daemon) commitGuard(ctx context.Context, req ops.GuardRequest) (ops.Gua
 }
 
 func (d *Daemon) report(ctx context.Context, req ops.ReportRequest) (snag.Message, error) {
-	m, err := d.e.Report(ctx, *sessionIn(ctx), req.Message, req.Task, req.Detail)
+	m, err := d.w.Brief.Report(ctx, *sessionIn(ctx), req.Message, req.Task, req.Detail)
 	if err != nil {
 		return snag.Message{}, err
 	}
@@ -112,7 +112,7 @@ func (d *Daemon) messages(kind string) func(ctx context.Context, q ops.MessageQu
 		if q.Limit > 0 {
 			limit = min(q.Limit, maxMessages)
 		}
-		ms, err := d.e.Messages(ctx, kind, q.To, limit)
+		ms, err := d.w.Brief.Messages(ctx, kind, q.To, limit)
 		if err != nil {
 			return ops.Messages{}, err
 		}

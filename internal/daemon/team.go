@@ -6,6 +6,7 @@ import (
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/engine/brief"
 	"github.com/snagdev/snag/internal/engine/fileclaims"
 	"github.com/snagdev/snag/internal/engine/worktrees"
 	"github.com/snagdev/snag/internal/index"
@@ -59,7 +60,7 @@ func (d *Daemon) contextOf(ctx context.Context, s index.Session, name string) (a
 			s = got
 		}
 	}
-	tc, err := d.e.Context(ctx, s)
+	tc, err := d.w.Brief.Context(ctx, s)
 	if err != nil {
 		return api.Context{}, s, err
 	}
@@ -67,7 +68,7 @@ func (d *Daemon) contextOf(ctx context.Context, s index.Session, name string) (a
 }
 
 // contextWire is an engine context as the API answers it.
-func contextWire(tc engine.TeamContext, note string) api.Context {
+func contextWire(tc brief.TeamContext, note string) api.Context {
 	out := api.Context{Me: tc.Me.Wire(), NameNote: note, Tasks: heldWire(tc.Tasks), Files: orEmpty(tc.Files),
 		Ready: index.WireRows(tc.Ready), ReadyMore: tc.ReadyMore, Others: make([]api.AgentView, len(tc.Others)),
 		Handoffs: index.WireMessages(tc.Handoffs), HandoffsMore: tc.HandoffsMore, Reports: index.WireMessages(tc.Reports), Detached: index.WireLeases(tc.Detached),
@@ -91,7 +92,7 @@ func contextWire(tc engine.TeamContext, note string) api.Context {
 	return out
 }
 
-func heldWire(hs []engine.HeldTask) []api.HeldTask {
+func heldWire(hs []brief.HeldTask) []api.HeldTask {
 	out := make([]api.HeldTask, len(hs))
 	for i, h := range hs {
 		out[i] = api.HeldTask{Key: h.Key, ID: h.ID, Title: h.Title, Status: h.Status, Trust: h.Trust, Epoch: h.Epoch}

@@ -9,11 +9,12 @@
 // internal/engine/ with its own state and, where it has background work,
 // a Run(ctx): the file sync (the watcher, settling, displaced saves), the
 // sessions' streams and sweep, verify's runs, the decision graph, the
-// team link, captures and task worktrees. Each reaches the engine over a
-// seam it declares (the engine's side is in seam_*.go); where the engine
-// tells a service something, it calls a hook the service installed
-// through internal/workspace, which opens them together. The engine
-// imports none of them.
+// team link, file claims, what agents and people are told (an agent's
+// context, the activity, reports), captures and task worktrees. Each
+// reaches the engine over a seam it declares (the engine's side is in
+// seam_*.go); where the engine tells a service something, it calls a hook
+// the service installed through internal/workspace, which opens them
+// together. The engine imports none of them.
 //
 // The engine knows nothing of HTTP. Its methods take a context and plain
 // values and return domain values and errors that wrap the sentinels

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/snagdev/snag/internal/engine"
+	"github.com/snagdev/snag/internal/engine/brief"
 	"github.com/snagdev/snag/internal/engine/capture"
 	"github.com/snagdev/snag/internal/engine/fileclaims"
 	"github.com/snagdev/snag/internal/engine/filesync"
@@ -48,23 +49,27 @@ type Workspace struct {
 	Team *team.Service
 	// FileClaims claims, checks and releases the files agents edit.
 	FileClaims *fileclaims.Service
+	// Brief tells agents and people what the team is doing: an agent's
+	// context, the activity by branch, the board's other clones, reports.
+	Brief *brief.Service
 }
 
 // The engine is each service's seam.
 var (
-	_ filesync.Engine  = (*engine.Engine)(nil)
-	_ sessions.Engine  = (*engine.Engine)(nil)
-	_ capture.Engine   = (*engine.Engine)(nil)
-	_ worktrees.Engine = (*engine.Engine)(nil)
-	_ graph.Engine     = (*engine.Engine)(nil)
-	_ verifier.Engine  = (*engine.Engine)(nil)
-	_ team.Engine      = (*engine.Engine)(nil)
+	_ filesync.Engine   = (*engine.Engine)(nil)
+	_ sessions.Engine   = (*engine.Engine)(nil)
+	_ capture.Engine    = (*engine.Engine)(nil)
+	_ worktrees.Engine  = (*engine.Engine)(nil)
+	_ graph.Engine      = (*engine.Engine)(nil)
+	_ verifier.Engine   = (*engine.Engine)(nil)
+	_ team.Engine       = (*engine.Engine)(nil)
+	_ brief.Engine      = (*engine.Engine)(nil)
+	_ fileclaims.Engine = (*engine.Engine)(nil)
 	// The verify service is the hook the engine starts its runs by.
 	_ engine.Verifier = (*verifier.Verifier)(nil)
 )
 
 // The engine is the file claims service's seam too.
-var _ fileclaims.Engine = (*engine.Engine)(nil)
 
 // runner is a service with background work.
 type runner interface {
@@ -92,6 +97,7 @@ func Open(ctx context.Context, opts engine.Options) (*Workspace, error) {
 	e.UseVerifier(w.Verifier)
 	w.Team = team.New(afterResume{e}, opts.Log)
 	w.FileClaims = fileclaims.New(e, e.Project().DB)
+	w.Brief = brief.New(e, e.Project().DB)
 	return w, nil
 }
 

@@ -1,4 +1,4 @@
-package engine
+package brief
 
 import (
 	"context"
@@ -35,72 +35,82 @@ const MaxActivityBranches = 200
 
 // Activity reads the activity of at most branches branches (1 to
 // MaxActivityBranches).
-func (e *Engine) Activity(ctx context.Context, branches int) (Activity, error) {
+func (s *Service) Activity(ctx context.Context, branches int) (Activity, error) {
 	branches = min(max(branches, 1), MaxActivityBranches)
-	a := Activity{Workspace: e.Workspace(), Now: time.Now()}
-	if err := e.syncNotes(ctx, false); err != nil {
+	a := Activity{Workspace: s.e.Workspace(), Now: time.Now()}
+	if err := s.e.SyncNotes(ctx, false); err != nil {
 		return a, err
 	}
-	sessions, err := e.p.DB.LiveSessions(ctx)
-	if err != nil {
+	var err error
+	if a.Tasks, err = s.activityTasks(ctx); err != nil {
 		return a, err
 	}
-	live := map[int64]index.Session{}
-	for _, s := range sessions {
-		live[s.ID] = s
-	}
-	leases, err := e.p.DB.Leases(ctx)
-	if err != nil {
+	if a.Files, err = s.e.FileClaims(ctx); err != nil {
 		return a, err
 	}
-	for _, l := range leases {
-		s, ok := live[l.SessionID]
-		if !ok {
-			continue
-		}
-		t := snag.TaskLease{Key: l.TaskID, Holder: l.Holder, Branch: s.Branch, Since: l.Acquired}
-		if h := e.heldTask(ctx, l); h.Key != "" {
-			t.Key, t.Title = h.Key, h.Title
-		}
-		a.Tasks = append(a.Tasks, t)
-	}
-	if e.across() && e.team.cutOff() == 0 {
-		// The other clones' agents and what they hold, by their branch.
-		if agents, err := e.team.s.Agents(ctx); err == nil {
-			for _, ag := range agents {
-				for _, l := range ag.Leases {
-					t := snag.TaskLease{Key: l.Key, Holder: ag.Name + " on " + ag.Host, Branch: ag.Branch, Since: l.Updated}
-					if it, err := e.p.DB.Get(ctx, queue.Ref{ID: l.TaskID}); err == nil {
-						t.Title = it.Title
-					}
-					a.Tasks = append(a.Tasks, t)
-				}
-			}
-		}
-	}
-	slices.SortFunc(a.Tasks, func(x, y snag.TaskLease) int { return y.Since.Compare(x.Since) })
-	if a.Files, err = e.FileClaims(ctx); err != nil {
-		return a, err
-	}
-	if a.Branches, err = e.p.DB.BranchLeases(ctx, a.Workspace); err != nil {
+	if a.Branches, err = s.db.BranchLeases(ctx, a.Workspace); err != nil {
 		return a, err
 	}
 	since := a.Now.Add(-ActivityWindow)
-	own, _, err := e.p.DB.Activity(ctx, since, 0)
+	own, _, err := s.db.Activity(ctx, since, 0)
 	if err != nil {
 		return a, err
 	}
 	// The repository's other worktrees, served by this snagd, keep their
 	// own audit: their branches' claims, resolves and links are theirs.
-	if r := e.opts.Repository; r != nil {
-		own = mergeWorktrees(own, r.activity(ctx, e, since))
-	}
+	own = mergeWorktrees(own, s.e.WorktreesActivity(ctx, since))
 	var team map[string]*coord.BranchActivity
-	if e.across() && e.team.cutOff() == 0 {
-		team, _ = e.team.s.Activity(ctx, since)
+	if live := s.team(); live != nil {
+		team, _ = live.Activity(ctx, since)
 	}
 	a.Recent, a.BranchesTotal = mergeActivity(own, team, branches)
 	return a, nil
+}
+
+// activityTasks lists the task leases live now, this worktree's live
+// sessions' and (team mode, the store in reach) the other clones'
+// agents', by their branch, the latest first.
+func (s *Service) activityTasks(ctx context.Context) ([]snag.TaskLease, error) {
+	sessions, err := s.db.LiveSessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	live := map[int64]index.Session{}
+	for _, o := range sessions {
+		live[o.ID] = o
+	}
+	leases, err := s.db.Leases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var tasks []snag.TaskLease
+	for _, l := range leases {
+		o, ok := live[l.SessionID]
+		if !ok {
+			continue
+		}
+		t := snag.TaskLease{Key: l.TaskID, Holder: l.Holder, Branch: o.Branch, Since: l.Acquired}
+		if h := s.heldTask(ctx, l); h.Key != "" {
+			t.Key, t.Title = h.Key, h.Title
+		}
+		tasks = append(tasks, t)
+	}
+	if team := s.team(); team != nil {
+		// The other clones' agents and what they hold, by their branch.
+		if agents, err := team.Agents(ctx); err == nil {
+			for _, ag := range agents {
+				for _, l := range ag.Leases {
+					t := snag.TaskLease{Key: l.Key, Holder: ag.Name + " on " + ag.Host, Branch: ag.Branch, Since: l.Updated}
+					if it, err := s.db.Get(ctx, queue.Ref{ID: l.TaskID}); err == nil {
+						t.Title = it.Title
+					}
+					tasks = append(tasks, t)
+				}
+			}
+		}
+	}
+	slices.SortFunc(tasks, func(x, y snag.TaskLease) int { return y.Since.Compare(x.Since) })
+	return tasks, nil
 }
 
 // addKeys adds keys to a branch's list of one kind, newest first, at most

@@ -1,4 +1,4 @@
-package engine
+package brief
 
 import (
 	"context"
@@ -56,35 +56,35 @@ func (a TeamAgent) Holder() string { return a.Name + " on " + a.Host }
 // board. Alone it returns the zero TeamBoard at once; with the store out
 // of reach it says so in Unreachable rather than failing, since the
 // board still shows this clone's own state.
-func (e *Engine) TeamBoard(ctx context.Context) TeamBoard {
-	t := e.team
-	if !e.across() {
+func (s *Service) TeamBoard(ctx context.Context) TeamBoard {
+	live := s.e.Coord()
+	if !live.Across() {
 		return TeamBoard{}
 	}
 	out := TeamBoard{On: true}
-	if d := t.cutOff(); d > 0 {
+	if d := s.e.TeamLink().CutOff; d > 0 {
 		out.Unreachable = fmt.Sprintf("the coordination store has been out of reach for %d s: the other clones' agents are shown again once it is back", int(d.Seconds()))
 		return out
 	}
-	agents, err := t.s.Agents(ctx)
+	agents, err := live.Agents(ctx)
 	if err != nil {
 		out.Unreachable = "the other clones' agents could not be read (" + err.Error() + "): reload in a moment"
 		return out
 	}
 	roots := map[int64]string{}
-	if clones, err := t.s.Clones(ctx); err == nil {
+	if clones, err := live.Clones(ctx); err == nil {
 		for _, c := range clones {
-			if c.ID != t.s.Clone() {
+			if c.ID != live.Clone() {
 				out.Clones = append(out.Clones, c)
 				roots[c.ID] = c.Root
 			}
 		}
 	}
 	for _, a := range agents {
-		v := TeamAgent{Name: a.Name, Client: a.Client, Clone: a.Clone, Host: a.Host, Root: roots[a.Clone], Branch: a.Branch, Files: e.teamClaims(a.Files)}
+		v := TeamAgent{Name: a.Name, Client: a.Client, Clone: a.Clone, Host: a.Host, Root: roots[a.Clone], Branch: a.Branch, Files: s.e.TeamClaims(a.Files)}
 		for _, l := range a.Leases {
 			h := TeamHeld{HeldTask: HeldTask{Key: l.Key, ID: l.TaskID, Status: queue.StatusClaimed, Epoch: l.Epoch}, Since: l.Updated}
-			if it, err := e.p.DB.Get(ctx, queue.Ref{ID: l.TaskID}); err == nil {
+			if it, err := s.db.Get(ctx, queue.Ref{ID: l.TaskID}); err == nil {
 				h.Title, h.Trust, h.Here = it.Title, it.Trust, true
 				if h.Key == "" {
 					h.Key = it.Key

@@ -1,10 +1,11 @@
-package engine
+package brief
 
 import (
 	"context"
 	"slices"
 	"time"
 
+	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
@@ -47,9 +48,9 @@ type TeamContext struct {
 	// others (at least), which the next context shows.
 	Handoffs     []index.Message
 	HandoffsMore int
-	Reports      []index.Message // the others' latest, newest first
-	Detached     []index.Lease   // leases no live session holds
-	Plans        []PlanView      // the active plans, newest first (at most contextPlans)
+	Reports      []index.Message   // the others' latest, newest first
+	Detached     []index.Lease     // leases no live session holds
+	Plans        []engine.PlanView // the active plans, newest first (at most contextPlans)
 	// Decisions are the latest decision notes.
 	Decisions []index.NoteRow
 	// Team, in team mode, are the decisions and inbox items other clones
@@ -70,28 +71,28 @@ const (
 // the oldest and count the rest.
 const contextHandoffsRead = 100
 
-// Context reads session s's screen of the team. The handoffs it shows
+// Context reads session me's screen of the team. The handoffs it shows
 // are marked seen: the next context shows them no more.
-func (e *Engine) Context(ctx context.Context, s index.Session) (TeamContext, error) {
-	tc := TeamContext{Me: s, Now: time.Now()}
-	if err := e.contextAgents(ctx, &tc); err != nil {
+func (s *Service) Context(ctx context.Context, me index.Session) (TeamContext, error) {
+	tc := TeamContext{Me: me, Now: time.Now()}
+	if err := s.contextAgents(ctx, &tc); err != nil {
 		return tc, err
 	}
-	if err := e.contextReadyTasks(ctx, &tc); err != nil {
+	if err := s.contextReadyTasks(ctx, &tc); err != nil {
 		return tc, err
 	}
-	if err := e.contextActivePlans(ctx, &tc); err != nil {
+	if err := s.contextActivePlans(ctx, &tc); err != nil {
 		return tc, err
 	}
 	var err error
-	if tc.Decisions, err = e.Notes(ctx, NoteFilter{Type: "decision", Limit: contextReports}); err != nil {
+	if tc.Decisions, err = s.e.Notes(ctx, engine.NoteFilter{Type: "decision", Limit: contextReports}); err != nil {
 		return tc, err
 	}
-	if err := e.contextHandoffs(ctx, &tc); err != nil {
+	if err := s.contextHandoffs(ctx, &tc); err != nil {
 		return tc, err
 	}
-	if e.across() {
-		e.teamContext(ctx, &tc, s)
+	if s.e.Coord().Across() {
+		s.teamContext(ctx, &tc, me)
 	}
 	return tc, nil
 }
@@ -99,37 +100,37 @@ func (e *Engine) Context(ctx context.Context, s index.Session) (TeamContext, err
 // contextAgents fills in a context the agents: its own tasks and file
 // claims, the other live agents with what each holds and last said, the
 // others' latest reports, and the detached leases.
-func (e *Engine) contextAgents(ctx context.Context, tc *TeamContext) error {
-	s := tc.Me
-	sessions, err := e.p.DB.LiveSessions(ctx)
+func (s *Service) contextAgents(ctx context.Context, tc *TeamContext) error {
+	me := tc.Me
+	sessions, err := s.db.LiveSessions(ctx)
 	if err != nil {
 		return err
 	}
-	leases, err := e.p.DB.Leases(ctx)
+	leases, err := s.db.Leases(ctx)
 	if err != nil {
 		return err
 	}
-	claims, err := e.p.DB.FileClaims(ctx, tc.Now)
+	claims, err := s.db.FileClaims(ctx, tc.Now)
 	if err != nil {
 		return err
 	}
-	tc.Files, err = e.p.DB.FileClaimsOf(ctx, s.ID)
+	tc.Files, err = s.db.FileClaimsOf(ctx, me.ID)
 	if err != nil {
 		return err
 	}
 	views := map[int64]*AgentView{}
 	for _, o := range sessions {
-		if o.ID != s.ID {
+		if o.ID != me.ID {
 			views[o.ID] = &AgentView{Session: o}
 		}
 	}
-	e.contextLeases(ctx, tc, views, leases)
+	s.contextLeases(ctx, tc, views, leases)
 	for _, c := range claims {
 		if v := views[c.SessionID]; v != nil {
 			v.Files = append(v.Files, c)
 		}
 	}
-	if err := e.contextReports(ctx, tc, views); err != nil {
+	if err := s.contextReports(ctx, tc, views); err != nil {
 		return err
 	}
 	for _, o := range sessions {
@@ -144,13 +145,13 @@ func (e *Engine) contextAgents(ctx context.Context, tc *TeamContext) error {
 // agents (views) theirs. Only the live agents' tasks are read: a rebuilt
 // index of a big project may hold thousands of detached leases, which are
 // counted.
-func (e *Engine) contextLeases(ctx context.Context, tc *TeamContext, views map[int64]*AgentView, leases []index.Lease) {
+func (s *Service) contextLeases(ctx context.Context, tc *TeamContext, views map[int64]*AgentView, leases []index.Lease) {
 	for _, l := range leases {
 		switch {
 		case l.SessionID == tc.Me.ID:
-			tc.Tasks = append(tc.Tasks, e.heldTask(ctx, l))
+			tc.Tasks = append(tc.Tasks, s.heldTask(ctx, l))
 		case views[l.SessionID] != nil:
-			views[l.SessionID].Tasks = append(views[l.SessionID].Tasks, e.heldTask(ctx, l))
+			views[l.SessionID].Tasks = append(views[l.SessionID].Tasks, s.heldTask(ctx, l))
 		case l.Detached || l.SessionID == 0:
 			tc.Detached = append(tc.Detached, l)
 		}
@@ -159,8 +160,8 @@ func (e *Engine) contextLeases(ctx context.Context, tc *TeamContext, views map[i
 
 // contextReports gives each other live agent (views) its latest report,
 // and a context the others' latest reports.
-func (e *Engine) contextReports(ctx context.Context, tc *TeamContext, views map[int64]*AgentView) error {
-	reports, err := e.p.DB.Messages(ctx, index.MessageReport, "", false, 50)
+func (s *Service) contextReports(ctx context.Context, tc *TeamContext, views map[int64]*AgentView) error {
+	reports, err := s.db.Messages(ctx, index.MessageReport, "", false, 50)
 	if err != nil {
 		return err
 	}
@@ -177,8 +178,8 @@ func (e *Engine) contextReports(ctx context.Context, tc *TeamContext, views map[
 
 // contextReadyTasks fills in a context the first ready tasks, in queue
 // order, and whether more are ready.
-func (e *Engine) contextReadyTasks(ctx context.Context, tc *TeamContext) error {
-	page, err := e.List(ctx, index.Filter{Statuses: []queue.Status{queue.StatusOpen}, Limit: 4 * contextReady})
+func (s *Service) contextReadyTasks(ctx context.Context, tc *TeamContext) error {
+	page, err := s.e.List(ctx, index.Filter{Statuses: []queue.Status{queue.StatusOpen}, Limit: 4 * contextReady})
 	if err != nil {
 		return err
 	}
@@ -196,8 +197,8 @@ func (e *Engine) contextReadyTasks(ctx context.Context, tc *TeamContext) error {
 }
 
 // contextActivePlans fills in a context the newest active plans.
-func (e *Engine) contextActivePlans(ctx context.Context, tc *TeamContext) error {
-	plans, err := e.Plans(ctx)
+func (s *Service) contextActivePlans(ctx context.Context, tc *TeamContext) error {
+	plans, err := s.e.Plans(ctx)
 	if err != nil {
 		return err
 	}
@@ -212,8 +213,8 @@ func (e *Engine) contextActivePlans(ctx context.Context, tc *TeamContext) error 
 // contextHandoffs fills in a context the oldest handoffs to its agent it
 // has not seen, and marks them seen; the rest are counted, and wait for
 // the next read.
-func (e *Engine) contextHandoffs(ctx context.Context, tc *TeamContext) error {
-	hs, err := e.p.DB.Messages(ctx, index.MessageHandoff, tc.Me.Name, true, contextHandoffsRead)
+func (s *Service) contextHandoffs(ctx context.Context, tc *TeamContext) error {
+	hs, err := s.db.Messages(ctx, index.MessageHandoff, tc.Me.Name, true, contextHandoffsRead)
 	if err != nil {
 		return err
 	}
@@ -225,13 +226,13 @@ func (e *Engine) contextHandoffs(ctx context.Context, tc *TeamContext) error {
 	for _, m := range shown {
 		ids = append(ids, m.ID)
 	}
-	return e.p.DB.MarkSeen(ctx, ids)
+	return s.db.MarkSeen(ctx, ids)
 }
 
 // heldTask is the task of lease l as a context names it.
-func (e *Engine) heldTask(ctx context.Context, l index.Lease) HeldTask {
+func (s *Service) heldTask(ctx context.Context, l index.Lease) HeldTask {
 	h := HeldTask{ID: l.TaskID, Key: l.TaskID, Epoch: l.Epoch}
-	if it, err := e.p.DB.Get(ctx, queue.Ref{ID: l.TaskID}); err == nil {
+	if it, err := s.db.Get(ctx, queue.Ref{ID: l.TaskID}); err == nil {
 		h.Key, h.Title, h.Status, h.Trust = it.Key, it.Title, it.Status, it.Trust
 	}
 	return h
