@@ -69,8 +69,6 @@ var (
 	_ engine.Verifier = (*verifier.Verifier)(nil)
 )
 
-// The engine is the file claims service's seam too.
-
 // runner is a service with background work.
 type runner interface {
 	Run(ctx context.Context) error
