@@ -152,7 +152,8 @@ func claimNext(cs *sdk.ClientSession) (claimed, error) {
 }
 
 // daemons lists the pids of the snagd processes serving the repository
-// (snagd --root one of its worktrees), from /proc.
+// (snagd --root one of its worktrees, or of the task worktrees a test
+// adds beside them), from /proc.
 func (r *repo) daemons() []int {
 	var pids []int
 	ents, _ := os.ReadDir("/proc")
@@ -169,12 +170,11 @@ func (r *repo) daemons() []int {
 		if len(args) < 3 || filepath.Base(args[0]) != "snagd" {
 			continue
 		}
-		if i := slices.Index(args, "--root"); i > 0 && i+1 < len(args) {
-			for _, tree := range r.trees {
-				if args[i+1] == tree {
-					pids = append(pids, pid)
-				}
-			}
+		// Any worktree of the test's folder: the task worktrees a test adds
+		// (shop.snag/SNAG-11) are not among r.trees, and a snagd started in
+		// one serves the whole repository.
+		if i := slices.Index(args, "--root"); i > 0 && i+1 < len(args) && strings.HasPrefix(args[i+1], filepath.Dir(r.main)+string(filepath.Separator)) {
+			pids = append(pids, pid)
 		}
 	}
 	return pids
