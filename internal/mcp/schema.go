@@ -9,8 +9,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-func yes() *bool { b := true; return &b }
-
 func no() *bool { b := false; return &b }
 
 func readOnly(title string) *sdk.ToolAnnotations {
