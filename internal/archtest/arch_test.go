@@ -182,7 +182,7 @@ func banned(dep, ban string) bool {
 // PostgreSQL cluster's, team mode's) out of every binary: only _test.go
 // files, and the harnesses themselves, may import them.
 func TestOnlyTestsImportSnagdtest(t *testing.T) {
-	harnesses := []string{module + "/internal/snagdtest", module + "/internal/pgtest", module + "/internal/pgtest/teamstore"}
+	harnesses := []string{module + "/internal/snagdtest", module + "/internal/pgtest", module + "/internal/pgtest/teamstore", module + "/internal/workspace/workspacetest"}
 	for _, p := range listPackages(t) {
 		for _, h := range harnesses {
 			if slices.Contains(p.Imports, h) && !slices.Contains(harnesses, p.ImportPath) {

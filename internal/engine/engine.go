@@ -303,6 +303,22 @@ func (e *Engine) WaitReady(ctx context.Context) error {
 	}
 }
 
+// WaitServing waits until the engine is Ready or ctx ends: the first full
+// rescan done and, on the repository's embedded live state, the first
+// reconcile of the leases with it (a team's store may be out of reach, and
+// its snagd serves meanwhile).
+func (e *Engine) WaitServing(ctx context.Context) error {
+	if err := e.WaitReady(ctx); err != nil || e.across() {
+		return err
+	}
+	select {
+	case <-e.team.startedCh:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Config is the project's configuration as snag last read it.
 func (e *Engine) Config() queue.Config { return *e.cfg.Load() }
 

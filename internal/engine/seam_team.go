@@ -127,6 +127,7 @@ func (e *Engine) TeamReconciled() {
 	e.team.reconciled.Store(true)
 	e.progress.reconciles.Add(1)
 	e.team.started.Store(true)
+	e.team.startOnce.Do(func() { close(e.team.startedCh) })
 }
 
 // TeamClaiming lists the tasks that claims under way have chosen: their

@@ -84,8 +84,11 @@ type team struct {
 	// reconciled is set once this clone's leases in snag.db and in the
 	// store were made to agree (at the start, and after a rejoin).
 	reconciled atomic.Bool
-	// started is set by the first reconcile, and stays set.
-	started atomic.Bool
+	// started is set by the first reconcile, and stays set; startedCh is
+	// closed then (Engine.WaitServing).
+	started   atomic.Bool
+	startedCh chan struct{}
+	startOnce sync.Once
 }
 
 // teamOp is one change of the live state for the store, in order.
@@ -127,7 +130,7 @@ func newTeam(s coord.Live, beat time.Duration) *team {
 		// beat must not make it.
 		beat = min(DefaultHeartbeat, s.Grace()/5)
 	}
-	t := &team{s: s, beat: beat, kick: make(chan struct{}, 1)}
+	t := &team{s: s, beat: beat, kick: make(chan struct{}, 1), startedCh: make(chan struct{})}
 	t.lastBeat.Store(time.Now().UnixNano())
 	t.pubDirty.Store(true)
 	return t

@@ -2,89 +2,21 @@ package brief_test
 
 import (
 	"context"
-	"errors"
-	"path/filepath"
 	"testing"
-	"time"
 
-	"github.com/snagdev/snag/internal/coord"
-	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/ops"
 	"github.com/snagdev/snag/internal/snag"
-	"github.com/snagdev/snag/internal/snagdtest"
-	"github.com/snagdev/snag/internal/workspace"
+	"github.com/snagdev/snag/internal/workspace/workspacetest"
 )
-
-// open opens a workspace on a copy of the sample project, a member of
-// the repository's embedded live state as snagd's is, and runs it until
-// the test ends; it answers once the engine is ready (its first rescan
-// and reconcile of leases done).
-func open(t *testing.T) *workspace.Workspace {
-	t.Helper()
-	root := snagdtest.Sample(t)
-	live, err := coord.OpenEmbedded(context.Background(), filepath.Join(t.TempDir(), coord.EmbeddedFile),
-		coord.Options{Host: "test", Root: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(live.Close)
-	w, err := workspace.Open(context.Background(), engine.Options{Root: root, Home: t.TempDir(), Coord: live})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-ran; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("run: %v", err)
-		}
-		w.Close()
-	})
-	wait, stop := context.WithTimeout(ctx, time.Minute)
-	defer stop()
-	if err := w.Engine.WaitReady(wait); err != nil {
-		t.Fatalf("the engine was not ready: %v", err)
-	}
-	// The first reconcile of the leases follows the rescan (a local file
-	// on the embedded live state).
-	for !w.Engine.Ready() {
-		if wait.Err() != nil {
-			t.Fatal("the engine did not reconcile its leases")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return w
-}
-
-// register registers an agent named name.
-func register(t *testing.T, w *workspace.Workspace, name string) index.Session {
-	t.Helper()
-	s, err := w.Engine.Register(context.Background(), index.Session{Name: name, Client: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// codeOf is the refusal's code, or "" when err is none.
-func codeOf(err error) string {
-	var r *engine.Error
-	if errors.As(err, &r) {
-		return r.Code
-	}
-	return ""
-}
 
 // TestContext: an agent's context has its own task, the other agent with
 // what it holds and last reported, the ready tasks it may claim, and a
 // handoff left for it, shown once.
 func TestContext(t *testing.T) {
-	w := open(t)
+	w := workspacetest.Open(t)
 	b, e, ctx := w.Brief, w.Engine, context.Background()
-	ada, bea := register(t, w, "ADA"), register(t, w, "BEA")
+	ada, bea := workspacetest.Register(t, w, "ADA"), workspacetest.Register(t, w, "BEA")
 	c, err := e.Claim(ctx, ada, nil, false)
 	if err != nil {
 		t.Fatal(err)
@@ -144,9 +76,9 @@ func TestContext(t *testing.T) {
 // TestContextHandoffsWait: a context shows the oldest handoffs it can
 // hold whole and counts the rest, which the next context shows.
 func TestContextHandoffsWait(t *testing.T) {
-	w := open(t)
+	w := workspacetest.Open(t)
 	b, ctx := w.Brief, context.Background()
-	ada, bea := register(t, w, "ADA"), register(t, w, "BEA")
+	ada, bea := workspacetest.Register(t, w, "ADA"), workspacetest.Register(t, w, "BEA")
 	titles := []string{"one", "two", "three", "four", "five"}
 	for _, title := range titles {
 		if _, err := w.Graph.Handoff(ctx, &ada, "", ops.HandoffRequest{To: "bea", Title: title}); err != nil {
@@ -180,9 +112,9 @@ func TestContextHandoffsWait(t *testing.T) {
 // back by Messages; an empty or long one, or one about a task that does
 // not exist, is refused with its code.
 func TestReport(t *testing.T) {
-	w := open(t)
+	w := workspacetest.Open(t)
 	b, e, ctx := w.Brief, w.Engine, context.Background()
-	ada := register(t, w, "ADA")
+	ada := workspacetest.Register(t, w, "ADA")
 	for _, c := range []struct{ name, message, task, detail, code string }{
 		{"empty", "   ", "", "", "no_message"},
 		{"long", string(make([]byte, 501)), "", "", "long_message"},
@@ -192,7 +124,7 @@ func TestReport(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := b.Report(ctx, ada, c.message, c.task, c.detail)
-			if codeOf(err) != c.code {
+			if workspacetest.CodeOf(err) != c.code {
 				t.Fatalf("report: %v, want %s", err, c.code)
 			}
 		})
@@ -227,10 +159,10 @@ func TestReport(t *testing.T) {
 // TestMessagesByAddressee: the handoffs to an agent are read by its name
 // in any case.
 func TestMessagesByAddressee(t *testing.T) {
-	w := open(t)
+	w := workspacetest.Open(t)
 	b, ctx := w.Brief, context.Background()
-	ada := register(t, w, "ADA")
-	register(t, w, "BEA")
+	ada := workspacetest.Register(t, w, "ADA")
+	workspacetest.Register(t, w, "BEA")
 	if _, err := w.Graph.Handoff(ctx, &ada, "", ops.HandoffRequest{To: "bea", Title: "yours"}); err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +184,7 @@ func TestMessagesByAddressee(t *testing.T) {
 // and the branch's recent claim; the board's team view is off when
 // snagd runs alone.
 func TestActivity(t *testing.T) {
-	w := open(t)
+	w := workspacetest.Open(t)
 	b, e, ctx := w.Brief, w.Engine, context.Background()
 	// An agent over HTTP says its branch (the sample is no git checkout).
 	ada, err := e.Register(ctx, index.Session{Name: "ADA", Client: "test", Transport: "http", Branch: "parser"})

@@ -8,37 +8,14 @@ import (
 	"image/color"
 	"image/png"
 	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/engine/capture"
 	"github.com/snagdev/snag/internal/queue"
-	"github.com/snagdev/snag/internal/snagdtest"
 	"github.com/snagdev/snag/internal/workspace"
+	"github.com/snagdev/snag/internal/workspace/workspacetest"
 )
-
-// open opens a workspace on a copy of the sample project, with the
-// repository's embedded live state, its first rescan done.
-func open(t *testing.T) *workspace.Workspace {
-	t.Helper()
-	ctx := context.Background()
-	root := t.TempDir()
-	snagdtest.CopySample(t, root)
-	live, err := coord.OpenEmbedded(ctx, filepath.Join(t.TempDir(), coord.EmbeddedFile), coord.Options{Host: "test", Root: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(live.Close)
-	w, err := workspace.Open(ctx, engine.Options{Root: root, Home: t.TempDir(), Coord: live})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
-	w.Engine.Rescan(ctx)
-	return w
-}
 
 // page is a PNG of w × h pixels.
 func page(t *testing.T, w, h int) []byte {
@@ -75,7 +52,7 @@ func files(t *testing.T, w *workspace.Workspace, dir string) []string {
 // device pixel ratio) in .snag/shots/.
 func TestCaptureMakesAnUnvettedTask(t *testing.T) {
 	t.Parallel()
-	w := open(t)
+	w := workspacetest.Open(t)
 	shot := page(t, 40, 30)
 	tk, path, err := w.Capture.Add(context.Background(), capture.Capture{
 		URL: "http://127.0.0.1:3000/checkout", Title: "Checkout",
@@ -121,7 +98,7 @@ func TestCaptureMakesAnUnvettedTask(t *testing.T) {
 // nothing behind: no task, no picture.
 func TestCaptureRefusedWritesNothing(t *testing.T) {
 	t.Parallel()
-	w := open(t)
+	w := workspacetest.Open(t)
 	tasks, pictures := len(files(t, w, "tasks")), len(files(t, w, "shots"))
 	good := capture.Capture{URL: "http://localhost:8080/", Screenshot: page(t, 4, 4), Note: "Broken"}
 	for _, tc := range []struct {

@@ -3,83 +3,18 @@ package fileclaims_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/engine/fileclaims"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/snag"
-	"github.com/snagdev/snag/internal/snagdtest"
-	"github.com/snagdev/snag/internal/workspace"
+	"github.com/snagdev/snag/internal/workspace/workspacetest"
 )
-
-// open opens a workspace on a copy of the sample project, a member of
-// the repository's embedded live state as snagd's is, and runs it until
-// the test ends; it answers once the engine is ready (its first rescan
-// and reconcile of leases done).
-func open(t *testing.T) *workspace.Workspace {
-	t.Helper()
-	root := snagdtest.Sample(t)
-	live, err := coord.OpenEmbedded(context.Background(), filepath.Join(t.TempDir(), coord.EmbeddedFile),
-		coord.Options{Host: "test", Root: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(live.Close)
-	w, err := workspace.Open(context.Background(), engine.Options{Root: root, Home: t.TempDir(), Coord: live})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-ran; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("run: %v", err)
-		}
-		w.Close()
-	})
-	wait, stop := context.WithTimeout(ctx, time.Minute)
-	defer stop()
-	if err := w.Engine.WaitReady(wait); err != nil {
-		t.Fatalf("the engine was not ready: %v", err)
-	}
-	// The first reconcile of the leases follows the rescan (a local file
-	// on the embedded live state).
-	for !w.Engine.Ready() {
-		if wait.Err() != nil {
-			t.Fatal("the engine did not reconcile its leases")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return w
-}
-
-// register registers a session named name.
-func register(t *testing.T, w *workspace.Workspace, name string) index.Session {
-	t.Helper()
-	s, err := w.Engine.Register(context.Background(), index.Session{Name: name, Client: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// codeOf is the refusal's code, or "" when err is none.
-func codeOf(err error) string {
-	var r *engine.Error
-	if errors.As(err, &r) {
-		return r.Code
-	}
-	return ""
-}
 
 // paths are the claims' paths, in order.
 func paths(cs []snag.FileClaim) []string {
@@ -94,9 +29,9 @@ func paths(cs []snag.FileClaim) []string {
 // claim of another session, whole, naming the holder; shared claims
 // overlap each other; a claim names the task it is for.
 func TestClaimIsAllOrNothing(t *testing.T) {
-	w := open(t)
+	w := workspacetest.Open(t)
 	f, ctx := w.FileClaims, context.Background()
-	ada, bea := register(t, w, "ADA"), register(t, w, "BEA")
+	ada, bea := workspacetest.Register(t, w, "ADA"), workspacetest.Register(t, w, "BEA")
 	got, err := f.Claim(ctx, ada, fileclaims.Request{Paths: []string{"web/app.ts", "./web/app.ts"}, Task: "snag-1"})
 	if err != nil || !got.Granted {
 		t.Fatalf("ADA's claim: %+v, %v", got, err)
@@ -148,9 +83,9 @@ func diffPaths(cs []snag.FileClaim, want ...string) string { return cmp.Diff(wan
 // TestClaimRefusals: a claim out of bounds is refused, naming the fix,
 // and claims nothing.
 func TestClaimRefusals(t *testing.T) {
-	w := open(t)
+	w := workspacetest.Open(t)
 	f, ctx := w.FileClaims, context.Background()
-	ada := register(t, w, "ADA")
+	ada := workspacetest.Register(t, w, "ADA")
 	many := make([]string, 101)
 	for i := range many {
 		many[i] = "f" + strings.Repeat("x", i)
@@ -172,7 +107,7 @@ func TestClaimRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := f.Claim(ctx, ada, tc.r)
-			if codeOf(err) != tc.code || !errors.Is(err, tc.kind) || got.Granted {
+			if workspacetest.CodeOf(err) != tc.code || !errors.Is(err, tc.kind) || got.Granted {
 				t.Fatalf("claim %+v: %+v, %v, want refused %s", tc.r, got, err, tc.code)
 			}
 		})
@@ -186,9 +121,9 @@ func TestClaimRefusals(t *testing.T) {
 // TestRelease: a session releases its claims of paths, or all of them;
 // a person frees a claim from whoever holds it, saying why.
 func TestRelease(t *testing.T) {
-	w := open(t)
+	w := workspacetest.Open(t)
 	f, ctx := w.FileClaims, context.Background()
-	ada := register(t, w, "ADA")
+	ada := workspacetest.Register(t, w, "ADA")
 	if _, err := f.Claim(ctx, ada, fileclaims.Request{Paths: []string{"a.go", "b.go", "web/**"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -196,14 +131,14 @@ func TestRelease(t *testing.T) {
 	if err != nil || diffPaths(out, "a.go") != "" {
 		t.Fatalf("ADA's release of a.go: %+v, %v", out, err)
 	}
-	if _, err := f.PersonRelease(ctx, "web/**", "dana", " "); codeOf(err) != "no_reason" {
+	if _, err := f.PersonRelease(ctx, "web/**", "dana", " "); workspacetest.CodeOf(err) != "no_reason" {
 		t.Fatalf("a person's release with no reason: %v, want refused no_reason", err)
 	}
 	out, err = f.PersonRelease(ctx, "web/**", "dana", "ADA is stuck")
 	if err != nil || diffPaths(out, "web/**") != "" || out[0].Holder != "ADA" {
 		t.Fatalf("a person's release of web/**: %+v, %v", out, err)
 	}
-	if _, err := f.PersonRelease(ctx, "web/**", "dana", "again"); codeOf(err) != "not_claimed" || !errors.Is(err, engine.ErrNotFound) {
+	if _, err := f.PersonRelease(ctx, "web/**", "dana", "again"); workspacetest.CodeOf(err) != "not_claimed" || !errors.Is(err, engine.ErrNotFound) {
 		t.Fatalf("a person's release of what no one claims: %v, want refused not_claimed", err)
 	}
 	out, err = f.Release(ctx, ada, nil)
@@ -220,9 +155,9 @@ func TestRelease(t *testing.T) {
 // exclusive claim covers, not the committer's own (its name in any
 // case), nor a shared claim.
 func TestGuard(t *testing.T) {
-	w := open(t)
+	w := workspacetest.Open(t)
 	f, ctx := w.FileClaims, context.Background()
-	ada, bea := register(t, w, "ADA"), register(t, w, "BEA")
+	ada, bea := workspacetest.Register(t, w, "ADA"), workspacetest.Register(t, w, "BEA")
 	if _, err := f.Claim(ctx, ada, fileclaims.Request{Paths: []string{"web/**"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
 	"github.com/snagdev/snag/internal/taskfs"
+	"github.com/snagdev/snag/internal/workspace/workspacetest"
 )
 
 // claimable serves the sample project and gives
@@ -23,7 +24,7 @@ import (
 // and its bytes.
 func claimable(t *testing.T) (root string, e *engine.Engine, ref queue.Ref, path string, orig []byte) {
 	t.Helper()
-	root = sample(t)
+	root = workspacetest.Sample(t)
 	e, _ = serve(t, engine.Options{Root: root})
 	ref, _ = queue.ParseRef("SNAG-11")
 	it, err := e.Get(context.Background(), ref)

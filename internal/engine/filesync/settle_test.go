@@ -9,6 +9,7 @@ import (
 	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snag"
+	"github.com/snagdev/snag/internal/workspace/workspacetest"
 )
 
 // truncated serves the sample project with opts and empties the file of
@@ -17,7 +18,7 @@ import (
 // holds the file under, once the engine has made a second look at it due.
 func truncated(t *testing.T, opts engine.Options) (e *engine.Engine, stop func(), path string) {
 	t.Helper()
-	opts.Root = sample(t)
+	opts.Root = workspacetest.Sample(t)
 	e, stop = serve(t, opts)
 	ref, _ := queue.ParseRef("SNAG-11")
 	it, err := e.Get(context.Background(), ref)

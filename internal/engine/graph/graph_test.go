@@ -7,75 +7,20 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/engine/graph"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/ops"
 	"github.com/snagdev/snag/internal/queue"
-	"github.com/snagdev/snag/internal/snagdtest"
-	"github.com/snagdev/snag/internal/workspace"
+	"github.com/snagdev/snag/internal/workspace/workspacetest"
 )
-
-// open opens a workspace on a copy of the sample project, a member of
-// the repository's embedded live state as snagd's is, and runs it until
-// the test ends; it answers once the engine is ready (its first rescan
-// and reconcile of leases done).
-func open(t *testing.T) *workspace.Workspace {
-	t.Helper()
-	root := snagdtest.Sample(t)
-	live, err := coord.OpenEmbedded(context.Background(), filepath.Join(t.TempDir(), coord.EmbeddedFile),
-		coord.Options{Host: "test", Root: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(live.Close)
-	w, err := workspace.Open(context.Background(), engine.Options{Root: root, Home: t.TempDir(), Coord: live})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-ran; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("run: %v", err)
-		}
-		w.Close()
-	})
-	wait, stop := context.WithTimeout(ctx, time.Minute)
-	defer stop()
-	if err := w.Engine.WaitReady(wait); err != nil {
-		t.Fatalf("the engine was not ready: %v", err)
-	}
-	// The first reconcile of the leases follows the rescan (a local file
-	// on the embedded live state).
-	for !w.Engine.Ready() {
-		if wait.Err() != nil {
-			t.Fatal("the engine did not reconcile its leases")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return w
-}
-
-// codeOf is the refusal's code, or "" when err is none.
-func codeOf(err error) string {
-	var r *engine.Error
-	if errors.As(err, &r) {
-		return r.Code
-	}
-	return ""
-}
 
 // TestNotesAndLinks: a note is a file with its edges, read back with the
 // edges both ways; a link that closes a cycle of a kind that follows
 // time is refused, and one already there changes nothing.
 func TestNotesAndLinks(t *testing.T) {
-	w := open(t)
+	w := workspacetest.Open(t)
 	g, ctx := w.Graph, context.Background()
 	a, err := g.AddNote(ctx, queue.Person, "dana", graph.NoteInput{Title: "Parse with a Pratt parser", Body: "Simpler to extend."})
 	if err != nil {
@@ -100,7 +45,7 @@ func TestNotesAndLinks(t *testing.T) {
 		t.Fatalf("%s's edges in: %+v, want %s took_from", a.Key, n.In, b.Key)
 	}
 	_, err = g.Link(ctx, queue.Person, "dana", graph.LinkInput{From: a.Key, To: b.Key, Kind: "took_from"})
-	if codeOf(err) != "cycle" || !errors.Is(err, engine.ErrInvalid) {
+	if workspacetest.CodeOf(err) != "cycle" || !errors.Is(err, engine.ErrInvalid) {
 		t.Fatalf("a link closing a took_from cycle: %v, want refused as a cycle", err)
 	}
 	got, err := g.Link(ctx, queue.Person, "dana", graph.LinkInput{From: a.Key, To: b.Key, Kind: "relates", Why: "same module"})
@@ -125,7 +70,7 @@ func TestNotesAndLinks(t *testing.T) {
 		t.Fatalf("the graph: %d notes, edges %v; want both notes' edges", len(ns), edges)
 	}
 	_, err = g.AddNote(ctx, queue.Person, "dana", graph.NoteInput{Title: "x", Type: "musing"})
-	if codeOf(err) != "bad_type" {
+	if workspacetest.CodeOf(err) != "bad_type" {
 		t.Fatalf("a note of an unknown type: %v, want bad_type", err)
 	}
 }
@@ -134,7 +79,7 @@ func TestNotesAndLinks(t *testing.T) {
 // lease; another agent's write on that branch is refused while it lasts,
 // and an agent must name its branch.
 func TestBranchLease(t *testing.T) {
-	w := open(t)
+	w := workspacetest.Open(t)
 	g, ctx := w.Graph, context.Background()
 	ada, err := w.Engine.Register(ctx, index.Session{Name: "ADA", Client: "test"})
 	if err != nil {
@@ -144,7 +89,7 @@ func TestBranchLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.AddNote(ctx, queue.Agent, ada.Name, graph.NoteInput{Title: "Cache the lexer", Session: ada.ID}); codeOf(err) != "missing_branch" {
+	if _, err := g.AddNote(ctx, queue.Agent, ada.Name, graph.NoteInput{Title: "Cache the lexer", Session: ada.ID}); workspacetest.CodeOf(err) != "missing_branch" {
 		t.Fatalf("an agent's note with no branch: %v, want missing_branch", err)
 	}
 	n, err := g.AddNote(ctx, queue.Agent, ada.Name, graph.NoteInput{Title: "Cache the lexer", Branch: "feat", Session: ada.ID})
@@ -155,7 +100,7 @@ func TestBranchLease(t *testing.T) {
 		t.Fatalf("an agent's note: trust %q by %q, want unvetted by ADA", n.Trust, n.Author)
 	}
 	_, err = g.AddNote(ctx, queue.Agent, bea.Name, graph.NoteInput{Title: "Drop the cache", Branch: "feat", Session: bea.ID})
-	if codeOf(err) != "branch_held" || !errors.Is(err, engine.ErrHeld) || !strings.Contains(err.Error(), "ADA") {
+	if workspacetest.CodeOf(err) != "branch_held" || !errors.Is(err, engine.ErrHeld) || !strings.Contains(err.Error(), "ADA") {
 		t.Fatalf("a note on a branch ADA writes: %v, want branch_held naming ADA", err)
 	}
 }
@@ -163,7 +108,7 @@ func TestBranchLease(t *testing.T) {
 // TestPlans: an agent's plan is an unvetted draft it may change but not
 // activate; a person's activation vets it.
 func TestPlans(t *testing.T) {
-	w := open(t)
+	w := workspacetest.Open(t)
 	g, ctx := w.Graph, context.Background()
 	v, err := g.CreatePlanView(ctx, queue.Agent, "ADA", "Faster parser", "Wave 1: the lexer.")
 	if err != nil {
@@ -173,7 +118,7 @@ func TestPlans(t *testing.T) {
 		t.Fatalf("an agent's plan: %s %s %s, want faster-parser, a draft, unvetted", v.Slug, v.Plan.Status, v.Plan.Trust)
 	}
 	_, err = g.UpdatePlan(ctx, queue.Agent, "ADA", v.Slug, graph.PlanEdit{Status: queue.PlanActive})
-	if codeOf(err) != "person_only" {
+	if workspacetest.CodeOf(err) != "person_only" {
 		t.Fatalf("an agent activating its plan: %v, want person_only", err)
 	}
 	body := "Wave 1: the lexer. Wave 2: the parser."
@@ -203,7 +148,7 @@ func TestPlans(t *testing.T) {
 // under a new epoch, with the task's file; one to an agent with no live
 // session moves nothing.
 func TestHandoff(t *testing.T) {
-	w := open(t)
+	w := workspacetest.Open(t)
 	g, e, ctx := w.Graph, w.Engine, context.Background()
 	ada, err := e.Register(ctx, index.Session{Name: "ADA", Client: "test"})
 	if err != nil {
@@ -222,7 +167,7 @@ func TestHandoff(t *testing.T) {
 		t.Fatalf("a handoff to an agent with no session: %v, want not live", err)
 	}
 	_, err = g.Handoff(ctx, &ada, "", ops.HandoffRequest{To: "ada", Title: "yours"})
-	if codeOf(err) != "to_self" {
+	if workspacetest.CodeOf(err) != "to_self" {
 		t.Fatalf("a handoff to oneself: %v, want to_self", err)
 	}
 	h, err := g.Handoff(ctx, &ada, "", ops.HandoffRequest{To: "bea", Title: "Finish this: tests are written", Task: key})

@@ -2,74 +2,15 @@ package sessions_test
 
 import (
 	"context"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/index"
-	"github.com/snagdev/snag/internal/project"
 	"github.com/snagdev/snag/internal/snag"
-	"github.com/snagdev/snag/internal/snagdtest"
-	"github.com/snagdev/snag/internal/workspace"
+	"github.com/snagdev/snag/internal/workspace/workspacetest"
 )
-
-// sample copies .snag-example into a fresh project root, without plan.json.
-func sample(t *testing.T) string {
-	t.Helper()
-	root := t.TempDir()
-	snagdtest.CopySample(t, root)
-	os.Remove(filepath.Join(root, project.Folder, project.PlanFile))
-	return root
-}
-
-// joinLive opens an embedded live state in a folder of the test's own and
-// joins it for root, as snagd joins the repository's; it is closed when
-// the test ends.
-func joinLive(t *testing.T, root string) coord.Live {
-	t.Helper()
-	live, err := coord.OpenEmbedded(context.Background(), filepath.Join(t.TempDir(), coord.EmbeddedFile),
-		coord.Options{Host: "test", Root: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(live.Close)
-	return live
-}
-
-// run opens a workspace on root with opts and runs it until the test ends
-// (or stop is called); it returns once the first rescan is done.
-func run(t *testing.T, opts engine.Options) (w *workspace.Workspace, stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	w, err := workspace.Open(ctx, opts)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	stop = func() {
-		if ctx.Err() != nil {
-			return
-		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("workspace's Run: %v", err)
-		}
-		w.Close()
-	}
-	t.Cleanup(stop)
-	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
-	defer wcancel()
-	if err := w.Engine.WaitReady(wctx); err != nil {
-		t.Fatalf("the first rescan is not done after 30 s: %v", err)
-	}
-	return w, stop
-}
 
 // waitEnded waits until the engine announces that session id has ended,
 // and returns why; it fails the test after 30 s.
@@ -97,8 +38,8 @@ func waitEnded(t *testing.T, e *engine.Engine, id int64) string {
 // stream is no longer counted.
 func TestAClosedStreamEndsTheSessionAfterTheGrace(t *testing.T) {
 	t.Parallel()
-	root := sample(t)
-	w, _ := run(t, engine.Options{Root: root, Home: t.TempDir(), Coord: joinLive(t, root), Grace: 50 * time.Millisecond})
+	root := workspacetest.Sample(t)
+	w, _ := workspacetest.Run(t, engine.Options{Root: root, Home: t.TempDir(), Coord: workspacetest.JoinLive(t, root, ""), Grace: 50 * time.Millisecond})
 	s, err := w.Engine.Register(context.Background(), index.Session{Name: "VESPER", Client: "test"})
 	if err != nil {
 		t.Fatal(err)
@@ -120,15 +61,15 @@ func TestAClosedStreamEndsTheSessionAfterTheGrace(t *testing.T) {
 // restarted) gets the grace to reconnect, and ends when it does not.
 func TestASessionThatDoesNotReconnectAfterARestartEnds(t *testing.T) {
 	t.Parallel()
-	root := sample(t)
-	live := joinLive(t, root)
-	w, stop := run(t, engine.Options{Root: root, Home: t.TempDir(), Coord: live})
+	root := workspacetest.Sample(t)
+	live := workspacetest.JoinLive(t, root, "")
+	w, stop := workspacetest.Run(t, engine.Options{Root: root, Home: t.TempDir(), Coord: live})
 	s, err := w.Engine.Register(context.Background(), index.Session{Name: "VESPER", Client: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	stop()
-	w, _ = run(t, engine.Options{Root: root, Home: t.TempDir(), Coord: live, Grace: 50 * time.Millisecond})
+	w, _ = workspacetest.Run(t, engine.Options{Root: root, Home: t.TempDir(), Coord: live, Grace: 50 * time.Millisecond})
 	if why := waitEnded(t, w.Engine, s.ID); why != "did not reconnect after a restart" {
 		t.Errorf("the session ended for %q; want did not reconnect after a restart", why)
 	}
@@ -137,8 +78,8 @@ func TestASessionThatDoesNotReconnectAfterARestartEnds(t *testing.T) {
 // The sweep ends a session whose process is gone, and counts its sweeps.
 func TestTheSweepEndsASessionWhoseProcessIsGone(t *testing.T) {
 	t.Parallel()
-	root := sample(t)
-	w, _ := run(t, engine.Options{Root: root, Home: t.TempDir(), Coord: joinLive(t, root), Sweep: 20 * time.Millisecond})
+	root := workspacetest.Sample(t)
+	w, _ := workspacetest.Run(t, engine.Options{Root: root, Home: t.TempDir(), Coord: workspacetest.JoinLive(t, root, ""), Sweep: 20 * time.Millisecond})
 	agent := exec.Command("sleep", "600")
 	if err := agent.Start(); err != nil {
 		t.Fatal(err)

@@ -36,11 +36,10 @@ func TestRunReconcilesAtTheStart(t *testing.T) {
 	t.Cleanup(func() { w.Close() })
 	ran := make(chan error, 1)
 	go func() { ran <- w.Run(ctx) }()
-	for deadline := time.Now().Add(30 * time.Second); !w.Engine.Ready(); {
-		if time.Now().After(deadline) {
-			t.Fatal("the engine was not ready 30 s after the start: the team's first reconcile did not run")
-		}
-		time.Sleep(10 * time.Millisecond)
+	wait, waited := context.WithTimeout(ctx, 30*time.Second)
+	defer waited()
+	if err := w.Engine.WaitServing(wait); err != nil {
+		t.Fatalf("the engine did not serve 30 s after the start (the team's first reconcile did not run): %v", err)
 	}
 	if got := w.Engine.Progress().Reconciles; got != 1 {
 		t.Errorf("reconciles after the start: %d; want 1", got)

@@ -52,14 +52,8 @@ func serve(t *testing.T, root, home, live string) (w *workspace.Workspace, stop 
 		})
 	}
 	t.Cleanup(stop)
-	if err := w.Engine.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for !w.Engine.Ready() { // the live state's first reconcile follows the rescan
-		if ctx.Err() != nil {
-			t.Fatal("the workspace never became ready")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := w.Engine.WaitServing(ctx); err != nil {
+		t.Fatalf("the workspace did not serve: %v", err)
 	}
 	return w, stop
 }

@@ -8,14 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/snagdev/snag/internal/coord"
 	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/index"
 	"github.com/snagdev/snag/internal/queue"
 	"github.com/snagdev/snag/internal/snagdtest"
 	"github.com/snagdev/snag/internal/workspace"
+	"github.com/snagdev/snag/internal/workspace/workspacetest"
 )
 
 // git runs git in dir with no configuration of the machine's, and
@@ -33,8 +32,8 @@ func git(t *testing.T, dir string, args ...string) string {
 }
 
 // run opens a workspace on a copy of the sample project committed to a
-// new git repository, runs it until the test ends, and waits for its
-// first rescan.
+// new git repository, and runs it until the test ends, once it serves
+// (workspacetest.Run).
 func run(t *testing.T) *workspace.Workspace {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
@@ -43,50 +42,19 @@ func run(t *testing.T) *workspace.Workspace {
 		}
 		t.Skip("git is not installed")
 	}
-	ctx := context.Background()
 	root := filepath.Join(t.TempDir(), "shop")
 	snagdtest.CopySample(t, root)
 	git(t, root, "init", "-q", "-b", "main")
 	git(t, root, "add", ".")
 	git(t, root, "commit", "-q", "-m", "tasks")
-	live, err := coord.OpenEmbedded(ctx, filepath.Join(t.TempDir(), coord.EmbeddedFile), coord.Options{Host: "test", Root: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(live.Close)
-	w, err := workspace.Open(ctx, engine.Options{Root: root, Home: t.TempDir(), Coord: live})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(rctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("the workspace's run: %v", err)
-		}
-	})
-	if err := w.Engine.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	w, _ := workspacetest.Run(t, engine.Options{Root: root})
 	return w
 }
 
-// claim claims ref with a worktree from base, asking again while snagd
-// is starting (its leases are being reconciled with the live state), for
-// at most a minute.
+// claim claims ref with a worktree from base.
 func claim(t *testing.T, w *workspace.Workspace, s index.Session, ref queue.Ref, base string) (engine.Claimed, error) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		c, err := w.Worktrees.Claim(context.Background(), s, &ref, false, true, base)
-		if !errors.Is(err, engine.ErrStarting) || time.Now().After(deadline) {
-			return c, err
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return w.Worktrees.Claim(context.Background(), s, &ref, false, true, base)
 }
 
 // A claim with a worktree makes one beside the repository on the task's
