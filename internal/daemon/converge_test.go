@@ -165,7 +165,8 @@ func editorSaveOfALeasedTask(t *testing.T, ed editor) {
 	d.waitSettled()
 	t.Logf("no second look pending %s after the save's last step", time.Since(saved).Round(time.Millisecond))
 	pl.end(t, "a "+ed.name+" save")
-	events.through(t, d.lastEventID()) // what the save published has arrived
+	events.await(t, "the save's event", 1, about(rel))
+	events.through(t, d.lastEventID()) // and anything else it published
 
 	evs := events.all(nil)
 	var mine []event
@@ -201,6 +202,8 @@ func editorSaveOfALeasedTask(t *testing.T, ed editor) {
 		b, _ := d.body("SNAG-11")
 		return strings.Contains(b, line2)
 	})
+	events.await(t, "the next save's event", 1, about(rel))
+	d.waitSettled()
 	events.through(t, d.lastEventID())
 	iv.final()
 	if n := len(events.all(about(rel))); n != 1 {

@@ -416,8 +416,8 @@ func (d *daemon) lastEventID() int64 {
 
 // through waits until the stream has delivered every event up to id: an
 // event published before a check is then in the log the check reads. It
-// waits on the stream; the minute only bounds a failure (a hunt run under
-// stress once saw the stream's first line come after 10 s).
+// waits on the stream (the first line counts: it says where the stream
+// starts); the minute only bounds a failure.
 func (el *eventLog) through(t *testing.T, id int64) {
 	t.Helper()
 	deadline := time.After(time.Minute)
@@ -432,6 +432,28 @@ func (el *eventLog) through(t *testing.T, id int64) {
 		case <-seen:
 		case <-deadline:
 			t.Fatalf("the event stream is at %d, not %d, after a minute", last, id)
+		}
+	}
+}
+
+// await waits until the stream has delivered at least n events that
+// match accepts: an event is published after the change it announces is
+// in the index, so a check that the index shows a change has not seen its
+// event yet. The minute only bounds a failure.
+func (el *eventLog) await(t *testing.T, what string, n int, match func(event) bool) {
+	t.Helper()
+	deadline := time.After(time.Minute)
+	for {
+		el.mu.Lock()
+		seen := el.seen
+		el.mu.Unlock()
+		if len(el.all(match)) >= n {
+			return
+		}
+		select {
+		case <-seen:
+		case <-deadline:
+			t.Fatalf("%s: %d of %d events after a minute: %+v", what, len(el.all(match)), n, el.all(nil))
 		}
 	}
 }
@@ -460,6 +482,8 @@ func (d *daemon) record() *eventLog {
 				from, _ := strconv.ParseInt(v, 10, 64)
 				el.mu.Lock()
 				el.last = max(el.last, from)
+				close(el.seen) // a wait for the stream's start ends here too
+				el.seen = make(chan struct{})
 				el.mu.Unlock()
 			} else if v, ok := strings.CutPrefix(line, "id: "); ok {
 				id, _ = strconv.ParseInt(v, 10, 64)
