@@ -3,7 +3,6 @@ package index
 import (
 	"context"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/snagdev/snag/internal/snag"
@@ -79,15 +78,6 @@ func (db *DB) Activity(ctx context.Context, since time.Time, limit int) ([]snag.
 	for _, a := range by {
 		out = append(out, *a)
 	}
-	slices.SortFunc(out, func(a, b snag.BranchActivity) int {
-		if c := b.Last.Compare(a.Last); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Branch, b.Branch)
-	})
-	total := len(out)
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
-	}
+	out, total := snag.LatestBranches(out, limit)
 	return out, total, nil
 }

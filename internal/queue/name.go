@@ -81,3 +81,17 @@ func IsControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 
 // MaxFileSize is the most bytes a task, note or plan file may hold: the
 // file store reads no more, and the codec refuses a larger one.
 const MaxFileSize = 1 << 20
+
+// Clip cuts s to at most n bytes on a character's boundary, ending it in
+// "…" when it cut: a title, a reason or a quote kept to a limit.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const ell = "…"
+	cut := n - len(ell)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ell
+}

@@ -132,3 +132,21 @@ func TestIsTaskFileName(t *testing.T) {
 		}
 	}
 }
+
+func TestClip(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly ten", 11, "exactly ten"},
+		{"a longer line", 8, "a lon…"},
+		{"héllo wörld", 7, "hél…"}, // é is 2 bytes: 7-3 leaves 4, "hél"
+		{"日本語のテキスト", 8, "日…"},      // each 3 bytes: the cut backs off to a boundary
+	} {
+		if got := queue.Clip(c.in, c.n); got != c.want || len(got) > max(c.n, len(c.in)) {
+			t.Errorf("queue.Clip(%q, %d) = %q; want %q", c.in, c.n, got, c.want)
+		}
+	}
+}

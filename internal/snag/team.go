@@ -1,6 +1,8 @@
 package snag
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/snagdev/snag/internal/queue"
@@ -183,6 +185,23 @@ type BranchActivity struct {
 	Resolved []string `json:"resolved,omitempty"`
 	// Report is its last report.
 	Report *ActivityReport `json:"report,omitempty"`
+}
+
+// LatestBranches orders branches by their latest activity, newest first
+// (then by name), keeps at most limit of them (all when limit is 0), and
+// returns how many there were.
+func LatestBranches(bs []BranchActivity, limit int) ([]BranchActivity, int) {
+	slices.SortFunc(bs, func(x, y BranchActivity) int {
+		if c := y.Last.Compare(x.Last); c != 0 {
+			return c
+		}
+		return strings.Compare(x.Branch, y.Branch)
+	})
+	total := len(bs)
+	if limit > 0 && len(bs) > limit {
+		bs = bs[:limit]
+	}
+	return bs, total
 }
 
 // ActivityReport is a branch's last report.

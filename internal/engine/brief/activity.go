@@ -3,7 +3,6 @@ package brief
 import (
 	"context"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/snagdev/snag/internal/coord"
@@ -179,16 +178,5 @@ func mergeActivity(own []snag.BranchActivity, team map[string]*coord.BranchActiv
 			added = append(added, *a)
 		}
 	}
-	own = append(own, added...)
-	slices.SortFunc(own, func(x, y snag.BranchActivity) int {
-		if c := y.Last.Compare(x.Last); c != 0 {
-			return c
-		}
-		return strings.Compare(x.Branch, y.Branch)
-	})
-	total := len(own)
-	if limit > 0 && len(own) > limit {
-		own = own[:limit]
-	}
-	return own, total
+	return snag.LatestBranches(append(own, added...), limit)
 }

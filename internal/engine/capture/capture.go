@@ -24,7 +24,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/snagdev/snag/internal/atomicfile"
 	"github.com/snagdev/snag/internal/browser"
@@ -185,7 +184,7 @@ func (s *Service) check(c *Capture) error {
 	}
 	u, err := url.Parse(c.URL)
 	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return bad("bad_url", "%q is not an http or https address: capture a page served over http(s)", clipText(c.URL, 80))
+		return bad("bad_url", "%q is not an http or https address: capture a page served over http(s)", queue.Clip(c.URL, 80))
 	}
 	cfg := s.e.Config()
 	if err := browser.CheckURL(c.URL, cfg.Browser.AllowedHosts); err != nil && !c.AllowWiderHost {
@@ -218,7 +217,7 @@ func (s *Service) check(c *Capture) error {
 			return bad("bad_anchor", "the anchor's box is not a rectangle on the page: send x, y, width and height in CSS pixels")
 		}
 	}
-	c.AnchorText = clipText(oneLine(c.AnchorText), maxAnchorText)
+	c.AnchorText = queue.Clip(oneLine(c.AnchorText), maxAnchorText)
 	c.Title = oneLine(c.Title)
 	c.ConsoleErrors = clipList(c.ConsoleErrors)
 	c.NetworkErrors = clipList(c.NetworkErrors)
@@ -280,13 +279,13 @@ func cutAnchor(shot image.Image, box queue.Box, scroll image.Point, scale float6
 func captureTitle(c Capture) string {
 	for _, s := range []string{c.Summary, firstLine(c.Note)} {
 		if s = strings.TrimSpace(s); s != "" {
-			return clipText(s, 120)
+			return queue.Clip(s, 120)
 		}
 	}
 	if c.Title != "" {
-		return clipText("Captured on "+c.Title, 120)
+		return queue.Clip("Captured on "+c.Title, 120)
 	}
-	return clipText("Captured on "+c.URL, 120)
+	return queue.Clip("Captured on "+c.URL, 120)
 }
 
 // captureBody is the task's body: the person's note, less its first line
@@ -334,25 +333,12 @@ func oneLine(s string) string {
 	}, strings.ToValidUTF8(s, "")))
 }
 
-// clipText cuts s to at most n bytes on a character's boundary, marking
-// the cut.
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
 // clipList keeps the first maxCaptured entries, each on one line and at
 // most maxErrorText bytes.
 func clipList(in []string) []string {
 	var out []string
 	for _, s := range in {
-		if s = clipText(oneLine(s), maxErrorText); s != "" && len(out) < maxCaptured {
+		if s = queue.Clip(oneLine(s), maxErrorText); s != "" && len(out) < maxCaptured {
 			out = append(out, s)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"image"
 	"os"
-	"unicode/utf8"
 
 	"github.com/snagdev/snag/internal/atomicfile"
 	"github.com/snagdev/snag/internal/browser"
@@ -126,11 +125,11 @@ func compareCrops(before, after string) (pixdiff.Result, error) {
 func anchorName(c *queue.Capture) string {
 	switch {
 	case c.Anchor != "" && c.AnchorText != "":
-		return fmt.Sprintf("`%s`, %q", clipText(c.Anchor, 80), clipText(c.AnchorText, 60))
+		return fmt.Sprintf("`%s`, %q", queue.Clip(c.Anchor, 80), queue.Clip(c.AnchorText, 60))
 	case c.Anchor != "":
-		return "`" + clipText(c.Anchor, 80) + "`"
+		return "`" + queue.Clip(c.Anchor, 80) + "`"
 	}
-	return fmt.Sprintf("%q", clipText(c.AnchorText, 60))
+	return fmt.Sprintf("%q", queue.Clip(c.AnchorText, 60))
 }
 
 // percent writes a fraction as a percentage a person reads at a glance.
@@ -145,17 +144,4 @@ func percent(f float64) string {
 	default:
 		return fmt.Sprintf("%.0f%%", p)
 	}
-}
-
-// clipText cuts s to at most n bytes on a character's boundary, marking
-// the cut.
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
