@@ -107,6 +107,12 @@ const (
 	CodeNotHeld = "not_held"
 	// CodeStale (409): the lease's epoch is old: claim the task again.
 	CodeStale = "stale"
+	// CodeStaleHandle (409): the handle names nothing live (never made
+	// here, its agent ended, or its lease ended): claim anew.
+	CodeStaleHandle = "stale_handle"
+	// CodeForeignHandle (403): the handle was made with another
+	// credential (another token, or one rotated since).
+	CodeForeignHandle = "foreign_handle"
 	// CodeBlocked (409): the task's dependencies are not resolved: claim
 	// it with force, or another.
 	CodeBlocked = "blocked"
@@ -269,7 +275,7 @@ var Codes = []string{
 	CodeBadJSON, CodeBadQuery, CodeBadStatus, CodeBadKind, CodeBadWave, CodeBadLimit, CodeBadAll,
 	CodeBadAfter, CodeBadTail, CodeBadSince, CodeBadSeverity, CodeBadFile, CodeBadRef, CodeBadSession, CodeNoSession,
 	CodeNoReason, CodeNotFound, CodeSessionEnded, CodeNotClean, CodeHeld, CodeHolding, CodeNotHeld,
-	CodeStale, CodeBlocked, CodeMissing, CodeTransition, CodeNoCaptureURL, CodeVerifyUnavailable,
+	CodeStale, CodeStaleHandle, CodeForeignHandle, CodeBlocked, CodeMissing, CodeTransition, CodeNoCaptureURL, CodeVerifyUnavailable,
 	CodeStarting, CodeBusy, CodeChanging, CodeDiskFull, CodeNoStream, CodeInternal,
 	CodeBadToolsets, CodeNoPaths, CodeTooManyPaths, CodeBadPath, CodeBadTTL, CodeExpired, CodeFilesHeld,
 	CodeNotClaimed, CodeNameKept, CodeBadName, CodeNoMessage, CodeLongMessage, CodeLongDetail, CodeNoAddressee,
@@ -291,6 +297,11 @@ const (
 	// ToolHeader names the MCP tool call a request serves, for the audit
 	// log; it is read only with SessionHeader.
 	ToolHeader = "X-Snag-Tool"
+	// HandleHeader names a handle an earlier answer gave (a claim's lease
+	// handle): the request acts on that lease, and a lease its agent's
+	// earlier connection held (a bridge that restarted) comes back to this
+	// session. A handle is good only with the token that made it.
+	HandleHeader = "X-Snag-Handle"
 	// CoordHeader, on an answer to an agent, says that snagd cannot reach
 	// the coordination store it shares with the other clones, and what that
 	// means for the agent's leases ("coordination unreachable for 9 s: your

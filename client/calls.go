@@ -16,6 +16,7 @@ type Caller struct {
 	c       *Client
 	session int64
 	tool    string
+	handle  string
 }
 
 // As returns the calls of an agent's session: every request carries the
@@ -25,8 +26,15 @@ func (c *Client) As(session int64, tool string) Caller {
 	return Caller{c: c, session: session, tool: tool}
 }
 
+// WithHandle returns k's calls naming handle h (api.HandleHeader): a
+// lease handle a claim answered, which the call acts on.
+func (k Caller) WithHandle(h string) Caller {
+	k.handle = h
+	return k
+}
+
 func (k Caller) do(ctx context.Context, method, path string, in, out any) error {
-	return k.c.send(ctx, k.session, k.tool, method, path, in, out)
+	return k.c.send(ctx, k.session, k.tool, k.handle, method, path, in, out)
 }
 
 // NotFound reports whether err is snagd's answer that what was asked for

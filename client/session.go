@@ -23,19 +23,19 @@ type Registration = api.Registration
 // Register registers an agent session (POST /sessions).
 func (c *Client) Register(ctx context.Context, r Registration) (Session, error) {
 	var s Session
-	err := c.send(ctx, 0, "", "POST", "/sessions", r, &s)
+	err := c.send(ctx, 0, "", "", "POST", "/sessions", r, &s)
 	return s, err
 }
 
 // send sends a request with the token and decodes a JSON answer into out
 // (when out is not nil). For an agent's tool call it carries the session
 // (X-Snag-Session) and the tool's name (X-Snag-Tool) so snagd acts for the
-// session and audits the call; a session of 0 or an empty tool is not
-// sent. A 503 with Retry-After (snagd starting, or its index busy:
+// session and audits the call, and the handle it names (X-Snag-Handle); a
+// session of 0, an empty tool or handle is not sent. A 503 with Retry-After (snagd starting, or its index busy:
 // nothing was done) is sent again after the wait, for up to ReadyWait; a
 // 503 without it (no browser to verify with) and every other non-2xx
 // answer come back as *Error.
-func (c *Client) send(ctx context.Context, session int64, tool, method, path string, in, out any) error {
+func (c *Client) send(ctx context.Context, session int64, tool, handle, method, path string, in, out any) error {
 	var raw []byte
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -57,6 +57,9 @@ func (c *Client) send(ctx context.Context, session int64, tool, method, path str
 			if tool != "" {
 				req.header = append(req.header, api.ToolHeader, tool)
 			}
+		}
+		if handle != "" {
+			req.header = append(req.header, api.HandleHeader, handle)
 		}
 		resp, err := c.wire.roundTrip(ctx, h.Port, req)
 		if quick && ctx.Err() == nil && (err != nil || resp.StatusCode == statusUnauthorized || resp.StatusCode == statusUnavailable) {

@@ -61,7 +61,9 @@ const LockFile = "snagd.lock"
 const (
 	DefaultSettle = engine.DefaultSettle
 	DefaultGrace  = engine.DefaultGrace
-	DefaultSweep  = engine.DefaultSweep
+	// DefaultHandleIdle is Options.HandleIdle's default (30 min).
+	DefaultHandleIdle = engine.DefaultHandleIdle
+	DefaultSweep      = engine.DefaultSweep
 )
 
 // Options configure a daemon.
@@ -98,6 +100,11 @@ type Options struct {
 	// request in flight once its client's GET stream has closed (30 s, at
 	// most MCPIdle): the client is gone.
 	MCPStreamGrace time.Duration
+	// HandleIdle is how long an agent known only by its handle (MCP
+	// 2026-07-28 over /mcp: no connection stands for it) lives with no
+	// call that names one of its handles (DefaultHandleIdle); then its
+	// session ends and its leases go back to the queue.
+	HandleIdle time.Duration
 	// Hosted, when set, serves /mcp (and nothing else) on a second
 	// listener to agents on other machines: over TLS, to the Host names
 	// it allows, with a token of its own. See [Hosted].
@@ -151,6 +158,9 @@ type Daemon struct {
 	// latest tool call came (since this snagd started).
 	mcp   *mcpHTTP
 	calls sync.Map
+	// held holds, by session id, when the expiry of each agent known by
+	// its handle was last written to snag.db (holdAgent).
+	held sync.Map
 }
 
 // fail records why the view could not open: its requests are answered
@@ -240,7 +250,10 @@ func Run(ctx context.Context, opts Options) error {
 		// The same /mcp as the local listener's (the default view's routes
 		// made it), behind the hosted gate: its sessions are ordinary /mcp
 		// sessions.
-		hosted.secret.onChange = def.mcp.closeHosted
+		hosted.secret.onChange = func(old token.Token) {
+			def.mcp.closeHosted()
+			def.revokeHandles(hostedCred(old))
+		}
 		hsrv := hosted.server(def.opening(def.mcp))
 		serveIn(gctx, g, hsrv, func() error { return hosted.serve(hsrv, hostedLn) })
 	}

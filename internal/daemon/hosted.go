@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/snagdev/snag/internal/engine"
 	"github.com/snagdev/snag/internal/token"
 )
 
@@ -88,6 +89,20 @@ type hostedKey struct{}
 
 // isHosted reports whether r came over the hosted listener.
 func isHosted(r *http.Request) bool { return r.Context().Value(hostedKey{}) != nil }
+
+// credOf names the credential r came with, which binds the handles it
+// makes (engine.Handle): the hosted token in force, or snagd's local one.
+// The name is a digest; it never holds the secret.
+func (d *Daemon) credOf(r *http.Request) string {
+	if c, ok := r.Context().Value(hostedKey{}).(string); ok {
+		return c
+	}
+	return localCred(d.tok)
+}
+
+// localCred and hostedCred name a token for the handles made with it.
+func localCred(t token.Token) string  { return "local:" + engine.HashHandle(t.String())[:16] }
+func hostedCred(t token.Token) string { return "hosted:" + engine.HashHandle(t.String())[:16] }
 
 // newHosted checks o and reads its certificate and token, so that snagd
 // refuses to start, naming the fix, rather than serve a hosted /mcp that
@@ -270,7 +285,8 @@ func (h *hostedMCP) wrap(next http.Handler) http.Handler {
 			writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Code: "bad_method", Message: MCPPath + " takes POST, GET and DELETE only"})
 			return
 		}
-		if msg, sent := h.secret.check(r); msg != "" {
+		msg, sent, cred := h.secret.check(r)
+		if msg != "" {
 			h.unauthorized(w, msg, sent)
 			return
 		}
@@ -287,7 +303,7 @@ func (h *hostedMCP) wrap(next http.Handler) http.Handler {
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
 		h.d.lastUse.Store(time.Now().UnixNano())
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), hostedKey{}, true)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), hostedKey{}, cred)))
 	})
 }
 
@@ -354,7 +370,7 @@ type hostedSecret struct {
 	path     string      // "" when the token came from the environment
 	main     token.Token // snagd's local token, which the hosted one must not be
 	log      *slog.Logger
-	onChange func() // the token changed: end the sessions opened with the old one
+	onChange func(old token.Token) // the token changed: end the sessions and handles opened with the old one
 
 	mu    sync.Mutex
 	tok   token.Token // the zero Token, which matches nothing, while the file is unusable
@@ -416,7 +432,7 @@ func (s *hostedSecret) current() token.Token {
 	}
 	if !zero(old) && s.onChange != nil {
 		s.log.Info("hosted /mcp: ending the sessions opened with the old token")
-		s.onChange()
+		s.onChange(old)
 	}
 	return tok
 }
@@ -425,25 +441,26 @@ func (s *hostedSecret) current() token.Token {
 func zero(t token.Token) bool { return t.String() == "" }
 
 // check is "" when r carries the hosted token, else the 401's message;
-// sent says whether r carried a token at all. Tokens in query strings are
-// never read.
-func (s *hostedSecret) check(r *http.Request) (msg string, sent bool) {
+// sent says whether r carried a token at all; cred names the token that
+// passed, for the handles the request makes (credOf). Tokens in query
+// strings are never read.
+func (s *hostedSecret) check(r *http.Request) (msg string, sent bool, cred string) {
 	tok := s.current()
 	how := "send Authorization: Bearer with this snagd's hosted token (its owner set it with --hosted-token-file or $" + HostedTokenEnv +
 		"); pass it from your MCP client's environment or secret store, as in --header 'Authorization: Bearer ${SNAG_TOKEN}' (single quotes, so the shell leaves the variable for the client), never in a committed config"
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return how, false
+		return how, false, ""
 	}
 	scheme, presented, _ := strings.Cut(h, " ")
 	presented = strings.TrimSpace(presented)
 	switch {
 	case !strings.EqualFold(scheme, "Bearer"):
-		return "the Authorization header is not a bearer token: " + how, true
+		return "the Authorization header is not a bearer token: " + how, true, ""
 	case tok.Equal(presented):
-		return "", true
+		return "", true, hostedCred(tok)
 	case len(presented) < token.MinSize:
-		return fmt.Sprintf("the token sent is %d bytes, and a hosted token has at least %d: %s", len(presented), token.MinSize, how), true
+		return fmt.Sprintf("the token sent is %d bytes, and a hosted token has at least %d: %s", len(presented), token.MinSize, how), true, ""
 	}
-	return "the token sent is not this snagd's hosted token (it may have been replaced): " + how, true
+	return "the token sent is not this snagd's hosted token (it may have been replaced): " + how, true, ""
 }

@@ -157,7 +157,7 @@ func (h *hostedDaemon) connect(t *testing.T, tok, query string) (*sdk.ClientSess
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: h.hurl("/mcp" + query), MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: b}}, nil)
+		HTTPClient: &http.Client{Transport: b}}, legacyEra)
 	if err == nil {
 		t.Cleanup(func() { cs.Close() })
 	}
@@ -688,3 +688,7 @@ func TestHostedMCPPlainOnLoopback(t *testing.T) {
 		t.Errorf("snagd's log does not warn of plain HTTP:\n%s", h.log.String())
 	}
 }
+
+// legacyEra pins a go-sdk client to MCP 2025-11-25 (initialize, an MCP
+// session), as the hosted tests of that era's sessions mean.
+var legacyEra = &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"}

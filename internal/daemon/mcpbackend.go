@@ -20,7 +20,8 @@ import (
 // engine ends it after the grace), and marks it seen as its tools are
 // called. It is safe for concurrent use.
 type engineLink struct {
-	d *Daemon
+	d    *Daemon
+	cred string // the credential of the request that made the MCP session
 
 	mu      sync.Mutex
 	client  string
@@ -34,10 +35,13 @@ type engineLink struct {
 	endLife context.CancelFunc
 }
 
-func newEngineLink(d *Daemon) *engineLink {
+func newEngineLink(d *Daemon, cred string) *engineLink {
 	life, end := context.WithCancel(context.Background())
-	return &engineLink{d: d, life: life, endLife: end}
+	return &engineLink{d: d, cred: cred, life: life, endLife: end}
 }
+
+// Cred names the credential the MCP session was made with.
+func (l *engineLink) Cred() string { return l.cred }
 
 // Do runs an operation on snagd's service in process.
 func (l *engineLink) Do(ctx context.Context, op string, req any) (any, error) {
@@ -64,7 +68,7 @@ func (l *engineLink) SetClient(name, version string) {
 // Session is the link's session, registered (and held open) when it has
 // none; it marks the session seen, as a session stream does every few
 // seconds: at most once per touchEvery.
-func (l *engineLink) Session(ctx context.Context) (int64, error) {
+func (l *engineLink) Session(ctx context.Context, _ string) (int64, error) {
 	l.mu.Lock()
 	id, due := l.session, time.Since(l.touched) >= touchEvery
 	if id != 0 && due {
@@ -150,7 +154,13 @@ func (l *engineLink) Watch(ctx context.Context, on func(key string)) {
 	defer cancel()
 	stop := context.AfterFunc(l.life, cancel)
 	defer stop()
-	hub := l.d.e.Events()
+	l.d.watch(ctx, on)
+}
+
+// watch calls on with the key of each task an event of the engine names,
+// or "" when many may have changed, until ctx ends.
+func (d *Daemon) watch(ctx context.Context, on func(key string)) {
+	hub := d.e.Events()
 	from := hub.Last()
 	for {
 		events, wait, gap := hub.Since(from)

@@ -55,6 +55,13 @@ type mcpHTTP struct {
 	// for requests that do not start a session; it serves no session.
 	shared     *sdk.Server
 	sharedOnce sync.Once // shared is made at its first use: a view no MCP client asks keeps none
+	// stateless and hostedStateless serve the sessionless protocol
+	// (mcpagents.go) on either listener, from the servers in agents (by
+	// toolsets and credential); cursors are snag_list's short cursors,
+	// good across their requests.
+	stateless, hostedStateless *sdk.StreamableHTTPHandler
+	agents                     map[string]*sdk.Server
+	cursors                    mcp.Cursors
 
 	mu      sync.Mutex
 	pending map[*sdk.Server]*mcpSession // made for a request, not yet bound to its session id
@@ -84,7 +91,8 @@ type slotKey struct{}
 type slot struct{ s *mcpSession }
 
 func (d *Daemon) mcpHandler(ctx context.Context) *mcpHTTP {
-	h := &mcpHTTP{d: d, idle: d.opts.MCPIdle, lost: d.opts.MCPStreamGrace, pending: map[*sdk.Server]*mcpSession{}, byID: map[string]*mcpSession{}}
+	h := &mcpHTTP{d: d, idle: d.opts.MCPIdle, lost: d.opts.MCPStreamGrace, pending: map[*sdk.Server]*mcpSession{}, byID: map[string]*mcpSession{},
+		agents: map[string]*sdk.Server{}}
 	if h.idle <= 0 {
 		h.idle = DefaultMCPIdle
 	}
@@ -97,6 +105,9 @@ func (d *Daemon) mcpHandler(ctx context.Context) *mcpHTTP {
 	h.sdk = sdk.NewStreamableHTTPHandler(h.server, &sdk.StreamableHTTPOptions{Logger: d.log, MaxRequestBodyBytes: MaxBody})
 	h.hosted = sdk.NewStreamableHTTPHandler(h.server, &sdk.StreamableHTTPOptions{Logger: d.log, MaxRequestBodyBytes: MaxBody,
 		DisableLocalhostProtection: true})
+	h.stateless = sdk.NewStreamableHTTPHandler(h.agentServer, &sdk.StreamableHTTPOptions{Logger: d.log, MaxRequestBodyBytes: MaxBody, Stateless: true})
+	h.hostedStateless = sdk.NewStreamableHTTPHandler(h.agentServer, &sdk.StreamableHTTPOptions{Logger: d.log, MaxRequestBodyBytes: MaxBody,
+		Stateless: true, DisableLocalhostProtection: true})
 	go func() {
 		<-ctx.Done()
 		h.close()
@@ -110,7 +121,8 @@ func (h *mcpHTTP) server(r *http.Request) *sdk.Server {
 	sl, _ := r.Context().Value(slotKey{}).(*slot)
 	if sl == nil || r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
 		h.sharedOnce.Do(func() {
-			h.shared = mcp.NewServer(mcp.Options{Root: h.d.root, Version: h.d.opts.Version, Log: h.d.log, Workspace: h.d.workspace})
+			h.shared = mcp.NewServer(mcp.Options{Root: h.d.root, Version: h.d.opts.Version, Log: h.d.log, Workspace: h.d.workspace,
+				HandleIdle: h.d.handleIdle()})
 		})
 		return h.shared
 	}
@@ -123,11 +135,11 @@ func (h *mcpHTTP) server(r *http.Request) *sdk.Server {
 	if closed {
 		return nil // snagd is stopping: the SDK answers 400
 	}
-	link := newEngineLink(h.d)
+	link := newEngineLink(h.d, h.d.credOf(r))
 	s := &mcpSession{link: link, live: mcp.NewDaemon(link), hosted: isHosted(r)}
 	ts, _ := toolsetsOf(r)
 	opts := mcp.Options{Root: h.d.root, Version: h.d.opts.Version, Log: h.d.log, Daemon: s.live, Toolsets: ts,
-		Workspace: h.d.workspace}
+		Workspace: h.d.workspace, HandleIdle: h.d.handleIdle()}
 	s.srv = mcp.NewServer(opts)
 	sl.s = s
 	h.mu.Lock()
@@ -181,6 +193,14 @@ func (h *mcpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				own, ws, ws, api.WorkspaceHeader)})
 			return
 		}
+	}
+	if modern(r) {
+		if hosted {
+			h.hostedStateless.ServeHTTP(w, r)
+		} else {
+			h.stateless.ServeHTTP(w, r)
+		}
+		return
 	}
 	if id == "" {
 		sl := &slot{}
@@ -379,6 +399,7 @@ func (h *mcpHTTP) closeHosted() {
 	for _, ss := range sessions {
 		ss.Close()
 	}
+	h.forgetAgentServers()
 }
 
 // close ends every session, as snagd stops: open GET streams return, and

@@ -168,16 +168,20 @@ func (d *Daemon) claim(ctx context.Context, req ops.ClaimRequest) (ops.Claim, er
 	}
 	out := claimed(got.Task, got.Epoch)
 	out.Worktree, out.Branch, out.Note = got.Worktree, got.Branch, got.Note
+	if out.Handle, err = d.e.MintHandle(ctx, index.HandleLease, sessionIn(ctx).ID, got.Task.ID, got.Epoch, ops.CallerOf(ctx).Cred); err != nil {
+		d.log.Warn("make a lease handle", "task", got.Task.Key, "err", err)
+	}
 	return out, nil
 }
 
-// release is the holder's release, fenced by its epoch.
+// release is the holder's release, fenced by its epoch (its lease
+// handle's, when it names one).
 func (d *Daemon) release(ctx context.Context, req ops.LeaseRequest) (ops.Released, error) {
-	ref, err := taskRef(req.Ref)
+	ref, epoch, err := d.leaseOf(ctx, req.Ref, req.Epoch)
 	if err != nil {
 		return ops.Released{}, err
 	}
-	got, err := d.e.Release(ctx, *sessionIn(ctx), ref, req.Epoch, req.Reason)
+	got, err := d.e.Release(ctx, *sessionIn(ctx), ref, epoch, req.Reason)
 	if err != nil {
 		return ops.Released{}, err
 	}

@@ -37,11 +37,11 @@ func (d *Daemon) verify(ctx context.Context, req ops.VerifyRequest) (ops.Resolve
 	if req.DryRun {
 		return ops.Resolved{}, errDryRun
 	}
-	ref, err := taskRef(req.Ref)
+	ref, epoch, err := d.leaseOf(ctx, req.Ref, req.Epoch)
 	if err != nil {
 		return ops.Resolved{}, err
 	}
-	res, err := d.e.Resolve(ctx, engine.VerifyRequest{Ref: ref, Session: sessionIn(ctx), By: req.By, Epoch: req.Epoch,
+	res, err := d.e.Resolve(ctx, engine.VerifyRequest{Ref: ref, Session: sessionIn(ctx), By: req.By, Epoch: epoch,
 		Note: req.Note, Commit: req.Commit})
 	if err != nil {
 		return ops.Resolved{}, err

@@ -67,8 +67,7 @@ func (s *service) Do(ctx context.Context, op string, req any) (any, error) {
 	if !s.d.e.Ready() {
 		return nil, errStarting
 	}
-	c := ops.CallerOf(ctx)
-	sess, err := s.admit(ctx, op, c)
+	ctx, c, sess, err := s.admit(ctx, op, ops.CallerOf(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -100,20 +99,28 @@ func (s *service) Do(ctx context.Context, op string, req any) (any, error) {
 	return ans, nil
 }
 
-// admit checks that the caller may run op (who) and reads the caller's
-// session.
-func (s *service) admit(ctx context.Context, op string, c ops.Caller) (*index.Session, error) {
+// admit reads the handle the caller names (admitHandle: it may stand for
+// the caller's agent), checks that the caller may run op (who) and reads
+// the caller's session.
+func (s *service) admit(ctx context.Context, op string, c ops.Caller) (context.Context, ops.Caller, *index.Session, error) {
+	if c.Handle != "" {
+		var err error
+		if ctx, c, err = s.admitHandle(ctx, c); err != nil {
+			return ctx, c, nil, err
+		}
+		ctx = ops.WithCaller(ctx, c)
+	}
 	if err := s.who(op, c); err != nil {
-		return nil, err
+		return ctx, c, nil, err
 	}
 	if c.Session == 0 {
-		return nil, nil
+		return ctx, c, nil, nil
 	}
 	sess, err := s.d.e.Session(ctx, c.Session)
 	if err != nil {
-		return nil, &apiError{Status: http.StatusGone, Code: "session_ended", Message: err.Error()}
+		return ctx, c, nil, &apiError{Status: http.StatusGone, Code: "session_ended", Message: err.Error()}
 	}
-	return &sess, nil
+	return ctx, c, &sess, nil
 }
 
 // who checks that the caller may run op, by its routes' Who: a person's
@@ -128,16 +135,22 @@ func (s *service) who(op string, c ops.Caller) error {
 			admitted = admitted || c.Session != 0
 		case api.Person:
 			personOnly = true
-			admitted = admitted || c.Session == 0
+			// An MCP call without a session is an agent that has not
+			// written yet, never a person.
+			admitted = admitted || c.Session == 0 && c.Via != "mcp"
 		case api.Extension:
 			admitted = admitted || c.Extension != ""
 		default:
-			admitted = true
+			// A write over MCP acts for an agent: without a session it
+			// would be a person's (a vetted add, say).
+			admitted = admitted || c.Session != 0 || c.Via != "mcp" || r.Method == http.MethodGet
 		}
 	}
 	switch {
 	case admitted:
 		return nil
+	case c.Via == "mcp" && c.Session == 0:
+		return &apiError{Status: http.StatusBadRequest, Code: "no_session", Message: "this call writes, and acts for an agent: call it with the handle an earlier answer gave, or without one to be given a new agent"}
 	case personOnly && c.Session != 0:
 		return &apiError{Status: http.StatusForbidden, Code: "person_only", Message: refusals[op]}
 	case agentOnly:
@@ -199,7 +212,7 @@ func (d *Daemon) serveOps(mux *http.ServeMux, svc *service) {
 
 func (d *Daemon) serveOp(svc *service, routes []api.Route) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		c := ops.Caller{Via: "http", Extension: fromExtension(r)}
+		c := ops.Caller{Via: "http", Extension: fromExtension(r), Handle: r.Header.Get(api.HandleHeader), Cred: d.credOf(r)}
 		if h := r.Header.Get(SessionHeader); h != "" {
 			id, err := strconv.ParseInt(h, 10, 64)
 			if err != nil {
@@ -209,8 +222,9 @@ func (d *Daemon) serveOp(svc *service, routes []api.Route) http.HandlerFunc {
 			c.Session, c.Tool = id, r.Header.Get(ToolHeader)
 		}
 		// Whose request this is comes first: a person's route refuses an
-		// agent before its body is read.
-		if err := svc.who(pickRoute(routes, c, nil).Op, c); err != nil {
+		// agent before its body is read. A handle may stand for the agent:
+		// the service reads it (admit).
+		if err := svc.who(pickRoute(routes, c, nil).Op, c); err != nil && c.Handle == "" {
 			writeError(w, err.(*apiError))
 			return
 		}

@@ -39,7 +39,13 @@ func (d *Daemon) activities(ss []index.Session) map[int64]snag.Activity {
 		}
 		since := now.Sub(last).Round(time.Second)
 		st, isWeb := web[s.ID]
+		ends, byHandle := d.w.Sessions.HeldUntil(s.ID)
 		switch {
+		case byHandle:
+			a.Stream, a.EndsAt = "handle", ends
+			a.Idle = since >= IdleAfter
+			a.Note = fmt.Sprintf("known by its handle (no connection): it ends in %s unless a call names it, and its leases go back",
+				until(now, ends))
 		case !isWeb:
 			a.Idle = since >= IdleAfter
 			a.Note = "connected (holds its stream)"

@@ -107,7 +107,7 @@ type Engine struct {
 	root      string // absolute, symlinks resolved
 	gitCommon string
 	hub       *Hub
-	adopt     func(id int64) // OnAdopt: the sessions service gives a session from before the start its grace
+	adopt     func(id int64, expires time.Time) // OnAdopt: the sessions service gives a session from before the start its grace
 	live      liveSessions
 	notes     notesSync // when the notes index last read its folder
 	keyFix    keyFix    // the settling of keys two tasks share (keys.go)

@@ -121,8 +121,11 @@ type Handover struct {
 	To    index.Session
 	Actor queue.Actor // who hands off (the release's step)
 	By    string      // their name
-	// Message is the handoff's message (its task is set here).
+	// Message is the handoff's message (its task is set here); none is
+	// left when its title is empty.
 	Message index.Message
+	// Action names the move in the audit log: "handoff" when empty.
+	Action string
 }
 
 // HandOver moves the task's lease to h.To: in the live state first under
@@ -162,6 +165,10 @@ func (e *Engine) commitHandover(ctx context.Context, h Handover, epoch int64) (g
 		return got, granted, err
 	}
 	why := "handed off to " + to.Name + " by " + h.By
+	action := "handoff"
+	if h.Action != "" {
+		action, why = h.Action, h.Action+" by "+to.Name
+	}
 	m := h.Message
 	m.TaskID = it.ID
 	err = e.commit(ctx, []*move{mv}, func(tx *index.Tx) error {
@@ -183,10 +190,12 @@ func (e *Engine) commitHandover(ctx context.Context, h Handover, epoch int64) (g
 		if _, err = mv.written(tx, e.p.Tasks); err != nil {
 			return err
 		}
-		if got, err = tx.AddMessage(m); err != nil {
-			return err
+		if m.Title != "" {
+			if got, err = tx.AddMessage(m); err != nil {
+				return err
+			}
 		}
-		a := snag.AuditEntry{Actor: h.Actor, Agent: h.By, Action: "handoff", TaskID: it.ID,
+		a := snag.AuditEntry{Actor: h.Actor, Agent: h.By, Action: action, TaskID: it.ID,
 			Outcome: "ok", Detail: fmt.Sprintf("%s to %s, epoch %d: %s", it.Key, to.Name, granted.Epoch, m.Title)}
 		if from != nil {
 			a.SessionID = from.ID

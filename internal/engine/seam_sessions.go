@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"time"
 
 	"github.com/snagdev/snag/internal/index"
 )
@@ -13,7 +14,7 @@ import (
 // OnAdopt sets f, which the first rescan calls for each session live in
 // the index from before the start: the sessions service gives it the
 // grace to reconnect. Set it before Run.
-func (e *Engine) OnAdopt(f func(id int64)) { e.adopt = f }
+func (e *Engine) OnAdopt(f func(id int64, expires time.Time)) { e.adopt = f }
 
 // LiveSessions returns the sessions that have not ended.
 func (e *Engine) LiveSessions(ctx context.Context) ([]index.Session, error) {

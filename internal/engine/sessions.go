@@ -44,7 +44,7 @@ func (e *Engine) adoptSessions(ctx context.Context) {
 		return
 	}
 	for _, s := range ss {
-		e.adopt(s.ID)
+		e.adopt(s.ID, s.Expires)
 	}
 }
 

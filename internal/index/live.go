@@ -59,6 +59,10 @@ type Session struct {
 	// besides this DB's own: the live sessions of other clones sharing a
 	// coordination store. It is not stored.
 	Avoid []string `json:"-"`
+	// Expires is when a session that no stream or process holds (an agent
+	// known by its handle) ends unless a call names one of its handles
+	// first; zero for a session a stream or a process holds.
+	Expires time.Time `json:"expires,omitzero"`
 }
 
 // Lease is a task held by a session.
@@ -132,11 +136,11 @@ func (db *DB) Register(ctx context.Context, s Session) (Session, error) {
 			}
 		}
 		err = sqlitex.Execute(conn, `INSERT INTO sessions (name, client, client_version, pid, pid_start, boot_id,
-			host, transport, root, started, last_seen, asked, branch) VALUES (:name, :client, :cv, :pid, :ps, :boot, :host, :tr, :root,
-			:now, :now, :asked, :branch)`,
+			host, transport, root, started, last_seen, asked, branch, expires) VALUES (:name, :client, :cv, :pid, :ps, :boot, :host, :tr, :root,
+			:now, :now, :asked, :branch, :expires)`,
 			&sqlitex.ExecOptions{Named: map[string]any{":name": s.Name, ":client": s.Client, ":cv": s.ClientVersion,
 				":pid": int64(s.PID), ":ps": s.PIDStart, ":boot": s.BootID, ":host": s.Host, ":tr": s.Transport,
-				":root": s.Root, ":now": now.UnixNano(), ":asked": boolInt(asked), ":branch": s.Branch}})
+				":root": s.Root, ":now": now.UnixNano(), ":asked": boolInt(asked), ":branch": s.Branch, ":expires": nanos(s.Expires)}})
 		if err != nil {
 			return err
 		}
@@ -155,7 +159,7 @@ func (db *DB) Register(ctx context.Context, s Session) (Session, error) {
 }
 
 const sessionColumns = `id, name, client, client_version, pid, pid_start, boot_id, host, transport,
-	started, last_seen, coalesce(ended, 0), end_reason, root, branch, asked`
+	started, last_seen, coalesce(ended, 0), end_reason, root, branch, asked, expires`
 
 func scanSession(st *sqlite.Stmt) Session {
 	s := Session{ID: st.ColumnInt64(0), Name: st.ColumnText(1), Client: st.ColumnText(2),
@@ -165,6 +169,9 @@ func scanSession(st *sqlite.Stmt) Session {
 		EndReason: st.ColumnText(12), Root: st.ColumnText(13), Branch: st.ColumnText(14), Asked: st.ColumnInt64(15) != 0}
 	if e := st.ColumnInt64(11); e != 0 {
 		s.Ended = time.Unix(0, e)
+	}
+	if e := st.ColumnInt64(16); e != 0 {
+		s.Expires = time.Unix(0, e)
 	}
 	return s
 }
@@ -223,7 +230,12 @@ func (db *DB) EndSession(ctx context.Context, id int64, reason string) ([]Lease,
 		if err != nil {
 			return err
 		}
-		return sqlitex.Execute(conn, `DELETE FROM branch_leases WHERE session_id = :id`,
+		err = sqlitex.Execute(conn, `DELETE FROM branch_leases WHERE session_id = :id`,
+			&sqlitex.ExecOptions{Named: map[string]any{":id": id}})
+		if err != nil {
+			return err
+		}
+		return sqlitex.Execute(conn, `DELETE FROM handles WHERE session_id = :id`,
 			&sqlitex.ExecOptions{Named: map[string]any{":id": id}})
 	})
 	return held, err

@@ -156,6 +156,9 @@ type Claimed struct {
 	// made one.
 	Worktree string
 	Branch   string
+	// Handle names the lease in later calls from any connection with the
+	// same credential ("" from the files).
+	Handle string
 }
 
 // Moved is a release's or resolve's answer.

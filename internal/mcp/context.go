@@ -62,7 +62,7 @@ const (
 )
 
 func (s *server) context(ctx context.Context, req *sdk.CallToolRequest, in contextIn) (*sdk.CallToolResult, contextOut, error) {
-	ctx = s.begin(ctx, req.Session, "snag_context")
+	ctx = s.begin(ctx, req, "snag_context")
 	var c ops.Context
 	advice, err := s.teamCall(ctx, func(t Team) (err error) { c, err = t.Context(ctx, in.Name); return err })
 	if err != nil {

@@ -24,9 +24,16 @@ type Link interface {
 	// SetClient records the MCP client's name and version, for the
 	// session it registers next.
 	SetClient(name, version string)
-	// Session is the id of the link's session, registered (and held) when
-	// it has none.
-	Session(ctx context.Context) (int64, error)
+	// Session is the id of the session the call in ctx acts for (op, by
+	// name), registered (and held) when the link has none. A link that no
+	// connection stands for (the sessionless protocol) answers 0 for a
+	// call that names a handle (snagd reads the agent from it) or only
+	// reads, and registers a new agent for a write that names none
+	// (setting CallOf(ctx).Agent).
+	Session(ctx context.Context, op string) (int64, error)
+	// Cred names the credential the link's calls came with, for the
+	// handles they make; "" where snagd reads it from the request itself.
+	Cred() string
 	// SessionID is the id of the link's session, or 0 when it has none;
 	// it registers nothing.
 	SessionID() int64
@@ -68,7 +75,7 @@ func (d *Daemon) SetClient(name, version string) { d.link.SetClient(name, versio
 
 // Start registers the session, when there is none, and holds it.
 func (d *Daemon) Start(ctx context.Context) error {
-	_, err := d.session(ctx)
+	_, err := d.session(ctx, "")
 	return err
 }
 
@@ -96,10 +103,11 @@ func (d *Daemon) epoch(ref string) int64 {
 	return d.leases.Epoch(ref)
 }
 
-// session is the link's session, registered when it has none; a session
-// other than the one the book was kept for holds none of its leases.
-func (d *Daemon) session(ctx context.Context) (int64, error) {
-	id, err := d.link.Session(ctx)
+// session is the session the call in ctx acts for (Link.Session); a
+// session other than the one the book was kept for holds none of its
+// leases.
+func (d *Daemon) session(ctx context.Context, op string) (int64, error) {
+	id, err := d.link.Session(ctx, op)
 	if err != nil {
 		return 0, err
 	}
@@ -117,24 +125,35 @@ func (d *Daemon) session(ctx context.Context) (int64, error) {
 // names the task for a not-found answer.
 func call[Req, Ans any](ctx context.Context, d *Daemon, op ops.Op[Req, Ans], ref string, req Req) (Ans, error) {
 	var zero Ans
-	id, err := d.session(ctx)
+	id, err := d.session(ctx, op.Name)
 	if err != nil {
 		return zero, toolErr(err, ref)
 	}
-	ans, err := ops.Call(callerCtx(ctx, id), d.link, op, req)
-	if sessionEnded(err) {
+	ans, err := ops.Call(d.callerCtx(ctx, id), d.link, op, req)
+	if sessionEnded(err) && id != 0 {
 		d.link.Ended(id)
-		if id, err = d.session(ctx); err != nil {
+		if id, err = d.session(ctx, op.Name); err != nil {
 			return zero, toolErr(err, ref)
 		}
-		ans, err = ops.Call(callerCtx(ctx, id), d.link, op, req)
+		ans, err = ops.Call(d.callerCtx(ctx, id), d.link, op, req)
 	}
 	return ans, toolErr(err, ref)
 }
 
-// callerCtx is ctx acting for session id and the tool call it serves.
-func callerCtx(ctx context.Context, id int64) context.Context {
-	return ops.WithCaller(ctx, ops.Caller{Session: id, Tool: ToolOf(ctx), Via: "mcp"})
+// callerCtx is ctx acting for session id (or the handle the call names)
+// and the tool call it serves.
+func (d *Daemon) callerCtx(ctx context.Context, id int64) context.Context {
+	c := ops.Caller{Session: id, Tool: ToolOf(ctx), Via: "mcp", Cred: d.link.Cred()}
+	if call := CallOf(ctx); call != nil {
+		c.Handle = call.Handle
+	}
+	return ops.WithCaller(ctx, c)
+}
+
+// named reports whether the call in ctx names a handle.
+func named(ctx context.Context) bool {
+	c := CallOf(ctx)
+	return c != nil && c.Handle != ""
 }
 
 // sessionEnded reports whether err is snagd's answer that the session has
@@ -230,13 +249,13 @@ func (d *Daemon) Claim(ctx context.Context, ref string, force, worktree bool) (C
 	}
 	r := RowOf(*got.Task)
 	d.leases.Hold(r.ID, r.Key, got.Epoch)
-	return Claimed{Task: &r, Note: got.Note, Worktree: got.Worktree, Branch: got.Branch}, nil
+	return Claimed{Task: &r, Note: got.Note, Worktree: got.Worktree, Branch: got.Branch, Handle: got.Handle}, nil
 }
 
 // Release gives a held task back with a reason.
 func (d *Daemon) Release(ctx context.Context, ref, reason string) (Moved, error) {
 	ep := d.epoch(ref)
-	if ep == 0 {
+	if ep == 0 && !named(ctx) {
 		return Moved{}, NotHeld(ref)
 	}
 	got, err := call(ctx, d, ops.Release, ref, ops.LeaseRequest{Ref: ref, Epoch: ep, Reason: reason})
@@ -253,7 +272,7 @@ func (d *Daemon) Release(ctx context.Context, ref, reason string) (Moved, error)
 // is answered with snagd's message.
 func (d *Daemon) Resolve(ctx context.Context, ref, commit, note string) (Moved, error) {
 	ep := d.epoch(ref)
-	if ep == 0 {
+	if ep == 0 && !named(ctx) {
 		return Moved{}, NotHeld(ref)
 	}
 	plan, err := call(ctx, d, ops.PlanVerify, ref, ops.VerifyRequest{Ref: ref, DryRun: true, Epoch: ep})

@@ -36,7 +36,7 @@ func (s *server) holds(key string) bool {
 }
 
 func (s *server) get(ctx context.Context, req *sdk.CallToolRequest, in idIn) (*sdk.CallToolResult, getOut, error) {
-	ctx = s.begin(ctx, req.Session, "snag_get")
+	ctx = s.begin(ctx, req, "snag_get")
 	var det *Detail
 	src, note, err := s.read(ctx, func(b Backend) (err error) { det, err = b.Get(ctx, in.ID); return })
 	if err != nil {

@@ -201,7 +201,7 @@ func nodeRow(n nodeOut) string {
 }
 
 func (s *server) nodes(ctx context.Context, req *sdk.CallToolRequest, in nodesIn) (*sdk.CallToolResult, nodesOut, error) {
-	ctx = s.begin(ctx, req.Session, "snag_nodes")
+	ctx = s.begin(ctx, req, "snag_nodes")
 	out := nodesOut{Source: SourceDaemon, Nodes: []nodeOut{}}
 	var b strings.Builder
 	advice, err := s.graphCall(ctx, func(g Graph) error {
@@ -291,7 +291,7 @@ func writeNode(b *strings.Builder, o nodeOut) {
 }
 
 func (s *server) link(ctx context.Context, req *sdk.CallToolRequest, in linkIn) (*sdk.CallToolResult, nodesOut, error) {
-	ctx = s.begin(ctx, req.Session, "snag_link")
+	ctx = s.begin(ctx, req, "snag_link")
 	out := nodesOut{Source: SourceDaemon, Nodes: []nodeOut{}}
 	var msg string
 	advice, err := s.graphCall(ctx, func(g Graph) error {
@@ -337,7 +337,7 @@ func ago(d time.Duration) string {
 }
 
 func (s *server) activity(ctx context.Context, req *sdk.CallToolRequest, in activityIn) (*sdk.CallToolResult, activityOut, error) {
-	ctx = s.begin(ctx, req.Session, "snag_activity")
+	ctx = s.begin(ctx, req, "snag_activity")
 	out := activityOut{Source: SourceDaemon}
 	var b bytes.Buffer
 	advice, err := s.graphCall(ctx, func(g Graph) error {

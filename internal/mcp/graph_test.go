@@ -275,7 +275,7 @@ func hGraphSession(t *testing.T, e *env) *sdk.ClientSession {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: e.hURL() + "?toolsets=queue,team,graph", MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: hBearer{hToken(t, e)}}}, nil)
+		HTTPClient: &http.Client{Transport: hBearer{hToken(t, e)}}}, legacyEra)
 	if err != nil {
 		t.Fatal(err)
 	}

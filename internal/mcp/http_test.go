@@ -66,7 +66,7 @@ func hConnect(t *testing.T, e *env, tok string) (*sdk.ClientSession, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	return c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: e.hURL(), MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: hBearer{tok}}}, nil)
+		HTTPClient: &http.Client{Transport: hBearer{tok}}}, legacyEra)
 }
 
 func hMustConnect(t *testing.T, e *env) *sdk.ClientSession {
@@ -312,7 +312,7 @@ func TestHTTPIdleSessionEnds(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: e.hURL(), MaxRetries: -1,
-			DisableStandaloneSSE: noStream, HTTPClient: &http.Client{Transport: hBearer{tok}}}, nil)
+			DisableStandaloneSSE: noStream, HTTPClient: &http.Client{Transport: hBearer{tok}}}, legacyEra)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -350,3 +350,8 @@ func TestHTTPIdleSessionEnds(t *testing.T) {
 		t.Error("the idle session still answers")
 	}
 }
+
+// legacyEra pins a go-sdk client to MCP 2025-11-25 (initialize, an MCP
+// session): the tests of that era's sessions over /mcp use it, as the
+// client's default is the sessionless 2026-07-28.
+var legacyEra = &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"}

@@ -70,5 +70,6 @@ func (l *Leases) Clear() {
 // NotHeld is the error of a write on a task the session holds no lease on:
 // it says how to get one.
 func NotHeld(ref string) error {
-	return fmt.Errorf("you do not hold %s in this session: claim it first with snag_claim {\"id\": %q}", ref, ref)
+	return fmt.Errorf("you do not hold %s here: a lease claimed in another request or on another connection is named by "+
+		"the handle snag_claim answered ({\"id\": %q, \"handle\": \"lh_...\"}); else claim it first with snag_claim {\"id\": %q}", ref, ref, ref)
 }

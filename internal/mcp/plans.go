@@ -91,7 +91,7 @@ func planLine(p snag.Plan) string {
 }
 
 func (s *server) plan(ctx context.Context, req *sdk.CallToolRequest, in planIn) (*sdk.CallToolResult, planOut, error) {
-	ctx = s.begin(ctx, req.Session, "snag_plan")
+	ctx = s.begin(ctx, req, "snag_plan")
 	act, ok := planActions[in.Action]
 	if !ok {
 		return nil, planOut{}, fmt.Errorf("action %q: use list, get, create or update", in.Action)
@@ -239,7 +239,7 @@ func cutPlanBody(d ops.PlanDetail) string {
 }
 
 func (s *server) note(ctx context.Context, req *sdk.CallToolRequest, in noteIn) (*sdk.CallToolResult, notesOut, error) {
-	ctx = s.begin(ctx, req.Session, "snag_note")
+	ctx = s.begin(ctx, req, "snag_note")
 	out := notesOut{Source: SourceDaemon}
 	var msg string
 	advice, err := s.teamCall(ctx, func(t Team) error {

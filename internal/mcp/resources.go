@@ -70,7 +70,7 @@ func jsonContents(uri string, v any, file string) (*sdk.ReadResourceResult, erro
 
 func (s *server) openRows(ctx context.Context, req *sdk.ReadResourceRequest) ([]Row, string, error) {
 	var rows []Row
-	src, _, err := s.read(s.begin(ctx, req.Session, "resource"), func(b Backend) error {
+	src, _, err := s.read(s.begin(ctx, req, "resource"), func(b Backend) error {
 		rows = nil
 		cursor := ""
 		for {
@@ -155,7 +155,7 @@ func (s *server) mapResource(ctx context.Context, req *sdk.ReadResourceRequest) 
 func (s *server) taskResource(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 	ref := strings.TrimPrefix(req.Params.URI, "snag://task/")
 	var det *Detail
-	_, _, err := s.read(s.begin(ctx, req.Session, "resource"), func(b Backend) (err error) { det, err = b.Get(ctx, ref); return })
+	_, _, err := s.read(s.begin(ctx, req, "resource"), func(b Backend) (err error) { det, err = b.Get(ctx, ref); return })
 	if err != nil || det.Path == "" {
 		return nil, sdk.ResourceNotFoundError(req.Params.URI)
 	}

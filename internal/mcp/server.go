@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -46,6 +47,13 @@ type Options struct {
 	// arguments name another workspace is refused, naming both. "" checks
 	// nothing. It is asked at each call that names one.
 	Workspace func() string
+	// HandleIdle is how long snagd keeps an agent known only by its
+	// handle (DefaultHandleIdle when 0), as snag_claim's description says.
+	HandleIdle time.Duration
+	// Cursors, when set, is the table of snag_list's short cursors, shared
+	// by servers made per request (the sessionless protocol): a cursor
+	// works on any of them. Nil gives the server its own.
+	Cursors *Cursors
 	// In and Out are the protocol's stdin and stdout (os.Stdin and
 	// os.Stdout when nil).
 	In  io.Reader
@@ -59,7 +67,7 @@ type server struct {
 	files *Files
 	log   *slog.Logger
 	// cursors maps the short cursors snag_list shows to the backend's.
-	cursors cursorTable
+	cursors *Cursors
 	// srv is the SDK's server, for notifications; subs what its clients
 	// subscribed to. The events are followed with life until the live
 	// backend is closed.
@@ -68,21 +76,22 @@ type server struct {
 	life context.Context
 }
 
-// cursorTable hands out short opaque cursors ("c1", "c2", ...) for the
-// backend's long ones (about 110 bytes of base64 a model would copy back),
-// per server: a stdio bridge, or one MCP session over HTTP. It keeps the
+// Cursors hands out short opaque cursors ("c1", "c2", ...) for the
+// backend's long ones (about 110 bytes of base64 a model would copy back):
+// one table per stdio bridge or MCP session over HTTP, and one that every
+// sessionless request's server shares (Options.Cursors). It keeps the
 // latest maxCursors. It is safe for concurrent use.
-type cursorTable struct {
+type Cursors struct {
 	mu    sync.Mutex
 	next  int
 	byKey map[string]string
 	keys  []string
 }
 
-const maxCursors = 256
+const maxCursors = 1024
 
 // short records a backend cursor and returns its short form.
-func (t *cursorTable) short(long string) string {
+func (t *Cursors) short(long string) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.byKey == nil {
@@ -100,7 +109,7 @@ func (t *cursorTable) short(long string) string {
 }
 
 // long is the backend cursor of a short one; a long cursor passes through.
-func (t *cursorTable) long(short string) (string, error) {
+func (t *Cursors) long(short string) (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if c, ok := t.byKey[short]; ok {
@@ -118,13 +127,17 @@ func NewServer(opts Options) *sdk.Server {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &server{opts: opts, files: &Files{Root: opts.Root}, log: opts.Log}
+	s := &server{opts: opts, files: &Files{Root: opts.Root}, log: opts.Log, cursors: opts.Cursors}
+	if s.cursors == nil {
+		s.cursors = &Cursors{}
+	}
 	s.life = context.Background()
 	srv := sdk.NewServer(&sdk.Implementation{Name: "snag", Version: opts.Version}, &sdk.ServerOptions{
 		Instructions:       instructions,
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
 		CompletionHandler:  s.complete,
+		SetCacheable:       cacheable,
 		InitializedHandler: func(ctx context.Context, req *sdk.InitializedRequest) {
 			if d := s.daemon(); d != nil {
 				if p := req.Session.InitializeParams(); p != nil && p.ClientInfo != nil {
@@ -147,6 +160,23 @@ func NewServer(opts Options) *sdk.Server {
 	srv.AddReceivingMiddleware(s.workspaceCheck, s.coordNotice)
 	s.addResources(srv)
 	return srv
+}
+
+// listTTL is how long a client may keep a list snag answers (the tools,
+// the resources and their templates, server/discover): they change only
+// with snag's version.
+const listTTL = 5 * 60 * 1000
+
+// cacheable says how a result may be cached (MCP 2026-07-28's ttlMs and
+// cacheScope): the lists, the same for every caller of one /mcp address,
+// public for listTTL; a resource, task data behind the token, private and
+// stale at once.
+func cacheable(_ context.Context, req sdk.Request, c *sdk.Cacheable) {
+	if _, ok := req.(*sdk.ReadResourceRequest); ok {
+		c.TTLMs, c.CacheScope = 0, "private"
+		return
+	}
+	c.TTLMs, c.CacheScope = listTTL, "public"
 }
 
 // workspaceCheck takes a workspace argument off every tool call (no
@@ -228,19 +258,6 @@ func Run(ctx context.Context, opts Options) error {
 		return nil
 	}
 	return err
-}
-
-// begin starts serving a tool call: it tells the live backend the MCP
-// client's name and version (from initialize, or from the request's _meta
-// in the sessionless protocol) before the session is registered, and
-// records the tool for snagd's audit.
-func (s *server) begin(ctx context.Context, ss *sdk.ServerSession, tool string) context.Context {
-	if d := s.daemon(); d != nil && ss != nil {
-		if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
-			d.SetClient(p.ClientInfo.Name, p.ClientInfo.Version)
-		}
-	}
-	return withTool(ctx, tool)
 }
 
 // unreachable reports whether err is a failure to reach snagd.

@@ -181,7 +181,7 @@ func RowOf(t snag.Task) Row {
 }
 
 func (s *server) fileClaims(ctx context.Context, req *sdk.CallToolRequest, in filesIn) (*sdk.CallToolResult, filesOut, error) {
-	ctx = s.begin(ctx, req.Session, "snag_files")
+	ctx = s.begin(ctx, req, "snag_files")
 	act, ok := fileActions[in.Action]
 	if !ok {
 		return nil, filesOut{}, fmt.Errorf("action %q: use claim, release or check", in.Action)
@@ -304,7 +304,7 @@ func mode(cs []snag.FileClaim) string {
 }
 
 func (s *server) report(ctx context.Context, req *sdk.CallToolRequest, in reportIn) (*sdk.CallToolResult, sentOut, error) {
-	ctx = s.begin(ctx, req.Session, "snag_report")
+	ctx = s.begin(ctx, req, "snag_report")
 	var m snag.Message
 	advice, err := s.teamCall(ctx, func(t Team) (err error) {
 		m, err = t.Report(ctx, ops.ReportRequest{Message: in.Message, Task: in.Task, Detail: in.Detail})
@@ -321,7 +321,7 @@ func (s *server) report(ctx context.Context, req *sdk.CallToolRequest, in report
 }
 
 func (s *server) handoff(ctx context.Context, req *sdk.CallToolRequest, in handoffIn) (*sdk.CallToolResult, sentOut, error) {
-	ctx = s.begin(ctx, req.Session, "snag_handoff")
+	ctx = s.begin(ctx, req, "snag_handoff")
 	var h ops.HandedOff
 	advice, err := s.teamCall(ctx, func(t Team) (err error) {
 		h, err = t.Handoff(ctx, ops.HandoffRequest{To: in.To, Title: in.Title, Body: in.Body, Task: in.Task})

@@ -45,6 +45,7 @@ type idIn struct {
 
 type claimIn struct {
 	ID       string `json:"id,omitempty"`
+	Agent    string `json:"agent,omitempty" jsonschema:"your agent handle, if you have one"`
 	Force    bool   `json:"force,omitempty" jsonschema:"claim a blocked task anyway"`
 	Worktree bool   `json:"worktree,omitempty" jsonschema:"a git worktree of its own"`
 }
@@ -56,17 +57,23 @@ type claimOut struct {
 	Note     string `json:"note,omitempty"`
 	Worktree string `json:"worktree,omitempty"`
 	Branch   string `json:"branch,omitempty"`
+	// Handle names the lease in snag_release and snag_resolve; Agent
+	// names the agent, when this call made it.
+	Handle string `json:"handle,omitempty"`
+	Agent  string `json:"agent,omitempty"`
 }
 
 type releaseIn struct {
 	ID     string `json:"id"`
 	Reason string `json:"reason" jsonschema:"why it goes back"`
+	Handle string `json:"handle,omitempty" jsonschema:"from snag_claim"`
 }
 
 type resolveIn struct {
 	ID     string `json:"id"`
 	Commit string `json:"commit,omitempty"`
 	Note   string `json:"note,omitempty"`
+	Handle string `json:"handle,omitempty" jsonschema:"from snag_claim"`
 }
 
 type moveOut struct {
@@ -83,6 +90,7 @@ type addIn struct {
 	Files     []string `json:"files,omitempty" jsonschema:"path or path:12-40"`
 	Plan      string   `json:"plan,omitempty" jsonschema:"a plan's slug"`
 	DependsOn []string `json:"depends_on,omitempty" jsonschema:"keys to resolve first"`
+	Agent     string   `json:"agent,omitempty" jsonschema:"your agent handle, if you have one"`
 }
 
 type addOut struct {
@@ -135,7 +143,8 @@ func (s *server) addTools(srv *sdk.Server) {
 	addTool(srv, &sdk.Tool{Name: "snag_get", OutputSchema: outSchema[getOut](), Annotations: readOnly("Show a task"),
 		Description: "One whole task: body, files, capture, pictures, verify state, next actions."}, s.get)
 	addTool(srv, &sdk.Tool{Name: "snag_claim", OutputSchema: outSchema[claimOut](), Annotations: writes("Claim a task", true),
-		Description: "Lease a task to work on it; no id takes the next ready one."}, s.claim)
+		Description: "Lease a task; no id takes the next ready one. Its handle names the lease from any connection; " +
+			"over sessionless HTTP, " + idleWords(s.opts.HandleIdle) + " with no call naming it ends the lease."}, s.claim)
 	addTool(srv, &sdk.Tool{Name: "snag_release", OutputSchema: outSchema[moveOut](), Annotations: writes("Release a task", false),
 		Description: "Give a task you hold back, saying why."}, s.release)
 	addTool(srv, &sdk.Tool{Name: "snag_resolve", OutputSchema: outSchema[moveOut](), Annotations: writes("Resolve a task", false),
@@ -244,7 +253,7 @@ func header(source, note string) string {
 }
 
 func (s *server) list(ctx context.Context, req *sdk.CallToolRequest, in listIn) (*sdk.CallToolResult, listOut, error) {
-	ctx = s.begin(ctx, req.Session, "snag_list")
+	ctx = s.begin(ctx, req, "snag_list")
 	q := ListQuery{Wave: in.Wave, Limit: in.Limit}
 	if q.Limit <= 0 {
 		q.Limit = 20
@@ -304,33 +313,41 @@ func mimeOf(p string) string {
 }
 
 func (s *server) claim(ctx context.Context, req *sdk.CallToolRequest, in claimIn) (*sdk.CallToolResult, claimOut, error) {
-	ctx = s.begin(ctx, req.Session, "snag_claim")
+	ctx = naming(s.begin(ctx, req, "snag_claim"), in.Agent)
 	b := s.writer(ctx)
 	c, err := b.Claim(ctx, in.ID, in.Force, in.Worktree)
 	if err != nil {
 		return nil, claimOut{}, s.explain(err)
 	}
-	out := claimOut{Source: b.Source(), Task: c.Task, Reason: c.Reason, Note: c.Note, Worktree: c.Worktree, Branch: c.Branch}
+	out := claimOut{Source: b.Source(), Task: c.Task, Reason: c.Reason, Note: c.Note, Worktree: c.Worktree, Branch: c.Branch,
+		Handle: c.Handle}
+	if call := CallOf(ctx); call != nil {
+		out.Agent = call.Agent
+	}
 	if c.Task == nil {
 		why := c.Reason
 		if why == "" {
 			why = "nothing is ready"
 		}
-		return &sdk.CallToolResult{Content: text(why + ". snag_list shows the queue; snag_add files new work.")}, out, nil
+		return &sdk.CallToolResult{Content: text(why + ". snag_list shows the queue; snag_add files new work." + s.agentNote(ctx))}, out, nil
 	}
 	k := strconv.Quote(c.Task.Key)
-	msg := "claimed " + rowLine(*c.Task) + "\nnext: snag_get {\"id\": " + k + "}; when done snag_resolve {\"id\": " + k + "}, or snag_release with a reason"
+	held := ""
+	if c.Handle != "" {
+		held = ", \"handle\": " + strconv.Quote(c.Handle)
+	}
+	msg := "claimed " + rowLine(*c.Task) + "\nnext: snag_get {\"id\": " + k + "}; when done snag_resolve {\"id\": " + k + held + "}, or snag_release with a reason"
 	if c.Note != "" {
 		msg += "\nnote: " + c.Note
 	}
 	if c.Worktree != "" {
 		msg += "\nwork in " + c.Worktree + " (branch " + c.Branch + "): verify runs there"
 	}
-	return &sdk.CallToolResult{Content: text(msg)}, out, nil
+	return &sdk.CallToolResult{Content: text(msg + s.agentNote(ctx))}, out, nil
 }
 
 func (s *server) release(ctx context.Context, req *sdk.CallToolRequest, in releaseIn) (*sdk.CallToolResult, moveOut, error) {
-	ctx = s.begin(ctx, req.Session, "snag_release")
+	ctx = naming(s.begin(ctx, req, "snag_release"), in.Handle)
 	b := s.writer(ctx)
 	m, err := b.Release(ctx, in.ID, in.Reason)
 	if err != nil {
@@ -341,7 +358,7 @@ func (s *server) release(ctx context.Context, req *sdk.CallToolRequest, in relea
 }
 
 func (s *server) resolve(ctx context.Context, req *sdk.CallToolRequest, in resolveIn) (*sdk.CallToolResult, moveOut, error) {
-	ctx = s.begin(ctx, req.Session, "snag_resolve")
+	ctx = naming(s.begin(ctx, req, "snag_resolve"), in.Handle)
 	b := s.writer(ctx)
 	m, err := b.Resolve(ctx, in.ID, in.Commit, in.Note)
 	if err != nil {
@@ -380,18 +397,19 @@ func (s *server) resolve(ctx context.Context, req *sdk.CallToolRequest, in resol
 }
 
 func (s *server) add(ctx context.Context, req *sdk.CallToolRequest, in addIn) (*sdk.CallToolResult, addOut, error) {
-	ctx = s.begin(ctx, req.Session, "snag_add")
+	ctx = naming(s.begin(ctx, req, "snag_add"), in.Agent)
 	b := s.writer(ctx)
-	a, err := b.Add(ctx, NewTask(in))
+	a, err := b.Add(ctx, NewTask{Title: in.Title, Body: in.Body, Kind: in.Kind, Severity: in.Severity, Files: in.Files, Plan: in.Plan,
+		DependsOn: in.DependsOn})
 	if err != nil {
 		return nil, addOut{}, s.explain(err)
 	}
-	msg := fmt.Sprintf("added %s to the inbox (%s, %s): a person promotes it before it is worked", a.Key, a.Status, a.Trust)
+	msg := fmt.Sprintf("added %s to the inbox (%s, %s): a person promotes it before it is worked", a.Key, a.Status, a.Trust) + s.agentNote(ctx)
 	return &sdk.CallToolResult{Content: text(msg)}, addOut{Source: b.Source(), Added: a}, nil
 }
 
 func (s *server) search(ctx context.Context, req *sdk.CallToolRequest, in searchIn) (*sdk.CallToolResult, searchOut, error) {
-	ctx = s.begin(ctx, req.Session, "snag_search")
+	ctx = s.begin(ctx, req, "snag_search")
 	limit := in.Limit
 	if limit <= 0 {
 		limit = 10
@@ -458,7 +476,7 @@ func noteLine(n noteOut) string {
 const maxShot = 4 << 20
 
 func (s *server) screenshot(ctx context.Context, req *sdk.CallToolRequest, in shotIn) (*sdk.CallToolResult, shotOut, error) {
-	ctx = s.begin(ctx, req.Session, "snag_screenshot")
+	ctx = s.begin(ctx, req, "snag_screenshot")
 	var det *Detail
 	src, _, err := s.read(ctx, func(b Backend) (err error) { det, err = b.Get(ctx, in.ID); return })
 	if err != nil {

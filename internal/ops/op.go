@@ -101,6 +101,14 @@ type Caller struct {
 	// Via names the surface the call came through, for the audit log:
 	// "http", "mcp", "board".
 	Via string
+	// Handle is the handle the call names (a lease's or an agent's, from
+	// an earlier answer): with no Session, the operation acts for the
+	// handle's agent; a lease handle names the lease it acts on.
+	Handle string
+	// Cred names the credential the request came with (the local token,
+	// or a hosted listener's): a handle is good only with the one that
+	// made it. Surfaces set it; a caller cannot choose it.
+	Cred string
 }
 
 type callerKey struct{}

@@ -52,10 +52,13 @@ type Activity struct {
 	Working bool `json:"working,omitempty"`
 	// Stream, for an MCP session over HTTP: open while the client holds
 	// its GET stream, closed once it held one and no longer does, none
-	// when it never opened one; empty for other sessions.
+	// when it never opened one; handle for an agent no connection stands
+	// for (MCP 2026-07-28), which lives while calls name its handles;
+	// empty for other sessions.
 	Stream string `json:"stream,omitempty"`
-	// EndsAt, for an MCP session over HTTP with nothing in flight: when
-	// snagd ends it (and releases its tasks) unless a request comes.
+	// EndsAt, for an MCP session over HTTP with nothing in flight, or an
+	// agent known by its handle: when snagd ends it (and releases its
+	// tasks) unless a request comes (that names its handle).
 	EndsAt time.Time `json:"ends_at,omitzero"`
 	// Note says it in a sentence.
 	Note string `json:"note"`

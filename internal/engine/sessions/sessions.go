@@ -60,12 +60,13 @@ type Service struct {
 	mu      sync.Mutex
 	open    map[int64]int
 	timers  map[int64]*time.Timer
-	stopped bool // Close was called: no grace starts
+	held    map[int64]time.Time // when each session Hold keeps ends
+	stopped bool                // Close was called: no grace starts
 }
 
 // New returns the sessions service of engine e.
 func New(e Engine, opts Options) *Service {
-	return &Service{e: e, opts: opts, open: map[int64]int{}, timers: map[int64]*time.Timer{}}
+	return &Service{e: e, opts: opts, open: map[int64]int{}, timers: map[int64]*time.Timer{}, held: map[int64]time.Time{}}
 }
 
 // StreamOpened records that a client holds a stream of session id open:
@@ -95,11 +96,47 @@ func (s *Service) StreamClosed(id int64) {
 
 // Adopt gives session id, live from before a restart, the grace to
 // reconnect: the engine calls it at its first rescan (engine.OnAdopt), for
-// a daemon restart or a blip must not cost an agent its leases.
-func (s *Service) Adopt(id int64) {
+// a daemon restart or a blip must not cost an agent its leases. A session
+// no stream holds (an agent known by its handle, expires set) keeps the
+// time it had left, and at least the grace.
+func (s *Service) Adopt(id int64, expires time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !expires.IsZero() {
+		s.holdLocked(id, max(time.Until(expires), s.opts.Grace))
+		return
+	}
 	s.arm(id, "did not reconnect after a restart")
+}
+
+// Hold keeps session id, which no stream holds (an agent known by its
+// handle), alive for idle from now: it ends then unless Hold is called
+// again first. Every call that names one of its handles holds it anew.
+func (s *Service) Hold(id int64, idle time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holdLocked(id, idle)
+}
+
+// holdLocked (re)starts the idle clock of session id. s.mu is held.
+func (s *Service) holdLocked(id int64, idle time.Duration) {
+	if s.stopped {
+		return
+	}
+	if t, ok := s.timers[id]; ok {
+		t.Stop()
+	}
+	s.held[id] = time.Now().Add(idle)
+	s.start(id, idle, "idle: no call named its handle for "+idle.Round(time.Second).String())
+}
+
+// HeldUntil is when session id, kept by Hold, ends unless a call names
+// it first; false for a session Hold does not keep.
+func (s *Service) HeldUntil(id int64) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.held[id]
+	return t, ok
 }
 
 // arm starts the grace of session id, which has no stream open, unless
@@ -109,16 +146,28 @@ func (s *Service) arm(id int64, why string) {
 	if _, ok := s.timers[id]; ok || s.open[id] > 0 || s.stopped {
 		return
 	}
-	s.timers[id] = time.AfterFunc(s.opts.Grace, func() {
+	s.start(id, s.opts.Grace, why)
+}
+
+// start sets the timer of session id: after d, unless another timer took
+// its place or a stream came back, the session ends for why. s.mu is
+// held.
+func (s *Service) start(id int64, d time.Duration, why string) {
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
 		s.mu.Lock()
-		_, still := s.timers[id]
-		delete(s.timers, id)
+		still := s.timers[id] == t
+		if still {
+			delete(s.timers, id)
+			delete(s.held, id)
+		}
 		back := s.open[id] > 0
 		s.mu.Unlock()
 		if still && !back {
 			s.e.EndSession(id, why)
 		}
 	})
+	s.timers[id] = t
 }
 
 // StreamOpen reports whether session id has a stream open.

@@ -2,6 +2,8 @@ package sessions
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,11 +49,11 @@ func TestAStreamBackWithinTheGraceKeepsTheSession(t *testing.T) {
 		t.Errorf("session 1 with one of two streams closed: grace %v, StreamOpen %v; want no grace, open", armed(1), s.StreamOpen(1))
 	}
 
-	s.Adopt(2)
+	s.Adopt(2, time.Time{})
 	if !armed(2) {
 		t.Error("no grace started for session 2, adopted after a restart")
 	}
-	s.Adopt(1)
+	s.Adopt(1, time.Time{})
 	if armed(1) {
 		t.Error("a grace started for session 1, adopted with a stream open")
 	}
@@ -66,5 +68,48 @@ func TestAStreamBackWithinTheGraceKeepsTheSession(t *testing.T) {
 	}
 	if len(e.ended) != 0 {
 		t.Errorf("sessions %v ended; want none", e.ended)
+	}
+}
+
+// endSignal is an Engine that says on a channel which session it was
+// asked to end, and why.
+type endSignal struct {
+	ends
+	ch chan string
+}
+
+func (e *endSignal) EndSession(id int64, why string) { e.ch <- fmt.Sprint(id, ": ", why) }
+
+// A session no stream holds (an agent known by its handle) ends when its
+// idle time runs out; Hold again starts that time over, a stream that
+// opens and closes does not end it early, and an adopted one keeps what
+// it had left.
+func TestAHeldSessionEndsWhenIdle(t *testing.T) {
+	e := &endSignal{ch: make(chan string, 4)}
+	s := New(e, Options{Grace: time.Hour, Sweep: time.Hour})
+	defer s.Close()
+
+	start := time.Now()
+	s.Hold(1, 200*time.Millisecond)
+	s.Hold(1, 400*time.Millisecond) // a call named it: the clock starts over
+	got := <-e.ch
+	if took := time.Since(start); took < 400*time.Millisecond {
+		t.Errorf("session 1 ended after %v, before the idle time Hold set again (400ms)", took)
+	}
+	if !strings.HasPrefix(got, "1: idle: ") {
+		t.Errorf("ended %q, want session 1 for being idle", got)
+	}
+
+	s.Adopt(2, time.Now().Add(-time.Minute)) // expired while snagd was down: the grace
+	s.mu.Lock()
+	_, armed := s.timers[2]
+	s.mu.Unlock()
+	if !armed {
+		t.Error("session 2, adopted with its idle time run out, got no grace")
+	}
+	select {
+	case got := <-e.ch:
+		t.Errorf("%q ended; an adopted session gets at least the grace (1h)", got)
+	default:
 	}
 }

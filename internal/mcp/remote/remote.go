@@ -81,7 +81,7 @@ func (l *Link) SetClient(name, version string) {
 
 // Session registers the bridge's session when it has none yet and starts
 // holding its stream; it returns the session's id.
-func (l *Link) Session(ctx context.Context) (int64, error) {
+func (l *Link) Session(ctx context.Context, _ string) (int64, error) {
 	l.mu.Lock()
 	if l.session.ID != 0 {
 		defer l.mu.Unlock()
@@ -135,12 +135,15 @@ func (l *Link) Ended(id int64) {
 	}
 }
 
+// Cred is "": snagd reads the credential of the bridge's requests itself.
+func (l *Link) Cred() string { return "" }
+
 // Do runs an operation on snagd over HTTP, as the session and for the
 // tool call the context's caller names (ops.CallerOf): once more after
 // finding snagd again when it was not reached.
 func (l *Link) Do(ctx context.Context, op string, req any) (any, error) {
 	c := ops.CallerOf(ctx)
-	k := l.cl.As(c.Session, c.Tool)
+	k := l.cl.As(c.Session, c.Tool).WithHandle(c.Handle)
 	ans, err := k.Do(ctx, op, req)
 	var e *ops.Error
 	if err != nil && !errors.As(err, &e) && ctx.Err() == nil {
