@@ -27,6 +27,25 @@ func (c *Client) Register(ctx context.Context, r Registration) (Session, error) 
 	return s, err
 }
 
+// header is a request's header: the token, the content type of a body,
+// and an agent's session, tool call and handle, each when there is one.
+func (c *Client) header(body bool, session int64, tool, handle string) []string {
+	h := []string{"Authorization", "Bearer " + c.tok.String()}
+	if body {
+		h = append(h, "Content-Type", "application/json")
+	}
+	if session != 0 {
+		h = append(h, api.SessionHeader, strconv.FormatInt(session, 10))
+		if tool != "" {
+			h = append(h, api.ToolHeader, tool)
+		}
+	}
+	if handle != "" {
+		h = append(h, api.HandleHeader, handle)
+	}
+	return h
+}
+
 // send sends a request with the token and decodes a JSON answer into out
 // (when out is not nil). For an agent's tool call it carries the session
 // (X-Snag-Session) and the tool's name (X-Snag-Tool) so snagd acts for the
@@ -48,19 +67,7 @@ func (c *Client) send(ctx context.Context, session int64, tool, handle, method, 
 	for {
 		h, quick := c.state()
 		req := &request{method: method, path: path, body: raw, timeout: requestTimeout,
-			header: []string{"Authorization", "Bearer " + c.tok.String()}}
-		if raw != nil {
-			req.header = append(req.header, "Content-Type", "application/json")
-		}
-		if session != 0 {
-			req.header = append(req.header, api.SessionHeader, strconv.FormatInt(session, 10))
-			if tool != "" {
-				req.header = append(req.header, api.ToolHeader, tool)
-			}
-		}
-		if handle != "" {
-			req.header = append(req.header, api.HandleHeader, handle)
-		}
+			header: c.header(raw != nil, session, tool, handle)}
 		resp, err := c.wire.roundTrip(ctx, h.Port, req)
 		if quick && ctx.Err() == nil && (err != nil || resp.StatusCode == statusUnauthorized || resp.StatusCode == statusUnavailable) {
 			// The daemon the lock named is not one that serves yet: find

@@ -148,8 +148,16 @@ func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
-// connect connects the go-sdk client to the hosted /mcp with tok.
+// connect connects the go-sdk client to the hosted /mcp with tok, in MCP
+// 2025-11-25 (an MCP session).
 func (h *hostedDaemon) connect(t *testing.T, tok, query string) (*sdk.ClientSession, *bearer, error) {
+	t.Helper()
+	return h.connectIn(t, tok, query, legacyEra)
+}
+
+// connectIn connects the go-sdk client to the hosted /mcp with tok, in the
+// protocol era opts names.
+func (h *hostedDaemon) connectIn(t *testing.T, tok, query string, era *sdk.ClientSessionOptions) (*sdk.ClientSession, *bearer, error) {
 	t.Helper()
 	b := &bearer{next: h.transport()}
 	b.tok.Store(&tok)
@@ -157,7 +165,7 @@ func (h *hostedDaemon) connect(t *testing.T, tok, query string) (*sdk.ClientSess
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: h.hurl("/mcp" + query), MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: b}}, legacyEra)
+		HTTPClient: &http.Client{Transport: b}}, era)
 	if err == nil {
 		t.Cleanup(func() { cs.Close() })
 	}

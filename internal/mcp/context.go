@@ -13,7 +13,8 @@ import (
 )
 
 type contextIn struct {
-	Name string `json:"name,omitempty" jsonschema:"your name, first call only"`
+	Name  string `json:"name,omitempty" jsonschema:"a name to take"`
+	Agent string `json:"agent,omitempty"`
 }
 
 // agentOut is another agent as snag_context lists it.
@@ -62,7 +63,7 @@ const (
 )
 
 func (s *server) context(ctx context.Context, req *sdk.CallToolRequest, in contextIn) (*sdk.CallToolResult, contextOut, error) {
-	ctx = s.begin(ctx, req, "snag_context")
+	ctx = naming(s.begin(ctx, req, "snag_context"), in.Agent)
 	var c ops.Context
 	advice, err := s.teamCall(ctx, func(t Team) (err error) { c, err = t.Context(ctx, in.Name); return err })
 	if err != nil {

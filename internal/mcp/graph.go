@@ -87,6 +87,7 @@ type linkIn struct {
 	Kind   string `json:"kind"`
 	Why    string `json:"why,omitempty"`
 	Branch string `json:"branch,omitempty"`
+	Agent  string `json:"agent,omitempty"`
 }
 
 type activityIn struct {
@@ -291,7 +292,7 @@ func writeNode(b *strings.Builder, o nodeOut) {
 }
 
 func (s *server) link(ctx context.Context, req *sdk.CallToolRequest, in linkIn) (*sdk.CallToolResult, nodesOut, error) {
-	ctx = s.begin(ctx, req, "snag_link")
+	ctx = naming(s.begin(ctx, req, "snag_link"), in.Agent)
 	out := nodesOut{Source: SourceDaemon, Nodes: []nodeOut{}}
 	var msg string
 	advice, err := s.graphCall(ctx, func(g Graph) error {

@@ -43,14 +43,36 @@ type clientOf interface{ ClientInfo() *sdk.Implementation }
 // client is before the session is registered, and names the tool for
 // snagd's audit.
 func (s *server) begin(ctx context.Context, req clientOf, tool string) context.Context {
-	c := &Call{Tool: tool}
+	c := CallOf(ctx)
+	if c == nil {
+		c = &Call{}
+		ctx = context.WithValue(ctx, callKey{}, c)
+	}
+	c.Tool = tool
 	if p := req.ClientInfo(); p != nil {
 		c.Client, c.Version = p.Name, p.Version
 		if d := s.daemon(); d != nil {
 			d.SetClient(p.Name, p.Version)
 		}
 	}
-	return context.WithValue(withTool(ctx, tool), callKey{}, c)
+	return withTool(ctx, tool)
+}
+
+// agentNotice makes every tool call's Call before its handler runs, and
+// adds to the result of a call that made a new agent the handle to name it
+// by (agentNote).
+func (s *server) agentNotice(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if method != "tools/call" {
+			return next(ctx, method, req)
+		}
+		c := &Call{}
+		res, err := next(context.WithValue(ctx, callKey{}, c), method, req)
+		if r, ok := res.(*sdk.CallToolResult); ok && err == nil && c.Agent != "" {
+			r.Content = append(r.Content, &sdk.TextContent{Text: strings.TrimPrefix(s.agentNote(c), "\n")})
+		}
+		return res, err
+	}
 }
 
 // naming records the handle a call names.
@@ -63,8 +85,7 @@ func naming(ctx context.Context, handle string) context.Context {
 
 // agentNote is what a result says when its call made a new agent: the
 // handle to name it by from now on, and how long it keeps without one.
-func (s *server) agentNote(ctx context.Context) string {
-	c := CallOf(ctx)
+func (s *server) agentNote(c *Call) string {
 	if c == nil || c.Agent == "" {
 		return ""
 	}

@@ -143,3 +143,91 @@ func TestM2_BridgeRestartResolvesWithTheHandle(t *testing.T) {
 	res, txt, _ = call(t, second, "snag_release", map[string]any{"id": key, "reason": "stale", "handle": "lh_notonesnagdmade000000"})
 	mustErr(t, "a handle snagd never made", res, txt, "not one this snagd made")
 }
+
+// M2: an agent known by its handle ends when no call names it for the
+// idle time (snagd --handle-idle): its lease goes back to the queue, and
+// its handles are refused as stale after.
+func TestM2_AHandleExpires(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startDaemon(t, "--handle-idle", "2s")
+	cs := modernConnect(t, e, "go-2026")
+	res, txt, sc := call(t, cs, "snag_claim", nil)
+	mustOK(t, "claim", res, txt)
+	key := sc["task"].(map[string]any)["key"].(string)
+	handle := sc["handle"].(string)
+	if !strings.Contains(txt, handle) {
+		t.Errorf("claim's text does not give its handle: %s", txt)
+	}
+	waitOpen(t, cs, key, 30*time.Second, "its agent's handle went unused past --handle-idle")
+	res, txt, _ = call(t, cs, "snag_resolve", map[string]any{"id": key, "handle": handle})
+	mustErr(t, "resolve with an expired handle", res, txt, "ended")
+}
+
+// M2: over 2025-11-25 sessions a lease handle works across sessions of
+// one token: a second MCP session releases the lease the first claimed,
+// which moves to it first (the file names its agent).
+func TestM2_LegacySessionsShareALeaseByHandle(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.daemon(t)
+	a, b := hMustConnect(t, e), hMustConnect(t, e)
+	if v := a.InitializeResult().ProtocolVersion; v != "2025-11-25" {
+		t.Fatalf("legacy connect answered %q", v)
+	}
+	res, txt, sc := call(t, a, "snag_claim", nil)
+	mustOK(t, "claim in session a", res, txt)
+	key := sc["task"].(map[string]any)["key"].(string)
+	handle := sc["handle"].(string)
+	res, txt, _ = call(t, b, "snag_release", map[string]any{"id": key, "reason": "from b"})
+	mustErr(t, "release from session b without the handle", res, txt, "handle")
+	res, txt, sc = call(t, b, "snag_release", map[string]any{"id": key, "reason": "from b", "handle": handle})
+	mustOK(t, "release from session b with a's handle", res, txt)
+	if sc["status"] != "open" {
+		t.Errorf("release: %v", sc)
+	}
+}
+
+// M2: a sessionless agent's identity: snag_context gives a new agent its
+// handle (a person reads who it is), a report naming it is that agent's,
+// and the handoff it leaves reaches another agent's snag_context.
+func TestM2_SessionlessContextAndReports(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.daemon(t)
+	c := sdk.NewClient(&sdk.Implementation{Name: "go-2026", Version: "2.0"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: e.hURL() + "?toolsets=queue,team", MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: hBearer{hToken(t, e)}}}, &sdk.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, txt, _ := call(t, cs, "snag_context", map[string]any{"name": "ADA"})
+	mustOK(t, "context", res, txt)
+	i := strings.Index(txt, "agent: ah_")
+	if i < 0 {
+		t.Fatalf("snag_context of a new sessionless agent gives no agent handle:\n%s", txt)
+	}
+	agent := strings.Fields(txt[i+len("agent: "):])[0]
+	res, txt, _ = call(t, cs, "snag_report", map[string]any{"message": "looked around", "agent": agent})
+	mustOK(t, "report with the handle", res, txt)
+	if strings.Contains(txt, "agent: ah_") {
+		t.Errorf("a report naming its agent made another:\n%s", txt)
+	}
+	res, txt, _ = call(t, cs, "snag_handoff", map[string]any{"to": "BOB", "title": "over to you", "agent": agent})
+	mustOK(t, "handoff", res, txt)
+	res, txt, _ = call(t, cs, "snag_context", map[string]any{"name": "BOB"})
+	mustOK(t, "context of BOB", res, txt)
+	if !strings.Contains(txt, "over to you") || !strings.Contains(txt, "ADA") {
+		t.Errorf("BOB's snag_context does not show ADA's handoff:\n%s", txt)
+	}
+	names := map[string]bool{}
+	for _, s := range e.sessions(t).Sessions {
+		names[s.Name] = true
+	}
+	if len(names) != 2 || !names["ADA"] || !names["BOB"] {
+		t.Errorf("live agents %v, want ADA and BOB only", names)
+	}
+}

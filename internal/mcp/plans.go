@@ -17,6 +17,7 @@ type planIn struct {
 	Title  string `json:"title,omitempty"`
 	Body   string `json:"body,omitempty"`
 	Status string `json:"status,omitempty"`
+	Agent  string `json:"agent,omitempty"`
 }
 
 type planRow struct {
@@ -44,9 +45,10 @@ type noteIn struct {
 	Task     string     `json:"task,omitempty"`
 	Files    []string   `json:"files,omitempty"`
 	Links    []noteLink `json:"links,omitempty"`
-	TookFrom string     `json:"took_from,omitempty" jsonschema:"note the idea came from"`
+	TookFrom string     `json:"took_from,omitempty" jsonschema:"a note's key"`
 	Why      string     `json:"why,omitempty"`
 	Branch   string     `json:"branch,omitempty"`
+	Agent    string     `json:"agent,omitempty"`
 }
 
 type noteLink struct {
@@ -91,7 +93,7 @@ func planLine(p snag.Plan) string {
 }
 
 func (s *server) plan(ctx context.Context, req *sdk.CallToolRequest, in planIn) (*sdk.CallToolResult, planOut, error) {
-	ctx = s.begin(ctx, req, "snag_plan")
+	ctx = naming(s.begin(ctx, req, "snag_plan"), in.Agent)
 	act, ok := planActions[in.Action]
 	if !ok {
 		return nil, planOut{}, fmt.Errorf("action %q: use list, get, create or update", in.Action)
@@ -239,7 +241,7 @@ func cutPlanBody(d ops.PlanDetail) string {
 }
 
 func (s *server) note(ctx context.Context, req *sdk.CallToolRequest, in noteIn) (*sdk.CallToolResult, notesOut, error) {
-	ctx = s.begin(ctx, req, "snag_note")
+	ctx = naming(s.begin(ctx, req, "snag_note"), in.Agent)
 	out := notesOut{Source: SourceDaemon}
 	var msg string
 	advice, err := s.teamCall(ctx, func(t Team) error {

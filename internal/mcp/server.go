@@ -157,7 +157,7 @@ func NewServer(opts Options) *sdk.Server {
 	if slices.Contains(opts.Toolsets, "graph") {
 		s.addGraphTools(srv)
 	}
-	srv.AddReceivingMiddleware(s.workspaceCheck, s.coordNotice)
+	srv.AddReceivingMiddleware(s.workspaceCheck, s.coordNotice, s.agentNotice)
 	s.addResources(srv)
 	return srv
 }

@@ -76,6 +76,7 @@ type filesIn struct {
 	Task      string   `json:"task,omitempty"`
 	TTLSec    int      `json:"ttl_sec,omitempty"`
 	Exclusive *bool    `json:"exclusive,omitempty"`
+	Agent     string   `json:"agent,omitempty"`
 }
 
 type claimOutRow struct {
@@ -97,6 +98,7 @@ type reportIn struct {
 	Message string `json:"message"`
 	Task    string `json:"task,omitempty"`
 	Detail  string `json:"detail,omitempty"`
+	Agent   string `json:"agent,omitempty"`
 }
 
 type handoffIn struct {
@@ -104,6 +106,7 @@ type handoffIn struct {
 	Title string `json:"title"`
 	Body  string `json:"body,omitempty"`
 	Task  string `json:"task,omitempty" jsonschema:"moves it to them"`
+	Agent string `json:"agent,omitempty"`
 }
 
 type sentOut struct {
@@ -116,7 +119,7 @@ type sentOut struct {
 
 func (s *server) addTeamTools(srv *sdk.Server) {
 	addTool(srv, &sdk.Tool{Name: "snag_context", OutputSchema: outSchema[contextOut](), Annotations: writes("Team context", true),
-		Description: "Call first: who you are, your work, ready tasks, other agents, handoffs to you."}, s.context)
+		Description: "Call first: you, your work, ready tasks, other agents, handoffs."}, s.context)
 	addTool(srv, &sdk.Tool{Name: "snag_files", OutputSchema: outSchema[filesOut](), Annotations: writes("Claim files", false),
 		InputSchema: schema[filesIn](func(p map[string]*jsonschema.Schema) {
 			p["action"].Enum = []any{"claim", "release", "check"}
@@ -141,7 +144,7 @@ func (s *server) addTeamTools(srv *sdk.Server) {
 		}),
 		Description: "Record a decision or finding for others."}, s.note)
 	addTool(srv, &sdk.Tool{Name: "snag_report", OutputSchema: outSchema[sentOut](), Annotations: writes("Report progress", false),
-		Description: "Tell people and agents what you did, in a sentence."}, s.report)
+		Description: "Tell people and agents what you did."}, s.report)
 	addTool(srv, &sdk.Tool{Name: "snag_handoff", OutputSchema: outSchema[sentOut](), Annotations: writes("Hand off", false),
 		Description: "Leave work for an agent by name."}, s.handoff)
 }
@@ -181,7 +184,7 @@ func RowOf(t snag.Task) Row {
 }
 
 func (s *server) fileClaims(ctx context.Context, req *sdk.CallToolRequest, in filesIn) (*sdk.CallToolResult, filesOut, error) {
-	ctx = s.begin(ctx, req, "snag_files")
+	ctx = naming(s.begin(ctx, req, "snag_files"), in.Agent)
 	act, ok := fileActions[in.Action]
 	if !ok {
 		return nil, filesOut{}, fmt.Errorf("action %q: use claim, release or check", in.Action)
@@ -304,7 +307,7 @@ func mode(cs []snag.FileClaim) string {
 }
 
 func (s *server) report(ctx context.Context, req *sdk.CallToolRequest, in reportIn) (*sdk.CallToolResult, sentOut, error) {
-	ctx = s.begin(ctx, req, "snag_report")
+	ctx = naming(s.begin(ctx, req, "snag_report"), in.Agent)
 	var m snag.Message
 	advice, err := s.teamCall(ctx, func(t Team) (err error) {
 		m, err = t.Report(ctx, ops.ReportRequest{Message: in.Message, Task: in.Task, Detail: in.Detail})
@@ -321,7 +324,7 @@ func (s *server) report(ctx context.Context, req *sdk.CallToolRequest, in report
 }
 
 func (s *server) handoff(ctx context.Context, req *sdk.CallToolRequest, in handoffIn) (*sdk.CallToolResult, sentOut, error) {
-	ctx = s.begin(ctx, req, "snag_handoff")
+	ctx = naming(s.begin(ctx, req, "snag_handoff"), in.Agent)
 	var h ops.HandedOff
 	advice, err := s.teamCall(ctx, func(t Team) (err error) {
 		h, err = t.Handoff(ctx, ops.HandoffRequest{To: in.To, Title: in.Title, Body: in.Body, Task: in.Task})

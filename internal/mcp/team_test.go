@@ -480,8 +480,9 @@ func TestTeamToolsDegrade(t *testing.T) {
 }
 
 // The queue and team toolsets' definitions within their budgets: what a
-// model reads of the team tools at most 700 tokens, of both 1,500 (the
-// graph's snag_note took the 1,400 of before to 1,496)
+// model reads of the team tools at most 720 tokens, of both 1,500 (the
+// graph's snag_note took the 1,400 of before to 1,496; the agent handle
+// each team tool takes for MCP 2026-07-28 took the team's 700 to 720)
 // (bytes / 3.7).
 func TestTeamBudgets(t *testing.T) {
 	t.Parallel()
@@ -523,8 +524,8 @@ func TestTeamBudgets(t *testing.T) {
 	all, _ := json.Marshal(append(queue, team...))
 	t.Logf("team toolset: %d tools, %d bytes (about %d tokens); queue+team %d bytes (about %d tokens)",
 		len(team), len(tb), len(tb)*10/37, len(all), len(all)*10/37)
-	if len(tb)*10/37 > 700 {
-		t.Errorf("the team toolset's definitions are about %d tokens, budget 700", len(tb)*10/37)
+	if len(tb)*10/37 > 720 {
+		t.Errorf("the team toolset's definitions are about %d tokens, budget 720", len(tb)*10/37)
 	}
 	if len(all)*10/37 > 1500 {
 		t.Errorf("queue and team definitions are about %d tokens, budget 1,500", len(all)*10/37)

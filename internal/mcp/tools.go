@@ -26,7 +26,7 @@ const (
 )
 
 type listIn struct {
-	Status string `json:"status,omitempty" jsonschema:"comma-separated: inbox open claimed verifying needs_review resolved cancelled; default all but the last two"`
+	Status string `json:"status,omitempty" jsonschema:"comma-separated: inbox open claimed verifying needs_review resolved cancelled; default not the last two"`
 	Wave   int    `json:"wave,omitempty"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"default 20"`
 	Cursor string `json:"cursor,omitempty"`
@@ -40,14 +40,14 @@ type listOut struct {
 }
 
 type idIn struct {
-	ID string `json:"id" jsonschema:"key like SNAG-12, or id"`
+	ID string `json:"id" jsonschema:"SNAG-12, or an id"`
 }
 
 type claimIn struct {
 	ID       string `json:"id,omitempty"`
-	Agent    string `json:"agent,omitempty" jsonschema:"your agent handle, if you have one"`
-	Force    bool   `json:"force,omitempty" jsonschema:"claim a blocked task anyway"`
-	Worktree bool   `json:"worktree,omitempty" jsonschema:"a git worktree of its own"`
+	Agent    string `json:"agent,omitempty"`
+	Force    bool   `json:"force,omitempty" jsonschema:"a blocked task too"`
+	Worktree bool   `json:"worktree,omitempty" jsonschema:"its own git worktree"`
 }
 
 type claimOut struct {
@@ -65,15 +65,15 @@ type claimOut struct {
 
 type releaseIn struct {
 	ID     string `json:"id"`
-	Reason string `json:"reason" jsonschema:"why it goes back"`
-	Handle string `json:"handle,omitempty" jsonschema:"from snag_claim"`
+	Reason string `json:"reason"`
+	Handle string `json:"handle,omitempty"`
 }
 
 type resolveIn struct {
 	ID     string `json:"id"`
 	Commit string `json:"commit,omitempty"`
 	Note   string `json:"note,omitempty"`
-	Handle string `json:"handle,omitempty" jsonschema:"from snag_claim"`
+	Handle string `json:"handle,omitempty"`
 }
 
 type moveOut struct {
@@ -90,7 +90,7 @@ type addIn struct {
 	Files     []string `json:"files,omitempty" jsonschema:"path or path:12-40"`
 	Plan      string   `json:"plan,omitempty" jsonschema:"a plan's slug"`
 	DependsOn []string `json:"depends_on,omitempty" jsonschema:"keys to resolve first"`
-	Agent     string   `json:"agent,omitempty" jsonschema:"your agent handle, if you have one"`
+	Agent     string   `json:"agent,omitempty"`
 }
 
 type addOut struct {
@@ -139,16 +139,16 @@ type shotOut struct {
 func (s *server) addTools(srv *sdk.Server) {
 	addTool(srv, &sdk.Tool{Name: "snag_list", OutputSchema: outSchema[listOut](), Annotations: readOnly("List tasks"),
 		InputSchema: schema[listIn](func(p map[string]*jsonschema.Schema) { limit(p["limit"], 20, 50) }),
-		Description: "Tasks in queue order, one row each; [BLOCKED] flags."}, s.list)
+		Description: "Tasks in queue order, one row each."}, s.list)
 	addTool(srv, &sdk.Tool{Name: "snag_get", OutputSchema: outSchema[getOut](), Annotations: readOnly("Show a task"),
-		Description: "One whole task: body, files, capture, pictures, verify state, next actions."}, s.get)
+		Description: "One whole task: body, files, pictures, verify state, next actions."}, s.get)
 	addTool(srv, &sdk.Tool{Name: "snag_claim", OutputSchema: outSchema[claimOut](), Annotations: writes("Claim a task", true),
-		Description: "Lease a task; no id takes the next ready one. Its handle names the lease from any connection; " +
-			"over sessionless HTTP, " + idleWords(s.opts.HandleIdle) + " with no call naming it ends the lease."}, s.claim)
+		Description: "Lease a task (no id: the next ready). Send its handle to release/resolve; sessionless, " +
+			idleWords(s.opts.HandleIdle) + " unused ends it."}, s.claim)
 	addTool(srv, &sdk.Tool{Name: "snag_release", OutputSchema: outSchema[moveOut](), Annotations: writes("Release a task", false),
-		Description: "Give a task you hold back, saying why."}, s.release)
+		Description: "Give a held task back, saying why."}, s.release)
 	addTool(srv, &sdk.Tool{Name: "snag_resolve", OutputSchema: outSchema[moveOut](), Annotations: writes("Resolve a task", false),
-		Description: "Mark a task you hold done: verify checks it (status verifying)."}, s.resolve)
+		Description: "Mark a held task done; verify checks it."}, s.resolve)
 	addTool(srv, &sdk.Tool{Name: "snag_add", OutputSchema: outSchema[addOut](), Annotations: writes("Add to the inbox", false),
 		InputSchema: schema[addIn](func(p map[string]*jsonschema.Schema) {
 			p["kind"].Enum, p["kind"].Description = enum(queue.Kinds), ""
@@ -161,13 +161,13 @@ func (s *server) addTools(srv *sdk.Server) {
 		Description: "File a finding or TODO into a person's inbox, unvetted until promoted."}, s.add)
 	addTool(srv, &sdk.Tool{Name: "snag_search", OutputSchema: outSchema[searchOut](), Annotations: readOnly("Search tasks"),
 		InputSchema: schema[searchIn](func(p map[string]*jsonschema.Schema) { limit(p["limit"], 10, 30) }),
-		Description: "Full-text search over every task, closed ones too."}, s.search)
+		Description: "Full-text search, closed tasks too."}, s.search)
 	addTool(srv, &sdk.Tool{Name: "snag_screenshot", OutputSchema: outSchema[shotOut](), Annotations: readOnly("Show a screenshot"),
 		InputSchema: schema[shotIn](func(p map[string]*jsonschema.Schema) {
 			zero := 0.0
 			p["index"].Default, p["index"].Minimum, p["index"].Description = json.RawMessage("0"), &zero, ""
 		}),
-		Description: "A task's screenshot, inline (ux, a11y and layout tasks)."}, s.screenshot)
+		Description: "A task's screenshot, inline."}, s.screenshot)
 }
 
 func isControl(r rune) bool {
@@ -329,7 +329,7 @@ func (s *server) claim(ctx context.Context, req *sdk.CallToolRequest, in claimIn
 		if why == "" {
 			why = "nothing is ready"
 		}
-		return &sdk.CallToolResult{Content: text(why + ". snag_list shows the queue; snag_add files new work." + s.agentNote(ctx))}, out, nil
+		return &sdk.CallToolResult{Content: text(why + ". snag_list shows the queue; snag_add files new work.")}, out, nil
 	}
 	k := strconv.Quote(c.Task.Key)
 	held := ""
@@ -343,7 +343,7 @@ func (s *server) claim(ctx context.Context, req *sdk.CallToolRequest, in claimIn
 	if c.Worktree != "" {
 		msg += "\nwork in " + c.Worktree + " (branch " + c.Branch + "): verify runs there"
 	}
-	return &sdk.CallToolResult{Content: text(msg + s.agentNote(ctx))}, out, nil
+	return &sdk.CallToolResult{Content: text(msg)}, out, nil
 }
 
 func (s *server) release(ctx context.Context, req *sdk.CallToolRequest, in releaseIn) (*sdk.CallToolResult, moveOut, error) {
@@ -404,7 +404,7 @@ func (s *server) add(ctx context.Context, req *sdk.CallToolRequest, in addIn) (*
 	if err != nil {
 		return nil, addOut{}, s.explain(err)
 	}
-	msg := fmt.Sprintf("added %s to the inbox (%s, %s): a person promotes it before it is worked", a.Key, a.Status, a.Trust) + s.agentNote(ctx)
+	msg := fmt.Sprintf("added %s to the inbox (%s, %s): a person promotes it before it is worked", a.Key, a.Status, a.Trust)
 	return &sdk.CallToolResult{Content: text(msg)}, addOut{Source: b.Source(), Added: a}, nil
 }
 
