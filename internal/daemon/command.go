@@ -32,6 +32,7 @@ func Command(ctx context.Context, args []string, version string, stdout, stderr 
 	mcpIdle := fs.Duration("mcp-idle", DefaultMCPIdle, "end an MCP session on /mcp whose client holds no GET stream after this long with no request")
 	settle := fs.Duration("settle", DefaultSettle, "look again this long after a task file reads as missing or broken before believing it (editors truncate and rewrite in place)")
 	mcpLost := fs.Duration("mcp-stream-grace", DefaultMCPStreamGrace, "end an MCP session on /mcp this long after its client's GET stream closed, unless a request comes")
+	grace := fs.Duration("grace", DefaultGrace, "how long a session whose stream closed (its agent's bridge exited) keeps its leases, for a restart or a blip")
 	handleIdle := fs.Duration("handle-idle", DefaultHandleIdle, "end an agent known only by its handle (MCP 2026-07-28 over /mcp) after this long with no call naming it; its leases go back")
 	coordDSN := fs.String("coord", "", "coordinate with the other clones of the repository through this PostgreSQL DSN (default: $SNAG_COORD, else ~/.snag/coord; none: run alone)")
 	coordGrace := fs.Duration("coord-grace", DefaultCoordGrace, "with --coord: how long a clone may stay silent before its agents' leases are given up")
@@ -102,7 +103,7 @@ func Command(ctx context.Context, args []string, version string, stdout, stderr 
 	if *coordGrace < time.Second {
 		return fmt.Errorf("--coord-grace %v: want at least 1s (a clone heartbeats five times per grace, at most every %v)", *coordGrace, coord.DefaultHeartbeat)
 	}
-	return Run(ctx, Options{Root: *root, Port: *port, Version: version, Log: log, ExitIdle: *idle, Settle: *settle, MCPIdle: *mcpIdle, MCPStreamGrace: *mcpLost, HandleIdle: *handleIdle,
+	return Run(ctx, Options{Root: *root, Port: *port, Version: version, Log: log, ExitIdle: *idle, Settle: *settle, MCPIdle: *mcpIdle, MCPStreamGrace: *mcpLost, HandleIdle: *handleIdle, Grace: *grace,
 		Coord: *coordDSN, CoordGrace: *coordGrace,
 		Hosted: hostedOpts,
 		Ready:  func(addr string) { log.Info("ready", "addr", addr) }})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/mcp"
+	"github.com/snagdev/snag/internal/ops"
 )
 
 // The sessionless protocol on /mcp (MCP 2026-07-28): no initialize and no
@@ -120,8 +121,13 @@ func (l *agentLink) Close() error { return nil }
 
 var _ mcp.Link = (*agentLink)(nil)
 
-// reads reports whether op only reads: every route of it is a GET.
+// readsByPost are the operations that only read though their route is a
+// POST (a body carries what they read).
+var readsByPost = map[string]bool{ops.CheckFiles.Name: true}
+
+// reads reports whether op only reads: every route of it is a GET, or it
+// is one of readsByPost.
 func (s *service) reads(op string) bool {
 	rs := s.routes[op]
-	return len(rs) > 0 && !slices.ContainsFunc(rs, func(r api.Route) bool { return r.Method != http.MethodGet })
+	return readsByPost[op] || len(rs) > 0 && !slices.ContainsFunc(rs, func(r api.Route) bool { return r.Method != http.MethodGet })
 }

@@ -143,7 +143,7 @@ func (s *service) who(op string, c ops.Caller) error {
 		default:
 			// A write over MCP acts for an agent: without a session it
 			// would be a person's (a vetted add, say).
-			admitted = admitted || c.Session != 0 || c.Via != "mcp" || r.Method == http.MethodGet
+			admitted = admitted || c.Session != 0 || c.Via != "mcp" || s.reads(op)
 		}
 	}
 	switch {

@@ -118,8 +118,16 @@ func waitOpen(t *testing.T, cs *sdk.ClientSession, key string, within time.Durat
 	}, func() string { return fmt.Sprintf("%s still held %s after %s", key, within, after) })
 }
 
-// bridge starts snag mcp in the project and connects to it.
+// bridge starts snag mcp in the project and connects to it, in the
+// go-sdk client's default protocol (MCP 2026-07-28).
 func (e *env) bridge(t *testing.T, args ...string) (*sdk.ClientSession, *exec.Cmd) {
+	t.Helper()
+	return e.bridgeIn(t, nil, args...)
+}
+
+// bridgeIn starts snag mcp in the project and connects to it in the
+// protocol era opts names.
+func (e *env) bridgeIn(t *testing.T, era *sdk.ClientSessionOptions, args ...string) (*sdk.ClientSession, *exec.Cmd) {
 	t.Helper()
 	cmd := exec.Command(snagBin, append([]string{"mcp"}, args...)...)
 	cmd.Dir = e.root
@@ -128,7 +136,7 @@ func (e *env) bridge(t *testing.T, args ...string) (*sdk.ClientSession, *exec.Cm
 	c := sdk.NewClient(&sdk.Implementation{Name: "go-test", Version: "1.0"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, era)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,32 +116,45 @@ func TestM2_SessionlessClaimReleaseAcrossRequests(t *testing.T) {
 }
 
 // M2: a lease handle lets a restarted bridge resolve the task its last
-// process claimed: the lease comes back to the new bridge's session.
+// process claimed, in either era: the lease comes back to the new
+// bridge's session.
 func TestM2_BridgeRestartResolvesWithTheHandle(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.daemon(t)
-	first, cmd := e.bridge(t)
-	res, txt, sc := call(t, first, "snag_claim", nil)
-	mustOK(t, "claim", res, txt)
-	key := sc["task"].(map[string]any)["key"].(string)
-	handle, _ := sc["handle"].(string)
-	if handle == "" {
-		t.Fatalf("claim over stdio answered no handle: %s", txt)
-	}
-	first.Close()
-	cmd.Wait()
+	for _, era := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(era, func(t *testing.T) {
+			t.Parallel()
+			opts := &sdk.ClientSessionOptions{ProtocolVersion: era}
+			e := newEnv(t)
+			// The first bridge's session keeps its lease for the grace
+			// after it exits: long enough here for a loaded machine to
+			// start the second.
+			e.startDaemon(t, "--grace", "2m")
+			first, cmd := e.bridgeIn(t, opts)
+			if v := first.InitializeResult().ProtocolVersion; v != era {
+				t.Fatalf("snag mcp answered %q, want %s", v, era)
+			}
+			res, txt, sc := call(t, first, "snag_claim", nil)
+			mustOK(t, "claim", res, txt)
+			key := sc["task"].(map[string]any)["key"].(string)
+			handle, _ := sc["handle"].(string)
+			if handle == "" {
+				t.Fatalf("claim over stdio answered no handle: %s", txt)
+			}
+			first.Close()
+			cmd.Wait()
 
-	second, _ := e.bridge(t)
-	res, txt, _ = call(t, second, "snag_resolve", map[string]any{"id": key})
-	mustErr(t, "resolve without the handle on a new bridge", res, txt, "handle")
-	res, txt, sc = call(t, second, "snag_resolve", map[string]any{"id": key, "handle": handle})
-	mustOK(t, "resolve with the handle after the restart", res, txt)
-	if st := sc["status"]; st == "open" || st == "claimed" {
-		t.Errorf("resolve after the restart: status %v", st)
+			second, _ := e.bridgeIn(t, opts)
+			res, txt, _ = call(t, second, "snag_resolve", map[string]any{"id": key})
+			mustErr(t, "resolve without the handle on a new bridge", res, txt, "handle")
+			res, txt, sc = call(t, second, "snag_resolve", map[string]any{"id": key, "handle": handle})
+			mustOK(t, "resolve with the handle after the restart", res, txt)
+			if st := sc["status"]; st == "open" || st == "claimed" {
+				t.Errorf("resolve after the restart: status %v", st)
+			}
+			res, txt, _ = call(t, second, "snag_release", map[string]any{"id": key, "reason": "stale", "handle": "lh_notonesnagdmade000000"})
+			mustErr(t, "a handle snagd never made", res, txt, "not one this snagd made")
+		})
 	}
-	res, txt, _ = call(t, second, "snag_release", map[string]any{"id": key, "reason": "stale", "handle": "lh_notonesnagdmade000000"})
-	mustErr(t, "a handle snagd never made", res, txt, "not one this snagd made")
 }
 
 // M2: an agent known by its handle ends when no call names it for the
