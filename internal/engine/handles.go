@@ -77,6 +77,11 @@ func (e *Engine) Handle(ctx context.Context, h, cred string) (index.Handle, erro
 		if err == nil {
 			why = s.EndReason
 		}
+		if got.Kind == index.HandleLease {
+			key := e.keyOf(ctx, got.TaskID)
+			return got, refuse(ErrStale, "stale_handle", "your lease of %s ended with its agent (%s): snag_get %s says where it is; "+
+				"snag_claim {\"id\": %q} takes it again if it is open", key, why, key, key)
+		}
 		return got, refuse(ErrStale, "stale_handle", "the agent of the handle %s has ended (%s) and its leases went back: "+
 			"snag_claim takes a task anew", clipHandle(h), why)
 	}
@@ -91,12 +96,17 @@ func (e *Engine) Handle(ctx context.Context, h, cred string) (index.Handle, erro
 		return got, err
 	}
 	e.p.DB.DropHandle(ctx, got.Hash)
-	key := got.TaskID
-	if it, err := e.Get(ctx, queue.Ref{ID: got.TaskID}); err == nil {
-		key = it.Key
-	}
+	key := e.keyOf(ctx, got.TaskID)
 	return got, refuse(ErrStale, "stale_handle", "your lease of %s under this handle has ended (released, resolved, handed off "+
 		"or taken back by a person): snag_get %s says where it is; snag_claim {\"id\": %q} takes it again if it is open", key, key, key)
+}
+
+// keyOf is the key of task id, or the id when it cannot be read.
+func (e *Engine) keyOf(ctx context.Context, id string) string {
+	if it, err := e.Get(ctx, queue.Ref{ID: id}); err == nil {
+		return it.Key
+	}
+	return id
 }
 
 // clipHandle is the start of a handle, enough to tell which one an error

@@ -235,8 +235,10 @@ func (db *DB) EndSession(ctx context.Context, id int64, reason string) ([]Lease,
 		if err != nil {
 			return err
 		}
-		return sqlitex.Execute(conn, `DELETE FROM handles WHERE session_id = :id`,
-			&sqlitex.ExecOptions{Named: map[string]any{":id": id}})
+		// A handle of an ended session says so when it is named (rather
+		// than being unknown) for as long as its name is kept.
+		return sqlitex.Execute(conn, `DELETE FROM handles WHERE session_id IN (SELECT id FROM sessions WHERE ended < :old)`,
+			&sqlitex.ExecOptions{Named: map[string]any{":old": time.Now().Add(-RecentlyEnded).UnixNano()}})
 	})
 	return held, err
 }

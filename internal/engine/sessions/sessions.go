@@ -170,6 +170,19 @@ func (s *Service) start(id int64, d time.Duration, why string) {
 	s.timers[id] = t
 }
 
+// gone ends session id, whose process is gone, once the grace has run
+// unless a grace runs already (its stream closed as the process exited):
+// within it, the agent's restarted bridge may still name its lease by its
+// handle and take it back.
+func (s *Service) gone(id int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.timers[id]; ok || s.stopped {
+		return
+	}
+	s.start(id, s.opts.Grace, "process gone")
+}
+
 // StreamOpen reports whether session id has a stream open.
 func (s *Service) StreamOpen(id int64) bool {
 	s.mu.Lock()
@@ -215,8 +228,9 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 }
 
-// sweep ends the sessions whose process is gone: the pid with the start
-// time it registered with, so a reused pid is not taken for the agent. A
+// sweep ends the sessions whose process is gone, after the grace (gone):
+// the pid with the start time it registered with, so a reused pid is not
+// taken for the agent. A
 // session of another host or boot is never swept, only shown. A session
 // that lives has the branch it works on recorded. The sweep also writes
 // snag.db again if it went away, as a watcher that polls sees no removal.
@@ -231,7 +245,7 @@ func (s *Service) sweep(ctx context.Context) {
 				return // stopping: the next start's sweep ends the rest
 			}
 			if !proc.Alive(l.PID, l.PIDStart, l.BootID) {
-				s.e.EndSession(l.ID, "process gone")
+				s.gone(l.ID)
 			} else {
 				s.e.FollowBranch(ctx, l)
 			}
