@@ -130,11 +130,13 @@ func runHandlesMJS(t *testing.T, env []string, pause string, then func(), args .
 // cursor in the next request; two claims without an agent are two agents
 // with separate leases; snag_release in another request (and another
 // client) needs the lease handle, and a released handle is refused as
-// stale.
+// stale. Over stdio (the client's transport starts snag mcp): a claim, the
+// bridge closed, and a new bridge, started once snagd has swept its
+// sessions since, resolves the task with the handle.
 func TestM2_TypeScriptClient2026(t *testing.T) {
 	t.Parallel()
 	needTSClient2(t)
-	for _, transport := range []string{"http"} {
+	for _, transport := range []string{"http", "stdio"} {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
