@@ -140,7 +140,14 @@ func TestM2_TypeScriptClient2026(t *testing.T) {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
-			e.daemon(t)
+			if transport == "stdio" {
+				// The first bridge's session keeps its lease for the grace
+				// after its process exits: long enough here for a loaded
+				// machine to start the second.
+				e.startDaemon(t, "--grace", "2m")
+			} else {
+				e.daemon(t)
+			}
 			var steps map[string]ts2Line
 			if transport == "http" {
 				steps = runHandlesMJS(t, hostedTSEnv("SNAG_TOKEN="+hToken(t, e)), "", nil, "http", e.hURL())
@@ -148,8 +155,8 @@ func TestM2_TypeScriptClient2026(t *testing.T) {
 				env := hostedTSEnv("SNAG_HOME="+e.home, fmt.Sprintf("SNAG_PORT=%d", e.port), "SNAG_NO_AUTOSTART=")
 				// The new bridge comes after snagd has swept its sessions
 				// since the first one exited (a sweep begun and ended
-				// since): a restart that takes longer than one sweep
-				// keeps the lease.
+				// since): the sweep that finds the process gone leaves the
+				// session its grace.
 				steps = runHandlesMJS(t, env, "close the bridge", func() {
 					n := hSweeps(t, e)
 					waitFor(t, time.Minute, func() bool { return hSweeps(t, e) >= n+2 }, func() string {
