@@ -889,8 +889,24 @@ func TestBoardProblemsAndAgents(t *testing.T) {
 	}
 
 	d.claim(d.register(map[string]any{"name": "WREN", "client": "claude-code", "client_version": "2.1"}), "SNAG-8")
+	// An agent no connection stands for (MCP 2026-07-28 over /mcp): the
+	// page says when it ends unless a call names its handle.
+	req, _ := http.NewRequest(http.MethodPost, d.url("/mcp"), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call",`+
+		`"params":{"name":"snag_claim","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",`+
+		`"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"stateless-host","version":"3"}}}}`))
+	for k, v := range map[string]string{"Authorization": "Bearer " + d.token, "Content-Type": "application/json",
+		"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "snag_claim"} {
+		req.Header.Set(k, v)
+	}
+	resp := d.raw(req)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "lh_") {
+		t.Fatalf("a sessionless snag_claim over /mcp: %d\n%s", resp.StatusCode, b)
+	}
 	got = page("/agents")
-	for _, want := range []string{"<h2>WREN</h2>", "claude-code 2.1", `href="/task/SNAG-8"`, "Quantity stepper buttons"} {
+	for _, want := range []string{"<h2>WREN</h2>", "claude-code 2.1", `href="/task/SNAG-8"`, "Quantity stepper buttons",
+		"stateless-host 3", "known by its handle", "unless a call names its handle"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the agents page lacks %q", want)
 		}
