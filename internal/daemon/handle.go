@@ -114,7 +114,9 @@ func answerOf(err error) *apiError {
 // dry run changed nothing: it is not to be read as the check itself). The
 // line is written after the answer has gone (engine.AuditCall).
 func (d *Daemon) auditTool(s index.Session, tool, route string, status int, dryRun bool) {
-	d.calls.Store(s.ID, time.Now())
+	if s.ID != 0 {
+		d.calls.Store(s.ID, time.Now())
+	}
 	if len(tool) > 64 {
 		tool = tool[:64]
 	}

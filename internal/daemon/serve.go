@@ -79,7 +79,7 @@ func (s *service) Do(ctx context.Context, op string, req any) (any, error) {
 	if err != nil {
 		a = s.d.answer(err)
 	}
-	if c.Tool != "" && sess != nil {
+	if c.Tool != "" && (sess != nil || c.Via == "mcp") {
 		status := http.StatusOK
 		if st, ok := ans.(ops.Statused); ok && a == nil {
 			status, _ = st.AnswerStatus(status) // a dry run that finds no browser is a 503
@@ -91,13 +91,21 @@ func (s *service) Do(ctx context.Context, op string, req any) (any, error) {
 		if t := ops.Target(req); t != "" {
 			detail += " " + t
 		}
-		s.d.auditTool(*sess, c.Tool, detail, status, op == ops.PlanVerify.Name)
+		who := index.Session{Name: sessionless} // a read of the sessionless protocol acts for no agent
+		if sess != nil {
+			who = *sess
+		}
+		s.d.auditTool(who, c.Tool, detail, status, op == ops.PlanVerify.Name)
 	}
 	if a != nil {
 		return nil, a
 	}
 	return ans, nil
 }
+
+// sessionless is the agent the audit log names for a tool call of the
+// sessionless protocol that read without an agent.
+const sessionless = "(sessionless)"
 
 // admit reads the handle the caller names (admitHandle: it may stand for
 // the caller's agent), checks that the caller may run op (who) and reads

@@ -1,8 +1,10 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -113,6 +115,18 @@ func TestM2_SessionlessClaimReleaseAcrossRequests(t *testing.T) {
 	if sc["agent"] != nil {
 		t.Errorf("a claim naming its agent made another: %v", sc["agent"])
 	}
+
+	// Every tool call is audited: a read with no agent as (sessionless),
+	// a write as its agent. A call's line is written after its answer.
+	var log []byte
+	waitFor(t, 10*time.Second, func() bool {
+		cmd := exec.Command(snagBin, "log", "--json", "--limit", "200")
+		cmd.Dir, cmd.Env = e.root, e.environ()
+		log, _ = cmd.Output()
+		return bytes.Contains(log, []byte(`"(sessionless)"`)) && bytes.Contains(log, []byte("snag_release release "+key))
+	}, func() string {
+		return "the audit log lacks the sessionless read or the release by handle:\n" + string(log)
+	})
 }
 
 // M2: a lease handle lets a restarted bridge resolve the task its last
