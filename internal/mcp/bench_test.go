@@ -547,10 +547,18 @@ func BenchmarkBytes(b *testing.B) {
 
 // BenchmarkHTTPList measures snag_list with its defaults (limit 20) over
 // snagd's own /mcp endpoint (streamable HTTP, the official Go SDK's
-// client), on a snagd serving 10,000 generated tasks (1,000 with -short).
-// It reports the round trip of the tool call and the same page asked of
-// snagd's API directly (api-p50-ms): /mcp's share is the difference.
+// client), on a snagd serving 10,000 generated tasks (1,000 with -short),
+// in each protocol era: an MCP session (2025-11-25) and the sessionless
+// protocol (2026-07-28), where every request stands alone. It reports the
+// round trip of the tool call and the same page asked of snagd's API
+// directly (api-p50-ms): /mcp's share is the difference.
 func BenchmarkHTTPList(b *testing.B) {
+	for _, era := range []string{"2025-11-25", "2026-07-28"} {
+		b.Run(era, func(b *testing.B) { benchHTTPList(b, era) })
+	}
+}
+
+func benchHTTPList(b *testing.B, era string) {
 	n, lists := 10_000, 200
 	if testing.Short() {
 		n, lists = 1000, 100
@@ -561,7 +569,7 @@ func BenchmarkHTTPList(b *testing.B) {
 	c := sdk.NewClient(&sdk.Implementation{Name: "bench-http", Version: "1.0"}, nil)
 	ctx := context.Background()
 	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: d.url("/mcp"), MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: hBearer{d.token}}}, nil)
+		HTTPClient: &http.Client{Transport: hBearer{d.token}}}, &sdk.ClientSessionOptions{ProtocolVersion: era})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -573,7 +581,7 @@ func BenchmarkHTTPList(b *testing.B) {
 		}
 		return res
 	}
-	call() // registers the session
+	call() // registers the session (2025-11-25)
 	var lat, api []time.Duration
 	for b.Loop() {
 		for range lists {
