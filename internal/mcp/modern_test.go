@@ -258,3 +258,33 @@ func TestM2_SessionlessContextAndReports(t *testing.T) {
 		t.Errorf("live agents %v, want ADA and BOB only", names)
 	}
 }
+
+// The one prompt, snag_work: listed, and its message names the task it
+// is given and the calls that work it (the capability it brings is what
+// server/discover declares).
+func TestWorkPrompt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cs, _ := e.bridge(t, "--no-autostart")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if caps := cs.InitializeResult().Capabilities; caps == nil || caps.Prompts == nil {
+		t.Fatalf("no prompts capability declared: %+v", caps)
+	}
+	list, err := cs.ListPrompts(ctx, nil)
+	if err != nil || len(list.Prompts) != 1 || list.Prompts[0].Name != "snag_work" {
+		t.Fatalf("prompts/list: %+v, %v", list, err)
+	}
+	for _, c := range []struct{ id, want string }{{"", "snag_claim {}"}, {"SNAG-3", `snag_claim {"id": "SNAG-3"}`}} {
+		got, err := cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "snag_work", Arguments: map[string]string{"id": c.id}})
+		if err != nil || len(got.Messages) != 1 {
+			t.Fatalf("prompts/get snag_work %q: %+v, %v", c.id, got, err)
+		}
+		text := got.Messages[0].Content.(*sdk.TextContent).Text
+		for _, want := range []string{c.want, "snag_resolve", "handle", "unvetted"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("snag_work %q says %q, not %q", c.id, text, want)
+			}
+		}
+	}
+}

@@ -138,11 +138,6 @@ func NewServer(opts Options) *sdk.Server {
 		UnsubscribeHandler: s.unsubscribe,
 		CompletionHandler:  s.complete,
 		SetCacheable:       cacheable,
-		// snag has no prompts, but the SDK answers prompts/list (with none)
-		// all the same, and a server that answers it must declare it
-		// (server/discover of MCP 2026-07-28; the conformance suite checks).
-		// Logging is the SDK's own default, which a Capabilities replaces.
-		Capabilities: &sdk.ServerCapabilities{Logging: &sdk.LoggingCapabilities{}, Prompts: &sdk.PromptCapabilities{}},
 		InitializedHandler: func(ctx context.Context, req *sdk.InitializedRequest) {
 			if d := s.daemon(); d != nil {
 				if p := req.Session.InitializeParams(); p != nil && p.ClientInfo != nil {
@@ -162,6 +157,7 @@ func NewServer(opts Options) *sdk.Server {
 	if slices.Contains(opts.Toolsets, "graph") {
 		s.addGraphTools(srv)
 	}
+	s.addPrompts(srv)
 	srv.AddReceivingMiddleware(s.workspaceCheck, s.coordNotice, s.agentNotice)
 	s.addResources(srv)
 	return srv
