@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -67,22 +66,8 @@ func runHandlesMJS(t *testing.T, env []string, pause string, then func(), args .
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{script}, args...)...)
-	cmd.Env = env
 	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	cmd.WaitDelay = 10 * time.Second
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdin, stdout := startNode(ctx, t, node, env, &stderr, append([]string{script}, args...)...)
 	steps := map[string]ts2Line{}
 	var last ts2Line
 	var bad string

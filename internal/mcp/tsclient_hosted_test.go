@@ -116,22 +116,9 @@ func TestHostedMCPWithTheTypeScriptSDK(t *testing.T) {
 		defer cancel()
 		// ipv4first: the listener is on 127.0.0.1, whatever else localhost
 		// names on this machine.
-		cmd := exec.CommandContext(ctx, node, "--dns-result-order=ipv4first", script, "session", url)
-		cmd.Env = hostedTSEnv("SNAG_TOKEN="+tok, trusted)
 		var stderr snagdtest.Buffer
-		cmd.Stderr = &stderr
-		cmd.WaitDelay = 10 * time.Second
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		cmd, stdin, stdout := startNode(ctx, t, node, hostedTSEnv("SNAG_TOKEN="+tok, trusted), &stderr,
+			"--dns-result-order=ipv4first", script, "session", url)
 		lines := make(chan tsHostedLine, 16)
 		go func() {
 			defer close(lines)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +30,27 @@ func tsDaemon(t *testing.T, bin, root, home string) int {
 	p := snagdtest.Start(t, snagdtest.Options{Bin: bin, Daemon: true, Root: root, Home: home, Port: snagdtest.FreePort(t)})
 	p.WaitReady(t, 30*time.Second)
 	return p.Port
+}
+
+// startNode starts node with args in env, bounded by ctx, its stdin and
+// stdout piped and its stderr written to stderr; a test fails when it
+// cannot start.
+func startNode(ctx context.Context, t *testing.T, node string, env []string, stderr io.Writer, args ...string) (*exec.Cmd, io.WriteCloser, io.ReadCloser) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, node, args...)
+	cmd.Env, cmd.Stderr, cmd.WaitDelay = env, stderr, 10*time.Second
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stdin, stdout
 }
 
 // needTSClient returns the path of node once node and the official
