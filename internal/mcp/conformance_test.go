@@ -25,7 +25,7 @@ import (
 // 2026-07-28 sessionless with MCP-Protocol-Version on every request.
 var conformanceEras = []string{"2025-11-25", "2026-07-28"}
 
-// TestConformanceServerScenarios runs the official MCP conformance suite
+// TestM1_ConformanceServerScenarios runs the official MCP conformance suite
 // (@modelcontextprotocol/conformance, from internal/mcp/conformance's
 // lockfile, on the node 22 the lockfile brings) against a real snagd's
 // /mcp, through a reverse proxy on 127.0.0.1 that adds snagd's token, as a
@@ -35,7 +35,7 @@ var conformanceEras = []string{"2025-11-25", "2026-07-28"}
 // fixtures; a listed scenario or check that passes, or that the suite no
 // longer runs, fails the test too, so the list stays true. The outcome of
 // every scenario is logged.
-func TestConformanceServerScenarios(t *testing.T) {
+func TestM1_ConformanceServerScenarios(t *testing.T) {
 	t.Parallel()
 	dir, err := filepath.Abs("conformance")
 	if err != nil {
