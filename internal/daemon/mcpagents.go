@@ -108,9 +108,25 @@ func (l *agentLink) SessionID() int64 { return 0 }
 // Ended does nothing: the link holds no session to let go.
 func (l *agentLink) Ended(int64) {}
 
-// Notice is "": what the coordination store's state means for an agent's
-// leases is said to the agents whose connection holds them.
-func (l *agentLink) Notice(context.Context) string { return "" }
+// Notice is what every tool result says while snagd cannot reach its
+// coordination store (engine.CoordNotice), for the agent the call in ctx
+// acted for: the one it made, or the one its handle names.
+func (l *agentLink) Notice(ctx context.Context) string {
+	c := mcp.CallOf(ctx)
+	if c == nil {
+		return ""
+	}
+	id := c.Session
+	if id == 0 && c.Handle != "" {
+		if h, err := l.d.e.Handle(ctx, c.Handle, l.cred); err == nil {
+			id = h.SessionID
+		}
+	}
+	if id == 0 {
+		return ""
+	}
+	return l.d.e.CoordNotice(ctx, id)
+}
 
 // Watch calls on with the key of each task an event of the engine names
 // until ctx ends (a subscriptions/listen stream).

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/codec"
@@ -400,6 +401,22 @@ func TestTeamPartitionedCloneFencedByEpoch(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("claim: %d %s", code, body)
 	}
+	// An agent no connection stands for (MCP 2026-07-28 over /mcp) holds
+	// SNAG-3 by its handles.
+	mc := sdk.NewClient(&sdk.Implementation{Name: "sessionless", Version: "1"}, nil)
+	mctx, mcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer mcancel()
+	modern, err := mc.Connect(mctx, &sdk.StreamableClientTransport{Endpoint: d1.url("/mcp"), MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: &bearerOf{tok: d1.token}}}, modernEra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer modern.Close()
+	txt, isErr, sc := toolText(t, modern, "snag_claim", map[string]any{"id": "SNAG-3"})
+	if isErr {
+		t.Fatalf("a sessionless claim: %s", txt)
+	}
+	agent, _ := sc["agent"].(string)
 	proxy.Cut()
 	// A person's add needs a key from the store: refused at once, saying
 	// why, with the header that tells a client not to wait it out.
@@ -420,6 +437,11 @@ func TestTeamPartitionedCloneFencedByEpoch(t *testing.T) {
 	eventually(t, "an answer to the cut-off clone's agent that names its lease at risk", func() bool {
 		h := a1.header(http.MethodGet, "/tasks/SNAG-2", api.CoordHeader)
 		return strings.Contains(h, "your lease of SNAG-1 will be given up at ") || strings.Contains(h, "was given up")
+	})
+	// So does the answer to a call that names the sessionless agent.
+	eventually(t, "an answer to the sessionless agent that names its lease at risk", func() bool {
+		txt, _, _ := toolText(t, modern, "snag_claim", map[string]any{"agent": agent})
+		return strings.Contains(txt, "your lease of SNAG-3 will be given up at ") || strings.Contains(txt, "was given up")
 	})
 	eventually(t, "clone 2 to get SNAG-1 once the cut-off clone's grace is over", func() bool {
 		c, code, _ := b.claim("SNAG-1")

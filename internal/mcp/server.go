@@ -158,7 +158,8 @@ func NewServer(opts Options) *sdk.Server {
 		s.addGraphTools(srv)
 	}
 	s.addPrompts(srv)
-	srv.AddReceivingMiddleware(s.workspaceCheck, s.coordNotice, s.agentNotice)
+	// agentNotice first: the call's Call is in the context the others see.
+	srv.AddReceivingMiddleware(s.agentNotice, s.workspaceCheck, s.coordNotice)
 	s.addResources(srv)
 	return srv
 }
