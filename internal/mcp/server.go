@@ -138,6 +138,11 @@ func NewServer(opts Options) *sdk.Server {
 		UnsubscribeHandler: s.unsubscribe,
 		CompletionHandler:  s.complete,
 		SetCacheable:       cacheable,
+		// Declared as they are: snag's tools, prompts and resources never
+		// change while it runs, so no list_changed is promised (the SDK
+		// adds subscribe and completions, which snag has).
+		Capabilities: &sdk.ServerCapabilities{Logging: &sdk.LoggingCapabilities{}, Tools: &sdk.ToolCapabilities{},
+			Prompts: &sdk.PromptCapabilities{}, Resources: &sdk.ResourceCapabilities{}},
 		InitializedHandler: func(ctx context.Context, req *sdk.InitializedRequest) {
 			if d := s.daemon(); d != nil {
 				if p := req.Session.InitializeParams(); p != nil && p.ClientInfo != nil {
