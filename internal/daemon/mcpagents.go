@@ -42,7 +42,7 @@ func (h *mcpHTTP) agentServer(r *http.Request) *sdk.Server {
 	if srv := h.agents[key]; srv != nil {
 		return srv
 	}
-	link := &agentLink{d: h.d, cred: cred}
+	link := &agentLink{d: h.d, cred: cred, life: h.life}
 	srv := mcp.NewServer(mcp.Options{Root: h.d.root, Version: h.d.opts.Version, Log: h.d.log, Daemon: mcp.NewDaemon(link),
 		Toolsets: ts, Workspace: h.d.workspace, HandleIdle: h.d.handleIdle(), Cursors: &h.cursors})
 	h.agents[key] = srv
@@ -68,6 +68,7 @@ func (h *mcpHTTP) forgetAgentServers() {
 type agentLink struct {
 	d    *Daemon
 	cred string
+	life context.Context // ends as snagd stops serving /mcp: Watch returns
 }
 
 // Do runs an operation on snagd's service in process.
@@ -129,8 +130,14 @@ func (l *agentLink) Notice(ctx context.Context) string {
 }
 
 // Watch calls on with the key of each task an event of the engine names
-// until ctx ends (a subscriptions/listen stream).
-func (l *agentLink) Watch(ctx context.Context, on func(key string)) { l.d.watch(ctx, on) }
+// until ctx ends or snagd stops serving /mcp.
+func (l *agentLink) Watch(ctx context.Context, on func(key string)) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(l.life, cancel)
+	defer stop()
+	l.d.watch(ctx, on)
+}
 
 // Close does nothing: agents end by their idle time.
 func (l *agentLink) Close() error { return nil }

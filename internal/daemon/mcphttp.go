@@ -62,6 +62,7 @@ type mcpHTTP struct {
 	stateless, hostedStateless *sdk.StreamableHTTPHandler
 	agents                     map[string]*sdk.Server
 	cursors                    mcp.Cursors
+	life                       context.Context // ends with the view's serving
 
 	mu      sync.Mutex
 	pending map[*sdk.Server]*mcpSession // made for a request, not yet bound to its session id
@@ -92,7 +93,7 @@ type slot struct{ s *mcpSession }
 
 func (d *Daemon) mcpHandler(ctx context.Context) *mcpHTTP {
 	h := &mcpHTTP{d: d, idle: d.opts.MCPIdle, lost: d.opts.MCPStreamGrace, pending: map[*sdk.Server]*mcpSession{}, byID: map[string]*mcpSession{},
-		agents: map[string]*sdk.Server{}}
+		agents: map[string]*sdk.Server{}, life: ctx}
 	if h.idle <= 0 {
 		h.idle = DefaultMCPIdle
 	}
