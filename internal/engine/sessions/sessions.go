@@ -61,12 +61,13 @@ type Service struct {
 	open    map[int64]int
 	timers  map[int64]*time.Timer
 	held    map[int64]time.Time // when each session Hold keeps ends
+	whys    map[int64]string    // why each session ends when its timer fires
 	stopped bool                // Close was called: no grace starts
 }
 
 // New returns the sessions service of engine e.
 func New(e Engine, opts Options) *Service {
-	return &Service{e: e, opts: opts, open: map[int64]int{}, timers: map[int64]*time.Timer{}, held: map[int64]time.Time{}}
+	return &Service{e: e, opts: opts, open: map[int64]int{}, timers: map[int64]*time.Timer{}, held: map[int64]time.Time{}, whys: map[int64]string{}}
 }
 
 // StreamOpened records that a client holds a stream of session id open:
@@ -157,9 +158,11 @@ func (s *Service) start(id int64, d time.Duration, why string) {
 	t = time.AfterFunc(d, func() {
 		s.mu.Lock()
 		still := s.timers[id] == t
+		why := s.whys[id]
 		if still {
 			delete(s.timers, id)
 			delete(s.held, id)
+			delete(s.whys, id)
 		}
 		back := s.open[id] > 0
 		s.mu.Unlock()
@@ -167,20 +170,25 @@ func (s *Service) start(id int64, d time.Duration, why string) {
 			s.e.EndSession(id, why)
 		}
 	})
-	s.timers[id] = t
+	s.timers[id], s.whys[id] = t, why
 }
 
-// gone ends session id, whose process is gone, once the grace has run
-// unless a grace runs already (its stream closed as the process exited):
+// gone ends session id, whose process is gone, once the grace has run,
+// or when the grace that runs already (its stream closed as the process
+// exited) is over, for that reason:
 // within it, the agent's restarted bridge may still name its lease by its
 // handle and take it back.
 func (s *Service) gone(id int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.timers[id]; ok || s.stopped {
-		return
+	_, held := s.held[id]
+	switch _, running := s.timers[id]; {
+	case s.stopped || held:
+	case running:
+		s.whys[id] = "process gone" // known now: the grace running ends it for that
+	default:
+		s.start(id, s.opts.Grace, "process gone")
 	}
-	s.start(id, s.opts.Grace, "process gone")
 }
 
 // StreamOpen reports whether session id has a stream open.
