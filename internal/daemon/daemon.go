@@ -159,8 +159,10 @@ type Daemon struct {
 	mcp   *mcpHTTP
 	calls sync.Map
 	// held holds, by session id, when the expiry of each agent known by
-	// its handle was last written to snag.db (holdAgent).
-	held sync.Map
+	// its handle was last written to snag.db (holdAgent); takeMu takes the
+	// calls of sessions that name a handle one at a time (admitHandle).
+	held   sync.Map
+	takeMu sync.Mutex
 }
 
 // fail records why the view could not open: its requests are answered
@@ -253,6 +255,9 @@ func Run(ctx context.Context, opts Options) error {
 		hosted.secret.onChange = func(old token.Token) {
 			def.mcp.closeHosted()
 			def.revokeHandles(hostedCred(old))
+		}
+		if tok := hosted.secret.current(); !zero(tok) {
+			go def.revokeStale(gctx, "hosted:", hostedCred(tok))
 		}
 		hsrv := hosted.server(def.opening(def.mcp))
 		serveIn(gctx, g, hsrv, func() error { return hosted.serve(hsrv, hostedLn) })

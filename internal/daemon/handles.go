@@ -69,6 +69,22 @@ func (d *Daemon) registerAgent(ctx context.Context, client, version, cred string
 	return s, h, nil
 }
 
+// revokeStale forgets, once the view's engine is ready, the handles made
+// with a credential of kind ("local:", "hosted:") other than keep, the one
+// in force: a token replaced while snagd was down. The agents known only
+// by them end, and their leases go back.
+func (d *Daemon) revokeStale(ctx context.Context, kind, keep string) {
+	whenReady(ctx, d, func() {
+		n, err := d.e.RevokeHandlesBut(ctx, kind, keep)
+		switch {
+		case err != nil:
+			d.log.Error("revoke the handles of a replaced token", "err", err)
+		case n > 0:
+			d.log.Info("the handles of a token replaced while snagd was down are revoked", "kind", kind, "agents_ended", n)
+		}
+	})
+}
+
 // revokeHandles forgets the handles made with cred, a token that changed,
 // and ends the agents known only by them.
 func (d *Daemon) revokeHandles(cred string) {
@@ -94,30 +110,53 @@ func handleIn(ctx context.Context) *index.Handle {
 	return h
 }
 
-// admitHandle reads the handle c names: with no session, c acts for the
-// handle's agent; a lease handle held by another session of the same
-// credential (the agent's bridge restarted) brings the lease to c's
-// session first. A call that names a handle keeps its agent alive.
-func (s *service) admitHandle(ctx context.Context, c ops.Caller) (context.Context, ops.Caller, error) {
+// leaseOps are what a lease handle may be named for: its lease's own
+// operations. For anything else an agent names itself by its agent
+// handle: a lease handle passed to another agent to finish one task does
+// not hand over the whole agent.
+var leaseOps = map[string]bool{
+	ops.Release.Name: true, ops.Resolve.Name: true, ops.PlanVerify.Name: true, ops.Handoff.Name: true,
+	ops.ClaimFiles.Name: true, ops.ReleaseFiles.Name: true, ops.CheckFiles.Name: true,
+}
+
+// admitHandle reads the handle c names and admits op for it: with no
+// session, c acts for the handle's agent; a lease handle is good only for
+// its lease's operations (leaseOps). Only once op is admitted (who) does
+// naming the handle act: it keeps its agent alive, and a lease handle
+// held by another session of the same credential (the agent's bridge
+// restarted) brings the lease to c's session. Calls of a session that name
+// a handle are taken one at a time, so two of them cannot both move the
+// lease.
+func (s *service) admitHandle(ctx context.Context, op string, c ops.Caller) (context.Context, ops.Caller, error) {
 	d := s.d
+	if c.Session != 0 {
+		d.takeMu.Lock()
+		defer d.takeMu.Unlock()
+	}
 	h, err := d.e.Handle(ctx, c.Handle, c.Cred)
 	if err != nil {
 		return ctx, c, d.answer(err)
 	}
+	if h.Kind == index.HandleLease && !leaseOps[op] {
+		return ctx, c, &apiError{Status: http.StatusBadRequest, Code: "bad_handle", Message: "a lease handle acts on its lease only " +
+			"(release, resolve, handoff, file claims): name yourself with your agent handle (agent: ah_...) for anything else"}
+	}
+	acting := c
+	if acting.Session == 0 {
+		acting.Session = h.SessionID
+	}
+	if err := s.who(op, acting); err != nil {
+		return ctx, c, err
+	}
 	if owner, err := d.e.Session(ctx, h.SessionID); err == nil && !owner.Expires.IsZero() {
 		d.holdAgent(ctx, h.SessionID)
 	}
-	switch {
-	case c.Session == 0:
-		c.Session = h.SessionID
-	case c.Session != h.SessionID && h.Kind == index.HandleLease:
-		moved, err := d.bringBack(ctx, h, c.Session)
-		if err != nil {
+	if c.Session != 0 && c.Session != h.SessionID && h.Kind == index.HandleLease {
+		if h, err = d.bringBack(ctx, h, c.Session); err != nil {
 			return ctx, c, err
 		}
-		h = moved
 	}
-	return context.WithValue(ctx, handleKey{}, &h), c, nil
+	return context.WithValue(ctx, handleKey{}, &h), acting, nil
 }
 
 // bringBack moves the lease handle h names from its session to session to

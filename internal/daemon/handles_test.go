@@ -1,8 +1,13 @@
 package daemon_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -89,4 +94,79 @@ func (b *bearerOf) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.tok)
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// A handle acts only once the call naming it is admitted: a person's
+// operation refused to an agent moves no lease even when it names one; a
+// lease handle is good for its lease's operations only; the lease moves
+// to the session that names it, once, under a new epoch.
+func TestAHandleActsOnlyOnceAdmitted(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, sampleProject(t), "")
+	c := newAPIClient(t, d, 4)
+	a, _ := openSession(t, c, map[string]any{"client": "first"})
+	b, bName := openSession(t, c, map[string]any{"client": "second"})
+	claim := c.send(a, http.MethodPost, "/claim", map[string]any{})
+	var got struct {
+		Task   struct{ Key string }
+		Handle string
+	}
+	if claim.Code != http.StatusOK || json.Unmarshal([]byte(claim.Body), &got) != nil || got.Handle == "" {
+		t.Fatalf("claim: %v", claim)
+	}
+	send := func(session int64, handle, method, path string, in any) answer {
+		t.Helper()
+		req, _ := http.NewRequest(method, d.url(path), nil)
+		if in != nil {
+			body, _ := json.Marshal(in)
+			req, _ = http.NewRequest(method, d.url(path), bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+		}
+		req.Header.Set("Authorization", "Bearer "+d.token)
+		req.Header.Set("X-Snag-Handle", handle)
+		if session != 0 {
+			req.Header.Set("X-Snag-Session", strconv.FormatInt(session, 10))
+		}
+		resp := d.raw(req)
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return answer{Code: resp.StatusCode, Body: string(raw)}
+	}
+
+	if r := send(b, got.Handle, http.MethodPost, fmt.Sprintf("/sessions/%d/end", a), map[string]any{"by": "x"}); r.Code < 400 {
+		t.Errorf("a person's operation by an agent naming a handle: %v, want it refused", r)
+	}
+	if r := send(b, got.Handle, http.MethodPost, "/reports", map[string]any{"message": "not a lease's"}); r.Code != http.StatusBadRequest ||
+		!strings.Contains(r.Body, "agent handle") {
+		t.Errorf("a report naming a lease handle: %v, want 400 naming the agent handle", r)
+	}
+	if v := d.task(got.Task.Key); v.Row.Assignee == bName {
+		t.Fatalf("a refused call moved %s to %s", got.Task.Key, bName)
+	}
+	// Six calls at once from the new session, naming the handle: the lease
+	// moves once, and the handle follows it.
+	codes := make(chan answer, 6)
+	for range 6 {
+		go func() {
+			codes <- send(b, got.Handle, http.MethodPost, "/files/check", map[string]any{"paths": []string{"a.go"}})
+		}()
+	}
+	for range 6 {
+		if r := <-codes; r.Code != http.StatusOK {
+			t.Errorf("a check of files naming the handle, six at once: %v", r)
+		}
+	}
+	if v := d.task(got.Task.Key); v.Row.Assignee != bName {
+		t.Errorf("%s after the calls naming its handle from %s: assignee %q", got.Task.Key, bName, v.Row.Assignee)
+	}
+	if r := send(b, got.Handle, http.MethodPost, "/tasks/"+got.Task.Key+"/release", map[string]any{"reason": "taken back"}); r.Code != http.StatusOK {
+		t.Fatalf("release by handle from another session: %v", r)
+	}
+	if r := send(0, got.Handle, http.MethodPost, "/tasks/"+got.Task.Key+"/release", map[string]any{"reason": "again"}); r.Code != http.StatusConflict ||
+		!strings.Contains(r.Body, "stale_handle") {
+		t.Errorf("the released lease's handle again, as its own agent: %v, want 409 stale_handle", r)
+	}
+	if !d.auditHas("take_back", got.Task.Key) {
+		t.Error("the audit log does not say the lease was taken back")
+	}
 }

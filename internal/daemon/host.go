@@ -370,6 +370,7 @@ func (h *host) run(ctx context.Context, d *Daemon) (err error) {
 		return nil
 	})
 	g.Go(func() error { return d.lifetime(gctx) })
+	g.Go(func() error { d.revokeStale(gctx, "local:", localCred(d.tok)); return nil })
 	d.log.Info("snagd serving a worktree", "root", d.root)
 	h.trimSoon()
 	return g.Wait()

@@ -29,7 +29,9 @@ func modern(r *http.Request) bool {
 }
 
 // agentServer is the SDK's getServer of the stateless handler: the server
-// of r's toolsets and credential, made at its first use.
+// of r's toolsets and credential, made at its first use. There are at most
+// as many as sets of toolsets (one spelling each) times credentials; the
+// servers of one credential share its snag_list cursors.
 func (h *mcpHTTP) agentServer(r *http.Request) *sdk.Server {
 	ts, _ := toolsetsOf(r)
 	cred := h.d.credOf(r)
@@ -43,8 +45,13 @@ func (h *mcpHTTP) agentServer(r *http.Request) *sdk.Server {
 		return srv
 	}
 	link := &agentLink{d: h.d, cred: cred, life: h.life}
+	cursors := h.cursors[cred]
+	if cursors == nil {
+		cursors = &mcp.Cursors{}
+		h.cursors[cred] = cursors
+	}
 	srv := mcp.NewServer(mcp.Options{Root: h.d.root, Version: h.d.opts.Version, Log: h.d.log, Daemon: mcp.NewDaemon(link),
-		Toolsets: ts, Workspace: h.d.workspace, HandleIdle: h.d.handleIdle(), Cursors: &h.cursors})
+		Toolsets: ts, Workspace: h.d.workspace, HandleIdle: h.d.handleIdle(), Cursors: cursors})
 	h.agents[key] = srv
 	return srv
 }
@@ -57,6 +64,11 @@ func (h *mcpHTTP) forgetAgentServers() {
 	for k := range h.agents {
 		if strings.Contains(k, "|hosted:") {
 			delete(h.agents, k)
+		}
+	}
+	for cred := range h.cursors {
+		if strings.HasPrefix(cred, "hosted:") {
+			delete(h.cursors, cred)
 		}
 	}
 }

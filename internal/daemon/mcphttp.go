@@ -61,8 +61,8 @@ type mcpHTTP struct {
 	// good across their requests.
 	stateless, hostedStateless *sdk.StreamableHTTPHandler
 	agents                     map[string]*sdk.Server
-	cursors                    mcp.Cursors
-	life                       context.Context // ends with the view's serving
+	cursors                    map[string]*mcp.Cursors // by credential
+	life                       context.Context         // ends with the view's serving
 
 	mu      sync.Mutex
 	pending map[*sdk.Server]*mcpSession // made for a request, not yet bound to its session id
@@ -93,7 +93,7 @@ type slot struct{ s *mcpSession }
 
 func (d *Daemon) mcpHandler(ctx context.Context) *mcpHTTP {
 	h := &mcpHTTP{d: d, idle: d.opts.MCPIdle, lost: d.opts.MCPStreamGrace, pending: map[*sdk.Server]*mcpSession{}, byID: map[string]*mcpSession{},
-		agents: map[string]*sdk.Server{}, life: ctx}
+		agents: map[string]*sdk.Server{}, cursors: map[string]*mcp.Cursors{}, life: ctx}
 	if h.idle <= 0 {
 		h.idle = DefaultMCPIdle
 	}
@@ -172,7 +172,9 @@ func toolsetsOf(r *http.Request) ([]string, error) {
 			out = append(out, t)
 		}
 	}
-	return out, nil
+	// One spelling of each set: the sessionless servers are kept by it.
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
 func (h *mcpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {

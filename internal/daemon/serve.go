@@ -69,6 +69,14 @@ func (s *service) Do(ctx context.Context, op string, req any) (any, error) {
 	}
 	ctx, c, sess, err := s.admit(ctx, op, ops.CallerOf(ctx))
 	if err != nil {
+		if c.Tool != "" && c.Handle != "" {
+			// A refused handle (stale, foreign) is a tool call too.
+			who := index.Session{Name: sessionless}
+			if got, err := s.d.e.Session(ctx, c.Session); c.Session != 0 && err == nil {
+				who = got
+			}
+			s.d.auditTool(who, c.Tool, op, answerOf(err).Status, false)
+		}
 		return nil, err
 	}
 	if sess != nil {
@@ -111,15 +119,19 @@ const sessionless = "(sessionless)"
 // the caller's agent), checks that the caller may run op (who) and reads
 // the caller's session.
 func (s *service) admit(ctx context.Context, op string, c ops.Caller) (context.Context, ops.Caller, *index.Session, error) {
-	if c.Handle != "" {
+	if c.Handle != "" && c.Extension != "" {
+		c.Handle = "" // the extension's capture credential names no agent
+	}
+	if c.Handle == "" {
+		if err := s.who(op, c); err != nil {
+			return ctx, c, nil, err
+		}
+	} else {
 		var err error
-		if ctx, c, err = s.admitHandle(ctx, c); err != nil {
+		if ctx, c, err = s.admitHandle(ctx, op, c); err != nil {
 			return ctx, c, nil, err
 		}
 		ctx = ops.WithCaller(ctx, c)
-	}
-	if err := s.who(op, c); err != nil {
-		return ctx, c, nil, err
 	}
 	if c.Session == 0 {
 		return ctx, c, nil, nil
@@ -310,10 +322,10 @@ func pickRoute(routes []api.Route, c ops.Caller, raw []byte) api.Route {
 	}
 	fits := func(r api.Route) bool {
 		switch r.Who {
-		case api.Agent:
-			return c.Session != 0
+		case api.Agent: // a handle names an agent too
+			return c.Session != 0 || c.Handle != ""
 		case api.Person:
-			return c.Session == 0
+			return c.Session == 0 && c.Handle == ""
 		case api.Extension:
 			return c.Extension != ""
 		}

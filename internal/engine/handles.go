@@ -95,7 +95,8 @@ func (e *Engine) Handle(ctx context.Context, h, cred string) (index.Handle, erro
 	if err != nil && !errors.Is(err, index.ErrNoLease) {
 		return got, err
 	}
-	e.p.DB.DropHandle(ctx, got.Hash)
+	// The row stays (until its agent ends): a take-back in flight moves it
+	// with the lease, and a stale one says so each time it is named.
 	key := e.keyOf(ctx, got.TaskID)
 	return got, refuse(ErrStale, "stale_handle", "your lease of %s under this handle has ended (released, resolved, handed off "+
 		"or taken back by a person): snag_get %s says where it is; snag_claim {\"id\": %q} takes it again if it is open", key, key, key)
@@ -132,6 +133,25 @@ func (e *Engine) RevokeHandles(ctx context.Context, cred string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	return e.endRevoked(ctx, ids), nil
+}
+
+// RevokeHandlesBut forgets every handle made with a credential of kind
+// ("local:", "hosted:") but keep, the one in force (a token replaced while
+// snagd was down), and ends the agents known only by them. It answers how
+// many agents ended.
+func (e *Engine) RevokeHandlesBut(ctx context.Context, kind, keep string) (int, error) {
+	ids, err := e.p.DB.RevokeHandlesBut(ctx, kind, keep)
+	if err != nil {
+		return 0, err
+	}
+	return e.endRevoked(ctx, ids), nil
+}
+
+// endRevoked ends the sessions of ids that only their handles held (no
+// stream, no process): the agents a revoked token made. It answers how
+// many it ended.
+func (e *Engine) endRevoked(ctx context.Context, ids []int64) int {
 	n := 0
 	for _, id := range ids {
 		s, err := e.p.DB.SessionByID(ctx, id)
@@ -143,7 +163,7 @@ func (e *Engine) RevokeHandles(ctx context.Context, cred string) (int, error) {
 		e.EndSession(id, "its token was rotated")
 		n++
 	}
-	return n, nil
+	return n
 }
 
 // TakeBack moves the live lease of ref at epoch from session from to

@@ -70,27 +70,33 @@ func (db *DB) HandleOf(ctx context.Context, hash string) (Handle, error) {
 	return h, err
 }
 
-// DropHandle forgets one handle (a lease handle whose lease ended).
-func (db *DB) DropHandle(ctx context.Context, hash string) error {
-	return db.write(ctx, func(conn *sqlite.Conn) error {
-		return sqlitex.Execute(conn, `DELETE FROM handles WHERE hash = :h`, &sqlitex.ExecOptions{Named: map[string]any{":h": hash}})
-	})
-}
-
 // RevokeHandles forgets every handle made with cred and returns the
 // sessions they named, once each.
 func (db *DB) RevokeHandles(ctx context.Context, cred string) ([]int64, error) {
+	return db.revoke(ctx, `cred = :c`, map[string]any{":c": cred})
+}
+
+// RevokeHandlesBut forgets every handle made with a credential of kind
+// (its prefix, "local:" or "hosted:") but keep, the one in force, and
+// returns the sessions they named, once each.
+func (db *DB) RevokeHandlesBut(ctx context.Context, kind, keep string) ([]int64, error) {
+	return db.revoke(ctx, `substr(cred, 1, length(:k)) = :k AND cred != :keep`, map[string]any{":k": kind, ":keep": keep})
+}
+
+// revoke forgets the handles where says and returns the sessions they
+// named, once each.
+func (db *DB) revoke(ctx context.Context, where string, args map[string]any) ([]int64, error) {
 	var ids []int64
 	err := db.write(ctx, func(conn *sqlite.Conn) error {
-		err := sqlitex.Execute(conn, `SELECT DISTINCT session_id FROM handles WHERE cred = :c ORDER BY session_id`,
-			&sqlitex.ExecOptions{Named: map[string]any{":c": cred}, ResultFunc: func(st *sqlite.Stmt) error {
+		err := sqlitex.Execute(conn, `SELECT DISTINCT session_id FROM handles WHERE `+where+` ORDER BY session_id`,
+			&sqlitex.ExecOptions{Named: args, ResultFunc: func(st *sqlite.Stmt) error {
 				ids = append(ids, st.ColumnInt64(0))
 				return nil
 			}})
 		if err != nil {
 			return err
 		}
-		return sqlitex.Execute(conn, `DELETE FROM handles WHERE cred = :c`, &sqlitex.ExecOptions{Named: map[string]any{":c": cred}})
+		return sqlitex.Execute(conn, `DELETE FROM handles WHERE `+where, &sqlitex.ExecOptions{Named: args})
 	})
 	return ids, err
 }

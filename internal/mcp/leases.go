@@ -71,5 +71,6 @@ func (l *Leases) Clear() {
 // it says how to get one.
 func NotHeld(ref string) error {
 	return fmt.Errorf("you do not hold %s here: a lease claimed in another request or on another connection is named by "+
-		"the handle snag_claim answered ({\"id\": %q, \"handle\": \"lh_...\"}); else claim it first with snag_claim {\"id\": %q}", ref, ref, ref)
+		"the handle snag_claim answered ({\"id\": %q, \"handle\": \"lh_...\"}; a task handed to you, by your agent handle); "+
+		"else claim it first with snag_claim {\"id\": %q}", ref, ref, ref)
 }

@@ -75,6 +75,8 @@ func TestM2_SessionlessClaimReleaseAcrossRequests(t *testing.T) {
 
 	res, txt, _ = call(t, cs, "snag_claim", map[string]any{"agent": agent})
 	mustErr(t, "a second claim by the same agent", res, txt, key)
+	res, txt, _ = call(t, cs, "snag_claim", map[string]any{"agent": handle})
+	mustErr(t, "a claim naming a lease handle as its agent", res, txt, "agent handle")
 
 	res, txt, sc = call(t, cs, "snag_claim", nil) // no handle: another agent
 	mustOK(t, "claim by a second agent", res, txt)

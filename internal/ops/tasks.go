@@ -188,10 +188,11 @@ type Claim struct {
 	Worktree string `json:"worktree,omitempty"`
 	// Branch is the worktree's branch.
 	Branch string `json:"branch,omitempty"`
-	// Handle names this lease in later calls (release, resolve, handoff,
-	// file claims) from any connection with the same credential: a
-	// restarted bridge, or an agent no connection stands for, acts on the
-	// lease with it. snagd keeps only its hash.
+	// Handle names this lease in later calls of its own (release,
+	// resolve, handoff, file claims; api.HandleHeader) from any connection
+	// with the same credential: a restarted bridge, or an agent no
+	// connection stands for, acts on the lease with it, and on nothing
+	// else. snagd keeps only its hash.
 	Handle string `json:"handle,omitempty"`
 }
 

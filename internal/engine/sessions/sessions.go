@@ -164,7 +164,7 @@ func (s *Service) start(id int64, d time.Duration, why string) {
 			delete(s.held, id)
 			delete(s.whys, id)
 		}
-		back := s.open[id] > 0
+		back := s.open[id] > 0 && why != "process gone" // a stream of a gone process is no one's
 		s.mu.Unlock()
 		if still && !back {
 			s.e.EndSession(id, why)

@@ -113,3 +113,21 @@ func TestAHeldSessionEndsWhenIdle(t *testing.T) {
 	default:
 	}
 }
+
+// A session whose process is gone ends after the grace, for that reason,
+// even with a stream still open (a stream of a gone process is no one's),
+// and a grace already running ends it for that reason too.
+func TestAGoneProcessEndsAfterTheGrace(t *testing.T) {
+	e := &endSignal{ch: make(chan string, 4)}
+	s := New(e, Options{Grace: 50 * time.Millisecond, Sweep: time.Hour})
+	defer s.Close()
+	s.StreamOpened(1)
+	s.gone(1)
+	s.StreamOpened(2)
+	s.StreamClosed(2) // its grace runs ("stream closed")
+	s.gone(2)
+	got := map[string]bool{<-e.ch: true, <-e.ch: true}
+	if !got["1: process gone"] || !got["2: process gone"] {
+		t.Errorf("ended %v; want sessions 1 and 2 for process gone", got)
+	}
+}
