@@ -113,6 +113,9 @@ const (
 	// CodeForeignHandle (403): the handle was made with another
 	// credential (another token, or one rotated since).
 	CodeForeignHandle = "foreign_handle"
+	// CodeBadHandle (400): a lease handle named for another operation
+	// than its lease's own: name the agent by its agent handle.
+	CodeBadHandle = "bad_handle"
 	// CodeBlocked (409): the task's dependencies are not resolved: claim
 	// it with force, or another.
 	CodeBlocked = "blocked"
@@ -275,7 +278,7 @@ var Codes = []string{
 	CodeBadJSON, CodeBadQuery, CodeBadStatus, CodeBadKind, CodeBadWave, CodeBadLimit, CodeBadAll,
 	CodeBadAfter, CodeBadTail, CodeBadSince, CodeBadSeverity, CodeBadFile, CodeBadRef, CodeBadSession, CodeNoSession,
 	CodeNoReason, CodeNotFound, CodeSessionEnded, CodeNotClean, CodeHeld, CodeHolding, CodeNotHeld,
-	CodeStale, CodeStaleHandle, CodeForeignHandle, CodeBlocked, CodeMissing, CodeTransition, CodeNoCaptureURL, CodeVerifyUnavailable,
+	CodeStale, CodeStaleHandle, CodeForeignHandle, CodeBadHandle, CodeBlocked, CodeMissing, CodeTransition, CodeNoCaptureURL, CodeVerifyUnavailable,
 	CodeStarting, CodeBusy, CodeChanging, CodeDiskFull, CodeNoStream, CodeInternal,
 	CodeBadToolsets, CodeNoPaths, CodeTooManyPaths, CodeBadPath, CodeBadTTL, CodeExpired, CodeFilesHeld,
 	CodeNotClaimed, CodeNameKept, CodeBadName, CodeNoMessage, CodeLongMessage, CodeLongDetail, CodeNoAddressee,
