@@ -54,6 +54,7 @@ var statusOfKind = []struct {
 	{engine.ErrNotFound, http.StatusNotFound},
 	{engine.ErrInvalid, http.StatusBadRequest},
 	{engine.ErrSessionEnded, http.StatusGone},
+	{engine.ErrForeign, http.StatusForbidden},
 	{engine.ErrHeld, http.StatusConflict},
 	{engine.ErrStale, http.StatusConflict},
 	{engine.ErrTransition, http.StatusConflict},

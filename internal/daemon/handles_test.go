@@ -71,6 +71,9 @@ func TestHostedTokenChangeRevokesHandles(t *testing.T) {
 	if !isErr || !strings.Contains(txt, "another credential") {
 		t.Errorf("a hosted handle on the local /mcp: %v %s; want it refused as made with another credential", isErr, txt)
 	}
+	if strings.Contains(h.log.String(), "request failed") {
+		t.Errorf("a foreign handle is logged as snagd's own failure:\n%s", h.log.String())
+	}
 
 	newTok := newHostedToken(t)
 	writeSecret(t, h.tokenFile, newTok)
