@@ -252,6 +252,25 @@ func TestM2_SessionlessContextAndReports(t *testing.T) {
 	if !strings.Contains(txt, "over to you") || !strings.Contains(txt, "ADA") {
 		t.Errorf("BOB's snag_context does not show ADA's handoff:\n%s", txt)
 	}
+	j := strings.Index(txt, "agent: ah_")
+	if j < 0 {
+		t.Fatalf("BOB's first snag_context gives no agent handle:\n%s", txt)
+	}
+	bob := strings.Fields(txt[j+len("agent: "):])[0]
+
+	// A task handed off with its lease to a sessionless agent: it is
+	// named by that agent's handle.
+	res, txt, sc := call(t, cs, "snag_claim", map[string]any{"agent": agent})
+	mustOK(t, "ADA's claim", res, txt)
+	key := sc["task"].(map[string]any)["key"].(string)
+	res, txt, _ = call(t, cs, "snag_handoff", map[string]any{"to": "BOB", "title": "finish it", "task": key, "agent": agent})
+	mustOK(t, "handoff with the task", res, txt)
+	res, txt, sc = call(t, cs, "snag_release", map[string]any{"id": key, "reason": "BOB gives it back", "handle": bob})
+	mustOK(t, "BOB releases the handed task by his agent handle", res, txt)
+	if sc["status"] != "open" {
+		t.Errorf("release of the handed-off task: %v", sc)
+	}
+
 	names := map[string]bool{}
 	for _, s := range e.sessions(t).Sessions {
 		names[s.Name] = true
