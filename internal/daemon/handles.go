@@ -133,7 +133,7 @@ func (s *service) admitHandle(ctx context.Context, op string, c ops.Caller) (con
 		d.takeMu.Lock()
 		defer d.takeMu.Unlock()
 	}
-	h, err := d.e.Handle(ctx, c.Handle, c.Cred)
+	h, owner, err := d.e.Handle(ctx, c.Handle, c.Cred)
 	if err != nil {
 		return ctx, c, d.answer(err)
 	}
@@ -148,25 +148,21 @@ func (s *service) admitHandle(ctx context.Context, op string, c ops.Caller) (con
 	if err := s.who(op, acting); err != nil {
 		return ctx, c, err
 	}
-	if owner, err := d.e.Session(ctx, h.SessionID); err == nil && !owner.Expires.IsZero() {
+	if !owner.Expires.IsZero() {
 		d.holdAgent(ctx, h.SessionID)
 	}
 	if c.Session != 0 && c.Session != h.SessionID && h.Kind == index.HandleLease {
-		if h, err = d.bringBack(ctx, h, c.Session); err != nil {
+		if h, err = d.bringBack(ctx, h, owner, c.Session); err != nil {
 			return ctx, c, err
 		}
 	}
 	return context.WithValue(ctx, handleKey{}, &h), acting, nil
 }
 
-// bringBack moves the lease handle h names from its session to session to
-// (the agent's new connection) under a new epoch, and answers the handle
-// as it now stands.
-func (d *Daemon) bringBack(ctx context.Context, h index.Handle, to int64) (index.Handle, error) {
-	from, err := d.e.Session(ctx, h.SessionID)
-	if err != nil {
-		return h, d.answer(err)
-	}
+// bringBack moves the lease handle h names from its session, from, to
+// session to (the agent's new connection) under a new epoch, and answers
+// the handle as it now stands.
+func (d *Daemon) bringBack(ctx context.Context, h index.Handle, from index.Session, to int64) (index.Handle, error) {
 	toS, err := d.e.Session(ctx, to)
 	if err != nil {
 		return h, &apiError{Status: http.StatusGone, Code: "session_ended", Message: err.Error()}

@@ -58,15 +58,7 @@ func TestHostedTokenChangeRevokesHandles(t *testing.T) {
 	key := sc["task"].(map[string]any)["key"].(string)
 	handle, _ := sc["handle"].(string)
 
-	c := sdk.NewClient(&sdk.Implementation{Name: "local-2026", Version: "1"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	local, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: h.url("/mcp"), MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: &bearerOf{tok: h.token}}}, modernEra)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer local.Close()
+	local := modernClient(t, h.daemon, "local-2026")
 	txt, isErr, _ = toolText(t, local, "snag_release", map[string]any{"id": key, "reason": "not mine", "handle": handle})
 	if !isErr || !strings.Contains(txt, "another credential") {
 		t.Errorf("a hosted handle on the local /mcp: %v %s; want it refused as made with another credential", isErr, txt)
@@ -88,6 +80,22 @@ func TestHostedTokenChangeRevokesHandles(t *testing.T) {
 		t.Errorf("%s after the token its agent's handles were made with changed: %d %q, want open", key, code, task.Row.Status)
 	}
 	noTokenInLog(t, h.daemon, func() []string { return []string{newTok, handle} })
+}
+
+// modernClient connects the go-sdk client, as name, to d's own /mcp with
+// its token in MCP 2026-07-28; it is closed when the test ends.
+func modernClient(t *testing.T, d *daemon, name string) *sdk.ClientSession {
+	t.Helper()
+	c := sdk.NewClient(&sdk.Implementation{Name: name, Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: d.url("/mcp"), MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: &bearerOf{tok: d.token}}}, modernEra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
 }
 
 // bearerOf adds a fixed token to every request.

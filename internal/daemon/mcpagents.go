@@ -131,7 +131,7 @@ func (l *agentLink) Notice(ctx context.Context) string {
 	}
 	id := c.Session
 	if id == 0 && c.Handle != "" {
-		if h, err := l.d.e.Handle(ctx, c.Handle, l.cred); err == nil {
+		if h, _, err := l.d.e.Handle(ctx, c.Handle, l.cred); err == nil {
 			id = h.SessionID
 		}
 	}
@@ -143,13 +143,7 @@ func (l *agentLink) Notice(ctx context.Context) string {
 
 // Watch calls on with the key of each task an event of the engine names
 // until ctx ends or snagd stops serving /mcp.
-func (l *agentLink) Watch(ctx context.Context, on func(key string)) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(l.life, cancel)
-	defer stop()
-	l.d.watch(ctx, on)
-}
+func (l *agentLink) Watch(ctx context.Context, on func(key string)) { l.d.watch(ctx, l.life, on) }
 
 // Close does nothing: agents end by their idle time.
 func (l *agentLink) Close() error { return nil }

@@ -149,17 +149,15 @@ func (l *engineLink) Close() error {
 
 // Watch calls on with the key of each task an event of the engine names,
 // or "" when many may have changed, until ctx ends or the link closes.
-func (l *engineLink) Watch(ctx context.Context, on func(key string)) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(l.life, cancel)
-	defer stop()
-	l.d.watch(ctx, on)
-}
+func (l *engineLink) Watch(ctx context.Context, on func(key string)) { l.d.watch(ctx, l.life, on) }
 
 // watch calls on with the key of each task an event of the engine names,
-// or "" when many may have changed, until ctx ends.
-func (d *Daemon) watch(ctx context.Context, on func(key string)) {
+// or "" when many may have changed, until ctx or life ends.
+func (d *Daemon) watch(ctx, life context.Context, on func(key string)) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(life, cancel)
+	defer stop()
 	hub := d.e.Events()
 	from := hub.Last()
 	for {

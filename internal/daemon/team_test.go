@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/snagdev/snag/api"
 	"github.com/snagdev/snag/internal/codec"
@@ -403,15 +402,7 @@ func TestTeamPartitionedCloneFencedByEpoch(t *testing.T) {
 	}
 	// An agent no connection stands for (MCP 2026-07-28 over /mcp) holds
 	// SNAG-3 by its handles.
-	mc := sdk.NewClient(&sdk.Implementation{Name: "sessionless", Version: "1"}, nil)
-	mctx, mcancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer mcancel()
-	modern, err := mc.Connect(mctx, &sdk.StreamableClientTransport{Endpoint: d1.url("/mcp"), MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: &bearerOf{tok: d1.token}}}, modernEra)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer modern.Close()
+	modern := modernClient(t, d1, "sessionless")
 	txt, isErr, sc := toolText(t, modern, "snag_claim", map[string]any{"id": "SNAG-3"})
 	if isErr {
 		t.Fatalf("a sessionless claim: %s", txt)

@@ -56,22 +56,23 @@ func (e *Engine) MintHandle(ctx context.Context, kind string, id int64, taskID s
 }
 
 // Handle reads the handle h for a caller holding cred: what it names, once
-// that is still live. A handle snagd never made, one made with another
+// that is still live, and the agent's live session. A handle snagd never made, one made with another
 // credential, one whose agent has ended and one whose lease has ended are
 // each refused with what to do instead.
-func (e *Engine) Handle(ctx context.Context, h, cred string) (index.Handle, error) {
+func (e *Engine) Handle(ctx context.Context, h, cred string) (index.Handle, index.Session, error) {
+	var s index.Session
 	got, err := e.p.DB.HandleOf(ctx, HashHandle(strings.TrimSpace(h)))
 	switch {
 	case errors.Is(err, index.ErrNoHandle):
-		return got, refuse(ErrStale, "stale_handle", "the handle %s is not one this snagd made, or what it named has ended: "+
+		return got, s, refuse(ErrStale, "stale_handle", "the handle %s is not one this snagd made, or what it named has ended: "+
 			"snag_claim takes a task anew (and answers a new handle)", clipHandle(h))
 	case err != nil:
-		return got, err
+		return got, s, err
 	case got.Cred != cred:
-		return got, refuse(ErrForeign, "foreign_handle", "the handle %s was made with another credential than this request's "+
+		return got, s, refuse(ErrForeign, "foreign_handle", "the handle %s was made with another credential than this request's "+
 			"(another token, or one rotated since): use the handles your own calls answered, or snag_claim anew", clipHandle(h))
 	}
-	s, err := e.p.DB.SessionByID(ctx, got.SessionID)
+	s, err = e.p.DB.SessionByID(ctx, got.SessionID)
 	if err != nil || !s.Ended.IsZero() {
 		why := "it is gone"
 		if err == nil {
@@ -79,26 +80,26 @@ func (e *Engine) Handle(ctx context.Context, h, cred string) (index.Handle, erro
 		}
 		if got.Kind == index.HandleLease {
 			key := e.keyOf(ctx, got.TaskID)
-			return got, refuse(ErrStale, "stale_handle", "your lease of %s ended with its agent (%s): snag_get %s says where it is; "+
+			return got, s, refuse(ErrStale, "stale_handle", "your lease of %s ended with its agent (%s): snag_get %s says where it is; "+
 				"snag_claim {\"id\": %q} takes it again if it is open", key, why, key, key)
 		}
-		return got, refuse(ErrStale, "stale_handle", "the agent of the handle %s has ended (%s) and its leases went back: "+
+		return got, s, refuse(ErrStale, "stale_handle", "the agent of the handle %s has ended (%s) and its leases went back: "+
 			"snag_claim takes a task anew", clipHandle(h), why)
 	}
 	if got.Kind != index.HandleLease {
-		return got, nil
+		return got, s, nil
 	}
 	l, err := e.p.DB.LeaseOf(ctx, got.TaskID)
 	if err == nil && l.Epoch == got.Epoch && l.SessionID == got.SessionID {
-		return got, nil
+		return got, s, nil
 	}
 	if err != nil && !errors.Is(err, index.ErrNoLease) {
-		return got, err
+		return got, s, err
 	}
 	// The row stays (until its agent ends): a take-back in flight moves it
 	// with the lease, and a stale one says so each time it is named.
 	key := e.keyOf(ctx, got.TaskID)
-	return got, refuse(ErrStale, "stale_handle", "your lease of %s under this handle has ended (released, resolved, handed off "+
+	return got, s, refuse(ErrStale, "stale_handle", "your lease of %s under this handle has ended (released, resolved, handed off "+
 		"or taken back by a person): snag_get %s says where it is; snag_claim {\"id\": %q} takes it again if it is open", key, key, key)
 }
 

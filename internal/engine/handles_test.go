@@ -40,15 +40,15 @@ func TestHandles(t *testing.T) {
 
 	refused := func(what, h, cred string, kind error, words string) {
 		t.Helper()
-		_, err := e.Handle(ctx, h, cred)
+		_, _, err := e.Handle(ctx, h, cred)
 		if !errors.Is(err, kind) || !strings.Contains(err.Error(), words) {
 			t.Errorf("%s: %v; want %v saying %q", what, err, kind, words)
 		}
 	}
 	for _, c := range []struct{ h, kind string }{{lease, index.HandleLease}, {who, index.HandleAgent}} {
-		h, err := e.Handle(ctx, c.h, "local:a")
-		if err != nil || h.Kind != c.kind || h.SessionID != agent.ID {
-			t.Errorf("%s handle: %+v, %v", c.kind, h, err)
+		h, owner, err := e.Handle(ctx, c.h, "local:a")
+		if err != nil || h.Kind != c.kind || h.SessionID != agent.ID || owner.ID != agent.ID || owner.Expires.IsZero() {
+			t.Errorf("%s handle: %+v of %+v, %v", c.kind, h, owner, err)
 		}
 	}
 	refused("another credential's", lease, "hosted:b", ErrForeign, "another credential")
@@ -60,7 +60,7 @@ func TestHandles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, _ := e.Handle(ctx, lease, "local:a")
+	h, _, _ := e.Handle(ctx, lease, "local:a")
 	moved, err := e.TakeBack(ctx, queue.Ref{ID: h.TaskID}, h.Epoch, agent, bridge)
 	if err != nil || moved.SessionID != bridge.ID || moved.Epoch <= h.Epoch {
 		t.Fatalf("take back: %+v, %v", moved, err)

